@@ -1,0 +1,101 @@
+#include "cli/cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "cudalab/error.hpp"
+
+namespace cudalab::cli {
+namespace {
+
+int exit_code_for(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::invalid_argument: return kExitUsage;
+    case ErrorKind::no_device:
+    case ErrorKind::unsupported_device: return kExitNoDevice;
+    case ErrorKind::out_of_memory: return kExitOutOfMemory;
+    case ErrorKind::cuda:
+    case ErrorKind::library: return kExitFailed;
+  }
+  return kExitFailed;
+}
+
+std::string joined(int argc, const char* const* argv) {
+  std::string text;
+  for (int i = 0; i < argc; ++i) text += (i ? " " : "") + std::string(argv[i]);
+  return text;
+}
+
+}  // namespace
+
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "cudalab: CUDA kernel ladders, each variant verified against a CPU reference and timed as a fraction of "
+      "this GPU's measured ceilings, beside the vendor library.",
+      "cudalab"};
+  app.require_subcommand(1);
+  app.footer("Exit codes: 0 ok, 1 a variant failed verification or a run failed, 2 bad arguments, "
+             "3 no usable CUDA device, 4 out of memory.\n");
+
+  ProbeArgs probe_args;
+  auto* probe = app.add_subcommand("probe", "Measure this GPU's ceilings (bandwidth, FP32, BF16 tensor, PCIe, "
+                                            "launch latency), print them beside the datasheet and cache them");
+  probe->add_option("--json", probe_args.json_path, "Also write the ceilings and provenance to this file");
+
+  bool list_json = false;
+  auto* list = app.add_subcommand("list", "List ops, their variants and experiments (no GPU needed)");
+  list->add_flag("--json", list_json, "Print as JSON");
+
+  RunArgs run_args;
+  auto* run = app.add_subcommand("run", "Verify and time the variants of one op (or run one experiment)");
+  run->add_option("name", run_args.name, "Op or experiment, as `cudalab list` names it")->required();
+  run->add_option("--variant", run_args.variants, "Variant id (repeatable; default: all)");
+  run->add_option("--n", run_args.sizes, "Problem size in elements, e.g. 1000003 or 2^28 (repeatable; default: the op's bench sizes)")
+      ->allow_extra_args(false);
+  run->add_flag("--check-only", run_args.check_only, "Verify only; do not time");
+  run->add_flag("--warm", run_args.warm, "Do not flush L2 between timed samples");
+  run->add_option("--json", run_args.json_path, "Write a results file here");
+  run->add_option("--seed", run_args.seed, "Input seed (decimal or 0x hex; default: random, printed)");
+  run->add_option("--distribution", run_args.distribution,
+                  "Input distribution: uniform, normal, integers, all_equal, sorted, large_magnitude")
+      ->capture_default_str();
+  run->add_option("--budget", run_args.budget_seconds, "Seconds of timing per variant and size, at most")
+      ->capture_default_str();
+
+  BenchArgs bench_args;
+  auto* bench = app.add_subcommand("bench", "Probe, then verify and time every op at its default sizes and run "
+                                            "every experiment; write a results file");
+  bench->add_option("--out", bench_args.out_path, "Results file (default: results/<gpu>/bench.json)");
+  bench->add_option("--seed", bench_args.seed, "Input seed (decimal or 0x hex; default: random, printed)");
+
+  ReportArgs report_args;
+  auto* report = app.add_subcommand("report", "Render a results file as markdown tables, or update the generated "
+                                              "blocks of docs (no GPU needed)");
+  report->add_option("results", report_args.results_path, "Results file written by bench or run --json")->required();
+  report->add_option("--update", report_args.update_paths,
+                     "Markdown file whose <!-- cudalab:begin KEY --> blocks to regenerate (repeatable)");
+
+  Context context{out, err, joined(argc, argv)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    if (*probe) return command_probe(probe_args, context);
+    if (*list) return command_list(list_json, context);
+    if (*run) return command_run(run_args, context);
+    if (*bench) return command_bench(bench_args, context);
+    if (*report) return command_report(report_args, context);
+  } catch (const Error& e) {
+    err << "cudalab: " << e.what() << std::endl;
+    return exit_code_for(e.kind());
+  } catch (const std::exception& e) {
+    err << "cudalab: unexpected error: " << e.what() << std::endl;
+    return kExitFailed;
+  }
+  return kExitUsage;
+}
+
+}  // namespace cudalab::cli

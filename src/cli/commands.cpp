@@ -1,0 +1,408 @@
+#include "cli/commands.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "cli/tables.hpp"
+#include "core/format.hpp"
+#include "cudalab/error.hpp"
+#include "harness/registry.hpp"
+#include "harness/results.hpp"
+#include "harness/runner.hpp"
+#include "probe/probe.hpp"
+
+namespace cudalab::cli {
+namespace {
+
+using harness::Record;
+
+// Sizes past this are refused before any device is asked: 2^48 elements of anything is beyond
+// every GPU, and byte counts of larger sizes could overflow.
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
+
+harness::Progress progress_printer(Context& context, int total) {
+  auto step = std::make_shared<int>(0);
+  return [&context, total, step](const std::string& what) {
+    ++*step;
+    context.err << "[" << (total > 0 ? std::to_string(*step) + "/" + std::to_string(total) : std::to_string(*step))
+                << "] " << what << std::endl;
+  };
+}
+
+std::uint64_t choose_seed(const std::string& typed, Context& context) {
+  std::uint64_t seed = 0;
+  if (typed.empty()) {
+    std::random_device entropy;
+    seed = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
+  } else {
+    seed = parse_seed(typed);
+  }
+  std::ostringstream hex;
+  hex << "0x" << std::hex << seed;
+  context.err << "seed " << hex.str() << " (repeat with --seed " << hex.str() << ")" << std::endl;
+  return seed;
+}
+
+// The device, checked for presence and for code this build can run on it.
+DeviceInfo usable_device() {
+  require_device();
+  require_kernel_image();
+  return device_info();
+}
+
+std::string device_line(const DeviceInfo& d, const harness::Ceilings& c) {
+  return d.name + " (sm_" + std::to_string(d.compute_capability()) + ", " + std::to_string(d.sm_count) +
+         " SMs); roofline: copy " + format_fixed(c.copy_gbps(), 0) + " GB/s, read " + format_fixed(c.read_gbps, 0) +
+         " GB/s, FP32 " + format_fixed(c.fp32_tflops, 1) + " TFLOP/s";
+}
+
+void print_records(const std::vector<Record>& records, Context& context) {
+  if (records.empty()) return;
+  context.out << "\n" << records.front().op << "  " << records.front().problem.label() << "\n"
+              << records_table(records).text();
+}
+
+void print_experiment(const nlohmann::json& experiment, Context& context) {
+  context.out << "\n" << experiment.value("name", "") << ": " << experiment.value("summary", "") << "\n"
+              << experiment_table(experiment).text();
+  for (const auto& note : experiment.value("notes", nlohmann::json::array()))
+    context.out << "  note: " << note.get<std::string>() << "\n";
+}
+
+bool any_unexpected_failure(const std::vector<Record>& records) {
+  for (const Record& r : records)
+    if (r.outcome == harness::Outcome::failed && r.role != harness::Role::broken) return true;
+  return false;
+}
+
+harness::ExperimentContext experiment_context(const DeviceInfo& device, const harness::Ceilings& ceilings,
+                                              std::uint64_t seed, harness::Progress progress) {
+  harness::ExperimentContext context;
+  context.device = device;
+  context.ceilings = ceilings;
+  context.seed = seed;
+  context.progress = std::move(progress);
+  return context;
+}
+
+std::string provenance_line(const harness::Provenance& p) {
+  return "Measured on " + p.gpu_name + " (" + std::to_string(p.sm_count) + " SMs, sm_" +
+         std::to_string(p.compute_capability) + ", driver " + (p.driver_version.empty() ? "?" : p.driver_version) +
+         ", CUDA runtime " + std::to_string(p.runtime_cuda_version / 1000) + "." +
+         std::to_string(p.runtime_cuda_version % 1000 / 10) + ") at cudalab commit `" + p.commit.substr(0, 12) + "`" +
+         (p.dirty ? " (with uncommitted changes)" : "") + " on " + p.date_utc + ", command `" + p.command_line +
+         "`; SM clock " + std::to_string(p.sm_clock_mhz_start) + " MHz at start, " +
+         std::to_string(p.sm_clock_mhz_end) + " MHz at end.";
+}
+
+// The best verified non-broken variant of each op at its largest size, beside its baseline.
+Table summary_table(const std::vector<Record>& records) {
+  Table t;
+  t.header = {"op", "size", "best variant", "median", "GB/s", "% of roofline", "baseline", "baseline median",
+              "best vs baseline"};
+  std::vector<std::string> ops;
+  for (const Record& r : records)
+    if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
+  for (const std::string& op : ops) {
+    std::int64_t n = 0;
+    for (const Record& r : records)
+      if (r.op == op && r.timed) n = std::max(n, r.problem.n);
+    const Record* best = nullptr;
+    const Record* baseline = nullptr;
+    for (const Record& r : records) {
+      if (r.op != op || !r.timed || r.problem.n != n) continue;
+      if (r.role == harness::Role::baseline && baseline == nullptr) baseline = &r;
+      if (r.role == harness::Role::ladder && (best == nullptr || r.time_ms.median < best->time_ms.median)) best = &r;
+    }
+    if (best == nullptr) continue;
+    t.rows.push_back({op, "n=" + std::to_string(n), best->variant, format_time_ms(best->time_ms.median),
+                      format_fixed(best->roofline_point.gbps, 0), format_fixed(100 * best->roofline_point.fraction, 1) + "%",
+                      baseline ? baseline->variant : "-", baseline ? format_time_ms(baseline->time_ms.median) : "-",
+                      baseline ? format_fixed(baseline->time_ms.median / best->time_ms.median, 3) + "x" : "-"});
+  }
+  return t;
+}
+
+}  // namespace
+
+std::int64_t parse_element_count(const std::string& text) {
+  const std::string what = "a size must be a whole number of elements from 1 to 2^48 (or 2^k), got '" + text + "'";
+  if (text.empty()) throw Error(ErrorKind::invalid_argument, what, __FILE__, __LINE__);
+  if (text.rfind("2^", 0) == 0) {
+    const std::string exponent = text.substr(2);
+    if (exponent.empty() || exponent.size() > 2 || exponent.find_first_not_of("0123456789") != std::string::npos)
+      throw Error(ErrorKind::invalid_argument, what, __FILE__, __LINE__);
+    const int k = std::stoi(exponent);
+    if (k > 48) throw Error(ErrorKind::invalid_argument, what + ": too large", __FILE__, __LINE__);
+    return std::int64_t{1} << k;
+  }
+  if (text.find_first_not_of("0123456789") != std::string::npos)
+    throw Error(ErrorKind::invalid_argument, what, __FILE__, __LINE__);
+  if (text.size() > 15) throw Error(ErrorKind::invalid_argument, what + ": too large", __FILE__, __LINE__);
+  const std::int64_t n = std::stoll(text);
+  if (n < 1) throw Error(ErrorKind::invalid_argument, what + ": there is nothing to compute", __FILE__, __LINE__);
+  if (n > kMaxElements) throw Error(ErrorKind::invalid_argument, what + ": too large", __FILE__, __LINE__);
+  return n;
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+  const bool hex = text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0;
+  const std::string digits = hex ? text.substr(2) : text;
+  const char* allowed = hex ? "0123456789abcdefABCDEF" : "0123456789";
+  if (digits.empty() || digits.size() > (hex ? 16u : 19u) || digits.find_first_not_of(allowed) != std::string::npos)
+    throw Error(ErrorKind::invalid_argument, "a seed must be a decimal or 0x-hexadecimal 64-bit number, got '" + text + "'",
+                __FILE__, __LINE__);
+  return std::stoull(digits, nullptr, hex ? 16 : 10);
+}
+
+std::string splice_generated_blocks(const std::string& document,
+                                    const std::vector<std::pair<std::string, std::string>>& blocks) {
+  std::string result = document;
+  for (const auto& [key, content] : blocks) {
+    const std::string begin = "<!-- cudalab:begin " + key + " -->";
+    const std::string end = "<!-- cudalab:end " + key + " -->";
+    const std::size_t b = result.find(begin);
+    if (b == std::string::npos) continue;
+    const std::size_t e = result.find(end, b);
+    if (e == std::string::npos)
+      throw Error(ErrorKind::invalid_argument, "'" + begin + "' has no matching '" + end + "'", __FILE__, __LINE__);
+    result = result.substr(0, b + begin.size()) + "\n" + content + result.substr(e);
+  }
+  return result;
+}
+
+int command_probe(const ProbeArgs& args, Context& context) {
+  const DeviceInfo device = usable_device();
+  context.err << "probing " << device.name << " (a few seconds)" << std::endl;
+  const harness::Ceilings ceilings = probe::measure_ceilings(device, progress_printer(context, 5));
+  probe::save_cache(device, ceilings);
+  context.out << device.name << ", sm_" << device.compute_capability() << ", " << device.sm_count << " SMs, "
+              << format_bytes(double(device.global_memory_bytes)) << "\n"
+              << ceilings_table(ceilings).text()
+              << "copy kernel / cudaMemcpy D2D: " << format_fixed(100 * ceilings.copy_kernel_gbps / ceilings.memcpy_d2d_gbps, 1)
+              << "%\ncached in " << probe::cache_path(device) << "\n";
+  if (!args.json_path.empty()) {
+    harness::write_json_file(args.json_path,
+                             {{"schema", "cudalab-probe/1"},
+                              {"provenance", harness::collect_provenance(device, context.command_line)},
+                              {"ceilings", ceilings}});
+    context.out << "wrote " << args.json_path << "\n";
+  }
+  return kExitOk;
+}
+
+int command_list(bool json, Context& context) {
+  const auto& registry = harness::builtin_registry();
+  if (json) {
+    nlohmann::json document = {{"ops", nlohmann::json::array()}, {"experiments", nlohmann::json::array()}};
+    for (const auto& op : registry.ops()) {
+      nlohmann::json variants = nlohmann::json::array();
+      for (const auto& v : op.variants)
+        variants.push_back({{"id", v.id}, {"technique", v.technique}, {"role", harness::to_string(v.role)}});
+      nlohmann::json sizes = nlohmann::json::array();
+      for (const auto& p : op.bench_problems) sizes.push_back(p.n);
+      document["ops"].push_back({{"name", op.name}, {"summary", op.summary}, {"bench_sizes", sizes}, {"variants", variants}});
+    }
+    for (const auto& e : registry.experiments())
+      document["experiments"].push_back({{"name", e.name}, {"op", e.op}, {"summary", e.summary}});
+    context.out << document.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const auto& op : registry.ops()) {
+    context.out << op.name << ": " << op.summary << "\n";
+    Table t;
+    t.header = {"  variant", "role", "technique"};
+    for (const auto& v : op.variants) t.rows.push_back({"  " + v.id, harness::to_string(v.role), v.technique});
+    context.out << t.text();
+  }
+  if (!registry.experiments().empty()) context.out << "experiments:\n";
+  for (const auto& e : registry.experiments()) context.out << "  " << e.name << ": " << e.summary << "\n";
+  return kExitOk;
+}
+
+int command_run(const RunArgs& args, Context& context) {
+  const auto& registry = harness::builtin_registry();
+  const harness::Op* op = registry.find_op(args.name);
+  const harness::Experiment* experiment = registry.find_experiment(args.name);
+  if (op == nullptr && experiment == nullptr)
+    throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + args.name + "' (see `cudalab list`)",
+                __FILE__, __LINE__);
+  if (experiment != nullptr && (!args.variants.empty() || !args.sizes.empty() || args.check_only))
+    throw Error(ErrorKind::invalid_argument,
+                "'" + args.name + "' is an experiment: it takes no --variant, --n or --check-only", __FILE__, __LINE__);
+  std::vector<harness::Problem> problems;
+  if (op != nullptr) {
+    for (const std::string& id : args.variants)
+      if (op->find_variant(id) == nullptr)
+        throw Error(ErrorKind::invalid_argument, "unknown variant '" + id + "' of " + op->name + " (see `cudalab list`)",
+                    __FILE__, __LINE__);
+    for (const std::string& size : args.sizes) problems.push_back({parse_element_count(size)});
+    if (problems.empty()) problems = op->bench_problems;
+  }
+  harness::Distribution distribution;
+  if (!harness::parse_distribution(args.distribution, &distribution))
+    throw Error(ErrorKind::invalid_argument, "unknown distribution '" + args.distribution + "'", __FILE__, __LINE__);
+  if (!(args.budget_seconds > 0 && args.budget_seconds <= 600))
+    throw Error(ErrorKind::invalid_argument, "--budget must be between 0 and 600 seconds", __FILE__, __LINE__);
+
+  const DeviceInfo device = usable_device();
+  if (op != nullptr)
+    for (const auto& problem : problems) harness::require_fits(*op, problem);
+  const std::uint64_t seed = choose_seed(args.seed, context);
+  harness::Provenance provenance = harness::collect_provenance(device, context.command_line);
+  // A check needs no roofline; anything timed is put against the cached (or newly measured) one.
+  const harness::Ceilings ceilings =
+      args.check_only ? harness::Ceilings{} : probe::ceilings_for(device, false, progress_printer(context, 0));
+  if (!args.check_only) context.out << device_line(device, ceilings) << "\n";
+
+  std::vector<Record> all;
+  nlohmann::json experiments = nlohmann::json::array();
+  if (op != nullptr) {
+    harness::RunOptions options;
+    options.variants = args.variants;
+    options.seed = seed;
+    options.distribution = distribution;
+    options.check_only = args.check_only;
+    options.timing.cold = !args.warm;
+    options.timing.stopping.budget_seconds = args.budget_seconds;
+    harness::KernelTimer timer;
+    const std::size_t variant_count = args.variants.empty() ? op->variants.size() : args.variants.size();
+    auto progress = progress_printer(context, static_cast<int>(problems.size() * variant_count * (args.check_only ? 1 : 2)));
+    for (const auto& problem : problems) {
+      auto records = harness::run_problem(*op, problem, options, ceilings, timer, progress);
+      print_records(records, context);
+      all.insert(all.end(), records.begin(), records.end());
+    }
+  } else {
+    auto result = experiment->run(experiment_context(device, ceilings, seed, progress_printer(context, 0)));
+    print_experiment(result, context);
+    experiments.push_back(std::move(result));
+  }
+  harness::record_end_clocks(provenance, device);
+  if (!args.json_path.empty()) {
+    harness::write_json_file(args.json_path, harness::make_results(provenance, ceilings, all, experiments));
+    context.out << "wrote " << args.json_path << "\n";
+  }
+  if (any_unexpected_failure(all)) {
+    context.err << "cudalab: a variant failed verification (rows marked NO)" << std::endl;
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+int command_bench(const BenchArgs& args, Context& context) {
+  const auto& registry = harness::builtin_registry();
+  const DeviceInfo device = usable_device();
+  const std::uint64_t seed = choose_seed(args.seed, context);
+  harness::Provenance provenance = harness::collect_provenance(device, context.command_line);
+  context.err << "measuring this GPU's ceilings (cached for later runs)" << std::endl;
+  const harness::Ceilings ceilings = probe::ceilings_for(device, true, progress_printer(context, 5));
+  context.out << device_line(device, ceilings) << "\n";
+
+  int steps = static_cast<int>(registry.experiments().size());
+  for (const auto& op : registry.ops()) steps += static_cast<int>(op.bench_problems.size() * op.variants.size() * 2);
+  auto progress = progress_printer(context, steps);
+
+  std::vector<Record> all;
+  harness::KernelTimer timer;
+  harness::RunOptions options;
+  options.seed = seed;
+  for (const auto& op : registry.ops()) {
+    for (const auto& problem : op.bench_problems) {
+      auto records = harness::run_problem(op, problem, options, ceilings, timer, progress);
+      print_records(records, context);
+      all.insert(all.end(), records.begin(), records.end());
+    }
+  }
+  nlohmann::json experiments = nlohmann::json::array();
+  for (const auto& e : registry.experiments()) {
+    progress(e.name);
+    auto result = e.run(experiment_context(device, ceilings, seed, nullptr));
+    print_experiment(result, context);
+    experiments.push_back(std::move(result));
+  }
+  harness::record_end_clocks(provenance, device);
+  const nlohmann::json results = harness::make_results(provenance, ceilings, all, experiments);
+  context.out << "\nclaims\n" << claims_table(results["claims"]).text();
+  const std::string path =
+      args.out_path.empty() ? "results/" + harness::gpu_slug(device.name) + "/bench.json" : args.out_path;
+  harness::write_json_file(path, results);
+  context.out << "\nwrote " << path << "\n";
+  if (any_unexpected_failure(all)) {
+    context.err << "cudalab: a variant failed verification (rows marked NO)" << std::endl;
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+int command_report(const ReportArgs& args, Context& context) {
+  const nlohmann::json results = harness::read_json_file(args.results_path);
+  if (results.value("schema", "") != harness::kResultsSchema)
+    throw Error(ErrorKind::invalid_argument,
+                args.results_path + " is not a cudalab results file (schema " + harness::kResultsSchema + ")", __FILE__,
+                __LINE__);
+  nlohmann::json evaluated = results;
+  harness::evaluate_claims(evaluated);  // claims judged by this build's rules
+  const auto records = results.value("records", nlohmann::json::array()).get<std::vector<Record>>();
+  const auto provenance = results.value("provenance", nlohmann::json::object()).get<harness::Provenance>();
+  const auto ceilings = results.value("ceilings", nlohmann::json::object()).get<harness::Ceilings>();
+
+  std::vector<std::pair<std::string, std::string>> blocks;
+  blocks.emplace_back("provenance", provenance_line(provenance) + "\n");
+  blocks.emplace_back("ceilings", ceilings_table(ceilings).markdown());
+  blocks.emplace_back("summary", summary_table(records).markdown());
+  std::vector<std::string> ops;
+  for (const Record& r : records)
+    if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
+  for (const std::string& op : ops) {
+    std::string text;
+    std::vector<std::int64_t> sizes;
+    for (const Record& r : records)
+      if (r.op == op && std::find(sizes.begin(), sizes.end(), r.problem.n) == sizes.end()) sizes.push_back(r.problem.n);
+    for (std::int64_t n : sizes) {
+      std::vector<Record> at_size;
+      for (const Record& r : records)
+        if (r.op == op && r.problem.n == n) at_size.push_back(r);
+      text += "\n**n = " + std::to_string(n) + "**\n\n" + records_table(at_size).markdown();
+    }
+    blocks.emplace_back("op:" + op, text);
+    nlohmann::json op_claims = nlohmann::json::array();
+    for (const auto& claim : evaluated["claims"]) {
+      const auto* check = [&]() -> const harness::ClaimCheck* {
+        for (const auto& c : harness::builtin_registry().claims())
+          if (c.id == claim.value("id", "")) return &c;
+        return nullptr;
+      }();
+      if (check != nullptr && check->op == op) op_claims.push_back(claim);
+    }
+    blocks.emplace_back("claims:" + op, claims_table(op_claims).markdown());
+  }
+  for (const auto& e : results.value("experiments", nlohmann::json::array())) {
+    std::string text = experiment_table(e).markdown();
+    for (const auto& note : e.value("notes", nlohmann::json::array())) text += "\n- " + note.get<std::string>();
+    blocks.emplace_back("experiment:" + e.value("name", ""), text + "\n");
+  }
+
+  if (args.update_paths.empty()) {
+    for (const auto& [key, content] : blocks) context.out << "<!-- " << key << " -->\n" << content << "\n";
+    return kExitOk;
+  }
+  for (const std::string& path : args.update_paths) {
+    std::ifstream in(path);
+    if (!in) throw Error(ErrorKind::invalid_argument, "cannot read " + path, __FILE__, __LINE__);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string updated = splice_generated_blocks(buffer.str(), blocks);
+    std::ofstream out(path);
+    out << updated;
+    if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);
+    context.out << "updated " << path << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace cudalab::cli

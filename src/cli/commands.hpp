@@ -1,0 +1,61 @@
+// The subcommands of `cudalab`. Each returns an exit code (cli.hpp) and throws cudalab::Error for
+// the caller to report.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace cudalab::cli {
+
+struct Context {
+  std::ostream& out;
+  std::ostream& err;       // progress lines and warnings
+  std::string command_line;
+};
+
+struct ProbeArgs {
+  std::string json_path;   // also write the ceilings here
+};
+
+struct RunArgs {
+  std::string name;                   // an op or an experiment
+  std::vector<std::string> variants;  // empty: all
+  std::vector<std::string> sizes;     // as typed; empty: the op's bench sizes
+  bool check_only = false;
+  bool warm = false;                  // skip the L2 flush between samples
+  std::string json_path;
+  std::string seed;                   // empty: random, printed
+  std::string distribution = "uniform";
+  double budget_seconds = 1.0;        // per variant and size
+};
+
+struct BenchArgs {
+  std::string out_path;               // empty: results/<gpu>/bench.json
+  std::string seed;
+};
+
+struct ReportArgs {
+  std::string results_path;
+  std::vector<std::string> update_paths;
+};
+
+int command_probe(const ProbeArgs& args, Context& context);
+int command_list(bool json, Context& context);
+int command_run(const RunArgs& args, Context& context);
+int command_bench(const BenchArgs& args, Context& context);
+int command_report(const ReportArgs& args, Context& context);
+
+// A problem size as typed: a whole number >= 1 ("1000003") or a power of two ("2^28").
+// Throws Error{invalid_argument} with a sentence saying what was wrong.
+std::int64_t parse_element_count(const std::string& text);
+// A seed as typed: decimal or 0x-prefixed hexadecimal.
+std::uint64_t parse_seed(const std::string& text);
+
+// Replaces each block between "<!-- cudalab:begin KEY -->" and "<!-- cudalab:end KEY -->" in
+// `document` with blocks[KEY]; keys without a generated block are left alone.
+std::string splice_generated_blocks(const std::string& document,
+                                    const std::vector<std::pair<std::string, std::string>>& blocks);
+
+}  // namespace cudalab::cli

@@ -1,0 +1,39 @@
+// Indexing and launch-shape helpers shared by every kernel. All element indices are 64-bit: a
+// 32-bit `blockIdx.x * blockDim.x + threadIdx.x` wraps past 2^31 elements.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "cudalab/error.hpp"
+
+namespace cudalab {
+
+template <typename T>
+__host__ __device__ constexpr T ceil_div(T numerator, T denominator) {
+  return (numerator + denominator - 1) / denominator;
+}
+
+__device__ __forceinline__ std::int64_t global_thread_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ std::int64_t global_thread_count() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
+// Blocks for a grid-stride kernel: enough resident blocks to fill every SM, no more (extra blocks
+// only add scheduling work), and never more than the work needs.
+template <typename Kernel>
+int resident_grid_size(Kernel kernel, int block_size, std::int64_t work_items) {
+  int device = 0, sm_count = 0, blocks_per_sm = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  CUDALAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, block_size, 0));
+  const std::int64_t needed = ceil_div<std::int64_t>(work_items, block_size);
+  const std::int64_t resident = static_cast<std::int64_t>(sm_count) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+  return static_cast<int>(needed < resident ? (needed > 0 ? needed : 1) : resident);
+}
+
+}  // namespace cudalab

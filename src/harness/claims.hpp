@@ -1,0 +1,30 @@
+// Helpers for claim checks: find records in a results document and phrase a verdict.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace cudalab::harness {
+
+// Largest problem size n among the timed records of `op`; 0 when there is none.
+std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& op);
+
+// The timed record of (op, variant, n), or nullptr.
+const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op,
+                                   const std::string& variant, std::int64_t n);
+
+// The fastest timed, non-broken record of `op` at n (baselines included), or nullptr.
+const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, std::int64_t n);
+
+double median_ms(const nlohmann::json& record);
+
+// The experiment table called `name`, or nullptr.
+const nlohmann::json* experiment(const nlohmann::json& results, const std::string& name);
+
+nlohmann::json verdict(const std::string& id, const std::string& claim, const std::string& source,
+                       const std::string& predicted, const std::string& measured, double ratio,
+                       const std::string& verdict);
+
+}  // namespace cudalab::harness

@@ -1,0 +1,109 @@
+#include "harness/compare.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "core/format.hpp"
+
+namespace cudalab::harness {
+
+Tolerance Tolerance::fp32_sum(std::int64_t terms, double sum_abs) {
+  const double depth = terms > 1 ? std::ceil(std::log2(static_cast<double>(terms))) : 1.0;
+  const double eps = std::numeric_limits<float>::epsilon();
+  return {eps, 2.0 * depth * eps * sum_abs};
+}
+
+void ComparisonBuilder::add(std::int64_t index, double out, double ref, bool unwritten) {
+  Comparison& r = result_;
+  ++r.count;
+  const bool finite_ref = std::isfinite(ref);
+  if (finite_ref) reference_squares_ += ref * ref;
+  bool bad = unwritten || !r.tolerance.accepts(out, ref);
+  if (unwritten) {
+    ++r.unwritten;
+  } else if (!std::isfinite(out) && finite_ref) {
+    ++r.non_finite;
+  } else if (finite_ref) {
+    const double error = std::fabs(out - ref);
+    r.max_abs_error = std::max(r.max_abs_error, error);
+    error_squares_ += error * error;
+  }
+  if (bad) {
+    if (r.mismatches == 0 || index < r.first_mismatch) {
+      r.first_mismatch = index;
+      r.first_mismatch_out = out;
+      r.first_mismatch_ref = ref;
+    }
+    ++r.mismatches;
+  }
+}
+
+void ComparisonBuilder::merge(const ComparisonBuilder& other) {
+  Comparison& r = result_;
+  const Comparison& o = other.result_;
+  if (o.mismatches > 0 && (r.mismatches == 0 || o.first_mismatch < r.first_mismatch)) {
+    r.first_mismatch = o.first_mismatch;
+    r.first_mismatch_out = o.first_mismatch_out;
+    r.first_mismatch_ref = o.first_mismatch_ref;
+  }
+  r.count += o.count;
+  r.mismatches += o.mismatches;
+  r.unwritten += o.unwritten;
+  r.non_finite += o.non_finite;
+  r.max_abs_error = std::max(r.max_abs_error, o.max_abs_error);
+  error_squares_ += other.error_squares_;
+  reference_squares_ += other.reference_squares_;
+}
+
+Comparison ComparisonBuilder::finish() const {
+  Comparison r = result_;
+  if (reference_squares_ > 0.0) {
+    r.rel_l2_error = std::sqrt(error_squares_ / reference_squares_);
+  } else {
+    r.rel_l2_error = error_squares_ > 0.0 ? std::numeric_limits<double>::infinity() : 0.0;
+  }
+  return r;
+}
+
+std::string Comparison::summary() const {
+  if (passed()) {
+    return "ok: " + std::to_string(count) + " elements, rel L2 " + format_scientific(rel_l2_error, 2) +
+           ", max abs " + format_scientific(max_abs_error, 2);
+  }
+  std::string text = "FAILED: " + std::to_string(mismatches) + " of " + std::to_string(count) +
+                     " elements out of tolerance";
+  if (unwritten > 0) text += " (" + std::to_string(unwritten) + " never written)";
+  if (non_finite > 0) text += " (" + std::to_string(non_finite) + " NaN/inf)";
+  text += "; first at " + std::to_string(first_mismatch) + ": got " +
+          format_general(first_mismatch_out) + ", expected " + format_general(first_mismatch_ref);
+  return text;
+}
+
+Comparison compare_elements(std::int64_t n, Tolerance tolerance,
+                            const std::function<void(std::int64_t, std::int64_t, ComparisonBuilder&)>& chunk) {
+  // Below ~1M elements threads cost more than they save.
+  const std::int64_t min_chunk = 1 << 20;
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  const std::int64_t workers = std::max<std::int64_t>(1, std::min<std::int64_t>(hardware, n / min_chunk));
+  std::vector<ComparisonBuilder> builders(static_cast<std::size_t>(workers), ComparisonBuilder(tolerance));
+  std::vector<std::thread> threads;
+  const std::int64_t per_worker = (n + workers - 1) / workers;
+  for (std::int64_t w = 0; w < workers; ++w) {
+    const std::int64_t begin = std::min(n, w * per_worker);
+    const std::int64_t end = std::min(n, begin + per_worker);
+    auto& builder = builders[static_cast<std::size_t>(w)];
+    if (w + 1 == workers) {
+      chunk(begin, end, builder);
+    } else {
+      threads.emplace_back([&chunk, begin, end, &builder] { chunk(begin, end, builder); });
+    }
+  }
+  for (auto& thread : threads) thread.join();
+  ComparisonBuilder total(tolerance);
+  for (const auto& builder : builders) total.merge(builder);
+  return total.finish();
+}
+
+}  // namespace cudalab::harness

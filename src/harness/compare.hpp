@@ -1,0 +1,83 @@
+// Checks an output against a CPU reference computed in double. An element passes when
+// |out - ref| <= atol + rtol * |ref|; NaN, infinity where the reference is finite, and elements
+// still holding the poison pattern (never written) always fail. The summary also carries the
+// relative L2 error and the largest absolute error, so a near miss can be told from garbage.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+
+namespace cudalab::harness {
+
+struct Tolerance {
+  double rtol = 0.0;
+  double atol = 0.0;
+
+  static Tolerance exact() { return {0.0, 0.0}; }
+  // One rounding of an fp32 result: half an ulp is 2^-24 relative; allow one ulp.
+  static Tolerance fp32_rounded() { return {1.0 / 8388608.0, 0.0}; }
+  // A sum of `terms` fp32 values whose magnitudes add to `sum_abs`: the worst-case bound of
+  // recursive summation grows with n, tree and pairwise orders with log2(n); this allows the tree
+  // bound with a factor of 2 to spare: 2 * ceil(log2 n) * eps * sum|x|.
+  static Tolerance fp32_sum(std::int64_t terms, double sum_abs);
+
+  bool accepts(double out, double ref) const {
+    if (std::isnan(out)) return false;
+    if (std::isinf(ref) || std::isinf(out)) return out == ref;
+    return std::fabs(out - ref) <= atol + rtol * std::fabs(ref);
+  }
+};
+
+struct Comparison {
+  std::int64_t count = 0;
+  std::int64_t mismatches = 0;   // elements outside tolerance, including the two below
+  std::int64_t unwritten = 0;    // still the poison pattern
+  std::int64_t non_finite = 0;   // NaN or inf where the reference is finite
+  std::int64_t first_mismatch = -1;
+  double first_mismatch_out = 0.0;
+  double first_mismatch_ref = 0.0;
+  double max_abs_error = 0.0;
+  double rel_l2_error = 0.0;     // ||out - ref|| / ||ref|| (0 when ref is all zeros and out too)
+  Tolerance tolerance;
+
+  bool passed() const { return mismatches == 0; }
+  std::string summary() const;   // one line, for tables and failure messages
+};
+
+// Accumulates element results; merge() lets parallel chunks combine.
+class ComparisonBuilder {
+ public:
+  explicit ComparisonBuilder(Tolerance tolerance) { result_.tolerance = tolerance; }
+  void add(std::int64_t index, double out, double ref, bool unwritten);
+  void merge(const ComparisonBuilder& other);
+  Comparison finish() const;
+
+ private:
+  Comparison result_;
+  double error_squares_ = 0.0;
+  double reference_squares_ = 0.0;
+};
+
+// Compares n outputs against ref(i), split over the host's cores. `is_poison(i)` says whether
+// output i still holds the poison pattern.
+Comparison compare_elements(std::int64_t n, Tolerance tolerance,
+                            const std::function<void(std::int64_t begin, std::int64_t end,
+                                                     ComparisonBuilder& builder)>& chunk);
+
+// The common case: an fp32 array against a reference function; poison is 0xFFFFFFFF.
+template <typename Reference>
+Comparison compare_fp32(const float* out, std::int64_t n, Tolerance tolerance, Reference ref) {
+  return compare_elements(n, tolerance, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &out[i], sizeof bits);
+      b.add(i, out[i], ref(i), bits == 0xFFFFFFFFu);
+    }
+  });
+}
+
+}  // namespace cudalab::harness

@@ -1,0 +1,50 @@
+// Seeded, stateless random inputs: value i of a stream depends only on (seed, i, distribution), so
+// the GPU fills gigabytes in milliseconds and the host can regenerate any element to check it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+namespace cudalab::harness {
+
+enum class Distribution {
+  uniform,          // [-1, 1)
+  normal,           // mean 0, standard deviation 1 (Box-Muller)
+  integers,         // whole numbers in [-16, 16]: fp32 sums of them are exact
+  all_equal,        // every element 0.75: worst case for contention, reveals index bugs
+  sorted,           // increasing from -1 to 1
+  large_magnitude,  // uniform magnitudes in [1e30, 1e32) with random sign
+};
+
+std::vector<Distribution> all_distributions();
+const char* to_string(Distribution distribution);
+bool parse_distribution(const std::string& text, Distribution* out);
+
+// splitmix64: a bijective 64-bit mix; cheap and well distributed for counter-based streams.
+__host__ __device__ inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [0, 1) with 24 random bits (exactly representable in fp32).
+__host__ __device__ inline float unit_float(std::uint64_t bits) {
+  return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+}
+
+__host__ __device__ float random_value(std::uint64_t seed, std::int64_t index, std::int64_t count,
+                                       Distribution distribution);
+
+// Fills device memory with random_value(seed, i, n, distribution) for i in [0, n).
+void fill_random(float* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
+                 cudaStream_t stream);
+
+// Fills device memory with a byte pattern (0xFF makes every float a NaN and every int -1), so an
+// element a kernel forgot to write is detected by the check.
+void poison(void* device_bytes, std::size_t bytes, cudaStream_t stream);
+
+}  // namespace cudalab::harness

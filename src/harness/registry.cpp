@@ -1,0 +1,79 @@
+#include "harness/registry.hpp"
+
+#include <set>
+
+#include "cudalab/error.hpp"
+
+namespace cudalab::harness {
+
+// One registration function per op family (src/ops/<op>/register.cu).
+void register_vecadd(Registry& registry);
+
+const char* to_string(Role role) {
+  switch (role) {
+    case Role::ladder: return "ladder";
+    case Role::baseline: return "baseline";
+    case Role::broken: return "broken";
+  }
+  return "unknown";
+}
+
+const Variant* Op::find_variant(const std::string& id) const {
+  for (const Variant& v : variants)
+    if (v.id == id) return &v;
+  return nullptr;
+}
+
+void Registry::add(Op op) {
+  CUDALAB_REQUIRE(!op.name.empty() && !op.summary.empty(), "registry: an op needs a name and a summary");
+  CUDALAB_REQUIRE(find_op(op.name) == nullptr && find_experiment(op.name) == nullptr,
+                  "registry: the name '" + op.name + "' is taken");
+  CUDALAB_REQUIRE(op.work && op.device_bytes && op.host_bytes && op.make_workload,
+                  "registry: op '" + op.name + "' lacks a model or workload factory");
+  CUDALAB_REQUIRE(!op.variants.empty(), "registry: op '" + op.name + "' has no variants");
+  std::set<std::string> ids;
+  for (const Variant& v : op.variants) {
+    CUDALAB_REQUIRE(!v.id.empty() && !v.technique.empty() && v.launch,
+                    "registry: a variant of '" + op.name + "' lacks an id, technique or launcher");
+    CUDALAB_REQUIRE(ids.insert(v.id).second,
+                    "registry: variant id '" + v.id + "' appears twice in '" + op.name + "'");
+  }
+  ops_.push_back(std::move(op));
+}
+
+void Registry::add(Experiment experiment) {
+  CUDALAB_REQUIRE(!experiment.name.empty() && experiment.run, "registry: an experiment needs a name and a body");
+  CUDALAB_REQUIRE(find_op(experiment.name) == nullptr && find_experiment(experiment.name) == nullptr,
+                  "registry: the name '" + experiment.name + "' is taken");
+  experiments_.push_back(std::move(experiment));
+}
+
+void Registry::add(ClaimCheck claim) {
+  CUDALAB_REQUIRE(!claim.id.empty() && claim.evaluate, "registry: a claim check needs an id and a body");
+  for (const ClaimCheck& c : claims_)
+    CUDALAB_REQUIRE(c.id != claim.id, "registry: claim '" + claim.id + "' is checked twice");
+  claims_.push_back(std::move(claim));
+}
+
+const Op* Registry::find_op(const std::string& name) const {
+  for (const Op& op : ops_)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+const Experiment* Registry::find_experiment(const std::string& name) const {
+  for (const Experiment& e : experiments_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+const Registry& builtin_registry() {
+  static const Registry registry = [] {
+    Registry r;
+    register_vecadd(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace cudalab::harness

@@ -1,0 +1,56 @@
+// The GPU's measured ceilings (from `cudalab probe`) and the roofline arithmetic that turns a
+// kernel's bytes, flops and time into "% of what this GPU can do".
+#pragma once
+
+#include <string>
+
+namespace cudalab::harness {
+
+// Every rate is measured on the running GPU by the probe, except the datasheet_* figures, which
+// are derived from device attributes (clocks, bus width, SM count) for comparison only.
+struct Ceilings {
+  double copy_kernel_gbps = 0;     // cudalab's copy kernel, bytes read + bytes written
+  double memcpy_d2d_gbps = 0;      // cudaMemcpyAsync device-to-device, read + written
+  double read_gbps = 0;            // read-only streaming kernel
+  double fp32_tflops = 0;          // FFMA chains, 2 flops per FMA
+  double bf16_tensor_tflops = 0;   // cuBLAS BF16 GEMM (fp32 accumulate) on random data
+  double h2d_pageable_gbps = 0;
+  double h2d_pinned_gbps = 0;
+  double d2h_pageable_gbps = 0;
+  double d2h_pinned_gbps = 0;
+  double launch_latency_us = 0;    // empty kernel: launch + synchronize, round trip
+  double launch_throughput_us = 0; // empty kernel: back-to-back launches, per launch
+
+  double datasheet_dram_gbps = 0;  // 2 x memory clock x bus width
+  double datasheet_fp32_tflops = 0;
+  double datasheet_bf16_tflops = 0;  // 0 where the architecture's tensor rate is not tabulated
+  double datasheet_pcie_gbps = 0;    // from NVML's max link generation and width; 0 if unknown
+
+  // The memory roofline for kernels that read and write: the better of the two copies.
+  double copy_gbps() const { return copy_kernel_gbps > memcpy_d2d_gbps ? copy_kernel_gbps : memcpy_d2d_gbps; }
+};
+
+enum class ComputeUnit { fp32_cuda_cores, bf16_tensor_cores };
+
+struct Work {
+  double bytes_read = 0;
+  double bytes_written = 0;
+  double flops = 0;
+  ComputeUnit unit = ComputeUnit::fp32_cuda_cores;
+};
+
+struct RooflinePoint {
+  double gbps = 0;             // effective bandwidth: minimum bytes / time (1 GB = 1e9 B)
+  double tflops = 0;
+  double memory_ceiling_gbps = 0;
+  double compute_ceiling_tflops = 0;
+  double floor_seconds = 0;    // max(bytes / memory ceiling, flops / compute ceiling)
+  std::string bound;           // "memory" or "compute": which term sets the floor
+  double fraction = 0;         // floor / measured time: 1.0 means at the ceiling
+};
+
+// Kernels that write less than 1% of what they read (reductions) are held to the read-only
+// ceiling; all others to the copy ceiling.
+RooflinePoint roofline(const Ceilings& ceilings, const Work& work, double seconds);
+
+}  // namespace cudalab::harness

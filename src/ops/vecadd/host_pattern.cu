@@ -1,0 +1,154 @@
+// Seed 003's host-pattern experiment (claim C01): 1000 iterations of vector add with the copies
+// and a device synchronize inside the loop, against the same work with the copies and the sync
+// hoisted out. The seed's point is that the GPU then sits idle most of the time.
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "core/format.hpp"
+#include "cudalab/error.hpp"
+#include "cudalab/memory.hpp"
+#include "harness/claims.hpp"
+#include "harness/registry.hpp"
+#include "harness/statistics.hpp"
+#include "ops/vecadd/variants.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+constexpr int kIterations = 1000;
+constexpr int kRepeats = 3;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct PatternBuffers {
+  explicit PatternBuffers(std::int64_t n) : n(n), host_a(n), host_b(n), host_c(n), a(n), b(n), c(n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      host_a[i] = random_value(1, i, n, Distribution::uniform);
+      host_b[i] = random_value(2, i, n, Distribution::uniform);
+    }
+  }
+  std::int64_t n;
+  // Pageable host memory, as in the seed.
+  std::vector<float> host_a, host_b, host_c;
+  DeviceBuffer<float> a, b, c;
+};
+
+// The seed's loop: copy in, add, copy out, synchronize, 1000 times. Synchronous cudaMemcpy and
+// the legacy default stream, as the seed wrote it.
+double copies_in_loop(PatternBuffers& x) {
+  const std::size_t bytes = static_cast<std::size_t>(x.n) * sizeof(float);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kIterations; ++i) {
+    CUDALAB_CUDA_CHECK(cudaMemcpy(x.a.data(), x.host_a.data(), bytes, cudaMemcpyHostToDevice));
+    CUDALAB_CUDA_CHECK(cudaMemcpy(x.b.data(), x.host_b.data(), bytes, cudaMemcpyHostToDevice));
+    vecadd_variants::one_per_thread(x.a.data(), x.b.data(), x.c.data(), x.n, nullptr);
+    CUDALAB_CUDA_CHECK(cudaMemcpy(x.host_c.data(), x.c.data(), bytes, cudaMemcpyDeviceToHost));
+    CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  return seconds_since(start);
+}
+
+// The fix: copy once, launch 1000 kernels back to back, copy the result once, synchronize once.
+double copies_hoisted(PatternBuffers& x) {
+  const std::size_t bytes = static_cast<std::size_t>(x.n) * sizeof(float);
+  const auto start = std::chrono::steady_clock::now();
+  CUDALAB_CUDA_CHECK(cudaMemcpy(x.a.data(), x.host_a.data(), bytes, cudaMemcpyHostToDevice));
+  CUDALAB_CUDA_CHECK(cudaMemcpy(x.b.data(), x.host_b.data(), bytes, cudaMemcpyHostToDevice));
+  for (int i = 0; i < kIterations; ++i)
+    vecadd_variants::one_per_thread(x.a.data(), x.b.data(), x.c.data(), x.n, nullptr);
+  CUDALAB_CUDA_CHECK(cudaMemcpy(x.host_c.data(), x.c.data(), bytes, cudaMemcpyDeviceToHost));
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  return seconds_since(start);
+}
+
+// GPU time of one kernel, measured alone: median of events around single launches.
+double kernel_seconds(PatternBuffers& x) {
+  Event start, stop;
+  std::vector<double> samples;
+  for (int i = 0; i < 50; ++i) {
+    start.record(nullptr);
+    vecadd_variants::one_per_thread(x.a.data(), x.b.data(), x.c.data(), x.n, nullptr);
+    stop.record(nullptr);
+    stop.synchronize();
+    samples.push_back(stop.elapsed_ms_since(start) * 1e-3);
+  }
+  return summarize(samples).median;
+}
+
+bool result_is_right(const PatternBuffers& x) {
+  for (std::int64_t i = 0; i < x.n; ++i)
+    if (x.host_c[i] != x.host_a[i] + x.host_b[i]) return false;
+  return true;
+}
+
+nlohmann::json run_host_pattern(const ExperimentContext& context) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::int64_t n : {std::int64_t{1024}, std::int64_t{1} << 20}) {
+    PatternBuffers buffers(n);
+    copies_in_loop(buffers);  // warm-up: module load, first-touch of host pages
+    copies_hoisted(buffers);
+    const double kernel = kernel_seconds(buffers);
+    for (const char* pattern : {"copies_in_loop", "copies_hoisted"}) {
+      if (context.progress) context.progress("vecadd_host_pattern n=" + std::to_string(n) + " " + pattern);
+      std::vector<double> totals;
+      for (int r = 0; r < kRepeats; ++r) {
+        std::fill(buffers.host_c.begin(), buffers.host_c.end(), -1.0f);
+        totals.push_back(std::string(pattern) == "copies_in_loop" ? copies_in_loop(buffers)
+                                                                   : copies_hoisted(buffers));
+        if (!result_is_right(buffers))
+          throw Error(ErrorKind::cuda, "vecadd_host_pattern: wrong result for " + std::string(pattern),
+                      __FILE__, __LINE__);
+      }
+      const double total = summarize(totals).median;
+      rows.push_back({n, pattern, kIterations, total * 1e3, total * 1e6 / kIterations, kernel * 1e6,
+                      kernel * kIterations / total});
+    }
+  }
+  return {{"name", "vecadd_host_pattern"},
+          {"op", "vecadd"},
+          {"summary", "1000 vector adds: copies and sync inside the loop vs hoisted out (seed 003, claim C01)"},
+          {"columns", {"n", "pattern", "iterations", "total_ms", "us_per_iteration", "kernel_us",
+                       "gpu_busy_fraction"}},
+          {"rows", rows},
+          {"notes",
+           {"total_ms: median wall time of " + std::to_string(kRepeats) + " runs, pageable host memory, legacy default stream",
+            "gpu_busy_fraction: 1000 x kernel_us (the kernel timed alone with events) / total time",
+            "every run's result is checked element by element against the host sum"}}};
+}
+
+// C01: the hoisted loop should be many times faster, because the in-loop version leaves the GPU idle.
+nlohmann::json claim_c01(const nlohmann::json& results) {
+  const auto* table = experiment(results, "vecadd_host_pattern");
+  if (table == nullptr) return nullptr;
+  double in_loop = 0, hoisted = 0, busy = 0;
+  for (const auto& row : (*table)["rows"]) {
+    if (row[0].get<std::int64_t>() != 1024) continue;
+    if (row[1] == "copies_in_loop") {
+      in_loop = row[3].get<double>();
+      busy = row[6].get<double>();
+    } else {
+      hoisted = row[3].get<double>();
+    }
+  }
+  if (in_loop <= 0 || hoisted <= 0) return nullptr;
+  const double ratio = in_loop / hoisted;
+  return verdict("C01", "Hoisting the copies and the sync out of a 1000-iteration loop (1024 floats) makes it many times faster",
+                 "seed 003", "many times faster (ratio >= 3); GPU idle most of the time in the loop",
+                 "in loop " + format_fixed(in_loop, 2) + " ms, hoisted " + format_fixed(hoisted, 2) +
+                     " ms; GPU busy " + format_fixed(100 * busy, 1) + "% of the in-loop run",
+                 ratio, ratio >= 3 && busy < 0.5 ? "holds" : (ratio > 1 ? "holds partly" : "does not hold"));
+}
+
+}  // namespace
+
+void register_vecadd_host_pattern(Registry& registry) {
+  registry.add(Experiment{"vecadd_host_pattern", "vecadd",
+                          "1000 vector adds with copies and sync in the loop vs hoisted (claim C01)",
+                          run_host_pattern});
+  registry.add(ClaimCheck{"C01", "vecadd", claim_c01});
+}
+
+}  // namespace cudalab::harness

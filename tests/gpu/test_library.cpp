@@ -1,0 +1,74 @@
+// The public library calls, as a program would use them: any alignment, aliasing, streams.
+#include <cmath>
+#include <vector>
+
+#include "cudalab/memory.hpp"
+#include "cudalab/vecadd.hpp"
+#include "gpu_test_support.hpp"
+#include "harness/random.hpp"
+
+namespace cudalab {
+namespace {
+
+// Runs vecadd on sub-arrays starting `offset` floats into their buffers and checks them exactly.
+void check_vecadd_at_offset(std::int64_t n, std::int64_t offset_a, std::int64_t offset_b, std::int64_t offset_c) {
+  const std::int64_t room = n + 8;
+  DeviceBuffer<float> a(room), b(room), c(room);
+  Stream stream;
+  harness::fill_random(a.data(), room, 11, harness::Distribution::uniform, stream.get());
+  harness::fill_random(b.data(), room, 12, harness::Distribution::normal, stream.get());
+  harness::poison(c.data(), c.bytes(), stream.get());
+  vecadd(a.data() + offset_a, b.data() + offset_b, c.data() + offset_c, n, stream.get());
+  std::vector<float> ha(room), hb(room), hc(room);
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(ha.data(), a.data(), a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(hb.data(), b.data(), b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(hc.data(), c.data(), c.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  stream.synchronize();
+  for (std::int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(hc[offset_c + i], ha[offset_a + i] + hb[offset_b + i]) << "i=" << i;
+  // Nothing outside [offset_c, offset_c + n) may be written.
+  for (std::int64_t i = 0; i < room; ++i) {
+    if (i < offset_c || i >= offset_c + n) {
+      ASSERT_TRUE(std::isnan(hc[i])) << "wrote outside the output at " << i;
+    }
+  }
+}
+
+TEST(LibraryVecadd, AlignedAndMisalignedPointers) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  for (std::int64_t n : {1, 3, 4, 5, 1000003}) {
+    check_vecadd_at_offset(n, 0, 0, 0);
+    check_vecadd_at_offset(n, 1, 0, 3);  // mixed misalignment: the scalar path
+    check_vecadd_at_offset(n, 2, 2, 2);  // same misalignment on all three
+  }
+}
+
+TEST(LibraryVecadd, OutputMayAliasAnInput) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const std::int64_t n = 12345;
+  DeviceBuffer<float> a(n), b(n);
+  harness::fill_random(a.data(), n, 21, harness::Distribution::integers, nullptr);
+  harness::fill_random(b.data(), n, 22, harness::Distribution::integers, nullptr);
+  std::vector<float> ha(n), hb(n), hc(n);
+  CUDALAB_CUDA_CHECK(cudaMemcpy(ha.data(), a.data(), a.bytes(), cudaMemcpyDeviceToHost));
+  CUDALAB_CUDA_CHECK(cudaMemcpy(hb.data(), b.data(), b.bytes(), cudaMemcpyDeviceToHost));
+  vecadd(a.data(), b.data(), a.data(), n);
+  CUDALAB_CUDA_CHECK(cudaMemcpy(hc.data(), a.data(), a.bytes(), cudaMemcpyDeviceToHost));
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(hc[i], ha[i] + hb[i]) << i;
+}
+
+TEST(LibraryErrors, OutOfMemoryIsAnErrorNotACrash) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  try {
+    DeviceBuffer<float> impossible(std::int64_t{1} << 50);
+    FAIL() << "allocated 4 PiB";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::out_of_memory);
+    EXPECT_NE(std::string(e.what()).find("cannot allocate"), std::string::npos);
+  }
+  DeviceBuffer<float> fine(1024);  // the failure left no sticky error behind
+  EXPECT_NE(fine.data(), nullptr);
+}
+
+}  // namespace
+}  // namespace cudalab

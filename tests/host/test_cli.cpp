@@ -1,0 +1,160 @@
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cudalab/device.hpp"
+#include "cudalab/error.hpp"
+#include "cudalab/vecadd.hpp"
+
+namespace cudalab::cli {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome invoke(std::vector<const char*> args) {
+  args.insert(args.begin(), "cudalab");
+  std::ostringstream out, err;
+  const int code = run(static_cast<int>(args.size()), args.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+int lines(const std::string& text) {
+  int count = 0;
+  for (char c : text) count += c == '\n';
+  return count;
+}
+
+TEST(Cli, HelpOnEveryCommandSucceeds) {
+  for (const char* command : {"probe", "list", "run", "bench", "report"}) {
+    const Outcome o = invoke({command, "--help"});
+    EXPECT_EQ(o.code, kExitOk) << command;
+    EXPECT_NE(o.out.find("Usage"), std::string::npos) << command;
+  }
+  const Outcome top = invoke({"--help"});
+  EXPECT_EQ(top.code, kExitOk);
+  EXPECT_NE(top.out.find("Exit codes"), std::string::npos);
+}
+
+TEST(Cli, NoSubcommandIsAUsageError) { EXPECT_EQ(invoke({}).code, kExitUsage); }
+
+TEST(Cli, ListNeedsNoGpu) {
+  const Outcome o = invoke({"list"});
+  EXPECT_EQ(o.code, kExitOk);
+  EXPECT_NE(o.out.find("vecadd"), std::string::npos);
+  EXPECT_NE(o.out.find("thrust"), std::string::npos);
+  const Outcome json = invoke({"list", "--json"});
+  ASSERT_EQ(json.code, kExitOk);
+  const auto document = nlohmann::json::parse(json.out);
+  EXPECT_EQ(document["ops"][0]["name"], "vecadd");
+}
+
+// Each bad request is refused with one line on stderr and a non-zero exit, before any GPU work.
+TEST(Cli, BadSizesAreRefusedInOneLine) {
+  for (const char* size : {"0", "-1", "abc", "1.5", "2^49", "", "999999999999999999999"}) {
+    const Outcome o = invoke({"run", "vecadd", "--n", size});
+    EXPECT_EQ(o.code, kExitUsage) << size << ": " << o.err;
+    EXPECT_EQ(lines(o.err), 1) << o.err;
+    EXPECT_NE(o.err.find("size"), std::string::npos) << o.err;
+  }
+}
+
+TEST(Cli, UnknownOpAndVariantAreRefused) {
+  const Outcome variant = invoke({"run", "vecadd", "--variant", "nosuch"});
+  EXPECT_EQ(variant.code, kExitUsage);
+  EXPECT_NE(variant.err.find("unknown variant 'nosuch'"), std::string::npos) << variant.err;
+  EXPECT_EQ(lines(variant.err), 1);
+  const Outcome op = invoke({"run", "nosuch"});
+  EXPECT_EQ(op.code, kExitUsage);
+  EXPECT_NE(op.err.find("unknown op or experiment 'nosuch'"), std::string::npos);
+  const Outcome distribution = invoke({"run", "vecadd", "--distribution", "zeros"});
+  EXPECT_EQ(distribution.code, kExitUsage);
+  const Outcome experiment_with_size = invoke({"run", "vecadd_host_pattern", "--n", "5"});
+  EXPECT_EQ(experiment_with_size.code, kExitUsage);
+}
+
+TEST(Cli, HugeSizeIsRefusedAsNoDeviceOrOutOfMemory) {
+  const Outcome o = invoke({"run", "vecadd", "--n", "99999999999999"});
+  EXPECT_EQ(o.code, device_count() == 0 ? kExitNoDevice : kExitOutOfMemory) << o.err;
+  EXPECT_EQ(lines(o.err), 1) << o.err;
+}
+
+TEST(Cli, GpuCommandsWithoutAGpuSayNoDevice) {
+  if (device_count() > 0) GTEST_SKIP() << "a CUDA device is present; this checks the no-device path";
+  for (std::vector<const char*> args : {std::vector<const char*>{"probe"}, {"bench"}, {"run", "vecadd"}}) {
+    const Outcome o = invoke(args);
+    EXPECT_EQ(o.code, kExitNoDevice);
+    EXPECT_NE(o.err.find("no CUDA device"), std::string::npos) << o.err;
+    EXPECT_EQ(lines(o.err), 1) << o.err;
+  }
+}
+
+TEST(ParseElementCount, AcceptsWholeNumbersAndPowersOfTwo) {
+  EXPECT_EQ(parse_element_count("1"), 1);
+  EXPECT_EQ(parse_element_count("1000003"), 1000003);
+  EXPECT_EQ(parse_element_count("2^28"), 1 << 28);
+  EXPECT_EQ(parse_element_count("2^48"), std::int64_t{1} << 48);
+  EXPECT_THROW(parse_element_count("2^"), Error);
+  EXPECT_THROW(parse_element_count("0x10"), Error);
+  EXPECT_THROW(parse_element_count("281474976710657"), Error);  // 2^48 + 1
+}
+
+TEST(ParseSeed, DecimalAndHex) {
+  EXPECT_EQ(parse_seed("42"), 42u);
+  EXPECT_EQ(parse_seed("0xff"), 255u);
+  EXPECT_THROW(parse_seed("-3"), Error);
+  EXPECT_THROW(parse_seed("0x"), Error);
+}
+
+TEST(Splice, ReplacesOnlyMarkedBlocks) {
+  const std::string doc = "intro\n<!-- cudalab:begin a -->\nold\n<!-- cudalab:end a -->\nkeep\n"
+                          "<!-- cudalab:begin b -->\nold b\n<!-- cudalab:end b -->\n";
+  const std::string out = splice_generated_blocks(doc, {{"a", "new\n"}, {"zzz", "unused"}});
+  EXPECT_EQ(out, "intro\n<!-- cudalab:begin a -->\nnew\n<!-- cudalab:end a -->\nkeep\n"
+                 "<!-- cudalab:begin b -->\nold b\n<!-- cudalab:end b -->\n");
+  EXPECT_THROW(splice_generated_blocks("<!-- cudalab:begin a -->", {{"a", "x"}}), Error);
+}
+
+TEST(Report, RendersAResultsFileWithoutAGpu) {
+  const std::string path = ::testing::TempDir() + "cudalab_report_test.json";
+  {
+    std::ofstream file(path);
+    file << R"({"schema": "cudalab-results/1", "provenance": {"gpu_name": "Test GPU", "commit": "abc"},
+      "ceilings": {"copy_kernel_gbps": 1000, "fp32_tflops": 10},
+      "records": [{"op": "vecadd", "variant": "one_per_thread", "technique": "t", "role": "ladder",
+                   "problem": {"n": 1024}, "outcome": "passed",
+                   "time_ms": {"count": 10, "median": 0.5, "min": 0.4, "max": 0.6},
+                   "roofline": {"gbps": 100, "fraction": 0.1}}],
+      "experiments": []})";
+  }
+  const Outcome o = invoke({"report", path.c_str()});
+  EXPECT_EQ(o.code, kExitOk) << o.err;
+  EXPECT_NE(o.out.find("| one_per_thread |"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("Test GPU"), std::string::npos);
+  std::remove(path.c_str());
+  EXPECT_EQ(invoke({"report", path.c_str()}).code, kExitUsage);  // now missing
+}
+
+TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {
+  try {
+    cudalab::vecadd(nullptr, nullptr, nullptr, -1);
+    FAIL() << "n = -1 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+  }
+  EXPECT_THROW(cudalab::vecadd(nullptr, nullptr, nullptr, 5), Error);
+  EXPECT_NO_THROW(cudalab::vecadd(nullptr, nullptr, nullptr, 0));  // n == 0 does nothing
+}
+
+}  // namespace
+}  // namespace cudalab::cli

@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include "harness/nvml.hpp"
+#include "harness/roofline.hpp"
+#include "probe/datasheet.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+Ceilings example_ceilings() {
+  Ceilings c;
+  c.copy_kernel_gbps = 3000;
+  c.memcpy_d2d_gbps = 2900;
+  c.read_gbps = 3300;
+  c.fp32_tflops = 60;
+  c.bf16_tensor_tflops = 750;
+  return c;
+}
+
+TEST(Roofline, CopyCeilingIsTheBetterOfKernelAndMemcpy) {
+  Ceilings c = example_ceilings();
+  EXPECT_DOUBLE_EQ(c.copy_gbps(), 3000);
+  c.memcpy_d2d_gbps = 3100;
+  EXPECT_DOUBLE_EQ(c.copy_gbps(), 3100);
+}
+
+TEST(Roofline, VectorAddIsHeldToTheCopyCeiling) {
+  // 2^28 elements: 3 GiB of traffic; at 3000 GB/s the floor is 1.0737 ms.
+  const double n = 268435456;
+  const Work w{8 * n, 4 * n, n, ComputeUnit::fp32_cuda_cores};
+  const RooflinePoint p = roofline(example_ceilings(), w, 1.2e-3);
+  EXPECT_EQ(p.bound, "memory");
+  EXPECT_DOUBLE_EQ(p.memory_ceiling_gbps, 3000);
+  EXPECT_NEAR(p.floor_seconds, 12 * n / 3000e9, 1e-12);
+  EXPECT_NEAR(p.fraction, (12 * n / 3000e9) / 1.2e-3, 1e-12);
+  EXPECT_NEAR(p.gbps, 12 * n / 1.2e-3 / 1e9, 1e-9);
+  EXPECT_NEAR(p.tflops, n / 1.2e-3 / 1e12, 1e-12);
+}
+
+TEST(Roofline, ReadMostlyKernelsUseTheReadCeiling) {
+  const Work reduction{4e9, 4, 1e9, ComputeUnit::fp32_cuda_cores};
+  EXPECT_DOUBLE_EQ(roofline(example_ceilings(), reduction, 1.0).memory_ceiling_gbps, 3300);
+}
+
+TEST(Roofline, ArithmeticHeavyWorkIsComputeBound) {
+  // 8192^3 GEMM in bf16: 1.1e12 flops over 750 TFLOP/s, 400 MB of traffic.
+  const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  const Work gemm{2 * 2 * 8192.0 * 8192.0, 2 * 8192.0 * 8192.0, flops, ComputeUnit::bf16_tensor_cores};
+  const RooflinePoint p = roofline(example_ceilings(), gemm, 2e-3);
+  EXPECT_EQ(p.bound, "compute");
+  EXPECT_NEAR(p.floor_seconds, flops / 750e12, 1e-12);
+}
+
+TEST(Datasheet, H100SxmFiguresFromItsAttributes) {
+  DeviceInfo h100;
+  h100.compute_major = 9;
+  h100.compute_minor = 0;
+  h100.sm_count = 132;
+  h100.sm_clock_khz = 1980000;
+  h100.memory_clock_khz = 2619000;
+  h100.memory_bus_width_bits = 5120;
+  EXPECT_NEAR(probe::datasheet_dram_gbps(h100), 3352.32, 0.01);
+  EXPECT_NEAR(probe::datasheet_fp32_tflops(h100), 132 * 128 * 2 * 1.98e9 / 1e12, 1e-9);
+  EXPECT_NEAR(probe::datasheet_bf16_tflops(h100), 132 * 4096 * 1.98e9 / 1e12, 1e-9);
+}
+
+TEST(Datasheet, UnknownArchitectureGivesZeroNotAGuess) {
+  DeviceInfo unknown;
+  unknown.compute_major = 5;
+  unknown.sm_count = 10;
+  unknown.sm_clock_khz = 1000000;
+  EXPECT_EQ(probe::datasheet_fp32_tflops(unknown), 0.0);
+  EXPECT_EQ(probe::datasheet_bf16_tflops(unknown), 0.0);
+}
+
+TEST(Datasheet, PcieLinkRates) {
+  EXPECT_NEAR(pcie_bytes_per_second(5, 16) / 1e9, 32.0 * 16 / 8 * 128 / 130, 1e-9);  // ~63.0 GB/s
+  EXPECT_NEAR(pcie_bytes_per_second(3, 16) / 1e9, 8.0 * 16 / 8 * 128 / 130, 1e-9);   // ~15.75 GB/s
+  EXPECT_EQ(pcie_bytes_per_second(0, 16), 0.0);
+}
+
+}  // namespace
+}  // namespace cudalab::harness
