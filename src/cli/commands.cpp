@@ -100,10 +100,10 @@ std::string provenance_line(const harness::Provenance& p) {
 }
 
 // The best verified non-broken variant of each op at its largest size, beside its baseline.
-Table summary_table(const std::vector<Record>& records) {
+Table summary_table(const std::vector<Record>& records, const harness::Ceilings& ceilings) {
   Table t;
-  t.header = {"op", "size", "best variant", "median", "GB/s", "% of roofline", "baseline", "baseline median",
-              "best vs baseline"};
+  t.header = {"op", "size", "best variant", "median", "GB/s", "% of roofline", "% of copy rate", "baseline",
+              "baseline median", "best vs baseline"};
   std::vector<std::string> ops;
   for (const Record& r : records)
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
@@ -121,6 +121,7 @@ Table summary_table(const std::vector<Record>& records) {
     if (best == nullptr) continue;
     t.rows.push_back({op, "n=" + std::to_string(n), best->variant, format_time_ms(best->time_ms.median),
                       format_fixed(best->roofline_point.gbps, 0), format_fixed(100 * best->roofline_point.fraction, 1) + "%",
+                      ceilings.copy_gbps() > 0 ? format_fixed(100 * best->roofline_point.gbps / ceilings.copy_gbps(), 1) + "%" : "-",
                       baseline ? baseline->variant : "-", baseline ? format_time_ms(baseline->time_ms.median) : "-",
                       baseline ? format_fixed(baseline->time_ms.median / best->time_ms.median, 3) + "x" : "-"});
   }
@@ -354,7 +355,7 @@ int command_report(const ReportArgs& args, Context& context) {
   std::vector<std::pair<std::string, std::string>> blocks;
   blocks.emplace_back("provenance", provenance_line(provenance) + "\n");
   blocks.emplace_back("ceilings", ceilings_table(ceilings).markdown());
-  blocks.emplace_back("summary", summary_table(records).markdown());
+  blocks.emplace_back("summary", summary_table(records, ceilings).markdown());
   std::vector<std::string> ops;
   for (const Record& r : records)
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);

@@ -4,18 +4,28 @@
 
 namespace cudalab::harness {
 
+double Ceilings::write_gbps() const {
+  const double copy = copy_gbps();
+  if (read_gbps <= 0 || copy <= 0) return copy;
+  const double seconds_per_written_byte = 2.0 / copy - 1.0 / read_gbps;
+  return seconds_per_written_byte > 0 ? 1.0 / seconds_per_written_byte : copy;
+}
+
 RooflinePoint roofline(const Ceilings& ceilings, const Work& work, double seconds) {
   RooflinePoint p;
   const double bytes = work.bytes_read + work.bytes_written;
-  const bool read_mostly = work.bytes_written < 0.01 * work.bytes_read;
-  p.memory_ceiling_gbps = read_mostly ? ceilings.read_gbps : ceilings.copy_gbps();
+  const double read_rate = ceilings.read_gbps > 0 ? ceilings.read_gbps : ceilings.copy_gbps();
+  const double write_rate = ceilings.write_gbps();
+  double memory_seconds = 0;
+  if (read_rate > 0 && write_rate > 0)
+    memory_seconds = work.bytes_read / (read_rate * 1e9) + work.bytes_written / (write_rate * 1e9);
+  p.memory_ceiling_gbps = memory_seconds > 0 ? bytes / memory_seconds / 1e9 : 0;
   p.compute_ceiling_tflops = work.unit == ComputeUnit::bf16_tensor_cores ? ceilings.bf16_tensor_tflops
                                                                          : ceilings.fp32_tflops;
   if (seconds > 0) {
     p.gbps = bytes / seconds / 1e9;
     p.tflops = work.flops / seconds / 1e12;
   }
-  const double memory_seconds = p.memory_ceiling_gbps > 0 ? bytes / (p.memory_ceiling_gbps * 1e9) : 0;
   const double compute_seconds =
       p.compute_ceiling_tflops > 0 ? work.flops / (p.compute_ceiling_tflops * 1e12) : 0;
   p.floor_seconds = std::max(memory_seconds, compute_seconds);

@@ -26,8 +26,11 @@ struct Ceilings {
   double datasheet_bf16_tflops = 0;  // 0 where the architecture's tensor rate is not tabulated
   double datasheet_pcie_gbps = 0;    // from NVML's max link generation and width; 0 if unknown
 
-  // The memory roofline for kernels that read and write: the better of the two copies.
+  // A copy's rate: the better of cudalab's kernel and cudaMemcpy.
   double copy_gbps() const { return copy_kernel_gbps > memcpy_d2d_gbps ? copy_kernel_gbps : memcpy_d2d_gbps; }
+  // The rate writes cost, derived from the two measurements: a copy of S bytes takes S/read +
+  // S/write = 2S/copy. Falls back to the copy rate if the measurements contradict the model.
+  double write_gbps() const;
 };
 
 enum class ComputeUnit { fp32_cuda_cores, bf16_tensor_cores };
@@ -42,15 +45,16 @@ struct Work {
 struct RooflinePoint {
   double gbps = 0;             // effective bandwidth: minimum bytes / time (1 GB = 1e9 B)
   double tflops = 0;
-  double memory_ceiling_gbps = 0;
+  double memory_ceiling_gbps = 0;  // (read + written bytes) / memory floor: this mix's ceiling
   double compute_ceiling_tflops = 0;
   double floor_seconds = 0;    // max(bytes / memory ceiling, flops / compute ceiling)
   std::string bound;           // "memory" or "compute": which term sets the floor
   double fraction = 0;         // floor / measured time: 1.0 means at the ceiling
 };
 
-// Kernels that write less than 1% of what they read (reductions) are held to the read-only
-// ceiling; all others to the copy ceiling.
+// The memory floor prices reads at the read-only rate and writes at write_gbps(), so a copy is
+// held to the copy rate, a reduction to the read rate, and a 2-read-1-write kernel (vector add)
+// to the rate that mix allows, which is higher than a copy's: DRAM reads are cheaper than writes.
 RooflinePoint roofline(const Ceilings& ceilings, const Work& work, double seconds);
 
 }  // namespace cudalab::harness

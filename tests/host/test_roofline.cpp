@@ -24,22 +24,40 @@ TEST(Roofline, CopyCeilingIsTheBetterOfKernelAndMemcpy) {
   EXPECT_DOUBLE_EQ(c.copy_gbps(), 3100);
 }
 
-TEST(Roofline, VectorAddIsHeldToTheCopyCeiling) {
-  // 2^28 elements: 3 GiB of traffic; at 3000 GB/s the floor is 1.0737 ms.
+TEST(Roofline, WriteRateFollowsFromCopyAndRead) {
+  const Ceilings c = example_ceilings();  // copy 3000, read 3300
+  // 2/3000 = 1/3300 + 1/w  =>  w = 1 / (2/3000 - 1/3300)
+  EXPECT_NEAR(c.write_gbps(), 1.0 / (2.0 / 3000 - 1.0 / 3300), 1e-9);
+  Ceilings contradictory = c;
+  contradictory.read_gbps = 1000;  // a copy faster than twice the read rate: the model breaks
+  EXPECT_DOUBLE_EQ(contradictory.write_gbps(), 3000);
+}
+
+TEST(Roofline, ACopyIsHeldToTheCopyRate) {
+  const double bytes = 1e9;
+  const RooflinePoint p = roofline(example_ceilings(), Work{bytes, bytes, 0, ComputeUnit::fp32_cuda_cores}, 1e-3);
+  EXPECT_NEAR(p.memory_ceiling_gbps, 3000, 1e-6);
+  EXPECT_NEAR(p.floor_seconds, 2 * bytes / 3000e9, 1e-15);
+}
+
+TEST(Roofline, VectorAddIsHeldToItsReadWriteMix) {
+  // 2^28 elements: 2 GiB read, 1 GiB written.
   const double n = 268435456;
-  const Work w{8 * n, 4 * n, n, ComputeUnit::fp32_cuda_cores};
-  const RooflinePoint p = roofline(example_ceilings(), w, 1.2e-3);
+  const Ceilings c = example_ceilings();
+  const double floor = 8 * n / 3300e9 + 4 * n / (c.write_gbps() * 1e9);
+  const RooflinePoint p = roofline(c, Work{8 * n, 4 * n, n, ComputeUnit::fp32_cuda_cores}, 1.2e-3);
   EXPECT_EQ(p.bound, "memory");
-  EXPECT_DOUBLE_EQ(p.memory_ceiling_gbps, 3000);
-  EXPECT_NEAR(p.floor_seconds, 12 * n / 3000e9, 1e-12);
-  EXPECT_NEAR(p.fraction, (12 * n / 3000e9) / 1.2e-3, 1e-12);
+  EXPECT_NEAR(p.floor_seconds, floor, 1e-15);
+  EXPECT_GT(p.memory_ceiling_gbps, 3000);  // reads are cheaper than writes
+  EXPECT_LT(p.memory_ceiling_gbps, 3300);
+  EXPECT_NEAR(p.fraction, floor / 1.2e-3, 1e-12);
   EXPECT_NEAR(p.gbps, 12 * n / 1.2e-3 / 1e9, 1e-9);
   EXPECT_NEAR(p.tflops, n / 1.2e-3 / 1e12, 1e-12);
 }
 
-TEST(Roofline, ReadMostlyKernelsUseTheReadCeiling) {
-  const Work reduction{4e9, 4, 1e9, ComputeUnit::fp32_cuda_cores};
-  EXPECT_DOUBLE_EQ(roofline(example_ceilings(), reduction, 1.0).memory_ceiling_gbps, 3300);
+TEST(Roofline, ReadOnlyKernelsUseTheReadRate) {
+  const Work reduction{4e9, 0, 1e9, ComputeUnit::fp32_cuda_cores};
+  EXPECT_NEAR(roofline(example_ceilings(), reduction, 1.0).memory_ceiling_gbps, 3300, 1e-9);
 }
 
 TEST(Roofline, ArithmeticHeavyWorkIsComputeBound) {
