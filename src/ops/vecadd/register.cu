@@ -134,8 +134,6 @@ void register_vecadd(Registry& registry) {
               Role::ladder, v::shared_staging),
       variant("vectorized", "16-byte float4 loads and stores, one float4 per thread", Role::ladder,
               v::vectorized),
-      variant("vectorized_unroll2", "two float4s per operand per thread, loads issued before the adds",
-              Role::ladder, v::vectorized_unroll2),
       variant("vectorized_unroll4", "four float4s per operand per thread, loads issued before the adds",
               Role::ladder, v::vectorized_unroll4),
       variant("thrust", "thrust::transform (CCCL), the library baseline", Role::baseline, v::thrust_transform),

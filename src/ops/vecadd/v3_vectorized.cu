@@ -63,10 +63,6 @@ void vectorized(const float* a, const float* b, float* c, std::int64_t n, cudaSt
   launch_float4<1>(a, b, c, n, stream);
 }
 
-void vectorized_unroll2(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream) {
-  launch_float4<2>(a, b, c, n, stream);
-}
-
 void vectorized_unroll4(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream) {
   launch_float4<4>(a, b, c, n, stream);
 }

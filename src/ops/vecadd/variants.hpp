@@ -18,9 +18,9 @@ void grid_stride(const float* a, const float* b, float* c, std::int64_t n, cudaS
 // scalar fallback when the three pointers are not 16-byte aligned.
 void vectorized(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
 
-// The float4 kernel with 2 or 4 float4s per operand per thread, all loads issued before the
-// first add: more bytes in flight per thread, a quarter as many blocks.
-void vectorized_unroll2(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
+// The float4 kernel with four float4s per operand per thread, all loads issued before the first
+// add: more bytes in flight per thread, a quarter as many blocks. On an H100 it is slower than
+// one float4 per thread (docs/vecadd.md): enough warps are resident to hide the latency already.
 void vectorized_unroll4(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
 
 // Seed 003's kernel: operands copied through shared memory behind a __syncthreads(). The values
