@@ -68,16 +68,23 @@ Comparison compare_elements(std::int64_t n, Tolerance tolerance,
                             const std::function<void(std::int64_t begin, std::int64_t end,
                                                      ComparisonBuilder& builder)>& chunk);
 
-// The common case: an fp32 array against a reference function; poison is 0xFFFFFFFF.
+// An array of T (float, int32, ...) against ref(i). An element whose bytes are all
+// `poison_byte` counts as never written.
+template <typename T, typename Reference>
+Comparison compare_values(const T* out, std::int64_t n, Tolerance tolerance, Reference ref,
+                          unsigned char poison_byte) {
+  T poison;
+  std::memset(&poison, poison_byte, sizeof poison);
+  return compare_elements(n, tolerance, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+    for (std::int64_t i = begin; i < end; ++i)
+      b.add(i, static_cast<double>(out[i]), ref(i), std::memcmp(&out[i], &poison, sizeof poison) == 0);
+  });
+}
+
+// The common case: an fp32 array whose poison is NaN (0xFF bytes).
 template <typename Reference>
 Comparison compare_fp32(const float* out, std::int64_t n, Tolerance tolerance, Reference ref) {
-  return compare_elements(n, tolerance, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      std::uint32_t bits;
-      std::memcpy(&bits, &out[i], sizeof bits);
-      b.add(i, out[i], ref(i), bits == 0xFFFFFFFFu);
-    }
-  });
+  return compare_values(out, n, tolerance, ref, 0xFF);
 }
 
 }  // namespace cudalab::harness

@@ -61,27 +61,93 @@ __host__ __device__ float random_value(std::uint64_t seed, std::int64_t index, s
   return 0.0f;
 }
 
+__host__ __device__ std::int32_t random_int(std::uint64_t seed, std::int64_t index, std::int64_t count,
+                                            Distribution distribution) {
+  const std::uint64_t bits = mix64(seed ^ mix64(static_cast<std::uint64_t>(index)));
+  switch (distribution) {
+    case Distribution::uniform:
+    case Distribution::integers:
+      return static_cast<std::int32_t>(bits % 33) - 16;
+    case Distribution::normal:
+      return static_cast<std::int32_t>(rintf(8.0f * random_value(seed, index, count, Distribution::normal)));
+    case Distribution::all_equal:
+      return 3;
+    case Distribution::sorted:
+      return count > 1 ? static_cast<std::int32_t>(-16 + (32 * index) / (count - 1)) : 0;
+    case Distribution::large_magnitude:
+      return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits >> 32));
+  }
+  return 0;
+}
+
+__host__ __device__ std::uint8_t random_byte(std::uint64_t seed, std::int64_t index, std::int64_t count,
+                                             Distribution distribution) {
+  switch (distribution) {
+    case Distribution::all_equal:
+      return 7;
+    case Distribution::sorted:
+      return static_cast<std::uint8_t>(count > 1 ? (255 * index) / (count - 1) : 0);
+    default:
+      return static_cast<std::uint8_t>(mix64(seed ^ mix64(static_cast<std::uint64_t>(index))) >> 56);
+  }
+}
+
 namespace {
-__global__ void fill_random_kernel(float* values, std::int64_t n, std::uint64_t seed,
-                                   Distribution distribution) {
+
+template <typename T>
+__device__ T random_element(std::uint64_t seed, std::int64_t i, std::int64_t n, Distribution d);
+template <>
+__device__ float random_element<float>(std::uint64_t seed, std::int64_t i, std::int64_t n, Distribution d) {
+  return random_value(seed, i, n, d);
+}
+template <>
+__device__ std::int32_t random_element<std::int32_t>(std::uint64_t seed, std::int64_t i, std::int64_t n,
+                                                     Distribution d) {
+  return random_int(seed, i, n, d);
+}
+template <>
+__device__ std::uint8_t random_element<std::uint8_t>(std::uint64_t seed, std::int64_t i, std::int64_t n,
+                                                     Distribution d) {
+  return random_byte(seed, i, n, d);
+}
+
+template <typename T>
+__global__ void fill_random_kernel(T* values, std::int64_t n, std::uint64_t seed, Distribution distribution) {
   const std::int64_t stride = global_thread_count();
   for (std::int64_t i = global_thread_index(); i < n; i += stride)
-    values[i] = random_value(seed, i, n, distribution);
+    values[i] = random_element<T>(seed, i, n, distribution);
 }
+
+template <typename T>
+void launch_fill(T* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
+                 cudaStream_t stream) {
+  if (n == 0) return;
+  constexpr int kBlockSize = 256;
+  const int blocks = resident_grid_size(fill_random_kernel<T>, kBlockSize, n);
+  fill_random_kernel<T><<<blocks, kBlockSize, 0, stream>>>(device_values, n, seed, distribution);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void fill_random(float* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
                  cudaStream_t stream) {
-  if (n == 0) return;
-  constexpr int kBlockSize = 256;
-  const int blocks = resident_grid_size(fill_random_kernel, kBlockSize, n);
-  fill_random_kernel<<<blocks, kBlockSize, 0, stream>>>(device_values, n, seed, distribution);
-  CUDALAB_CHECK_LAUNCH();
+  launch_fill(device_values, n, seed, distribution, stream);
 }
 
-void poison(void* device_bytes, std::size_t bytes, cudaStream_t stream) {
+void fill_random(std::int32_t* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
+                 cudaStream_t stream) {
+  launch_fill(device_values, n, seed, distribution, stream);
+}
+
+void fill_random(std::uint8_t* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
+                 cudaStream_t stream) {
+  launch_fill(device_values, n, seed, distribution, stream);
+}
+
+void poison(void* device_bytes, std::size_t bytes, cudaStream_t stream, unsigned char pattern) {
   if (bytes == 0) return;
-  CUDALAB_CUDA_CHECK(cudaMemsetAsync(device_bytes, 0xFF, bytes, stream));
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(device_bytes, pattern, bytes, stream));
 }
 
 }  // namespace cudalab::harness

@@ -39,12 +39,32 @@ __host__ __device__ inline float unit_float(std::uint64_t bits) {
 __host__ __device__ float random_value(std::uint64_t seed, std::int64_t index, std::int64_t count,
                                        Distribution distribution);
 
-// Fills device memory with random_value(seed, i, n, distribution) for i in [0, n).
+// Whole-number streams for integer ops. uniform and integers: [-16, 16] (sums of 2^27 of them
+// stay inside int32); normal: a normal sample x 8, rounded; all_equal: 3; sorted: -16 to 16
+// increasing; large_magnitude: any int32, so sums wrap around (two's complement, as CUB's do).
+__host__ __device__ std::int32_t random_int(std::uint64_t seed, std::int64_t index, std::int64_t count,
+                                            Distribution distribution);
+// Bytes (histogram inputs): uniform over 0..255 for every distribution but all_equal (every byte
+// 7: all of them hit one bin) and sorted (0 to 255 increasing).
+__host__ __device__ std::uint8_t random_byte(std::uint64_t seed, std::int64_t index, std::int64_t count,
+                                             Distribution distribution);
+
+// Fill device memory with the streams above for i in [0, n).
 void fill_random(float* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
                  cudaStream_t stream);
+void fill_random(std::int32_t* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
+                 cudaStream_t stream);
+void fill_random(std::uint8_t* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
+                 cudaStream_t stream);
 
-// Fills device memory with a byte pattern (0xFF makes every float a NaN and every int -1), so an
-// element a kernel forgot to write is detected by the check.
-void poison(void* device_bytes, std::size_t bytes, cudaStream_t stream);
+// Poison patterns: 0xFF bytes make every float a NaN; integers get 0xABABABAB (-1414812757), a
+// value no test input's sum, prefix sum or count reaches (unlike -1).
+inline constexpr unsigned char kFloatPoisonByte = 0xFF;
+inline constexpr unsigned char kIntegerPoisonByte = 0xAB;
+
+// Fills device memory with a byte pattern, so an element a kernel forgot to write is detected by
+// the check.
+void poison(void* device_bytes, std::size_t bytes, cudaStream_t stream,
+            unsigned char pattern = kFloatPoisonByte);
 
 }  // namespace cudalab::harness

@@ -78,6 +78,30 @@ TEST(Random, LargeMagnitudeIsLargeWithBothSigns) {
   EXPECT_LT(negative, 600);
 }
 
+TEST(Random, IntegerStreamsStayInTheirRanges) {
+  bool saw_negative = false, saw_huge = false;
+  for (std::int64_t i = 0; i < 10000; ++i) {
+    const std::int32_t x = random_int(6, i, 10000, Distribution::uniform);
+    ASSERT_GE(x, -16);
+    ASSERT_LE(x, 16);
+    saw_negative |= x < 0;
+    ASSERT_EQ(random_int(6, i, 10000, Distribution::all_equal), 3);
+    saw_huge |= random_int(6, i, 10000, Distribution::large_magnitude) > (1 << 30);
+  }
+  EXPECT_TRUE(saw_negative);
+  EXPECT_TRUE(saw_huge);
+  EXPECT_EQ(random_int(6, 0, 100, Distribution::sorted), -16);
+  EXPECT_EQ(random_int(6, 99, 100, Distribution::sorted), 16);
+}
+
+TEST(Random, BytesCoverEveryValueUnlessConstant) {
+  int seen[256] = {};
+  for (std::int64_t i = 0; i < 100000; ++i) ++seen[random_byte(9, i, 100000, Distribution::uniform)];
+  for (int v = 0; v < 256; ++v) ASSERT_GT(seen[v], 250) << v;  // ~390 expected each
+  EXPECT_EQ(random_byte(9, 123, 1000, Distribution::all_equal), 7);
+  EXPECT_EQ(random_byte(9, 999, 1000, Distribution::sorted), 255);
+}
+
 TEST(Random, DistributionNamesRoundTrip) {
   for (Distribution d : all_distributions()) {
     Distribution parsed;
