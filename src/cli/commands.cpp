@@ -62,7 +62,8 @@ std::string device_line(const DeviceInfo& d, const harness::Ceilings& c) {
 
 void print_records(const std::vector<Record>& records, Context& context) {
   if (records.empty()) return;
-  context.out << "\n" << records.front().op << "  " << records.front().problem.label() << "\n"
+  context.out << "\n" << records.front().op << "  " << records.front().problem.label() << "  "
+              << records.front().distribution << " inputs\n"
               << records_table(records).text();
 }
 
@@ -114,7 +115,7 @@ Table summary_table(const std::vector<Record>& records, const harness::Ceilings&
     const Record* best = nullptr;
     const Record* baseline = nullptr;
     for (const Record& r : records) {
-      if (r.op != op || !r.timed || r.problem.n != n) continue;
+      if (r.op != op || !r.timed || r.problem.n != n || r.distribution != "uniform") continue;
       if (r.role == harness::Role::baseline && baseline == nullptr) baseline = &r;
       if (r.role == harness::Role::ladder && (best == nullptr || r.time_ms.median < best->time_ms.median)) best = &r;
     }
@@ -305,7 +306,8 @@ int command_bench(const BenchArgs& args, Context& context) {
   context.out << device_line(device, ceilings) << "\n";
 
   int steps = static_cast<int>(registry.experiments().size());
-  for (const auto& op : registry.ops()) steps += static_cast<int>(op.bench_problems.size() * op.variants.size() * 2);
+  for (const auto& op : registry.ops())
+    steps += static_cast<int>(op.bench_problems.size() * op.bench_distributions.size() * op.variants.size() * 2);
   auto progress = progress_printer(context, steps);
 
   std::vector<Record> all;
@@ -313,10 +315,13 @@ int command_bench(const BenchArgs& args, Context& context) {
   harness::RunOptions options;
   options.seed = seed;
   for (const auto& op : registry.ops()) {
-    for (const auto& problem : op.bench_problems) {
-      auto records = harness::run_problem(op, problem, options, ceilings, timer, progress);
-      print_records(records, context);
-      all.insert(all.end(), records.begin(), records.end());
+    for (const auto distribution : op.bench_distributions) {
+      options.distribution = distribution;
+      for (const auto& problem : op.bench_problems) {
+        auto records = harness::run_problem(op, problem, options, ceilings, timer, progress);
+        print_records(records, context);
+        all.insert(all.end(), records.begin(), records.end());
+      }
     }
   }
   nlohmann::json experiments = nlohmann::json::array();
@@ -361,14 +366,16 @@ int command_report(const ReportArgs& args, Context& context) {
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
   for (const std::string& op : ops) {
     std::string text;
-    std::vector<std::int64_t> sizes;
-    for (const Record& r : records)
-      if (r.op == op && std::find(sizes.begin(), sizes.end(), r.problem.n) == sizes.end()) sizes.push_back(r.problem.n);
-    for (std::int64_t n : sizes) {
-      std::vector<Record> at_size;
+    std::vector<std::pair<std::string, std::int64_t>> groups;  // (distribution, n), in run order
+    for (const Record& r : records) {
+      const std::pair<std::string, std::int64_t> group{r.distribution, r.problem.n};
+      if (r.op == op && std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
+    }
+    for (const auto& [distribution, n] : groups) {
+      std::vector<Record> in_group;
       for (const Record& r : records)
-        if (r.op == op && r.problem.n == n) at_size.push_back(r);
-      text += "\n**n = " + std::to_string(n) + "**\n\n" + records_table(at_size).markdown();
+        if (r.op == op && r.problem.n == n && r.distribution == distribution) in_group.push_back(r);
+      text += "\n**n = " + std::to_string(n) + ", " + distribution + " inputs**\n\n" + records_table(in_group).markdown();
     }
     blocks.emplace_back("op:" + op, text);
     nlohmann::json op_claims = nlohmann::json::array();

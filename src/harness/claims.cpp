@@ -2,31 +2,34 @@
 
 namespace cudalab::harness {
 namespace {
-bool is_timed(const nlohmann::json& r) { return r.contains("time_ms"); }
+bool is_timed(const nlohmann::json& r, const std::string& distribution) {
+  return r.contains("time_ms") && r.value("distribution", "uniform") == distribution;
+}
 }  // namespace
 
-std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& op) {
+std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& op, const std::string& distribution) {
   std::int64_t largest = 0;
   for (const auto& r : results.value("records", nlohmann::json::array()))
-    if (r.value("op", "") == op && is_timed(r)) largest = std::max(largest, r["problem"].value("n", std::int64_t{0}));
+    if (r.value("op", "") == op && is_timed(r, distribution)) largest = std::max(largest, r["problem"].value("n", std::int64_t{0}));
   return largest;
 }
 
 const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op,
-                                   const std::string& variant, std::int64_t n) {
+                                   const std::string& variant, std::int64_t n, const std::string& distribution) {
   if (!results.contains("records")) return nullptr;
   for (const auto& r : results["records"])
-    if (r.value("op", "") == op && r.value("variant", "") == variant && is_timed(r) &&
+    if (r.value("op", "") == op && r.value("variant", "") == variant && is_timed(r, distribution) &&
         r["problem"].value("n", std::int64_t{0}) == n)
       return &r;
   return nullptr;
 }
 
-const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, std::int64_t n) {
+const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, std::int64_t n,
+                                     const std::string& distribution) {
   if (!results.contains("records")) return nullptr;
   const nlohmann::json* best = nullptr;
   for (const auto& r : results["records"]) {
-    if (r.value("op", "") != op || !is_timed(r) || r.value("role", "") == "broken" ||
+    if (r.value("op", "") != op || !is_timed(r, distribution) || r.value("role", "") == "broken" ||
         r["problem"].value("n", std::int64_t{0}) != n)
       continue;
     if (best == nullptr || median_ms(r) < median_ms(*best)) best = &r;

@@ -8,15 +8,21 @@
 
 namespace cudalab::harness {
 
+// Records are matched on their input distribution too; claims are judged on uniform inputs
+// unless they say otherwise.
+
 // Largest problem size n among the timed records of `op`; 0 when there is none.
-std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& op);
+std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& op,
+                             const std::string& distribution = "uniform");
 
 // The timed record of (op, variant, n), or nullptr.
 const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op,
-                                   const std::string& variant, std::int64_t n);
+                                   const std::string& variant, std::int64_t n,
+                                   const std::string& distribution = "uniform");
 
 // The fastest timed, non-broken record of `op` at n (baselines included), or nullptr.
-const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, std::int64_t n);
+const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, std::int64_t n,
+                                     const std::string& distribution = "uniform");
 
 double median_ms(const nlohmann::json& record);
 
