@@ -46,6 +46,12 @@ const nlohmann::json* experiment(const nlohmann::json& results, const std::strin
   return nullptr;
 }
 
+std::string speedup_verdict(double measured, double claimed) {
+  if (measured >= 0.8 * claimed) return "holds";
+  if (measured > 1.05) return "holds partly: same direction, smaller effect";
+  return "does not hold";
+}
+
 nlohmann::json verdict(const std::string& id, const std::string& claim, const std::string& source,
                        const std::string& predicted, const std::string& measured, double ratio,
                        const std::string& verdict) {

@@ -29,6 +29,10 @@ double median_ms(const nlohmann::json& record);
 // The experiment table called `name`, or nullptr.
 const nlohmann::json* experiment(const nlohmann::json& results, const std::string& name);
 
+// The verdict for a claimed speedup: "holds" when the measured ratio reaches 80% of the claimed
+// one, "holds partly" when it points the same way (> 1.05) but falls short, else "does not hold".
+std::string speedup_verdict(double measured, double claimed);
+
 nlohmann::json verdict(const std::string& id, const std::string& claim, const std::string& source,
                        const std::string& predicted, const std::string& measured, double ratio,
                        const std::string& verdict);

@@ -81,26 +81,35 @@ std::string Comparison::summary() const {
   return text;
 }
 
-Comparison compare_elements(std::int64_t n, Tolerance tolerance,
-                            const std::function<void(std::int64_t, std::int64_t, ComparisonBuilder&)>& chunk) {
-  // Below ~1M elements threads cost more than they save.
+int parallel_workers(std::int64_t n) {
   const std::int64_t min_chunk = 1 << 20;
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  const std::int64_t workers = std::max<std::int64_t>(1, std::min<std::int64_t>(hardware, n / min_chunk));
-  std::vector<ComparisonBuilder> builders(static_cast<std::size_t>(workers), ComparisonBuilder(tolerance));
-  std::vector<std::thread> threads;
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(hardware, n / min_chunk)));
+}
+
+int parallel_chunks(std::int64_t n, const std::function<void(int, std::int64_t, std::int64_t)>& chunk) {
+  const int workers = parallel_workers(n);
   const std::int64_t per_worker = (n + workers - 1) / workers;
-  for (std::int64_t w = 0; w < workers; ++w) {
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
     const std::int64_t begin = std::min(n, w * per_worker);
     const std::int64_t end = std::min(n, begin + per_worker);
-    auto& builder = builders[static_cast<std::size_t>(w)];
     if (w + 1 == workers) {
-      chunk(begin, end, builder);
+      chunk(w, begin, end);
     } else {
-      threads.emplace_back([&chunk, begin, end, &builder] { chunk(begin, end, builder); });
+      threads.emplace_back([&chunk, w, begin, end] { chunk(w, begin, end); });
     }
   }
   for (auto& thread : threads) thread.join();
+  return workers;
+}
+
+Comparison compare_elements(std::int64_t n, Tolerance tolerance,
+                            const std::function<void(std::int64_t, std::int64_t, ComparisonBuilder&)>& chunk) {
+  std::vector<ComparisonBuilder> builders(static_cast<std::size_t>(parallel_workers(n)), ComparisonBuilder(tolerance));
+  parallel_chunks(n, [&](int worker, std::int64_t begin, std::int64_t end) {
+    chunk(begin, end, builders[static_cast<std::size_t>(worker)]);
+  });
   ComparisonBuilder total(tolerance);
   for (const auto& builder : builders) total.merge(builder);
   return total.finish();

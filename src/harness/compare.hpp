@@ -62,6 +62,12 @@ class ComparisonBuilder {
   double reference_squares_ = 0.0;
 };
 
+// Calls chunk(worker, begin, end) over [0, n) split into `workers` contiguous pieces on host
+// threads (fewer below ~1M elements, where threads cost more than they save). Returns the number
+// of workers used; worker w gets the w-th piece.
+int parallel_chunks(std::int64_t n, const std::function<void(int worker, std::int64_t begin, std::int64_t end)>& chunk);
+int parallel_workers(std::int64_t n);
+
 // Compares n outputs against ref(i), split over the host's cores. `is_poison(i)` says whether
 // output i still holds the poison pattern.
 Comparison compare_elements(std::int64_t n, Tolerance tolerance,

@@ -48,6 +48,9 @@ struct Variant {
   std::string technique;  // one line: what this step does differently
   Role role = Role::ladder;
   std::function<void(Workload&, cudaStream_t)> launch;
+  // Optional, untimed, before every launch: restores what the previous launch consumed (an
+  // in-place variant's input). Empty for variants that leave their inputs alone.
+  std::function<void(Workload&, cudaStream_t)> prepare;
   // Empty when the variant can run `problem` on `device`; otherwise the reason it cannot.
   std::function<std::string(const DeviceInfo&, const Problem&)> unsupported;
 };

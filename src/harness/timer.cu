@@ -41,8 +41,11 @@ void KernelTimer::flush_l2(cudaStream_t stream) {
 }
 
 Summary KernelTimer::time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
-                          const TimingOptions& options) {
-  for (int i = 0; i < options.warmup_launches; ++i) launch(stream);
+                          const TimingOptions& options, const std::function<void(cudaStream_t)>& prepare) {
+  for (int i = 0; i < options.warmup_launches; ++i) {
+    if (prepare) prepare(stream);
+    launch(stream);
+  }
   CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   Event start, stop;
@@ -51,6 +54,7 @@ Summary KernelTimer::time(const std::function<void(cudaStream_t)>& launch, cudaS
   for (;;) {
     // The flush also keeps the GPU busy while the host enqueues the events and the launch, so the
     // start event does not fire early and charge host launch overhead to the kernel.
+    if (prepare) prepare(stream);
     if (options.cold) flush_l2(stream);
     start.record(stream);
     launch(stream);

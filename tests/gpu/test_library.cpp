@@ -1,8 +1,10 @@
 // The public library calls, as a program would use them: any alignment, aliasing, streams.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "cudalab/memory.hpp"
+#include "cudalab/reduce.hpp"
 #include "cudalab/vecadd.hpp"
 #include "gpu_test_support.hpp"
 #include "harness/random.hpp"
@@ -55,6 +57,42 @@ TEST(LibraryVecadd, OutputMayAliasAnInput) {
   vecadd(a.data(), b.data(), a.data(), n);
   CUDALAB_CUDA_CHECK(cudaMemcpy(hc.data(), a.data(), a.bytes(), cudaMemcpyDeviceToHost));
   for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(hc[i], ha[i] + hb[i]) << i;
+}
+
+TEST(LibraryReduce, MisalignedInputsEmptyInputAndIntegerWrap) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const std::int64_t room = 1000003 + 8;
+  DeviceBuffer<std::int32_t> values(room), result(1);
+  harness::fill_random(values.data(), room, 31, harness::Distribution::large_magnitude, nullptr);
+  std::vector<std::int32_t> host(room);
+  CUDALAB_CUDA_CHECK(cudaMemcpy(host.data(), values.data(), values.bytes(), cudaMemcpyDeviceToHost));
+  for (std::int64_t offset : {0, 1, 2, 3}) {
+    for (std::int64_t n : {std::int64_t{1}, std::int64_t{5}, std::int64_t{1000003}}) {
+      reduce_sum(values.data() + offset, n, result.data());
+      std::int32_t got = 0;
+      CUDALAB_CUDA_CHECK(cudaMemcpy(&got, result.data(), sizeof got, cudaMemcpyDeviceToHost));
+      std::uint32_t expected = 0;  // wrap-around sum
+      for (std::int64_t i = 0; i < n; ++i) expected += static_cast<std::uint32_t>(host[offset + i]);
+      ASSERT_EQ(got, static_cast<std::int32_t>(expected)) << "offset " << offset << " n " << n;
+    }
+  }
+  CUDALAB_CUDA_CHECK(cudaMemset(result.data(), 0x7f, sizeof(std::int32_t)));
+  reduce_sum(values.data(), 0, result.data());
+  std::int32_t empty = -1;
+  CUDALAB_CUDA_CHECK(cudaMemcpy(&empty, result.data(), sizeof empty, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(empty, 0);
+}
+
+TEST(LibraryReduce, FloatSumIsDeterministic) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const std::int64_t n = (1 << 24) + 3;
+  DeviceBuffer<float> values(n), result(2);
+  harness::fill_random(values.data(), n, 32, harness::Distribution::normal, nullptr);
+  reduce_sum(values.data(), n, result.data());
+  reduce_sum(values.data(), n, result.data() + 1);
+  float sums[2];
+  CUDALAB_CUDA_CHECK(cudaMemcpy(sums, result.data(), sizeof sums, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(std::memcmp(&sums[0], &sums[1], sizeof(float)), 0);
 }
 
 TEST(LibraryErrors, OutOfMemoryIsAnErrorNotACrash) {

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cudalab/device.hpp"
 #include "cudalab/error.hpp"
+#include "cudalab/reduce.hpp"
 #include "cudalab/vecadd.hpp"
 
 namespace cudalab::cli {
@@ -154,6 +155,8 @@ TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {
   }
   EXPECT_THROW(cudalab::vecadd(nullptr, nullptr, nullptr, 5), Error);
   EXPECT_NO_THROW(cudalab::vecadd(nullptr, nullptr, nullptr, 0));  // n == 0 does nothing
+  EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), -1, nullptr), Error);
+  EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), 5, nullptr), Error);
 }
 
 }  // namespace

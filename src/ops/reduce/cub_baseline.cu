@@ -1,0 +1,39 @@
+#include <cub/device/device_reduce.cuh>
+
+#include "ops/reduce/multi_pass.cuh"
+
+namespace cudalab::reduce_variants {
+namespace {
+
+template <typename T>
+std::size_t cub_temp_bytes(std::int64_t n) {
+  std::size_t bytes = 0;
+  CUDALAB_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), n));
+  return bytes;
+}
+
+}  // namespace
+
+// CUB's temporary storage starts past the counter word, which must stay zero.
+constexpr std::size_t kCubOffset = 256;
+
+template <typename T>
+std::size_t workspace_bytes(std::int64_t n) {
+  const std::size_t own = own_workspace_bytes<T>(n);
+  const std::size_t cub = kCubOffset + cub_temp_bytes<T>(n);
+  return own > cub ? own : cub;
+}
+
+template <typename T>
+void cub_sum(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+  std::size_t bytes = cub_temp_bytes<T>(n);
+  CUDALAB_CUDA_CHECK(
+      cub::DeviceReduce::Sum(static_cast<unsigned char*>(workspace) + kCubOffset, bytes, in, out, n, stream));
+}
+
+template std::size_t workspace_bytes<float>(std::int64_t);
+template std::size_t workspace_bytes<std::int32_t>(std::int64_t);
+template void cub_sum<float>(const float*, std::int64_t, float*, void*, cudaStream_t);
+template void cub_sum<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+
+}  // namespace cudalab::reduce_variants

@@ -1,0 +1,39 @@
+#include "cudalab/reduce.hpp"
+
+#include "cudalab/error.hpp"
+#include "ops/reduce/variants.hpp"
+
+namespace cudalab {
+namespace {
+
+// The library takes `single_pass`: one launch, deterministic, and the fastest verified ladder
+// variant on the H100 (docs/reduce.md).
+template <typename T>
+void reduce_sum_impl(const T* in, std::int64_t n, T* out, cudaStream_t stream) {
+  CUDALAB_REQUIRE(n >= 0, "reduce_sum: n must be >= 0, got " + std::to_string(n));
+  CUDALAB_REQUIRE(out != nullptr, "reduce_sum: out must be a device pointer, got null");
+  CUDALAB_REQUIRE(n == 0 || in != nullptr, "reduce_sum: in must be a device pointer, got null");
+  const std::size_t bytes = reduce_variants::workspace_bytes<T>(n);
+  void* workspace = nullptr;
+  CUDALAB_CUDA_CHECK(cudaMallocAsync(&workspace, bytes, stream));
+  // Released on the stream even when a launch below throws.
+  struct Release {
+    void* pointer;
+    cudaStream_t stream;
+    ~Release() { cudaFreeAsync(pointer, stream); }
+  } release{workspace, stream};
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(workspace, 0, sizeof(unsigned), stream));  // the ticket counter
+  reduce_variants::single_pass(in, n, out, workspace, stream);
+}
+
+}  // namespace
+
+void reduce_sum(const float* in, std::int64_t n, float* out, cudaStream_t stream) {
+  reduce_sum_impl(in, n, out, stream);
+}
+
+void reduce_sum(const std::int32_t* in, std::int64_t n, std::int32_t* out, cudaStream_t stream) {
+  reduce_sum_impl(in, n, out, stream);
+}
+
+}  // namespace cudalab

@@ -1,0 +1,141 @@
+// Kernels whose grid is sized to what the GPU holds resident, each thread summing many elements
+// before any cooperation: seed 000's step 7 and the two modern kernels.
+#include <cstdint>
+
+#include "core/warp_reduce.cuh"
+#include "ops/reduce/multi_pass.cuh"
+
+namespace cudalab::reduce_variants {
+namespace {
+
+// Step 7: scalar loads, a grid-stride sum per thread, then one block sum.
+template <typename T>
+__global__ void __launch_bounds__(kBlockSize) reduce_multiple_per_thread_kernel(const T* in, std::int64_t n, T* partials) {
+  using Acc = accumulator_t<T>;
+  __shared__ Acc scratch[kBlockSize / kWarpSize];
+  Acc sum{};
+  const std::int64_t stride = global_thread_count();
+  for (std::int64_t i = global_thread_index(); i < n; i += stride) sum += static_cast<Acc>(in[i]);
+  sum = block_sum<kBlockSize>(sum, scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = static_cast<T>(sum);
+}
+
+// Sum of this thread's share of in[0, n): 16-byte loads of the aligned body with four
+// independent accumulators (four loads in flight per thread before the first add), plus the
+// unaligned head and the tail, which at most a few threads touch.
+template <typename T>
+__device__ __forceinline__ accumulator_t<T> thread_sum_vectorized(const T* in, std::int64_t n, int head) {
+  using Acc = accumulator_t<T>;
+  using V = typename Vec4<T>::type;
+  const std::int64_t thread = global_thread_index();
+  const std::int64_t threads = global_thread_count();
+  Acc sum{};
+  if (thread < head) sum += static_cast<Acc>(in[thread]);
+  const V* body = reinterpret_cast<const V*>(in + head);
+  const std::int64_t vectors = (n - head) / 4;
+  Acc a0{}, a1{}, a2{}, a3{};
+  std::int64_t v = thread;
+  for (; v + 3 * threads < vectors; v += 4 * threads) {
+    const V x0 = body[v], x1 = body[v + threads], x2 = body[v + 2 * threads], x3 = body[v + 3 * threads];
+    a0 += sum4<Acc>(x0);
+    a1 += sum4<Acc>(x1);
+    a2 += sum4<Acc>(x2);
+    a3 += sum4<Acc>(x3);
+  }
+  for (; v < vectors; v += threads) a0 += sum4<Acc>(body[v]);
+  const std::int64_t tail = head + vectors * 4 + thread;
+  if (tail < n) sum += static_cast<Acc>(in[tail]);
+  return sum + ((a0 + a1) + (a2 + a3));
+}
+
+// Elements before the first 16-byte boundary (0 when `in` is aligned; in is T-aligned).
+template <typename T>
+int head_elements(const T* in, std::int64_t n) {
+  const auto misalignment = reinterpret_cast<std::uintptr_t>(in) % 16;
+  const std::int64_t head = misalignment == 0 ? 0 : static_cast<std::int64_t>((16 - misalignment) / sizeof(T));
+  return static_cast<int>(head < n ? head : n);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlockSize) reduce_shuffle_atomic_kernel(const T* in, std::int64_t n, int head, T* out) {
+  using Acc = accumulator_t<T>;
+  __shared__ Acc scratch[kBlockSize / kWarpSize];
+  const Acc sum = block_sum<kBlockSize>(thread_sum_vectorized(in, n, head), scratch);
+  if (threadIdx.x == 0) atomicAdd(reinterpret_cast<Acc*>(out), sum);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlockSize)
+    reduce_single_pass_kernel(const T* in, std::int64_t n, int head, T* partials, unsigned* counter, T* out) {
+  using Acc = accumulator_t<T>;
+  __shared__ Acc scratch[kBlockSize / kWarpSize];
+  __shared__ bool last_block;
+  const Acc sum = block_sum<kBlockSize>(thread_sum_vectorized(in, n, head), scratch);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = static_cast<T>(sum);
+    __threadfence();  // the partial is visible device-wide before this block takes its ticket
+    last_block = atomicAdd(counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  // Every other block has published its partial; add them in a fixed order (deterministic).
+  Acc total{};
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kBlockSize) total += static_cast<Acc>(__ldcg(&partials[b]));
+  total = block_sum<kBlockSize>(total, scratch);
+  if (threadIdx.x == 0) {
+    *out = static_cast<T>(total);
+    *counter = 0;  // ready for the next launch
+  }
+}
+
+template <typename Kernel>
+std::int64_t resident_blocks(Kernel kernel, std::int64_t work) {
+  return resident_grid_size(kernel, kBlockSize, work);
+}
+
+}  // namespace
+
+template <typename T>
+void multiple_per_thread(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+  reduce_in_passes<T>(
+      in, n, out, carve<T>(workspace, n),
+      [](std::int64_t count) { return resident_blocks(reduce_multiple_per_thread_kernel<T>, count); },
+      [](const T* source, std::int64_t count, T* destination, std::int64_t blocks, cudaStream_t s) {
+        reduce_multiple_per_thread_kernel<T><<<grid_of(blocks), kBlockSize, 0, s>>>(source, count, destination);
+        CUDALAB_CHECK_LAUNCH();
+      },
+      stream);
+}
+
+template <typename T>
+void shuffle_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+  (void)workspace;
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(T), stream));
+  if (n == 0) return;
+  const unsigned blocks = grid_of(resident_blocks(reduce_shuffle_atomic_kernel<T>, ceil_div<std::int64_t>(n, 4)));
+  reduce_shuffle_atomic_kernel<T><<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), out);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+template <typename T>
+void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+  if (n == 0) {
+    CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(T), stream));
+    return;
+  }
+  const Workspace<T> ws = carve<T>(workspace, n);
+  const unsigned blocks = grid_of(resident_blocks(reduce_single_pass_kernel<T>, ceil_div<std::int64_t>(n, 4)));
+  reduce_single_pass_kernel<T><<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), ws.partials_a,
+                                                                  ws.counter, out);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+#define CUDALAB_REDUCE_INSTANTIATE(name)                                                         \
+  template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t);            \
+  template void name<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+CUDALAB_REDUCE_INSTANTIATE(multiple_per_thread)
+CUDALAB_REDUCE_INSTANTIATE(shuffle_atomic)
+CUDALAB_REDUCE_INSTANTIATE(single_pass)
+#undef CUDALAB_REDUCE_INSTANTIATE
+
+}  // namespace cudalab::reduce_variants
