@@ -48,9 +48,9 @@ TEST_P(EveryVariant, MatchesTheCpuReference) {
   } catch (const Error& e) {
     GTEST_SKIP() << e.what();
   }
-  // Small sizes are checked on every distribution; the largest on uniform data only (each pass
-  // there moves gigabytes through the host check).
-  std::vector<Distribution> distributions = {Distribution::uniform};
+  // Small sizes are checked on every distribution; larger ones on the op's headline bench
+  // distribution only (each pass there moves gigabytes through the host check).
+  std::vector<Distribution> distributions = {op.bench_distributions.front()};
   if (c.n <= (1 << 24)) distributions = all_distributions();
   KernelTimer timer;
   for (Distribution distribution : distributions) {
@@ -69,7 +69,8 @@ TEST_P(EveryVariant, MatchesTheCpuReference) {
 }
 
 // A variant kept broken on purpose (a tutorial's race) must be seen failing at a size where the
-// race has room to act: 2^24 elements, up to five fresh inputs.
+// race has room to act: 2^24 elements, up to five fresh inputs, whole numbers (exact checks, so
+// an error cannot hide inside a rounding tolerance).
 TEST(BrokenVariants, AreShownFailing) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   int broken = 0;
@@ -84,6 +85,7 @@ TEST(BrokenVariants, AreShownFailing) {
         options.variants = {v.id};
         options.seed = fresh_seed();
         options.check_only = true;
+        options.distribution = Distribution::integers;
         const auto records = run_problem(op, Problem{1 << 24}, options, Ceilings{}, timer, nullptr);
         failures += records.front().outcome == Outcome::failed;
       }

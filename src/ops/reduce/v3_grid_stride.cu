@@ -1,5 +1,5 @@
-// Kernels whose grid is sized to what the GPU holds resident, each thread summing many elements
-// before any cooperation: seed 000's step 7 and the two modern kernels.
+// Kernels in which each thread sums many elements before any cooperation: seed 000's step 7 and
+// the modern kernels (16-byte loads, shuffles, one launch).
 #include <cstdint>
 
 #include "core/warp_reduce.cuh"
@@ -64,13 +64,16 @@ __global__ void __launch_bounds__(kBlockSize) reduce_shuffle_atomic_kernel(const
   if (threadIdx.x == 0) atomicAdd(reinterpret_cast<Acc*>(out), sum);
 }
 
+// Adds the block's threads' sums, publishes the block's partial, and lets the last block to
+// finish (found with one atomic ticket) add every partial in a fixed order: one launch, and the
+// same bits every run. Leaves *counter at zero for the next launch.
 template <typename T>
-__global__ void __launch_bounds__(kBlockSize)
-    reduce_single_pass_kernel(const T* in, std::int64_t n, int head, T* partials, unsigned* counter, T* out) {
+__device__ __forceinline__ void finish_in_last_block(accumulator_t<T> thread_sum, T* partials, unsigned* counter,
+                                                     T* out) {
   using Acc = accumulator_t<T>;
   __shared__ Acc scratch[kBlockSize / kWarpSize];
   __shared__ bool last_block;
-  const Acc sum = block_sum<kBlockSize>(thread_sum_vectorized(in, n, head), scratch);
+  const Acc sum = block_sum<kBlockSize>(thread_sum, scratch);
   if (threadIdx.x == 0) {
     partials[blockIdx.x] = static_cast<T>(sum);
     __threadfence();  // the partial is visible device-wide before this block takes its ticket
@@ -78,14 +81,50 @@ __global__ void __launch_bounds__(kBlockSize)
   }
   __syncthreads();
   if (!last_block) return;
-  // Every other block has published its partial; add them in a fixed order (deterministic).
+  // Every other block has published its partial (L2 loads: this SM's L1 may hold stale lines).
   Acc total{};
+#pragma unroll 8
   for (unsigned b = threadIdx.x; b < gridDim.x; b += kBlockSize) total += static_cast<Acc>(__ldcg(&partials[b]));
   total = block_sum<kBlockSize>(total, scratch);
   if (threadIdx.x == 0) {
     *out = static_cast<T>(total);
-    *counter = 0;  // ready for the next launch
+    *counter = 0;
   }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlockSize)
+    reduce_single_pass_kernel(const T* in, std::int64_t n, int head, T* partials, unsigned* counter, T* out) {
+  finish_in_last_block(thread_sum_vectorized(in, n, head), partials, counter, out);
+}
+
+// One tile per block, no loop: each thread issues all kTileVectors 16-byte loads before its first
+// add (the read-bandwidth probe's pattern), and enough blocks are launched to cover the input.
+constexpr int kTileVectors = 8;
+
+template <typename T>
+__global__ void __launch_bounds__(kBlockSize)
+    reduce_tiled_single_pass_kernel(const T* in, std::int64_t n, int head, T* partials, unsigned* counter, T* out) {
+  using Acc = accumulator_t<T>;
+  using V = typename Vec4<T>::type;
+  const V* body = reinterpret_cast<const V*>(in + head);
+  const std::int64_t vectors = (n - head) / 4;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kBlockSize * kTileVectors + threadIdx.x;
+  V x[kTileVectors];
+#pragma unroll
+  for (int k = 0; k < kTileVectors; ++k) {
+    const std::int64_t v = first + static_cast<std::int64_t>(k) * kBlockSize;
+    x[k] = v < vectors ? body[v] : V{};
+  }
+  Acc sum{};
+#pragma unroll
+  for (int k = 0; k < kTileVectors; ++k) sum += sum4<Acc>(x[k]);
+  if (blockIdx.x == 0) {  // the unaligned head and the tail: fewer than 4 elements each
+    if (static_cast<int>(threadIdx.x) < head) sum += static_cast<Acc>(in[threadIdx.x]);
+    const std::int64_t tail = head + vectors * 4 + threadIdx.x;
+    if (tail < n) sum += static_cast<Acc>(in[tail]);
+  }
+  finish_in_last_block(sum, partials, counter, out);
 }
 
 template <typename Kernel>
@@ -130,12 +169,28 @@ void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStrea
   CUDALAB_CHECK_LAUNCH();
 }
 
+template <typename T>
+void tiled_single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+  if (n == 0) {
+    CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(T), stream));
+    return;
+  }
+  const Workspace<T> ws = carve<T>(workspace, n);
+  const int head = head_elements(in, n);
+  const std::int64_t vectors = (n - head) / 4;
+  const std::int64_t blocks = vectors > 0 ? ceil_div<std::int64_t>(vectors, kBlockSize * kTileVectors) : 1;
+  reduce_tiled_single_pass_kernel<T><<<grid_of(blocks), kBlockSize, 0, stream>>>(in, n, head, ws.partials_a,
+                                                                                 ws.counter, out);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 #define CUDALAB_REDUCE_INSTANTIATE(name)                                                         \
   template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t);            \
   template void name<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
 CUDALAB_REDUCE_INSTANTIATE(multiple_per_thread)
 CUDALAB_REDUCE_INSTANTIATE(shuffle_atomic)
 CUDALAB_REDUCE_INSTANTIATE(single_pass)
+CUDALAB_REDUCE_INSTANTIATE(tiled_single_pass)
 #undef CUDALAB_REDUCE_INSTANTIATE
 
 }  // namespace cudalab::reduce_variants
