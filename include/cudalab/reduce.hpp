@@ -8,8 +8,9 @@
 namespace cudalab {
 
 // Sums in[0, n) into *out (a device pointer), asynchronously on `stream`. n == 0 writes 0. The
-// float sum runs in fp32 and is deterministic (same inputs, same GPU: same bits); the int32 sum
-// wraps around on overflow, like two's complement hardware. Any alignment of `in` is accepted.
+// float sum runs in fp32 and is deterministic (same inputs, same GPU: same bits); its error is
+// that of a tree sum, at most about 2 log2(n) eps sum|x|. The int32 sum wraps around on
+// overflow, like two's complement hardware. Any alignment of `in` is accepted.
 // A workspace of ~n/64 bytes comes from the stream-ordered allocator (cudaMallocAsync) and is
 // released on the stream. Throws cudalab::Error: invalid_argument for n < 0 or null pointers.
 void reduce_sum(const float* in, std::int64_t n, float* out, cudaStream_t stream = nullptr);

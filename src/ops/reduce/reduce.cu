@@ -1,13 +1,16 @@
 #include "cudalab/reduce.hpp"
 
+#include <type_traits>
+
 #include "cudalab/error.hpp"
 #include "ops/reduce/variants.hpp"
 
 namespace cudalab {
 namespace {
 
-// The library takes `single_pass`: one launch, deterministic, and the fastest verified ladder
-// variant on the H100 (docs/reduce.md).
+// Chosen by measurement on the H100 (docs/reduce.md): int32 takes `shuffle_atomic`, the fastest
+// verified variant (level with CUB; integer atomics add in any order to the same bits). fp32
+// takes `single_pass`, within 1% of it and deterministic, where float atomics are not.
 template <typename T>
 void reduce_sum_impl(const T* in, std::int64_t n, T* out, cudaStream_t stream) {
   CUDALAB_REQUIRE(n >= 0, "reduce_sum: n must be >= 0, got " + std::to_string(n));
@@ -23,7 +26,11 @@ void reduce_sum_impl(const T* in, std::int64_t n, T* out, cudaStream_t stream) {
     ~Release() { cudaFreeAsync(pointer, stream); }
   } release{workspace, stream};
   CUDALAB_CUDA_CHECK(cudaMemsetAsync(workspace, 0, sizeof(unsigned), stream));  // the ticket counter
-  reduce_variants::single_pass(in, n, out, workspace, stream);
+  if constexpr (std::is_floating_point_v<T>) {
+    reduce_variants::single_pass(in, n, out, workspace, stream);
+  } else {
+    reduce_variants::shuffle_atomic(in, n, out, workspace, stream);
+  }
 }
 
 }  // namespace

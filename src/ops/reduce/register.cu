@@ -176,8 +176,6 @@ Op reduce_op(const std::string& name, const std::string& summary) {
                  rv::shuffle_atomic<T>),
       reading<T>("single_pass", "16-byte loads, 4 accumulators, last block adds the partials: one launch",
                  Role::ladder, rv::single_pass<T>),
-      reading<T>("tiled_single_pass", "one-shot tiles of 8 float4s per thread, last block adds the partials",
-                 Role::ladder, rv::tiled_single_pass<T>),
       reading<T>("cub", "cub::DeviceReduce::Sum, the library baseline", Role::baseline, rv::cub_sum<T>),
   };
   return op;

@@ -98,35 +98,6 @@ __global__ void __launch_bounds__(kBlockSize)
   finish_in_last_block(thread_sum_vectorized(in, n, head), partials, counter, out);
 }
 
-// One tile per block, no loop: each thread issues all kTileVectors 16-byte loads before its first
-// add (the read-bandwidth probe's pattern), and enough blocks are launched to cover the input.
-constexpr int kTileVectors = 8;
-
-template <typename T>
-__global__ void __launch_bounds__(kBlockSize)
-    reduce_tiled_single_pass_kernel(const T* in, std::int64_t n, int head, T* partials, unsigned* counter, T* out) {
-  using Acc = accumulator_t<T>;
-  using V = typename Vec4<T>::type;
-  const V* body = reinterpret_cast<const V*>(in + head);
-  const std::int64_t vectors = (n - head) / 4;
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kBlockSize * kTileVectors + threadIdx.x;
-  V x[kTileVectors];
-#pragma unroll
-  for (int k = 0; k < kTileVectors; ++k) {
-    const std::int64_t v = first + static_cast<std::int64_t>(k) * kBlockSize;
-    x[k] = v < vectors ? body[v] : V{};
-  }
-  Acc sum{};
-#pragma unroll
-  for (int k = 0; k < kTileVectors; ++k) sum += sum4<Acc>(x[k]);
-  if (blockIdx.x == 0) {  // the unaligned head and the tail: fewer than 4 elements each
-    if (static_cast<int>(threadIdx.x) < head) sum += static_cast<Acc>(in[threadIdx.x]);
-    const std::int64_t tail = head + vectors * 4 + threadIdx.x;
-    if (tail < n) sum += static_cast<Acc>(in[tail]);
-  }
-  finish_in_last_block(sum, partials, counter, out);
-}
-
 template <typename Kernel>
 std::int64_t resident_blocks(Kernel kernel, std::int64_t work) {
   return resident_grid_size(kernel, kBlockSize, work);
@@ -169,28 +140,12 @@ void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStrea
   CUDALAB_CHECK_LAUNCH();
 }
 
-template <typename T>
-void tiled_single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  if (n == 0) {
-    CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(T), stream));
-    return;
-  }
-  const Workspace<T> ws = carve<T>(workspace, n);
-  const int head = head_elements(in, n);
-  const std::int64_t vectors = (n - head) / 4;
-  const std::int64_t blocks = vectors > 0 ? ceil_div<std::int64_t>(vectors, kBlockSize * kTileVectors) : 1;
-  reduce_tiled_single_pass_kernel<T><<<grid_of(blocks), kBlockSize, 0, stream>>>(in, n, head, ws.partials_a,
-                                                                                 ws.counter, out);
-  CUDALAB_CHECK_LAUNCH();
-}
-
 #define CUDALAB_REDUCE_INSTANTIATE(name)                                                         \
   template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t);            \
   template void name<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
 CUDALAB_REDUCE_INSTANTIATE(multiple_per_thread)
 CUDALAB_REDUCE_INSTANTIATE(shuffle_atomic)
 CUDALAB_REDUCE_INSTANTIATE(single_pass)
-CUDALAB_REDUCE_INSTANTIATE(tiled_single_pass)
 #undef CUDALAB_REDUCE_INSTANTIATE
 
 }  // namespace cudalab::reduce_variants

@@ -79,11 +79,6 @@ void shuffle_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaSt
 template <typename T>
 void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
 
-// The same finish with one-shot tiles instead of a grid-stride loop: each block reads 8 float4s
-// per thread, all loads issued before the first add, as many blocks as tiles.
-template <typename T>
-void tiled_single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
-
 // ---- baseline ------------------------------------------------------------------------------------
 template <typename T>
 void cub_sum(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
