@@ -65,7 +65,9 @@ TEST_P(EveryVariant, MatchesTheCpuReference) {
       EXPECT_EQ(r.outcome, Outcome::failed) << "a variant broken on purpose must be shown failing";
     } else {
       EXPECT_EQ(r.outcome, Outcome::passed) << r.comparison.summary();
-      EXPECT_EQ(r.comparison.count, c.n);
+      // The output was compared: n elements for an element-wise op, but other ops have other
+      // shapes (a histogram's bins, even at n = 0), so only "something" is common to all.
+      EXPECT_GT(r.comparison.count, 0);
     }
   }
 }
