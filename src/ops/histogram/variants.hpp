@@ -48,8 +48,10 @@ void warp_aggregated(const std::uint16_t* samples, std::int64_t n, std::uint32_t
 
 // Sub-histograms fed by 16-byte loads: each thread counts 16 bytes (or 8 16-bit samples) per load.
 // Fixes: the load instruction count and the bytes per request, so the memory system can stream.
-// Costs: a head and tail for arrays not 16-byte aligned; same-address serialization is back
-// (no aggregation), so all-one-value input is slow again.
+// Costs: a head and tail for arrays not 16-byte aligned. With loads no longer the limit, the
+// shared atomics are: on an H100 about 8 distinct-address lanes per clock per SM, short of the
+// ~12 bytes per clock per SM that DRAM delivers (lanes of a warp on one address are merged, so
+// all-one-value input is faster, not slower).
 void vectorized(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
 void vectorized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
                 cudaStream_t stream);
@@ -57,10 +59,18 @@ void vectorized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* cou
 // Bytes only. 16-byte loads, and each thread owns a column of 16-bit counters packed two to a
 // word, laid out so a warp's 32 lanes always touch 32 different banks whatever their keys: no bank
 // conflicts and no two lanes on one address, on uniform and on all-one-value input alike. The
-// adds are shared atomics only so that they need no round trip (the column is private).
+// adds are shared atomics with no result (red.shared) so that they never wait on each other.
 // Costs: 64 KiB of shared memory per 128-thread block (12 warps per SM), a merge of 128 columns
-// per block, and a flush of the columns before any 16-bit counter could overflow.
+// per block, a merge-and-clear before any 16-bit counter could overflow; and on an H100 it does
+// not pay, because the atomic unit's rate, not bank conflicts, was what limited `vectorized`.
 void lane_columns(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
+
+// Bytes only. The lane columns updated without atomics (the column is private): plain 16-bit
+// load, add, store, two keys at a time, both loads issued before either store so their latencies
+// overlap (equal keys add 2 through both). Fixes: the shared atomic unit's rate, by moving the
+// updates onto ordinary loads and stores. Costs: two shared accesses per key instead of one, a
+// dependency from each pair's stores to the next pair's loads, and more instructions per key.
+void lane_columns_paired(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
 
 // Baseline: cub::DeviceHistogram::HistogramEven with levels 0..bins (it zeroes the counts itself).
 // Its temporary storage is allocated once by the caller, so the launch times only the histogram.
