@@ -53,9 +53,8 @@ TEST(LibraryHistogram, BytesAtAnyAlignment) {
   for (std::int64_t offset : {0, 1, 7, 15, 16, 17})
     for (std::int64_t n : {0, 1, 15, 16, 17, 31, 1000003}) {
       check_at_offset(host, offset, n);
-      // The lane-column kernels have their own head and tail handling.
+      // lane_columns has its own head and tail handling.
       check_at_offset(host, offset, n, kByteHistogramBins, histogram_variants::lane_columns);
-      check_at_offset(host, offset, n, kByteHistogramBins, histogram_variants::lane_columns_paired);
     }
 }
 
@@ -70,14 +69,13 @@ TEST(LibraryHistogram, WideSamplesOutsideTheBinsAreNotCounted) {
 
 TEST(LibraryHistogram, AllOneValueOverSeveralCounterRounds) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
-  // 1 GiB of one value, one bin holding all of it. On an H100 each thread of the lane-column
-  // kernels counts more vectors than one round allows its 16-bit counters, so their
-  // merge-and-clear between rounds runs; the registry's test sizes stay within one round.
+  // 1 GiB of one value, one bin holding all of it. On an H100 each thread of lane_columns counts
+  // more vectors than one round allows its 16-bit counters, so its merge-and-clear between
+  // rounds runs; the registry's test sizes stay within one round.
   const std::vector<std::uint8_t> host(std::size_t{1} << 30, 200);
   const std::int64_t n = static_cast<std::int64_t>(host.size()) - 3;
   check_at_offset(host, 3, n);
   check_at_offset(host, 3, n, kByteHistogramBins, histogram_variants::lane_columns);
-  check_at_offset(host, 3, n, kByteHistogramBins, histogram_variants::lane_columns_paired);
 }
 
 }  // namespace

@@ -195,9 +195,6 @@ void register_histogram(Registry& registry) {
       byte_ladder("vectorized", "sub-histograms per warp fed by 16-byte loads of 16 samples", v::vectorized),
       byte_ladder("lane_columns", "16-byte loads; a private column of packed 16-bit counters per lane, bank-conflict-free",
              v::lane_columns),
-      byte_ladder("lane_columns_paired",
-                  "lane columns updated by plain 16-bit load-add-store, two keys at a time, no atomics",
-                  v::lane_columns_paired),
       byte_cub(),
   };
   registry.add(std::move(bytes));

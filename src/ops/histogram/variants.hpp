@@ -33,14 +33,15 @@ void shared_privatized(const std::uint16_t* samples, std::int64_t n, std::uint32
 // Seed 000's hint: several sub-histograms per block (one per warp for bytes, two per block for
 // 4096 bins), so warps do not add to the same counters. Costs: more shared memory to zero and
 // merge. A warp still uses one copy, so conflicts inside a warp, the ones the hardware
-// serializes, are untouched.
+// serializes, are untouched: on an H100 it times the same as one copy per block.
 void sub_histograms(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
 void sub_histograms(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
                     cudaStream_t stream);
 
 // Sub-histograms plus warp aggregation: __match_any_sync groups the lanes holding the same key and
-// one lane adds the group's size. Fixes: same-address serialization (all-one-value input becomes
-// one atomic per warp). Costs: a match instruction per sample, slow next to the atomic it saves
+// one lane adds the group's size. Fixes: same-address serialization, where the hardware does not
+// already merge a warp's same-address lanes itself (an H100 does: there it is slower even on
+// all-one-value input). Costs: a match instruction per sample, slow next to the atomic it saves
 // on uniform input, where groups are mostly of one lane.
 void warp_aggregated(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
 void warp_aggregated(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
@@ -49,9 +50,9 @@ void warp_aggregated(const std::uint16_t* samples, std::int64_t n, std::uint32_t
 // Sub-histograms fed by 16-byte loads: each thread counts 16 bytes (or 8 16-bit samples) per load.
 // Fixes: the load instruction count and the bytes per request, so the memory system can stream.
 // Costs: a head and tail for arrays not 16-byte aligned. With loads no longer the limit, the
-// shared atomics are: on an H100 about 8 distinct-address lanes per clock per SM, short of the
-// ~12 bytes per clock per SM that DRAM delivers (lanes of a warp on one address are merged, so
-// all-one-value input is faster, not slower).
+// shared atomics are: on an H100 the times imply about 8 distinct-address atomic lanes per clock
+// per SM, short of the ~12 bytes per clock per SM that DRAM delivers (lanes of a warp on one
+// address are merged, so all-one-value input runs faster, at 91% of the read roofline).
 void vectorized(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
 void vectorized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
                 cudaStream_t stream);
@@ -64,13 +65,6 @@ void vectorized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* cou
 // per block, a merge-and-clear before any 16-bit counter could overflow; and on an H100 it does
 // not pay, because the atomic unit's rate, not bank conflicts, was what limited `vectorized`.
 void lane_columns(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
-
-// Bytes only. The lane columns updated without atomics (the column is private): plain 16-bit
-// load, add, store, two keys at a time, both loads issued before either store so their latencies
-// overlap (equal keys add 2 through both). Fixes: the shared atomic unit's rate, by moving the
-// updates onto ordinary loads and stores. Costs: two shared accesses per key instead of one, a
-// dependency from each pair's stores to the next pair's loads, and more instructions per key.
-void lane_columns_paired(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
 
 // Baseline: cub::DeviceHistogram::HistogramEven with levels 0..bins (it zeroes the counts itself).
 // Its temporary storage is allocated once by the caller, so the launch times only the histogram.
