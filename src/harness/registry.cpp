@@ -9,6 +9,7 @@ namespace cudalab::harness {
 // One registration function per op family (src/ops/<op>/register.cu).
 void register_vecadd(Registry& registry);
 void register_reduce(Registry& registry);
+void register_histogram(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -73,6 +74,7 @@ const Registry& builtin_registry() {
     Registry r;
     register_vecadd(r);
     register_reduce(r);
+    register_histogram(r);
     return r;
   }();
   return registry;
