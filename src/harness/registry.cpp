@@ -8,6 +8,7 @@ namespace cudalab::harness {
 
 // One registration function per op family (src/ops/<op>/register.cu).
 void register_vecadd(Registry& registry);
+void register_scan(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -71,6 +72,7 @@ const Registry& builtin_registry() {
   static const Registry registry = [] {
     Registry r;
     register_vecadd(r);
+    register_scan(r);
     return r;
   }();
   return registry;
