@@ -16,7 +16,7 @@ namespace cudalab {
 // Scans n elements on `stream`, asynchronously. in and out are device pointers; out may equal in
 // (an in-place scan), partial overlap is undefined. n == 0 does nothing. Any alignment is
 // accepted (16-byte-aligned arrays take the vectorized path). Scratch memory (about 8 bytes per
-// 3072 elements) comes from the stream-ordered allocator (cudaMallocAsync) and is released on the
+// 4096 elements) comes from the stream-ordered allocator (cudaMallocAsync) and is released on the
 // stream when the scan is done.
 // Throws cudalab::Error: invalid_argument for n < 0 or a null pointer with n > 0; out_of_memory
 // when the scratch memory cannot be had; cuda when a launch fails.

@@ -53,7 +53,7 @@ void check_library_scan(ScanKind kind, std::int64_t n, Placement placement) {
 TEST(LibraryScan, BothKindsBothTypesEveryPlacement) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   for (ScanKind kind : {ScanKind::inclusive, ScanKind::exclusive})
-    for (std::int64_t n : {1, 1000, 3072, 3073, 1000003})
+    for (std::int64_t n : {1, 1000, 4096, 4097, 1000003})
       for (Placement p : {Placement::aligned, Placement::misaligned, Placement::in_place, Placement::caller_workspace}) {
         check_library_scan<std::int32_t>(kind, n, p);
         check_library_scan<float>(kind, n, p);

@@ -93,10 +93,10 @@ Op scan_op(std::string name, std::string summary, ScanKind kind, std::vector<Pro
   op.name = std::move(name);
   op.summary = std::move(summary);
   op.bench_problems = std::move(bench_problems);
-  // Empty; around a warp; the single-block capacities (1024, 2048) and one past them; one past a
-  // 3072-element tile; a prime; two- and three-level hierarchies; 2^28 elements (1 GiB).
-  op.test_problems = {{0},    {1},    {31},      {32},      {33},      {1024},
-                      {2048}, {2049}, {3073},    {1000003}, {1 << 24}, {1 << 28}};
+  // Empty; around a warp; the single-block capacities (1024, 2048) and one past them; one past
+  // the 3072- and 4096-element tiles; a prime; two- and three-level hierarchies; 2^28 (1 GiB).
+  op.test_problems = {{0},    {1},    {31},   {32},      {33},      {1024},    {2048},
+                      {2049}, {3073}, {4097}, {1000003}, {1 << 24}, {1 << 28}};
   op.work = [](const Problem& p) {
     Work w;
     w.bytes_read = static_cast<double>(sizeof(T)) * static_cast<double>(p.n);
