@@ -10,6 +10,7 @@ namespace cudalab::harness {
 void register_vecadd(Registry& registry);
 void register_reduce(Registry& registry);
 void register_histogram(Registry& registry);
+void register_scan(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -74,6 +75,7 @@ const Registry& builtin_registry() {
     Registry r;
     register_vecadd(r);
     register_reduce(r);
+    register_scan(r);
     register_histogram(r);
     return r;
   }();
