@@ -17,17 +17,16 @@ void require_arguments(const void* samples, std::int64_t n, const std::uint32_t*
 
 }  // namespace
 
-// Bytes take vectorized: the fastest verified variant at 2^28 on an H100 in a first measurement
-// (121 us uniform, 92 us all-one-value, against CUB's 131 and 101 us). The choice is to be
-// confirmed by the full bench on the GPU (docs/histogram.md).
+// Bytes take vectorized: the fastest verified variant at 2^28 on an H100 in the bench (120 us
+// uniform, 92 us all-one-value, against CUB's 131 and 102 us; docs/histogram.md).
 void histogram_even(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream) {
   require_arguments(samples, n, counts, "histogram_even");
   histogram_variants::vectorized(samples, n, counts, stream);
 }
 
-// 16-bit samples up to 4096 bins take vectorized (shared sub-histograms, 16-byte loads): 196 us
-// at 2^28 on an H100 against CUB's 3.3 ms in a first measurement, to be confirmed by the bench. More bins than shared memory holds go to
-// global atomics, whose counters (at most 256 KiB) stay in L2.
+// 16-bit samples up to 4096 bins take vectorized (shared sub-histograms, 16-byte loads): 197 us
+// at 2^28 on an H100 in the bench, against CUB's 3.3 ms. More bins than shared memory holds go
+// to global atomics, whose counters (at most 256 KiB) stay in L2.
 void histogram_even(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
                     cudaStream_t stream) {
   require_arguments(samples, n, counts, "histogram_even");
