@@ -9,10 +9,19 @@
 
 namespace cudalab::harness {
 
-Tolerance Tolerance::fp32_sum(std::int64_t terms, double sum_abs) {
+namespace {
+Tolerance sum_tolerance(std::int64_t terms, double sum_abs, double eps) {
   const double depth = terms > 1 ? std::ceil(std::log2(static_cast<double>(terms))) : 1.0;
-  const double eps = std::numeric_limits<float>::epsilon();
   return {eps, 2.0 * depth * eps * sum_abs};
+}
+}  // namespace
+
+Tolerance Tolerance::fp32_sum(std::int64_t terms, double sum_abs) {
+  return sum_tolerance(terms, sum_abs, std::numeric_limits<float>::epsilon());
+}
+
+Tolerance Tolerance::fp64_sum(std::int64_t terms, double sum_abs) {
+  return sum_tolerance(terms, sum_abs, std::numeric_limits<double>::epsilon());
 }
 
 void ComparisonBuilder::add(std::int64_t index, double out, double ref, bool unwritten) {

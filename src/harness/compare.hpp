@@ -24,6 +24,8 @@ struct Tolerance {
   // recursive summation grows with n, tree and pairwise orders with log2(n); this allows the tree
   // bound with a factor of 2 to spare: 2 * ceil(log2 n) * eps * sum|x|.
   static Tolerance fp32_sum(std::int64_t terms, double sum_abs);
+  // The same bound for a sum carried in double.
+  static Tolerance fp64_sum(std::int64_t terms, double sum_abs);
 
   bool accepts(double out, double ref) const {
     if (std::isnan(out)) return false;

@@ -95,6 +95,27 @@ TEST(LibraryReduce, FloatSumIsDeterministic) {
   EXPECT_EQ(std::memcmp(&sums[0], &sums[1], sizeof(float)), 0);
 }
 
+TEST(LibraryReduce, DoubleSumOfFloatsIsAccurateAndDeterministic) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const std::int64_t n = (1 << 24) + 5;
+  DeviceBuffer<float> values(n);
+  DeviceBuffer<double> result(2);
+  harness::fill_random(values.data(), n, 33, harness::Distribution::uniform, nullptr);
+  std::vector<float> host(n);
+  CUDALAB_CUDA_CHECK(cudaMemcpy(host.data(), values.data(), values.bytes(), cudaMemcpyDeviceToHost));
+  reduce_sum(values.data() + 1, n - 1, result.data());  // misaligned start
+  reduce_sum(values.data() + 1, n - 1, result.data() + 1);
+  double sums[2];
+  CUDALAB_CUDA_CHECK(cudaMemcpy(sums, result.data(), sizeof sums, cudaMemcpyDeviceToHost));
+  long double expected = 0, magnitude = 0;
+  for (std::int64_t i = 1; i < n; ++i) {
+    expected += host[i];
+    magnitude += std::fabs(host[i]);
+  }
+  EXPECT_NEAR(sums[0], static_cast<double>(expected), 1e-12 * static_cast<double>(magnitude));
+  EXPECT_EQ(std::memcmp(&sums[0], &sums[1], sizeof(double)), 0);
+}
+
 TEST(LibraryErrors, OutOfMemoryIsAnErrorNotACrash) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   try {

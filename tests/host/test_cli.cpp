@@ -155,8 +155,8 @@ TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {
   }
   EXPECT_THROW(cudalab::vecadd(nullptr, nullptr, nullptr, 5), Error);
   EXPECT_NO_THROW(cudalab::vecadd(nullptr, nullptr, nullptr, 0));  // n == 0 does nothing
-  EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), -1, nullptr), Error);
-  EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), 5, nullptr), Error);
+  EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), -1, static_cast<float*>(nullptr)), Error);
+  EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), 5, static_cast<double*>(nullptr)), Error);
 }
 
 }  // namespace

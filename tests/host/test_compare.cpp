@@ -44,6 +44,8 @@ TEST(Tolerance, Fp32SumScalesWithLogOfTermsAndMagnitude) {
   const double eps = std::numeric_limits<float>::epsilon();
   EXPECT_DOUBLE_EQ(small.atol, 2.0 * 10 * eps * 100.0);
   EXPECT_DOUBLE_EQ(large.atol, 2.0 * 20 * eps * 100.0);
+  const Tolerance f64 = Tolerance::fp64_sum(1 << 20, 100.0);
+  EXPECT_DOUBLE_EQ(f64.atol, 2.0 * 20 * std::numeric_limits<double>::epsilon() * 100.0);
 }
 
 TEST(Compare, CountsMismatchesUnwrittenAndNonFinite) {

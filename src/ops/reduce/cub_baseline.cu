@@ -31,6 +31,33 @@ void cub_sum(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t 
       cub::DeviceReduce::Sum(static_cast<unsigned char*>(workspace) + kCubOffset, bytes, in, out, n, stream));
 }
 
+namespace {
+// cub::DeviceReduce::TransformReduce with a float-to-double conversion: CUB's way to sum floats
+// in double without a converted copy of the input.
+struct ToDouble {
+  __host__ __device__ double operator()(float x) const { return static_cast<double>(x); }
+};
+
+cudaError_t cub_sum_f64_call(void* temp, std::size_t& bytes, const float* in, std::int64_t n, double* out,
+                             cudaStream_t stream) {
+  return cub::DeviceReduce::TransformReduce(temp, bytes, in, out, n, cuda::std::plus<double>{}, ToDouble{}, 0.0,
+                                            stream);
+}
+}  // namespace
+
+std::size_t workspace_bytes_f64(std::int64_t n) {
+  std::size_t cub = 0;
+  CUDALAB_CUDA_CHECK(cub_sum_f64_call(nullptr, cub, nullptr, n, nullptr, nullptr));
+  const std::size_t own = own_workspace_bytes<double>(n);
+  return own > kCubOffset + cub ? own : kCubOffset + cub;
+}
+
+void cub_sum_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
+  std::size_t bytes = 0;
+  CUDALAB_CUDA_CHECK(cub_sum_f64_call(nullptr, bytes, in, n, out, stream));
+  CUDALAB_CUDA_CHECK(cub_sum_f64_call(static_cast<unsigned char*>(workspace) + kCubOffset, bytes, in, n, out, stream));
+}
+
 template std::size_t workspace_bytes<float>(std::int64_t);
 template std::size_t workspace_bytes<std::int32_t>(std::int64_t);
 template void cub_sum<float>(const float*, std::int64_t, float*, void*, cudaStream_t);

@@ -3,6 +3,7 @@
 // CUB, and the claims these numbers answer (C16-C20).
 #include <cmath>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "core/format.hpp"
@@ -22,11 +23,13 @@ constexpr unsigned char poison_byte() {
   return std::is_floating_point_v<T> ? kFloatPoisonByte : kIntegerPoisonByte;
 }
 
-template <typename T>
+// T: the input type; Out: the result's (T, or double for fp32 inputs summed in double).
+template <typename T, typename Out = T>
 class ReduceWorkload final : public Workload {
  public:
   explicit ReduceWorkload(std::int64_t n)
-      : n_(n), input_(n), scratch_copy_(n), out_(1), workspace_(static_cast<std::int64_t>(rv::workspace_bytes<T>(n))),
+      : n_(n), input_(n), scratch_copy_(std::is_same_v<T, Out> ? n : 0), out_(1),
+        workspace_(static_cast<std::int64_t>(std::is_same_v<T, Out> ? rv::workspace_bytes<T>(n) : rv::workspace_bytes_f64(n))),
         host_input_(new T[static_cast<std::size_t>(n > 0 ? n : 1)]) {
     CUDALAB_CUDA_CHECK(cudaMemset(workspace_.data(), 0, workspace_.bytes()));  // the ticket counter starts at 0
   }
@@ -39,18 +42,18 @@ class ReduceWorkload final : public Workload {
     CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
-  void poison(cudaStream_t stream) override { harness::poison(out_.data(), out_.bytes(), stream, poison_byte<T>()); }
+  void poison(cudaStream_t stream) override { harness::poison(out_.data(), out_.bytes(), stream, poison_byte<Out>()); }
 
   Comparison check(cudaStream_t stream) override {
-    T result;
-    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(&result, out_.data(), sizeof(T), cudaMemcpyDeviceToHost, stream));
+    Out result;
+    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(&result, out_.data(), sizeof(Out), cudaMemcpyDeviceToHost, stream));
     CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto [reference, tolerance] = reference_sum();
     return compare_values(&result, 1, tolerance, [reference = reference](std::int64_t) { return reference; },
-                          poison_byte<T>());
+                          poison_byte<Out>());
   }
 
-  void launch(void (*launcher)(const T*, std::int64_t, T*, void*, cudaStream_t), cudaStream_t stream) {
+  void launch(void (*launcher)(const T*, std::int64_t, Out*, void*, cudaStream_t), cudaStream_t stream) {
     launcher(input_.data(), n_, out_.data(), workspace_.data(), stream);
   }
   void launch_in_place(void (*launcher)(T*, std::int64_t, T*, void*, cudaStream_t), cudaStream_t stream) {
@@ -87,7 +90,8 @@ class ReduceWorkload final : public Workload {
         sum += sums[w];
         magnitude += magnitudes[w];
       }
-      return {sum, distribution_ == Distribution::integers ? Tolerance::exact() : Tolerance::fp32_sum(n_, magnitude)};
+      if (distribution_ == Distribution::integers) return {sum, Tolerance::exact()};
+      return {sum, std::is_same_v<Out, double> ? Tolerance::fp64_sum(n_, magnitude) : Tolerance::fp32_sum(n_, magnitude)};
     } else {
       std::vector<std::uint32_t> sums(64, 0u);
       parallel_chunks(n_, [&](int w, std::int64_t begin, std::int64_t end) {
@@ -103,19 +107,20 @@ class ReduceWorkload final : public Workload {
 
   std::int64_t n_;
   Distribution distribution_ = Distribution::uniform;
-  DeviceBuffer<T> input_, scratch_copy_, out_;
+  DeviceBuffer<T> input_, scratch_copy_;
+  DeviceBuffer<Out> out_;
   DeviceBuffer<unsigned char> workspace_;
   std::unique_ptr<T[]> host_input_;
 };
 
-template <typename T>
+template <typename T, typename Out = T>
 Variant reading(std::string id, std::string technique, Role role,
-                void (*launcher)(const T*, std::int64_t, T*, void*, cudaStream_t)) {
+                void (*launcher)(const T*, std::int64_t, Out*, void*, cudaStream_t)) {
   Variant v;
   v.id = std::move(id);
   v.technique = std::move(technique);
   v.role = role;
-  v.launch = [launcher](Workload& w, cudaStream_t s) { static_cast<ReduceWorkload<T>&>(w).launch(launcher, s); };
+  v.launch = [launcher](Workload& w, cudaStream_t s) { static_cast<ReduceWorkload<T, Out>&>(w).launch(launcher, s); };
   return v;
 }
 
@@ -129,8 +134,8 @@ Variant in_place(std::string id, std::string technique, void (*launcher)(T*, std
   return v;
 }
 
-template <typename T>
-Op reduce_op(const std::string& name, const std::string& summary) {
+template <typename T, typename Out = T>
+Op reduce_op(const std::string& name, const std::string& summary, std::vector<Variant> variants) {
   Op op;
   op.name = name;
   op.summary = summary;
@@ -142,7 +147,7 @@ Op reduce_op(const std::string& name, const std::string& summary) {
   op.work = [](const Problem& p) {
     Work w;
     w.bytes_read = static_cast<double>(sizeof(T)) * static_cast<double>(p.n);
-    w.bytes_written = sizeof(T);
+    w.bytes_written = sizeof(Out);
     w.flops = static_cast<double>(p.n);
     return w;
   };
@@ -150,8 +155,14 @@ Op reduce_op(const std::string& name, const std::string& summary) {
     return 2 * static_cast<std::size_t>(p.n) * sizeof(T) + (static_cast<std::size_t>(p.n) / 64 + (64u << 10));
   };
   op.host_bytes = [](const Problem& p) { return static_cast<std::size_t>(p.n) * sizeof(T); };
-  op.make_workload = [](const Problem& p) { return std::make_unique<ReduceWorkload<T>>(p.n); };
-  op.variants = {
+  op.make_workload = [](const Problem& p) { return std::make_unique<ReduceWorkload<T, Out>>(p.n); };
+  op.variants = std::move(variants);
+  return op;
+}
+
+template <typename T>
+std::vector<Variant> ladder() {
+  return {
       in_place<T>("global_modulo", "seed 002: in place in global memory, filter tid % (2*stride) == 0",
                   rv::global_modulo<T>),
       in_place<T>("global_mask", "seed 002 fixed: the same filter as a mask, (tid & (2*stride-1)) == 0",
@@ -178,7 +189,6 @@ Op reduce_op(const std::string& name, const std::string& summary) {
                  Role::ladder, rv::single_pass<T>),
       reading<T>("cub", "cub::DeviceReduce::Sum, the library baseline", Role::baseline, rv::cub_sum<T>),
   };
-  return op;
 }
 
 constexpr const char* kOp = "reduce_sum_f32";
@@ -269,11 +279,20 @@ nlohmann::json claim_c20(const nlohmann::json& results) {
 }  // namespace
 
 void register_reduce(Registry& registry) {
-  Op f32 = reduce_op<float>("reduce_sum_f32", "sum of fp32 values, fp32 result");
+  Op f32 = reduce_op<float>("reduce_sum_f32", "sum of fp32 values, fp32 result", ladder<float>());
   // One array past 2^31 elements (8 GiB): 64-bit indexing in every pass.
   f32.test_problems.push_back({(std::int64_t{1} << 31) + 7});
   registry.add(std::move(f32));
-  registry.add(reduce_op<std::int32_t>("reduce_sum_i32", "sum of int32 values, wrapping on overflow"));
+  registry.add(reduce_op<std::int32_t>("reduce_sum_i32", "sum of int32 values, wrapping on overflow",
+                                       ladder<std::int32_t>()));
+  registry.add(reduce_op<float, double>(
+      "reduce_sum_f32_f64", "sum of fp32 values carried and returned in double",
+      {reading<float, double>("shuffle_atomic", "16-byte loads, double sums, one double atomicAdd per block",
+                              Role::ladder, rv::shuffle_atomic_f64),
+       reading<float, double>("single_pass", "16-byte loads, double sums, last block adds the partials",
+                              Role::ladder, rv::single_pass_f64),
+       reading<float, double>("cub", "cub::DeviceReduce::TransformReduce to double, the library baseline",
+                              Role::baseline, rv::cub_sum_f64)}));
   registry.add(ClaimCheck{"C16", kOp, claim_c16});
   registry.add(ClaimCheck{"C17", kOp, claim_c17});
   registry.add(ClaimCheck{"C18", kOp, claim_c18});

@@ -22,10 +22,10 @@ __global__ void __launch_bounds__(kBlockSize) reduce_multiple_per_thread_kernel(
 
 // Sum of this thread's share of in[0, n): 16-byte loads of the aligned body with four
 // independent accumulators (four loads in flight per thread before the first add), plus the
-// unaligned head and the tail, which at most a few threads touch.
-template <typename T>
-__device__ __forceinline__ accumulator_t<T> thread_sum_vectorized(const T* in, std::int64_t n, int head) {
-  using Acc = accumulator_t<T>;
+// unaligned head and the tail, which at most a few threads touch. Acc is the type the sum is
+// carried in (float, uint32 for wrapping int32, or double for fp32 inputs summed in double).
+template <typename T, typename Acc>
+__device__ __forceinline__ Acc thread_sum_vectorized(const T* in, std::int64_t n, int head) {
   using V = typename Vec4<T>::type;
   const std::int64_t thread = global_thread_index();
   const std::int64_t threads = global_thread_count();
@@ -56,26 +56,23 @@ int head_elements(const T* in, std::int64_t n) {
   return static_cast<int>(head < n ? head : n);
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kBlockSize) reduce_shuffle_atomic_kernel(const T* in, std::int64_t n, int head, T* out) {
-  using Acc = accumulator_t<T>;
+template <typename T, typename Acc>
+__global__ void __launch_bounds__(kBlockSize) reduce_shuffle_atomic_kernel(const T* in, std::int64_t n, int head, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
-  const Acc sum = block_sum<kBlockSize>(thread_sum_vectorized(in, n, head), scratch);
-  if (threadIdx.x == 0) atomicAdd(reinterpret_cast<Acc*>(out), sum);
+  const Acc sum = block_sum<kBlockSize>(thread_sum_vectorized<T, Acc>(in, n, head), scratch);
+  if (threadIdx.x == 0) atomicAdd(out, sum);
 }
 
 // Adds the block's threads' sums, publishes the block's partial, and lets the last block to
 // finish (found with one atomic ticket) add every partial in a fixed order: one launch, and the
 // same bits every run. Leaves *counter at zero for the next launch.
-template <typename T>
-__device__ __forceinline__ void finish_in_last_block(accumulator_t<T> thread_sum, T* partials, unsigned* counter,
-                                                     T* out) {
-  using Acc = accumulator_t<T>;
+template <typename Acc>
+__device__ __forceinline__ void finish_in_last_block(Acc thread_sum, Acc* partials, unsigned* counter, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
   __shared__ bool last_block;
   const Acc sum = block_sum<kBlockSize>(thread_sum, scratch);
   if (threadIdx.x == 0) {
-    partials[blockIdx.x] = static_cast<T>(sum);
+    partials[blockIdx.x] = sum;
     __threadfence();  // the partial is visible device-wide before this block takes its ticket
     last_block = atomicAdd(counter, 1u) == gridDim.x - 1;
   }
@@ -84,23 +81,46 @@ __device__ __forceinline__ void finish_in_last_block(accumulator_t<T> thread_sum
   // Every other block has published its partial (L2 loads: this SM's L1 may hold stale lines).
   Acc total{};
 #pragma unroll 8
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += kBlockSize) total += static_cast<Acc>(__ldcg(&partials[b]));
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kBlockSize) total += __ldcg(&partials[b]);
   total = block_sum<kBlockSize>(total, scratch);
   if (threadIdx.x == 0) {
-    *out = static_cast<T>(total);
+    *out = total;
     *counter = 0;
   }
 }
 
-template <typename T>
+template <typename T, typename Acc>
 __global__ void __launch_bounds__(kBlockSize)
-    reduce_single_pass_kernel(const T* in, std::int64_t n, int head, T* partials, unsigned* counter, T* out) {
-  finish_in_last_block(thread_sum_vectorized(in, n, head), partials, counter, out);
+    reduce_single_pass_kernel(const T* in, std::int64_t n, int head, Acc* partials, unsigned* counter, Acc* out) {
+  finish_in_last_block(thread_sum_vectorized<T, Acc>(in, n, head), partials, counter, out);
 }
 
 template <typename Kernel>
 std::int64_t resident_blocks(Kernel kernel, std::int64_t work) {
   return resident_grid_size(kernel, kBlockSize, work);
+}
+
+template <typename T, typename Acc>
+void launch_shuffle_atomic(const T* in, std::int64_t n, Acc* out, cudaStream_t stream) {
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(Acc), stream));
+  if (n == 0) return;
+  const auto kernel = reduce_shuffle_atomic_kernel<T, Acc>;
+  const unsigned blocks = grid_of(resident_blocks(kernel, ceil_div<std::int64_t>(n, 4)));
+  kernel<<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), out);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+template <typename T, typename Acc>
+void launch_single_pass(const T* in, std::int64_t n, Acc* out, void* workspace, cudaStream_t stream) {
+  if (n == 0) {
+    CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(Acc), stream));
+    return;
+  }
+  const Workspace<Acc> ws = carve<Acc>(workspace, n);
+  const auto kernel = reduce_single_pass_kernel<T, Acc>;
+  const unsigned blocks = grid_of(resident_blocks(kernel, ceil_div<std::int64_t>(n, 4)));
+  kernel<<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), ws.partials_a, ws.counter, out);
+  CUDALAB_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -117,27 +137,25 @@ void multiple_per_thread(const T* in, std::int64_t n, T* out, void* workspace, c
       stream);
 }
 
+// int32 sums are carried in uint32 (same bits, defined wrap-around): *out is read as such.
 template <typename T>
 void shuffle_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
   (void)workspace;
-  CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(T), stream));
-  if (n == 0) return;
-  const unsigned blocks = grid_of(resident_blocks(reduce_shuffle_atomic_kernel<T>, ceil_div<std::int64_t>(n, 4)));
-  reduce_shuffle_atomic_kernel<T><<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), out);
-  CUDALAB_CHECK_LAUNCH();
+  launch_shuffle_atomic(in, n, reinterpret_cast<accumulator_t<T>*>(out), stream);
 }
 
 template <typename T>
 void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  if (n == 0) {
-    CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(T), stream));
-    return;
-  }
-  const Workspace<T> ws = carve<T>(workspace, n);
-  const unsigned blocks = grid_of(resident_blocks(reduce_single_pass_kernel<T>, ceil_div<std::int64_t>(n, 4)));
-  reduce_single_pass_kernel<T><<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), ws.partials_a,
-                                                                  ws.counter, out);
-  CUDALAB_CHECK_LAUNCH();
+  launch_single_pass(in, n, reinterpret_cast<accumulator_t<T>*>(out), workspace, stream);
+}
+
+void shuffle_atomic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
+  (void)workspace;
+  launch_shuffle_atomic(in, n, out, stream);
+}
+
+void single_pass_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
+  launch_single_pass(in, n, out, workspace, stream);
 }
 
 #define CUDALAB_REDUCE_INSTANTIATE(name)                                                         \

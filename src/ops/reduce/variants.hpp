@@ -79,6 +79,15 @@ void shuffle_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaSt
 template <typename T>
 void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
 
+// ---- fp32 inputs summed in double -------------------------------------------------------------
+// The same two kernels carrying the sum in double: the result's error no longer grows with n at
+// fp32 precision, for the cost of double adds (cheap here: the kernel is memory bound). The
+// workspace must be workspace_bytes_f64(n).
+void shuffle_atomic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream);
+void single_pass_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream);
+void cub_sum_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream);
+std::size_t workspace_bytes_f64(std::int64_t n);
+
 // ---- baseline ------------------------------------------------------------------------------------
 template <typename T>
 void cub_sum(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
