@@ -120,7 +120,7 @@ Op select_op(std::string name, std::string summary, std::int32_t threshold, doub
               "single pass: int4 loads, per-tile counts by popcount and shuffles, look-back, stores from registers",
               Role::ladder, v::decoupled_lookback),
       variant("decoupled_lookback_staged",
-              "decoupled_lookback with the kept elements packed in shared memory, then stored contiguously",
+              "single pass, 8192-element tiles, kept elements packed in shared memory, then stored contiguously",
               Role::ladder, v::decoupled_lookback_staged),
       variant("cub", "cub::DeviceSelect::If (CCCL), temporary storage kept across launches", Role::baseline,
               v::cub_device_select),

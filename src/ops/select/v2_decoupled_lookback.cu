@@ -14,27 +14,40 @@ namespace {
 
 using lookback::StatusWord;
 
-// The scan's tile: 128 threads x 32 elements (4096 per tile, 16 KiB of int32), each warp's
-// segment read as rows of int4 (512 contiguous bytes per load instruction). Not tuned separately
-// for compaction.
-constexpr int kThreads = 128;
-constexpr int kItems = 32;
-using Tile = scan_variants::WarpRowTile<std::int32_t, kThreads, kItems>;
-constexpr int kTileItems = Tile::kItems;
-static_assert(Tile::kRows <= 32 && kTileItems < (1 << 16), "per-tile counts and ranks fit in an int");
+// A launch shape: Threads x Items elements per tile, in the scan's register layout (each warp's
+// segment read as rows of int4, 512 contiguous bytes per load instruction).
+template <int ThreadCount, int ItemCount>
+struct Shape {
+  static constexpr int kThreads = ThreadCount;
+  using Tile = scan_variants::WarpRowTile<std::int32_t, ThreadCount, ItemCount>;
+  static constexpr int kTileItems = Tile::kItems;
+  static_assert(Tile::kRows <= 32 && kTileItems < (1 << 16), "per-tile counts and ranks fit in an int");
+  static std::int64_t tiles(std::int64_t n) { return ceil_div<std::int64_t>(n, kTileItems); }
+};
 
-std::int64_t tile_count(std::int64_t n) { return ceil_div<std::int64_t>(n, kTileItems); }
+// Stores from registers: the scan's shape, 128 x 32 (4096 elements), 70 registers.
+using DirectShape = Shape<128, 32>;
+// Staged: 256 x 32 (8192 elements, 32 KiB of shared memory, 64 registers, 4 blocks per SM). On an
+// H100 at 2^28 (medians, us, one run; CUB 694 / 480 / 883 at 50% / 0% / 100% kept): 256 x 32 691 /
+// 454 / 842, 128 x 64 692 / 466 / 842, 128 x 48 704 / 470 / 854, 128 x 32 700 / 476 / 849,
+// 128 x 24 708 / 495 / 862, 256 x 16 740 / 508 / 913. Larger tiles halve the look-backs and put
+// more bytes in flight per block; 128 x 32 with no first-look wait (727 / 535 / 871) or a 400 ns
+// one (708 / 494 / 863) lost to the scan's 1 us.
+using StagedShape = Shape<256, 32>;
+static_assert(StagedShape::kTileItems >= DirectShape::kTileItems, "the workspace is sized by the smaller tile");
 
-// Tile t covers in[t * 4096, ...) and writes its kept elements to out[prefix, prefix + kept),
+// Tile t covers in[t * S::kTileItems, ...) and writes its kept elements to out[prefix, prefix + kept),
 // prefix being the number kept by tiles 0..t-1. Each lane keeps, per row, a 4-bit mask of which of
 // its 4 elements are kept; a popcount gives its count, warp shuffles the row offsets, and
 // block_exclusive_scan_of_warp_totals the warp's offset within the tile, so an element's rank in
 // the tile costs a popcount of the mask bits below it.
-template <bool Staged>
-__global__ void __launch_bounds__(kThreads)
+template <typename S, bool Staged>
+__global__ void __launch_bounds__(S::kThreads)
     select_decoupled_lookback_kernel(const std::int32_t* in, std::int64_t n, std::int32_t threshold,
                                      std::int32_t* out, std::int64_t* count, StatusWord* states,
                                      unsigned* tile_counter, std::int64_t tiles, bool aligned) {
+  using Tile = typename S::Tile;
+  constexpr int kTileItems = S::kTileItems;
   __shared__ int warp_totals[Tile::kWarps];
   __shared__ unsigned ticket;
   __shared__ std::int64_t prefix_shared;
@@ -99,7 +112,7 @@ __global__ void __launch_bounds__(kThreads)
 
   std::int32_t* const tile_out = out + prefix;
   if constexpr (Staged) {
-    for (int i = static_cast<int>(threadIdx.x); i < tile_kept; i += kThreads) tile_out[i] = staged[i];
+    for (int i = static_cast<int>(threadIdx.x); i < tile_kept; i += S::kThreads) tile_out[i] = staged[i];
   } else {
 #pragma unroll
     for (int r = 0; r < Tile::kRows; ++r)
@@ -109,41 +122,41 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <bool Staged>
+template <typename S, bool Staged>
 void launch(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out, std::int64_t* count,
             Workspace& workspace, cudaStream_t stream) {
   if (n == 0) {
     CUDALAB_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof *count, stream));
     return;
   }
-  const std::int64_t tiles = tile_count(n);
+  const std::int64_t tiles = S::tiles(n);
   CUDALAB_REQUIRE(tiles <= INT_MAX, "select decoupled_lookback: n needs more than 2^31-1 tiles");
-  const std::size_t bytes = decoupled_lookback_workspace_bytes(n);
+  const std::size_t bytes = static_cast<std::size_t>(tiles + 1) * sizeof(StatusWord);
   auto* const words = static_cast<StatusWord*>(workspace.reserve(bytes));
   // Every status starts invalid and the counter at 0, on every launch: part of the selection's cost.
   CUDALAB_CUDA_CHECK(cudaMemsetAsync(words, 0, bytes, stream));
   auto* const tile_counter = reinterpret_cast<unsigned*>(words);
   StatusWord* const states = words + 1;
-  select_decoupled_lookback_kernel<Staged><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(
+  select_decoupled_lookback_kernel<S, Staged><<<static_cast<unsigned>(tiles), S::kThreads, 0, stream>>>(
       in, n, threshold, out, count, states, tile_counter, tiles, scan_variants::aligned16(in));
   CUDALAB_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-// Workspace: the tile counter in the first word, then one status word per tile.
+// Workspace: the tile counter in the first word, then one status word per tile of either shape.
 std::size_t decoupled_lookback_workspace_bytes(std::int64_t n) {
-  return n > 0 ? static_cast<std::size_t>(tile_count(n) + 1) * sizeof(StatusWord) : 0;
+  return n > 0 ? static_cast<std::size_t>(DirectShape::tiles(n) + 1) * sizeof(StatusWord) : 0;
 }
 
 void decoupled_lookback(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
                         std::int64_t* count, Workspace& workspace, cudaStream_t stream) {
-  launch<false>(in, n, threshold, out, count, workspace, stream);
+  launch<DirectShape, false>(in, n, threshold, out, count, workspace, stream);
 }
 
 void decoupled_lookback_staged(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
                                std::int64_t* count, Workspace& workspace, cudaStream_t stream) {
-  launch<true>(in, n, threshold, out, count, workspace, stream);
+  launch<StagedShape, true>(in, n, threshold, out, count, workspace, stream);
 }
 
 }  // namespace cudalab::select_variants

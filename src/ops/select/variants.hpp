@@ -31,21 +31,21 @@ void three_pass(const std::int32_t* in, std::int64_t n, std::int32_t threshold, 
                 std::int64_t* count, Workspace& workspace, cudaStream_t stream);
 
 // Single pass on the decoupled look-back: each 4096-element tile is read once in 16-byte vectors,
-// its predicate evaluated in registers, its selected count scanned within the block (a bit mask
-// and a popcount per 4 elements, warp shuffles across lanes), its prefix of counts found by the
-// look-back, and its selected elements written straight from registers to their positions.
-// Fixes: the input read once and only the selected elements written, in one launch. Costs: a
-// zeroed status array per launch, the look-back's serial chain between neighbouring tiles, and
-// scattered 4-byte stores (a warp's store instruction writes only the lanes whose element is
-// kept, spread over a row's span of the output).
+// its predicate evaluated in registers, its kept count scanned within the block (a bit mask and a
+// popcount per 4 elements, warp shuffles across lanes), its prefix of counts found by the
+// look-back, and its kept elements written straight from registers to their positions.
+// Fixes: the input read once and only the kept elements written, in one launch. Costs: a zeroed
+// status array per launch, the look-back's chain between neighbouring tiles, and scattered 4-byte
+// stores (a warp's store instruction writes only the lanes whose element is kept, spread over a
+// row's span of the output).
 void decoupled_lookback(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
                         std::int64_t* count, Workspace& workspace, cudaStream_t stream);
 
-// decoupled_lookback with the tile's selected elements first packed into shared memory at their
-// rank within the tile (while the look-back is under way), then copied out by consecutive
-// threads to consecutive addresses. Fixes: every store instruction writes a contiguous run of the
-// output, with no inactive lanes. Costs: 16 KiB of shared memory per block (fewer resident
-// blocks) and a shared-memory write and read per selected element.
+// decoupled_lookback on 8192-element tiles, with each tile's kept elements first packed into
+// shared memory at their rank within the tile (while the look-back is under way), then copied out
+// by consecutive threads to consecutive addresses. Fixes: every store instruction writes a
+// contiguous run of the output with all lanes active; the packing overlaps the look-back's wait.
+// Costs: 32 KiB of shared memory per block and a shared-memory write and read per kept element.
 void decoupled_lookback_staged(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
                                std::int64_t* count, Workspace& workspace, cudaStream_t stream);
 
