@@ -11,6 +11,7 @@ void register_vecadd(Registry& registry);
 void register_reduce(Registry& registry);
 void register_histogram(Registry& registry);
 void register_scan(Registry& registry);
+void register_select(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -76,6 +77,7 @@ const Registry& builtin_registry() {
     register_vecadd(r);
     register_reduce(r);
     register_scan(r);
+    register_select(r);
     register_histogram(r);
     return r;
   }();

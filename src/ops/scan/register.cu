@@ -17,19 +17,6 @@ namespace {
 
 using scan_variants::ScanKind;
 
-// Scratch memory kept for the whole workload: it grows to what the hungriest variant asked for
-// during its (untimed) check, so the timed launches never allocate.
-class GrowingWorkspace final : public scan_variants::Workspace {
- public:
-  void* reserve(std::size_t bytes) override {
-    if (bytes > buffer_.bytes()) buffer_ = DeviceBuffer<unsigned char>(static_cast<std::int64_t>(bytes));
-    return buffer_.data();
-  }
-
- private:
-  DeviceBuffer<unsigned char> buffer_;
-};
-
 template <typename T>
 class ScanWorkload final : public Workload {
  public:

@@ -9,41 +9,6 @@ namespace cudalab {
 namespace {
 
 using scan_variants::ScanKind;
-using scan_variants::Workspace;
-
-// Scratch from the stream-ordered allocator, handed back on the same stream when the call ends
-// (also when it throws), so the memory is reused only by work ordered after the scan.
-class StreamOrderedWorkspace final : public Workspace {
- public:
-  explicit StreamOrderedWorkspace(cudaStream_t stream) : stream_(stream) {}
-  StreamOrderedWorkspace(const StreamOrderedWorkspace&) = delete;
-  StreamOrderedWorkspace& operator=(const StreamOrderedWorkspace&) = delete;
-  ~StreamOrderedWorkspace() override {
-    if (data_ != nullptr) cudaFreeAsync(data_, stream_);
-  }
-  void* reserve(std::size_t bytes) override {
-    CUDALAB_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream_));
-    return data_;
-  }
-
- private:
-  cudaStream_t stream_;
-  void* data_ = nullptr;
-};
-
-class CallerWorkspace final : public Workspace {
- public:
-  CallerWorkspace(void* data, std::size_t bytes) : data_(data), bytes_(bytes) {}
-  void* reserve(std::size_t bytes) override {
-    CUDALAB_REQUIRE(bytes <= bytes_, "scan: the workspace holds " + std::to_string(bytes_) + " bytes, the scan needs " +
-                                         std::to_string(bytes) + " (see scan_workspace_bytes)");
-    return data_;
-  }
-
- private:
-  void* data_;
-  std::size_t bytes_;
-};
 
 // The library takes decoupled_lookback: single pass, 2n memory traffic, and the fastest verified
 // variant in the bench on an H100 at 2^20 and 2^28 (1.05x CUB inclusive, 0.99x exclusive int32;
@@ -71,7 +36,7 @@ void scan_with(const char* name, const T* in, T* out, std::int64_t n, ScanKind k
   CUDALAB_REQUIRE(workspace != nullptr, std::string(name) + ": the workspace is a null pointer");
   CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(workspace) % 16 == 0,
                   std::string(name) + ": the workspace must be 16-byte aligned");
-  CallerWorkspace caller(workspace, workspace_bytes);
+  CallerWorkspace caller(workspace, workspace_bytes, name, "scan_workspace_bytes");
   scan(name, in, out, n, kind, &caller, stream);
 }
 

@@ -10,19 +10,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/workspace.hpp"
+
 namespace cudalab::scan_variants {
 
 enum class ScanKind { inclusive, exclusive };
 
-// Device scratch memory a launcher asks for once per launch; the caller decides where it comes
-// from (a buffer the benchmark keeps for the whole workload, the stream-ordered allocator, or the
-// library caller's own buffer). The pointer stays valid until the launch's work has finished on
-// the stream, and is aligned to 256 bytes.
-class Workspace {
- public:
-  virtual ~Workspace() = default;
-  virtual void* reserve(std::size_t bytes) = 0;
-};
+// Scratch memory (src/core/workspace.hpp): a launcher reserves it once per launch.
+using cudalab::Workspace;
 
 template <typename T>
 using Launcher = void (*)(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace,
