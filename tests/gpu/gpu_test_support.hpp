@@ -5,6 +5,7 @@
 
 #include "cudalab/device.hpp"
 #include "cudalab/error.hpp"
+#include "error_kind.hpp"
 
 #define CUDALAB_REQUIRE_GPU_OR_SKIP()                                                    \
   do {                                                                                   \

@@ -63,20 +63,12 @@ TEST(LibraryScan, BothKindsBothTypesEveryPlacement) {
 TEST(LibraryScan, ArgumentErrors) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   DeviceBuffer<float> data(100);
-  const auto kind_of = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.kind();
-    }
-    return ErrorKind::cuda;  // nothing thrown: no kind matches what the caller expects
-  };
-  EXPECT_EQ(kind_of([&] { inclusive_scan(data.data(), data.data(), -1); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([&] { exclusive_scan(static_cast<const float*>(nullptr), data.data(), 10); }),
+  EXPECT_EQ(test_support::thrown_kind([&] { inclusive_scan(data.data(), data.data(), -1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([&] { exclusive_scan(static_cast<const float*>(nullptr), data.data(), 10); }),
             ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([&] { inclusive_scan(data.data(), data.data(), 100, data.data(), 0); }),
+  EXPECT_EQ(test_support::thrown_kind([&] { inclusive_scan(data.data(), data.data(), 100, data.data(), 0); }),
             ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([&] { inclusive_scan(data.data(), data.data(), 100, nullptr, 1 << 20); }),
+  EXPECT_EQ(test_support::thrown_kind([&] { inclusive_scan(data.data(), data.data(), 100, nullptr, 1 << 20); }),
             ErrorKind::invalid_argument);
   // n == 0 touches nothing, null pointers included.
   EXPECT_NO_THROW(inclusive_scan(static_cast<const std::int32_t*>(nullptr), nullptr, 0));

@@ -78,22 +78,14 @@ TEST(LibrarySelect, ArgumentErrors) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   DeviceBuffer<std::int32_t> data(100);
   DeviceBuffer<std::int64_t> count(1);
-  const auto kind_of = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.kind();
-    }
-    return ErrorKind::cuda;  // nothing thrown: no kind matches what the caller expects
-  };
-  EXPECT_EQ(kind_of([&] { select_at_least(data.data(), -1, 0, data.data(), count.data()); }),
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), -1, 0, data.data(), count.data()); }),
             ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([&] { select_at_least(data.data(), 10, 0, data.data(), nullptr); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([&] { select_at_least(nullptr, 10, 0, data.data(), count.data()); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([&] { select_at_least(data.data(), 10, 0, nullptr, count.data()); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), data.data(), 0); }),
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 10, 0, data.data(), nullptr); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(nullptr, 10, 0, data.data(), count.data()); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 10, 0, nullptr, count.data()); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), data.data(), 0); }),
             ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), nullptr, 1 << 20); }),
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), nullptr, 1 << 20); }),
             ErrorKind::invalid_argument);
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
 }

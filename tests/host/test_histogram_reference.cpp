@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "error_kind.hpp"
+
 #include "cudalab/error.hpp"
 #include "cudalab/histogram.hpp"
 #include "harness/registry.hpp"
@@ -82,29 +84,19 @@ TEST(HistogramRegistry, WorkModelReadsEachSampleOnceAndWritesTheBins) {
 namespace cudalab {
 namespace {
 
-ErrorKind kind_of(void (*call)()) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no cudalab::Error thrown";
-  return ErrorKind::cuda;
-}
-
 // Validation throws before anything reaches the GPU, so these run on any machine.
 TEST(HistogramLibrary, RejectsBadArgumentsBeforeTouchingTheGpu) {
   static std::uint32_t counts[1];
   static const std::uint8_t bytes[1] = {};
   static const std::uint16_t wide[1] = {};
-  EXPECT_EQ(kind_of([] { histogram_even(bytes, -1, counts); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([] { histogram_even(bytes, 10, nullptr); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([] { histogram_even(static_cast<const std::uint8_t*>(nullptr), 10, counts); }),
+  EXPECT_EQ(test_support::thrown_kind([] { histogram_even(bytes, -1, counts); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([] { histogram_even(bytes, 10, nullptr); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([] { histogram_even(static_cast<const std::uint8_t*>(nullptr), 10, counts); }),
             ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([] { histogram_even(wide, 10, counts, 0); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([] { histogram_even(wide, 10, counts, kMaxHistogramBins + 1); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([] { histogram_even(wide, -5, counts, 256); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(kind_of([] {
+  EXPECT_EQ(test_support::thrown_kind([] { histogram_even(wide, 10, counts, 0); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([] { histogram_even(wide, 10, counts, kMaxHistogramBins + 1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([] { histogram_even(wide, -5, counts, 256); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([] {
               histogram_even(reinterpret_cast<const std::uint16_t*>(reinterpret_cast<const char*>(wide) + 1), 10,
                              counts, 256);
             }),
