@@ -1,12 +1,14 @@
 #include "cli/commands.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 
 #include "cli/cli.hpp"
+#include "cli/plots.hpp"
 #include "cli/tables.hpp"
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
@@ -399,6 +401,21 @@ int command_report(const ReportArgs& args, Context& context) {
     blocks.emplace_back("experiment:" + e.value("name", ""), text + "\n");
   }
 
+  if (!args.plots_folder.empty()) {
+    std::filesystem::create_directories(args.plots_folder);
+    for (const std::string& op : ops) {
+      std::int64_t n = 0;
+      double ceiling = 0;
+      const std::vector<Bar> bars = op_bars(records, op, &n, &ceiling);
+      const std::string path = args.plots_folder + "/" + op + ".svg";
+      std::ofstream out(path);
+      out << bar_chart_svg(op + " at n = " + std::to_string(n) + " on " + provenance.gpu_name + " (cudalab " +
+                               provenance.commit.substr(0, 7) + ")",
+                           bars, ceiling, "memory roofline " + format_fixed(ceiling, 0) + " GB/s");
+      if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);
+      context.out << "wrote " << path << "\n";
+    }
+  }
   if (args.update_paths.empty()) {
     for (const auto& [key, content] : blocks) context.out << "<!-- " << key << " -->\n" << content << "\n";
     return kExitOk;

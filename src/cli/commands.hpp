@@ -39,6 +39,7 @@ struct BenchArgs {
 struct ReportArgs {
   std::string results_path;
   std::vector<std::string> update_paths;
+  std::string plots_folder;  // also write <folder>/<op>.svg for each op
 };
 
 int command_probe(const ProbeArgs& args, Context& context);

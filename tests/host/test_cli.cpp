@@ -9,6 +9,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/plots.hpp"
 #include "cudalab/device.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/reduce.hpp"
@@ -144,6 +145,19 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
   EXPECT_NE(o.out.find("Test GPU"), std::string::npos);
   std::remove(path.c_str());
   EXPECT_EQ(invoke({"report", path.c_str()}).code, kExitUsage);  // now missing
+}
+
+TEST(Plots, BarChartShowsEveryVariantAndTheCeiling) {
+  const std::string svg = bar_chart_svg("vecadd <test>", {{"fast", 3000, "ladder", "3000 GB/s"},
+                                                          {"lib", 2500, "baseline", "2500 GB/s"},
+                                                          {"racy", 0, "broken", "failed verification: no time"}},
+                                        3100, "memory roofline 3100 GB/s");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find(">fast<"), std::string::npos);
+  EXPECT_NE(svg.find("failed verification"), std::string::npos);
+  EXPECT_NE(svg.find("memory roofline 3100 GB/s"), std::string::npos);
+  EXPECT_NE(svg.find("vecadd &lt;test&gt;"), std::string::npos);  // escaped
+  EXPECT_EQ(svg.find("<test>"), std::string::npos);
 }
 
 TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {
