@@ -52,6 +52,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run->add_option("--variant", run_args.variants, "Variant id (repeatable; default: all)");
   run->add_option("--n", run_args.sizes, "Problem size in elements, e.g. 1000003 or 2^28 (repeatable; default: the op's bench sizes)")
       ->allow_extra_args(false);
+  run->add_option("--shape", run_args.shapes,
+                  "Problem shape of a matrix or image op, e.g. 4096x4096x4096 for a GEMM's MxNxK (repeatable; "
+                  "`cudalab list` names each op's dimensions)")
+      ->allow_extra_args(false);
   run->add_flag("--check-only", run_args.check_only, "Verify only; do not time");
   run->add_flag("--warm", run_args.warm, "Do not flush L2 between timed samples");
   run->add_option("--json", run_args.json_path, "Write a results file here");
@@ -67,6 +71,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                                             "every experiment; write a results file");
   bench->add_option("--out", bench_args.out_path, "Results file (default: results/<gpu>/bench.json)");
   bench->add_option("--seed", bench_args.seed, "Input seed (decimal or 0x hex; default: random, printed)");
+  bench->add_option("--only", bench_args.only,
+                    "Bench only this op (with the experiments shown on its page) or experiment; repeatable")
+      ->allow_extra_args(false);
 
   ReportArgs report_args;
   auto* report = app.add_subcommand("report", "Render a results file as markdown tables, or update the generated "

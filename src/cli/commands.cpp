@@ -111,9 +111,9 @@ Table summary_table(const std::vector<Record>& records, const harness::Ceilings&
   for (const Record& r : records)
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
   for (const std::string& op : ops) {
-    std::int64_t n = 0;
+    harness::Problem largest;
     for (const Record& r : records)
-      if (r.op == op && r.timed) n = std::max(n, r.problem.n);
+      if (r.op == op && r.timed && r.problem.n > largest.n) largest = r.problem;
     // The op's first bench distribution is its headline one (later ones are stress cases).
     std::string primary;
     for (const Record& r : records)
@@ -121,12 +121,12 @@ Table summary_table(const std::vector<Record>& records, const harness::Ceilings&
     const Record* best = nullptr;
     const Record* baseline = nullptr;
     for (const Record& r : records) {
-      if (r.op != op || !r.timed || r.problem.n != n || r.distribution != primary) continue;
+      if (r.op != op || !r.timed || r.problem != largest || r.distribution != primary) continue;
       if (r.role == harness::Role::baseline && baseline == nullptr) baseline = &r;
       if (r.role == harness::Role::ladder && (best == nullptr || r.time_ms.median < best->time_ms.median)) best = &r;
     }
     if (best == nullptr) continue;
-    t.rows.push_back({op, "n=" + std::to_string(n), best->variant, format_time_ms(best->time_ms.median),
+    t.rows.push_back({op, largest.label(), best->variant, format_time_ms(best->time_ms.median),
                       format_fixed(best->roofline_point.gbps, 0), format_fixed(100 * best->roofline_point.fraction, 1) + "%",
                       ceilings.copy_gbps() > 0 ? format_fixed(100 * best->roofline_point.gbps / ceilings.copy_gbps(), 1) + "%" : "-",
                       baseline ? baseline->variant : "-", baseline ? format_time_ms(baseline->time_ms.median) : "-",
@@ -155,6 +155,26 @@ std::int64_t parse_element_count(const std::string& text) {
   if (n < 1) throw Error(ErrorKind::invalid_argument, what + ": there is nothing to compute", __FILE__, __LINE__);
   if (n > kMaxElements) throw Error(ErrorKind::invalid_argument, what + ": too large", __FILE__, __LINE__);
   return n;
+}
+
+std::vector<std::int64_t> parse_shape(const std::string& text, std::size_t rank) {
+  std::vector<std::int64_t> dimensions;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t x = text.find('x', start);
+    dimensions.push_back(parse_element_count(text.substr(start, x == std::string::npos ? std::string::npos : x - start)));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  if (dimensions.size() != rank)
+    throw Error(ErrorKind::invalid_argument,
+                "a shape here has " + std::to_string(rank) + " dimensions joined by 'x', got '" + text + "'", __FILE__,
+                __LINE__);
+  double product = 1;
+  for (std::int64_t d : dimensions) product *= double(d);
+  if (product > double(kMaxElements))
+    throw Error(ErrorKind::invalid_argument, "the shape '" + text + "' is too large", __FILE__, __LINE__);
+  return dimensions;
 }
 
 std::uint64_t parse_seed(const std::string& text) {
@@ -212,8 +232,12 @@ int command_list(bool json, Context& context) {
       for (const auto& v : op.variants)
         variants.push_back({{"id", v.id}, {"technique", v.technique}, {"role", harness::to_string(v.role)}});
       nlohmann::json sizes = nlohmann::json::array();
-      for (const auto& p : op.bench_problems) sizes.push_back(p.n);
-      document["ops"].push_back({{"name", op.name}, {"summary", op.summary}, {"bench_sizes", sizes}, {"variants", variants}});
+      for (const auto& p : op.bench_problems) sizes.push_back(p.shape.empty() ? nlohmann::json(p.n) : nlohmann::json(p.shape));
+      document["ops"].push_back({{"name", op.name},
+                                 {"summary", op.summary},
+                                 {"shape", op.shape_names},
+                                 {"bench_sizes", sizes},
+                                 {"variants", variants}});
     }
     for (const auto& e : registry.experiments())
       document["experiments"].push_back({{"name", e.name}, {"op", e.op}, {"summary", e.summary}});
@@ -239,16 +263,27 @@ int command_run(const RunArgs& args, Context& context) {
   if (op == nullptr && experiment == nullptr)
     throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + args.name + "' (see `cudalab list`)",
                 __FILE__, __LINE__);
-  if (experiment != nullptr && (!args.variants.empty() || !args.sizes.empty() || args.check_only))
+  if (experiment != nullptr && (!args.variants.empty() || !args.sizes.empty() || !args.shapes.empty() || args.check_only))
     throw Error(ErrorKind::invalid_argument,
-                "'" + args.name + "' is an experiment: it takes no --variant, --n or --check-only", __FILE__, __LINE__);
+                "'" + args.name + "' is an experiment: it takes no --variant, --n, --shape or --check-only", __FILE__,
+                __LINE__);
   std::vector<harness::Problem> problems;
   if (op != nullptr) {
     for (const std::string& id : args.variants)
       if (op->find_variant(id) == nullptr)
         throw Error(ErrorKind::invalid_argument, "unknown variant '" + id + "' of " + op->name + " (see `cudalab list`)",
                     __FILE__, __LINE__);
+    const std::size_t rank = op->shape_names.size();
+    if (rank == 0 && !args.shapes.empty())
+      throw Error(ErrorKind::invalid_argument, op->name + " is sized by --n, not --shape", __FILE__, __LINE__);
+    if (rank > 0 && !args.sizes.empty()) {
+      std::string names;
+      for (const std::string& name : op->shape_names) names += (names.empty() ? "" : "x") + name;
+      throw Error(ErrorKind::invalid_argument, op->name + " is sized by --shape " + names + ", not --n", __FILE__,
+                  __LINE__);
+    }
     for (const std::string& size : args.sizes) problems.push_back({parse_element_count(size)});
+    for (const std::string& shape : args.shapes) problems.push_back(harness::Problem::shaped(parse_shape(shape, rank)));
     if (problems.empty()) problems = op->bench_problems;
   }
   harness::Distribution distribution;
@@ -304,6 +339,14 @@ int command_run(const RunArgs& args, Context& context) {
 
 int command_bench(const BenchArgs& args, Context& context) {
   const auto& registry = harness::builtin_registry();
+  for (const std::string& name : args.only)
+    if (registry.find_op(name) == nullptr && registry.find_experiment(name) == nullptr)
+      throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + name + "' (see `cudalab list`)",
+                  __FILE__, __LINE__);
+  auto chosen = [&](const std::string& name, const std::string& page_op) {
+    return args.only.empty() || std::find(args.only.begin(), args.only.end(), name) != args.only.end() ||
+           std::find(args.only.begin(), args.only.end(), page_op) != args.only.end();
+  };
   const DeviceInfo device = usable_device();
   const std::uint64_t seed = choose_seed(args.seed, context);
   harness::Provenance provenance = harness::collect_provenance(device, context.command_line);
@@ -311,9 +354,11 @@ int command_bench(const BenchArgs& args, Context& context) {
   const harness::Ceilings ceilings = probe::ceilings_for(device, true, progress_printer(context, 5));
   context.out << device_line(device, ceilings) << "\n";
 
-  int steps = static_cast<int>(registry.experiments().size());
+  int steps = 0;
+  for (const auto& e : registry.experiments()) steps += chosen(e.name, e.op);
   for (const auto& op : registry.ops())
-    steps += static_cast<int>(op.bench_problems.size() * op.bench_distributions.size() * op.variants.size() * 2);
+    if (chosen(op.name, op.name))
+      steps += static_cast<int>(op.bench_problems.size() * op.bench_distributions.size() * op.variants.size() * 2);
   auto progress = progress_printer(context, steps);
 
   std::vector<Record> all;
@@ -321,6 +366,7 @@ int command_bench(const BenchArgs& args, Context& context) {
   harness::RunOptions options;
   options.seed = seed;
   for (const auto& op : registry.ops()) {
+    if (!chosen(op.name, op.name)) continue;
     for (const auto distribution : op.bench_distributions) {
       options.distribution = distribution;
       for (const auto& problem : op.bench_problems) {
@@ -332,6 +378,7 @@ int command_bench(const BenchArgs& args, Context& context) {
   }
   nlohmann::json experiments = nlohmann::json::array();
   for (const auto& e : registry.experiments()) {
+    if (!chosen(e.name, e.op)) continue;
     progress(e.name);
     auto result = e.run(experiment_context(device, ceilings, seed, nullptr));
     print_experiment(result, context);
@@ -372,16 +419,17 @@ int command_report(const ReportArgs& args, Context& context) {
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
   for (const std::string& op : ops) {
     std::string text;
-    std::vector<std::pair<std::string, std::int64_t>> groups;  // (distribution, n), in run order
+    std::vector<std::pair<std::string, harness::Problem>> groups;  // (distribution, problem), in run order
     for (const Record& r : records) {
-      const std::pair<std::string, std::int64_t> group{r.distribution, r.problem.n};
+      const std::pair<std::string, harness::Problem> group{r.distribution, r.problem};
       if (r.op == op && std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
     }
-    for (const auto& [distribution, n] : groups) {
+    for (const auto& [distribution, problem] : groups) {
       std::vector<Record> in_group;
       for (const Record& r : records)
-        if (r.op == op && r.problem.n == n && r.distribution == distribution) in_group.push_back(r);
-      text += "\n**n = " + std::to_string(n) + ", " + distribution + " inputs**\n\n" + records_table(in_group).markdown();
+        if (r.op == op && r.problem == problem && r.distribution == distribution) in_group.push_back(r);
+      const std::string size = problem.shape.empty() ? "n = " + std::to_string(problem.n) : problem.label();
+      text += "\n**" + size + ", " + distribution + " inputs**\n\n" + records_table(in_group).markdown();
     }
     blocks.emplace_back("op:" + op, text);
     nlohmann::json op_claims = nlohmann::json::array();
@@ -404,14 +452,13 @@ int command_report(const ReportArgs& args, Context& context) {
   if (!args.plots_folder.empty()) {
     std::filesystem::create_directories(args.plots_folder);
     for (const std::string& op : ops) {
-      std::int64_t n = 0;
-      double ceiling = 0;
-      const std::vector<Bar> bars = op_bars(records, op, &n, &ceiling);
+      const BarChart chart = op_chart(records, op);
       const std::string path = args.plots_folder + "/" + op + ".svg";
       std::ofstream out(path);
-      out << bar_chart_svg(op + " at n = " + std::to_string(n) + " on " + provenance.gpu_name + " (cudalab " +
+      const std::string size = chart.problem.shape.empty() ? "n = " + std::to_string(chart.problem.n) : chart.problem.label();
+      out << bar_chart_svg(op + " at " + size + " on " + provenance.gpu_name + " (cudalab " +
                                provenance.commit.substr(0, 7) + ")",
-                           bars, ceiling, "memory roofline " + format_fixed(ceiling, 0) + " GB/s");
+                           chart);
       if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);
       context.out << "wrote " << path << "\n";
     }

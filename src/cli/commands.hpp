@@ -23,6 +23,7 @@ struct RunArgs {
   std::string name;                   // an op or an experiment
   std::vector<std::string> variants;  // empty: all
   std::vector<std::string> sizes;     // as typed; empty: the op's bench sizes
+  std::vector<std::string> shapes;    // as typed, for shaped ops ("4096x4096x4096")
   bool check_only = false;
   bool warm = false;                  // skip the L2 flush between samples
   std::string json_path;
@@ -34,6 +35,7 @@ struct RunArgs {
 struct BenchArgs {
   std::string out_path;               // empty: results/<gpu>/bench.json
   std::string seed;
+  std::vector<std::string> only;      // ops or experiments; empty: everything
 };
 
 struct ReportArgs {
@@ -51,6 +53,9 @@ int command_report(const ReportArgs& args, Context& context);
 // A problem size as typed: a whole number >= 1 ("1000003") or a power of two ("2^28").
 // Throws Error{invalid_argument} with a sentence saying what was wrong.
 std::int64_t parse_element_count(const std::string& text);
+// A shaped op's problem as typed: `rank` whole numbers joined by 'x' ("8192x64x8192"), each a
+// size as parse_element_count takes it, their product at most 2^48. Throws like it.
+std::vector<std::int64_t> parse_shape(const std::string& text, std::size_t rank);
 // A seed as typed: decimal or 0x-prefixed hexadecimal.
 std::uint64_t parse_seed(const std::string& text);
 

@@ -29,8 +29,9 @@ const char* colour(const std::string& role) {
 
 }  // namespace
 
-std::string bar_chart_svg(const std::string& title, const std::vector<Bar>& bars, double ceiling,
-                          const std::string& ceiling_label) {
+std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
+  const std::vector<Bar>& bars = chart.bars;
+  const double ceiling = chart.ceiling;
   constexpr int kLabelWidth = 230, kPlotWidth = 420, kNoteWidth = 190, kRow = 24, kTop = 48, kBottom = 36;
   const int width = kLabelWidth + kPlotWidth + kNoteWidth;
   const int height = kTop + kRow * static_cast<int>(bars.size()) + kBottom;
@@ -65,45 +66,49 @@ std::string bar_chart_svg(const std::string& title, const std::vector<Bar>& bars
            "\" text-anchor=\"middle\" fill=\"#555\">" + format_fixed(value, 0) + "</text>\n";
   }
   svg += "<text x=\"" + std::to_string(kLabelWidth + kPlotWidth) + "\" y=\"" + std::to_string(axis_y + 30) +
-         "\" text-anchor=\"end\" fill=\"#555\">effective GB/s (minimum bytes / time)</text>\n";
+         "\" text-anchor=\"end\" fill=\"#555\">" + escape(chart.axis_label) + "</text>\n";
   if (ceiling > 0) {
     const double x = x_of(ceiling);
     svg += "<line x1=\"" + format_fixed(x, 1) + "\" y1=\"" + std::to_string(kTop - 6) + "\" x2=\"" + format_fixed(x, 1) +
            "\" y2=\"" + std::to_string(axis_y) + "\" stroke=\"#c0392b\" stroke-dasharray=\"5,4\"/>\n";
     svg += "<text x=\"" + format_fixed(x, 1) + "\" y=\"" + std::to_string(kTop - 10) +
-           "\" text-anchor=\"middle\" fill=\"#c0392b\">" + escape(ceiling_label) + "</text>\n";
+           "\" text-anchor=\"middle\" fill=\"#c0392b\">" + escape(chart.ceiling_label) + "</text>\n";
   }
   return svg + "</svg>\n";
 }
 
-std::vector<Bar> op_bars(const std::vector<harness::Record>& records, const std::string& op, std::int64_t* n,
-                         double* ceiling) {
+BarChart op_chart(const std::vector<harness::Record>& records, const std::string& op) {
+  BarChart chart;
   std::string distribution;
-  *n = 0;
   for (const auto& r : records) {
     if (r.op != op) continue;
     if (distribution.empty()) distribution = r.distribution;
-    if (r.distribution == distribution) *n = std::max(*n, r.problem.n);
+    if (r.distribution == distribution && r.problem.n > chart.problem.n) chart.problem = r.problem;
   }
-  *ceiling = 0;
-  std::vector<Bar> bars;
+  bool compute_bound = false;
+  for (const auto& r : records)
+    if (r.op == op && r.problem == chart.problem && r.timed) compute_bound = r.roofline_point.bound == "compute";
+  chart.axis_label = compute_bound ? "TFLOP/s" : "effective GB/s (minimum bytes / time)";
   for (const auto& r : records) {
-    if (r.op != op || r.problem.n != *n || r.distribution != distribution) continue;
+    if (r.op != op || r.problem != chart.problem || r.distribution != distribution) continue;
     Bar b;
     b.label = r.variant;
     b.role = harness::to_string(r.role);
     if (r.timed) {
-      b.value = r.roofline_point.gbps;
-      b.note = format_fixed(b.value, 0) + " GB/s, " + format_fixed(100 * r.roofline_point.fraction, 1) + "% of roofline";
-      *ceiling = r.roofline_point.memory_ceiling_gbps;
+      b.value = compute_bound ? r.roofline_point.tflops : r.roofline_point.gbps;
+      b.note = format_fixed(b.value, compute_bound ? 1 : 0) + (compute_bound ? " TFLOP/s, " : " GB/s, ") +
+               format_fixed(100 * r.roofline_point.fraction, 1) + "% of roofline";
+      chart.ceiling = compute_bound ? r.roofline_point.compute_ceiling_tflops : r.roofline_point.memory_ceiling_gbps;
     } else if (r.outcome == harness::Outcome::failed) {
       b.note = "failed verification: no time";
     } else {
       b.note = "skipped";
     }
-    bars.push_back(std::move(b));
+    chart.bars.push_back(std::move(b));
   }
-  return bars;
+  chart.ceiling_label = compute_bound ? "FP32 peak " + format_fixed(chart.ceiling, 1) + " TFLOP/s"
+                                      : "memory roofline " + format_fixed(chart.ceiling, 0) + " GB/s";
+  return chart;
 }
 
 }  // namespace cudalab::cli

@@ -10,18 +10,25 @@ namespace cudalab::cli {
 
 struct Bar {
   std::string label;
-  double value = 0;    // GB/s; 0 with a note for a variant that was not timed
+  double value = 0;    // in the chart's unit; 0 with a note for a variant that was not timed
   std::string role;    // "ladder", "baseline", "broken": picks the colour
   std::string note;    // right of the bar: "96.1% of roofline", "failed verification", ...
 };
 
-// A horizontal bar chart, one bar per variant, with a dashed line at `ceiling` (0: none).
-std::string bar_chart_svg(const std::string& title, const std::vector<Bar>& bars, double ceiling,
-                          const std::string& ceiling_label);
+struct BarChart {
+  harness::Problem problem;   // the size charted
+  std::string axis_label;     // "effective GB/s (minimum bytes / time)" or "TFLOP/s"
+  double ceiling = 0;         // dashed line; 0: none
+  std::string ceiling_label;
+  std::vector<Bar> bars;
+};
 
-// The bars for `op` at its largest size and first distribution: effective GB/s of every variant,
-// and the memory ceiling for that traffic mix (0 when nothing was timed).
-std::vector<Bar> op_bars(const std::vector<harness::Record>& records, const std::string& op, std::int64_t* n,
-                         double* ceiling);
+// A horizontal bar chart, one bar per variant, with a dashed line at the ceiling.
+std::string bar_chart_svg(const std::string& title, const BarChart& chart);
+
+// The chart of `op` at its largest size and first distribution: every variant's effective GB/s
+// against the memory ceiling for that traffic mix, or, where the roofline calls the op compute
+// bound, its TFLOP/s against the compute ceiling.
+BarChart op_chart(const std::vector<harness::Record>& records, const std::string& op);
 
 }  // namespace cudalab::cli

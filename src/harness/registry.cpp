@@ -22,6 +22,21 @@ const char* to_string(Role role) {
   return "unknown";
 }
 
+Problem Problem::shaped(std::vector<std::int64_t> dimensions) {
+  Problem p;
+  p.n = 1;
+  for (std::int64_t d : dimensions) p.n *= d;
+  p.shape = std::move(dimensions);
+  return p;
+}
+
+std::string Problem::label() const {
+  if (shape.empty()) return "n=" + std::to_string(n);
+  std::string text;
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? "x" : "") + std::to_string(shape[i]);
+  return text;
+}
+
 const Variant* Op::find_variant(const std::string& id) const {
   for (const Variant& v : variants)
     if (v.id == id) return &v;
@@ -35,6 +50,10 @@ void Registry::add(Op op) {
   CUDALAB_REQUIRE(op.work && op.device_bytes && op.host_bytes && op.make_workload,
                   "registry: op '" + op.name + "' lacks a model or workload factory");
   CUDALAB_REQUIRE(!op.variants.empty(), "registry: op '" + op.name + "' has no variants");
+  for (const auto* problems : {&op.bench_problems, &op.test_problems})
+    for (const Problem& p : *problems)
+      CUDALAB_REQUIRE(p.shape.size() == op.shape_names.size(),
+                      "registry: op '" + op.name + "' has a problem of the wrong rank: " + p.label());
   std::set<std::string> ids;
   for (const Variant& v : op.variants) {
     CUDALAB_REQUIRE(!v.id.empty() && !v.technique.empty() && v.launch,

@@ -19,9 +19,22 @@
 
 namespace cudalab::harness {
 
+// A problem size. 1-D ops use `n` alone. Shaped ops (a matrix, an image) also give `shape`, in the
+// order their Op::shape_names says (e.g. {M, N, K}); `n` is then the product of the dimensions,
+// so sizes still order by it.
 struct Problem {
-  std::int64_t n = 0;  // elements
-  std::string label() const { return "n=" + std::to_string(n); }
+  std::int64_t n = 0;               // elements
+  std::vector<std::int64_t> shape;  // empty for 1-D ops
+
+  Problem() = default;
+  // Implicit so that a 1-D op's size lists read {{0}, {1}, {1 << 28}}.
+  Problem(std::int64_t elements) : n(elements) {}  // NOLINT(google-explicit-constructor)
+
+  static Problem shaped(std::vector<std::int64_t> dimensions);
+  // "n=1000003", or "4096x4096x4096" for a shaped problem.
+  std::string label() const;
+  bool operator==(const Problem& other) const { return n == other.n && shape == other.shape; }
+  bool operator!=(const Problem& other) const { return !(*this == other); }
 };
 
 enum class Role {
@@ -58,6 +71,9 @@ struct Variant {
 struct Op {
   std::string name;
   std::string summary;
+  // Empty for 1-D ops (sized by --n); otherwise the names of a problem's dimensions, e.g.
+  // {"M", "N", "K"}, and problems are typed as --shape 4096x4096x4096.
+  std::vector<std::string> shape_names;
   std::vector<Problem> bench_problems;  // what `cudalab bench` times
   // Input distributions `bench` times each size on, reported separately (e.g. a histogram's
   // uniform input and its all-one-value worst case).

@@ -51,7 +51,7 @@ NLOHMANN_JSON_SERIALIZE_ENUM(ComputeUnit, {{ComputeUnit::fp32_cuda_cores, "fp32_
                                            {ComputeUnit::bf16_tensor_cores, "bf16_tensor_cores"}})
 
 // Readers take defaults for missing keys, so older results files still load.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Problem, n)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Problem, n, shape)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Work, bytes_read, bytes_written, flops, unit)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Tolerance, rtol, atol)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Comparison, count, mismatches, unwritten, non_finite,

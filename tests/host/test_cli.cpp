@@ -83,6 +83,12 @@ TEST(Cli, UnknownOpAndVariantAreRefused) {
   EXPECT_EQ(distribution.code, kExitUsage);
   const Outcome experiment_with_size = invoke({"run", "vecadd_host_pattern", "--n", "5"});
   EXPECT_EQ(experiment_with_size.code, kExitUsage);
+  const Outcome shape_of_1d_op = invoke({"run", "vecadd", "--shape", "64x64"});
+  EXPECT_EQ(shape_of_1d_op.code, kExitUsage);
+  EXPECT_NE(shape_of_1d_op.err.find("sized by --n"), std::string::npos) << shape_of_1d_op.err;
+  const Outcome bench_unknown = invoke({"bench", "--only", "nosuch"});
+  EXPECT_EQ(bench_unknown.code, kExitUsage);
+  EXPECT_EQ(lines(bench_unknown.err), 1) << bench_unknown.err;
 }
 
 TEST(Cli, HugeSizeIsRefusedAsNoDeviceOrOutOfMemory) {
@@ -109,6 +115,15 @@ TEST(ParseElementCount, AcceptsWholeNumbersAndPowersOfTwo) {
   EXPECT_THROW(parse_element_count("2^"), Error);
   EXPECT_THROW(parse_element_count("0x10"), Error);
   EXPECT_THROW(parse_element_count("281474976710657"), Error);  // 2^48 + 1
+}
+
+TEST(ParseShape, TakesOneSizePerDimension) {
+  EXPECT_EQ(parse_shape("8192x64x8192", 3), (std::vector<std::int64_t>{8192, 64, 8192}));
+  EXPECT_EQ(parse_shape("2^12x17", 2), (std::vector<std::int64_t>{4096, 17}));
+  EXPECT_THROW(parse_shape("4096x4096", 3), Error);   // wrong rank
+  EXPECT_THROW(parse_shape("4096x0x4", 3), Error);    // empty
+  EXPECT_THROW(parse_shape("4096xx4", 3), Error);
+  EXPECT_THROW(parse_shape("2^20x2^20x2^20", 3), Error);  // product past 2^48
 }
 
 TEST(ParseSeed, DecimalAndHex) {
@@ -148,10 +163,14 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
 }
 
 TEST(Plots, BarChartShowsEveryVariantAndTheCeiling) {
-  const std::string svg = bar_chart_svg("vecadd <test>", {{"fast", 3000, "ladder", "3000 GB/s"},
-                                                          {"lib", 2500, "baseline", "2500 GB/s"},
-                                                          {"racy", 0, "broken", "failed verification: no time"}},
-                                        3100, "memory roofline 3100 GB/s");
+  BarChart chart;
+  chart.axis_label = "effective GB/s";
+  chart.ceiling = 3100;
+  chart.ceiling_label = "memory roofline 3100 GB/s";
+  chart.bars = {{"fast", 3000, "ladder", "3000 GB/s"},
+                {"lib", 2500, "baseline", "2500 GB/s"},
+                {"racy", 0, "broken", "failed verification: no time"}};
+  const std::string svg = bar_chart_svg("vecadd <test>", chart);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find(">fast<"), std::string::npos);
   EXPECT_NE(svg.find("failed verification"), std::string::npos);

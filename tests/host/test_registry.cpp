@@ -16,15 +16,27 @@ TEST(BuiltinRegistry, EveryOpIsCompleteAndHasABaseline) {
     SCOPED_TRACE(op.name);
     EXPECT_FALSE(op.bench_problems.empty());
     EXPECT_FALSE(op.test_problems.empty());
-    const Work w = op.work(Problem{1000});
-    EXPECT_GT(w.bytes_read + w.bytes_written, 0.0);
-    EXPECT_GE(op.device_bytes(Problem{1000}), static_cast<std::size_t>(w.bytes_read + w.bytes_written));
+    for (const Problem& p : op.test_problems) {
+      EXPECT_EQ(p.shape.size(), op.shape_names.size()) << p.label();
+      if (p.n == 0) continue;
+      const Work w = op.work(p);
+      EXPECT_GT(w.bytes_read + w.bytes_written, 0.0) << p.label();
+      EXPECT_GE(op.device_bytes(p), static_cast<std::size_t>(w.bytes_read + w.bytes_written)) << p.label();
+    }
     const bool has_baseline = std::any_of(op.variants.begin(), op.variants.end(),
                                           [](const Variant& v) { return v.role == Role::baseline; });
     EXPECT_TRUE(has_baseline) << "every ladder is shown beside its vendor library";
     std::set<std::string> ids;
     for (const Variant& v : op.variants) EXPECT_TRUE(ids.insert(v.id).second) << v.id;
   }
+}
+
+TEST(Problem, ShapedProblemsCarryTheirProductAndLabel) {
+  const Problem p = Problem::shaped({8192, 64, 8192});
+  EXPECT_EQ(p.n, std::int64_t{8192} * 64 * 8192);
+  EXPECT_EQ(p.label(), "8192x64x8192");
+  EXPECT_EQ(Problem{1000}.label(), "n=1000");
+  EXPECT_NE(p, Problem::shaped({8192, 8192, 64}));
 }
 
 TEST(BuiltinRegistry, VecaddTestSizesCoverTheEdges) {
