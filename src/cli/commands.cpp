@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -451,17 +452,29 @@ int command_report(const ReportArgs& args, Context& context) {
 
   if (!args.plots_folder.empty()) {
     std::filesystem::create_directories(args.plots_folder);
+    const std::string commit = " (cudalab " + provenance.commit.substr(0, 7) + ")";
+    std::vector<std::string> written;
     for (const std::string& op : ops) {
       const BarChart chart = op_chart(records, op);
-      const std::string path = args.plots_folder + "/" + op + ".svg";
-      std::ofstream out(path);
       const std::string size = chart.problem.shape.empty() ? "n = " + std::to_string(chart.problem.n) : chart.problem.label();
-      out << bar_chart_svg(op + " at " + size + " on " + provenance.gpu_name + " (cudalab " +
-                               provenance.commit.substr(0, 7) + ")",
-                           chart);
-      if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);
-      context.out << "wrote " << path << "\n";
+      const auto files = write_chart(bar_chart_svg(op + " at " + size + " on " + provenance.gpu_name + commit, chart),
+                                     args.plots_folder + "/" + op);
+      written.insert(written.end(), files.begin(), files.end());
     }
+    // An experiment's k-th plot (k > 1) is <name>-k.
+    for (const auto& e : results.value("experiments", nlohmann::json::array())) {
+      const auto plots = e.value("plots", nlohmann::json::array());
+      for (std::size_t k = 0; k < plots.size(); ++k) {
+        nlohmann::json plot = plots[k];
+        plot["title"] = plot.value("title", e.value("name", "")) + " on " + provenance.gpu_name + commit;
+        const std::string stem = args.plots_folder + "/" + e.value("name", "") + (k ? "-" + std::to_string(k + 1) : "");
+        const auto files = write_chart(line_chart_svg(e, plot), stem);
+        written.insert(written.end(), files.begin(), files.end());
+      }
+    }
+    for (const std::string& path : written) context.out << "wrote " << path << "\n";
+    if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0)
+      context.err << "rsvg-convert not found: SVG only, no PNG (scripts/bootstrap installs librsvg2-bin)" << std::endl;
   }
   if (args.update_paths.empty()) {
     for (const auto& [key, content] : blocks) context.out << "<!-- " << key << " -->\n" << content << "\n";

@@ -1,8 +1,13 @@
 #include "cli/plots.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 
 #include "core/format.hpp"
+#include "cudalab/error.hpp"
 
 namespace cudalab::cli {
 namespace {
@@ -27,7 +32,165 @@ const char* colour(const std::string& role) {
   return "#3b75af";
 }
 
+// Distinct, colour-blind-friendly line colours (Okabe-Ito), cycled.
+const char* series_colour(std::size_t i) {
+  static const char* const kColours[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7",
+                                         "#56b4e9", "#d55e00", "#f0e442", "#000000"};
+  return kColours[i % (sizeof(kColours) / sizeof(kColours[0]))];
+}
+
+int column_index(const nlohmann::json& experiment, const std::string& name) {
+  const auto& columns = experiment.value("columns", nlohmann::json::array());
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    if (columns[i].get<std::string>() == name) return static_cast<int>(i);
+  throw Error(ErrorKind::invalid_argument,
+              "experiment '" + experiment.value("name", "") + "' plots a column it lacks: '" + name + "'", __FILE__,
+              __LINE__);
+}
+
+// One axis: maps data to pixels over [lo, hi], linearly or by log10, and picks tick values.
+struct Axis {
+  double lo = 0, hi = 1;
+  bool log = false;
+  double unit(double v) const {
+    if (log) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    return (v - lo) / (hi - lo);
+  }
+  std::vector<double> ticks() const {
+    std::vector<double> out;
+    if (log) {
+      for (double t = std::pow(10.0, std::floor(std::log10(lo))); t <= hi * 1.0001; t *= 10)
+        if (t >= lo * 0.9999) out.push_back(t);
+      if (out.size() < 2) out = {lo, hi};
+      return out;
+    }
+    for (int i = 0; i <= 4; ++i) out.push_back(lo + (hi - lo) * i / 4);
+    return out;
+  }
+};
+
+Axis fit_axis(const std::vector<double>& values, bool log) {
+  Axis a;
+  a.log = log;
+  if (values.empty()) return a;
+  a.lo = *std::min_element(values.begin(), values.end());
+  a.hi = *std::max_element(values.begin(), values.end());
+  if (log) {
+    if (a.hi <= a.lo) a.hi = a.lo * 10;
+  } else {
+    a.lo = std::min(a.lo, 0.0);  // linear axes start at zero, so heights compare honestly
+    if (a.hi <= a.lo) a.hi = a.lo + 1;
+    a.hi *= 1.05;
+  }
+  return a;
+}
+
+// "0.5", "250", "1e6", "2.5e9": short enough for an axis.
+std::string tick_label(double v) {
+  const double magnitude = std::fabs(v);
+  if (magnitude == 0 || (magnitude >= 1e-2 && magnitude < 1e4)) return format_significant(v, 3);
+  const int exponent = static_cast<int>(std::floor(std::log10(magnitude)));
+  const double mantissa = v / std::pow(10.0, exponent);
+  return (std::fabs(mantissa - 1) < 1e-6 ? "1" : format_significant(mantissa, 2)) + "e" + std::to_string(exponent);
+}
+
 }  // namespace
+
+std::string line_chart_svg(const nlohmann::json& experiment, const nlohmann::json& plot) {
+  const std::string x_name = plot.value("x", ""), y_name = plot.value("y", ""), series_name = plot.value("series", "");
+  const int xi = column_index(experiment, x_name), yi = column_index(experiment, y_name);
+  const int si = series_name.empty() ? -1 : column_index(experiment, series_name);
+  const bool x_log = plot.value("x_log", false), y_log = plot.value("y_log", false);
+
+  // Series in first-seen order, points in row order.
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<std::pair<double, double>>> points;
+  std::vector<double> xs, ys;
+  for (const auto& row : experiment.value("rows", nlohmann::json::array())) {
+    const auto& x = row.at(xi);
+    const auto& y = row.at(yi);
+    if (!x.is_number() || !y.is_number()) continue;
+    const double xv = x.get<double>(), yv = y.get<double>();
+    if ((x_log && xv <= 0) || (y_log && yv <= 0) || !std::isfinite(xv) || !std::isfinite(yv)) continue;
+    std::string name = y_name;
+    if (si >= 0) name = row.at(si).is_string() ? row.at(si).get<std::string>() : row.at(si).dump();
+    if (points.find(name) == points.end()) names.push_back(name);
+    points[name].emplace_back(xv, yv);
+    xs.push_back(xv);
+    ys.push_back(yv);
+  }
+  const Axis ax = fit_axis(xs, x_log), ay = fit_axis(ys, y_log);
+
+  constexpr int kLeft = 80, kPlotWidth = 560, kTop = 44, kPlotHeight = 300, kLegendWidth = 220, kBottom = 50;
+  const int width = kLeft + kPlotWidth + kLegendWidth, height = kTop + kPlotHeight + kBottom;
+  auto px = [&](double v) { return kLeft + kPlotWidth * ax.unit(v); };
+  auto py = [&](double v) { return kTop + kPlotHeight * (1 - ay.unit(v)); };
+
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
+                    std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg += "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" +
+         escape(plot.value("title", experiment.value("name", ""))) + "</text>\n";
+  svg += "<rect x=\"" + std::to_string(kLeft) + "\" y=\"" + std::to_string(kTop) + "\" width=\"" +
+         std::to_string(kPlotWidth) + "\" height=\"" + std::to_string(kPlotHeight) +
+         "\" fill=\"none\" stroke=\"#888\"/>\n";
+  for (double t : ax.ticks()) {
+    svg += "<line x1=\"" + format_fixed(px(t), 1) + "\" y1=\"" + std::to_string(kTop) + "\" x2=\"" + format_fixed(px(t), 1) +
+           "\" y2=\"" + std::to_string(kTop + kPlotHeight) + "\" stroke=\"#eee\"/>\n";
+    svg += "<text x=\"" + format_fixed(px(t), 1) + "\" y=\"" + std::to_string(kTop + kPlotHeight + 16) +
+           "\" text-anchor=\"middle\" fill=\"#555\">" + escape(tick_label(t)) + "</text>\n";
+  }
+  for (double t : ay.ticks()) {
+    svg += "<line x1=\"" + std::to_string(kLeft) + "\" y1=\"" + format_fixed(py(t), 1) + "\" x2=\"" +
+           std::to_string(kLeft + kPlotWidth) + "\" y2=\"" + format_fixed(py(t), 1) + "\" stroke=\"#eee\"/>\n";
+    svg += "<text x=\"" + std::to_string(kLeft - 6) + "\" y=\"" + format_fixed(py(t) + 4, 1) +
+           "\" text-anchor=\"end\" fill=\"#555\">" + escape(tick_label(t)) + "</text>\n";
+  }
+  svg += "<text x=\"" + std::to_string(kLeft + kPlotWidth / 2) + "\" y=\"" + std::to_string(height - 10) +
+         "\" text-anchor=\"middle\">" + escape(x_name + (x_log ? " (log scale)" : "")) + "</text>\n";
+  svg += "<text transform=\"translate(16," + std::to_string(kTop + kPlotHeight / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\">" +
+         escape(plot.value("y_label", y_name) + (y_log ? " (log scale)" : "")) + "</text>\n";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto& line = points[names[i]];
+    std::string path;
+    for (const auto& [x, y] : line) path += (path.empty() ? "" : " ") + format_fixed(px(x), 1) + "," + format_fixed(py(y), 1);
+    svg += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"" + series_colour(i) + "\" stroke-width=\"2\"/>\n";
+    for (const auto& [x, y] : line)
+      svg += "<circle cx=\"" + format_fixed(px(x), 1) + "\" cy=\"" + format_fixed(py(y), 1) + "\" r=\"2.5\" fill=\"" +
+             series_colour(i) + "\"/>\n";
+    const int ly = kTop + 8 + 18 * static_cast<int>(i);
+    svg += "<line x1=\"" + std::to_string(kLeft + kPlotWidth + 14) + "\" y1=\"" + std::to_string(ly) + "\" x2=\"" +
+           std::to_string(kLeft + kPlotWidth + 34) + "\" y2=\"" + std::to_string(ly) + "\" stroke=\"" + series_colour(i) +
+           "\" stroke-width=\"2\"/>\n";
+    svg += "<text x=\"" + std::to_string(kLeft + kPlotWidth + 40) + "\" y=\"" + std::to_string(ly + 4) + "\">" +
+           escape(names[i]) + "</text>\n";
+  }
+  if (names.empty())
+    svg += "<text x=\"" + std::to_string(kLeft + 20) + "\" y=\"" + std::to_string(kTop + 30) +
+           "\">no numeric rows to plot</text>\n";
+  return svg + "</svg>\n";
+}
+
+std::vector<std::string> write_chart(const std::string& svg, const std::string& path_without_extension) {
+  const std::string svg_path = path_without_extension + ".svg";
+  {
+    std::ofstream out(svg_path);
+    out << svg;
+    if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + svg_path, __FILE__, __LINE__);
+  }
+  std::vector<std::string> written = {svg_path};
+  // PNG for pages and viewers that want a raster image; rsvg-convert draws SVG faithfully and
+  // scripts/bootstrap installs it (librsvg2-bin).
+  if (std::system("command -v rsvg-convert >/dev/null 2>&1") == 0) {
+    const std::string png_path = path_without_extension + ".png";
+    const std::string command = "rsvg-convert --format=png --output='" + png_path + "' '" + svg_path + "'";
+    if (std::system(command.c_str()) != 0)
+      throw Error(ErrorKind::invalid_argument, "rsvg-convert could not write " + png_path, __FILE__, __LINE__);
+    written.push_back(png_path);
+  }
+  return written;
+}
 
 std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
   const std::vector<Bar>& bars = chart.bars;

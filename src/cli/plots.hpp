@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/runner.hpp"
 
 namespace cudalab::cli {
@@ -30,5 +32,16 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart);
 // against the memory ceiling for that traffic mix, or, where the roofline calls the op compute
 // bound, its TFLOP/s against the compute ceiling.
 BarChart op_chart(const std::vector<harness::Record>& records, const std::string& op);
+
+// A line chart of an experiment's table, as its "plots" entry describes it:
+//   {"title", "x": column, "y": column, "series": column (optional: one line per distinct value),
+//    "x_log", "y_log": bool, "y_label": str}
+// Rows whose x or y cell is not a positive number (on a log axis) or not a number are left out.
+// Throws Error{invalid_argument} when the spec names a column the table lacks.
+std::string line_chart_svg(const nlohmann::json& experiment, const nlohmann::json& plot);
+
+// Writes `svg` to `path` and, where rsvg-convert is on PATH, the same chart as PNG beside it.
+// Returns the files written.
+std::vector<std::string> write_chart(const std::string& svg, const std::string& path_without_extension);
 
 }  // namespace cudalab::cli

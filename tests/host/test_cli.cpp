@@ -179,6 +179,24 @@ TEST(Plots, BarChartShowsEveryVariantAndTheCeiling) {
   EXPECT_EQ(svg.find("<test>"), std::string::npos);
 }
 
+TEST(Plots, LineChartDrawsOneLinePerSeriesAndSkipsNonNumbers) {
+  const nlohmann::json experiment = {
+      {"name", "sweep"},
+      {"columns", {"kind", "bytes", "GB/s"}},
+      {"rows", {{"pinned", 4096, 10.0}, {"pinned", 1 << 20, 50.0}, {"pageable", 4096, 5.0}, {"pageable", 1 << 20, "-"}}}};
+  const std::string svg = line_chart_svg(
+      experiment, {{"title", "a <sweep>"}, {"x", "bytes"}, {"y", "GB/s"}, {"series", "kind"}, {"x_log", true}});
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  std::size_t lines = 0;
+  for (std::size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) ++lines;
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(svg.find(">pinned<"), std::string::npos);
+  EXPECT_NE(svg.find(">pageable<"), std::string::npos);
+  EXPECT_NE(svg.find("a &lt;sweep&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("bytes (log scale)"), std::string::npos);
+  EXPECT_THROW(line_chart_svg(experiment, {{"x", "bytes"}, {"y", "nosuch"}}), Error);
+}
+
 TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {
   try {
     cudalab::vecadd(nullptr, nullptr, nullptr, -1);
