@@ -7,8 +7,8 @@ namespace cudalab::conv2d_variants {
 
 namespace {
 // Without separable compilation each translation unit that includes this header has its own
-// copy of the symbol, filled by its own launcher (through upload_constant_filter) before each
-// launch. Shared by calls on every stream: concurrent calls with different filters would race,
+// copy of the symbol, filled by its own variant's *_prepare (through upload_constant_filter)
+// before its launches. Shared by calls on every stream: concurrent calls with different filters would race,
 // which is why the library's kernel takes the filter from global memory instead.
 __constant__ float constant_filter_taps[kMaxFilterWidth * kMaxFilterWidth];
 

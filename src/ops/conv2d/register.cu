@@ -122,14 +122,20 @@ Variant variant(std::string id, std::string technique, Role role, std::function<
   return v;
 }
 
-Variant ladder(std::string id, std::string technique, void (*launcher)(const Conv2dArgs&, cudaStream_t)) {
-  return variant(std::move(id), std::move(technique), Role::ladder, [launcher](Workload& w, cudaStream_t s) {
+using Launcher = void (*)(const Conv2dArgs&, cudaStream_t);
+
+// `prepare`, when given, fills the variant's __constant__ filter: untimed, before every launch.
+Variant ladder(std::string id, std::string technique, Launcher launcher, Launcher prepare = nullptr) {
+  Variant v = variant(std::move(id), std::move(technique), Role::ladder, [launcher](Workload& w, cudaStream_t s) {
     launcher(static_cast<Conv2dWorkload&>(w).args(), s);
   });
+  if (prepare != nullptr)
+    v.prepare = [prepare](Workload& w, cudaStream_t s) { prepare(static_cast<Conv2dWorkload&>(w).args(), s); };
+  return v;
 }
 
 Variant texture_variant() {
-  return variant(
+  Variant v = variant(
       "texture", "one output per thread, tex2D on a texture object with border addressing, filter in constant",
       Role::ladder,
       [](Workload& w, cudaStream_t s) {
@@ -143,6 +149,10 @@ Variant texture_variant() {
         args.input_pitch = padded_pitch(args.width);
         return conv2d_variants::texture_unsupported(args);
       });
+  v.prepare = [](Workload& w, cudaStream_t s) {
+    conv2d_variants::texture_prepare(static_cast<Conv2dWorkload&>(w).args(), s);
+  };
+  return v;
 }
 
 Variant cudnn_variant() {
@@ -285,9 +295,10 @@ void register_conv2d(Registry& registry) {
   op.variants = {
       ladder("global_filter", "one output per thread, input and filter read from global memory per tap",
              v::global_filter),
-      ladder("constant_filter", "one output per thread, filter in __constant__ memory", v::constant_filter),
+      ladder("constant_filter", "one output per thread, filter in __constant__ memory", v::constant_filter,
+             v::constant_filter_prepare),
       ladder("shared_tile", "seed 000: 16x16 tile plus halo staged in shared memory, filter in constant",
-             v::shared_tile),
+             v::shared_tile, v::shared_tile_prepare),
       texture_variant(),
       ladder("register_tiled", "128x32 tile, float4 loads; 4x4 outputs per thread in registers, filter in registers",
              v::register_tiled),

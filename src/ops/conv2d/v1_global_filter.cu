@@ -7,18 +7,7 @@ __global__ void conv2d_global_filter_kernel(Conv2dArgs args) {
   const std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t y = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
   if (x >= args.width || y >= args.height) return;
-  const int half = args.filter_width / 2;
-  float sum = 0.0f;
-  for (int i = 0; i < args.filter_width; ++i) {
-    const std::int64_t row = y + i - half;
-    if (row < 0 || row >= args.height) continue;
-    for (int j = 0; j < args.filter_width; ++j) {
-      const std::int64_t column = x + j - half;
-      if (column < 0 || column >= args.width) continue;
-      sum += args.input[row * args.input_pitch + column] * args.filter[i * args.filter_width + j];
-    }
-  }
-  args.output[y * args.output_pitch + x] = sum;
+  args.output[y * args.output_pitch + x] = direct_window_sum(args, x, y, [&](int k) { return args.filter[k]; });
 }
 
 }  // namespace

@@ -32,8 +32,9 @@ __global__ void conv2d_shared_tile_kernel(Conv2dArgs args) {
 
 }  // namespace
 
+void shared_tile_prepare(const Conv2dArgs& args, cudaStream_t stream) { upload_constant_filter(args, stream); }
+
 void shared_tile(const Conv2dArgs& args, cudaStream_t stream) {
-  upload_constant_filter(args, stream);
   const dim3 block(kTile, kTile);
   const int tile_width = kTile + args.filter_width - 1;
   const std::size_t shared_bytes = sizeof(float) * tile_width * tile_width;

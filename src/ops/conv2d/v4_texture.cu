@@ -56,8 +56,9 @@ cudaTextureObject_t make_input_texture(const Conv2dArgs& args) {
   return texture;
 }
 
+void texture_prepare(const Conv2dArgs& args, cudaStream_t stream) { upload_constant_filter(args, stream); }
+
 void texture(cudaTextureObject_t input, const Conv2dArgs& args, cudaStream_t stream) {
-  upload_constant_filter(args, stream);
   const dim3 block(32, 8);
   conv2d_texture_kernel<<<pixel_grid(args, block), block, 0, stream>>>(input, args);
   CUDALAB_CHECK_LAUNCH();

@@ -33,16 +33,20 @@ struct Conv2dArgs {
 // loads (both mostly L1 hits), and a branch per tap.
 void global_filter(const Conv2dArgs& args, cudaStream_t stream);
 
-// The filter in __constant__ memory (copied there, stream-ordered, before each launch): every
-// thread of a warp reads the same tap, which the constant cache broadcasts, and FFMA takes it as
-// an operand. Fixes: the filter's loads. Costs: one device-to-device copy per call; the input is
-// still read R*R times per output through L1.
+// The filter in __constant__ memory: every thread of a warp reads the same tap, which the
+// constant cache broadcasts, and FFMA takes it as an operand. Fixes: the filter's loads. Costs:
+// the input is still read R*R times per output through L1, and the filter must first be copied
+// into the symbol: each constant-memory variant has a *_prepare that does it (one small
+// device-to-device copy on the stream), run untimed before each launch, as a program would once
+// per filter.
+void constant_filter_prepare(const Conv2dArgs& args, cudaStream_t stream);
 void constant_filter(const Conv2dArgs& args, cudaStream_t stream);
 
 // A 16x16 output tile per block, its input (with an R/2 halo on every side) staged once in shared
 // memory, filter in constant memory. Fixes: R*R global (L1) loads per output become one global
 // load per input pixel (plus the halo). Costs: a barrier per block, shared-memory loads in the
 // inner loop, and halo pixels read by two or four blocks.
+void shared_tile_prepare(const Conv2dArgs& args, cudaStream_t stream);
 void shared_tile(const Conv2dArgs& args, cudaStream_t stream);
 
 // One output per thread through a texture object (cudaTextureObject_t: seed 000's texture
@@ -50,6 +54,7 @@ void shared_tile(const Conv2dArgs& args, cudaStream_t stream);
 // padding: no bounds checks in the loop. Filter in constant memory. Fixes: the branches, and
 // 2-D locality goes to the texture cache. Costs: a texture object over a pitched image (the pitch
 // a multiple of the device's texture pitch alignment), created once by the caller.
+void texture_prepare(const Conv2dArgs& args, cudaStream_t stream);
 void texture(cudaTextureObject_t input, const Conv2dArgs& args, cudaStream_t stream);
 // Empty when a texture over this image can be made; otherwise why not.
 std::string texture_unsupported(const Conv2dArgs& args);
