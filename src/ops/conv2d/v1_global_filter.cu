@@ -1,0 +1,21 @@
+#include "ops/conv2d/common.cuh"
+
+namespace cudalab::conv2d_variants {
+namespace {
+
+__global__ void conv2d_global_filter_kernel(Conv2dArgs args) {
+  const std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t y = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
+  if (x >= args.width || y >= args.height) return;
+  args.output[y * args.output_pitch + x] = direct_window_sum(args, x, y, [&](int k) { return args.filter[k]; });
+}
+
+}  // namespace
+
+void global_filter(const Conv2dArgs& args, cudaStream_t stream) {
+  const dim3 block(32, 8);
+  conv2d_global_filter_kernel<<<pixel_grid(args, block), block, 0, stream>>>(args);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+}  // namespace cudalab::conv2d_variants
