@@ -187,6 +187,10 @@ void register_transpose(Registry& registry) {
               v::swizzled_4_per_thread),
       variant("swizzled_8_per_thread", "swizzled tile, 32x4 block: 8 elements per thread", Role::ladder,
               v::swizzled_8_per_thread),
+      variant("padded_64_tile", "64x64 padded tile, 32x8 block: 16 elements per thread, 256-byte row runs",
+              Role::ladder, v::padded_64_tile),
+      variant("swizzled_64_tile", "64x64 swizzled tile, 32x8 block: 16 elements per thread, 256-byte row runs",
+              Role::ladder, v::swizzled_64_tile),
       variant("cublas_geam", "cublasSgeam with op(A) = transpose, beta = 0: the library baseline", Role::baseline,
               v::cublas_geam),
   };

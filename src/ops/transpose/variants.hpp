@@ -30,6 +30,10 @@ void swizzled(const float* in, float* out, std::int64_t rows, std::int64_t cols,
 void padded_4_per_thread(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 void swizzled_4_per_thread(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 void swizzled_8_per_thread(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+// A 64x64 tile with a 32x8 block: 16 elements per thread in flight, and each warp reads and
+// writes 256 contiguous bytes per row, so a tile touches half as many DRAM rows per byte.
+void padded_64_tile(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+void swizzled_64_tile(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 
 // Baseline: cublasSgeam with op(A) = Aᵀ, beta = 0 (cuBLAS's out-of-place transpose).
 void cublas_geam(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
