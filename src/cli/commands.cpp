@@ -444,6 +444,21 @@ int command_report(const ReportArgs& args, Context& context) {
     }
     blocks.emplace_back("claims:" + op, claims_table(op_claims).markdown());
   }
+  // Pages made of experiments alone (docs/memory.md) get their claims block too.
+  std::vector<std::string> experiment_pages;
+  for (const auto& e : results.value("experiments", nlohmann::json::array())) {
+    const std::string page = e.value("op", "");
+    if (!page.empty() && std::find(ops.begin(), ops.end(), page) == ops.end() &&
+        std::find(experiment_pages.begin(), experiment_pages.end(), page) == experiment_pages.end())
+      experiment_pages.push_back(page);
+  }
+  for (const std::string& page : experiment_pages) {
+    nlohmann::json page_claims = nlohmann::json::array();
+    for (const auto& claim : evaluated["claims"])
+      for (const auto& c : harness::builtin_registry().claims())
+        if (c.id == claim.value("id", "") && c.op == page) page_claims.push_back(claim);
+    blocks.emplace_back("claims:" + page, claims_table(page_claims).markdown());
+  }
   for (const auto& e : results.value("experiments", nlohmann::json::array())) {
     std::string text = experiment_table(e).markdown();
     for (const auto& note : e.value("notes", nlohmann::json::array())) text += "\n- " + note.get<std::string>();

@@ -13,6 +13,8 @@ void register_histogram(Registry& registry);
 void register_scan(Registry& registry);
 void register_select(Registry& registry);
 void register_conv2d(Registry& registry);
+void register_transpose(Registry& registry);
+void register_memory(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -98,6 +100,8 @@ const Registry& builtin_registry() {
     register_reduce(r);
     register_scan(r);
     register_select(r);
+    register_transpose(r);
+    register_memory(r);
     register_histogram(r);
     register_conv2d(r);
     return r;
