@@ -23,7 +23,7 @@ std::vector<T> to_host(const T* device, std::int64_t count) {
 // C (m x n, pitch ldc, `offset` floats into its buffer) = alpha A B + beta C, checked element-wise,
 // and the padding between rows left untouched.
 void check_gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t pad, std::int64_t offset, float beta) {
-  const std::int64_t lda = k + pad, ldb = n + pad, ldc = n + pad;
+  const std::int64_t lda = (k > 0 ? k : 1) + pad, ldb = n + pad, ldc = n + pad;
   DeviceBuffer<float> a(m * lda + offset), b(k * ldb + offset), c(m * ldc + offset);
   harness::fill_random(a.data(), a.size(), 1, harness::Distribution::uniform, nullptr);
   harness::fill_random(b.data(), b.size(), 2, harness::Distribution::normal, nullptr);

@@ -12,8 +12,8 @@ namespace gemm_variants {
 
 PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m, std::int64_t n) {
   (void)compute_capability;
-  const std::int64_t big_tiles = ceil_div<std::int64_t>(m, 128) * ceil_div<std::int64_t>(n, 128);
-  if (big_tiles >= sm_count) return {128, 128, 8, 2, 2, 2, true};
+  const std::int64_t big_tiles = ceil_div<std::int64_t>(m, 128) * ceil_div<std::int64_t>(n, 256);
+  if (big_tiles >= sm_count) return {128, 256, 16, 2, 4, 3, true};
   return {64, 64, 16, 1, 2, 3, true};
 }
 

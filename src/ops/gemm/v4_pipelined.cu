@@ -51,17 +51,31 @@ struct Tiling {
   static_assert(!kWarpTiled || (kBm % (16 * kRm) == 0 && kBn % (32 * kRn) == 0), "warp tile does not divide");
 };
 
+// Where this thread's copies start: A element (row0 + tid / kBk, tid % kBk) and B chunk
+// (tid / (kBn/4), 4 * (tid % (kBn/4))) of tile 0; copy i is kThreads elements (chunks) further on,
+// i.e. a fixed number of rows down, so one pointer and one row step per operand suffice (64-bit
+// address math per copy would cost registers the accumulators need).
+struct CopyCursor {
+  const float* a;
+  const float* b;
+  std::int64_t a_step, b_step;  // rows between copy i and i + 1, in elements
+};
+
 template <class T, int kBm, int kBn, int kBk, bool kEdge>
-__device__ __forceinline__ void load_stage(float* stage, const GemmArgs& p, std::int64_t row0, std::int64_t col0,
-                                           std::int64_t k0) {
+__device__ __forceinline__ void load_stage(float* stage, const GemmArgs& p, const CopyCursor& cursor,
+                                           std::int64_t row0, std::int64_t col0, std::int64_t k0) {
   float* a_tile = stage;                         // [k][m], stride kStrideA
   float* b_tile = stage + kBk * T::kStrideA;     // [k][n]
 #pragma unroll
   for (int i = 0; i < T::kALoads; ++i) {
     const int e = i * T::kThreads + threadIdx.x;  // consecutive threads: consecutive k of one row
     const int m = e / kBk, k = e % kBk;
-    const bool valid = !kEdge || (row0 + m < p.m && k0 + k < p.k);
-    copy4_async(&a_tile[k * T::kStrideA + m], valid ? &p.a[(row0 + m) * p.lda + k0 + k] : p.a, valid);
+    if constexpr (kEdge) {
+      const bool valid = row0 + m < p.m && k0 + k < p.k;
+      copy4_async(&a_tile[k * T::kStrideA + m], valid ? &p.a[(row0 + m) * p.lda + k0 + k] : p.a, valid);
+    } else {
+      copy4_async(&a_tile[k * T::kStrideA + m], cursor.a + i * cursor.a_step + k0, true);
+    }
   }
 #pragma unroll
   for (int i = 0; i < T::kBLoads; ++i) {
@@ -75,7 +89,7 @@ __device__ __forceinline__ void load_stage(float* stage, const GemmArgs& p, std:
         copy4_async(dst + j, valid ? &p.b[(k0 + k) * p.ldb + col0 + n + j] : p.b, valid);
       }
     } else {
-      copy16_async(dst, &p.b[(k0 + k) * p.ldb + col0 + n]);
+      copy16_async(dst, cursor.b + i * cursor.b_step + k0 * p.ldb);
     }
   }
 }
@@ -107,6 +121,15 @@ __global__ void __launch_bounds__(Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarp
     col_step = 4;
   }
 
+  static_assert(T::kThreads % kBk == 0 && T::kThreads % (kBn / 4) == 0, "copies must repeat whole rows");
+  CopyCursor cursor{};
+  if constexpr (!kEdge) {
+    cursor.a = p.a + (row0 + threadIdx.x / kBk) * p.lda + threadIdx.x % kBk;
+    cursor.b = p.b + (threadIdx.x / (kBn / 4)) * p.ldb + col0 + threadIdx.x % (kBn / 4) * 4;
+    cursor.a_step = T::kThreads / kBk * p.lda;
+    cursor.b_step = T::kThreads / (kBn / 4) * p.ldb;
+  }
+
   float acc[4 * kRm][4 * kRn] = {};
   const std::int64_t tiles = ceil_div<std::int64_t>(p.k, kBk);
   auto stage_at = [&](std::int64_t tile) { return shared + (tile % kStages) * T::kStageFloats; };
@@ -114,12 +137,12 @@ __global__ void __launch_bounds__(Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarp
   // Prologue: the first kStages - 1 tiles in flight (an empty group keeps the count uniform).
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < tiles) load_stage<T, kBm, kBn, kBk, kEdge>(stage_at(s), p, row0, col0, s * kBk);
+    if (s < tiles) load_stage<T, kBm, kBn, kBk, kEdge>(stage_at(s), p, cursor, row0, col0, s * kBk);
     commit_copies();
   }
   for (std::int64_t tile = 0; tile < tiles; ++tile) {
     if constexpr (kStages == 1) {
-      load_stage<T, kBm, kBn, kBk, kEdge>(shared, p, row0, col0, tile * kBk);
+      load_stage<T, kBm, kBn, kBk, kEdge>(shared, p, cursor, row0, col0, tile * kBk);
       commit_copies();
       wait_copies<0>();
       __syncthreads();
@@ -128,7 +151,7 @@ __global__ void __launch_bounds__(Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarp
       // Every thread is past the previous tile's multiply, so its buffer may be refilled.
       __syncthreads();
       const std::int64_t next = tile + kStages - 1;
-      if (next < tiles) load_stage<T, kBm, kBn, kBk, kEdge>(stage_at(next), p, row0, col0, next * kBk);
+      if (next < tiles) load_stage<T, kBm, kBn, kBk, kEdge>(stage_at(next), p, cursor, row0, col0, next * kBk);
       commit_copies();
     }
     const float* a_tile = stage_at(tile);
@@ -208,6 +231,8 @@ const std::vector<Entry>& entries() {
       entry<128, 128, 16, 2, 2, 3, true>(),
       entry<128, 256, 8, 2, 4, 2, true>(),
       entry<128, 256, 16, 2, 4, 3, true>(),
+      entry<128, 256, 8, 2, 4, 3, true>(),
+      entry<128, 256, 16, 2, 4, 2, true>(),
       entry<256, 128, 8, 4, 2, 2, true>(),
       entry<64, 128, 16, 2, 2, 3, true>(),
       entry<128, 64, 16, 2, 2, 3, true>(),
