@@ -15,6 +15,7 @@ void register_select(Registry& registry);
 void register_conv2d(Registry& registry);
 void register_transpose(Registry& registry);
 void register_memory(Registry& registry);
+void register_gemm(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -104,6 +105,7 @@ const Registry& builtin_registry() {
     register_memory(r);
     register_histogram(r);
     register_conv2d(r);
+    register_gemm(r);
     return r;
   }();
   return registry;

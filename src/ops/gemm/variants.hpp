@@ -1,0 +1,66 @@
+// The FP32 matrix-multiply ladder on CUDA cores: C = alpha * A * B + beta * C, row-major, any
+// M, N, K and any leading dimensions (lda >= K, ldb >= N, ldc >= M's row length N). Every launcher
+// enqueues on `stream` and handles partial tiles; beta == 0 never reads C (BLAS semantics: C may
+// hold NaN then).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+namespace cudalab::gemm_variants {
+
+struct GemmArgs {
+  std::int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f;
+  const float* a = nullptr;
+  std::int64_t lda = 0;
+  const float* b = nullptr;
+  std::int64_t ldb = 0;
+  float beta = 0.0f;
+  float* c = nullptr;
+  std::int64_t ldc = 0;
+};
+
+using Launcher = void (*)(const GemmArgs&, cudaStream_t);
+
+// One thread per output; threadIdx.x walks rows, so a warp reads A down a column (strided) and
+// writes C strided.
+void naive(const GemmArgs& args, cudaStream_t stream);
+// One thread per output; threadIdx.x walks columns: a warp reads B and writes C in contiguous rows.
+void coalesced(const GemmArgs& args, cudaStream_t stream);
+// Seed 000/001's shared-memory tiles (one output per thread up to 32x32; the 64x64 tile gives each
+// thread four rows, since a block holds at most 1024 threads). `padded` adds one column to each tile.
+void shared_tile(int tile, bool padded, const GemmArgs& args, cudaStream_t stream);
+// 64x64 block tile, BK = 8, each thread 8 outputs down a column.
+void blocktile_1d(const GemmArgs& args, cudaStream_t stream);
+// 128x128 block tile, BK = 8, each thread an 8x8 block of outputs, scalar loads.
+void blocktile_2d(const GemmArgs& args, cudaStream_t stream);
+
+// The cp.async kernel family: A's tile stored transposed (k-major) in shared memory so a thread
+// reads its rows as float4s, B's tile copied with 16-byte cp.async, `stages` tiles in flight.
+struct PipelineConfig {
+  int bm, bn, bk;   // block tile
+  int rm, rn;       // each thread owns rm x rn sub-blocks of 4x4 outputs
+  int stages;       // shared-memory buffers (1: copy, wait, compute)
+  bool warp_tiled;  // lanes of a warp share a compact 16*rm x 32*rn tile (else: thread-contiguous 4rm x 4rn)
+  std::string name() const;  // e.g. "128x128x8_8x8_s2_warp"
+};
+// Every configuration built into the library; launch_pipelined throws for any other.
+const std::vector<PipelineConfig>& pipeline_configs();
+void launch_pipelined(const PipelineConfig& config, const GemmArgs& args, cudaStream_t stream);
+// True when the shape and alignment let `config` take its unpredicated path (whole tiles,
+// 16-byte aligned rows of B and C).
+bool takes_fast_path(const PipelineConfig& config, const GemmArgs& args);
+
+}  // namespace cudalab::gemm_variants
+
+namespace cudalab::gemm_variants {
+
+// The library's choice for an m x n output on a GPU of `compute_capability` with `sm_count` SMs
+// (see gemm.cu for the measurements behind it).
+PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m, std::int64_t n);
+
+}  // namespace cudalab::gemm_variants
