@@ -47,7 +47,7 @@ const nlohmann::json* experiment(const nlohmann::json& results, const std::strin
 }
 
 std::string speedup_verdict(double measured, double claimed) {
-  if (measured >= 0.8 * claimed) return "holds";
+  if (measured - 1 >= 0.8 * (claimed - 1)) return "holds";
   if (measured > 1.05) return "holds partly: same direction, smaller effect";
   return "does not hold";
 }

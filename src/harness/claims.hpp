@@ -29,8 +29,9 @@ double median_ms(const nlohmann::json& record);
 // The experiment table called `name`, or nullptr.
 const nlohmann::json* experiment(const nlohmann::json& results, const std::string& name);
 
-// The verdict for a claimed speedup: "holds" when the measured ratio reaches 80% of the claimed
-// one, "holds partly" when it points the same way (> 1.05) but falls short, else "does not hold".
+// The verdict for a claimed speedup: "holds" when the measured gain (ratio - 1) reaches 80% of the
+// claimed gain, "holds partly" when it points the same way (> 1.05) but falls short, else "does
+// not hold". Gains, not ratios: 80% of a claimed 1.2x ratio would accept 0.96x, a slowdown.
 std::string speedup_verdict(double measured, double claimed);
 
 nlohmann::json verdict(const std::string& id, const std::string& claim, const std::string& source,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cudalab/error.hpp"
+#include "harness/claims.hpp"
 #include "harness/registry.hpp"
 
 namespace cudalab::harness {
@@ -101,6 +102,20 @@ TEST(Registry, RejectsDuplicateNamesAndIncompleteEntries) {
   Experiment clash{"a", "a", "clashes with an op", [](const ExperimentContext&) { return nlohmann::json(); }};
   EXPECT_THROW(registry.add(clash), Error);
   EXPECT_EQ(registry.ops().size(), 1u);
+}
+
+}  // namespace
+}  // namespace cudalab::harness
+
+namespace cudalab::harness {
+namespace {
+
+TEST(Claims, SpeedupVerdictComparesGainsNotRatios) {
+  EXPECT_EQ(speedup_verdict(1.18, 1.2), "holds");
+  EXPECT_EQ(speedup_verdict(1.06, 1.2).rfind("holds partly", 0), 0u);  // 6% against 20%
+  EXPECT_EQ(speedup_verdict(0.97, 1.2), "does not hold");
+  EXPECT_EQ(speedup_verdict(7.0, 8.0), "holds");
+  EXPECT_EQ(speedup_verdict(3.0, 8.0).rfind("holds partly", 0), 0u);
 }
 
 }  // namespace

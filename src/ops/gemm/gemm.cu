@@ -12,11 +12,13 @@ namespace gemm_variants {
 
 PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m, std::int64_t n) {
   (void)compute_capability;
-  // Measured on an H100 (sm_90, commit 0f75750): 128x128x16, 3 stages, warp tiled, was fastest at
-  // 4096^3 (46.1 TFLOP/s) and within 0.5% of the fastest at 8192^3; below one wave of such tiles
-  // the 64x64 tile keeps every SM busy (1024^3: 30 vs 17 TFLOP/s; 8192x64x8192: 28 vs 7).
-  const std::int64_t big_tiles = ceil_div<std::int64_t>(m, 128) * ceil_div<std::int64_t>(n, 128);
-  if (big_tiles >= sm_count) return {128, 128, 16, 2, 2, 3, true};
+  // Measured on an H100 (sm_90, results/nvidia-h100-80gb-hbm3/gemm.json, commit eb9ee2c): the
+  // 64x128x16 tile, 3 stages, warp tiled, was the fastest configuration at 1024^3, 4096^3 and
+  // 8192^3 (32.3, 46.4, 47.6 TFLOP/s), once its tiles come near one wave (1024^3 gives 128 tiles
+  // on 132 SMs). Narrower outputs, or fewer tiles, leave SMs idle and waste half of each tile's
+  // columns where n < 128; the 64x64 tile was fastest there (8192x64x8192: 29.5 vs 9.1).
+  const std::int64_t tiles = ceil_div<std::int64_t>(m, 64) * ceil_div<std::int64_t>(n, 128);
+  if (n >= 128 && 10 * tiles >= 9 * std::int64_t{sm_count}) return {64, 128, 16, 2, 2, 3, true};
   return {64, 64, 16, 1, 2, 3, true};
 }
 
