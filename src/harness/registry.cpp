@@ -12,6 +12,7 @@ void register_reduce(Registry& registry);
 void register_histogram(Registry& registry);
 void register_scan(Registry& registry);
 void register_select(Registry& registry);
+void register_transfers(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -98,6 +99,7 @@ const Registry& builtin_registry() {
     register_scan(r);
     register_select(r);
     register_histogram(r);
+    register_transfers(r);
     return r;
   }();
   return registry;
