@@ -59,10 +59,7 @@ void Pipeline::enqueue(const PipelineConfig& config, cudaStream_t origin) {
   }
   if (config.host_callback) callback_chunks_.assign(chunks.size(), CallbackChunk{this, {}});
 
-  // Fork: every worker stream starts after what `origin` holds so far.
-  fork_join_[kMaxStreams].record(origin);
-  for (int s = 0; s < used; ++s)
-    CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(streams_[s].get(), fork_join_[kMaxStreams].get(), 0));
+  fork(used, origin);
   if (config.trace) {
     traced_.clear();
     traced_.reserve(3 * chunks.size());
@@ -115,11 +112,29 @@ void Pipeline::enqueue(const PipelineConfig& config, cudaStream_t origin) {
       break;
   }
 
-  // Join: `origin` continues once every worker stream is done.
-  for (int s = 0; s < used; ++s) {
+  join(used, origin);
+}
+
+// Every worker stream starts after what `origin` holds so far.
+void Pipeline::fork(int streams, cudaStream_t origin) {
+  fork_join_[kMaxStreams].record(origin);
+  for (int s = 0; s < streams; ++s)
+    CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(streams_[s].get(), fork_join_[kMaxStreams].get(), 0));
+}
+
+// `origin` continues once every worker stream is done.
+void Pipeline::join(int streams, cudaStream_t origin) {
+  for (int s = 0; s < streams; ++s) {
     fork_join_[s].record(streams_[s].get());
     CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(origin, fork_join_[s].get(), 0));
   }
+}
+
+void Pipeline::enqueue_copies_both_ways(cudaStream_t origin) {
+  fork(2, origin);
+  copy_in({0, n_}, streams_[0].get());
+  copy_out({0, n_}, streams_[1].get());
+  join(2, origin);
 }
 
 std::vector<StageSpan> Pipeline::stage_spans() const {

@@ -67,6 +67,9 @@ class Pipeline {
   void enqueue_copy_in(cudaStream_t stream);
   void enqueue_kernel(cudaStream_t stream);
   void enqueue_copy_out(cudaStream_t stream);
+  // Both copies of the whole buffer at once, on two streams (forked from and joined into
+  // `origin`): the link's rate when it carries both directions, as the pipeline makes it do.
+  void enqueue_copies_both_ways(cudaStream_t origin);
 
   // Writes the complement of each right answer into the host output (any uint32 can be a right
   // answer, so no single poison value would do), so an element the pipeline skipped fails.
@@ -90,6 +93,8 @@ class Pipeline {
   void copy_in(ChunkRange range, cudaStream_t stream);
   void transform(ChunkRange range, cudaStream_t stream);
   void copy_out(ChunkRange range, cudaStream_t stream);
+  void fork(int streams, cudaStream_t origin);
+  void join(int streams, cudaStream_t origin);
   struct TracedStage {
     const char* stage;
     std::int64_t chunk;
