@@ -192,7 +192,15 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
           {"summary", "Host-written data consumed by a kernel: explicit copy vs managed memory with no hint, advice, prefetch; first touch (C31)"},
           {"columns", {"mib", "scenario", "timed", "median_ms", "min_ms", "gbps", "explicit_over_this", "samples"}},
           {"rows", rows},
-          {"notes", notes}};
+          {"notes", notes},
+          {"plots",
+           {{{"title", "Host-written data delivered to a kernel: effective GB/s by size and path"},
+             {"x", "mib"},
+             {"y", "gbps"},
+             {"series", "scenario"},
+             {"x_log", true},
+             {"y_log", true},
+             {"y_label", "GB/s (bytes / timed part)"}}}}};
 }
 
 }  // namespace
