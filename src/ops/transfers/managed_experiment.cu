@@ -162,7 +162,7 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
         continue;
       }
       if (context.progress) context.progress("managed_memory " + format_bytes(double(bytes)) + " " + scenario.name);
-      clear_advice();
+      if (attributes.concurrent) clear_advice();  // advice is only ever set where the device takes it
       // Verify first: one untimed run into poisoned output, every byte compared.
       if (scenario.prepare) scenario.prepare(stream.get());
       CUDALAB_CUDA_CHECK(cudaMemsetAsync(device_out.data(), kPoison, bytes, stream.get()));
@@ -180,7 +180,7 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
       rows.push_back({bytes >> 20, scenario.name, scenario.timed_part, t.median, t.min, bytes / (t.median * 1e-3) / 1e9,
                       explicit_ms / t.median, t.count});
     }
-    clear_advice();
+    if (attributes.concurrent) clear_advice();
   }
   notes.push_back("median_ms: CUDA events around the timed part, 5 samples; the host rewrites the managed buffer "
                   "(moving its pages back to the CPU) and advice is reset before every sample");

@@ -8,8 +8,6 @@
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
-#include "harness/claims.hpp"
-#include "harness/random.hpp"
 #include "harness/registry.hpp"
 #include "harness/timer.hpp"
 #include "ops/transfers/experiments.hpp"
