@@ -16,6 +16,7 @@ void register_conv2d(Registry& registry);
 void register_transpose(Registry& registry);
 void register_memory(Registry& registry);
 void register_gemm(Registry& registry);
+void register_transfers(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -106,6 +107,7 @@ const Registry& builtin_registry() {
     register_histogram(r);
     register_conv2d(r);
     register_gemm(r);
+    register_transfers(r);
     return r;
   }();
   return registry;

@@ -1,0 +1,38 @@
+// The transfer and stream experiments (all shown on docs/transfers.md) and what they share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "harness/registry.hpp"
+#include "harness/timer.hpp"
+
+namespace cudalab::transfers {
+
+// Sizes of the experiments. CUDALAB_TRANSFERS_SMALL=1 in the environment shrinks them to a few MiB
+// and one or two samples, for compute-sanitizer runs (whose instrumentation makes the full sizes
+// take minutes); the results of such a run are not measurements.
+struct ExperimentScale {
+  bool small = false;
+  std::size_t largest_transfer_bytes = std::size_t{1} << 30;
+  std::vector<std::size_t> managed_bytes = {std::size_t{16} << 20, std::size_t{256} << 20};
+  std::int64_t pipeline_elements = std::int64_t{1} << 26;  // 256 MiB in, 256 MiB out
+};
+ExperimentScale experiment_scale();
+
+// Warm-up, then samples until a 2% spread or a 0.1 s budget (at least 3 samples; no L2 flush: a
+// transfer does not go through the cache the flush empties).
+harness::TimingOptions copy_timing(const ExperimentScale& scale, int min_samples = 3);
+
+// cudaMemGetInfo's free bytes: the cap for every allocation, managed ones included (asking a GPU
+// for more managed memory than it has free can hang it).
+std::size_t free_device_bytes();
+
+harness::Experiment transfers_experiment();
+harness::Experiment managed_memory_experiment();
+harness::Experiment streams_pipeline_experiment();
+harness::Experiment streams_chunk_size_experiment();
+harness::Experiment streams_concurrency_experiment();
+
+}  // namespace cudalab::transfers
