@@ -11,7 +11,7 @@ namespace {
 using scan_variants::ScanKind;
 
 // The library takes decoupled_lookback: single pass, 2n memory traffic, and the fastest verified
-// variant in the bench on an H100 at 2^20 and 2^28 (1.05x CUB inclusive, 0.99x exclusive int32;
+// variant in the bench on an H100 at 2^20 and 2^28 (1.05x CUB for inclusive and exclusive scans;
 // docs/scan.md).
 template <typename T>
 void scan(const char* name, const T* in, T* out, std::int64_t n, ScanKind kind, Workspace* caller,

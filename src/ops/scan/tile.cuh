@@ -121,7 +121,7 @@ struct WarpRowTile {
     // The exclusive scan is the inclusive one moved one element later, so element p is exactly
     // the inclusive result of p - 1 (for fp32 too). Moving it after the scan, rather than
     // shifting each lane's four elements before, keeps the int32 instantiation at the inclusive
-    // one's register count (ptxas: 56, not 70), which is what lets 8 blocks share an SM.
+    // one's register count (ptxas: 56, not 70), so 9 blocks fit on an SM, not 7.
     if (Kind == ScanKind::exclusive) {
 #pragma unroll
       for (int r = kRows - 1; r >= 0; --r) {
