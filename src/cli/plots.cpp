@@ -64,7 +64,11 @@ struct Axis {
       if (out.size() < 2) out = {lo, hi};
       return out;
     }
-    for (int i = 0; i <= 4; ++i) out.push_back(lo + (hi - lo) * i / 4);
+    // Steps of 1, 2 or 5 times a power of ten, about five of them.
+    const double raw = (hi - lo) / 5;
+    const double power = std::pow(10.0, std::floor(std::log10(raw)));
+    const double step = raw / power < 1.5 ? power : raw / power < 3.5 ? 2 * power : raw / power < 7.5 ? 5 * power : 10 * power;
+    for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push_back(t);
     return out;
   }
 };
@@ -122,7 +126,10 @@ std::string line_chart_svg(const nlohmann::json& experiment, const nlohmann::jso
   const Axis ax = fit_axis(xs, x_log), ay = fit_axis(ys, y_log);
 
   constexpr int kLeft = 80, kPlotWidth = 560, kTop = 44, kPlotHeight = 300, kLegendWidth = 220, kBottom = 50;
-  const int width = kLeft + kPlotWidth + kLegendWidth, height = kTop + kPlotHeight + kBottom;
+  const std::string title = plot.value("title", experiment.value("name", ""));
+  // Wide enough for the title at about 8.5 px per bold 14 px character.
+  const int width = std::max(kLeft + kPlotWidth + kLegendWidth, 20 + static_cast<int>(8.5 * title.size()));
+  const int height = kTop + kPlotHeight + kBottom;
   auto px = [&](double v) { return kLeft + kPlotWidth * ax.unit(v); };
   auto py = [&](double v) { return kTop + kPlotHeight * (1 - ay.unit(v)); };
 
@@ -130,7 +137,7 @@ std::string line_chart_svg(const nlohmann::json& experiment, const nlohmann::jso
                     std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" +
-         escape(plot.value("title", experiment.value("name", ""))) + "</text>\n";
+         escape(title) + "</text>\n";
   svg += "<rect x=\"" + std::to_string(kLeft) + "\" y=\"" + std::to_string(kTop) + "\" width=\"" +
          std::to_string(kPlotWidth) + "\" height=\"" + std::to_string(kPlotHeight) +
          "\" fill=\"none\" stroke=\"#888\"/>\n";
@@ -153,11 +160,23 @@ std::string line_chart_svg(const nlohmann::json& experiment, const nlohmann::jso
          escape(plot.value("y_label", y_name) + (y_log ? " (log scale)" : "")) + "</text>\n";
   for (std::size_t i = 0; i < names.size(); ++i) {
     const auto& line = points[names[i]];
+    // A line joins a sweep; a row whose x does not advance (an extra configuration at an x the
+    // sweep already has) starts a new segment, so a lone point is drawn as a marker only.
     std::string path;
-    for (const auto& [x, y] : line) path += (path.empty() ? "" : " ") + format_fixed(px(x), 1) + "," + format_fixed(py(y), 1);
-    svg += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"" + series_colour(i) + "\" stroke-width=\"2\"/>\n";
+    double previous_x = 0;
+    auto flush = [&]() {
+      if (path.find(' ') != std::string::npos)
+        svg += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"" + series_colour(i) + "\" stroke-width=\"2\"/>\n";
+      path.clear();
+    };
+    for (const auto& [x, y] : line) {
+      if (!path.empty() && x <= previous_x) flush();
+      path += (path.empty() ? "" : " ") + format_fixed(px(x), 1) + "," + format_fixed(py(y), 1);
+      previous_x = x;
+    }
+    flush();
     for (const auto& [x, y] : line)
-      svg += "<circle cx=\"" + format_fixed(px(x), 1) + "\" cy=\"" + format_fixed(py(y), 1) + "\" r=\"2.5\" fill=\"" +
+      svg += "<circle cx=\"" + format_fixed(px(x), 1) + "\" cy=\"" + format_fixed(py(y), 1) + "\" r=\"3\" fill=\"" +
              series_colour(i) + "\"/>\n";
     const int ly = kTop + 8 + 18 * static_cast<int>(i);
     svg += "<line x1=\"" + std::to_string(kLeft + kPlotWidth + 14) + "\" y1=\"" + std::to_string(ly) + "\" x2=\"" +
