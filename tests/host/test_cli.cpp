@@ -183,13 +183,22 @@ TEST(Plots, LineChartDrawsOneLinePerSeriesAndSkipsNonNumbers) {
   const nlohmann::json experiment = {
       {"name", "sweep"},
       {"columns", {"kind", "bytes", "GB/s"}},
-      {"rows", {{"pinned", 4096, 10.0}, {"pinned", 1 << 20, 50.0}, {"pageable", 4096, 5.0}, {"pageable", 1 << 20, "-"}}}};
+      {"rows",
+       {{"pinned", 4096, 10.0},
+        {"pinned", 1 << 20, 50.0},
+        {"pinned", 4096, 12.0},  // an extra configuration at a swept x: a marker, not a stroke back
+        {"pageable", 4096, 5.0},
+        {"pageable", 1 << 20, 20.0},
+        {"pageable", 1 << 22, "-"}}}};
   const std::string svg = line_chart_svg(
       experiment, {{"title", "a <sweep>"}, {"x", "bytes"}, {"y", "GB/s"}, {"series", "kind"}, {"x_log", true}});
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   std::size_t lines = 0;
   for (std::size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) ++lines;
   EXPECT_EQ(lines, 2u);
+  std::size_t markers = 0;
+  for (std::size_t at = svg.find("<circle"); at != std::string::npos; at = svg.find("<circle", at + 1)) ++markers;
+  EXPECT_EQ(markers, 5u);  // every numeric row, the "-" one left out
   EXPECT_NE(svg.find(">pinned<"), std::string::npos);
   EXPECT_NE(svg.find(">pageable<"), std::string::npos);
   EXPECT_NE(svg.find("a &lt;sweep&gt;"), std::string::npos);
