@@ -232,12 +232,16 @@ int command_list(bool json, Context& context) {
       nlohmann::json variants = nlohmann::json::array();
       for (const auto& v : op.variants)
         variants.push_back({{"id", v.id}, {"technique", v.technique}, {"role", harness::to_string(v.role)}});
-      nlohmann::json sizes = nlohmann::json::array();
-      for (const auto& p : op.bench_problems) sizes.push_back(p.shape.empty() ? nlohmann::json(p.n) : nlohmann::json(p.shape));
+      auto sizes = [](const std::vector<harness::Problem>& problems) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& p : problems) out.push_back(p.shape.empty() ? nlohmann::json(p.n) : nlohmann::json(p.shape));
+        return out;
+      };
       document["ops"].push_back({{"name", op.name},
                                  {"summary", op.summary},
                                  {"shape", op.shape_names},
-                                 {"bench_sizes", sizes},
+                                 {"bench_sizes", sizes(op.bench_problems)},
+                                 {"test_sizes", sizes(op.test_problems)},
                                  {"variants", variants}});
     }
     for (const auto& e : registry.experiments())
