@@ -14,13 +14,11 @@ std::size_t cub_temp_bytes(std::int64_t n) {
 
 }  // namespace
 
-// CUB's temporary storage starts past the counter word, which must stay zero.
-constexpr std::size_t kCubOffset = 256;
-
+// CUB's temporary storage starts past the ticket counters, which must stay zero.
 template <typename T>
 std::size_t workspace_bytes(std::int64_t n) {
   const std::size_t own = own_workspace_bytes<T>(n);
-  const std::size_t cub = kCubOffset + cub_temp_bytes<T>(n);
+  const std::size_t cub = counter_bytes(n) + cub_temp_bytes<T>(n);
   return own > cub ? own : cub;
 }
 
@@ -28,7 +26,7 @@ template <typename T>
 void cub_sum(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
   std::size_t bytes = cub_temp_bytes<T>(n);
   CUDALAB_CUDA_CHECK(
-      cub::DeviceReduce::Sum(static_cast<unsigned char*>(workspace) + kCubOffset, bytes, in, out, n, stream));
+      cub::DeviceReduce::Sum(static_cast<unsigned char*>(workspace) + counter_bytes(n), bytes, in, out, n, stream));
 }
 
 namespace {
@@ -49,13 +47,13 @@ std::size_t workspace_bytes_f64(std::int64_t n) {
   std::size_t cub = 0;
   CUDALAB_CUDA_CHECK(cub_sum_f64_call(nullptr, cub, nullptr, n, nullptr, nullptr));
   const std::size_t own = own_workspace_bytes<double>(n);
-  return own > kCubOffset + cub ? own : kCubOffset + cub;
+  return own > counter_bytes(n) + cub ? own : counter_bytes(n) + cub;
 }
 
 void cub_sum_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
   std::size_t bytes = 0;
   CUDALAB_CUDA_CHECK(cub_sum_f64_call(nullptr, bytes, in, n, out, stream));
-  CUDALAB_CUDA_CHECK(cub_sum_f64_call(static_cast<unsigned char*>(workspace) + kCubOffset, bytes, in, n, out, stream));
+  CUDALAB_CUDA_CHECK(cub_sum_f64_call(static_cast<unsigned char*>(workspace) + counter_bytes(n), bytes, in, n, out, stream));
 }
 
 template std::size_t workspace_bytes<float>(std::int64_t);

@@ -13,27 +13,31 @@ namespace cudalab::reduce_variants {
 
 inline constexpr int kBlockSize = 256;
 
-// Workspace: [counter word, padded to 256 B][partials A][partials B], each partial buffer large
-// enough for one value per block of the first pass, ceil(n / kBlockSize). CUB's temporary
-// storage reuses the same bytes (it runs alone).
+// Workspace: [ticket counters, padded to 256 B][partials A][partials B], each partial buffer large
+// enough for one value per block of the first pass, ceil(n / kBlockSize). The counters are zero on
+// entry and every launcher leaves them zero; CUB's temporary storage starts past them.
 template <typename T>
 struct Workspace {
-  unsigned* counter;
+  unsigned* counters;
   T* partials_a;
   T* partials_b;
 };
 
 inline std::int64_t partial_capacity(std::int64_t n) { return ceil_div<std::int64_t>(n > 0 ? n : 1, kBlockSize); }
 
+// Elements one block of the tile kernels sums (v4_tile_per_block.cu): two 16-byte loads per thread.
+inline constexpr int kTileVectorsPerThread = 2;
+inline constexpr std::int64_t kTileElements = std::int64_t{kBlockSize} * kTileVectorsPerThread * 4;
+
 template <typename T>
 std::size_t own_workspace_bytes(std::int64_t n) {
-  return 256 + 2 * static_cast<std::size_t>(partial_capacity(n)) * sizeof(T);
+  return counter_bytes(n) + 2 * static_cast<std::size_t>(partial_capacity(n)) * sizeof(T);
 }
 
 template <typename T>
 Workspace<T> carve(void* workspace, std::int64_t n) {
   auto* bytes = static_cast<unsigned char*>(workspace);
-  T* a = reinterpret_cast<T*>(bytes + 256);
+  T* a = reinterpret_cast<T*>(bytes + counter_bytes(n));
   return {reinterpret_cast<unsigned*>(bytes), a, a + partial_capacity(n)};
 }
 

@@ -8,10 +8,8 @@
 namespace cudalab {
 namespace {
 
-// Chosen by measurement on the H100 (docs/reduce.md): int32 takes `shuffle_atomic`, the fastest
-// verified variant (level with CUB; integer atomics add in any order to the same bits). fp32
-// takes `single_pass`, within 1% of it and deterministic, where float atomics are not.
-// fp32 summed in double takes `single_pass_f64`, deterministic like the fp32 choice.
+// Chosen by measurement on the H100 (docs/reduce.md): `tile_deterministic` for every type, the
+// fastest verified variant with the same bits on every run (float atomics add in any order).
 template <typename T, typename Out>
 void reduce_sum_impl(const T* in, std::int64_t n, Out* out, cudaStream_t stream) {
   CUDALAB_REQUIRE(n >= 0, "reduce_sum: n must be >= 0, got " + std::to_string(n));
@@ -28,13 +26,11 @@ void reduce_sum_impl(const T* in, std::int64_t n, Out* out, cudaStream_t stream)
     cudaStream_t stream;
     ~Release() { cudaFreeAsync(pointer, stream); }
   } release{workspace, stream};
-  CUDALAB_CUDA_CHECK(cudaMemsetAsync(workspace, 0, sizeof(unsigned), stream));  // the ticket counter
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(workspace, 0, reduce_variants::counter_bytes(n), stream));  // ticket counters
   if constexpr (kDoubleSum) {
-    reduce_variants::single_pass_f64(in, n, out, workspace, stream);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    reduce_variants::single_pass(in, n, out, workspace, stream);
+    reduce_variants::tile_deterministic_f64(in, n, out, workspace, stream);
   } else {
-    reduce_variants::shuffle_atomic(in, n, out, workspace, stream);
+    reduce_variants::tile_deterministic(in, n, out, workspace, stream);
   }
 }
 

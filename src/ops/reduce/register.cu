@@ -187,6 +187,10 @@ std::vector<Variant> ladder() {
                  rv::shuffle_atomic<T>),
       reading<T>("single_pass", "16-byte loads, 4 accumulators, last block adds the partials: one launch",
                  Role::ladder, rv::single_pass<T>),
+      reading<T>("tile_atomic", "one 2048-element tile per block, no loop: blocks stream through memory in order",
+                 Role::ladder, rv::tile_atomic<T>),
+      reading<T>("tile_deterministic", "as tile_atomic, partials added by the last block of each 256, then of all: one launch",
+                 Role::ladder, rv::tile_deterministic<T>),
       reading<T>("cub", "cub::DeviceReduce::Sum, the library baseline", Role::baseline, rv::cub_sum<T>),
   };
 }
@@ -291,6 +295,10 @@ void register_reduce(Registry& registry) {
                               Role::ladder, rv::shuffle_atomic_f64),
        reading<float, double>("single_pass", "16-byte loads, double sums, last block adds the partials",
                               Role::ladder, rv::single_pass_f64),
+       reading<float, double>("tile_atomic", "one 2048-element tile per block, double sums, one double atomicAdd per block",
+                              Role::ladder, rv::tile_atomic_f64),
+       reading<float, double>("tile_deterministic", "one tile per block, double sums, two-level last-block finish",
+                              Role::ladder, rv::tile_deterministic_f64),
        reading<float, double>("cub", "cub::DeviceReduce::TransformReduce to double, the library baseline",
                               Role::baseline, rv::cub_sum_f64)}));
   registry.add(ClaimCheck{"C16", kOp, claim_c16});

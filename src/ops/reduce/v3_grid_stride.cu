@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "core/warp_reduce.cuh"
+#include "ops/reduce/last_block.cuh"
 #include "ops/reduce/multi_pass.cuh"
 
 namespace cudalab::reduce_variants {
@@ -48,14 +49,6 @@ __device__ __forceinline__ Acc thread_sum_vectorized(const T* in, std::int64_t n
   return sum + ((a0 + a1) + (a2 + a3));
 }
 
-// Elements before the first 16-byte boundary (0 when `in` is aligned; in is T-aligned).
-template <typename T>
-int head_elements(const T* in, std::int64_t n) {
-  const auto misalignment = reinterpret_cast<std::uintptr_t>(in) % 16;
-  const std::int64_t head = misalignment == 0 ? 0 : static_cast<std::int64_t>((16 - misalignment) / sizeof(T));
-  return static_cast<int>(head < n ? head : n);
-}
-
 template <typename T, typename Acc>
 __global__ void __launch_bounds__(kBlockSize) reduce_shuffle_atomic_kernel(const T* in, std::int64_t n, int head, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
@@ -64,29 +57,17 @@ __global__ void __launch_bounds__(kBlockSize) reduce_shuffle_atomic_kernel(const
 }
 
 // Adds the block's threads' sums, publishes the block's partial, and lets the last block to
-// finish (found with one atomic ticket) add every partial in a fixed order: one launch, and the
-// same bits every run. Leaves *counter at zero for the next launch.
+// finish add every partial in a fixed order: one launch, and the same bits every run.
 template <typename Acc>
 __device__ __forceinline__ void finish_in_last_block(Acc thread_sum, Acc* partials, unsigned* counter, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
-  __shared__ bool last_block;
   const Acc sum = block_sum<kBlockSize>(thread_sum, scratch);
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = sum;
-    __threadfence();  // the partial is visible device-wide before this block takes its ticket
-    last_block = atomicAdd(counter, 1u) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!last_block) return;
-  // Every other block has published its partial (L2 loads: this SM's L1 may hold stale lines).
+  if (!publish_and_check_last(sum, &partials[blockIdx.x], counter, gridDim.x)) return;
   Acc total{};
 #pragma unroll 8
   for (unsigned b = threadIdx.x; b < gridDim.x; b += kBlockSize) total += __ldcg(&partials[b]);
   total = block_sum<kBlockSize>(total, scratch);
-  if (threadIdx.x == 0) {
-    *out = total;
-    *counter = 0;
-  }
+  if (threadIdx.x == 0) *out = total;
 }
 
 template <typename T, typename Acc>
@@ -119,7 +100,7 @@ void launch_single_pass(const T* in, std::int64_t n, Acc* out, void* workspace, 
   const Workspace<Acc> ws = carve<Acc>(workspace, n);
   const auto kernel = reduce_single_pass_kernel<T, Acc>;
   const unsigned blocks = grid_of(resident_blocks(kernel, ceil_div<std::int64_t>(n, 4)));
-  kernel<<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), ws.partials_a, ws.counter, out);
+  kernel<<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), ws.partials_a, ws.counters, out);
   CUDALAB_CHECK_LAUNCH();
 }
 

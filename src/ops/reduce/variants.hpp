@@ -1,8 +1,9 @@
 // The reduction ladder (sum): seed 002's global-memory in-place kernels, seed 000's seven
 // shared-memory steps, two modern kernels and CUB. Every launcher is instantiated for float and
 // int32 and enqueues on `stream`: the sum of in[0, n) lands in *out (device memory); n == 0
-// writes 0. `workspace` is device memory of at least workspace_bytes<T>(n) bytes whose counter
-// word is zero on entry (a fresh workspace must be zeroed once); every launcher leaves it zero.
+// writes 0. `workspace` is device memory of at least workspace_bytes<T>(n) bytes whose first
+// counter_bytes(n) bytes (ticket counters) are zero on entry (a fresh workspace must be zeroed
+// once); every launcher leaves them zero.
 #pragma once
 
 #include <cstddef>
@@ -79,12 +80,27 @@ void shuffle_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaSt
 template <typename T>
 void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
 
+// One 2048-element tile per block and no loop (a grid of n / 2048 blocks): blocks start in address
+// order, so the whole GPU streams through memory as one front. Fixes the few percent the resident
+// grid-stride loop above loses to DRAM page locality; costs a block launch per 8 KiB.
+template <typename T>
+void tile_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
+// As tile_atomic, deterministic in one launch: the last block of each group of 256 adds the
+// group's partials, the last group adds the groups' sums, both in index order.
+template <typename T>
+void tile_deterministic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
+
+// Bytes of ticket counters at the start of the workspace.
+std::size_t counter_bytes(std::int64_t n);
+
 // ---- fp32 inputs summed in double -------------------------------------------------------------
 // The same two kernels carrying the sum in double: the result's error no longer grows with n at
 // fp32 precision, for the cost of double adds (cheap here: the kernel is memory bound). The
 // workspace must be workspace_bytes_f64(n).
 void shuffle_atomic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream);
 void single_pass_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream);
+void tile_atomic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream);
+void tile_deterministic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream);
 void cub_sum_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream);
 std::size_t workspace_bytes_f64(std::int64_t n);
 

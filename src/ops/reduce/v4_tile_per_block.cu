@@ -1,0 +1,133 @@
+// One tile per block, no loop: every block sums kTileElements consecutive elements with two
+// 16-byte loads per thread, so the grid has as many blocks as tiles and the hardware hands them
+// out in address order. The whole GPU then streams through memory as one front, where a
+// resident grid-stride loop (v3) spreads its blocks' requests over a window as wide as the grid
+// and visits more DRAM pages at once; on the H100 that is worth about 4% (docs/reduce.md).
+#include <cstdint>
+
+#include "core/warp_reduce.cuh"
+#include "ops/reduce/last_block.cuh"
+#include "ops/reduce/multi_pass.cuh"
+
+namespace cudalab::reduce_variants {
+namespace {
+
+// Sum of this thread's share of tile blockIdx.x of the aligned body; block 0 also takes the
+// unaligned head and the tail past the last whole vector (at most 3 elements each).
+template <typename T, typename Acc>
+__device__ __forceinline__ Acc thread_sum_tile(const T* in, std::int64_t n, int head) {
+  using V = typename Vec4<T>::type;
+  const V* body = reinterpret_cast<const V*>(in + head);
+  const std::int64_t vectors = (n - head) / 4;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * (kBlockSize * kTileVectorsPerThread) + threadIdx.x;
+  Acc sum{};
+  if (first + (kTileVectorsPerThread - 1) * kBlockSize < vectors) {
+    V x[kTileVectorsPerThread];  // every load issued before the first add
+#pragma unroll
+    for (int u = 0; u < kTileVectorsPerThread; ++u) x[u] = body[first + u * kBlockSize];
+#pragma unroll
+    for (int u = 0; u < kTileVectorsPerThread; ++u) sum += sum4<Acc>(x[u]);
+  } else {
+#pragma unroll
+    for (int u = 0; u < kTileVectorsPerThread; ++u)
+      if (first + u * kBlockSize < vectors) sum += sum4<Acc>(body[first + u * kBlockSize]);
+  }
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < head) sum += static_cast<Acc>(in[threadIdx.x]);
+    const std::int64_t tail = head + vectors * 4 + threadIdx.x;
+    if (tail < n) sum += static_cast<Acc>(in[tail]);
+  }
+  return sum;
+}
+
+template <typename T, typename Acc>
+__global__ void __launch_bounds__(kBlockSize) reduce_tile_atomic_kernel(const T* in, std::int64_t n, int head, Acc* out) {
+  __shared__ Acc scratch[kBlockSize / kWarpSize];
+  const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc>(in, n, head), scratch);
+  if (threadIdx.x == 0) atomicAdd(out, sum);
+}
+
+// Deterministic finish in two levels, all in the one launch: the last block of each group of
+// kBlockSize tiles adds the group's partials (one per thread, in index order), and the last group
+// to finish adds the groups' sums. A single level would leave one block to add n / 2048 partials
+// (131072 at 2^28), tens of microseconds of dependent L2 reads.
+// counters[0] counts groups, counters[1 + g] the blocks of group g.
+template <typename T, typename Acc>
+__global__ void __launch_bounds__(kBlockSize) reduce_tile_deterministic_kernel(const T* in, std::int64_t n, int head,
+                                                                             Acc* tile_sums, Acc* group_sums,
+                                                                             unsigned* counters, Acc* out) {
+  __shared__ Acc scratch[kBlockSize / kWarpSize];
+  const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc>(in, n, head), scratch);
+  const unsigned group = blockIdx.x / kBlockSize;
+  const unsigned groups = ceil_div<unsigned>(gridDim.x, kBlockSize);
+  const unsigned group_first = group * kBlockSize;
+  const unsigned group_blocks = min(static_cast<unsigned>(kBlockSize), gridDim.x - group_first);
+  if (!publish_and_check_last(sum, &tile_sums[blockIdx.x], &counters[1 + group], group_blocks)) return;
+
+  Acc group_sum = threadIdx.x < group_blocks ? __ldcg(&tile_sums[group_first + threadIdx.x]) : Acc{};
+  group_sum = block_sum<kBlockSize>(group_sum, scratch);
+  if (!publish_and_check_last(group_sum, &group_sums[group], &counters[0], groups)) return;
+
+  Acc total{};
+  for (unsigned g = threadIdx.x; g < groups; g += kBlockSize) total += __ldcg(&group_sums[g]);
+  total = block_sum<kBlockSize>(total, scratch);
+  if (threadIdx.x == 0) *out = total;
+}
+
+std::int64_t tile_blocks(std::int64_t n) { return n == 0 ? 0 : ceil_div<std::int64_t>(n, kTileElements); }
+
+template <typename T, typename Acc>
+void launch_tile_atomic(const T* in, std::int64_t n, Acc* out, cudaStream_t stream) {
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(Acc), stream));
+  if (n == 0) return;
+  reduce_tile_atomic_kernel<T, Acc><<<grid_of(tile_blocks(n)), kBlockSize, 0, stream>>>(in, n, head_elements(in, n), out);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+template <typename T, typename Acc>
+void launch_tile_deterministic(const T* in, std::int64_t n, Acc* out, void* workspace, cudaStream_t stream) {
+  if (n == 0) {
+    CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(Acc), stream));
+    return;
+  }
+  const Workspace<Acc> ws = carve<Acc>(workspace, n);
+  reduce_tile_deterministic_kernel<T, Acc><<<grid_of(tile_blocks(n)), kBlockSize, 0, stream>>>(
+      in, n, head_elements(in, n), ws.partials_a, ws.partials_b, ws.counters, out);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+// One counter for the whole grid, then one per group of kBlockSize tile blocks.
+std::size_t counter_bytes(std::int64_t n) {
+  const std::int64_t words = 1 + ceil_div<std::int64_t>(tile_blocks(n > 0 ? n : 1), kBlockSize);
+  return static_cast<std::size_t>(ceil_div<std::int64_t>(words * 4, 256) * 256);
+}
+
+// int32 sums are carried in uint32 (same bits, defined wrap-around): *out is read as such.
+template <typename T>
+void tile_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+  (void)workspace;
+  launch_tile_atomic(in, n, reinterpret_cast<accumulator_t<T>*>(out), stream);
+}
+
+template <typename T>
+void tile_deterministic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+  launch_tile_deterministic(in, n, reinterpret_cast<accumulator_t<T>*>(out), workspace, stream);
+}
+
+void tile_atomic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
+  (void)workspace;
+  launch_tile_atomic(in, n, out, stream);
+}
+
+void tile_deterministic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
+  launch_tile_deterministic(in, n, out, workspace, stream);
+}
+
+template void tile_atomic<float>(const float*, std::int64_t, float*, void*, cudaStream_t);
+template void tile_atomic<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+template void tile_deterministic<float>(const float*, std::int64_t, float*, void*, cudaStream_t);
+template void tile_deterministic<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+
+}  // namespace cudalab::reduce_variants
