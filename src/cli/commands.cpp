@@ -112,13 +112,7 @@ Table summary_table(const std::vector<Record>& records, const harness::Ceilings&
   for (const Record& r : records)
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
   for (const std::string& op : ops) {
-    harness::Problem largest;
-    for (const Record& r : records)
-      if (r.op == op && r.timed && r.problem.n > largest.n) largest = r.problem;
-    // The op's first bench distribution is its headline one (later ones are stress cases).
-    std::string primary;
-    for (const Record& r : records)
-      if (r.op == op && primary.empty()) primary = r.distribution;
+    const auto [largest, primary] = headline_problem(records, op);
     const Record* best = nullptr;
     const Record* baseline = nullptr;
     for (const Record& r : records) {
@@ -437,6 +431,12 @@ int command_report(const ReportArgs& args, Context& context) {
       text += "\n**" + size + ", " + distribution + " inputs**\n\n" + records_table(in_group).markdown();
     }
     blocks.emplace_back("op:" + op, text);
+    const auto [headline, headline_distribution] = headline_problem(records, op);
+    std::vector<Record> headline_group;
+    for (const Record& r : records)
+      if (r.op == op && r.problem == headline && r.distribution == headline_distribution) headline_group.push_back(r);
+    blocks.emplace_back("ranking:" + op, "\n**" + headline.label() + ", " + headline_distribution +
+                                             " inputs, fastest first**\n\n" + ranking_table(headline_group).markdown());
     nlohmann::json op_claims = nlohmann::json::array();
     for (const auto& claim : evaluated["claims"]) {
       const auto* check = [&]() -> const harness::ClaimCheck* {

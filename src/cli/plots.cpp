@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "cli/tables.hpp"
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
 
@@ -261,12 +262,9 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
 
 BarChart op_chart(const std::vector<harness::Record>& records, const std::string& op) {
   BarChart chart;
-  std::string distribution;
-  for (const auto& r : records) {
-    if (r.op != op) continue;
-    if (distribution.empty()) distribution = r.distribution;
-    if (r.distribution == distribution && r.problem.n > chart.problem.n) chart.problem = r.problem;
-  }
+  const Headline headline = headline_problem(records, op);
+  const std::string& distribution = headline.distribution;
+  chart.problem = headline.problem;
   bool compute_bound = false;
   for (const auto& r : records)
     if (r.op == op && r.problem == chart.problem && r.timed) compute_bound = r.roofline_point.bound == "compute";

@@ -73,6 +73,49 @@ Table records_table(const std::vector<harness::Record>& records) {
   return t;
 }
 
+Headline headline_problem(const std::vector<harness::Record>& records, const std::string& op) {
+  Headline h;
+  for (const auto& r : records)
+    if (r.op == op && h.distribution.empty()) h.distribution = r.distribution;
+  bool timed = false;
+  for (const auto& r : records) {
+    if (r.op != op || r.distribution != h.distribution) continue;
+    if ((r.timed && (!timed || r.problem.n > h.problem.n)) || (!timed && r.problem.n > h.problem.n)) h.problem = r.problem;
+    timed = timed || r.timed;
+  }
+  return h;
+}
+
+Table ranking_table(const std::vector<harness::Record>& records) {
+  std::vector<const harness::Record*> order;
+  const harness::Record* baseline = nullptr;
+  for (const auto& r : records) {
+    order.push_back(&r);
+    if (r.timed && r.role == harness::Role::baseline && baseline == nullptr) baseline = &r;
+  }
+  std::stable_sort(order.begin(), order.end(), [](const harness::Record* a, const harness::Record* b) {
+    if (a->timed != b->timed) return a->timed;
+    return a->timed && a->time_ms.median < b->time_ms.median;
+  });
+  const bool compute_bound = !order.empty() && order.front()->timed && order.front()->roofline_point.bound == "compute";
+  Table t;
+  t.header = {"rank", "variant", "role", "median", compute_bound ? "TFLOP/s" : "GB/s", "% roofline",
+              baseline ? "vs " + baseline->variant : "vs baseline"};
+  int rank = 0;
+  for (const auto* r : order) {
+    if (!r->timed) {
+      const std::string why = r->outcome == harness::Outcome::failed ? "failed verification: no time" : "skipped: " + r->skip_reason;
+      t.rows.push_back({"-", r->variant, harness::to_string(r->role), why, "-", "-", "-"});
+      continue;
+    }
+    const double rate = compute_bound ? r->roofline_point.tflops : r->roofline_point.gbps;
+    t.rows.push_back({std::to_string(++rank), r->variant, harness::to_string(r->role), format_time_ms(r->time_ms.median),
+                      format_fixed(rate, compute_bound ? 2 : 0), format_fixed(100 * r->roofline_point.fraction, 1) + "%",
+                      baseline ? format_fixed(baseline->time_ms.median / r->time_ms.median, 3) + "x" : "-"});
+  }
+  return t;
+}
+
 Table ceilings_table(const harness::Ceilings& c) {
   auto ratio = [](double measured, double datasheet) {
     return datasheet > 0 ? format_fixed(100 * measured / datasheet, 1) + "%" : std::string("-");

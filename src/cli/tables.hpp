@@ -20,6 +20,17 @@ struct Table {
 // One row per record: variant, technique, median/min/max time, samples, GB/s, TFLOP/s,
 // % of roofline, speedup over the first ladder variant, verified.
 Table records_table(const std::vector<harness::Record>& records);
+// The problem an op is summarised at (README summary, plots, rankings): its first bench
+// distribution (later ones are stress cases) and, within it, the largest size with a timed row.
+struct Headline {
+  harness::Problem problem;
+  std::string distribution;
+};
+Headline headline_problem(const std::vector<harness::Record>& records, const std::string& op);
+// The records of one problem, fastest first (untimed ones last, with why): rank, variant, role,
+// median, TFLOP/s for compute-bound problems or GB/s, % of roofline, and each row's speed
+// against the first baseline's ("vs cublas" 0.9x: 90% of cuBLAS's speed).
+Table ranking_table(const std::vector<harness::Record>& records);
 // The ceilings as measured beside their datasheet figures.
 Table ceilings_table(const harness::Ceilings& ceilings);
 // An experiment's own table, values formatted.
