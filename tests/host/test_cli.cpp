@@ -10,6 +10,7 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/plots.hpp"
+#include "cli/tables.hpp"
 #include "cudalab/device.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/reduce.hpp"
@@ -160,6 +161,55 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
   EXPECT_NE(o.out.find("Test GPU"), std::string::npos);
   std::remove(path.c_str());
   EXPECT_EQ(invoke({"report", path.c_str()}).code, kExitUsage);  // now missing
+}
+
+harness::Record timed_record(const std::string& variant, harness::Role role, std::int64_t n, double median_ms) {
+  harness::Record r;
+  r.op = "reduce";
+  r.variant = variant;
+  r.role = role;
+  r.distribution = "uniform";
+  r.problem.n = n;
+  r.outcome = harness::Outcome::passed;
+  r.timed = true;
+  r.time_ms.median = median_ms;
+  r.roofline_point.bound = "memory";
+  r.roofline_point.gbps = 1.0 / median_ms;
+  return r;
+}
+
+TEST(Report, HeadlineIsTheLargestTimedSizeOfTheFirstDistribution) {
+  std::vector<harness::Record> records = {timed_record("a", harness::Role::ladder, 1000, 1.0),
+                                          timed_record("a", harness::Role::ladder, 4000, 3.0)};
+  harness::Record untimed = timed_record("a", harness::Role::ladder, 9000, 0.0);
+  untimed.timed = false;
+  untimed.outcome = harness::Outcome::skipped;
+  harness::Record stress = timed_record("a", harness::Role::ladder, 16000, 9.0);
+  stress.distribution = "all_equal";
+  records.push_back(untimed);
+  records.push_back(stress);
+  const Headline h = headline_problem(records, "reduce");
+  EXPECT_EQ(h.distribution, "uniform");
+  EXPECT_EQ(h.problem.n, 4000);
+}
+
+TEST(Report, RankingPutsTheFastestFirstAndUntimedRowsLast) {
+  harness::Record failed = timed_record("racy", harness::Role::broken, 100, 0.0);
+  failed.timed = false;
+  failed.outcome = harness::Outcome::failed;
+  const std::vector<harness::Record> records = {failed, timed_record("slow", harness::Role::ladder, 100, 4.0),
+                                                timed_record("lib", harness::Role::baseline, 100, 2.0),
+                                                timed_record("fast", harness::Role::ladder, 100, 1.0)};
+  const Table t = ranking_table(records);
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.header.back(), "vs lib");
+  EXPECT_EQ(t.rows[0][1], "fast");
+  EXPECT_EQ(t.rows[0][6], "2.000x");  // twice the baseline's speed
+  EXPECT_EQ(t.rows[1][1], "lib");
+  EXPECT_EQ(t.rows[2][1], "slow");
+  EXPECT_EQ(t.rows[2][6], "0.500x");
+  EXPECT_EQ(t.rows[3][0], "-");
+  EXPECT_EQ(t.rows[3][3], "failed verification: no time");
 }
 
 TEST(Plots, BarChartShowsEveryVariantAndTheCeiling) {

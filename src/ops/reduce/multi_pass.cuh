@@ -25,10 +25,6 @@ struct Workspace {
 
 inline std::int64_t partial_capacity(std::int64_t n) { return ceil_div<std::int64_t>(n > 0 ? n : 1, kBlockSize); }
 
-// Elements one block of the tile kernels sums (v4_tile_per_block.cu): two 16-byte loads per thread.
-inline constexpr int kTileVectorsPerThread = 2;
-inline constexpr std::int64_t kTileElements = std::int64_t{kBlockSize} * kTileVectorsPerThread * 4;
-
 template <typename T>
 std::size_t own_workspace_bytes(std::int64_t n) {
   return counter_bytes(n) + 2 * static_cast<std::size_t>(partial_capacity(n)) * sizeof(T);

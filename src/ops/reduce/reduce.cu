@@ -8,8 +8,10 @@
 namespace cudalab {
 namespace {
 
-// Chosen by measurement on the H100 (docs/reduce.md): `tile_deterministic` for every type, the
-// fastest verified variant with the same bits on every run (float atomics add in any order).
+// Chosen by measurement on the H100 (docs/reduce.md): int32 takes `tile_atomic`, the fastest
+// verified variant (integer atomics give the same bits in any order); fp32, and fp32 summed in
+// double, take `tile_deterministic`, the fastest with the same bits on every run (float atomics
+// add in any order).
 template <typename T, typename Out>
 void reduce_sum_impl(const T* in, std::int64_t n, Out* out, cudaStream_t stream) {
   CUDALAB_REQUIRE(n >= 0, "reduce_sum: n must be >= 0, got " + std::to_string(n));
@@ -29,8 +31,10 @@ void reduce_sum_impl(const T* in, std::int64_t n, Out* out, cudaStream_t stream)
   CUDALAB_CUDA_CHECK(cudaMemsetAsync(workspace, 0, reduce_variants::counter_bytes(n), stream));  // ticket counters
   if constexpr (kDoubleSum) {
     reduce_variants::tile_deterministic_f64(in, n, out, workspace, stream);
-  } else {
+  } else if constexpr (std::is_floating_point_v<T>) {
     reduce_variants::tile_deterministic(in, n, out, workspace, stream);
+  } else {
+    reduce_variants::tile_atomic(in, n, out, workspace, stream);
   }
 }
 

@@ -189,7 +189,7 @@ std::vector<Variant> ladder() {
                  Role::ladder, rv::single_pass<T>),
       reading<T>("tile_atomic", "one 2048-element tile per block, no loop: blocks stream through memory in order",
                  Role::ladder, rv::tile_atomic<T>),
-      reading<T>("tile_deterministic", "as tile_atomic, partials added by the last block of each 256, then of all: one launch",
+      reading<T>("tile_deterministic", "8192-element tiles; the last block of each 256, then of all, adds partials: one launch",
                  Role::ladder, rv::tile_deterministic<T>),
       reading<T>("cub", "cub::DeviceReduce::Sum, the library baseline", Role::baseline, rv::cub_sum<T>),
   };
@@ -297,7 +297,7 @@ void register_reduce(Registry& registry) {
                               Role::ladder, rv::single_pass_f64),
        reading<float, double>("tile_atomic", "one 2048-element tile per block, double sums, one double atomicAdd per block",
                               Role::ladder, rv::tile_atomic_f64),
-       reading<float, double>("tile_deterministic", "one tile per block, double sums, two-level last-block finish",
+       reading<float, double>("tile_deterministic", "8192-element tiles, double sums, two-level last-block finish",
                               Role::ladder, rv::tile_deterministic_f64),
        reading<float, double>("cub", "cub::DeviceReduce::TransformReduce to double, the library baseline",
                               Role::baseline, rv::cub_sum_f64)}));

@@ -1,6 +1,6 @@
-// One tile per block, no loop: every block sums kTileElements consecutive elements with two
-// 16-byte loads per thread, so the grid has as many blocks as tiles and the hardware hands them
-// out in address order. The whole GPU then streams through memory as one front, where a
+// One tile per block, no loop: every block sums a tile of consecutive elements with a few 16-byte
+// loads per thread, so the grid has as many blocks as tiles and the hardware hands them out in
+// address order. The whole GPU then streams through memory as one front, where a
 // resident grid-stride loop (v3) spreads its blocks' requests over a window as wide as the grid
 // and visits more DRAM pages at once; on the H100 that is worth about 4% (docs/reduce.md).
 #include <cstdint>
@@ -12,24 +12,42 @@
 namespace cudalab::reduce_variants {
 namespace {
 
+// 16-byte loads per thread, all issued before the first add. The atomic kernel's blocks are as
+// short as can be (two loads: 2048 elements a block, fastest in a 2/4/8 sweep on the H100). The
+// deterministic kernel's blocks each wait for a fence and a ticket before they exit, about half a
+// microsecond that holds the block's slot on the SM; with 8 loads (8192 elements) there are a
+// quarter as many blocks to pay it: 406 us at 2 loads, 342 us at 8, for 2^28 floats.
+constexpr int kAtomicTileVectors = 2;
+constexpr int kDeterministicTileVectors = 8;
+
+template <int Vectors>
+constexpr std::int64_t tile_elements() {
+  return std::int64_t{kBlockSize} * Vectors * 4;
+}
+
+template <int Vectors>
+std::int64_t tile_blocks(std::int64_t n) {
+  return n == 0 ? 0 : ceil_div<std::int64_t>(n, tile_elements<Vectors>());
+}
+
 // Sum of this thread's share of tile blockIdx.x of the aligned body; block 0 also takes the
 // unaligned head and the tail past the last whole vector (at most 3 elements each).
-template <typename T, typename Acc>
+template <typename T, typename Acc, int Vectors>
 __device__ __forceinline__ Acc thread_sum_tile(const T* in, std::int64_t n, int head) {
   using V = typename Vec4<T>::type;
   const V* body = reinterpret_cast<const V*>(in + head);
   const std::int64_t vectors = (n - head) / 4;
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * (kBlockSize * kTileVectorsPerThread) + threadIdx.x;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * (kBlockSize * Vectors) + threadIdx.x;
   Acc sum{};
-  if (first + (kTileVectorsPerThread - 1) * kBlockSize < vectors) {
-    V x[kTileVectorsPerThread];  // every load issued before the first add
+  if (first + (Vectors - 1) * kBlockSize < vectors) {
+    V x[Vectors];
 #pragma unroll
-    for (int u = 0; u < kTileVectorsPerThread; ++u) x[u] = body[first + u * kBlockSize];
+    for (int u = 0; u < Vectors; ++u) x[u] = body[first + u * kBlockSize];
 #pragma unroll
-    for (int u = 0; u < kTileVectorsPerThread; ++u) sum += sum4<Acc>(x[u]);
+    for (int u = 0; u < Vectors; ++u) sum += sum4<Acc>(x[u]);
   } else {
 #pragma unroll
-    for (int u = 0; u < kTileVectorsPerThread; ++u)
+    for (int u = 0; u < Vectors; ++u)
       if (first + u * kBlockSize < vectors) sum += sum4<Acc>(body[first + u * kBlockSize]);
   }
   if (blockIdx.x == 0) {
@@ -43,21 +61,21 @@ __device__ __forceinline__ Acc thread_sum_tile(const T* in, std::int64_t n, int 
 template <typename T, typename Acc>
 __global__ void __launch_bounds__(kBlockSize) reduce_tile_atomic_kernel(const T* in, std::int64_t n, int head, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
-  const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc>(in, n, head), scratch);
+  const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc, kAtomicTileVectors>(in, n, head), scratch);
   if (threadIdx.x == 0) atomicAdd(out, sum);
 }
 
 // Deterministic finish in two levels, all in the one launch: the last block of each group of
 // kBlockSize tiles adds the group's partials (one per thread, in index order), and the last group
-// to finish adds the groups' sums. A single level would leave one block to add n / 2048 partials
-// (131072 at 2^28), tens of microseconds of dependent L2 reads.
+// to finish adds the groups' sums. A single level would leave one block to add n / 8192 partials
+// (32768 at 2^28), 128 dependent L2 reads per thread.
 // counters[0] counts groups, counters[1 + g] the blocks of group g.
 template <typename T, typename Acc>
 __global__ void __launch_bounds__(kBlockSize) reduce_tile_deterministic_kernel(const T* in, std::int64_t n, int head,
                                                                              Acc* tile_sums, Acc* group_sums,
                                                                              unsigned* counters, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
-  const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc>(in, n, head), scratch);
+  const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc, kDeterministicTileVectors>(in, n, head), scratch);
   const unsigned group = blockIdx.x / kBlockSize;
   const unsigned groups = ceil_div<unsigned>(gridDim.x, kBlockSize);
   const unsigned group_first = group * kBlockSize;
@@ -74,13 +92,12 @@ __global__ void __launch_bounds__(kBlockSize) reduce_tile_deterministic_kernel(c
   if (threadIdx.x == 0) *out = total;
 }
 
-std::int64_t tile_blocks(std::int64_t n) { return n == 0 ? 0 : ceil_div<std::int64_t>(n, kTileElements); }
-
 template <typename T, typename Acc>
 void launch_tile_atomic(const T* in, std::int64_t n, Acc* out, cudaStream_t stream) {
   CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(Acc), stream));
   if (n == 0) return;
-  reduce_tile_atomic_kernel<T, Acc><<<grid_of(tile_blocks(n)), kBlockSize, 0, stream>>>(in, n, head_elements(in, n), out);
+  const unsigned blocks = grid_of(tile_blocks<kAtomicTileVectors>(n));
+  reduce_tile_atomic_kernel<T, Acc><<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), out);
   CUDALAB_CHECK_LAUNCH();
 }
 
@@ -91,16 +108,18 @@ void launch_tile_deterministic(const T* in, std::int64_t n, Acc* out, void* work
     return;
   }
   const Workspace<Acc> ws = carve<Acc>(workspace, n);
-  reduce_tile_deterministic_kernel<T, Acc><<<grid_of(tile_blocks(n)), kBlockSize, 0, stream>>>(
+  const unsigned blocks = grid_of(tile_blocks<kDeterministicTileVectors>(n));
+  reduce_tile_deterministic_kernel<T, Acc><<<blocks, kBlockSize, 0, stream>>>(
       in, n, head_elements(in, n), ws.partials_a, ws.partials_b, ws.counters, out);
   CUDALAB_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-// One counter for the whole grid, then one per group of kBlockSize tile blocks.
+// One counter for the whole grid, then one per group of kBlockSize deterministic tile blocks.
 std::size_t counter_bytes(std::int64_t n) {
-  const std::int64_t words = 1 + ceil_div<std::int64_t>(tile_blocks(n > 0 ? n : 1), kBlockSize);
+  const std::int64_t groups = ceil_div<std::int64_t>(tile_blocks<kDeterministicTileVectors>(n > 0 ? n : 1), kBlockSize);
+  const std::int64_t words = 1 + groups;
   return static_cast<std::size_t>(ceil_div<std::int64_t>(words * 4, 256) * 256);
 }
 

@@ -85,8 +85,8 @@ void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStrea
 // grid-stride loop above loses to DRAM page locality; costs a block launch per 8 KiB.
 template <typename T>
 void tile_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
-// As tile_atomic, deterministic in one launch: the last block of each group of 256 adds the
-// group's partials, the last group adds the groups' sums, both in index order.
+// As tile_atomic with 8192-element tiles, deterministic in one launch: the last block of each group
+// of 256 adds the group's partials, the last group adds the groups' sums, both in index order.
 template <typename T>
 void tile_deterministic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream);
 
