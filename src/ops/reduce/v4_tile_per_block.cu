@@ -76,6 +76,10 @@ __global__ void __launch_bounds__(kBlockSize) reduce_tile_deterministic_kernel(c
                                                                              unsigned* counters, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
   const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc, kDeterministicTileVectors>(in, n, head), scratch);
+  if (gridDim.x == 1) {  // a lone tile needs no ticket (n <= 8192)
+    if (threadIdx.x == 0) *out = sum;
+    return;
+  }
   const unsigned group = blockIdx.x / kBlockSize;
   const unsigned groups = ceil_div<unsigned>(gridDim.x, kBlockSize);
   const unsigned group_first = group * kBlockSize;
@@ -84,6 +88,10 @@ __global__ void __launch_bounds__(kBlockSize) reduce_tile_deterministic_kernel(c
 
   Acc group_sum = threadIdx.x < group_blocks ? __ldcg(&tile_sums[group_first + threadIdx.x]) : Acc{};
   group_sum = block_sum<kBlockSize>(group_sum, scratch);
+  if (groups == 1) {  // a lone group is the total (n <= 2^21)
+    if (threadIdx.x == 0) *out = group_sum;
+    return;
+  }
   if (!publish_and_check_last(group_sum, &group_sums[group], &counters[0], groups)) return;
 
   Acc total{};
