@@ -320,7 +320,8 @@ int command_run(const RunArgs& args, Context& context) {
       all.insert(all.end(), records.begin(), records.end());
     }
   } else {
-    auto result = experiment->run(experiment_context(device, ceilings, seed, progress_printer(context, 0)));
+    auto result =
+        harness::run_experiment(*experiment, experiment_context(device, ceilings, seed, progress_printer(context, 0)));
     print_experiment(result, context);
     experiments.push_back(std::move(result));
   }
@@ -379,7 +380,7 @@ int command_bench(const BenchArgs& args, Context& context) {
   for (const auto& e : registry.experiments()) {
     if (!chosen(e.name, e.op)) continue;
     progress(e.name);
-    auto result = e.run(experiment_context(device, ceilings, seed, nullptr));
+    auto result = harness::run_experiment(e, experiment_context(device, ceilings, seed, nullptr));
     print_experiment(result, context);
     experiments.push_back(std::move(result));
   }
@@ -480,14 +481,18 @@ int command_report(const ReportArgs& args, Context& context) {
                                      args.plots_folder + "/" + op);
       written.insert(written.end(), files.begin(), files.end());
     }
-    // An experiment's k-th plot (k > 1) is <name>-k.
+    // An experiment's k-th plot (k > 1) is <name>-k. This build's specs win over the file's, so
+    // a file written before an experiment had a plot (or a better one) is drawn the same way.
     for (const auto& e : results.value("experiments", nlohmann::json::array())) {
-      const auto plots = e.value("plots", nlohmann::json::array());
+      const auto* registered = harness::builtin_registry().find_experiment(e.value("name", ""));
+      const auto plots = registered != nullptr && !registered->plots.empty()
+                             ? registered->plots
+                             : e.value("plots", nlohmann::json::array());
       for (std::size_t k = 0; k < plots.size(); ++k) {
         nlohmann::json plot = plots[k];
         plot["title"] = plot.value("title", e.value("name", "")) + " on " + provenance.gpu_name + commit;
         const std::string stem = args.plots_folder + "/" + e.value("name", "") + (k ? "-" + std::to_string(k + 1) : "");
-        const auto files = write_chart(line_chart_svg(e, plot), stem);
+        const auto files = write_chart(experiment_chart_svg(e, plot), stem);
         written.insert(written.end(), files.begin(), files.end());
       }
     }

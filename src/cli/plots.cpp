@@ -215,7 +215,11 @@ std::vector<std::string> write_chart(const std::string& svg, const std::string& 
 std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
   const std::vector<Bar>& bars = chart.bars;
   const double ceiling = chart.ceiling;
-  constexpr int kLabelWidth = 230, kPlotWidth = 420, kNoteWidth = 190, kRow = 24, kTop = 48, kBottom = 36;
+  constexpr int kPlotWidth = 420, kNoteWidth = 190, kRow = 24, kTop = 48, kBottom = 36;
+  // Room for the longest label at about 7 px per 12 px character.
+  std::size_t longest = 0;
+  for (const Bar& b : bars) longest = std::max(longest, b.label.size());
+  const int kLabelWidth = std::max(230, 16 + static_cast<int>(7 * longest));
   const int width = kLabelWidth + kPlotWidth + kNoteWidth;
   const int height = kTop + kRow * static_cast<int>(bars.size()) + kBottom;
   double scale_max = ceiling;
@@ -246,7 +250,8 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
   for (int tick = 0; tick <= 4; ++tick) {
     const double value = scale_max * tick / 4;
     svg += "<text x=\"" + format_fixed(x_of(value), 1) + "\" y=\"" + std::to_string(axis_y + 16) +
-           "\" text-anchor=\"middle\" fill=\"#555\">" + format_fixed(value, 0) + "</text>\n";
+           "\" text-anchor=\"middle\" fill=\"#555\">" + (scale_max >= 100 ? format_fixed(value, 0) : tick_label(value)) +
+           "</text>\n";
   }
   svg += "<text x=\"" + std::to_string(kLabelWidth + kPlotWidth) + "\" y=\"" + std::to_string(axis_y + 30) +
          "\" text-anchor=\"end\" fill=\"#555\">" + escape(chart.axis_label) + "</text>\n";
@@ -258,6 +263,39 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
            "\" text-anchor=\"middle\" fill=\"#c0392b\">" + escape(chart.ceiling_label) + "</text>\n";
   }
   return svg + "</svg>\n";
+}
+
+std::string experiment_bar_chart_svg(const nlohmann::json& experiment, const nlohmann::json& plot) {
+  std::vector<int> label_columns;
+  const nlohmann::json label = plot.value("label", nlohmann::json::array());
+  for (const auto& name : label.is_array() ? label : nlohmann::json::array({label}))
+    label_columns.push_back(column_index(experiment, name.get<std::string>()));
+  const std::string value_name = plot.value("value", "");
+  const int vi = column_index(experiment, value_name);
+  BarChart chart;
+  chart.axis_label = plot.value("value_label", value_name);
+  for (const auto& row : experiment.value("rows", nlohmann::json::array())) {
+    Bar b;
+    for (int c : label_columns) {
+      const auto& cell = row.at(c);
+      b.label += (b.label.empty() ? "" : " ") + (cell.is_string() ? cell.get<std::string>() : cell.dump());
+    }
+    b.role = "ladder";
+    const auto& value = row.at(vi);
+    if (value.is_number() && std::isfinite(value.get<double>())) {
+      b.value = value.get<double>();
+      b.note = std::fabs(b.value) >= 100 ? format_fixed(b.value, 0) : format_significant(b.value, 3);
+    } else {
+      b.note = "-";
+    }
+    chart.bars.push_back(std::move(b));
+  }
+  return bar_chart_svg(plot.value("title", experiment.value("name", "")), chart);
+}
+
+std::string experiment_chart_svg(const nlohmann::json& experiment, const nlohmann::json& plot) {
+  return plot.value("kind", "line") == "bar" ? experiment_bar_chart_svg(experiment, plot)
+                                             : line_chart_svg(experiment, plot);
 }
 
 BarChart op_chart(const std::vector<harness::Record>& records, const std::string& op) {

@@ -33,6 +33,17 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart);
 // bound, its TFLOP/s against the compute ceiling.
 BarChart op_chart(const std::vector<harness::Record>& records, const std::string& op);
 
+// A chart of an experiment's table, as one of its "plots" entries describes it: a bar chart when
+// the entry says "kind": "bar", else a line chart.
+std::string experiment_chart_svg(const nlohmann::json& experiment, const nlohmann::json& plot);
+
+// A bar chart of an experiment's table, one bar per row:
+//   {"kind": "bar", "title", "label": column or [columns] (joined by spaces), "value": column,
+//    "value_label": str (the axis; default the column's name)}
+// A row whose value is not a number gets an empty bar noted "-".
+// Throws Error{invalid_argument} when the spec names a column the table lacks.
+std::string experiment_bar_chart_svg(const nlohmann::json& experiment, const nlohmann::json& plot);
+
 // A line chart of an experiment's table, as its "plots" entry describes it:
 //   {"title", "x": column, "y": column, "series": column (optional: one line per distinct value),
 //    "x_log", "y_log": bool, "y_label": str}

@@ -95,6 +95,12 @@ const Experiment* Registry::find_experiment(const std::string& name) const {
   return nullptr;
 }
 
+nlohmann::json run_experiment(const Experiment& experiment, const ExperimentContext& context) {
+  nlohmann::json result = experiment.run(context);
+  if (!experiment.plots.empty()) result["plots"] = experiment.plots;
+  return result;
+}
+
 const Registry& builtin_registry() {
   static const Registry registry = [] {
     Registry r;

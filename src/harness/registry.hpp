@@ -101,13 +101,19 @@ struct ExperimentContext {
 };
 
 // An experiment produces a table: {"name", "summary", "columns": [...], "rows": [[...], ...],
-// "notes": [...]}; values are numbers or strings.
+// "notes": [...]}; values are numbers or strings. `plots` says how to draw that table (line or
+// bar chart specs, cli/plots.hpp); run_experiment copies them into the result, and `report` draws
+// a results file with this build's specs, so older files get the same charts.
 struct Experiment {
   std::string name;
   std::string op;  // the op whose docs page shows it
   std::string summary;
   std::function<nlohmann::json(const ExperimentContext&)> run;
+  nlohmann::json plots = nlohmann::json::array();
 };
+
+// Runs `experiment` and attaches its plot specs to the table it returns.
+nlohmann::json run_experiment(const Experiment& experiment, const ExperimentContext& context);
 
 // A claim of ../shared/CLAIMS.md, judged from a results document. Returns
 // {"id", "claim", "source", "predicted", "measured", "ratio", "verdict"} or null when the results

@@ -15,6 +15,7 @@
 #include "cudalab/error.hpp"
 #include "cudalab/reduce.hpp"
 #include "cudalab/vecadd.hpp"
+#include "harness/registry.hpp"
 
 namespace cudalab::cli {
 namespace {
@@ -254,6 +255,35 @@ TEST(Plots, LineChartDrawsOneLinePerSeriesAndSkipsNonNumbers) {
   EXPECT_NE(svg.find("a &lt;sweep&gt;"), std::string::npos);
   EXPECT_NE(svg.find("bytes (log scale)"), std::string::npos);
   EXPECT_THROW(line_chart_svg(experiment, {{"x", "bytes"}, {"y", "nosuch"}}), Error);
+}
+
+TEST(Plots, BarChartOfAnExperimentHasOneBarPerRow) {
+  const nlohmann::json experiment = {{"name", "layouts"},
+                                     {"columns", {"layout", "update", "gbps"}},
+                                     {"rows", {{"SoA", "x += v", 2800.0}, {"AoS", "x += v", 760.0}, {"AoS", "xyz", "-"}}}};
+  const nlohmann::json plot = {{"kind", "bar"}, {"title", "AoS <vs> SoA"}, {"label", {"layout", "update"}},
+                               {"value", "gbps"}, {"value_label", "useful GB/s"}};
+  const std::string svg = experiment_chart_svg(experiment, plot);
+  std::size_t bars = 0;
+  for (std::size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) ++bars;
+  EXPECT_EQ(bars, 2u);  // the "-" row is labelled but has no bar
+  EXPECT_NE(svg.find(">SoA x += v<"), std::string::npos);
+  EXPECT_NE(svg.find(">AoS xyz<"), std::string::npos);
+  EXPECT_NE(svg.find(">2800<"), std::string::npos);
+  EXPECT_NE(svg.find("useful GB/s"), std::string::npos);
+  EXPECT_NE(svg.find("AoS &lt;vs&gt; SoA"), std::string::npos);
+  EXPECT_THROW(experiment_chart_svg(experiment, {{"kind", "bar"}, {"label", "layout"}, {"value", "nosuch"}}), Error);
+}
+
+TEST(Registry, EveryExperimentHasATitledLineOrBarPlot) {
+  for (const auto& e : harness::builtin_registry().experiments()) {
+    ASSERT_FALSE(e.plots.empty()) << e.name << " has no plot";
+    for (const auto& plot : e.plots) {
+      const std::string kind = plot.value("kind", "line");
+      EXPECT_TRUE(kind == "line" || kind == "bar") << e.name;
+      EXPECT_FALSE(plot.value("title", "").empty()) << e.name;
+    }
+  }
 }
 
 TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {

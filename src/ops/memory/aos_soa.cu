@@ -237,8 +237,20 @@ nlohmann::json claim_c07(const nlohmann::json& results) {
 }  // namespace
 
 void register_aos_soa(Registry& registry) {
-  registry.add(Experiment{"aos_soa", "memory", "particle update, array of structures vs structure of arrays (claim C07)", run_aos_soa});
-  registry.add(Experiment{"linked_list", "memory", "one thread sums 2^20 floats through a linked list vs an array (claim C07)", run_linked_list});
+  registry.add(Experiment{"aos_soa", "memory", "particle update, array of structures vs structure of arrays (claim C07)",
+                          run_aos_soa,
+                          nlohmann::json::array({{{"kind", "bar"},
+                                                  {"title", "Particle update: AoS vs SoA"},
+                                                  {"label", {"layout", "update"}},
+                                                  {"value", "useful_gbps"},
+                                                  {"value_label", "useful GB/s (the bytes the update needs)"}}})});
+  registry.add(Experiment{"linked_list", "memory",
+                          "one thread sums 2^20 floats through a linked list vs an array (claim C07)", run_linked_list,
+                          nlohmann::json::array({{{"kind", "bar"},
+                                                  {"title", "One thread summing 2^20 floats"},
+                                                  {"label", "structure"},
+                                                  {"value", "ns_per_element"},
+                                                  {"value_label", "ns per element"}}})});
   registry.add(ClaimCheck{"C07", "memory", claim_c07});
 }
 

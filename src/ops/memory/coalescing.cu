@@ -100,8 +100,6 @@ nlohmann::json run_offset(const ExperimentContext& context) {
           {"summary", "copy of 2^27 - 32 floats starting `offset` floats into the buffers (claim C06)"},
           {"columns", {"offset", "median_us", "gbps", "pct_of_copy", "pct_of_offset_0"}},
           {"rows", rows},
-          {"plots", {{{"title", "Offset copy: bandwidth against the start offset"}, {"x", "offset"},
-                      {"y", "pct_of_copy"}, {"y_label", "% of the measured copy rate"}}}},
           {"notes",
            {"one float per thread, 256-thread blocks; gbps counts bytes read + bytes written; L2 flushed before each sample",
             "pct_of_copy: against the probe's copy rate (" + format_fixed(context.ceilings.copy_gbps(), 1) + " GB/s)",
@@ -137,9 +135,6 @@ nlohmann::json run_stride(const ExperimentContext& context) {
           {"columns", {"stride", "elements", "median_us", "effective_gbps", "pct_of_copy", "pct_of_stride_1",
                        "sector_model_pct"}},
           {"rows", rows},
-          {"plots", {{{"title", "Strided copy: effective bandwidth against the stride"}, {"x", "stride"},
-                      {"y", "pct_of_stride_1"}, {"x_log", true}, {"y_log", true},
-                      {"y_label", "% of the stride-1 copy"}}}},
           {"notes",
            {"effective_gbps: the bytes the copy uses (4 read + 4 written per element) over the median time",
             "sector_model_pct: 100 / min(stride, 8), what the bandwidth would be if every 32-byte sector touched "
@@ -248,9 +243,26 @@ nlohmann::json claim_c06(const nlohmann::json& results) {
 }  // namespace
 
 void register_coalescing(Registry& registry) {
-  registry.add(Experiment{"coalescing_offset", "memory", "copy starting 0..32 floats off alignment (claim C06)", run_offset});
-  registry.add(Experiment{"coalescing_stride", "memory", "copy with threads 1..64 floats apart (claim C05)", run_stride});
-  registry.add(Experiment{"gather_random", "memory", "gather through sequential and random indices (claim C05)", run_gather});
+  registry.add(Experiment{"coalescing_offset", "memory", "copy starting 0..32 floats off alignment (claim C06)",
+                          run_offset,
+                          nlohmann::json::array({{{"title", "Offset copy: bandwidth against the start offset"},
+                                                  {"x", "offset"},
+                                                  {"y", "pct_of_copy"},
+                                                  {"y_label", "% of the measured copy rate"}}})});
+  registry.add(Experiment{"coalescing_stride", "memory", "copy with threads 1..64 floats apart (claim C05)", run_stride,
+                          nlohmann::json::array({{{"title", "Strided copy: effective bandwidth against the stride"},
+                                                  {"x", "stride"},
+                                                  {"y", "pct_of_stride_1"},
+                                                  {"x_log", true},
+                                                  {"y_log", true},
+                                                  {"y_label", "% of the stride-1 copy"}}})});
+  registry.add(Experiment{"gather_random", "memory", "gather through sequential and random indices (claim C05)",
+                          run_gather,
+                          nlohmann::json::array({{{"kind", "bar"},
+                                                  {"title", "Gather: sequential vs random indices"},
+                                                  {"label", {"pattern", "span_bytes"}},
+                                                  {"value", "pct_of_copy"},
+                                                  {"value_label", "% of the measured copy rate"}}})});
   registry.add(ClaimCheck{"C05", "memory", claim_c05});
   registry.add(ClaimCheck{"C06", "memory", claim_c06});
 }

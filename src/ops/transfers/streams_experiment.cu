@@ -198,20 +198,14 @@ nlohmann::json run_streams_pipeline(const harness::ExperimentContext& context) {
                   "and last element and counts the chunk (all " + std::to_string(kChunks) + " counted, none wrong)");
   notes.push_back("CUDA graph: the 4-stream depth-first pipeline captured once (fork and join through events), "
                   "instantiated untimed, then replayed with one cudaGraphLaunch per sample");
-  return {{"name", "streams_pipeline"},
-          {"op", "transfers"},
-          {"summary", "Chunked H2D -> kernel -> D2H pipeline: 1..16 streams, depth- vs breadth-first, events, callback, graph (C29)"},
-          {"columns", kPipelineColumns},
-          {"rows", rows},
-          {"notes", notes},
-          {"plots",
-           {{{"title", "Pipeline speedup over the sequential run by stream count (32 chunks)"},
-             {"x", "streams"},
-             {"y", "speedup_vs_sequential"},
-             {"series", "order"},
-             {"x_log", false},
-             {"y_log", false},
-             {"y_label", "speedup over one stream, no chunks"}}}}};
+  return {
+      {"name", "streams_pipeline"},
+      {"op", "transfers"},
+      {"summary",
+       "Chunked H2D -> kernel -> D2H pipeline: 1..16 streams, depth- vs breadth-first, events, callback, graph (C29)"},
+      {"columns", kPipelineColumns},
+      {"rows", rows},
+      {"notes", notes}};
 }
 
 nlohmann::json run_streams_chunk_size(const harness::ExperimentContext& context) {
@@ -237,15 +231,7 @@ nlohmann::json run_streams_chunk_size(const harness::ExperimentContext& context)
           {"summary", "Chunk-size sweep of the 4-stream pipeline, depth- and breadth-first (C29)"},
           {"columns", kPipelineColumns},
           {"rows", rows},
-          {"notes", notes},
-          {"plots",
-           {{{"title", "Pipeline time as % of the ideal overlap bound, by chunk size (4 streams)"},
-             {"x", "chunk_mib"},
-             {"y", "pct_of_ideal"},
-             {"series", "order"},
-             {"x_log", true},
-             {"y_log", false},
-             {"y_label", "% of ideal (100 = perfect overlap)"}}}}};
+          {"notes", notes}};
 }
 
 // ---- concurrency: small kernels side by side, and stream priorities --------------------------
@@ -403,15 +389,35 @@ nlohmann::json run_streams_concurrency(const harness::ExperimentContext& context
 harness::Experiment streams_pipeline_experiment() {
   return {"streams_pipeline", "transfers",
           "Chunked H2D/kernel/D2H pipeline: 1..16 streams, issue order, events, host callback, CUDA graph (C29)",
-          run_streams_pipeline};
+          run_streams_pipeline,
+          nlohmann::json::array({{{"title", "Pipeline speedup over the sequential run by stream count (32 chunks)"},
+                                  {"x", "streams"},
+                                  {"y", "speedup_vs_sequential"},
+                                  {"series", "order"},
+                                  {"x_log", false},
+                                  {"y_log", false},
+                                  {"y_label", "speedup over one stream, no chunks"}}})};
 }
 
 harness::Experiment streams_chunk_size_experiment() {
-  return {"streams_chunk_size", "transfers", "Chunk-size sweep of the 4-stream pipeline (C29)", run_streams_chunk_size};
+  return {"streams_chunk_size", "transfers", "Chunk-size sweep of the 4-stream pipeline (C29)", run_streams_chunk_size,
+          nlohmann::json::array({{{"title", "Pipeline time as % of the ideal overlap bound, by chunk size (4 streams)"},
+                                  {"x", "chunk_mib"},
+                                  {"y", "pct_of_ideal"},
+                                  {"series", "order"},
+                                  {"x_log", true},
+                                  {"y_log", false},
+                                  {"y_label", "% of ideal (100 = perfect overlap)"}}})};
 }
 
 harness::Experiment streams_concurrency_experiment() {
-  return {"streams_concurrency", "transfers", "Concurrent kernels on 16 streams; stream priorities", run_streams_concurrency};
+  return {"streams_concurrency", "transfers", "Concurrent kernels on 16 streams; stream priorities",
+          run_streams_concurrency,
+          nlohmann::json::array({{{"kind", "bar"},
+                                  {"title", "Concurrent kernels and stream priorities"},
+                                  {"label", "config"},
+                                  {"value", "time_ms"},
+                                  {"value_label", "ms (16 kernels in all; the urgent kernel's enqueue-to-finish)"}}})};
 }
 
 }  // namespace cudalab::transfers

@@ -197,7 +197,12 @@ void register_transpose(Registry& registry) {
   registry.add(std::move(op));
   registry.add(Experiment{"transpose_copy_ceiling", "transpose_f32",
                           "a copy of the same matrix (the transpose's ceiling) beside cudalab::transpose",
-                          run_copy_ceiling});
+                          run_copy_ceiling,
+                          nlohmann::json::array({{{"kind", "bar"},
+                                                  {"title", "Transpose beside a copy of the same matrix"},
+                                                  {"label", {"shape", "kernel"}},
+                                                  {"value", "gbps"},
+                                                  {"value_label", "GB/s (bytes read + written)"}}})});
   registry.add(ClaimCheck{"C10", "transpose_f32", claim_c10});
 }
 
