@@ -95,6 +95,13 @@ const Experiment* Registry::find_experiment(const std::string& name) const {
   return nullptr;
 }
 
+nlohmann::json bar_plot(const std::string& title, const nlohmann::json& label, const std::string& value,
+                        const std::string& value_label) {
+  nlohmann::json plot = {{"kind", "bar"}, {"title", title}, {"value", value}, {"value_label", value_label}};
+  plot["label"] = label;
+  return nlohmann::json::array({plot});
+}
+
 nlohmann::json run_experiment(const Experiment& experiment, const ExperimentContext& context) {
   nlohmann::json result = experiment.run(context);
   if (!experiment.plots.empty()) result["plots"] = experiment.plots;

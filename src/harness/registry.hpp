@@ -112,6 +112,11 @@ struct Experiment {
   nlohmann::json plots = nlohmann::json::array();
 };
 
+// A plots list of one bar chart: a bar per row, labelled by `label` (a column, or a list of
+// columns joined by spaces), as long as the row's `value` column.
+nlohmann::json bar_plot(const std::string& title, const nlohmann::json& label, const std::string& value,
+                        const std::string& value_label);
+
 // Runs `experiment` and attaches its plot specs to the table it returns.
 nlohmann::json run_experiment(const Experiment& experiment, const ExperimentContext& context);
 

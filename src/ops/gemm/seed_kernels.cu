@@ -210,11 +210,8 @@ void register_gemm_seed_kernels(Registry& registry) {
   registry.add(Experiment{"gemm_seed001", "gemm_f32",
                           "Seed 001's C = AB and C = AA^T kernels (K = 32) vs cuBLAS SGEMM/SSYRK (C11, C12)",
                           run_seed_kernels,
-                          nlohmann::json::array({{{"kind", "bar"},
-                                                  {"title", "Seed 001's matrix kernels (K = 32)"},
-                                                  {"label", {"product", "kernel"}},
-                                                  {"value", "effective_GBps"},
-                                                  {"value_label", "effective GB/s, as seed 001 counts it"}}})});
+                          bar_plot("Seed 001's matrix kernels (K = 32)", nlohmann::json::array({"product", "kernel"}),
+                                   "effective_GBps", "effective GB/s, as seed 001 counts it")});
   registry.add(ClaimCheck{"C11", "gemm_f32", claim_c11});
   registry.add(ClaimCheck{"C12", "gemm_f32", claim_c12});
 }

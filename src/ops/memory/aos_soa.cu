@@ -237,20 +237,13 @@ nlohmann::json claim_c07(const nlohmann::json& results) {
 }  // namespace
 
 void register_aos_soa(Registry& registry) {
-  registry.add(Experiment{"aos_soa", "memory", "particle update, array of structures vs structure of arrays (claim C07)",
-                          run_aos_soa,
-                          nlohmann::json::array({{{"kind", "bar"},
-                                                  {"title", "Particle update: AoS vs SoA"},
-                                                  {"label", {"layout", "update"}},
-                                                  {"value", "useful_gbps"},
-                                                  {"value_label", "useful GB/s (the bytes the update needs)"}}})});
+  registry.add(Experiment{"aos_soa", "memory",
+                          "particle update, array of structures vs structure of arrays (claim C07)", run_aos_soa,
+                          bar_plot("Particle update: AoS vs SoA", nlohmann::json::array({"layout", "update"}),
+                                   "useful_gbps", "useful GB/s (the bytes the update needs)")});
   registry.add(Experiment{"linked_list", "memory",
                           "one thread sums 2^20 floats through a linked list vs an array (claim C07)", run_linked_list,
-                          nlohmann::json::array({{{"kind", "bar"},
-                                                  {"title", "One thread summing 2^20 floats"},
-                                                  {"label", "structure"},
-                                                  {"value", "ns_per_element"},
-                                                  {"value_label", "ns per element"}}})});
+                          bar_plot("One thread summing 2^20 floats", "structure", "ns_per_element", "ns per element")});
   registry.add(ClaimCheck{"C07", "memory", claim_c07});
 }
 

@@ -256,13 +256,10 @@ void register_coalescing(Registry& registry) {
                                                   {"x_log", true},
                                                   {"y_log", true},
                                                   {"y_label", "% of the stride-1 copy"}}})});
-  registry.add(Experiment{"gather_random", "memory", "gather through sequential and random indices (claim C05)",
-                          run_gather,
-                          nlohmann::json::array({{{"kind", "bar"},
-                                                  {"title", "Gather: sequential vs random indices"},
-                                                  {"label", {"pattern", "span_bytes"}},
-                                                  {"value", "pct_of_copy"},
-                                                  {"value_label", "% of the measured copy rate"}}})});
+  registry.add(
+      Experiment{"gather_random", "memory", "gather through sequential and random indices (claim C05)", run_gather,
+                 bar_plot("Gather: sequential vs random indices", nlohmann::json::array({"pattern", "span_bytes"}),
+                          "pct_of_copy", "% of the measured copy rate")});
   registry.add(ClaimCheck{"C05", "memory", claim_c05});
   registry.add(ClaimCheck{"C06", "memory", claim_c06});
 }

@@ -413,11 +413,8 @@ harness::Experiment streams_chunk_size_experiment() {
 harness::Experiment streams_concurrency_experiment() {
   return {"streams_concurrency", "transfers", "Concurrent kernels on 16 streams; stream priorities",
           run_streams_concurrency,
-          nlohmann::json::array({{{"kind", "bar"},
-                                  {"title", "Concurrent kernels and stream priorities"},
-                                  {"label", "config"},
-                                  {"value", "time_ms"},
-                                  {"value_label", "ms (16 kernels in all; the urgent kernel's enqueue-to-finish)"}}})};
+          harness::bar_plot("Concurrent kernels and stream priorities", "config", "time_ms",
+                            "ms (16 kernels in all; the urgent kernel's enqueue-to-finish)")};
 }
 
 }  // namespace cudalab::transfers

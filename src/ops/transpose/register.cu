@@ -198,11 +198,8 @@ void register_transpose(Registry& registry) {
   registry.add(Experiment{"transpose_copy_ceiling", "transpose_f32",
                           "a copy of the same matrix (the transpose's ceiling) beside cudalab::transpose",
                           run_copy_ceiling,
-                          nlohmann::json::array({{{"kind", "bar"},
-                                                  {"title", "Transpose beside a copy of the same matrix"},
-                                                  {"label", {"shape", "kernel"}},
-                                                  {"value", "gbps"},
-                                                  {"value_label", "GB/s (bytes read + written)"}}})});
+                          bar_plot("Transpose beside a copy of the same matrix",
+                                   nlohmann::json::array({"shape", "kernel"}), "gbps", "GB/s (bytes read + written)")});
   registry.add(ClaimCheck{"C10", "transpose_f32", claim_c10});
 }
 

@@ -159,14 +159,11 @@ nlohmann::json claim_c01(const nlohmann::json& results) {
 }  // namespace
 
 void register_vecadd_host_pattern(Registry& registry) {
-  registry.add(Experiment{"vecadd_host_pattern", "vecadd",
-                          "1000 vector adds with copies and sync in the loop vs hoisted (claim C01)",
-                          run_host_pattern,
-                          nlohmann::json::array({{{"kind", "bar"},
-                                                  {"title", "1000 vector adds: copies inside the loop vs hoisted"},
-                                                  {"label", {"n", "pattern"}},
-                                                  {"value", "gpu_busy_fraction"},
-                                                  {"value_label", "share of the run the GPU spent adding"}}})});
+  registry.add(Experiment{
+      "vecadd_host_pattern", "vecadd", "1000 vector adds with copies and sync in the loop vs hoisted (claim C01)",
+      run_host_pattern,
+      bar_plot("1000 vector adds: copies inside the loop vs hoisted", nlohmann::json::array({"n", "pattern"}),
+               "gpu_busy_fraction", "share of the run the GPU spent adding")});
   registry.add(ClaimCheck{"C01", "vecadd", claim_c01});
 }
 
