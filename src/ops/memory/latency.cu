@@ -26,11 +26,14 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return ns;
 }
 
+// No padding: the host copies the whole struct back, and padding bytes nobody wrote would be an
+// uninitialized read (compute-sanitizer initcheck flags them).
 struct Timing {
   long long cycles;
   unsigned long long ns;
-  std::uint32_t result;
+  std::uint64_t result;
 };
+static_assert(sizeof(Timing) == 3 * sizeof(std::uint64_t), "Timing must have no padding");
 
 // x = x * a + b, each multiply-add waiting for the previous one.
 __global__ void register_chain_kernel(std::uint32_t x, std::uint32_t a, std::uint32_t b, int steps, Timing* out) {
@@ -156,7 +159,7 @@ nlohmann::json run_latency(const ExperimentContext& context) {
     global_chase_kernel<<<1, 1, 0, s>>>(table.data(), 0, nodes, kChaseSteps, timing.data());
     t = fetch(timing, s);
     const std::uint32_t end_node = chase_end(successor, 0, nodes + kChaseSteps);
-    if (t.result != end_node * spacing_words) data_check_failed("memory_latency", "global chase end at " + format_bytes(bytes));
+    if (t.result != static_cast<std::uint64_t>(end_node * spacing_words)) data_check_failed("memory_latency", "global chase end at " + format_bytes(bytes));
     rows.push_back(row("global", static_cast<double>(bytes), static_cast<double>(spacing), kChaseSteps, t));
   }
   return {{"name", "memory_latency"},
