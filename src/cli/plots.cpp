@@ -219,13 +219,13 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
   // Room for the longest label at about 7 px per 12 px character.
   std::size_t longest = 0;
   for (const Bar& b : bars) longest = std::max(longest, b.label.size());
-  const int kLabelWidth = std::max(230, 16 + static_cast<int>(7 * longest));
-  const int width = kLabelWidth + kPlotWidth + kNoteWidth;
+  const int label_width = std::max(230, 16 + static_cast<int>(7 * longest));
+  const int width = label_width + kPlotWidth + kNoteWidth;
   const int height = kTop + kRow * static_cast<int>(bars.size()) + kBottom;
   double scale_max = ceiling;
   for (const Bar& b : bars) scale_max = std::max(scale_max, b.value);
   scale_max = scale_max > 0 ? scale_max * 1.05 : 1.0;
-  auto x_of = [&](double value) { return kLabelWidth + kPlotWidth * value / scale_max; };
+  auto x_of = [&](double value) { return label_width + kPlotWidth * value / scale_max; };
 
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
                     std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
@@ -234,26 +234,26 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     const int y = kTop + kRow * static_cast<int>(i);
-    svg += "<text x=\"" + std::to_string(kLabelWidth - 6) + "\" y=\"" + std::to_string(y + 15) +
+    svg += "<text x=\"" + std::to_string(label_width - 6) + "\" y=\"" + std::to_string(y + 15) +
            "\" text-anchor=\"end\">" + escape(b.label) + "</text>\n";
     const double end = x_of(b.value);
     if (b.value > 0)
-      svg += "<rect x=\"" + std::to_string(kLabelWidth) + "\" y=\"" + std::to_string(y + 3) + "\" width=\"" +
-             format_fixed(end - kLabelWidth, 1) + "\" height=\"" + std::to_string(kRow - 6) + "\" fill=\"" +
+      svg += "<rect x=\"" + std::to_string(label_width) + "\" y=\"" + std::to_string(y + 3) + "\" width=\"" +
+             format_fixed(end - label_width, 1) + "\" height=\"" + std::to_string(kRow - 6) + "\" fill=\"" +
              colour(b.role) + "\"/>\n";
-    svg += "<text x=\"" + format_fixed(std::max(end, double(kLabelWidth)) + 6, 1) + "\" y=\"" + std::to_string(y + 15) +
+    svg += "<text x=\"" + format_fixed(std::max(end, double(label_width)) + 6, 1) + "\" y=\"" + std::to_string(y + 15) +
            "\">" + escape(b.note) + "</text>\n";
   }
   const int axis_y = kTop + kRow * static_cast<int>(bars.size()) + 4;
-  svg += "<line x1=\"" + std::to_string(kLabelWidth) + "\" y1=\"" + std::to_string(axis_y) + "\" x2=\"" +
-         std::to_string(kLabelWidth + kPlotWidth) + "\" y2=\"" + std::to_string(axis_y) + "\" stroke=\"black\"/>\n";
+  svg += "<line x1=\"" + std::to_string(label_width) + "\" y1=\"" + std::to_string(axis_y) + "\" x2=\"" +
+         std::to_string(label_width + kPlotWidth) + "\" y2=\"" + std::to_string(axis_y) + "\" stroke=\"black\"/>\n";
   for (int tick = 0; tick <= 4; ++tick) {
     const double value = scale_max * tick / 4;
     svg += "<text x=\"" + format_fixed(x_of(value), 1) + "\" y=\"" + std::to_string(axis_y + 16) +
            "\" text-anchor=\"middle\" fill=\"#555\">" + (scale_max >= 100 ? format_fixed(value, 0) : tick_label(value)) +
            "</text>\n";
   }
-  svg += "<text x=\"" + std::to_string(kLabelWidth + kPlotWidth) + "\" y=\"" + std::to_string(axis_y + 30) +
+  svg += "<text x=\"" + std::to_string(label_width + kPlotWidth) + "\" y=\"" + std::to_string(axis_y + 30) +
          "\" text-anchor=\"end\" fill=\"#555\">" + escape(chart.axis_label) + "</text>\n";
   if (ceiling > 0) {
     const double x = x_of(ceiling);

@@ -77,11 +77,12 @@ Headline headline_problem(const std::vector<harness::Record>& records, const std
   Headline h;
   for (const auto& r : records)
     if (r.op == op && h.distribution.empty()) h.distribution = r.distribution;
-  bool timed = false;
-  for (const auto& r : records) {
-    if (r.op != op || r.distribution != h.distribution) continue;
-    if ((r.timed && (!timed || r.problem.n > h.problem.n)) || (!timed && r.problem.n > h.problem.n)) h.problem = r.problem;
-    timed = timed || r.timed;
+  // The largest timed size; the largest size at all when nothing was timed.
+  for (const bool timed_only : {true, false}) {
+    for (const auto& r : records)
+      if (r.op == op && r.distribution == h.distribution && (r.timed || !timed_only) && r.problem.n > h.problem.n)
+        h.problem = r.problem;
+    if (h.problem.n > 0) break;
   }
   return h;
 }
