@@ -25,9 +25,8 @@ inline constexpr int kMaxConv2dFilterWidth = 7;
 // workspace. Throws cudalab::Error: invalid_argument for negative sizes, a pitch below the width,
 // a filter width that is even or outside 1..7, a null pointer with a non-empty image, more than
 // 2,097,120 rows, or an output that overlaps the input or the filter; cuda when the launch fails.
-void conv2d(const float* input, std::int64_t height, std::int64_t width, std::int64_t input_pitch,
-            const float* filter, int filter_width, float* output, std::int64_t output_pitch,
-            cudaStream_t stream = nullptr);
+void conv2d(const float* input, std::int64_t height, std::int64_t width, std::int64_t input_pitch, const float* filter,
+            int filter_width, float* output, std::int64_t output_pitch, cudaStream_t stream = nullptr);
 
 // The same with dense rows (both pitches equal to the width).
 void conv2d(const float* input, std::int64_t height, std::int64_t width, const float* filter, int filter_width,

@@ -9,7 +9,7 @@ namespace cudalab {
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;
-  std::string uuid;          // "GPU-xxxxxxxx-...", stable across runs: keys the probe cache
+  std::string uuid;  // "GPU-xxxxxxxx-...", stable across runs: keys the probe cache
   std::string pci_bus_id;
   int compute_major = 0;
   int compute_minor = 0;
@@ -18,11 +18,11 @@ struct DeviceInfo {
   std::size_t l2_cache_bytes = 0;
   int memory_clock_khz = 0;  // peak, as the driver reports it
   int memory_bus_width_bits = 0;
-  int sm_clock_khz = 0;      // peak SM clock
+  int sm_clock_khz = 0;  // peak SM clock
   int max_threads_per_sm = 0;
   int max_threads_per_block = 0;
   std::size_t shared_memory_per_block_optin = 0;
-  int driver_cuda_version = 0;   // e.g. 13000 for 13.0
+  int driver_cuda_version = 0;  // e.g. 13000 for 13.0
   int runtime_cuda_version = 0;
   bool ecc_enabled = false;
 

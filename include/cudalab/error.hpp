@@ -36,17 +36,16 @@ class Error : public std::runtime_error {
 ErrorKind classify(cudaError_t status) noexcept;
 
 namespace detail {
-[[noreturn]] void throw_cuda_error(cudaError_t status, const char* expression, const char* file,
-                                   int line);
+[[noreturn]] void throw_cuda_error(cudaError_t status, const char* expression, const char* file, int line);
 }  // namespace detail
 
 }  // namespace cudalab
 
 // Throws cudalab::Error when a CUDA runtime call fails.
-#define CUDALAB_CUDA_CHECK(expression)                                                    \
-  do {                                                                                    \
-    const cudaError_t cudalab_status_ = (expression);                                     \
-    if (cudalab_status_ != cudaSuccess)                                                   \
+#define CUDALAB_CUDA_CHECK(expression)                                                       \
+  do {                                                                                       \
+    const cudaError_t cudalab_status_ = (expression);                                        \
+    if (cudalab_status_ != cudaSuccess)                                                      \
       ::cudalab::detail::throw_cuda_error(cudalab_status_, #expression, __FILE__, __LINE__); \
   } while (0)
 
@@ -54,8 +53,7 @@ namespace detail {
 #define CUDALAB_CHECK_LAUNCH() CUDALAB_CUDA_CHECK(cudaGetLastError())
 
 // Argument validation in library calls.
-#define CUDALAB_REQUIRE(condition, message)                                                  \
-  do {                                                                                       \
-    if (!(condition))                                                                        \
-      throw ::cudalab::Error(::cudalab::ErrorKind::invalid_argument, (message), __FILE__, __LINE__); \
+#define CUDALAB_REQUIRE(condition, message)                                                                          \
+  do {                                                                                                               \
+    if (!(condition)) throw ::cudalab::Error(::cudalab::ErrorKind::invalid_argument, (message), __FILE__, __LINE__); \
   } while (0)

@@ -19,8 +19,8 @@ enum class Layout { row_major, column_major };
 // Throws cudalab::Error (invalid_argument) for negative sizes, leading dimensions below the row
 // length, null pointers with non-zero sizes, m beyond 65535 * 64 rows, or `layout` other than
 // row_major (pass the transposed problem instead: column-major C = A B is row-major C^T = B^T A^T).
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
-          const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc, cudaStream_t stream = nullptr,
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
+          std::int64_t ldb, float beta, float* c, std::int64_t ldc, cudaStream_t stream = nullptr,
           Layout layout = Layout::row_major);
 
 }  // namespace cudalab

@@ -19,8 +19,7 @@ inline constexpr int kMaxHistogramBins = 65536;
 // holds its count modulo 2^32, as a uint32 CUB histogram would. Any alignment of `samples`.
 // Needs no workspace. Throws cudalab::Error (invalid_argument for n < 0 or a null pointer;
 // cuda when a launch fails).
-void histogram_even(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts,
-                    cudaStream_t stream = nullptr);
+void histogram_even(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream = nullptr);
 
 // Counts the n 16-bit samples into counts[0..bins-1], 1 <= bins <= 65536; samples >= bins are not
 // counted (as HistogramEven skips samples outside [lower, upper)). Up to 4096 bins the counts are

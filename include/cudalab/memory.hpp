@@ -21,8 +21,7 @@ class OwnedArray {
  public:
   OwnedArray() = default;
   explicit OwnedArray(std::int64_t count)
-      : data_(count > 0 ? static_cast<T*>(Allocate(static_cast<std::size_t>(count) * sizeof(T)))
-                        : nullptr),
+      : data_(count > 0 ? static_cast<T*>(Allocate(static_cast<std::size_t>(count) * sizeof(T))) : nullptr),
         size_(count > 0 ? count : 0) {}
   OwnedArray(const OwnedArray&) = delete;
   OwnedArray& operator=(const OwnedArray&) = delete;

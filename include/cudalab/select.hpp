@@ -28,7 +28,6 @@ std::size_t select_workspace_bytes(std::int64_t n);
 // stream (not shared with concurrent work). Throws invalid_argument when it is smaller, null or
 // misaligned (n > 0).
 void select_at_least(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
-                     std::int64_t* count, void* workspace, std::size_t workspace_bytes,
-                     cudaStream_t stream = nullptr);
+                     std::int64_t* count, void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

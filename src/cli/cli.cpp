@@ -34,12 +34,14 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       "this GPU's measured ceilings, beside the vendor library.",
       "cudalab"};
   app.require_subcommand(1);
-  app.footer("Exit codes: 0 ok, 1 a variant failed verification or a run failed, 2 bad arguments, "
-             "3 no usable CUDA device, 4 out of memory.\n");
+  app.footer(
+      "Exit codes: 0 ok, 1 a variant failed verification or a run failed, 2 bad arguments, "
+      "3 no usable CUDA device, 4 out of memory.\n");
 
   ProbeArgs probe_args;
-  auto* probe = app.add_subcommand("probe", "Measure this GPU's ceilings (bandwidth, FP32, BF16 tensor, PCIe, "
-                                            "launch latency), print them beside the datasheet and cache them");
+  auto* probe = app.add_subcommand("probe",
+                                   "Measure this GPU's ceilings (bandwidth, FP32, BF16 tensor, PCIe, "
+                                   "launch latency), print them beside the datasheet and cache them");
   probe->add_option("--json", probe_args.json_path, "Also write the ceilings and provenance to this file");
 
   bool list_json = false;
@@ -50,7 +52,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   auto* run = app.add_subcommand("run", "Verify and time the variants of one op (or run one experiment)");
   run->add_option("name", run_args.name, "Op or experiment, as `cudalab list` names it")->required();
   run->add_option("--variant", run_args.variants, "Variant id (repeatable; default: all)");
-  run->add_option("--n", run_args.sizes, "Problem size in elements, e.g. 1000003 or 2^28 (repeatable; default: the op's bench sizes)")
+  run->add_option("--n", run_args.sizes,
+                  "Problem size in elements, e.g. 1000003 or 2^28 (repeatable; default: the op's bench sizes)")
       ->allow_extra_args(false);
   run->add_option("--shape", run_args.shapes,
                   "Problem shape of a matrix or image op, e.g. 4096x4096x4096 for a GEMM's MxNxK (repeatable; "
@@ -67,17 +70,20 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       ->capture_default_str();
 
   BenchArgs bench_args;
-  auto* bench = app.add_subcommand("bench", "Probe, then verify and time every op at its default sizes and run "
-                                            "every experiment; write a results file");
+  auto* bench = app.add_subcommand("bench",
+                                   "Probe, then verify and time every op at its default sizes and run "
+                                   "every experiment; write a results file");
   bench->add_option("--out", bench_args.out_path, "Results file (default: results/<gpu>/bench.json)");
   bench->add_option("--seed", bench_args.seed, "Input seed (decimal or 0x hex; default: random, printed)");
-  bench->add_option("--only", bench_args.only,
-                    "Bench only this op (with the experiments shown on its page) or experiment; repeatable")
+  bench
+      ->add_option("--only", bench_args.only,
+                   "Bench only this op (with the experiments shown on its page) or experiment; repeatable")
       ->allow_extra_args(false);
 
   ReportArgs report_args;
-  auto* report = app.add_subcommand("report", "Render a results file as markdown tables, or update the generated "
-                                              "blocks of docs (no GPU needed)");
+  auto* report = app.add_subcommand("report",
+                                    "Render a results file as markdown tables, or update the generated "
+                                    "blocks of docs (no GPU needed)");
   report->add_option("results", report_args.results_path, "Results file written by bench or run --json")->required();
   report->add_option("--update", report_args.update_paths,
                      "Markdown file whose <!-- cudalab:begin KEY --> blocks to regenerate (repeatable)");

@@ -65,13 +65,15 @@ std::string device_line(const DeviceInfo& d, const harness::Ceilings& c) {
 
 void print_records(const std::vector<Record>& records, Context& context) {
   if (records.empty()) return;
-  context.out << "\n" << records.front().op << "  " << records.front().problem.label() << "  "
-              << records.front().distribution << " inputs\n"
+  context.out << "\n"
+              << records.front().op << "  " << records.front().problem.label() << "  " << records.front().distribution
+              << " inputs\n"
               << records_table(records).text();
 }
 
 void print_experiment(const nlohmann::json& experiment, Context& context) {
-  context.out << "\n" << experiment.value("name", "") << ": " << experiment.value("summary", "") << "\n"
+  context.out << "\n"
+              << experiment.value("name", "") << ": " << experiment.value("summary", "") << "\n"
               << experiment_table(experiment).text();
   for (const auto& note : experiment.value("notes", nlohmann::json::array()))
     context.out << "  note: " << note.get<std::string>() << "\n";
@@ -106,8 +108,16 @@ std::string provenance_line(const harness::Provenance& p) {
 // The best verified non-broken variant of each op at its largest size, beside its baseline.
 Table summary_table(const std::vector<Record>& records, const harness::Ceilings& ceilings) {
   Table t;
-  t.header = {"op", "size", "best variant", "median", "GB/s", "% of roofline", "% of copy rate", "baseline",
-              "baseline median", "best vs baseline"};
+  t.header = {"op",
+              "size",
+              "best variant",
+              "median",
+              "GB/s",
+              "% of roofline",
+              "% of copy rate",
+              "baseline",
+              "baseline median",
+              "best vs baseline"};
   std::vector<std::string> ops;
   for (const Record& r : records)
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
@@ -121,11 +131,12 @@ Table summary_table(const std::vector<Record>& records, const harness::Ceilings&
       if (r.role == harness::Role::ladder && (best == nullptr || r.time_ms.median < best->time_ms.median)) best = &r;
     }
     if (best == nullptr) continue;
-    t.rows.push_back({op, largest.label(), best->variant, format_time_ms(best->time_ms.median),
-                      format_fixed(best->roofline_point.gbps, 0), format_fixed(100 * best->roofline_point.fraction, 1) + "%",
-                      ceilings.copy_gbps() > 0 ? format_fixed(100 * best->roofline_point.gbps / ceilings.copy_gbps(), 1) + "%" : "-",
-                      baseline ? baseline->variant : "-", baseline ? format_time_ms(baseline->time_ms.median) : "-",
-                      baseline ? format_fixed(baseline->time_ms.median / best->time_ms.median, 3) + "x" : "-"});
+    t.rows.push_back(
+        {op, largest.label(), best->variant, format_time_ms(best->time_ms.median),
+         format_fixed(best->roofline_point.gbps, 0), format_fixed(100 * best->roofline_point.fraction, 1) + "%",
+         ceilings.copy_gbps() > 0 ? format_fixed(100 * best->roofline_point.gbps / ceilings.copy_gbps(), 1) + "%" : "-",
+         baseline ? baseline->variant : "-", baseline ? format_time_ms(baseline->time_ms.median) : "-",
+         baseline ? format_fixed(baseline->time_ms.median / best->time_ms.median, 3) + "x" : "-"});
   }
   return t;
 }
@@ -157,7 +168,8 @@ std::vector<std::int64_t> parse_shape(const std::string& text, std::size_t rank)
   std::size_t start = 0;
   while (true) {
     const std::size_t x = text.find('x', start);
-    dimensions.push_back(parse_element_count(text.substr(start, x == std::string::npos ? std::string::npos : x - start)));
+    dimensions.push_back(
+        parse_element_count(text.substr(start, x == std::string::npos ? std::string::npos : x - start)));
     if (x == std::string::npos) break;
     start = x + 1;
   }
@@ -177,8 +189,8 @@ std::uint64_t parse_seed(const std::string& text) {
   const std::string digits = hex ? text.substr(2) : text;
   const char* allowed = hex ? "0123456789abcdefABCDEF" : "0123456789";
   if (digits.empty() || digits.size() > (hex ? 16u : 19u) || digits.find_first_not_of(allowed) != std::string::npos)
-    throw Error(ErrorKind::invalid_argument, "a seed must be a decimal or 0x-hexadecimal 64-bit number, got '" + text + "'",
-                __FILE__, __LINE__);
+    throw Error(ErrorKind::invalid_argument,
+                "a seed must be a decimal or 0x-hexadecimal 64-bit number, got '" + text + "'", __FILE__, __LINE__);
   return std::stoull(digits, nullptr, hex ? 16 : 10);
 }
 
@@ -205,14 +217,13 @@ int command_probe(const ProbeArgs& args, Context& context) {
   probe::save_cache(device, ceilings);
   context.out << device.name << ", sm_" << device.compute_capability() << ", " << device.sm_count << " SMs, "
               << format_bytes(double(device.global_memory_bytes)) << "\n"
-              << ceilings_table(ceilings).text()
-              << "copy kernel / cudaMemcpy D2D: " << format_fixed(100 * ceilings.copy_kernel_gbps / ceilings.memcpy_d2d_gbps, 1)
-              << "%\ncached in " << probe::cache_path(device) << "\n";
+              << ceilings_table(ceilings).text() << "copy kernel / cudaMemcpy D2D: "
+              << format_fixed(100 * ceilings.copy_kernel_gbps / ceilings.memcpy_d2d_gbps, 1) << "%\ncached in "
+              << probe::cache_path(device) << "\n";
   if (!args.json_path.empty()) {
-    harness::write_json_file(args.json_path,
-                             {{"schema", "cudalab-probe/1"},
-                              {"provenance", harness::collect_provenance(device, context.command_line)},
-                              {"ceilings", ceilings}});
+    harness::write_json_file(args.json_path, {{"schema", "cudalab-probe/1"},
+                                              {"provenance", harness::collect_provenance(device, context.command_line)},
+                                              {"ceilings", ceilings}});
     context.out << "wrote " << args.json_path << "\n";
   }
   return kExitOk;
@@ -262,7 +273,8 @@ int command_run(const RunArgs& args, Context& context) {
   if (op == nullptr && experiment == nullptr)
     throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + args.name + "' (see `cudalab list`)",
                 __FILE__, __LINE__);
-  if (experiment != nullptr && (!args.variants.empty() || !args.sizes.empty() || !args.shapes.empty() || args.check_only))
+  if (experiment != nullptr &&
+      (!args.variants.empty() || !args.sizes.empty() || !args.shapes.empty() || args.check_only))
     throw Error(ErrorKind::invalid_argument,
                 "'" + args.name + "' is an experiment: it takes no --variant, --n, --shape or --check-only", __FILE__,
                 __LINE__);
@@ -270,8 +282,8 @@ int command_run(const RunArgs& args, Context& context) {
   if (op != nullptr) {
     for (const std::string& id : args.variants)
       if (op->find_variant(id) == nullptr)
-        throw Error(ErrorKind::invalid_argument, "unknown variant '" + id + "' of " + op->name + " (see `cudalab list`)",
-                    __FILE__, __LINE__);
+        throw Error(ErrorKind::invalid_argument,
+                    "unknown variant '" + id + "' of " + op->name + " (see `cudalab list`)", __FILE__, __LINE__);
     const std::size_t rank = op->shape_names.size();
     if (rank == 0 && !args.shapes.empty())
       throw Error(ErrorKind::invalid_argument, op->name + " is sized by --n, not --shape", __FILE__, __LINE__);
@@ -313,7 +325,8 @@ int command_run(const RunArgs& args, Context& context) {
     options.timing.stopping.budget_seconds = args.budget_seconds;
     harness::KernelTimer timer;
     const std::size_t variant_count = args.variants.empty() ? op->variants.size() : args.variants.size();
-    auto progress = progress_printer(context, static_cast<int>(problems.size() * variant_count * (args.check_only ? 1 : 2)));
+    auto progress =
+        progress_printer(context, static_cast<int>(problems.size() * variant_count * (args.check_only ? 1 : 2)));
     for (const auto& problem : problems) {
       auto records = harness::run_problem(*op, problem, options, ceilings, timer, progress);
       print_records(records, context);
@@ -341,8 +354,8 @@ int command_bench(const BenchArgs& args, Context& context) {
   const auto& registry = harness::builtin_registry();
   for (const std::string& name : args.only)
     if (registry.find_op(name) == nullptr && registry.find_experiment(name) == nullptr)
-      throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + name + "' (see `cudalab list`)",
-                  __FILE__, __LINE__);
+      throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + name + "' (see `cudalab list`)", __FILE__,
+                  __LINE__);
   auto chosen = [&](const std::string& name, const std::string& page_op) {
     return args.only.empty() || std::find(args.only.begin(), args.only.end(), name) != args.only.end() ||
            std::find(args.only.begin(), args.only.end(), page_op) != args.only.end();
@@ -476,7 +489,8 @@ int command_report(const ReportArgs& args, Context& context) {
     std::vector<std::string> written;
     for (const std::string& op : ops) {
       const BarChart chart = op_chart(records, op);
-      const std::string size = chart.problem.shape.empty() ? "n = " + std::to_string(chart.problem.n) : chart.problem.label();
+      const std::string size =
+          chart.problem.shape.empty() ? "n = " + std::to_string(chart.problem.n) : chart.problem.label();
       const auto files = write_chart(bar_chart_svg(op + " at " + size + " on " + provenance.gpu_name + commit, chart),
                                      args.plots_folder + "/" + op);
       written.insert(written.end(), files.begin(), files.end());

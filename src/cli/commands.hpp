@@ -11,12 +11,12 @@ namespace cudalab::cli {
 
 struct Context {
   std::ostream& out;
-  std::ostream& err;       // progress lines and warnings
+  std::ostream& err;  // progress lines and warnings
   std::string command_line;
 };
 
 struct ProbeArgs {
-  std::string json_path;   // also write the ceilings here
+  std::string json_path;  // also write the ceilings here
 };
 
 struct RunArgs {
@@ -25,17 +25,17 @@ struct RunArgs {
   std::vector<std::string> sizes;     // as typed; empty: the op's bench sizes
   std::vector<std::string> shapes;    // as typed, for shaped ops ("4096x4096x4096")
   bool check_only = false;
-  bool warm = false;                  // skip the L2 flush between samples
+  bool warm = false;  // skip the L2 flush between samples
   std::string json_path;
-  std::string seed;                   // empty: random, printed
+  std::string seed;  // empty: random, printed
   std::string distribution = "uniform";
-  double budget_seconds = 1.0;        // per variant and size
+  double budget_seconds = 1.0;  // per variant and size
 };
 
 struct BenchArgs {
-  std::string out_path;               // empty: results/<gpu>/bench.json
+  std::string out_path;  // empty: results/<gpu>/bench.json
   std::string seed;
-  std::vector<std::string> only;      // ops or experiments; empty: everything
+  std::vector<std::string> only;  // ops or experiments; empty: everything
 };
 
 struct ReportArgs {

@@ -68,7 +68,10 @@ struct Axis {
     // Steps of 1, 2 or 5 times a power of ten, about five of them.
     const double raw = (hi - lo) / 5;
     const double power = std::pow(10.0, std::floor(std::log10(raw)));
-    const double step = raw / power < 1.5 ? power : raw / power < 3.5 ? 2 * power : raw / power < 7.5 ? 5 * power : 10 * power;
+    const double step = raw / power < 1.5   ? power
+                        : raw / power < 3.5 ? 2 * power
+                        : raw / power < 7.5 ? 5 * power
+                                            : 10 * power;
     for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push_back(t);
     return out;
   }
@@ -137,14 +140,13 @@ std::string line_chart_svg(const nlohmann::json& experiment, const nlohmann::jso
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
                     std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" +
-         escape(title) + "</text>\n";
+  svg += "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" + escape(title) + "</text>\n";
   svg += "<rect x=\"" + std::to_string(kLeft) + "\" y=\"" + std::to_string(kTop) + "\" width=\"" +
          std::to_string(kPlotWidth) + "\" height=\"" + std::to_string(kPlotHeight) +
          "\" fill=\"none\" stroke=\"#888\"/>\n";
   for (double t : ax.ticks()) {
-    svg += "<line x1=\"" + format_fixed(px(t), 1) + "\" y1=\"" + std::to_string(kTop) + "\" x2=\"" + format_fixed(px(t), 1) +
-           "\" y2=\"" + std::to_string(kTop + kPlotHeight) + "\" stroke=\"#eee\"/>\n";
+    svg += "<line x1=\"" + format_fixed(px(t), 1) + "\" y1=\"" + std::to_string(kTop) + "\" x2=\"" +
+           format_fixed(px(t), 1) + "\" y2=\"" + std::to_string(kTop + kPlotHeight) + "\" stroke=\"#eee\"/>\n";
     svg += "<text x=\"" + format_fixed(px(t), 1) + "\" y=\"" + std::to_string(kTop + kPlotHeight + 16) +
            "\" text-anchor=\"middle\" fill=\"#555\">" + escape(tick_label(t)) + "</text>\n";
   }
@@ -167,7 +169,8 @@ std::string line_chart_svg(const nlohmann::json& experiment, const nlohmann::jso
     double previous_x = 0;
     auto flush = [&]() {
       if (path.find(' ') != std::string::npos)
-        svg += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"" + series_colour(i) + "\" stroke-width=\"2\"/>\n";
+        svg += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"" + series_colour(i) +
+               "\" stroke-width=\"2\"/>\n";
       path.clear();
     };
     for (const auto& [x, y] : line) {
@@ -181,8 +184,8 @@ std::string line_chart_svg(const nlohmann::json& experiment, const nlohmann::jso
              series_colour(i) + "\"/>\n";
     const int ly = kTop + 8 + 18 * static_cast<int>(i);
     svg += "<line x1=\"" + std::to_string(kLeft + kPlotWidth + 14) + "\" y1=\"" + std::to_string(ly) + "\" x2=\"" +
-           std::to_string(kLeft + kPlotWidth + 34) + "\" y2=\"" + std::to_string(ly) + "\" stroke=\"" + series_colour(i) +
-           "\" stroke-width=\"2\"/>\n";
+           std::to_string(kLeft + kPlotWidth + 34) + "\" y2=\"" + std::to_string(ly) + "\" stroke=\"" +
+           series_colour(i) + "\" stroke-width=\"2\"/>\n";
     svg += "<text x=\"" + std::to_string(kLeft + kPlotWidth + 40) + "\" y=\"" + std::to_string(ly + 4) + "\">" +
            escape(names[i]) + "</text>\n";
   }
@@ -250,15 +253,16 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart) {
   for (int tick = 0; tick <= 4; ++tick) {
     const double value = scale_max * tick / 4;
     svg += "<text x=\"" + format_fixed(x_of(value), 1) + "\" y=\"" + std::to_string(axis_y + 16) +
-           "\" text-anchor=\"middle\" fill=\"#555\">" + (scale_max >= 100 ? format_fixed(value, 0) : tick_label(value)) +
-           "</text>\n";
+           "\" text-anchor=\"middle\" fill=\"#555\">" +
+           (scale_max >= 100 ? format_fixed(value, 0) : tick_label(value)) + "</text>\n";
   }
   svg += "<text x=\"" + std::to_string(label_width + kPlotWidth) + "\" y=\"" + std::to_string(axis_y + 30) +
          "\" text-anchor=\"end\" fill=\"#555\">" + escape(chart.axis_label) + "</text>\n";
   if (ceiling > 0) {
     const double x = x_of(ceiling);
-    svg += "<line x1=\"" + format_fixed(x, 1) + "\" y1=\"" + std::to_string(kTop - 6) + "\" x2=\"" + format_fixed(x, 1) +
-           "\" y2=\"" + std::to_string(axis_y) + "\" stroke=\"#c0392b\" stroke-dasharray=\"5,4\"/>\n";
+    svg += "<line x1=\"" + format_fixed(x, 1) + "\" y1=\"" + std::to_string(kTop - 6) + "\" x2=\"" +
+           format_fixed(x, 1) + "\" y2=\"" + std::to_string(axis_y) +
+           "\" stroke=\"#c0392b\" stroke-dasharray=\"5,4\"/>\n";
     svg += "<text x=\"" + format_fixed(x, 1) + "\" y=\"" + std::to_string(kTop - 10) +
            "\" text-anchor=\"middle\" fill=\"#c0392b\">" + escape(chart.ceiling_label) + "</text>\n";
   }

@@ -12,15 +12,15 @@ namespace cudalab::cli {
 
 struct Bar {
   std::string label;
-  double value = 0;    // in the chart's unit; 0 with a note for a variant that was not timed
-  std::string role;    // "ladder", "baseline", "broken": picks the colour
-  std::string note;    // right of the bar: "96.1% of roofline", "failed verification", ...
+  double value = 0;  // in the chart's unit; 0 with a note for a variant that was not timed
+  std::string role;  // "ladder", "baseline", "broken": picks the colour
+  std::string note;  // right of the bar: "96.1% of roofline", "failed verification", ...
 };
 
 struct BarChart {
-  harness::Problem problem;   // the size charted
-  std::string axis_label;     // "effective GB/s (minimum bytes / time)" or "TFLOP/s"
-  double ceiling = 0;         // dashed line; 0: none
+  harness::Problem problem;  // the size charted
+  std::string axis_label;    // "effective GB/s (minimum bytes / time)" or "TFLOP/s"
+  double ceiling = 0;        // dashed line; 0: none
   std::string ceiling_label;
   std::vector<Bar> bars;
 };

@@ -50,16 +50,16 @@ std::string format_time_ms(double ms) {
 
 Table records_table(const std::vector<harness::Record>& records) {
   Table t;
-  t.header = {"variant", "role", "technique", "median", "min", "max", "samples", "GB/s", "TFLOP/s",
-              "% roofline", "speedup", "verified"};
+  t.header = {"variant", "role", "technique", "median",     "min",     "max",
+              "samples", "GB/s", "TFLOP/s",   "% roofline", "speedup", "verified"};
   for (const auto& r : records) {
     std::vector<std::string> row = {r.variant, harness::to_string(r.role), r.technique};
     if (r.timed) {
-      row.insert(row.end(), {format_time_ms(r.time_ms.median), format_time_ms(r.time_ms.min),
-                             format_time_ms(r.time_ms.max), std::to_string(r.time_ms.count),
-                             format_fixed(r.roofline_point.gbps, 1), format_fixed(r.roofline_point.tflops, 3),
-                             format_fixed(100 * r.roofline_point.fraction, 1) + "%",
-                             r.speedup_vs_first > 0 ? format_fixed(r.speedup_vs_first, 2) + "x" : "-"});
+      row.insert(row.end(),
+                 {format_time_ms(r.time_ms.median), format_time_ms(r.time_ms.min), format_time_ms(r.time_ms.max),
+                  std::to_string(r.time_ms.count), format_fixed(r.roofline_point.gbps, 1),
+                  format_fixed(r.roofline_point.tflops, 3), format_fixed(100 * r.roofline_point.fraction, 1) + "%",
+                  r.speedup_vs_first > 0 ? format_fixed(r.speedup_vs_first, 2) + "x" : "-"});
     } else {
       row.insert(row.end(), 8, "-");
     }
@@ -100,18 +100,25 @@ Table ranking_table(const std::vector<harness::Record>& records) {
   });
   const bool compute_bound = !order.empty() && order.front()->timed && order.front()->roofline_point.bound == "compute";
   Table t;
-  t.header = {"rank", "variant", "role", "median", compute_bound ? "TFLOP/s" : "GB/s", "% roofline",
+  t.header = {"rank",
+              "variant",
+              "role",
+              "median",
+              compute_bound ? "TFLOP/s" : "GB/s",
+              "% roofline",
               baseline ? "vs " + baseline->variant : "vs baseline"};
   int rank = 0;
   for (const auto* r : order) {
     if (!r->timed) {
-      const std::string why = r->outcome == harness::Outcome::failed ? "failed verification: no time" : "skipped: " + r->skip_reason;
+      const std::string why =
+          r->outcome == harness::Outcome::failed ? "failed verification: no time" : "skipped: " + r->skip_reason;
       t.rows.push_back({"-", r->variant, harness::to_string(r->role), why, "-", "-", "-"});
       continue;
     }
     const double rate = compute_bound ? r->roofline_point.tflops : r->roofline_point.gbps;
-    t.rows.push_back({std::to_string(++rank), r->variant, harness::to_string(r->role), format_time_ms(r->time_ms.median),
-                      format_fixed(rate, compute_bound ? 2 : 0), format_fixed(100 * r->roofline_point.fraction, 1) + "%",
+    t.rows.push_back({std::to_string(++rank), r->variant, harness::to_string(r->role),
+                      format_time_ms(r->time_ms.median), format_fixed(rate, compute_bound ? 2 : 0),
+                      format_fixed(100 * r->roofline_point.fraction, 1) + "%",
                       baseline ? format_fixed(baseline->time_ms.median / r->time_ms.median, 3) + "x" : "-"});
   }
   return t;
@@ -157,10 +164,14 @@ Table experiment_table(const nlohmann::json& e) {
   for (const auto& row : e.value("rows", nlohmann::json::array())) {
     std::vector<std::string> cells;
     for (const auto& value : row) {
-      if (value.is_string()) cells.push_back(value.get<std::string>());
-      else if (value.is_number_integer()) cells.push_back(std::to_string(value.get<std::int64_t>()));
-      else if (value.is_number()) cells.push_back(format_significant(value.get<double>(), 4));
-      else cells.push_back(value.dump());
+      if (value.is_string())
+        cells.push_back(value.get<std::string>());
+      else if (value.is_number_integer())
+        cells.push_back(std::to_string(value.get<std::int64_t>()));
+      else if (value.is_number())
+        cells.push_back(format_significant(value.get<double>(), 4));
+      else
+        cells.push_back(value.dump());
     }
     t.rows.push_back(std::move(cells));
   }

@@ -25,10 +25,8 @@ int attribute(cudaDeviceAttr which, int ordinal) {
 std::string format_uuid(const cudaUUID_t& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
   char text[64];
-  std::snprintf(text, sizeof text,
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                b[14], b[15]);
+  std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return text;
 }
 
@@ -101,9 +99,8 @@ void require_kernel_image() {
   const DeviceInfo info = device_info();
   throw Error(ErrorKind::unsupported_device,
               "this build holds GPU code for CUDA architectures " + std::string(built_architectures()) + " only; " +
-                  info.name + " is sm_" + std::to_string(info.compute_capability()) +
-                  ". Rebuild with CUDAARCHS=" + std::to_string(info.compute_capability()) +
-                  " (README, 'Other GPUs'): " + cudaGetErrorString(status),
+                  info.name + " is sm_" + std::to_string(info.compute_capability()) + ". Rebuild with CUDAARCHS=" +
+                  std::to_string(info.compute_capability()) + " (README, 'Other GPUs'): " + cudaGetErrorString(status),
               __FILE__, __LINE__);
 }
 

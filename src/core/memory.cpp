@@ -15,8 +15,8 @@ void* device_allocate(std::size_t bytes) {
     std::size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
     throw Error(ErrorKind::out_of_memory,
-                "cannot allocate " + format_bytes(double(bytes)) + " of device memory (" + format_bytes(double(free_bytes)) +
-                    " free of " + format_bytes(double(total_bytes)) + ")",
+                "cannot allocate " + format_bytes(double(bytes)) + " of device memory (" +
+                    format_bytes(double(free_bytes)) + " free of " + format_bytes(double(total_bytes)) + ")",
                 __FILE__, __LINE__);
   }
   CUDALAB_CUDA_CHECK(status);

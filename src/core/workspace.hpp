@@ -53,8 +53,8 @@ class CallerWorkspace final : public Workspace {
       : data_(data), bytes_(bytes), call_(call), size_function_(size_function) {}
   void* reserve(std::size_t bytes) override {
     CUDALAB_REQUIRE(bytes <= bytes_, std::string(call_) + ": the workspace holds " + std::to_string(bytes_) +
-                                         " bytes, the call needs " + std::to_string(bytes) + " (see " +
-                                         size_function_ + ")");
+                                         " bytes, the call needs " + std::to_string(bytes) + " (see " + size_function_ +
+                                         ")");
     return data_;
   }
 

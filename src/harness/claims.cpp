@@ -10,12 +10,13 @@ bool is_timed(const nlohmann::json& r, const std::string& distribution) {
 std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& op, const std::string& distribution) {
   std::int64_t largest = 0;
   for (const auto& r : results.value("records", nlohmann::json::array()))
-    if (r.value("op", "") == op && is_timed(r, distribution)) largest = std::max(largest, r["problem"].value("n", std::int64_t{0}));
+    if (r.value("op", "") == op && is_timed(r, distribution))
+      largest = std::max(largest, r["problem"].value("n", std::int64_t{0}));
   return largest;
 }
 
-const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op,
-                                   const std::string& variant, std::int64_t n, const std::string& distribution) {
+const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op, const std::string& variant,
+                                   std::int64_t n, const std::string& distribution) {
   if (!results.contains("records")) return nullptr;
   for (const auto& r : results["records"])
     if (r.value("op", "") == op && r.value("variant", "") == variant && is_timed(r, distribution) &&
@@ -55,8 +56,8 @@ std::string speedup_verdict(double measured, double claimed) {
 nlohmann::json verdict(const std::string& id, const std::string& claim, const std::string& source,
                        const std::string& predicted, const std::string& measured, double ratio,
                        const std::string& verdict) {
-  return {{"id", id},           {"claim", claim},       {"source", source}, {"predicted", predicted},
-          {"measured", measured}, {"ratio", ratio}, {"verdict", verdict}};
+  return {{"id", id},       {"claim", claim},    {"source", source}, {"predicted", predicted}, {"measured", measured},
+          {"ratio", ratio}, {"verdict", verdict}};
 }
 
 }  // namespace cudalab::harness

@@ -16,9 +16,8 @@ std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& o
                              const std::string& distribution = "uniform");
 
 // The timed record of (op, variant, n), or nullptr.
-const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op,
-                                   const std::string& variant, std::int64_t n,
-                                   const std::string& distribution = "uniform");
+const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op, const std::string& variant,
+                                   std::int64_t n, const std::string& distribution = "uniform");
 
 // The fastest timed, non-broken record of `op` at n (baselines included), or nullptr.
 const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, std::int64_t n,

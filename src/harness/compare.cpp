@@ -78,15 +78,15 @@ Comparison ComparisonBuilder::finish() const {
 
 std::string Comparison::summary() const {
   if (passed()) {
-    return "ok: " + std::to_string(count) + " elements, rel L2 " + format_scientific(rel_l2_error, 2) +
-           ", max abs " + format_scientific(max_abs_error, 2);
+    return "ok: " + std::to_string(count) + " elements, rel L2 " + format_scientific(rel_l2_error, 2) + ", max abs " +
+           format_scientific(max_abs_error, 2);
   }
-  std::string text = "FAILED: " + std::to_string(mismatches) + " of " + std::to_string(count) +
-                     " elements out of tolerance";
+  std::string text =
+      "FAILED: " + std::to_string(mismatches) + " of " + std::to_string(count) + " elements out of tolerance";
   if (unwritten > 0) text += " (" + std::to_string(unwritten) + " never written)";
   if (non_finite > 0) text += " (" + std::to_string(non_finite) + " NaN/inf)";
-  text += "; first at " + std::to_string(first_mismatch) + ": got " +
-          format_general(first_mismatch_out) + ", expected " + format_general(first_mismatch_ref);
+  text += "; first at " + std::to_string(first_mismatch) + ": got " + format_general(first_mismatch_out) +
+          ", expected " + format_general(first_mismatch_ref);
   return text;
 }
 

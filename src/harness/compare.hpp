@@ -36,18 +36,18 @@ struct Tolerance {
 
 struct Comparison {
   std::int64_t count = 0;
-  std::int64_t mismatches = 0;   // elements outside tolerance, including the two below
-  std::int64_t unwritten = 0;    // still the poison pattern
-  std::int64_t non_finite = 0;   // NaN or inf where the reference is finite
+  std::int64_t mismatches = 0;  // elements outside tolerance, including the two below
+  std::int64_t unwritten = 0;   // still the poison pattern
+  std::int64_t non_finite = 0;  // NaN or inf where the reference is finite
   std::int64_t first_mismatch = -1;
   double first_mismatch_out = 0.0;
   double first_mismatch_ref = 0.0;
   double max_abs_error = 0.0;
-  double rel_l2_error = 0.0;     // ||out - ref|| / ||ref|| (0 when ref is all zeros and out too)
+  double rel_l2_error = 0.0;  // ||out - ref|| / ||ref|| (0 when ref is all zeros and out too)
   Tolerance tolerance;
 
   bool passed() const { return mismatches == 0; }
-  std::string summary() const;   // one line, for tables and failure messages
+  std::string summary() const;  // one line, for tables and failure messages
 };
 
 // Accumulates element results; merge() lets parallel chunks combine.
@@ -72,15 +72,14 @@ int parallel_workers(std::int64_t n);
 
 // Compares n outputs against ref(i), split over the host's cores. `is_poison(i)` says whether
 // output i still holds the poison pattern.
-Comparison compare_elements(std::int64_t n, Tolerance tolerance,
-                            const std::function<void(std::int64_t begin, std::int64_t end,
-                                                     ComparisonBuilder& builder)>& chunk);
+Comparison compare_elements(
+    std::int64_t n, Tolerance tolerance,
+    const std::function<void(std::int64_t begin, std::int64_t end, ComparisonBuilder& builder)>& chunk);
 
 // An array of T (float, int32, ...) against ref(i). An element whose bytes are all
 // `poison_byte` counts as never written.
 template <typename T, typename Reference>
-Comparison compare_values(const T* out, std::int64_t n, Tolerance tolerance, Reference ref,
-                          unsigned char poison_byte) {
+Comparison compare_values(const T* out, std::int64_t n, Tolerance tolerance, Reference ref, unsigned char poison_byte) {
   T poison;
   std::memset(&poison, poison_byte, sizeof poison);
   return compare_elements(n, tolerance, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {

@@ -35,8 +35,8 @@ NvmlSnapshot nvml_snapshot(const std::string& pci_bus_id) {
   auto max_width = symbol<LinkFn>(library, "nvmlDeviceGetMaxPcieLinkWidth");
   auto current_generation = symbol<LinkFn>(library, "nvmlDeviceGetCurrPcieLinkGeneration");
   auto current_width = symbol<LinkFn>(library, "nvmlDeviceGetCurrPcieLinkWidth");
-  if (!init || !driver_version || !handle_by_bus_id || !clock || !max_generation || !max_width ||
-      !current_generation || !current_width || init() != kSuccess)
+  if (!init || !driver_version || !handle_by_bus_id || !clock || !max_generation || !max_width || !current_generation ||
+      !current_width || init() != kSuccess)
     return s;
   char version[96] = {};
   if (driver_version(version, sizeof version) == kSuccess) s.driver_version = version;
@@ -57,12 +57,30 @@ double pcie_bytes_per_second(unsigned generation, unsigned width) {
   // mode, counted here at its raw rate.
   double gts = 0, efficiency = 0;
   switch (generation) {
-    case 1: gts = 2.5; efficiency = 8.0 / 10.0; break;
-    case 2: gts = 5.0; efficiency = 8.0 / 10.0; break;
-    case 3: gts = 8.0; efficiency = 128.0 / 130.0; break;
-    case 4: gts = 16.0; efficiency = 128.0 / 130.0; break;
-    case 5: gts = 32.0; efficiency = 128.0 / 130.0; break;
-    case 6: gts = 64.0; efficiency = 1.0; break;
+    case 1:
+      gts = 2.5;
+      efficiency = 8.0 / 10.0;
+      break;
+    case 2:
+      gts = 5.0;
+      efficiency = 8.0 / 10.0;
+      break;
+    case 3:
+      gts = 8.0;
+      efficiency = 128.0 / 130.0;
+      break;
+    case 4:
+      gts = 16.0;
+      efficiency = 128.0 / 130.0;
+      break;
+    case 5:
+      gts = 32.0;
+      efficiency = 128.0 / 130.0;
+      break;
+    case 6:
+      gts = 64.0;
+      efficiency = 1.0;
+      break;
     default: return 0;
   }
   return gts * 1e9 * efficiency * width / 8.0;

@@ -7,10 +7,10 @@
 namespace cudalab::harness {
 
 struct NvmlSnapshot {
-  bool available = false;        // false when libnvidia-ml could not be loaded or queried
-  std::string driver_version;    // "580.159.04"
-  unsigned sm_clock_mhz = 0;     // current
-  unsigned memory_clock_mhz = 0; // current
+  bool available = false;         // false when libnvidia-ml could not be loaded or queried
+  std::string driver_version;     // "580.159.04"
+  unsigned sm_clock_mhz = 0;      // current
+  unsigned memory_clock_mhz = 0;  // current
   unsigned pcie_max_generation = 0;
   unsigned pcie_max_width = 0;
   unsigned pcie_current_generation = 0;

@@ -38,20 +38,16 @@ __host__ __device__ float random_value(std::uint64_t seed, std::int64_t index, s
                                        Distribution distribution) {
   const std::uint64_t bits = mix64(seed ^ mix64(static_cast<std::uint64_t>(index)));
   switch (distribution) {
-    case Distribution::uniform:
-      return 2.0f * unit_float(bits) - 1.0f;
+    case Distribution::uniform: return 2.0f * unit_float(bits) - 1.0f;
     case Distribution::normal: {
       const float u1 = unit_float(bits) + (0.5f / 16777216.0f);  // (0, 1): log stays finite
       const float u2 = unit_float(mix64(bits));
       return sqrtf(-2.0f * logf(u1)) * cosf(6.28318531f * u2);
     }
-    case Distribution::integers:
-      return static_cast<float>(static_cast<int>(bits % 33) - 16);
-    case Distribution::all_equal:
-      return 0.75f;
+    case Distribution::integers: return static_cast<float>(static_cast<int>(bits % 33) - 16);
+    case Distribution::all_equal: return 0.75f;
     case Distribution::sorted:
-      return count > 1 ? -1.0f + 2.0f * static_cast<float>(static_cast<double>(index) /
-                                                           static_cast<double>(count - 1))
+      return count > 1 ? -1.0f + 2.0f * static_cast<float>(static_cast<double>(index) / static_cast<double>(count - 1))
                        : 0.0f;
     case Distribution::large_magnitude: {
       const float magnitude = 1e30f * (1.0f + 99.0f * unit_float(bits));
@@ -66,16 +62,12 @@ __host__ __device__ std::int32_t random_int(std::uint64_t seed, std::int64_t ind
   const std::uint64_t bits = mix64(seed ^ mix64(static_cast<std::uint64_t>(index)));
   switch (distribution) {
     case Distribution::uniform:
-    case Distribution::integers:
-      return static_cast<std::int32_t>(bits % 33) - 16;
+    case Distribution::integers: return static_cast<std::int32_t>(bits % 33) - 16;
     case Distribution::normal:
       return static_cast<std::int32_t>(rintf(8.0f * random_value(seed, index, count, Distribution::normal)));
-    case Distribution::all_equal:
-      return 3;
-    case Distribution::sorted:
-      return count > 1 ? static_cast<std::int32_t>(-16 + (32 * index) / (count - 1)) : 0;
-    case Distribution::large_magnitude:
-      return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits >> 32));
+    case Distribution::all_equal: return 3;
+    case Distribution::sorted: return count > 1 ? static_cast<std::int32_t>(-16 + (32 * index) / (count - 1)) : 0;
+    case Distribution::large_magnitude: return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits >> 32));
   }
   return 0;
 }
@@ -83,12 +75,9 @@ __host__ __device__ std::int32_t random_int(std::uint64_t seed, std::int64_t ind
 __host__ __device__ std::uint8_t random_byte(std::uint64_t seed, std::int64_t index, std::int64_t count,
                                              Distribution distribution) {
   switch (distribution) {
-    case Distribution::all_equal:
-      return 7;
-    case Distribution::sorted:
-      return static_cast<std::uint8_t>(count > 1 ? (255 * index) / (count - 1) : 0);
-    default:
-      return static_cast<std::uint8_t>(mix64(seed ^ mix64(static_cast<std::uint64_t>(index))) >> 56);
+    case Distribution::all_equal: return 7;
+    case Distribution::sorted: return static_cast<std::uint8_t>(count > 1 ? (255 * index) / (count - 1) : 0);
+    default: return static_cast<std::uint8_t>(mix64(seed ^ mix64(static_cast<std::uint64_t>(index))) >> 56);
   }
 }
 
@@ -119,8 +108,7 @@ __global__ void fill_random_kernel(T* values, std::int64_t n, std::uint64_t seed
 }
 
 template <typename T>
-void launch_fill(T* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
-                 cudaStream_t stream) {
+void launch_fill(T* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution, cudaStream_t stream) {
   if (n == 0) return;
   constexpr int kBlockSize = 256;
   const int blocks = resident_grid_size(fill_random_kernel<T>, kBlockSize, n);

@@ -64,7 +64,6 @@ inline constexpr unsigned char kIntegerPoisonByte = 0xAB;
 
 // Fills device memory with a byte pattern, so an element a kernel forgot to write is detected by
 // the check.
-void poison(void* device_bytes, std::size_t bytes, cudaStream_t stream,
-            unsigned char pattern = kFloatPoisonByte);
+void poison(void* device_bytes, std::size_t bytes, cudaStream_t stream, unsigned char pattern = kFloatPoisonByte);
 
 }  // namespace cudalab::harness

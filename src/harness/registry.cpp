@@ -63,8 +63,7 @@ void Registry::add(Op op) {
   for (const Variant& v : op.variants) {
     CUDALAB_REQUIRE(!v.id.empty() && !v.technique.empty() && v.launch,
                     "registry: a variant of '" + op.name + "' lacks an id, technique or launcher");
-    CUDALAB_REQUIRE(ids.insert(v.id).second,
-                    "registry: variant id '" + v.id + "' appears twice in '" + op.name + "'");
+    CUDALAB_REQUIRE(ids.insert(v.id).second, "registry: variant id '" + v.id + "' appears twice in '" + op.name + "'");
   }
   ops_.push_back(std::move(op));
 }

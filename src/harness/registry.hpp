@@ -78,7 +78,7 @@ struct Op {
   // Input distributions `bench` times each size on, reported separately (e.g. a histogram's
   // uniform input and its all-one-value worst case).
   std::vector<Distribution> bench_distributions = {Distribution::uniform};
-  std::vector<Problem> test_problems;   // what the GPU tests verify
+  std::vector<Problem> test_problems;  // what the GPU tests verify
   // The minimum traffic and arithmetic the problem needs (each input read once, each output
   // written once), whatever a variant actually does: a variant that moves more shows a lower
   // effective bandwidth, which is the point.

@@ -10,15 +10,9 @@
 namespace cudalab::harness {
 
 void to_json(nlohmann::json& j, const Record& r) {
-  j = {{"op", r.op},
-       {"variant", r.variant},
-       {"technique", r.technique},
-       {"role", r.role},
-       {"problem", r.problem},
-       {"work", r.work},
-       {"outcome", r.outcome},
-       {"seed", r.seed},
-       {"distribution", r.distribution}};
+  j = {{"op", r.op},           {"variant", r.variant}, {"technique", r.technique},
+       {"role", r.role},       {"problem", r.problem}, {"work", r.work},
+       {"outcome", r.outcome}, {"seed", r.seed},       {"distribution", r.distribution}};
   if (!r.skip_reason.empty()) j["skip_reason"] = r.skip_reason;
   if (r.outcome != Outcome::skipped) j["comparison"] = r.comparison;
   if (r.timed) {
@@ -62,8 +56,8 @@ std::string gpu_slug(const std::string& gpu_name) {
   return slug.empty() ? "unknown-gpu" : slug;
 }
 
-nlohmann::json make_results(const Provenance& provenance, const Ceilings& ceilings,
-                            const std::vector<Record>& records, const nlohmann::json& experiments) {
+nlohmann::json make_results(const Provenance& provenance, const Ceilings& ceilings, const std::vector<Record>& records,
+                            const nlohmann::json& experiments) {
   nlohmann::json document = {{"schema", kResultsSchema},
                              {"provenance", provenance},
                              {"ceilings", ceilings},

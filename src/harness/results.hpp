@@ -25,15 +25,15 @@ struct Provenance {
   int compute_capability = 0;
   int sm_count = 0;
   double memory_gib = 0;
-  std::string driver_version;     // NVML's, e.g. "580.159.04"; "" when NVML is absent
-  int driver_cuda_version = 0;    // the CUDA version the driver supports, e.g. 13000
+  std::string driver_version;   // NVML's, e.g. "580.159.04"; "" when NVML is absent
+  int driver_cuda_version = 0;  // the CUDA version the driver supports, e.g. 13000
   int runtime_cuda_version = 0;
   int max_sm_clock_mhz = 0;
   unsigned sm_clock_mhz_start = 0;
   unsigned memory_clock_mhz_start = 0;
   unsigned sm_clock_mhz_end = 0;
   unsigned memory_clock_mhz_end = 0;
-  std::string date_utc;           // ISO 8601
+  std::string date_utc;  // ISO 8601
   std::string command_line;
   std::string hostname;
 };
@@ -46,7 +46,8 @@ void record_end_clocks(Provenance& provenance, const DeviceInfo& device);
 std::string gpu_slug(const std::string& gpu_name);
 
 NLOHMANN_JSON_SERIALIZE_ENUM(Role, {{Role::ladder, "ladder"}, {Role::baseline, "baseline"}, {Role::broken, "broken"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Outcome, {{Outcome::passed, "passed"}, {Outcome::failed, "failed"}, {Outcome::skipped, "skipped"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(Outcome,
+                             {{Outcome::passed, "passed"}, {Outcome::failed, "failed"}, {Outcome::skipped, "skipped"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(ComputeUnit, {{ComputeUnit::fp32_cuda_cores, "fp32_cuda_cores"},
                                            {ComputeUnit::bf16_tensor_cores, "bf16_tensor_cores"}})
 
@@ -54,31 +55,28 @@ NLOHMANN_JSON_SERIALIZE_ENUM(ComputeUnit, {{ComputeUnit::fp32_cuda_cores, "fp32_
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Problem, n, shape)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Work, bytes_read, bytes_written, flops, unit)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Tolerance, rtol, atol)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Comparison, count, mismatches, unwritten, non_finite,
-                                                first_mismatch, first_mismatch_out, first_mismatch_ref,
-                                                max_abs_error, rel_l2_error, tolerance)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Comparison, count, mismatches, unwritten, non_finite, first_mismatch,
+                                                first_mismatch_out, first_mismatch_ref, max_abs_error, rel_l2_error,
+                                                tolerance)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Summary, count, median, min, max, mean, stdrel)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RooflinePoint, gbps, tflops, memory_ceiling_gbps,
                                                 compute_ceiling_tflops, floor_seconds, bound, fraction)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ceilings, copy_kernel_gbps, memcpy_d2d_gbps, read_gbps,
-                                                fp32_tflops, bf16_tensor_tflops, h2d_pageable_gbps,
-                                                h2d_pinned_gbps, d2h_pageable_gbps, d2h_pinned_gbps,
-                                                launch_latency_us, launch_throughput_us,
-                                                datasheet_dram_gbps, datasheet_fp32_tflops,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ceilings, copy_kernel_gbps, memcpy_d2d_gbps, read_gbps, fp32_tflops,
+                                                bf16_tensor_tflops, h2d_pageable_gbps, h2d_pinned_gbps,
+                                                d2h_pageable_gbps, d2h_pinned_gbps, launch_latency_us,
+                                                launch_throughput_us, datasheet_dram_gbps, datasheet_fp32_tflops,
                                                 datasheet_bf16_tflops, datasheet_pcie_gbps)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, commit, dirty, gpu_name,
-                                                gpu_uuid, compute_capability, sm_count, memory_gib,
-                                                driver_version, driver_cuda_version,
-                                                runtime_cuda_version, max_sm_clock_mhz,
-                                                sm_clock_mhz_start, memory_clock_mhz_start,
-                                                sm_clock_mhz_end, memory_clock_mhz_end, date_utc,
-                                                command_line, hostname)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, commit, dirty, gpu_name, gpu_uuid,
+                                                compute_capability, sm_count, memory_gib, driver_version,
+                                                driver_cuda_version, runtime_cuda_version, max_sm_clock_mhz,
+                                                sm_clock_mhz_start, memory_clock_mhz_start, sm_clock_mhz_end,
+                                                memory_clock_mhz_end, date_utc, command_line, hostname)
 
 void to_json(nlohmann::json& j, const Record& r);
 void from_json(const nlohmann::json& j, Record& r);
 
-nlohmann::json make_results(const Provenance& provenance, const Ceilings& ceilings,
-                            const std::vector<Record>& records, const nlohmann::json& experiments);
+nlohmann::json make_results(const Provenance& provenance, const Ceilings& ceilings, const std::vector<Record>& records,
+                            const nlohmann::json& experiments);
 
 // Writes `document` (pretty, 2-space) creating parent folders; throws cudalab::Error on failure.
 void write_json_file(const std::string& path, const nlohmann::json& document);

@@ -20,14 +20,13 @@ RooflinePoint roofline(const Ceilings& ceilings, const Work& work, double second
   if (read_rate > 0 && write_rate > 0)
     memory_seconds = work.bytes_read / (read_rate * 1e9) + work.bytes_written / (write_rate * 1e9);
   p.memory_ceiling_gbps = memory_seconds > 0 ? bytes / memory_seconds / 1e9 : 0;
-  p.compute_ceiling_tflops = work.unit == ComputeUnit::bf16_tensor_cores ? ceilings.bf16_tensor_tflops
-                                                                         : ceilings.fp32_tflops;
+  p.compute_ceiling_tflops =
+      work.unit == ComputeUnit::bf16_tensor_cores ? ceilings.bf16_tensor_tflops : ceilings.fp32_tflops;
   if (seconds > 0) {
     p.gbps = bytes / seconds / 1e9;
     p.tflops = work.flops / seconds / 1e12;
   }
-  const double compute_seconds =
-      p.compute_ceiling_tflops > 0 ? work.flops / (p.compute_ceiling_tflops * 1e12) : 0;
+  const double compute_seconds = p.compute_ceiling_tflops > 0 ? work.flops / (p.compute_ceiling_tflops * 1e12) : 0;
   p.floor_seconds = std::max(memory_seconds, compute_seconds);
   p.bound = compute_seconds > memory_seconds ? "compute" : "memory";
   p.fraction = seconds > 0 ? p.floor_seconds / seconds : 0;

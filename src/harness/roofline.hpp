@@ -9,17 +9,17 @@ namespace cudalab::harness {
 // Every rate is measured on the running GPU by the probe, except the datasheet_* figures, which
 // are derived from device attributes (clocks, bus width, SM count) for comparison only.
 struct Ceilings {
-  double copy_kernel_gbps = 0;     // cudalab's copy kernel, bytes read + bytes written
-  double memcpy_d2d_gbps = 0;      // cudaMemcpyAsync device-to-device, read + written
-  double read_gbps = 0;            // read-only streaming kernel
-  double fp32_tflops = 0;          // FFMA chains, 2 flops per FMA
-  double bf16_tensor_tflops = 0;   // cuBLAS BF16 GEMM (fp32 accumulate) on random data
+  double copy_kernel_gbps = 0;    // cudalab's copy kernel, bytes read + bytes written
+  double memcpy_d2d_gbps = 0;     // cudaMemcpyAsync device-to-device, read + written
+  double read_gbps = 0;           // read-only streaming kernel
+  double fp32_tflops = 0;         // FFMA chains, 2 flops per FMA
+  double bf16_tensor_tflops = 0;  // cuBLAS BF16 GEMM (fp32 accumulate) on random data
   double h2d_pageable_gbps = 0;
   double h2d_pinned_gbps = 0;
   double d2h_pageable_gbps = 0;
   double d2h_pinned_gbps = 0;
-  double launch_latency_us = 0;    // empty kernel: launch + synchronize, round trip
-  double launch_throughput_us = 0; // empty kernel: back-to-back launches, per launch
+  double launch_latency_us = 0;     // empty kernel: launch + synchronize, round trip
+  double launch_throughput_us = 0;  // empty kernel: back-to-back launches, per launch
 
   double datasheet_dram_gbps = 0;  // 2 x memory clock x bus width
   double datasheet_fp32_tflops = 0;
@@ -43,13 +43,13 @@ struct Work {
 };
 
 struct RooflinePoint {
-  double gbps = 0;             // effective bandwidth: minimum bytes / time (1 GB = 1e9 B)
+  double gbps = 0;  // effective bandwidth: minimum bytes / time (1 GB = 1e9 B)
   double tflops = 0;
   double memory_ceiling_gbps = 0;  // (read + written bytes) / memory floor: this mix's ceiling
   double compute_ceiling_tflops = 0;
-  double floor_seconds = 0;    // max(bytes / memory ceiling, flops / compute ceiling)
-  std::string bound;           // "memory" or "compute": which term sets the floor
-  double fraction = 0;         // floor / measured time: 1.0 means at the ceiling
+  double floor_seconds = 0;  // max(bytes / memory ceiling, flops / compute ceiling)
+  std::string bound;         // "memory" or "compute": which term sets the floor
+  double fraction = 0;       // floor / measured time: 1.0 means at the ceiling
 };
 
 // The memory floor prices reads at the read-only rate and writes at write_gbps(), so a copy is

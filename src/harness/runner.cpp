@@ -90,8 +90,8 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
       if (progress) progress(op.name + " " + problem.label() + " " + variant.id + ": timing");
       std::function<void(cudaStream_t)> prepare;
       if (variant.prepare) prepare = [&](cudaStream_t s) { variant.prepare(*workload, s); };
-      r.time_ms = timer.time([&](cudaStream_t s) { variant.launch(*workload, s); }, stream.get(),
-                             options.timing, prepare);
+      r.time_ms =
+          timer.time([&](cudaStream_t s) { variant.launch(*workload, s); }, stream.get(), options.timing, prepare);
       r.timed = true;
       r.roofline_point = roofline(ceilings, r.work, r.time_ms.median * 1e-3);
       if (first_median == 0 && r.role == Role::ladder) first_median = r.time_ms.median;

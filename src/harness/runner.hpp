@@ -33,13 +33,13 @@ struct Record {
   Work work;
   Outcome outcome = Outcome::skipped;
   std::string skip_reason;
-  std::uint64_t seed = 0;          // the inputs this variant was checked on
+  std::uint64_t seed = 0;  // the inputs this variant was checked on
   std::string distribution;
-  Comparison comparison;           // when checked
+  Comparison comparison;  // when checked
   bool timed = false;
-  Summary time_ms;                 // when timed (verified variants only)
-  RooflinePoint roofline_point;    // when timed
-  double speedup_vs_first = 0;     // median time of the first timed ladder variant / this one
+  Summary time_ms;               // when timed (verified variants only)
+  RooflinePoint roofline_point;  // when timed
+  double speedup_vs_first = 0;   // median time of the first timed ladder variant / this one
 };
 
 using Progress = std::function<void(const std::string&)>;

@@ -35,8 +35,7 @@ KernelTimer::KernelTimer() {
 void KernelTimer::flush_l2(cudaStream_t stream) {
   constexpr int kBlockSize = 256;
   const int blocks = resident_grid_size(flush_l2_kernel, kBlockSize, flush_buffer_.size());
-  flush_l2_kernel<<<blocks, kBlockSize, 0, stream>>>(flush_buffer_.data(), flush_buffer_.size(),
-                                                     flush_sink_.data());
+  flush_l2_kernel<<<blocks, kBlockSize, 0, stream>>>(flush_buffer_.data(), flush_buffer_.size(), flush_sink_.data());
   CUDALAB_CHECK_LAUNCH();
 }
 
@@ -61,8 +60,7 @@ Summary KernelTimer::time(const std::function<void(cudaStream_t)>& launch, cudaS
     stop.record(stream);
     stop.synchronize();
     samples.push_back(stop.elapsed_ms_since(start));
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     if (should_stop(samples, elapsed, options.stopping)) break;
   }
   return summarize(std::move(samples));

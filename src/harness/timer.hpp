@@ -23,8 +23,8 @@ class KernelTimer {
   KernelTimer();
   // Milliseconds per launch of `launch(stream)`; `prepare(stream)`, when given, runs before each
   // launch outside the timed interval. Launch errors surface as cudalab::Error.
-  Summary time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream,
-               const TimingOptions& options, const std::function<void(cudaStream_t)>& prepare = nullptr);
+  Summary time(const std::function<void(cudaStream_t)>& launch, cudaStream_t stream, const TimingOptions& options,
+               const std::function<void(cudaStream_t)>& prepare = nullptr);
   // Evicts the L2 by reading a buffer twice its size. Reads leave clean lines behind, so the
   // timed kernel pays no write-back of the flush's data (a memset flush would leave dirty lines).
   void flush_l2(cudaStream_t stream);

@@ -4,8 +4,17 @@ namespace cudalab::probe {
 
 int fp32_lanes_per_sm(int cc) {
   switch (cc) {
-    case 70: case 72: case 75: case 80: return 64;
-    case 86: case 87: case 89: case 90: case 100: case 103: case 120: return 128;
+    case 70:
+    case 72:
+    case 75:
+    case 80: return 64;
+    case 86:
+    case 87:
+    case 89:
+    case 90:
+    case 100:
+    case 103:
+    case 120: return 128;
     default: return 0;
   }
 }
@@ -28,13 +37,13 @@ double datasheet_dram_gbps(const DeviceInfo& d) {
 }
 
 double datasheet_fp32_tflops(const DeviceInfo& d) {
-  return d.sm_count * static_cast<double>(fp32_lanes_per_sm(d.compute_capability())) * 2.0 *
-         d.sm_clock_khz * 1e3 / 1e12;
+  return d.sm_count * static_cast<double>(fp32_lanes_per_sm(d.compute_capability())) * 2.0 * d.sm_clock_khz * 1e3 /
+         1e12;
 }
 
 double datasheet_bf16_tflops(const DeviceInfo& d) {
-  return d.sm_count * static_cast<double>(bf16_tensor_flops_per_clock_per_sm(d.compute_capability())) *
-         d.sm_clock_khz * 1e3 / 1e12;
+  return d.sm_count * static_cast<double>(bf16_tensor_flops_per_clock_per_sm(d.compute_capability())) * d.sm_clock_khz *
+         1e3 / 1e12;
 }
 
 }  // namespace cudalab::probe

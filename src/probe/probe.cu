@@ -50,7 +50,7 @@ __global__ void read_float4_kernel(const float4* __restrict__ in, std::int64_t c
 
 // ---- FP32 FMA throughput ---------------------------------------------------------------------
 
-constexpr int kFmaChains = 8;        // independent chains hide the 4-cycle FMA latency
+constexpr int kFmaChains = 8;  // independent chains hide the 4-cycle FMA latency
 constexpr int kFmaIterations = 4096;
 
 __global__ void fma_kernel(float multiplier, float addend, float* sink) {
@@ -121,8 +121,7 @@ void measure_memory(Ceilings& c, KernelTimer& timer, cudaStream_t stream) {
   const std::int64_t count = static_cast<std::int64_t>(bytes / sizeof(float4));
   DeviceBuffer<float4> source(count), destination(count);
   DeviceBuffer<float> sink(1);
-  harness::fill_random(reinterpret_cast<float*>(source.data()), count * 4, 42,
-                       harness::Distribution::uniform, stream);
+  harness::fill_random(reinterpret_cast<float*>(source.data()), count * 4, 42, harness::Distribution::uniform, stream);
   const unsigned blocks = static_cast<unsigned>(ceil_div<std::int64_t>(count, kBlockSize));
   const TimingOptions options = probe_timing();
 
@@ -192,8 +191,8 @@ void measure_bf16_gemm(Ceilings& c, KernelTimer& timer, cudaStream_t stream) {
   const auto t = timer.time(
       [&](cudaStream_t) {
         check_cublas(cublasGemmEx(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &alpha, a.data(),
-                                  CUDA_R_16BF, size, b.data(), CUDA_R_16BF, size, &beta, out.data(),
-                                  CUDA_R_16BF, size, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                  CUDA_R_16BF, size, b.data(), CUDA_R_16BF, size, &beta, out.data(), CUDA_R_16BF, size,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                      "cublasGemmEx (bf16)");
       },
       stream, options);
@@ -226,14 +225,14 @@ void measure_launch(Ceilings& c, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
   CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   c.launch_latency_us = 1e6 * host_seconds(1000, [&] {
-    empty_kernel<<<1, 32, 0, stream>>>();
-    CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  });
+                          empty_kernel<<<1, 32, 0, stream>>>();
+                          CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+                        });
   const int launches = 10000;
   c.launch_throughput_us = 1e6 / launches * host_seconds(5, [&] {
-    for (int i = 0; i < launches; ++i) empty_kernel<<<1, 32, 0, stream>>>();
-    CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  });
+                             for (int i = 0; i < launches; ++i) empty_kernel<<<1, 32, 0, stream>>>();
+                             CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+                           });
   CUDALAB_CHECK_LAUNCH();
 }
 

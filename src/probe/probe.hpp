@@ -12,8 +12,7 @@
 namespace cudalab::probe {
 
 // Measures every ceiling; `progress` hears one line per measurement. Takes ~10-20 s.
-harness::Ceilings measure_ceilings(const DeviceInfo& device,
-                                   const std::function<void(const std::string&)>& progress);
+harness::Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(const std::string&)>& progress);
 
 // Where the ceilings of `device` are cached: $CUDALAB_CACHE_DIR, else $XDG_CACHE_HOME/cudalab,
 // else ~/.cache/cudalab; file probe-<uuid>.json.

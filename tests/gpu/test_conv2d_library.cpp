@@ -40,9 +40,10 @@ void check_library(std::int64_t height, std::int64_t width, std::int64_t pitch, 
 TEST(LibraryConv2d, MatchesTheReferenceForEveryWidthAndLayout) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   for (int r : {1, 3, 5, 7}) {
-    for (auto [height, width] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 3}, {37, 45}, {65, 257}, {300, 129}}) {
-      check_library(height, width, width, 0, r);          // dense
-      check_library(height, width, width + 7, 1, r);      // unaligned rows: scalar loads and stores
+    for (auto [height, width] :
+         {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 3}, {37, 45}, {65, 257}, {300, 129}}) {
+      check_library(height, width, width, 0, r);                    // dense
+      check_library(height, width, width + 7, 1, r);                // unaligned rows: scalar loads and stores
       check_library(height, width, (width + 3) / 4 * 4 + 4, 4, r);  // aligned, padded rows
     }
   }

@@ -20,7 +20,8 @@ void check_at_offset(const std::vector<Key>& host, std::int64_t offset, std::int
   DeviceBuffer<Key> samples(static_cast<std::int64_t>(host.size()));
   DeviceBuffer<std::uint32_t> counts(bins);
   Stream stream;
-  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(samples.data(), host.data(), samples.bytes(), cudaMemcpyHostToDevice, stream.get()));
+  CUDALAB_CUDA_CHECK(
+      cudaMemcpyAsync(samples.data(), host.data(), samples.bytes(), cudaMemcpyHostToDevice, stream.get()));
   harness::poison(counts.data(), counts.bytes(), stream.get(), harness::kIntegerPoisonByte);
   count(samples.data() + offset, n, counts.data(), stream.get());
   std::vector<std::uint32_t> out(bins);
@@ -31,14 +32,16 @@ void check_at_offset(const std::vector<Key>& host, std::int64_t offset, std::int
 }
 
 void check_at_offset(const std::vector<std::uint8_t>& host, std::int64_t offset, std::int64_t n) {
-  check_at_offset(host, offset, n, kByteHistogramBins,
-                  [](const std::uint8_t* s, std::int64_t m, std::uint32_t* c, cudaStream_t st) { histogram_even(s, m, c, st); });
+  check_at_offset(
+      host, offset, n, kByteHistogramBins,
+      [](const std::uint8_t* s, std::int64_t m, std::uint32_t* c, cudaStream_t st) { histogram_even(s, m, c, st); });
 }
 
 void check_at_offset(const std::vector<std::uint16_t>& host, std::int64_t offset, std::int64_t n, int bins) {
-  check_at_offset(host, offset, n, bins, [bins](const std::uint16_t* s, std::int64_t m, std::uint32_t* c, cudaStream_t st) {
-    histogram_even(s, m, c, bins, st);
-  });
+  check_at_offset(host, offset, n, bins,
+                  [bins](const std::uint16_t* s, std::int64_t m, std::uint32_t* c, cudaStream_t st) {
+                    histogram_even(s, m, c, bins, st);
+                  });
 }
 
 std::vector<std::uint8_t> random_bytes(std::int64_t count) {

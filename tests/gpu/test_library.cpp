@@ -26,8 +26,7 @@ void check_vecadd_at_offset(std::int64_t n, std::int64_t offset_a, std::int64_t 
   CUDALAB_CUDA_CHECK(cudaMemcpyAsync(hb.data(), b.data(), b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
   CUDALAB_CUDA_CHECK(cudaMemcpyAsync(hc.data(), c.data(), c.bytes(), cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
-  for (std::int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(hc[offset_c + i], ha[offset_a + i] + hb[offset_b + i]) << "i=" << i;
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(hc[offset_c + i], ha[offset_a + i] + hb[offset_b + i]) << "i=" << i;
   // Nothing outside [offset_c, offset_c + n) may be written.
   for (std::int64_t i = 0; i < room; ++i) {
     if (i < offset_c || i >= offset_c + n) {

@@ -38,9 +38,8 @@ void check_library_scan(ScanKind kind, std::int64_t n, Placement placement) {
   CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_in.data(), in.data(), in.bytes(), cudaMemcpyDeviceToHost, stream.get()));
   const unsigned char poison = std::is_integral_v<T> ? harness::kIntegerPoisonByte : harness::kFloatPoisonByte;
   harness::poison(out.data(), out.bytes(), stream.get(), poison);
-  DeviceBuffer<unsigned char> workspace(placement == Placement::caller_workspace
-                                            ? static_cast<std::int64_t>(scan_workspace_bytes(n))
-                                            : 0);
+  DeviceBuffer<unsigned char> workspace(
+      placement == Placement::caller_workspace ? static_cast<std::int64_t>(scan_workspace_bytes(n)) : 0);
   T* const result = placement == Placement::in_place ? in.data() : out.data() + offset;
   call(kind, in.data() + offset, result, n, workspace.data(), workspace.bytes(), stream.get());
   CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_out.data(), result, static_cast<std::size_t>(n) * sizeof(T),
@@ -54,7 +53,8 @@ TEST(LibraryScan, BothKindsBothTypesEveryPlacement) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   for (ScanKind kind : {ScanKind::inclusive, ScanKind::exclusive})
     for (std::int64_t n : {1, 1000, 4096, 4097, 1000003})
-      for (Placement p : {Placement::aligned, Placement::misaligned, Placement::in_place, Placement::caller_workspace}) {
+      for (Placement p :
+           {Placement::aligned, Placement::misaligned, Placement::in_place, Placement::caller_workspace}) {
         check_library_scan<std::int32_t>(kind, n, p);
         check_library_scan<float>(kind, n, p);
       }
@@ -63,7 +63,8 @@ TEST(LibraryScan, BothKindsBothTypesEveryPlacement) {
 TEST(LibraryScan, ArgumentErrors) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   DeviceBuffer<float> data(100);
-  EXPECT_EQ(test_support::thrown_kind([&] { inclusive_scan(data.data(), data.data(), -1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([&] { inclusive_scan(data.data(), data.data(), -1); }),
+            ErrorKind::invalid_argument);
   EXPECT_EQ(test_support::thrown_kind([&] { exclusive_scan(static_cast<const float*>(nullptr), data.data(), 10); }),
             ErrorKind::invalid_argument);
   EXPECT_EQ(test_support::thrown_kind([&] { inclusive_scan(data.data(), data.data(), 100, data.data(), 0); }),

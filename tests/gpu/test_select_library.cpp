@@ -37,7 +37,8 @@ void check_library_select(std::int64_t n, std::int32_t threshold, Placement plac
     select_at_least(source, n, threshold, result, count.data(), stream.get());
   }
   std::int64_t host_count = 0;
-  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(&host_count, count.data(), sizeof host_count, cudaMemcpyDeviceToHost, stream.get()));
+  CUDALAB_CUDA_CHECK(
+      cudaMemcpyAsync(&host_count, count.data(), sizeof host_count, cudaMemcpyDeviceToHost, stream.get()));
   CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_out.data(), result, static_cast<std::size_t>(n) * sizeof(std::int32_t),
                                      cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
@@ -63,12 +64,14 @@ TEST(LibrarySelect, EmptyInputWritesCountZero) {
   // n == 0 needs neither arrays nor a workspace.
   select_at_least(nullptr, 0, 0, nullptr, count.data(), stream.get());
   std::int64_t host_count = -1;
-  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(&host_count, count.data(), sizeof host_count, cudaMemcpyDeviceToHost, stream.get()));
+  CUDALAB_CUDA_CHECK(
+      cudaMemcpyAsync(&host_count, count.data(), sizeof host_count, cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
   EXPECT_EQ(host_count, 0);
   harness::poison(count.data(), count.bytes(), stream.get(), harness::kIntegerPoisonByte);
   select_at_least(nullptr, 0, 0, nullptr, count.data(), nullptr, 0, stream.get());
-  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(&host_count, count.data(), sizeof host_count, cudaMemcpyDeviceToHost, stream.get()));
+  CUDALAB_CUDA_CHECK(
+      cudaMemcpyAsync(&host_count, count.data(), sizeof host_count, cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
   EXPECT_EQ(host_count, 0);
   EXPECT_EQ(select_workspace_bytes(0), 0u);
@@ -80,12 +83,17 @@ TEST(LibrarySelect, ArgumentErrors) {
   DeviceBuffer<std::int64_t> count(1);
   EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), -1, 0, data.data(), count.data()); }),
             ErrorKind::invalid_argument);
-  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 10, 0, data.data(), nullptr); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(nullptr, 10, 0, data.data(), count.data()); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 10, 0, nullptr, count.data()); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), data.data(), 0); }),
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 10, 0, data.data(), nullptr); }),
             ErrorKind::invalid_argument);
-  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), nullptr, 1 << 20); }),
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(nullptr, 10, 0, data.data(), count.data()); }),
+            ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([&] { select_at_least(data.data(), 10, 0, nullptr, count.data()); }),
+            ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind(
+                [&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), data.data(), 0); }),
+            ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind(
+                [&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), nullptr, 1 << 20); }),
             ErrorKind::invalid_argument);
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
 }

@@ -51,7 +51,8 @@ TEST(TransfersGpu, AffineStepsMatchesClosedFormWithCappedGrid) {
     affine_steps(out.data(), in.data(), n, kPipelineStep, iterations, nullptr, blocks);
     std::vector<std::uint32_t> result(n);
     ASSERT_EQ(cudaMemcpy(result.data(), out.data(), out.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(result[i], expected.apply(host[i])) << "blocks " << blocks << " i " << i;
+    for (std::int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(result[i], expected.apply(host[i])) << "blocks " << blocks << " i " << i;
   }
 }
 
@@ -114,9 +115,13 @@ TEST(TransfersGpu, PipelineRejectsBadStreamCounts) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   Pipeline pipeline(1024, 1, 1);
   Stream origin;
-  EXPECT_EQ(thrown_kind([&] { pipeline.enqueue({0, 4, IssueOrder::depth_first, false}, origin.get()); }),
+  EXPECT_EQ(thrown_kind([&] {
+              pipeline.enqueue({0, 4, IssueOrder::depth_first, false}, origin.get());
+            }),
             ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] { pipeline.enqueue({17, 4, IssueOrder::depth_first, false}, origin.get()); }),
+  EXPECT_EQ(thrown_kind([&] {
+              pipeline.enqueue({17, 4, IssueOrder::depth_first, false}, origin.get());
+            }),
             ErrorKind::invalid_argument);
 }
 

@@ -24,7 +24,8 @@ void check_transpose(std::int64_t rows, std::int64_t cols, std::int64_t in_offse
   stream.synchronize();
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < cols; ++c)
-      ASSERT_EQ(hout[out_offset + c * rows + r], hin[in_offset + r * cols + c]) << rows << "x" << cols << " r=" << r << " c=" << c;
+      ASSERT_EQ(hout[out_offset + c * rows + r], hin[in_offset + r * cols + c])
+          << rows << "x" << cols << " r=" << r << " c=" << c;
   for (std::int64_t i = 0; i < room; ++i) {
     if (i < out_offset || i >= out_offset + n) {
       ASSERT_TRUE(std::isnan(hout[i])) << "wrote outside the output at " << i;

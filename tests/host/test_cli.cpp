@@ -122,8 +122,8 @@ TEST(ParseElementCount, AcceptsWholeNumbersAndPowersOfTwo) {
 TEST(ParseShape, TakesOneSizePerDimension) {
   EXPECT_EQ(parse_shape("8192x64x8192", 3), (std::vector<std::int64_t>{8192, 64, 8192}));
   EXPECT_EQ(parse_shape("2^12x17", 2), (std::vector<std::int64_t>{4096, 17}));
-  EXPECT_THROW(parse_shape("4096x4096", 3), Error);   // wrong rank
-  EXPECT_THROW(parse_shape("4096x0x4", 3), Error);    // empty
+  EXPECT_THROW(parse_shape("4096x4096", 3), Error);  // wrong rank
+  EXPECT_THROW(parse_shape("4096x0x4", 3), Error);   // empty
   EXPECT_THROW(parse_shape("4096xx4", 3), Error);
   EXPECT_THROW(parse_shape("2^20x2^20x2^20", 3), Error);  // product past 2^48
 }
@@ -136,11 +136,13 @@ TEST(ParseSeed, DecimalAndHex) {
 }
 
 TEST(Splice, ReplacesOnlyMarkedBlocks) {
-  const std::string doc = "intro\n<!-- cudalab:begin a -->\nold\n<!-- cudalab:end a -->\nkeep\n"
-                          "<!-- cudalab:begin b -->\nold b\n<!-- cudalab:end b -->\n";
+  const std::string doc =
+      "intro\n<!-- cudalab:begin a -->\nold\n<!-- cudalab:end a -->\nkeep\n"
+      "<!-- cudalab:begin b -->\nold b\n<!-- cudalab:end b -->\n";
   const std::string out = splice_generated_blocks(doc, {{"a", "new\n"}, {"zzz", "unused"}});
-  EXPECT_EQ(out, "intro\n<!-- cudalab:begin a -->\nnew\n<!-- cudalab:end a -->\nkeep\n"
-                 "<!-- cudalab:begin b -->\nold b\n<!-- cudalab:end b -->\n");
+  EXPECT_EQ(out,
+            "intro\n<!-- cudalab:begin a -->\nnew\n<!-- cudalab:end a -->\nkeep\n"
+            "<!-- cudalab:begin b -->\nold b\n<!-- cudalab:end b -->\n");
   EXPECT_THROW(splice_generated_blocks("<!-- cudalab:begin a -->", {{"a", "x"}}), Error);
 }
 
@@ -258,11 +260,15 @@ TEST(Plots, LineChartDrawsOneLinePerSeriesAndSkipsNonNumbers) {
 }
 
 TEST(Plots, BarChartOfAnExperimentHasOneBarPerRow) {
-  const nlohmann::json experiment = {{"name", "layouts"},
-                                     {"columns", {"layout", "update", "gbps"}},
-                                     {"rows", {{"SoA", "x += v", 2800.0}, {"AoS", "x += v", 760.0}, {"AoS", "xyz", "-"}}}};
-  const nlohmann::json plot = {{"kind", "bar"}, {"title", "AoS <vs> SoA"}, {"label", {"layout", "update"}},
-                               {"value", "gbps"}, {"value_label", "useful GB/s"}};
+  const nlohmann::json experiment = {
+      {"name", "layouts"},
+      {"columns", {"layout", "update", "gbps"}},
+      {"rows", {{"SoA", "x += v", 2800.0}, {"AoS", "x += v", 760.0}, {"AoS", "xyz", "-"}}}};
+  const nlohmann::json plot = {{"kind", "bar"},
+                               {"title", "AoS <vs> SoA"},
+                               {"label", {"layout", "update"}},
+                               {"value", "gbps"},
+                               {"value_label", "useful GB/s"}};
   const std::string svg = experiment_chart_svg(experiment, plot);
   std::size_t bars = 0;
   for (std::size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) ++bars;

@@ -14,7 +14,7 @@ TEST(Tolerance, AcceptsWithinRelativeAndAbsoluteBounds) {
   const Tolerance t{1e-3, 1e-6};
   EXPECT_TRUE(t.accepts(1.0005, 1.0));
   EXPECT_FALSE(t.accepts(1.002, 1.0));
-  EXPECT_TRUE(t.accepts(5e-7, 0.0));   // atol covers a zero reference
+  EXPECT_TRUE(t.accepts(5e-7, 0.0));  // atol covers a zero reference
   EXPECT_FALSE(t.accepts(2e-6, 0.0));
 }
 
@@ -52,7 +52,8 @@ TEST(Compare, CountsMismatchesUnwrittenAndNonFinite) {
   std::vector<float> out = {1.0f, 2.0f, 3.5f, 0.0f, std::nanf("")};
   std::uint32_t poison = 0xFFFFFFFFu;
   std::memcpy(&out[3], &poison, sizeof poison);
-  const Comparison c = compare_fp32(out.data(), 5, Tolerance::fp32_rounded(), [](std::int64_t i) { return double(i + 1); });
+  const Comparison c =
+      compare_fp32(out.data(), 5, Tolerance::fp32_rounded(), [](std::int64_t i) { return double(i + 1); });
   EXPECT_FALSE(c.passed());
   EXPECT_EQ(c.count, 5);
   EXPECT_EQ(c.mismatches, 3);  // 3.5 vs 3, the poison, the NaN

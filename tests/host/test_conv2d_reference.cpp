@@ -42,11 +42,13 @@ TEST(Conv2dReference, ToleranceGrowsWithTapsAndMagnitude) {
 TEST(Conv2dReference, CheckAcceptsRoundingAndCatchesErrorsAndPoison) {
   const std::int64_t height = 5, width = 6;
   std::vector<float> image(height * width), filter(25);
-  for (std::int64_t i = 0; i < height * width; ++i) image[i] = random_value(3, i, height * width, Distribution::uniform);
+  for (std::int64_t i = 0; i < height * width; ++i)
+    image[i] = random_value(3, i, height * width, Distribution::uniform);
   for (int i = 0; i < 25; ++i) filter[i] = random_value(4, i, 25, Distribution::uniform);
   std::vector<float> output(height * width);
   for (std::int64_t i = 0; i < height * width; ++i)
-    output[i] = static_cast<float>(reference_conv2d_at(image.data(), height, width, filter.data(), 5, i / width, i % width).value);
+    output[i] = static_cast<float>(
+        reference_conv2d_at(image.data(), height, width, filter.data(), 5, i / width, i % width).value);
   EXPECT_TRUE(check_conv2d(image.data(), height, width, filter.data(), 5, output.data()).passed());
 
   // An error four times the element's tolerance fails, and is reported at that element.

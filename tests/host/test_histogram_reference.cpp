@@ -94,7 +94,8 @@ TEST(HistogramLibrary, RejectsBadArgumentsBeforeTouchingTheGpu) {
   EXPECT_EQ(test_support::thrown_kind([] { histogram_even(static_cast<const std::uint8_t*>(nullptr), 10, counts); }),
             ErrorKind::invalid_argument);
   EXPECT_EQ(test_support::thrown_kind([] { histogram_even(wide, 10, counts, 0); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(test_support::thrown_kind([] { histogram_even(wide, 10, counts, kMaxHistogramBins + 1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([] { histogram_even(wide, 10, counts, kMaxHistogramBins + 1); }),
+            ErrorKind::invalid_argument);
   EXPECT_EQ(test_support::thrown_kind([] { histogram_even(wide, -5, counts, 256); }), ErrorKind::invalid_argument);
   EXPECT_EQ(test_support::thrown_kind([] {
               histogram_even(reinterpret_cast<const std::uint16_t*>(reinterpret_cast<const char*>(wide) + 1), 10,

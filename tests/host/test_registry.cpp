@@ -24,8 +24,8 @@ TEST(BuiltinRegistry, EveryOpIsCompleteAndHasABaseline) {
       EXPECT_GT(w.bytes_read + w.bytes_written, 0.0) << p.label();
       EXPECT_GE(op.device_bytes(p), static_cast<std::size_t>(w.bytes_read + w.bytes_written)) << p.label();
     }
-    const bool has_baseline = std::any_of(op.variants.begin(), op.variants.end(),
-                                          [](const Variant& v) { return v.role == Role::baseline; });
+    const bool has_baseline =
+        std::any_of(op.variants.begin(), op.variants.end(), [](const Variant& v) { return v.role == Role::baseline; });
     EXPECT_TRUE(has_baseline) << "every ladder is shown beside its vendor library";
     std::set<std::string> ids;
     for (const Variant& v : op.variants) EXPECT_TRUE(ids.insert(v.id).second) << v.id;

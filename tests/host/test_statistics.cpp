@@ -15,9 +15,7 @@ TEST(Summarize, OddCountMedianIsMiddleValue) {
   EXPECT_DOUBLE_EQ(s.stdrel, 2.0 / 3.0);  // sample std 2, mean 3
 }
 
-TEST(Summarize, EvenCountMedianAveragesTheMiddlePair) {
-  EXPECT_DOUBLE_EQ(summarize({4.0, 1.0, 2.0, 3.0}).median, 2.5);
-}
+TEST(Summarize, EvenCountMedianAveragesTheMiddlePair) { EXPECT_DOUBLE_EQ(summarize({4.0, 1.0, 2.0, 3.0}).median, 2.5); }
 
 TEST(Summarize, EmptyAndSingle) {
   EXPECT_EQ(summarize({}).count, 0);

@@ -71,7 +71,8 @@ TEST(TransfersReference, PatternDependsOnSeedAndPrefixesAgree) {
 
 TEST(TransfersReference, ExperimentsAndClaimsAreRegisteredOnTheTransfersPage) {
   const auto& registry = harness::builtin_registry();
-  for (const char* name : {"transfers", "managed_memory", "streams_pipeline", "streams_chunk_size", "streams_concurrency"}) {
+  for (const char* name :
+       {"transfers", "managed_memory", "streams_pipeline", "streams_chunk_size", "streams_concurrency"}) {
     const auto* e = registry.find_experiment(name);
     ASSERT_NE(e, nullptr) << name;
     EXPECT_EQ(e->op, "transfers");
@@ -97,7 +98,8 @@ const harness::ClaimCheck& claim(const std::string& id) {
 }
 
 TEST(TransfersReference, C04ComparesPinnedWithPageableAtTheLargestSize) {
-  const nlohmann::json columns = {"path", "kind", "direction", "bytes", "median_us", "min_us", "gbps", "pct_of_probe_pinned", "samples"};
+  const nlohmann::json columns = {"path",   "kind", "direction",           "bytes",  "median_us",
+                                  "min_us", "gbps", "pct_of_probe_pinned", "samples"};
   const nlohmann::json results = {
       {"experiments",
        {{{"name", "transfers"},
@@ -113,16 +115,25 @@ TEST(TransfersReference, C04ComparesPinnedWithPageableAtTheLargestSize) {
 }
 
 TEST(TransfersReference, C29ReadsSpeedupOrderAndBestStreamCount) {
-  const nlohmann::json columns = {"config", "order", "streams", "chunks", "chunk_mib", "time_ms", "ideal_ms",
-                                  "measured_over_ideal", "pct_of_ideal", "pct_of_duplex_bound", "speedup_vs_sequential", "samples"};
-  const nlohmann::json results = {
-      {"experiments",
-       {{{"name", "streams_pipeline"},
-         {"columns", columns},
-         {"rows",
-          {{"seq", "depth-first", 1, 1, 8, 30.0, 10.0, 3.0, 33.3, 36.0, 1.0, 5},
-           {"d4", "depth-first", 4, 32, 8, 10.5, 10.0, 1.05, 95.2, 99.0, 2.86, 5},
-           {"b4", "breadth-first", 4, 32, 8, 10.6, 10.0, 1.06, 94.3, 98.0, 2.83, 5}}}}}}};
+  const nlohmann::json columns = {"config",
+                                  "order",
+                                  "streams",
+                                  "chunks",
+                                  "chunk_mib",
+                                  "time_ms",
+                                  "ideal_ms",
+                                  "measured_over_ideal",
+                                  "pct_of_ideal",
+                                  "pct_of_duplex_bound",
+                                  "speedup_vs_sequential",
+                                  "samples"};
+  const nlohmann::json results = {{"experiments",
+                                   {{{"name", "streams_pipeline"},
+                                     {"columns", columns},
+                                     {"rows",
+                                      {{"seq", "depth-first", 1, 1, 8, 30.0, 10.0, 3.0, 33.3, 36.0, 1.0, 5},
+                                       {"d4", "depth-first", 4, 32, 8, 10.5, 10.0, 1.05, 95.2, 99.0, 2.86, 5},
+                                       {"b4", "breadth-first", 4, 32, 8, 10.6, 10.0, 1.06, 94.3, 98.0, 2.83, 5}}}}}}};
   const nlohmann::json v = claim("C29").evaluate(results);
   EXPECT_NEAR(v["ratio"].get<double>(), 2.86, 1e-9);
   EXPECT_EQ(v["verdict"], "holds partly: speedup holds; issue order makes no 1.5x difference; best at 2-8 streams");

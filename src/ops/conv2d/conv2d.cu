@@ -18,8 +18,8 @@ bool overlaps(const void* a, std::int64_t a_floats, const void* b, std::int64_t 
 }  // namespace
 
 // register_tiled: the fastest verified variant at every bench size on an H100 (docs/conv2d.md).
-void conv2d(const float* input, std::int64_t height, std::int64_t width, std::int64_t input_pitch,
-            const float* filter, int filter_width, float* output, std::int64_t output_pitch, cudaStream_t stream) {
+void conv2d(const float* input, std::int64_t height, std::int64_t width, std::int64_t input_pitch, const float* filter,
+            int filter_width, float* output, std::int64_t output_pitch, cudaStream_t stream) {
   CUDALAB_REQUIRE(height >= 0 && width >= 0, "conv2d: height and width must be >= 0, got " + std::to_string(height) +
                                                  " x " + std::to_string(width));
   CUDALAB_REQUIRE(input_pitch >= width && output_pitch >= width,

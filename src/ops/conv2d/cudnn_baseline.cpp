@@ -18,11 +18,11 @@ using Handle = void*;
 using Descriptor = void*;
 using Status = int;
 constexpr Status kSuccess = 0;
-constexpr int kDataFloat = 0;          // CUDNN_DATA_FLOAT
-constexpr int kLayoutNchw = 0;         // CUDNN_TENSOR_NCHW
-constexpr int kCrossCorrelation = 1;   // CUDNN_CROSS_CORRELATION
-constexpr int kFmaMath = 3;            // CUDNN_FMA_MATH: no tensor-core (TF32) kernels
-constexpr int kAlgorithmCount = 8;     // CUDNN_CONVOLUTION_FWD_ALGO_COUNT
+constexpr int kDataFloat = 0;         // CUDNN_DATA_FLOAT
+constexpr int kLayoutNchw = 0;        // CUDNN_TENSOR_NCHW
+constexpr int kCrossCorrelation = 1;  // CUDNN_CROSS_CORRELATION
+constexpr int kFmaMath = 3;           // CUDNN_FMA_MATH: no tensor-core (TF32) kernels
+constexpr int kAlgorithmCount = 8;    // CUDNN_CONVOLUTION_FWD_ALGO_COUNT
 const char* const kAlgorithmNames[kAlgorithmCount] = {
     "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
 
@@ -85,22 +85,21 @@ Api load_api() {
     return api;
   }
   void* l = api.library;
-  const bool bound =
-      bind(l, "cudnnGetErrorString", &api.get_error_string) && bind(l, "cudnnCreate", &api.create) &&
-      bind(l, "cudnnDestroy", &api.destroy) && bind(l, "cudnnSetStream", &api.set_stream) &&
-      bind(l, "cudnnCreateTensorDescriptor", &api.create_tensor) &&
-      bind(l, "cudnnSetTensor4dDescriptorEx", &api.set_tensor_4d_ex) &&
-      bind(l, "cudnnDestroyTensorDescriptor", &api.destroy_tensor) &&
-      bind(l, "cudnnCreateFilterDescriptor", &api.create_filter) &&
-      bind(l, "cudnnSetFilter4dDescriptor", &api.set_filter_4d) &&
-      bind(l, "cudnnDestroyFilterDescriptor", &api.destroy_filter) &&
-      bind(l, "cudnnCreateConvolutionDescriptor", &api.create_convolution) &&
-      bind(l, "cudnnSetConvolution2dDescriptor", &api.set_convolution_2d) &&
-      bind(l, "cudnnSetConvolutionMathType", &api.set_math_type) &&
-      bind(l, "cudnnDestroyConvolutionDescriptor", &api.destroy_convolution) &&
-      bind(l, "cudnnFindConvolutionForwardAlgorithm", &api.find_forward) &&
-      bind(l, "cudnnGetConvolutionForwardWorkspaceSize", &api.workspace_size) &&
-      bind(l, "cudnnConvolutionForward", &api.forward);
+  const bool bound = bind(l, "cudnnGetErrorString", &api.get_error_string) && bind(l, "cudnnCreate", &api.create) &&
+                     bind(l, "cudnnDestroy", &api.destroy) && bind(l, "cudnnSetStream", &api.set_stream) &&
+                     bind(l, "cudnnCreateTensorDescriptor", &api.create_tensor) &&
+                     bind(l, "cudnnSetTensor4dDescriptorEx", &api.set_tensor_4d_ex) &&
+                     bind(l, "cudnnDestroyTensorDescriptor", &api.destroy_tensor) &&
+                     bind(l, "cudnnCreateFilterDescriptor", &api.create_filter) &&
+                     bind(l, "cudnnSetFilter4dDescriptor", &api.set_filter_4d) &&
+                     bind(l, "cudnnDestroyFilterDescriptor", &api.destroy_filter) &&
+                     bind(l, "cudnnCreateConvolutionDescriptor", &api.create_convolution) &&
+                     bind(l, "cudnnSetConvolution2dDescriptor", &api.set_convolution_2d) &&
+                     bind(l, "cudnnSetConvolutionMathType", &api.set_math_type) &&
+                     bind(l, "cudnnDestroyConvolutionDescriptor", &api.destroy_convolution) &&
+                     bind(l, "cudnnFindConvolutionForwardAlgorithm", &api.find_forward) &&
+                     bind(l, "cudnnGetConvolutionForwardWorkspaceSize", &api.workspace_size) &&
+                     bind(l, "cudnnConvolutionForward", &api.forward);
   if (!bound) {
     const char* why = dlerror();
     api.missing = "cuDNN found but lacks the legacy convolution API (cuDNN 9 expected): " + std::string(why ? why : "");

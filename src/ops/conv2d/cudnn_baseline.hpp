@@ -21,7 +21,7 @@ std::string cudnn_unavailable_reason();
 
 // One entry of cudnnFindConvolutionForwardAlgorithm's answer.
 struct CudnnAlgorithmTiming {
-  std::string algorithm;  // "IMPLICIT_PRECOMP_GEMM", "FFT_TILING", ...
+  std::string algorithm;    // "IMPLICIT_PRECOMP_GEMM", "FFT_TILING", ...
   double milliseconds = 0;  // cuDNN's own timing of one launch (warm, not L2-flushed)
   std::size_t workspace_bytes = 0;
 };

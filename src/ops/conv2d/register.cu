@@ -60,8 +60,8 @@ class Conv2dWorkload final : public Workload {
     // Weights stay in [-1, 1) whatever the image's distribution, as a trained filter's would.
     fill_random(filter_.data(), filter_.size(), mix64(seed), Distribution::uniform, stream);
     const std::size_t row_bytes = sizeof(float) * args_.width;
-    CUDALAB_CUDA_CHECK(cudaMemcpy2DAsync(host_input_.get(), row_bytes, input_.data(), sizeof(float) * pitch_,
-                                         row_bytes, args_.height, cudaMemcpyDeviceToHost, stream));
+    CUDALAB_CUDA_CHECK(cudaMemcpy2DAsync(host_input_.get(), row_bytes, input_.data(), sizeof(float) * pitch_, row_bytes,
+                                         args_.height, cudaMemcpyDeviceToHost, stream));
     CUDALAB_CUDA_CHECK(
         cudaMemcpyAsync(host_filter_.get(), filter_.data(), filter_.bytes(), cudaMemcpyDeviceToHost, stream));
     CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -126,9 +126,8 @@ using Launcher = void (*)(const Conv2dArgs&, cudaStream_t);
 
 // `prepare`, when given, fills the variant's __constant__ filter: untimed, before every launch.
 Variant ladder(std::string id, std::string technique, Launcher launcher, Launcher prepare = nullptr) {
-  Variant v = variant(std::move(id), std::move(technique), Role::ladder, [launcher](Workload& w, cudaStream_t s) {
-    launcher(static_cast<Conv2dWorkload&>(w).args(), s);
-  });
+  Variant v = variant(std::move(id), std::move(technique), Role::ladder,
+                      [launcher](Workload& w, cudaStream_t s) { launcher(static_cast<Conv2dWorkload&>(w).args(), s); });
   if (prepare != nullptr)
     v.prepare = [prepare](Workload& w, cudaStream_t s) { prepare(static_cast<Conv2dWorkload&>(w).args(), s); };
   return v;
@@ -185,7 +184,8 @@ nlohmann::json claim_c13(const nlohmann::json& results) {
   std::string outcome = speedup_verdict(ratio, 20.0);
   if (median_of(shared) < median_of(constant))
     outcome += "; and the order differs: the shared-memory tile is faster than the constant filter";
-  return verdict("C13", "Constant memory for a 3x3 filter: global 100 ms, shared 20 ms, constant 5 ms (20x) on 1000x1000",
+  return verdict("C13",
+                 "Constant memory for a 3x3 filter: global 100 ms, shared 20 ms, constant 5 ms (20x) on 1000x1000",
                  "seed 000", "global_filter / constant_filter = 20x; shared_tile in between (5x over global)",
                  ms_text("global_filter", global) + ", " + ms_text("shared_tile", shared) + ", " +
                      ms_text("constant_filter", constant) + " at 1000x1000x3; global/shared " +
@@ -217,7 +217,8 @@ nlohmann::json claim_c14(const nlohmann::json& results) {
   std::string outcome = held == 3 ? "holds" : failed == 3 ? "does not hold" : "holds partly";
   outcome += " (texture: " + parts[0] + "; constant: " + parts[1] + "; tiling: " + parts[2] +
              "; coalescing is judged on the memory page)";
-  return verdict("C14", "Texture cache 2-5x on 2-D access; constant memory 2-4x; tiling 5-20x (coalescing: memory page)",
+  return verdict("C14",
+                 "Texture cache 2-5x on 2-D access; constant memory 2-4x; tiling 5-20x (coalescing: memory page)",
                  "seed 000", "texture >= 2x, constant >= 2x, tiling >= 5x",
                  "at 4096x4096x3: texture " + format_fixed(texture_ratio, 2) + "x over constant_filter, constant " +
                      format_fixed(constant_ratio, 2) + "x over global_filter, tiling (shared_tile) " +

@@ -8,7 +8,8 @@ __global__ void conv2d_constant_filter_kernel(Conv2dArgs args) {
   const std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t y = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
   if (x >= args.width || y >= args.height) return;
-  args.output[y * args.output_pitch + x] = direct_window_sum(args, x, y, [&](int k) { return constant_filter_taps[k]; });
+  args.output[y * args.output_pitch + x] =
+      direct_window_sum(args, x, y, [&](int k) { return constant_filter_taps[k]; });
 }
 
 }  // namespace

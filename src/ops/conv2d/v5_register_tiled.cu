@@ -7,8 +7,8 @@ namespace {
 
 constexpr int kBlockX = 32;
 constexpr int kBlockY = 8;
-constexpr int kColumnsPerThread = 4;                          // one float4 of outputs per row
-constexpr int kTileColumns = kBlockX * kColumnsPerThread;     // 128 outputs wide per block
+constexpr int kColumnsPerThread = 4;                       // one float4 of outputs per row
+constexpr int kTileColumns = kBlockX * kColumnsPerThread;  // 128 outputs wide per block
 // The tile's float4 groups per row: one left of the outputs for the left halo, 32 under them, one
 // right of them for the right halo (a halo of R/2 <= 3 columns fits in one group).
 constexpr int kTileGroups = kTileColumns / 4 + 2;
@@ -17,7 +17,7 @@ static_assert(kMaxFilterWidth / 2 < 4, "the halo must fit in one float4 group on
 // Block: 32 x 8 threads; tile: 128 columns x (8 * kRows) rows of outputs. Thread (tx, ty) owns
 // columns x0 + 4tx .. +3 of rows y0 + ty*kRows .. +kRows-1.
 template <int R, int kRows>
-__global__ void __launch_bounds__(kBlockX * kBlockY)
+__global__ void __launch_bounds__(kBlockX* kBlockY)
     conv2d_register_tiled_kernel(Conv2dArgs args, bool vector_loads, bool vector_stores) {
   constexpr int kHalf = R / 2;
   constexpr int kTileRows = kBlockY * kRows + R - 1;
@@ -33,8 +33,7 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
 #pragma unroll
     for (int t = 0; t < R; ++t) taps[i][t] = __ldg(args.filter + i * R + t);
 
-  for (int index = threadIdx.y * kBlockX + threadIdx.x; index < kTileRows * kTileGroups;
-       index += kBlockX * kBlockY) {
+  for (int index = threadIdx.y * kBlockX + threadIdx.x; index < kTileRows * kTileGroups; index += kBlockX * kBlockY) {
     const std::int64_t row = y0 + index / kTileGroups - kHalf;
     const std::int64_t column = x0 + 4 * (index % kTileGroups - 1);
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -62,7 +61,7 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
     const float4* groups = tile + (first_row + j) * kTileGroups + threadIdx.x;
     const float4 left = groups[0], own = groups[1], right = groups[2];
     // values[m] is input column x0 + 4tx - 4 + m.
-    const float values[12] = {left.x, left.y, left.z, left.w, own.x,   own.y,
+    const float values[12] = {left.x, left.y, left.z,  left.w,  own.x,   own.y,
                               own.z,  own.w,  right.x, right.y, right.z, right.w};
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -97,12 +96,13 @@ bool rows_are_float4_aligned(const void* pointer, std::int64_t pitch) {
 template <int R, int kRows>
 void launch(const Conv2dArgs& args, cudaStream_t stream) {
   const std::int64_t row_blocks = ceil_div<std::int64_t>(args.height, kBlockY * kRows);
-  CUDALAB_REQUIRE(row_blocks <= 65535, "conv2d: " + std::to_string(args.height) + " rows exceed the grid's 65535 tiles");
+  CUDALAB_REQUIRE(row_blocks <= 65535,
+                  "conv2d: " + std::to_string(args.height) + " rows exceed the grid's 65535 tiles");
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.width, kTileColumns)),
                   static_cast<unsigned>(row_blocks));
-  conv2d_register_tiled_kernel<R, kRows><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
-      args, rows_are_float4_aligned(args.input, args.input_pitch),
-      rows_are_float4_aligned(args.output, args.output_pitch));
+  conv2d_register_tiled_kernel<R, kRows>
+      <<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(args, rows_are_float4_aligned(args.input, args.input_pitch),
+                                                    rows_are_float4_aligned(args.output, args.output_pitch));
   CUDALAB_CHECK_LAUNCH();
 }
 
@@ -114,8 +114,8 @@ void launch_for_width(const Conv2dArgs& args, cudaStream_t stream) {
     case 5: return launch<5, kRows>(args, stream);
     case 7: return launch<7, kRows>(args, stream);
     default:
-      CUDALAB_REQUIRE(false, "conv2d: register_tiled takes filter widths 1, 3, 5 and 7, got " +
-                                 std::to_string(args.filter_width));
+      CUDALAB_REQUIRE(
+          false, "conv2d: register_tiled takes filter widths 1, 3, 5 and 7, got " + std::to_string(args.filter_width));
   }
 }
 

@@ -57,27 +57,25 @@ void widen(const float* in, double* out, std::int64_t count, bool absolute, doub
   CUDALAB_CHECK_LAUNCH();
 }
 
-void dgemm_row_major(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
-                     const double* b, double beta, double* c, cudaStream_t stream) {
-  check(cublasDgemm(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"),
-                    &alpha, b, as_int(n, "ldb"), a, as_int(k, "lda"), &beta, c, as_int(n, "ldc")),
+void dgemm_row_major(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a, const double* b,
+                     double beta, double* c, cudaStream_t stream) {
+  check(cublasDgemm(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"), &alpha,
+                    b, as_int(n, "ldb"), a, as_int(k, "lda"), &beta, c, as_int(n, "ldc")),
         "cublasDgemm");
 }
 
 }  // namespace
 
 void cublas_sgemm(const GemmArgs& p, cudaStream_t stream) {
-  check(cublasSgemm(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"),
-                    as_int(p.k, "k"), &p.alpha, p.b, as_int(p.ldb, "ldb"), p.a, as_int(p.lda, "lda"), &p.beta, p.c,
-                    as_int(p.ldc, "ldc")),
+  check(cublasSgemm(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"), as_int(p.k, "k"),
+                    &p.alpha, p.b, as_int(p.ldb, "ldb"), p.a, as_int(p.lda, "lda"), &p.beta, p.c, as_int(p.ldc, "ldc")),
         "cublasSgemm");
 }
 
 void cublas_sgemm_tf32(const GemmArgs& p, cudaStream_t stream) {
-  check(cublasGemmEx(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"),
-                     as_int(p.k, "k"), &p.alpha, p.b, CUDA_R_32F, as_int(p.ldb, "ldb"), p.a, CUDA_R_32F,
-                     as_int(p.lda, "lda"), &p.beta, p.c, CUDA_R_32F, as_int(p.ldc, "ldc"),
-                     CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+  check(cublasGemmEx(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"), as_int(p.k, "k"),
+                     &p.alpha, p.b, CUDA_R_32F, as_int(p.ldb, "ldb"), p.a, CUDA_R_32F, as_int(p.lda, "lda"), &p.beta,
+                     p.c, CUDA_R_32F, as_int(p.ldc, "ldc"), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx (TF32)");
 }
 
@@ -85,17 +83,17 @@ void cublas_aat_syrk(const float* a, std::int64_t rows, std::int64_t depth, floa
   const float one = 1.0f, zero = 0.0f;
   // Row-major A (rows x depth) is column-major A^T; C = A A^T = (A^T)^T (A^T): trans = T.
   // Column-major lower triangle = row-major upper triangle; only that half is written.
-  check(cublasSsyrk(handle_on(stream), CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, as_int(rows, "n"), as_int(depth, "k"),
-                    &one, a, as_int(depth, "lda"), &zero, c, as_int(rows, "ldc")),
+  check(cublasSsyrk(handle_on(stream), CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, as_int(rows, "n"), as_int(depth, "k"), &one,
+                    a, as_int(depth, "lda"), &zero, c, as_int(rows, "ldc")),
         "cublasSsyrk");
 }
 
 void cublas_aat_gemm(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream) {
   const float one = 1.0f, zero = 0.0f;
-  check(cublasSgemm(handle_on(stream), CUBLAS_OP_T, CUBLAS_OP_N, as_int(rows, "m"), as_int(rows, "n"),
-                    as_int(depth, "k"), &one, a, as_int(depth, "lda"), a, as_int(depth, "ldb"), &zero, c,
-                    as_int(rows, "ldc")),
-        "cublasSgemm (A A^T)");
+  check(
+      cublasSgemm(handle_on(stream), CUBLAS_OP_T, CUBLAS_OP_N, as_int(rows, "m"), as_int(rows, "n"), as_int(depth, "k"),
+                  &one, a, as_int(depth, "lda"), a, as_int(depth, "ldb"), &zero, c, as_int(rows, "ldc")),
+      "cublasSgemm (A A^T)");
 }
 
 void dgemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, const float* b,

@@ -24,20 +24,19 @@ PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m
 
 }  // namespace gemm_variants
 
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
-          const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc, cudaStream_t stream,
-          Layout layout) {
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
+          std::int64_t ldb, float beta, float* c, std::int64_t ldc, cudaStream_t stream, Layout layout) {
   CUDALAB_REQUIRE(layout == Layout::row_major,
                   "gemm: only row-major matrices are supported; for column-major C = A B call it with the "
                   "transposed problem, row-major C^T = B^T A^T (swap A and B, m and n)");
-  CUDALAB_REQUIRE(m >= 0 && n >= 0 && k >= 0, "gemm: negative size m=" + std::to_string(m) + " n=" +
-                                                   std::to_string(n) + " k=" + std::to_string(k));
-  CUDALAB_REQUIRE(lda >= (k > 0 ? k : 1), "gemm: lda=" + std::to_string(lda) + " is below k=" + std::to_string(k) +
-                                              " (A is row-major m x k)");
-  CUDALAB_REQUIRE(ldb >= (n > 0 ? n : 1), "gemm: ldb=" + std::to_string(ldb) + " is below n=" + std::to_string(n) +
-                                              " (B is row-major k x n)");
-  CUDALAB_REQUIRE(ldc >= (n > 0 ? n : 1), "gemm: ldc=" + std::to_string(ldc) + " is below n=" + std::to_string(n) +
-                                              " (C is row-major m x n)");
+  CUDALAB_REQUIRE(m >= 0 && n >= 0 && k >= 0,
+                  "gemm: negative size m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+  CUDALAB_REQUIRE(lda >= (k > 0 ? k : 1),
+                  "gemm: lda=" + std::to_string(lda) + " is below k=" + std::to_string(k) + " (A is row-major m x k)");
+  CUDALAB_REQUIRE(ldb >= (n > 0 ? n : 1),
+                  "gemm: ldb=" + std::to_string(ldb) + " is below n=" + std::to_string(n) + " (B is row-major k x n)");
+  CUDALAB_REQUIRE(ldc >= (n > 0 ? n : 1),
+                  "gemm: ldc=" + std::to_string(ldc) + " is below n=" + std::to_string(n) + " (C is row-major m x n)");
   if (m == 0 || n == 0) return;
   CUDALAB_REQUIRE(c != nullptr, "gemm: C is null");
   CUDALAB_REQUIRE(k == 0 || (a != nullptr && b != nullptr), "gemm: A or B is null");

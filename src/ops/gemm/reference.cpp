@@ -54,8 +54,8 @@ double gemm_error_bound(std::int64_t k, double magnitude, double input_unit) {
 
 namespace cudalab::harness {
 
-Comparison compare_gemm(const float* out, std::int64_t count, const double* value, const double* bound,
-                        std::int64_t k, double input_unit) {
+Comparison compare_gemm(const float* out, std::int64_t count, const double* value, const double* bound, std::int64_t k,
+                        double input_unit) {
   struct Partial {
     Comparison result;
     double error_squares = 0, reference_squares = 0;
@@ -100,7 +100,8 @@ Comparison compare_gemm(const float* out, std::int64_t count, const double* valu
     error_squares += p.error_squares;
     reference_squares += p.reference_squares;
   }
-  total.rel_l2_error = reference_squares > 0 ? std::sqrt(error_squares / reference_squares) : (error_squares > 0 ? INFINITY : 0.0);
+  total.rel_l2_error =
+      reference_squares > 0 ? std::sqrt(error_squares / reference_squares) : (error_squares > 0 ? INFINITY : 0.0);
   return total;
 }
 

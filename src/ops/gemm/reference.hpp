@@ -1,6 +1,7 @@
 // CPU reference for C = alpha A B + beta C0 (row-major, strided), in double: the reference value
 // and, per element, the magnitude |alpha| (|A| |B|)_ij + |beta| |C0_ij| that the fp32 error bound
-// scales with. c0 may be null: no C term. Blocked over k and j so B's rows stay in cache; rows are split over host threads.
+// scales with. c0 may be null: no C term. Blocked over k and j so B's rows stay in cache; rows are split over host
+// threads.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,7 @@ namespace cudalab::harness {
 
 // out[i] against value[i] within gemm_error_bound(k, bound[i], input_unit), for i in [0, count).
 // Reported tolerance: rtol = the bound's factor, relative to bound[i] rather than to |value[i]|.
-Comparison compare_gemm(const float* out, std::int64_t count, const double* value, const double* bound,
-                        std::int64_t k, double input_unit = 0.0);
+Comparison compare_gemm(const float* out, std::int64_t count, const double* value, const double* bound, std::int64_t k,
+                        double input_unit = 0.0);
 
 }  // namespace cudalab::harness

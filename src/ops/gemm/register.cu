@@ -35,8 +35,14 @@ bool host_reference(const Problem& p) { return dim(p, 0) * dim(p, 1) * dim(p, 2)
 class GemmWorkload final : public Workload {
  public:
   explicit GemmWorkload(const Problem& p)
-      : m_(dim(p, 0)), n_(dim(p, 1)), k_(dim(p, 2)), host_reference_(host_reference(p)), a_(m_ * k_),
-        b_(k_ * n_), c0_(m_ * n_), c_(m_ * n_) {}
+      : m_(dim(p, 0)),
+        n_(dim(p, 1)),
+        k_(dim(p, 2)),
+        host_reference_(host_reference(p)),
+        a_(m_ * k_),
+        b_(k_ * n_),
+        c0_(m_ * n_),
+        c_(m_ * n_) {}
 
   void generate(std::uint64_t seed, Distribution distribution, cudaStream_t stream) override {
     // 1e30-sized inputs overflow fp32 products in any GEMM; that distribution draws normal values.
@@ -64,8 +70,8 @@ class GemmWorkload final : public Workload {
     std::vector<float> result = copy_to_host(c_, stream);
     std::vector<double> value, bound;
     if (host_reference_) {
-      GemmReference r = gemm_reference(m_, n_, k_, kAlpha, host_a_.data(), k_, host_b_.data(), n_, kBeta,
-                                       host_c0_.data(), n_);
+      GemmReference r =
+          gemm_reference(m_, n_, k_, kAlpha, host_a_.data(), k_, host_b_.data(), n_, kBeta, host_c0_.data(), n_);
       value = std::move(r.value);
       bound = std::move(r.bound);
     } else {
@@ -151,7 +157,7 @@ std::int64_t cube(std::int64_t side) { return side * side * side; }
 // Claims are judged at 1024^3 (the seeds' size) when it was timed, else at the largest size.
 std::int64_t claim_size(const nlohmann::json& results) {
   return timed_record(results, "gemm_f32", "cublas", cube(1024)) != nullptr ? cube(1024)
-                                                                             : largest_timed_n(results, "gemm_f32");
+                                                                            : largest_timed_n(results, "gemm_f32");
 }
 
 std::string at(std::int64_t n) {
@@ -180,20 +186,19 @@ nlohmann::json claim_c26(const nlohmann::json& results) {
   const auto* cublas = timed_record(results, "gemm_f32", "cublas", n);
   if (naive == nullptr || tiled == nullptr || best == nullptr || cublas == nullptr) return nullptr;
   const double ratio = tflops(*best) / tflops(*cublas);
-  return verdict("C26",
-                 "Matmul 1024 (RTX 3090): naive 48 GFLOPS, tiled-16 373, tiled+opt 555, cuBLAS 620; tiled reaches "
-                 "~90% of cuBLAS",
-                 "seed 000", "best hand-written kernel ~0.9 of cuBLAS; tiled-16 / naive ~7.8x",
-                 "at " + at(n) + ": naive " + format_fixed(1e3 * tflops(*naive), 0) + " GFLOP/s, shared_16 " +
-                     format_fixed(1e3 * tflops(*tiled), 0) + ", best ladder (" +
-                     (*best)["variant"].get<std::string>() + ") " + format_fixed(1e3 * tflops(*best), 0) +
-                     ", cuBLAS " + format_fixed(1e3 * tflops(*cublas), 0) + "; shared_16 / naive " +
-                     format_fixed(tflops(*tiled) / tflops(*naive), 1) + "x",
-                 ratio,
-                 ratio >= 0.85 ? "holds: the optimized kernel reaches " + format_fixed(100 * ratio, 0) +
-                                     "% of cuBLAS (absolute figures are another GPU's)"
-                               : "holds partly: the best kernel reaches " + format_fixed(100 * ratio, 0) +
-                                     "% of cuBLAS here");
+  return verdict(
+      "C26",
+      "Matmul 1024 (RTX 3090): naive 48 GFLOPS, tiled-16 373, tiled+opt 555, cuBLAS 620; tiled reaches "
+      "~90% of cuBLAS",
+      "seed 000", "best hand-written kernel ~0.9 of cuBLAS; tiled-16 / naive ~7.8x",
+      "at " + at(n) + ": naive " + format_fixed(1e3 * tflops(*naive), 0) + " GFLOP/s, shared_16 " +
+          format_fixed(1e3 * tflops(*tiled), 0) + ", best ladder (" + (*best)["variant"].get<std::string>() + ") " +
+          format_fixed(1e3 * tflops(*best), 0) + ", cuBLAS " + format_fixed(1e3 * tflops(*cublas), 0) +
+          "; shared_16 / naive " + format_fixed(tflops(*tiled) / tflops(*naive), 1) + "x",
+      ratio,
+      ratio >= 0.85 ? "holds: the optimized kernel reaches " + format_fixed(100 * ratio, 0) +
+                          "% of cuBLAS (absolute figures are another GPU's)"
+                    : "holds partly: the best kernel reaches " + format_fixed(100 * ratio, 0) + "% of cuBLAS here");
 }
 
 // C27: tile size 16x16 optimal, 32x32 good, 8x8 too small.
@@ -234,9 +239,9 @@ nlohmann::json claim_c28(const nlohmann::json& results) {
   if (single == nullptr || dbl == nullptr || warp_single == nullptr || warp_double == nullptr) return nullptr;
   const double ratio = median_ms(*single) / median_ms(*dbl);
   const double warp_ratio = median_ms(*warp_single) / median_ms(*warp_double);
-  return verdict("C28", "Double buffering / software prefetch hides latency: 20-30% faster", "seed 000",
-                 "1.2-1.3x", "at " + at(n) + ": vectorized -> double_buffered " + format_fixed(ratio, 2) +
-                                 "x; warp_tiled_single_buffer -> warp_tiled " + format_fixed(warp_ratio, 2) + "x",
+  return verdict("C28", "Double buffering / software prefetch hides latency: 20-30% faster", "seed 000", "1.2-1.3x",
+                 "at " + at(n) + ": vectorized -> double_buffered " + format_fixed(ratio, 2) +
+                     "x; warp_tiled_single_buffer -> warp_tiled " + format_fixed(warp_ratio, 2) + "x",
                  ratio, speedup_verdict(ratio, 1.2));
 }
 
@@ -251,12 +256,12 @@ nlohmann::json claim_c30(const nlohmann::json& results) {
   const double tiled_over_naive = tflops(*tiled) / tflops(*naive);
   const double cublas_over_tiled = tflops(*cublas) / tflops(*tiled);
   return verdict(
-      "C30", "A100 table: SGEMM 1024 naive 8 ms 2.6 TFLOPS, tiled 2 ms 10.4 TFLOPS, cuBLAS 0.3 ms 72 TFLOPS", "seed 004",
-      "tiled / naive 4x, cuBLAS / tiled 6.9x (and 2*1024^3 flop in 8 ms is 0.27 TFLOPS, not 2.6)",
+      "C30", "A100 table: SGEMM 1024 naive 8 ms 2.6 TFLOPS, tiled 2 ms 10.4 TFLOPS, cuBLAS 0.3 ms 72 TFLOPS",
+      "seed 004", "tiled / naive 4x, cuBLAS / tiled 6.9x (and 2*1024^3 flop in 8 ms is 0.27 TFLOPS, not 2.6)",
       "at " + at(n) + ": naive " + format_fixed(tflops(*naive), 2) + " TFLOP/s, shared_32 " +
           format_fixed(tflops(*tiled), 2) + ", cuBLAS FP32 " + format_fixed(tflops(*cublas), 2) + ", cuBLAS TF32 " +
-          format_fixed(tflops(*tf32), 2) + "; tiled/naive " + format_fixed(tiled_over_naive, 1) +
-          "x, cuBLAS/tiled " + format_fixed(cublas_over_tiled, 1) + "x",
+          format_fixed(tflops(*tf32), 2) + "; tiled/naive " + format_fixed(tiled_over_naive, 1) + "x, cuBLAS/tiled " +
+          format_fixed(cublas_over_tiled, 1) + "x",
       cublas_over_tiled,
       "holds partly: the ordering holds, but 72 TFLOPS exceeds the A100's 19.5 TFLOPS FP32 peak: the table's "
       "cuBLAS figure can only be TF32 tensor-core math, a different precision");
@@ -299,8 +304,8 @@ void register_gemm(Registry& registry) {
   op.make_workload = [](const Problem& p) { return std::make_unique<GemmWorkload>(p); };
 
   const auto& configs = v::pipeline_configs();
-  Variant naive = plain("naive", "one thread per output, threadIdx.x along rows: A read with stride lda",
-                        Role::ladder, v::naive);
+  Variant naive =
+      plain("naive", "one thread per output, threadIdx.x along rows: A read with stride lda", Role::ladder, v::naive);
   naive.unsupported = too_slow_above_4096;
   Variant coalesced = plain("coalesced", "one thread per output, threadIdx.x along columns: B and C contiguous",
                             Role::ladder, v::coalesced);
@@ -329,10 +334,10 @@ void register_gemm(Registry& registry) {
   };
   for (std::size_t i = 4; i < configs.size(); ++i)
     op.variants.push_back(pipelined("config_" + configs[i].name(), "warp-tiled configuration", configs[i]));
-  op.variants.push_back(plain("tuned", "cudalab::gemm: the configuration it picks for this GPU and shape",
-                              Role::ladder, library_gemm));
-  op.variants.push_back(plain("cublas", "cublasSgemm, default math mode: FP32 FMA (the baseline)", Role::baseline,
-                              gv::cublas_sgemm));
+  op.variants.push_back(
+      plain("tuned", "cudalab::gemm: the configuration it picks for this GPU and shape", Role::ladder, library_gemm));
+  op.variants.push_back(
+      plain("cublas", "cublasSgemm, default math mode: FP32 FMA (the baseline)", Role::baseline, gv::cublas_sgemm));
   op.variants.push_back(plain("cublas_tf32",
                               "DIFFERENT PRECISION: cublasGemmEx with TF32 tensor cores (inputs rounded to 10 bits), "
                               "checked with a TF32 tolerance",

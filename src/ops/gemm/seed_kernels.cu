@@ -19,7 +19,7 @@
 namespace cudalab::harness {
 namespace {
 
-constexpr int kW = 32;            // tile width and K
+constexpr int kW = 32;                // tile width and K
 constexpr std::int64_t kRows = 4096;  // A is kRows x kW; C is kRows x kRows
 
 __global__ void ab_simple(const float* a, const float* b, float* c, std::int64_t n) {
@@ -71,7 +71,8 @@ __global__ void aat_shared(const float* a, float* c, std::int64_t m) {
   a_tile[threadIdx.y][threadIdx.x] = a[row * kW + threadIdx.x];
   // Coalesced read of the rows of A that form C's columns, stored transposed: lanes write down a
   // column of the tile, 32 words kW apart (one bank) unless padded.
-  transposed[threadIdx.x][threadIdx.y] = a[(static_cast<std::int64_t>(blockIdx.x) * kW + threadIdx.y) * kW + threadIdx.x];
+  transposed[threadIdx.x][threadIdx.y] =
+      a[(static_cast<std::int64_t>(blockIdx.x) * kW + threadIdx.y) * kW + threadIdx.x];
   __syncthreads();
   float sum = 0.0f;
   for (int i = 0; i < kW; ++i) sum += a_tile[threadIdx.y][i] * transposed[i][threadIdx.x];
@@ -141,8 +142,8 @@ nlohmann::json run_seed_kernels(const ExperimentContext& context) {
     const double written = x.triangle_only ? 4.0 * m * (m + 1) / 2 : 4.0 * m * n;
     const double read = std::string(x.product) == "AB" ? 4.0 * (m * k + k * n) : 4.0 * m * k;
     const double flops = x.triangle_only ? double(m) * (m + 1) * k : 2.0 * m * n * k;
-    rows.push_back({x.product, x.kernel, m, n, k, ms * 1e3, (read + written) / (ms * 1e-3) / 1e9,
-                    flops / (ms * 1e-3) / 1e9});
+    rows.push_back(
+        {x.product, x.kernel, m, n, k, ms * 1e3, (read + written) / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e9});
   }
   return {{"name", "gemm_seed001"},
           {"op", "gemm_f32"},
@@ -175,16 +176,16 @@ nlohmann::json claim_c11(const nlohmann::json& results) {
   const std::string outcome =
       speedup_verdict(shared / simple, 27.5 / 3.6) == "holds" && speedup_verdict(ratio, 39.2 / 27.5) == "holds"
           ? "holds"
-          : (shared > simple && padded > shared ? "holds partly: both steps help, by less than on the seed's GPU"
-                                                : "holds partly: " + std::string(shared > simple ? "staging helps"
-                                                                                                 : "staging does not help") +
-                                                      ", " + (padded > shared ? "padding helps" : "padding does not help"));
-  return verdict("C11", "C = A·Aᵀ: coalescing through shared memory 3.6 to 27.5 GB/s; removing bank conflicts 39.2 GB/s",
-                 "seed 001", "7.6x from shared memory, then 1.43x from padding (M2090)",
-                 "simple " + format_fixed(simple, 0) + " GB/s, shared_transposed " + format_fixed(shared, 0) +
-                     ", shared_padded " + format_fixed(padded, 0) + ": " + format_fixed(shared / simple, 2) +
-                     "x then " + format_fixed(ratio, 2) + "x",
-                 ratio, outcome);
+          : (shared > simple && padded > shared
+                 ? "holds partly: both steps help, by less than on the seed's GPU"
+                 : "holds partly: " + std::string(shared > simple ? "staging helps" : "staging does not help") + ", " +
+                       (padded > shared ? "padding helps" : "padding does not help"));
+  return verdict(
+      "C11", "C = A·Aᵀ: coalescing through shared memory 3.6 to 27.5 GB/s; removing bank conflicts 39.2 GB/s",
+      "seed 001", "7.6x from shared memory, then 1.43x from padding (M2090)",
+      "simple " + format_fixed(simple, 0) + " GB/s, shared_transposed " + format_fixed(shared, 0) + ", shared_padded " +
+          format_fixed(padded, 0) + ": " + format_fixed(shared / simple, 2) + "x then " + format_fixed(ratio, 2) + "x",
+      ratio, outcome);
 }
 
 // C12: C = AB: 6.6 -> 7.8 (A tile in shared memory) -> 14.9 GB/s (B tile too), K20X.
@@ -198,9 +199,9 @@ nlohmann::json claim_c12(const nlohmann::json& results) {
   const double ratio = shared_ab / simple;
   return verdict("C12", "C = A·B with shared-memory tiles: 6.6 to 7.8 to 14.9 GB/s effective (K20X)", "seed 001",
                  "1.18x (A tile), then 1.91x (B tile): 2.26x overall",
-                 "simple " + format_fixed(simple, 0) + " GB/s, shared_a " + format_fixed(shared_a, 0) +
-                     ", shared_ab " + format_fixed(shared_ab, 0) + ": " + format_fixed(shared_a / simple, 2) +
-                     "x then " + format_fixed(shared_ab / shared_a, 2) + "x",
+                 "simple " + format_fixed(simple, 0) + " GB/s, shared_a " + format_fixed(shared_a, 0) + ", shared_ab " +
+                     format_fixed(shared_ab, 0) + ": " + format_fixed(shared_a / simple, 2) + "x then " +
+                     format_fixed(shared_ab / shared_a, 2) + "x",
                  ratio, speedup_verdict(ratio, 14.9 / 6.6));
 }
 

@@ -17,7 +17,7 @@ constexpr int rows_per_thread() {
 }
 
 template <int kTile, int kPad>
-__global__ void __launch_bounds__(kTile * kTile / rows_per_thread<kTile>()) shared_tile_kernel(GemmArgs p) {
+__global__ void __launch_bounds__(kTile* kTile / rows_per_thread<kTile>()) shared_tile_kernel(GemmArgs p) {
   constexpr int kRows = rows_per_thread<kTile>();
   constexpr int kRowStep = kTile / kRows;
   __shared__ float a_tile[kTile][kTile + kPad];

@@ -45,8 +45,8 @@ struct Tiling {
   static constexpr int kStrideA = kBm + 4;  // keeps float4 alignment, spreads the transposed stores
   static constexpr int kStageFloats = kBk * kStrideA + kBk * kBn;
   static constexpr int kSharedBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
-  static constexpr int kALoads = kBm * kBk / kThreads;        // 4-byte copies per thread
-  static constexpr int kBLoads = kBk * kBn / 4 / kThreads;    // 16-byte chunks per thread
+  static constexpr int kALoads = kBm * kBk / kThreads;      // 4-byte copies per thread
+  static constexpr int kBLoads = kBk * kBn / 4 / kThreads;  // 16-byte chunks per thread
   static_assert(kBm * kBk % kThreads == 0 && kBk * kBn / 4 % kThreads == 0, "tile not divisible by threads");
   static_assert(!kWarpTiled || (kBm % (16 * kRm) == 0 && kBn % (32 * kRn) == 0), "warp tile does not divide");
 };
@@ -62,10 +62,10 @@ struct CopyCursor {
 };
 
 template <class T, int kBm, int kBn, int kBk, bool kEdge>
-__device__ __forceinline__ void load_stage(float* stage, const GemmArgs& p, const CopyCursor& cursor,
-                                           std::int64_t row0, std::int64_t col0, std::int64_t k0) {
-  float* a_tile = stage;                         // [k][m], stride kStrideA
-  float* b_tile = stage + kBk * T::kStrideA;     // [k][n]
+__device__ __forceinline__ void load_stage(float* stage, const GemmArgs& p, const CopyCursor& cursor, std::int64_t row0,
+                                           std::int64_t col0, std::int64_t k0) {
+  float* a_tile = stage;                      // [k][m], stride kStrideA
+  float* b_tile = stage + kBk * T::kStrideA;  // [k][n]
 #pragma unroll
   for (int i = 0; i < T::kALoads; ++i) {
     const int e = i * T::kThreads + threadIdx.x;  // consecutive threads: consecutive k of one row
@@ -226,17 +226,10 @@ const std::vector<Entry>& entries() {
       entry<128, 128, 8, 2, 2, 2, false>(),  // double buffered
       entry<128, 128, 8, 2, 2, 1, true>(),   // warp tiled, single buffer (double buffering's gain, C28)
       entry<128, 128, 8, 2, 2, 2, true>(),   // warp tiled
-      entry<128, 128, 8, 2, 2, 3, true>(),
-      entry<128, 128, 16, 2, 2, 2, true>(),
-      entry<128, 128, 16, 2, 2, 3, true>(),
-      entry<128, 256, 8, 2, 4, 2, true>(),
-      entry<128, 256, 16, 2, 4, 3, true>(),
-      entry<128, 256, 8, 2, 4, 3, true>(),
-      entry<128, 256, 16, 2, 4, 2, true>(),
-      entry<256, 128, 8, 4, 2, 2, true>(),
-      entry<64, 128, 16, 2, 2, 3, true>(),
-      entry<128, 64, 16, 2, 2, 3, true>(),
-      entry<64, 64, 16, 1, 2, 3, true>(),
+      entry<128, 128, 8, 2, 2, 3, true>(),  entry<128, 128, 16, 2, 2, 2, true>(), entry<128, 128, 16, 2, 2, 3, true>(),
+      entry<128, 256, 8, 2, 4, 2, true>(),  entry<128, 256, 16, 2, 4, 3, true>(), entry<128, 256, 8, 2, 4, 3, true>(),
+      entry<128, 256, 16, 2, 4, 2, true>(), entry<256, 128, 8, 4, 2, 2, true>(),  entry<64, 128, 16, 2, 2, 3, true>(),
+      entry<128, 64, 16, 2, 2, 3, true>(),  entry<64, 64, 16, 1, 2, 3, true>(),
   };
   return list;
 }
@@ -251,8 +244,8 @@ bool aligned16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(po
 }  // namespace
 
 std::string PipelineConfig::name() const {
-  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "_" + std::to_string(4 * rm) +
-         "x" + std::to_string(4 * rn) + "_s" + std::to_string(stages) + (warp_tiled ? "_warp" : "_thread");
+  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "_" + std::to_string(4 * rm) + "x" +
+         std::to_string(4 * rn) + "_s" + std::to_string(stages) + (warp_tiled ? "_warp" : "_thread");
 }
 
 const std::vector<PipelineConfig>& pipeline_configs() {

@@ -42,10 +42,10 @@ void blocktile_2d(const GemmArgs& args, cudaStream_t stream);
 // The cp.async kernel family: A's tile stored transposed (k-major) in shared memory so a thread
 // reads its rows as float4s, B's tile copied with 16-byte cp.async, `stages` tiles in flight.
 struct PipelineConfig {
-  int bm, bn, bk;   // block tile
-  int rm, rn;       // each thread owns rm x rn sub-blocks of 4x4 outputs
-  int stages;       // shared-memory buffers (1: copy, wait, compute)
-  bool warp_tiled;  // lanes of a warp share a compact 16*rm x 32*rn tile (else: thread-contiguous 4rm x 4rn)
+  int bm, bn, bk;            // block tile
+  int rm, rn;                // each thread owns rm x rn sub-blocks of 4x4 outputs
+  int stages;                // shared-memory buffers (1: copy, wait, compute)
+  bool warp_tiled;           // lanes of a warp share a compact 16*rm x 32*rn tile (else: thread-contiguous 4rm x 4rn)
   std::string name() const;  // e.g. "128x128x8_8x8_s2_warp"
 };
 // Every configuration built into the library; launch_pipelined throws for any other.

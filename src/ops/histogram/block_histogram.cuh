@@ -67,8 +67,7 @@ VectorSplit<Key> split_for_vectors(const Key* keys, std::int64_t n) {
 // Calls count(key) for the head and tail keys of a split, one per thread of the first threads of
 // the grid (fewer than 32 in all), so the vector loop needs no second launch.
 template <typename Key, typename Count>
-__device__ __forceinline__ void count_split_edges(const Key* head_keys, const VectorSplit<Key>& split,
-                                                  Count&& count) {
+__device__ __forceinline__ void count_split_edges(const Key* head_keys, const VectorSplit<Key>& split, Count&& count) {
   const std::int64_t thread = global_thread_index();
   if (thread < split.head) count(static_cast<std::uint32_t>(head_keys[thread]));
   if (thread < split.tail) count(static_cast<std::uint32_t>(split.tail_keys[thread]));

@@ -14,8 +14,9 @@ std::size_t histogram_even(const Key* samples, std::int64_t n, std::uint32_t* co
                            std::size_t temp_bytes, cudaStream_t stream) {
   const cudaError_t status =
       cub::DeviceHistogram::HistogramEven(temp, temp_bytes, samples, counts, bins + 1, 0, bins, n, stream);
-  if (status != cudaSuccess) throw Error(ErrorKind::library, std::string("cub::DeviceHistogram::HistogramEven: ") +
-                                                                 cudaGetErrorString(status), __FILE__, __LINE__);
+  if (status != cudaSuccess)
+    throw Error(ErrorKind::library, std::string("cub::DeviceHistogram::HistogramEven: ") + cudaGetErrorString(status),
+                __FILE__, __LINE__);
   return temp_bytes;
 }
 
@@ -33,8 +34,7 @@ std::size_t cub_histogram_temp_bytes(const std::uint8_t* samples, std::int64_t n
   return histogram_even(samples, n, counts, kByteHistogramBins, nullptr, 0, nullptr);
 }
 
-std::size_t cub_histogram_temp_bytes(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts,
-                                     int bins) {
+std::size_t cub_histogram_temp_bytes(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins) {
   return histogram_even(samples, n, counts, bins, nullptr, 0, nullptr);
 }
 

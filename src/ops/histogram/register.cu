@@ -59,7 +59,12 @@ template <typename Key>
 class HistogramWorkload final : public Workload {
  public:
   HistogramWorkload(std::int64_t n, int bins)
-      : n_(n), bins_(bins), samples_(n), counts_(bins), host_samples_(new Key[n]), host_counts_(new std::uint32_t[bins]) {
+      : n_(n),
+        bins_(bins),
+        samples_(n),
+        counts_(bins),
+        host_samples_(new Key[n]),
+        host_counts_(new std::uint32_t[bins]) {
     // CUB's temporary storage is allocated here, once, so a timed launch is the histogram only.
     cub_temp_ = DeviceBuffer<unsigned char>(
         static_cast<std::int64_t>(cub_temp_bytes(samples_.data(), n_, counts_.data(), bins_)));
@@ -183,32 +188,33 @@ Op histogram_op(std::string name, std::string summary, int bins) {
 
 void register_histogram(Registry& registry) {
   namespace v = histogram_variants;
-  Op bytes = histogram_op<std::uint8_t>("histogram_u8_256", "counts of the 256 byte values, uint8 samples, uint32 counts",
-                                        kByteHistogramBins);
+  Op bytes = histogram_op<std::uint8_t>(
+      "histogram_u8_256", "counts of the 256 byte values, uint8 samples, uint32 counts", kByteHistogramBins);
   bytes.variants = {
       byte_ladder("global_atomics", "one global atomicAdd per sample", v::global_atomics),
       byte_ladder("shared_privatized", "one shared-memory histogram per block, merged with global atomics",
-             v::shared_privatized),
+                  v::shared_privatized),
       byte_ladder("sub_histograms", "seed 000: one shared sub-histogram per warp", v::sub_histograms),
       byte_ladder("warp_aggregated", "sub-histograms; __match_any_sync, one lane adds its group's count",
-             v::warp_aggregated),
+                  v::warp_aggregated),
       byte_ladder("vectorized", "sub-histograms per warp fed by 16-byte loads of 16 samples", v::vectorized),
-      byte_ladder("lane_columns", "16-byte loads; a private column of packed 16-bit counters per lane, bank-conflict-free",
-             v::lane_columns),
+      byte_ladder("lane_columns",
+                  "16-byte loads; a private column of packed 16-bit counters per lane, bank-conflict-free",
+                  v::lane_columns),
       byte_cub(),
   };
   registry.add(std::move(bytes));
 
-  Op wide = histogram_op<std::uint16_t>("histogram_u16_4096",
-                                        "counts of 16-bit samples in 4096 bins over [0, 4096), uint32 counts", kWideBins);
+  Op wide = histogram_op<std::uint16_t>(
+      "histogram_u16_4096", "counts of 16-bit samples in 4096 bins over [0, 4096), uint32 counts", kWideBins);
   wide.variants = {
       wide_ladder("global_atomics", "one global atomicAdd per sample", v::global_atomics),
       wide_ladder("shared_privatized", "one 16 KiB shared-memory histogram per block, merged with global atomics",
-             v::shared_privatized),
+                  v::shared_privatized),
       wide_ladder("sub_histograms", "seed 000: two shared sub-histograms per block, for even and odd warps",
-             v::sub_histograms),
+                  v::sub_histograms),
       wide_ladder("warp_aggregated", "sub-histograms; __match_any_sync, one lane adds its group's count",
-             v::warp_aggregated),
+                  v::warp_aggregated),
       wide_ladder("vectorized", "sub-histograms fed by 16-byte loads of 8 samples", v::vectorized),
       wide_cub(),
   };

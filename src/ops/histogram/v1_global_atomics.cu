@@ -8,8 +8,8 @@ namespace {
 constexpr int kBlockSize = 256;
 
 template <typename Key>
-__global__ void histogram_global_atomics_kernel(const Key* __restrict__ samples, std::int64_t n,
-                                                std::uint32_t* counts, int bins) {
+__global__ void histogram_global_atomics_kernel(const Key* __restrict__ samples, std::int64_t n, std::uint32_t* counts,
+                                                int bins) {
   const std::int64_t stride = global_thread_count();
   for (std::int64_t i = global_thread_index(); i < n; i += stride) {
     const std::uint32_t key = samples[i];

@@ -12,8 +12,8 @@ constexpr int kWarpsPerBlock = kBlockSize / 32;
 // second hint, padding each copy to shift its banks, would only matter if lanes of one warp used
 // different copies; here a warp's atomics all land in one copy, so there is nothing to shift.
 template <typename Key, int MaxBins, int Copies>
-__global__ void histogram_sub_histograms_kernel(const Key* __restrict__ samples, std::int64_t n,
-                                                std::uint32_t* counts, int bins) {
+__global__ void histogram_sub_histograms_kernel(const Key* __restrict__ samples, std::int64_t n, std::uint32_t* counts,
+                                                int bins) {
   __shared__ std::uint32_t histograms[Copies * MaxBins];
   std::uint32_t* mine = histograms + (threadIdx.x / 32) % Copies * MaxBins;
   privatized_histogram(histograms, Copies, MaxBins, bins, counts, [&] {

@@ -13,8 +13,8 @@ constexpr std::uint32_t kNoSample = 0xffffffffu;
 // The sub-histogram kernel with one atomic per distinct key per warp: __match_any_sync gives each
 // lane the lanes holding its key, and the lowest of them adds their number.
 template <typename Key, int MaxBins, int Copies>
-__global__ void histogram_warp_aggregated_kernel(const Key* __restrict__ samples, std::int64_t n,
-                                                 std::uint32_t* counts, int bins) {
+__global__ void histogram_warp_aggregated_kernel(const Key* __restrict__ samples, std::int64_t n, std::uint32_t* counts,
+                                                 int bins) {
   __shared__ std::uint32_t histograms[Copies * MaxBins];
   std::uint32_t* mine = histograms + (threadIdx.x / 32) % Copies * MaxBins;
   privatized_histogram(histograms, Copies, MaxBins, bins, counts, [&] {

@@ -45,8 +45,7 @@ void vectorized(const std::uint8_t* samples, std::int64_t n, std::uint32_t* coun
   launch<std::uint8_t, kByteHistogramBins, kWarpsPerBlock>(samples, n, counts, kByteHistogramBins, stream);
 }
 
-void vectorized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
-                cudaStream_t stream) {
+void vectorized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins, cudaStream_t stream) {
   launch<std::uint16_t, kMaxSharedBins, 2>(samples, n, counts, bins, stream);
 }
 

@@ -19,8 +19,7 @@ inline constexpr int kMaxSharedBins = 4096;
 // kernel. Costs: every sample is an L2 atomic, and samples with equal values serialize on one
 // address (all-one-value input is the worst case).
 void global_atomics(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
-void global_atomics(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
-                    cudaStream_t stream);
+void global_atomics(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins, cudaStream_t stream);
 
 // One histogram per block in shared memory, merged into the counts with one global atomic per
 // non-empty bin per block. Fixes: the L2 atomic traffic (shared atomics are SM-local and cheap).
@@ -35,8 +34,7 @@ void shared_privatized(const std::uint16_t* samples, std::int64_t n, std::uint32
 // merge. A warp still uses one copy, so conflicts inside a warp, the ones the hardware
 // serializes, are untouched: on an H100 it times the same as one copy per block.
 void sub_histograms(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
-void sub_histograms(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
-                    cudaStream_t stream);
+void sub_histograms(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins, cudaStream_t stream);
 
 // Sub-histograms plus warp aggregation: __match_any_sync groups the lanes holding the same key and
 // one lane adds the group's size. Fixes: same-address serialization, where the hardware does not
@@ -54,8 +52,7 @@ void warp_aggregated(const std::uint16_t* samples, std::int64_t n, std::uint32_t
 // per SM, short of the ~12 bytes per clock per SM that DRAM delivers (lanes of a warp on one
 // address are merged, so all-one-value input runs faster, at 91% of the read roofline).
 void vectorized(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream);
-void vectorized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
-                cudaStream_t stream);
+void vectorized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins, cudaStream_t stream);
 
 // Bytes only. 16-byte loads, and each thread owns a column of 16-bit counters packed two to a
 // word, laid out so a warp's 32 lanes always touch 32 different banks whatever their keys: no bank
@@ -69,8 +66,7 @@ void lane_columns(const std::uint8_t* samples, std::int64_t n, std::uint32_t* co
 // Baseline: cub::DeviceHistogram::HistogramEven with levels 0..bins (it zeroes the counts itself).
 // Its temporary storage is allocated once by the caller, so the launch times only the histogram.
 std::size_t cub_histogram_temp_bytes(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts);
-std::size_t cub_histogram_temp_bytes(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts,
-                                     int bins);
+std::size_t cub_histogram_temp_bytes(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins);
 void cub_histogram(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, void* temp,
                    std::size_t temp_bytes, cudaStream_t stream);
 void cub_histogram(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins, void* temp,

@@ -44,7 +44,8 @@ __global__ void aos_update_all_kernel(Particle* particles, std::int64_t n, float
 __global__ void soa_update_all_kernel(float* fields, std::int64_t n, float dt) {
   const std::int64_t i = global_thread_index();
   if (i >= n) return;
-  for (int axis = 0; axis < 3; ++axis) fields[axis * n + i] = fmaf(fields[(axis + 3) * n + i], dt, fields[axis * n + i]);
+  for (int axis = 0; axis < 3; ++axis)
+    fields[axis * n + i] = fmaf(fields[(axis + 3) * n + i], dt, fields[axis * n + i]);
 }
 
 __global__ void aos_update_x_kernel(Particle* particles, std::int64_t n, float dt) {
@@ -79,13 +80,18 @@ nlohmann::json run_aos_soa(const ExperimentContext& context) {
       // Fresh particles for each check: SoA from the random stream, AoS the same values regrouped.
       fill_random(soa.data(), total, context.seed + update, Distribution::uniform, stream.get());
       soa_to_aos_kernel<<<blocks_for(kParticles), kBlock, 0, stream.get()>>>(soa.data(), aos.data(), kParticles);
-      CUDALAB_CUDA_CHECK(cudaMemcpyAsync(initial.data(), soa.data(), soa.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+      CUDALAB_CUDA_CHECK(
+          cudaMemcpyAsync(initial.data(), soa.data(), soa.bytes(), cudaMemcpyDeviceToHost, stream.get()));
       auto launch = [&](cudaStream_t s) {
         auto* particles = reinterpret_cast<Particle*>(aos.data());
-        if (update == 0 && is_soa) soa_update_all_kernel<<<blocks_for(kParticles), kBlock, 0, s>>>(soa.data(), kParticles, kDt);
-        if (update == 0 && !is_soa) aos_update_all_kernel<<<blocks_for(kParticles), kBlock, 0, s>>>(particles, kParticles, kDt);
-        if (update == 1 && is_soa) soa_update_x_kernel<<<blocks_for(kParticles), kBlock, 0, s>>>(soa.data(), kParticles, kDt);
-        if (update == 1 && !is_soa) aos_update_x_kernel<<<blocks_for(kParticles), kBlock, 0, s>>>(particles, kParticles, kDt);
+        if (update == 0 && is_soa)
+          soa_update_all_kernel<<<blocks_for(kParticles), kBlock, 0, s>>>(soa.data(), kParticles, kDt);
+        if (update == 0 && !is_soa)
+          aos_update_all_kernel<<<blocks_for(kParticles), kBlock, 0, s>>>(particles, kParticles, kDt);
+        if (update == 1 && is_soa)
+          soa_update_x_kernel<<<blocks_for(kParticles), kBlock, 0, s>>>(soa.data(), kParticles, kDt);
+        if (update == 1 && !is_soa)
+          aos_update_x_kernel<<<blocks_for(kParticles), kBlock, 0, s>>>(particles, kParticles, kDt);
       };
       launch(stream.get());
       CUDALAB_CUDA_CHECK(cudaGetLastError());
@@ -116,15 +122,18 @@ nlohmann::json run_aos_soa(const ExperimentContext& context) {
                       t.median / soa_ms[update], touched / (4.0 * (fields_read + fields_written))});
     }
   }
-  return {{"name", "aos_soa"},
-          {"op", "memory"},
-          {"summary", "particle position update, 2^24 particles of 6 floats, array of structures vs structure of arrays (claim C07)"},
-          {"columns", {"layout", "update", "median_us", "useful_gbps", "pct_of_copy", "time_vs_soa", "traffic_model_vs_used"}},
-          {"rows", rows},
-          {"notes",
-           {"useful_gbps: the bytes of the fields the update reads and writes, over the median time (L2 flushed)",
-            "traffic_model_vs_used: bytes of 32-byte sectors the layout touches (read + written) per byte used",
-            "in place; each layout is checked bit for bit against a host update (fmaf) before timing"}}};
+  return {
+      {"name", "aos_soa"},
+      {"op", "memory"},
+      {"summary",
+       "particle position update, 2^24 particles of 6 floats, array of structures vs structure of arrays (claim C07)"},
+      {"columns",
+       {"layout", "update", "median_us", "useful_gbps", "pct_of_copy", "time_vs_soa", "traffic_model_vs_used"}},
+      {"rows", rows},
+      {"notes",
+       {"useful_gbps: the bytes of the fields the update reads and writes, over the median time (L2 flushed)",
+        "traffic_model_vs_used: bytes of 32-byte sectors the layout touches (read + written) per byte used",
+        "in place; each layout is checked bit for bit against a host update (fmaf) before timing"}}};
 }
 
 // ---- linked list vs array ---------------------------------------------------------------------
@@ -179,8 +188,10 @@ nlohmann::json run_linked_list(const ExperimentContext& context) {
   double array_ms = 0;
   for (bool list : {false, true}) {
     auto launch = [&](cudaStream_t s) {
-      if (list) list_sum_kernel<<<1, 1, 0, s>>>(device_nodes.data(), order[0], kNodes, sum.data());
-      else array_sum_kernel<<<1, 1, 0, s>>>(device_values.data(), kNodes, sum.data());
+      if (list)
+        list_sum_kernel<<<1, 1, 0, s>>>(device_nodes.data(), order[0], kNodes, sum.data());
+      else
+        array_sum_kernel<<<1, 1, 0, s>>>(device_values.data(), kNodes, sum.data());
     };
     poison(sum.data(), sum.bytes(), stream.get());
     launch(stream.get());
@@ -188,7 +199,8 @@ nlohmann::json run_linked_list(const ExperimentContext& context) {
     float got = 0;
     CUDALAB_CUDA_CHECK(cudaMemcpyAsync(&got, sum.data(), sizeof got, cudaMemcpyDeviceToHost, stream.get()));
     stream.synchronize();
-    if (got != expected) data_check_failed("linked_list", "sum " + format_general(got) + ", host " + format_general(expected));
+    if (got != expected)
+      data_check_failed("linked_list", "sum " + format_general(got) + ", host " + format_general(expected));
     if (context.progress) context.progress(list ? "linked_list list" : "linked_list array");
     const Summary t = timer.time(launch, stream.get(), options);
     if (!list) array_ms = t.median;
@@ -224,14 +236,15 @@ nlohmann::json claim_c07(const nlohmann::json& results) {
   if (x_only < 0 || all < 0 || list_ratio < 0) return nullptr;
   const bool layout_holds = x_only >= 2.5;  // the sector model's 4x for the x-only update, within reason
   const bool list_holds = list_ratio >= 0.8 * 60;
-  const std::string outcome = layout_holds && list_holds ? "holds"
+  const std::string outcome = layout_holds && list_holds   ? "holds"
                               : layout_holds || list_holds ? "holds partly"
                                                            : "does not hold";
-  return verdict("C07", "AoS to SoA: 6 transactions per field become 1; a linked list is 60x slower than an array (1M elements)",
-                 "seed 000", "AoS several times slower on a one-field update; list 60x slower",
-                 "AoS/SoA time: x-only update " + format_fixed(x_only, 2) + "x, all-fields update " + format_fixed(all, 2) +
-                     "x; list/array " + format_fixed(list_ratio, 1) + "x",
-                 list_ratio / 60.0, outcome + (all < 1.3 ? "; when every field is used AoS costs little" : ""));
+  return verdict(
+      "C07", "AoS to SoA: 6 transactions per field become 1; a linked list is 60x slower than an array (1M elements)",
+      "seed 000", "AoS several times slower on a one-field update; list 60x slower",
+      "AoS/SoA time: x-only update " + format_fixed(x_only, 2) + "x, all-fields update " + format_fixed(all, 2) +
+          "x; list/array " + format_fixed(list_ratio, 1) + "x",
+      list_ratio / 60.0, outcome + (all < 1.3 ? "; when every field is used AoS costs little" : ""));
 }
 
 }  // namespace

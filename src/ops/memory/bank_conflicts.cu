@@ -84,12 +84,13 @@ nlohmann::json run_bank_conflicts(const ExperimentContext& context) {
     std::vector<double> per_access;
     for (int repeat = 0; repeat < 5; ++repeat) {
       poison(checksums.data(), 32 * sizeof(std::uint32_t), stream.get(), kIntegerPoisonByte);
-      bank_conflict_clock_kernel<<<1, 32, 0, stream.get()>>>(next.data(), start.data(), checksums.data(), cycles.data());
+      bank_conflict_clock_kernel<<<1, 32, 0, stream.get()>>>(next.data(), start.data(), checksums.data(),
+                                                             cycles.data());
       CUDALAB_CUDA_CHECK(cudaGetLastError());
       CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_sums.data(), checksums.data(), 32 * sizeof(std::uint32_t),
                                          cudaMemcpyDeviceToHost, stream.get()));
-      CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_cycles.data(), cycles.data(), cycles.bytes(), cudaMemcpyDeviceToHost,
-                                         stream.get()));
+      CUDALAB_CUDA_CHECK(
+          cudaMemcpyAsync(host_cycles.data(), cycles.data(), cycles.bytes(), cudaMemcpyDeviceToHost, stream.get()));
       stream.synchronize();
       for (int lane = 0; lane < 32; ++lane)
         if (host_sums[lane] != expected[lane])
@@ -104,8 +105,8 @@ nlohmann::json run_bank_conflicts(const ExperimentContext& context) {
     poison(checksums.data(), checksums.bytes(), stream.get(), kIntegerPoisonByte);
     launch(stream.get());
     CUDALAB_CUDA_CHECK(cudaGetLastError());
-    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_sums.data(), checksums.data(), checksums.bytes(), cudaMemcpyDeviceToHost,
-                                       stream.get()));
+    CUDALAB_CUDA_CHECK(
+        cudaMemcpyAsync(host_sums.data(), checksums.data(), checksums.bytes(), cudaMemcpyDeviceToHost, stream.get()));
     stream.synchronize();
     for (std::int64_t t = 0; t < threads; ++t)
       if (host_sums[t] != expected_grid[t % 32])
@@ -125,16 +126,22 @@ nlohmann::json run_bank_conflicts(const ExperimentContext& context) {
   }
   return {{"name", "bank_conflicts"},
           {"op", "memory"},
-          {"summary", "shared-memory pointer chase along 1- to 32-way conflicting, broadcast, padded and swizzled patterns (claims C08, C09)"},
-          {"columns", {"pattern", "stride_words", "ways", "clock_cycles_per_access", "clock_ns_per_access",
-                       "clock_vs_stride_1", "grid_median_us", "grid_sm_cycles_per_warp_access", "grid_vs_stride_1"}},
+          {"summary",
+           "shared-memory pointer chase along 1- to 32-way conflicting, broadcast, padded and swizzled patterns "
+           "(claims C08, C09)"},
+          {"columns",
+           {"pattern", "stride_words", "ways", "clock_cycles_per_access", "clock_ns_per_access", "clock_vs_stride_1",
+            "grid_median_us", "grid_sm_cycles_per_warp_access", "grid_vs_stride_1"}},
           {"rows", rows},
           {"notes",
            {"ways: the most distinct words one bank is asked for in one warp access (computed on the host)",
-            "clock_*: one warp, " + std::to_string(kSteps) + " dependent accesses between two clock64() reads; the "
-            "median of 4 launches (lane 0); ns at the " + format_fixed(sm_ghz * 1e3, 0) + " MHz peak SM clock",
+            "clock_*: one warp, " + std::to_string(kSteps) +
+                " dependent accesses between two clock64() reads; the "
+                "median of 4 launches (lane 0); ns at the " +
+                format_fixed(sm_ghz * 1e3, 0) + " MHz peak SM clock",
             "grid_*: " + std::to_string(kBlocksPerSm) + " blocks of 256 threads per SM, each thread " +
-                std::to_string(kSteps) + " dependent accesses; time of the whole kernel (warm), and the SM cycles per "
+                std::to_string(kSteps) +
+                " dependent accesses; time of the whole kernel (warm), and the SM cycles per "
                 "warp access that implies",
             "every lane's sum of the words it read is compared with the host's replay of the chase"}}};
 }
@@ -157,8 +164,9 @@ nlohmann::json claim_c08(const nlohmann::json& results) {
   auto clock = [](const nlohmann::json* row) { return (*row)[5].get<double>(); };
   auto close = [](double measured, double claimed) { return measured >= 0.75 * claimed && measured <= 1.25 * claimed; };
   const int matches = close(grid(two), 2) + close(grid(four), 4) + close(grid(all), 32);
-  const std::string outcome = matches == 3 ? "holds for throughput (whole grid); one warp's latency grows far less"
-                              : matches > 0 ? "holds partly" : "does not hold";
+  const std::string outcome = matches == 3  ? "holds for throughput (whole grid); one warp's latency grows far less"
+                              : matches > 0 ? "holds partly"
+                                            : "does not hold";
   return verdict("C08", "Bank conflicts: 2-way = 2x slower, 4-way = 4x, 32-way = 32x", "seed 000", "2x / 4x / 32x",
                  "whole grid " + format_fixed(grid(two), 2) + "x / " + format_fixed(grid(four), 2) + "x / " +
                      format_fixed(grid(all), 1) + "x; one warp (clock64) " + format_fixed(clock(two), 2) + "x / " +

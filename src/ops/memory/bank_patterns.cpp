@@ -25,7 +25,7 @@ SharedPattern stride_pattern(int stride) {
 enum class Tile { plain, padded, swizzled };
 SharedPattern tile_pattern(Tile tile) {
   SharedPattern p;
-  p.name = tile == Tile::plain ? "tile column [32][32]"
+  p.name = tile == Tile::plain    ? "tile column [32][32]"
            : tile == Tile::padded ? "tile column [32][33]"
                                   : "tile column [32][32] xor-swizzled";
   const std::uint32_t width = tile == Tile::padded ? 33 : 32;

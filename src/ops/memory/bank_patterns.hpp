@@ -11,13 +11,13 @@
 
 namespace cudalab::harness::memory_experiments {
 
-inline constexpr int kBanks = 32;                 // 4-byte banks per SM
-inline constexpr int kPatternWords = 32 * 33;     // room for a padded 32x33 tile
+inline constexpr int kBanks = 32;              // 4-byte banks per SM
+inline constexpr int kPatternWords = 32 * 33;  // room for a padded 32x33 tile
 
 struct SharedPattern {
-  std::string name;   // "stride 4", "broadcast", "tile column [32][33]", ...
-  int stride = 0;     // words between lanes for the stride patterns; 0 for the others
-  std::vector<std::uint32_t> next;       // kPatternWords entries
+  std::string name;                       // "stride 4", "broadcast", "tile column [32][33]", ...
+  int stride = 0;                         // words between lanes for the stride patterns; 0 for the others
+  std::vector<std::uint32_t> next;        // kPatternWords entries
   std::array<std::uint32_t, 32> start{};  // each lane's first word
 };
 

@@ -29,8 +29,7 @@ __global__ void offset_copy_kernel(const float* __restrict__ in, float* __restri
 
 // Its strided copy: thread i moves element i * stride; from stride 8 on every element costs a
 // 32-byte sector of its own on the read and on the write.
-__global__ void strided_copy_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n,
-                                    int stride) {
+__global__ void strided_copy_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t n, int stride) {
   const std::int64_t i = global_thread_index();
   if (i < n) out[i * stride] = in[i * stride];
 }
@@ -92,8 +91,8 @@ nlohmann::json run_offset(const ExperimentContext& context) {
     const Summary t = b.timer.time(launch, b.stream.get(), sweep_timing());
     const double rate = gbps(bytes, t.median);
     if (offset == 0) aligned_gbps = rate;
-    rows.push_back({offset, t.median * 1e3, rate, 100.0 * rate / context.ceilings.copy_gbps(),
-                    100.0 * rate / aligned_gbps});
+    rows.push_back(
+        {offset, t.median * 1e3, rate, 100.0 * rate / context.ceilings.copy_gbps(), 100.0 * rate / aligned_gbps});
   }
   return {{"name", "coalescing_offset"},
           {"op", "memory"},
@@ -101,7 +100,8 @@ nlohmann::json run_offset(const ExperimentContext& context) {
           {"columns", {"offset", "median_us", "gbps", "pct_of_copy", "pct_of_offset_0"}},
           {"rows", rows},
           {"notes",
-           {"one float per thread, 256-thread blocks; gbps counts bytes read + bytes written; L2 flushed before each sample",
+           {"one float per thread, 256-thread blocks; gbps counts bytes read + bytes written; L2 flushed before each "
+            "sample",
             "pct_of_copy: against the probe's copy rate (" + format_fixed(context.ceilings.copy_gbps(), 1) + " GB/s)",
             "every offset's output is compared bit for bit with its input before timing"}}};
 }
@@ -119,7 +119,7 @@ nlohmann::json run_stride(const ExperimentContext& context) {
     for (std::int64_t i = 0; i < n; ++i)
       if (std::memcmp(&b.host_out.data()[i * stride], &b.host_in.data()[i * stride], sizeof(float)) != 0)
         data_check_failed("coalescing_stride", "stride " + std::to_string(stride) + ": element " +
-                                                    std::to_string(i * stride) + " not copied");
+                                                   std::to_string(i * stride) + " not copied");
     if (context.progress) context.progress("coalescing_stride " + std::to_string(stride));
     const Summary t = b.timer.time(launch, b.stream.get(), sweep_timing());
     const double rate = gbps(8.0 * static_cast<double>(n), t.median);
@@ -132,8 +132,8 @@ nlohmann::json run_stride(const ExperimentContext& context) {
   return {{"name", "coalescing_stride"},
           {"op", "memory"},
           {"summary", "copy of every stride-th float of 2^27 (claim C05)"},
-          {"columns", {"stride", "elements", "median_us", "effective_gbps", "pct_of_copy", "pct_of_stride_1",
-                       "sector_model_pct"}},
+          {"columns",
+           {"stride", "elements", "median_us", "effective_gbps", "pct_of_copy", "pct_of_stride_1", "sector_model_pct"}},
           {"rows", rows},
           {"notes",
            {"effective_gbps: the bytes the copy uses (4 read + 4 written per element) over the median time",
@@ -158,7 +158,8 @@ nlohmann::json run_gather(const ExperimentContext& context) {
       };
       b.run_once(launch);
       for (std::int64_t i = 0; i < kGathered; ++i)
-        if (std::memcmp(&b.host_out.data()[i], &b.host_in.data()[gather_index(context.seed, i, span, random)], sizeof(float)) != 0)
+        if (std::memcmp(&b.host_out.data()[i], &b.host_in.data()[gather_index(context.seed, i, span, random)],
+                        sizeof(float)) != 0)
           data_check_failed("gather_random", "element " + std::to_string(i) + " differs from the host gather");
       const std::string pattern = random ? "random" : "sequential";
       if (context.progress) context.progress("gather_random " + pattern);
@@ -206,7 +207,8 @@ nlohmann::json claim_c05(const nlohmann::json& results) {
                             ? "holds partly: within 1.5x of the claim at " + std::to_string(matches) + " of 4 points"
                             : "does not hold";
   if (s32 > 6) outcome += "; past stride 8 the cost is one 32-byte sector per element, not a 128-byte line";
-  return verdict("C05", "Strided reads: stride 2 ~50% of sequential bandwidth, stride 4 ~24%, stride 32 ~3%, random ~3%",
+  return verdict("C05",
+                 "Strided reads: stride 2 ~50% of sequential bandwidth, stride 4 ~24%, stride 32 ~3%, random ~3%",
                  "seeds 000, 001", "50% / 24% / 3% / 3%",
                  "stride 2 " + format_fixed(s2, 1) + "%, stride 4 " + format_fixed(s4, 1) + "%, stride 32 " +
                      format_fixed(s32, 1) + "%, random gather " + format_fixed(random_pct, 1) + "%",
@@ -233,11 +235,11 @@ nlohmann::json claim_c06(const nlohmann::json& results) {
                                                 "%, far less than a fifth (the extra sector per warp is mostly "
                                                 "served by the neighbouring warp's fetch)"
                                           : "does not hold: misalignment costs more than a fifth";
-  return verdict("C06", "A misaligned (offset) copy reaches about 4/5 of the aligned copy's throughput", "seed 001",
-                 "~80% of the aligned copy",
-                 "offsets 1..31: mean " + format_fixed(mean, 1) + "%, worst " + format_fixed(worst, 1) +
-                     "% of the offset-0 copy",
-                 mean / 80.0, outcome);
+  return verdict(
+      "C06", "A misaligned (offset) copy reaches about 4/5 of the aligned copy's throughput", "seed 001",
+      "~80% of the aligned copy",
+      "offsets 1..31: mean " + format_fixed(mean, 1) + "%, worst " + format_fixed(worst, 1) + "% of the offset-0 copy",
+      mean / 80.0, outcome);
 }
 
 }  // namespace

@@ -26,5 +26,4 @@ inline double gbps(double bytes, double milliseconds) { return bytes / (millisec
   throw Error(ErrorKind::cuda, experiment + ": wrong data: " + what, __FILE__, __LINE__);
 }
 
-
 }  // namespace cudalab::harness::memory_experiments

@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kChaseSteps = 1 << 14;
 constexpr int kRegisterSteps = 1 << 20;
-constexpr int kSharedWords = 4096;          // 16 KiB
+constexpr int kSharedWords = 4096;           // 16 KiB
 constexpr std::int64_t kMaxNodes = 1 << 18;  // node spacing grows past this, so setup stays cheap
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -106,7 +106,8 @@ Timing fetch(const DeviceBuffer<Timing>& timing, cudaStream_t stream) {
 nlohmann::json row(const std::string& level, double working_set, double spacing, int steps, const Timing& t) {
   const double cycles = static_cast<double>(t.cycles) / steps;
   const double ns = static_cast<double>(t.ns) / steps;
-  return {level, working_set, spacing, steps, cycles, ns, static_cast<double>(t.cycles) / static_cast<double>(t.ns) * 1e3};
+  return {
+      level, working_set, spacing, steps, cycles, ns, static_cast<double>(t.cycles) / static_cast<double>(t.ns) * 1e3};
 }
 
 nlohmann::json run_latency(const ExperimentContext& context) {
@@ -159,22 +160,26 @@ nlohmann::json run_latency(const ExperimentContext& context) {
     global_chase_kernel<<<1, 1, 0, s>>>(table.data(), 0, nodes, kChaseSteps, timing.data());
     t = fetch(timing, s);
     const std::uint32_t end_node = chase_end(successor, 0, nodes + kChaseSteps);
-    if (t.result != static_cast<std::uint64_t>(end_node * spacing_words)) data_check_failed("memory_latency", "global chase end at " + format_bytes(bytes));
+    if (t.result != static_cast<std::uint64_t>(end_node * spacing_words))
+      data_check_failed("memory_latency", "global chase end at " + format_bytes(bytes));
     rows.push_back(row("global", static_cast<double>(bytes), static_cast<double>(spacing), kChaseSteps, t));
   }
-  return {{"name", "memory_latency"},
-          {"op", "memory"},
-          {"summary", "one thread's dependent loads: register chain, shared memory, global memory from 16 KiB to 1 GiB (claim C15)"},
-          {"columns", {"level", "working_set_bytes", "node_spacing_bytes", "steps", "cycles_per_load", "ns_per_load", "sm_mhz"}},
-          {"rows", rows},
-          {"notes",
-           {"cycles: clock64() around the timed steps, over the steps; ns: %globaltimer around the same steps; sm_mhz: "
-            "the ratio of the two (the clock the SM ran at)",
-            "global: default loads (cached in L1), one full warm-up pass over the cycle first; nodes in a random cyclic "
-            "order, 128 bytes apart up to 32 MiB, then 2^18 nodes spread over the working set (includes TLB misses)",
-            "register: a dependent 32-bit multiply-add chain (the ALU's latency; a register read itself costs nothing "
-            "measurable)",
-            "each chase's end (and the register chain's value) is checked against the host's replay"}}};
+  return {
+      {"name", "memory_latency"},
+      {"op", "memory"},
+      {"summary",
+       "one thread's dependent loads: register chain, shared memory, global memory from 16 KiB to 1 GiB (claim C15)"},
+      {"columns",
+       {"level", "working_set_bytes", "node_spacing_bytes", "steps", "cycles_per_load", "ns_per_load", "sm_mhz"}},
+      {"rows", rows},
+      {"notes",
+       {"cycles: clock64() around the timed steps, over the steps; ns: %globaltimer around the same steps; sm_mhz: "
+        "the ratio of the two (the clock the SM ran at)",
+        "global: default loads (cached in L1), one full warm-up pass over the cycle first; nodes in a random cyclic "
+        "order, 128 bytes apart up to 32 MiB, then 2^18 nodes spread over the working set (includes TLB misses)",
+        "register: a dependent 32-bit multiply-add chain (the ALU's latency; a register read itself costs nothing "
+        "measurable)",
+        "each chase's end (and the register chain's value) is checked against the host's replay"}}};
 }
 
 // C15: register ~1 cycle, shared 1-30, L1 30-40, L2 ~200, global 200-800 cycles.

@@ -8,7 +8,8 @@ namespace {
 template <typename T>
 std::size_t cub_temp_bytes(std::int64_t n) {
   std::size_t bytes = 0;
-  CUDALAB_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), n));
+  CUDALAB_CUDA_CHECK(
+      cub::DeviceReduce::Sum(nullptr, bytes, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), n));
   return bytes;
 }
 
@@ -53,7 +54,8 @@ std::size_t workspace_bytes_f64(std::int64_t n) {
 void cub_sum_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
   std::size_t bytes = 0;
   CUDALAB_CUDA_CHECK(cub_sum_f64_call(nullptr, bytes, in, n, out, stream));
-  CUDALAB_CUDA_CHECK(cub_sum_f64_call(static_cast<unsigned char*>(workspace) + counter_bytes(n), bytes, in, n, out, stream));
+  CUDALAB_CUDA_CHECK(
+      cub_sum_f64_call(static_cast<unsigned char*>(workspace) + counter_bytes(n), bytes, in, n, out, stream));
 }
 
 template std::size_t workspace_bytes<float>(std::int64_t);

@@ -28,8 +28,12 @@ template <typename T, typename Out = T>
 class ReduceWorkload final : public Workload {
  public:
   explicit ReduceWorkload(std::int64_t n)
-      : n_(n), input_(n), scratch_copy_(std::is_same_v<T, Out> ? n : 0), out_(1),
-        workspace_(static_cast<std::int64_t>(std::is_same_v<T, Out> ? rv::workspace_bytes<T>(n) : rv::workspace_bytes_f64(n))),
+      : n_(n),
+        input_(n),
+        scratch_copy_(std::is_same_v<T, Out> ? n : 0),
+        out_(1),
+        workspace_(
+            static_cast<std::int64_t>(std::is_same_v<T, Out> ? rv::workspace_bytes<T>(n) : rv::workspace_bytes_f64(n))),
         host_input_(new T[static_cast<std::size_t>(n > 0 ? n : 1)]) {
     CUDALAB_CUDA_CHECK(cudaMemset(workspace_.data(), 0, workspace_.bytes()));  // the ticket counter starts at 0
   }
@@ -38,7 +42,8 @@ class ReduceWorkload final : public Workload {
     distribution_ = distribution;
     fill_random(input_.data(), n_, seed, distribution, stream);
     if (n_ > 0)
-      CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_input_.get(), input_.data(), input_.bytes(), cudaMemcpyDeviceToHost, stream));
+      CUDALAB_CUDA_CHECK(
+          cudaMemcpyAsync(host_input_.get(), input_.data(), input_.bytes(), cudaMemcpyDeviceToHost, stream));
     CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
@@ -49,8 +54,8 @@ class ReduceWorkload final : public Workload {
     CUDALAB_CUDA_CHECK(cudaMemcpyAsync(&result, out_.data(), sizeof(Out), cudaMemcpyDeviceToHost, stream));
     CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto [reference, tolerance] = reference_sum();
-    return compare_values(&result, 1, tolerance, [reference = reference](std::int64_t) { return reference; },
-                          poison_byte<Out>());
+    return compare_values(
+        &result, 1, tolerance, [reference = reference](std::int64_t) { return reference; }, poison_byte<Out>());
   }
 
   void launch(void (*launcher)(const T*, std::int64_t, Out*, void*, cudaStream_t), cudaStream_t stream) {
@@ -62,7 +67,8 @@ class ReduceWorkload final : public Workload {
   // In-place variants destroy their input: each run starts from a fresh copy (not timed).
   void restore_scratch_copy(cudaStream_t stream) {
     if (n_ > 0)
-      CUDALAB_CUDA_CHECK(cudaMemcpyAsync(scratch_copy_.data(), input_.data(), input_.bytes(), cudaMemcpyDeviceToDevice, stream));
+      CUDALAB_CUDA_CHECK(
+          cudaMemcpyAsync(scratch_copy_.data(), input_.data(), input_.bytes(), cudaMemcpyDeviceToDevice, stream));
   }
 
  private:
@@ -91,7 +97,8 @@ class ReduceWorkload final : public Workload {
         magnitude += magnitudes[w];
       }
       if (distribution_ == Distribution::integers) return {sum, Tolerance::exact()};
-      return {sum, std::is_same_v<Out, double> ? Tolerance::fp64_sum(n_, magnitude) : Tolerance::fp32_sum(n_, magnitude)};
+      return {sum,
+              std::is_same_v<Out, double> ? Tolerance::fp64_sum(n_, magnitude) : Tolerance::fp32_sum(n_, magnitude)};
     } else {
       std::vector<std::uint32_t> sums(64, 0u);
       parallel_chunks(n_, [&](int w, std::int64_t begin, std::int64_t end) {
@@ -129,7 +136,9 @@ Variant in_place(std::string id, std::string technique, void (*launcher)(T*, std
   Variant v;
   v.id = std::move(id);
   v.technique = std::move(technique);
-  v.launch = [launcher](Workload& w, cudaStream_t s) { static_cast<ReduceWorkload<T>&>(w).launch_in_place(launcher, s); };
+  v.launch = [launcher](Workload& w, cudaStream_t s) {
+    static_cast<ReduceWorkload<T>&>(w).launch_in_place(launcher, s);
+  };
   v.prepare = [](Workload& w, cudaStream_t s) { static_cast<ReduceWorkload<T>&>(w).restore_scratch_copy(s); };
   return v;
 }
@@ -171,12 +180,11 @@ std::vector<Variant> ladder() {
                  Role::broken, rv::shared_no_filter<T>),
       reading<T>("interleaved_divergent", "seed 000 step 1: shared tile, tid % (2*s) == 0, divergent warps",
                  Role::ladder, rv::interleaved_divergent<T>),
-      reading<T>("interleaved_strided", "step 2: strided index 2*s*tid, no divergence, bank conflicts",
-                 Role::ladder, rv::interleaved_strided<T>),
-      reading<T>("sequential", "step 3: sequential addressing tid < s, conflict-free", Role::ladder,
-                 rv::sequential<T>),
-      reading<T>("first_add_on_load", "step 4: two elements added during the load, half the blocks",
-                 Role::ladder, rv::first_add_on_load<T>),
+      reading<T>("interleaved_strided", "step 2: strided index 2*s*tid, no divergence, bank conflicts", Role::ladder,
+                 rv::interleaved_strided<T>),
+      reading<T>("sequential", "step 3: sequential addressing tid < s, conflict-free", Role::ladder, rv::sequential<T>),
+      reading<T>("first_add_on_load", "step 4: two elements added during the load, half the blocks", Role::ladder,
+                 rv::first_add_on_load<T>),
       reading<T>("unrolled_last_warp", "step 5: last warp by register shuffles", Role::ladder,
                  rv::unrolled_last_warp<T>),
       reading<T>("complete_unroll", "step 6: whole tree unrolled at compile time", Role::ladder,
@@ -185,12 +193,13 @@ std::vector<Variant> ladder() {
                  Role::ladder, rv::multiple_per_thread<T>),
       reading<T>("shuffle_atomic", "16-byte loads, warp shuffles, one atomicAdd per block", Role::ladder,
                  rv::shuffle_atomic<T>),
-      reading<T>("single_pass", "16-byte loads, 4 accumulators, last block adds the partials: one launch",
-                 Role::ladder, rv::single_pass<T>),
+      reading<T>("single_pass", "16-byte loads, 4 accumulators, last block adds the partials: one launch", Role::ladder,
+                 rv::single_pass<T>),
       reading<T>("tile_atomic", "one 2048-element tile per block, no loop: blocks stream through memory in order",
                  Role::ladder, rv::tile_atomic<T>),
-      reading<T>("tile_deterministic", "8192-element tiles; the last block of each 256, then of all, adds partials: one launch",
-                 Role::ladder, rv::tile_deterministic<T>),
+      reading<T>("tile_deterministic",
+                 "8192-element tiles; the last block of each 256, then of all, adds partials: one launch", Role::ladder,
+                 rv::tile_deterministic<T>),
       reading<T>("cub", "cub::DeviceReduce::Sum, the library baseline", Role::baseline, rv::cub_sum<T>),
   };
 }
@@ -208,7 +217,8 @@ nlohmann::json claim_c16(const nlohmann::json& results) {
   const auto* mask = timed_record(results, kOp, "global_mask", n, kInputs);
   if (modulo == nullptr || mask == nullptr) return nullptr;
   const double ratio = median_ms(*modulo) / median_ms(*mask);
-  return verdict("C16", "Removing the tid % (2*stride) filter cuts the reduction's time 283 -> 176 us, because % is slow",
+  return verdict("C16",
+                 "Removing the tid % (2*stride) filter cuts the reduction's time 283 -> 176 us, because % is slow",
                  "seed 002", "1.61x from dropping the modulo",
                  "global_modulo " + ms(*modulo) + ", global_mask " + ms(*mask) + " at n=" + std::to_string(n) +
                      " (the modulo replaced by a mask; removing the filter is wrong, C17)",
@@ -225,11 +235,12 @@ nlohmann::json claim_c17(const nlohmann::json& results) {
     failed += r.value("outcome", "") == "failed";
   }
   if (checked == 0) return nullptr;
-  return verdict("C17", "The filter-free in-place reduction is a race: wrong without -G, right by luck with -G", "seed 002",
-                 "wrong results from optimised code",
-                 std::to_string(failed) + " of " + std::to_string(checked) + " checked runs wrong (optimised build; -G not built)",
-                 static_cast<double>(failed) / checked,
-                 failed > 0 ? "holds for the optimised build (the -G half is not measured)" : "not reproduced in this run");
+  return verdict(
+      "C17", "The filter-free in-place reduction is a race: wrong without -G, right by luck with -G", "seed 002",
+      "wrong results from optimised code",
+      std::to_string(failed) + " of " + std::to_string(checked) + " checked runs wrong (optimised build; -G not built)",
+      static_cast<double>(failed) / checked,
+      failed > 0 ? "holds for the optimised build (the -G half is not measured)" : "not reproduced in this run");
 }
 
 // C18: seed 000's seven steps at 1024 elements: 8.0 -> 0.3 ms, 26.7x from step 1 to step 7.
@@ -243,7 +254,8 @@ nlohmann::json claim_c18(const nlohmann::json& results) {
   const auto* first_large = timed_record(results, kOp, "interleaved_divergent", n, kInputs);
   const auto* last_large = timed_record(results, kOp, "multiple_per_thread", n, kInputs);
   if (first_large != nullptr && last_large != nullptr)
-    measured += "; at n=" + std::to_string(n) + ": " + format_fixed(median_ms(*first_large) / median_ms(*last_large), 2) + "x";
+    measured +=
+        "; at n=" + std::to_string(n) + ": " + format_fixed(median_ms(*first_large) / median_ms(*last_large), 2) + "x";
   return verdict("C18", "Reduction 7-step ladder on 1024 elements: 8.0, 4.0, 2.0, 1.5, 1.0, 0.5, 0.3 ms", "seed 000",
                  "26.7x from step 1 to step 7", measured, ratio, speedup_verdict(ratio, 8.0 / 0.3));
 }
@@ -259,8 +271,9 @@ nlohmann::json claim_c19(const nlohmann::json& results) {
   const double ratio = gbps(*shuffle) / gbps(*shared);
   return verdict("C19", "Reduction: shared memory 100 GB/s, warp shuffle 800 GB/s, CUB 850 GB/s", "seed 000",
                  "shuffle 8x the shared-memory tree; CUB 1.06x shuffle",
-                 "sequential " + format_fixed(gbps(*shared), 0) + " GB/s, shuffle_atomic " + format_fixed(gbps(*shuffle), 0) +
-                     " GB/s, cub " + format_fixed(gbps(*cub), 0) + " GB/s at n=" + std::to_string(n),
+                 "sequential " + format_fixed(gbps(*shared), 0) + " GB/s, shuffle_atomic " +
+                     format_fixed(gbps(*shuffle), 0) + " GB/s, cub " + format_fixed(gbps(*cub), 0) +
+                     " GB/s at n=" + std::to_string(n),
                  ratio, speedup_verdict(ratio, 8.0));
 }
 
@@ -275,8 +288,8 @@ nlohmann::json claim_c20(const nlohmann::json& results) {
   const double shuffle_ratio = median_ms(*naive) / median_ms(*shuffle);
   return verdict("C20", "Divergence-free reduction 3.2x faster than naive; shuffle 4.5x", "seed 000",
                  "3.2x (strided index), 4.5x (shuffles)",
-                 "interleaved_strided " + format_fixed(ratio, 2) + "x, shuffle_atomic " + format_fixed(shuffle_ratio, 2) +
-                     "x over interleaved_divergent at n=" + std::to_string(n),
+                 "interleaved_strided " + format_fixed(ratio, 2) + "x, shuffle_atomic " +
+                     format_fixed(shuffle_ratio, 2) + "x over interleaved_divergent at n=" + std::to_string(n),
                  ratio, speedup_verdict(ratio, 3.2) + "; shuffle: " + speedup_verdict(shuffle_ratio, 4.5));
 }
 
@@ -287,15 +300,16 @@ void register_reduce(Registry& registry) {
   // One array past 2^31 elements (8 GiB): 64-bit indexing in every pass.
   f32.test_problems.push_back({(std::int64_t{1} << 31) + 7});
   registry.add(std::move(f32));
-  registry.add(reduce_op<std::int32_t>("reduce_sum_i32", "sum of int32 values, wrapping on overflow",
-                                       ladder<std::int32_t>()));
+  registry.add(
+      reduce_op<std::int32_t>("reduce_sum_i32", "sum of int32 values, wrapping on overflow", ladder<std::int32_t>()));
   registry.add(reduce_op<float, double>(
       "reduce_sum_f32_f64", "sum of fp32 values carried and returned in double",
       {reading<float, double>("shuffle_atomic", "16-byte loads, double sums, one double atomicAdd per block",
                               Role::ladder, rv::shuffle_atomic_f64),
-       reading<float, double>("single_pass", "16-byte loads, double sums, last block adds the partials",
-                              Role::ladder, rv::single_pass_f64),
-       reading<float, double>("tile_atomic", "one 2048-element tile per block, double sums, one double atomicAdd per block",
+       reading<float, double>("single_pass", "16-byte loads, double sums, last block adds the partials", Role::ladder,
+                              rv::single_pass_f64),
+       reading<float, double>("tile_atomic",
+                              "one 2048-element tile per block, double sums, one double atomicAdd per block",
                               Role::ladder, rv::tile_atomic_f64),
        reading<float, double>("tile_deterministic", "8192-element tiles, double sums, two-level last-block finish",
                               Role::ladder, rv::tile_deterministic_f64),

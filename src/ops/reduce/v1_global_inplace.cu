@@ -14,7 +14,8 @@ __global__ void __launch_bounds__(kBlockSize) reduce_global_inplace_kernel(T* da
   const std::int64_t i = global_thread_index();
   for (unsigned stride = 1; stride < blockDim.x; stride *= 2) {
     const bool adds = UseModulo ? tid % (2 * stride) == 0 : (tid & (2 * stride - 1)) == 0;
-    if (adds && i + stride < n) data[i] = static_cast<T>(static_cast<Acc>(data[i]) + static_cast<Acc>(data[i + stride]));
+    if (adds && i + stride < n)
+      data[i] = static_cast<T>(static_cast<Acc>(data[i]) + static_cast<Acc>(data[i + stride]));
     __syncthreads();  // global writes of this step are visible to the block's next step
   }
   if (tid == 0) partials[blockIdx.x] = data[i];
@@ -23,7 +24,8 @@ __global__ void __launch_bounds__(kBlockSize) reduce_global_inplace_kernel(T* da
 template <typename T, bool UseModulo>
 void launch(T* data, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
   reduce_in_passes<T>(
-      data, n, out, carve<T>(workspace, n), [](std::int64_t count) { return ceil_div<std::int64_t>(count, kBlockSize); },
+      data, n, out, carve<T>(workspace, n),
+      [](std::int64_t count) { return ceil_div<std::int64_t>(count, kBlockSize); },
       [](T* source, std::int64_t count, T* destination, std::int64_t blocks, cudaStream_t s) {
         reduce_global_inplace_kernel<T, UseModulo><<<grid_of(blocks), kBlockSize, 0, s>>>(source, count, destination);
         CUDALAB_CHECK_LAUNCH();

@@ -89,12 +89,12 @@ void launch(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t s
 
 }  // namespace
 
-#define CUDALAB_REDUCE_TREE_STEP(name, step)                                                        \
-  template <typename T>                                                                             \
-  void name(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {            \
-    launch<T, step>(in, n, out, workspace, stream);                                                 \
-  }                                                                                                 \
-  template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t);               \
+#define CUDALAB_REDUCE_TREE_STEP(name, step)                                             \
+  template <typename T>                                                                  \
+  void name(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) { \
+    launch<T, step>(in, n, out, workspace, stream);                                      \
+  }                                                                                      \
+  template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t);    \
   template void name<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
 
 CUDALAB_REDUCE_TREE_STEP(shared_no_filter, Step::no_filter)

@@ -11,7 +11,8 @@ namespace {
 
 // Step 7: scalar loads, a grid-stride sum per thread, then one block sum.
 template <typename T>
-__global__ void __launch_bounds__(kBlockSize) reduce_multiple_per_thread_kernel(const T* in, std::int64_t n, T* partials) {
+__global__ void __launch_bounds__(kBlockSize)
+    reduce_multiple_per_thread_kernel(const T* in, std::int64_t n, T* partials) {
   using Acc = accumulator_t<T>;
   __shared__ Acc scratch[kBlockSize / kWarpSize];
   Acc sum{};
@@ -50,7 +51,8 @@ __device__ __forceinline__ Acc thread_sum_vectorized(const T* in, std::int64_t n
 }
 
 template <typename T, typename Acc>
-__global__ void __launch_bounds__(kBlockSize) reduce_shuffle_atomic_kernel(const T* in, std::int64_t n, int head, Acc* out) {
+__global__ void __launch_bounds__(kBlockSize)
+    reduce_shuffle_atomic_kernel(const T* in, std::int64_t n, int head, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
   const Acc sum = block_sum<kBlockSize>(thread_sum_vectorized<T, Acc>(in, n, head), scratch);
   if (threadIdx.x == 0) atomicAdd(out, sum);
@@ -139,8 +141,8 @@ void single_pass_f64(const float* in, std::int64_t n, double* out, void* workspa
   launch_single_pass(in, n, out, workspace, stream);
 }
 
-#define CUDALAB_REDUCE_INSTANTIATE(name)                                                         \
-  template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t);            \
+#define CUDALAB_REDUCE_INSTANTIATE(name)                                              \
+  template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t); \
   template void name<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
 CUDALAB_REDUCE_INSTANTIATE(multiple_per_thread)
 CUDALAB_REDUCE_INSTANTIATE(shuffle_atomic)

@@ -59,7 +59,8 @@ __device__ __forceinline__ Acc thread_sum_tile(const T* in, std::int64_t n, int 
 }
 
 template <typename T, typename Acc>
-__global__ void __launch_bounds__(kBlockSize) reduce_tile_atomic_kernel(const T* in, std::int64_t n, int head, Acc* out) {
+__global__ void __launch_bounds__(kBlockSize)
+    reduce_tile_atomic_kernel(const T* in, std::int64_t n, int head, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
   const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc, kAtomicTileVectors>(in, n, head), scratch);
   if (threadIdx.x == 0) atomicAdd(out, sum);
@@ -71,9 +72,9 @@ __global__ void __launch_bounds__(kBlockSize) reduce_tile_atomic_kernel(const T*
 // (32768 at 2^28), 128 dependent L2 reads per thread.
 // counters[0] counts groups, counters[1 + g] the blocks of group g.
 template <typename T, typename Acc>
-__global__ void __launch_bounds__(kBlockSize) reduce_tile_deterministic_kernel(const T* in, std::int64_t n, int head,
-                                                                             Acc* tile_sums, Acc* group_sums,
-                                                                             unsigned* counters, Acc* out) {
+__global__ void __launch_bounds__(kBlockSize)
+    reduce_tile_deterministic_kernel(const T* in, std::int64_t n, int head, Acc* tile_sums, Acc* group_sums,
+                                     unsigned* counters, Acc* out) {
   __shared__ Acc scratch[kBlockSize / kWarpSize];
   const Acc sum = block_sum<kBlockSize>(thread_sum_tile<T, Acc, kDeterministicTileVectors>(in, n, head), scratch);
   if (gridDim.x == 1) {  // a lone tile needs no ticket (n <= 8192)
@@ -117,8 +118,8 @@ void launch_tile_deterministic(const T* in, std::int64_t n, Acc* out, void* work
   }
   const Workspace<Acc> ws = carve<Acc>(workspace, n);
   const unsigned blocks = grid_of(tile_blocks<kDeterministicTileVectors>(n));
-  reduce_tile_deterministic_kernel<T, Acc><<<blocks, kBlockSize, 0, stream>>>(
-      in, n, head_elements(in, n), ws.partials_a, ws.partials_b, ws.counters, out);
+  reduce_tile_deterministic_kernel<T, Acc>
+      <<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), ws.partials_a, ws.partials_b, ws.counters, out);
   CUDALAB_CHECK_LAUNCH();
 }
 

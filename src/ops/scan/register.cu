@@ -82,7 +82,7 @@ Op scan_op(std::string name, std::string summary, ScanKind kind, std::vector<Pro
   op.bench_problems = std::move(bench_problems);
   // Empty; around a warp; the single-block capacities (1024, 2048) and one past them; one past
   // the 3072- and 4096-element tiles; a prime; two- and three-level hierarchies; 2^28 (1 GiB).
-  op.test_problems = {{0},    {1},    {31},   {32},      {33},      {1024},    {2048},
+  op.test_problems = {{0},    {1},    {31},   {32},      {33},      {1024},   {2048},
                       {2049}, {3073}, {4097}, {1000003}, {1 << 24}, {1 << 28}};
   op.work = [](const Problem& p) {
     Work w;
@@ -104,8 +104,8 @@ Op scan_op(std::string name, std::string summary, ScanKind kind, std::vector<Pro
   op.variants = {
       variant<T>("hillis_steele", "one block: Hillis-Steele, log2(n) steps of n additions, double-buffered",
                  Role::ladder, v::hillis_steele<T>, v::kHillisSteeleMaxItems),
-      variant<T>("blelloch", "one block: Blelloch up-sweep/down-sweep tree, 2n additions", Role::ladder,
-                 v::blelloch<T>, v::kBlellochMaxItems),
+      variant<T>("blelloch", "one block: Blelloch up-sweep/down-sweep tree, 2n additions", Role::ladder, v::blelloch<T>,
+                 v::kBlellochMaxItems),
       variant<T>("blelloch_padded", "one block: Blelloch with a padding word per 32 against bank conflicts",
                  Role::ladder, v::blelloch_padded<T>, v::kBlellochMaxItems),
       variant<T>("scan_then_propagate_hillis_steele",
@@ -170,8 +170,8 @@ void register_scan(Registry& registry) {
                                      ScanKind::inclusive, {{1 << 10}, {1 << 20}, {1 << 28}}));
   registry.add(scan_op<std::int32_t>("scan_exclusive_i32", "exclusive prefix sum, int32 (wrapping)",
                                      ScanKind::exclusive, {{1 << 20}, {1 << 28}}));
-  registry.add(scan_op<float>("scan_inclusive_f32", "inclusive prefix sum, fp32", ScanKind::inclusive,
-                              {{1 << 20}, {1 << 28}}));
+  registry.add(
+      scan_op<float>("scan_inclusive_f32", "inclusive prefix sum, fp32", ScanKind::inclusive, {{1 << 20}, {1 << 28}}));
   registry.add(ClaimCheck{"C21", "scan_inclusive_i32", claim_c21});
 }
 

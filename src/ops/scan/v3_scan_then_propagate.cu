@@ -101,12 +101,10 @@ void scan_then_propagate_hillis_steele(const T* in, T* out, std::int64_t n, Scan
   launch<BlockScan::hillis_steele>(in, out, n, kind, workspace, stream);
 }
 
-template void scan_then_propagate(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&,
-                                  cudaStream_t);
+template void scan_then_propagate(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
 template void scan_then_propagate(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void scan_then_propagate_hillis_steele(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind,
-                                                Workspace&, cudaStream_t);
-template void scan_then_propagate_hillis_steele(const float*, float*, std::int64_t, ScanKind, Workspace&,
+template void scan_then_propagate_hillis_steele(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&,
                                                 cudaStream_t);
+template void scan_then_propagate_hillis_steele(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
 
 }  // namespace cudalab::scan_variants

@@ -40,8 +40,8 @@ __global__ void __launch_bounds__(kThreads)
 // scan of the tile sums; none when the whole input is one tile). A thread reads its elements
 // before it writes them and tiles are disjoint, so out may equal in.
 template <ScanKind Kind, typename T>
-__global__ void __launch_bounds__(kThreads) scan_reduce_then_scan_tiles_kernel(const T* in, T* out, std::int64_t n,
-                                                                               const T* tile_prefix, bool aligned) {
+__global__ void __launch_bounds__(kThreads)
+    scan_reduce_then_scan_tiles_kernel(const T* in, T* out, std::int64_t n, const T* tile_prefix, bool aligned) {
   __shared__ T warp_totals[Tile<T>::kWarps];
   const int valid = valid_items<T>(n);
   const bool vectorized = aligned && valid == Tile<T>::kItems;

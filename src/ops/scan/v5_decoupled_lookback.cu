@@ -22,8 +22,8 @@ using lookback::StatusWord;
 
 template <ScanKind Kind, typename T>
 __global__ void __launch_bounds__(kThreads)
-    scan_decoupled_lookback_kernel(const T* in, T* out, std::int64_t n, StatusWord* states,
-                                   unsigned* tile_counter, bool aligned) {
+    scan_decoupled_lookback_kernel(const T* in, T* out, std::int64_t n, StatusWord* states, unsigned* tile_counter,
+                                   bool aligned) {
   __shared__ T warp_totals[Tile<T>::kWarps];
   __shared__ unsigned ticket;
   __shared__ T prefix_shared;
@@ -69,8 +69,7 @@ std::size_t decoupled_lookback_workspace_bytes(std::int64_t n) {
 }
 
 template <typename T>
-void decoupled_lookback(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace,
-                        cudaStream_t stream) {
+void decoupled_lookback(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace, cudaStream_t stream) {
   if (n == 0) return;
   const std::int64_t tiles = tile_count(n);
   CUDALAB_REQUIRE(tiles <= INT_MAX, "scan decoupled_lookback: n needs more than 2^31-1 tiles");
@@ -92,8 +91,7 @@ void decoupled_lookback(const T* in, T* out, std::int64_t n, ScanKind kind, Work
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void decoupled_lookback(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&,
-                                 cudaStream_t);
+template void decoupled_lookback(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
 template void decoupled_lookback(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
 
 }  // namespace cudalab::scan_variants

@@ -44,8 +44,7 @@ void blelloch(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& wor
 // Blelloch with one padding word per 32 (index + index/32). Fixes: the n-way bank conflicts of the
 // power-of-two tree strides. Costs: 3% more shared memory and an index computation per access.
 template <typename T>
-void blelloch_padded(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace,
-                     cudaStream_t stream);
+void blelloch_padded(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace, cudaStream_t stream);
 
 // ---- whole array ---------------------------------------------------------------------------------
 // Scan-then-propagate: every block scans its tile with the padded Blelloch scan and writes the
@@ -53,8 +52,7 @@ void blelloch_padded(const T* in, T* out, std::int64_t n, ScanKind kind, Workspa
 // offset to its elements. Fixes: any n, all SMs busy. Costs: 4n memory traffic (the output is
 // written, then read and written again) against the 2n minimum, and a launch per level.
 template <typename T>
-void scan_then_propagate(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace,
-                         cudaStream_t stream);
+void scan_then_propagate(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace, cudaStream_t stream);
 
 // Scan-then-propagate with Hillis-Steele block scans: the same structure with the
 // work-inefficient block scan, so the pair measures claim C21 on a large input.
@@ -77,8 +75,7 @@ void reduce_then_scan(const T* in, T* out, std::int64_t n, ScanKind kind, Worksp
 // Fixes: 2n traffic, the minimum, in one launch. Costs: a zeroed tile-status array per launch and
 // a serial dependency between neighbouring tiles (hidden by the look-back).
 template <typename T>
-void decoupled_lookback(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace,
-                        cudaStream_t stream);
+void decoupled_lookback(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace, cudaStream_t stream);
 
 // Workspace decoupled_lookback reserves for n elements (the library's caller-buffer path).
 std::size_t decoupled_lookback_workspace_bytes(std::int64_t n);

@@ -50,7 +50,8 @@ class SelectWorkload final : public Workload {
                                          cudaMemcpyDeviceToHost, stream));
     CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
     // Past `copied` the host copy must read as never written, not as a stale earlier result.
-    if (copied < n_) std::memset(host_out_.get() + copied, kIntegerPoisonByte, static_cast<std::size_t>(n_ - copied) * 4);
+    if (copied < n_)
+      std::memset(host_out_.get() + copied, kIntegerPoisonByte, static_cast<std::size_t>(n_ - copied) * 4);
     return check_select(host_in_.get(), n_, threshold_, host_out_.get(), count);
   }
 

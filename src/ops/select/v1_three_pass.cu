@@ -20,9 +20,8 @@ __global__ void select_three_pass_flags_kernel(const std::int32_t* in, std::int6
 // Pass 3: positions holds the exclusive scan of the flags, so a kept in[i] goes to positions[i];
 // the predicate is evaluated again rather than the flags kept, since the scan overwrote them.
 // The last element's position plus its own flag is the count.
-__global__ void select_three_pass_scatter_kernel(const std::int32_t* in, const std::int32_t* positions,
-                                                 std::int64_t n, std::int32_t threshold, std::int32_t* out,
-                                                 std::int64_t* count) {
+__global__ void select_three_pass_scatter_kernel(const std::int32_t* in, const std::int32_t* positions, std::int64_t n,
+                                                 std::int32_t threshold, std::int32_t* out, std::int64_t* count) {
   const std::int64_t stride = global_thread_count();
   for (std::int64_t i = global_thread_index(); i < n; i += stride) {
     const std::int32_t x = in[i];
@@ -34,8 +33,8 @@ __global__ void select_three_pass_scatter_kernel(const std::int32_t* in, const s
 
 }  // namespace
 
-void three_pass(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
-                std::int64_t* count, Workspace& workspace, cudaStream_t stream) {
+void three_pass(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out, std::int64_t* count,
+                Workspace& workspace, cudaStream_t stream) {
   if (n == 0) {
     CUDALAB_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof *count, stream));
     return;

@@ -43,9 +43,9 @@ static_assert(StagedShape::kTileItems >= DirectShape::kTileItems, "the workspace
 // the tile costs a popcount of the mask bits below it.
 template <typename S, bool Staged>
 __global__ void __launch_bounds__(S::kThreads)
-    select_decoupled_lookback_kernel(const std::int32_t* in, std::int64_t n, std::int32_t threshold,
-                                     std::int32_t* out, std::int64_t* count, StatusWord* states,
-                                     unsigned* tile_counter, std::int64_t tiles, bool aligned) {
+    select_decoupled_lookback_kernel(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
+                                     std::int64_t* count, StatusWord* states, unsigned* tile_counter,
+                                     std::int64_t tiles, bool aligned) {
   using Tile = typename S::Tile;
   constexpr int kTileItems = S::kTileItems;
   __shared__ int warp_totals[Tile::kWarps];

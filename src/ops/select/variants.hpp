@@ -27,8 +27,8 @@ using Launcher = void (*)(const std::int32_t* in, std::int64_t n, std::int32_t t
 // Fixes: any n split over every SM, built from a scan that already exists. Costs: about 6n
 // memory traffic (the flags are written, read and written by the scan, read again) against
 // the 2n-at-most minimum, and three launches; 32-bit positions, so n < 2^31.
-void three_pass(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
-                std::int64_t* count, Workspace& workspace, cudaStream_t stream);
+void three_pass(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out, std::int64_t* count,
+                Workspace& workspace, cudaStream_t stream);
 
 // Single pass on the decoupled look-back: each 4096-element tile is read once in 16-byte vectors,
 // its predicate evaluated in registers, its kept count scanned within the block (a bit mask and a

@@ -15,7 +15,8 @@ void* allocate(HostKind kind, std::size_t bytes) {
     case HostKind::pageable: {
       // Page-aligned like a typical large malloc, so no kind gains from a luckier alignment.
       void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
-      if (p == nullptr) throw Error(ErrorKind::out_of_memory, "cannot allocate pageable host memory", __FILE__, __LINE__);
+      if (p == nullptr)
+        throw Error(ErrorKind::out_of_memory, "cannot allocate pageable host memory", __FILE__, __LINE__);
       return p;
     }
     case HostKind::pinned: return pinned_allocate(bytes, cudaHostAllocDefault);

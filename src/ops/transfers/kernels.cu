@@ -29,7 +29,8 @@ __global__ void transfers_affine_steps_kernel(std::uint32_t* out, const std::uin
 }  // namespace
 
 void copy_words(void* destination, const void* source, std::size_t bytes, cudaStream_t stream) {
-  CUDALAB_REQUIRE(bytes % sizeof(uint4) == 0, "copy_words: bytes must be a multiple of 16, got " + std::to_string(bytes));
+  CUDALAB_REQUIRE(bytes % sizeof(uint4) == 0,
+                  "copy_words: bytes must be a multiple of 16, got " + std::to_string(bytes));
   CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(destination) % alignof(uint4) == 0 &&
                       reinterpret_cast<std::uintptr_t>(source) % alignof(uint4) == 0,
                   "copy_words: pointers must be 16-byte aligned");
@@ -40,12 +41,12 @@ void copy_words(void* destination, const void* source, std::size_t bytes, cudaSt
   // side is host memory.
   const int blocks = resident_grid_size(transfers_copy_words_kernel, kBlockSize, count);
   transfers_copy_words_kernel<<<blocks, kBlockSize, 0, stream>>>(static_cast<uint4*>(destination),
-                                                                static_cast<const uint4*>(source), count);
+                                                                 static_cast<const uint4*>(source), count);
   CUDALAB_CHECK_LAUNCH();
 }
 
-void affine_steps(std::uint32_t* out, const std::uint32_t* in, std::int64_t n, AffineMap step,
-                  std::int64_t iterations, cudaStream_t stream, int blocks) {
+void affine_steps(std::uint32_t* out, const std::uint32_t* in, std::int64_t n, AffineMap step, std::int64_t iterations,
+                  cudaStream_t stream, int blocks) {
   CUDALAB_REQUIRE(n >= 0 && iterations >= 0, "affine_steps: n and iterations must be >= 0");
   if (n == 0) return;
   CUDALAB_REQUIRE(out != nullptr && in != nullptr, "affine_steps: null pointer");

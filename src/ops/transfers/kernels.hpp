@@ -20,7 +20,7 @@ void copy_words(void* destination, const void* source, std::size_t bytes, cudaSt
 // element, one element per thread, so its time scales with `iterations` while it reads and writes
 // only 8 bytes per element. `blocks` > 0 caps the grid (a grid-stride loop covers the rest), which
 // lets several small launches run side by side.
-void affine_steps(std::uint32_t* out, const std::uint32_t* in, std::int64_t n, AffineMap step,
-                  std::int64_t iterations, cudaStream_t stream, int blocks = 0);
+void affine_steps(std::uint32_t* out, const std::uint32_t* in, std::int64_t n, AffineMap step, std::int64_t iterations,
+                  cudaStream_t stream, int blocks = 0);
 
 }  // namespace cudalab::transfers

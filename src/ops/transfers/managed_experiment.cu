@@ -77,8 +77,8 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
                   ", pageableMemoryAccess = " + std::to_string(attributes.pageable_access));
   if (!attributes.managed) {
     notes.push_back("every row skipped: the device does not support managed memory");
-    return {{"name", "managed_memory"}, {"op", "transfers"}, {"summary", "skipped"}, {"columns", {"scenario"}},
-            {"rows", rows}, {"notes", notes}};
+    return {{"name", "managed_memory"}, {"op", "transfers"}, {"summary", "skipped"},
+            {"columns", {"scenario"}},  {"rows", rows},      {"notes", notes}};
   }
   Stream stream;
   harness::KernelTimer timer;
@@ -89,7 +89,8 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
     HostMemory expected(HostKind::pageable, bytes), check(HostKind::pinned, bytes), pinned(HostKind::pinned, bytes);
     fill_pattern(expected.data(), bytes, context.seed);
     std::memcpy(pinned.data(), expected.data(), bytes);
-    DeviceBuffer<unsigned char> device_in(static_cast<std::int64_t>(bytes)), device_out(static_cast<std::int64_t>(bytes));
+    DeviceBuffer<unsigned char> device_in(static_cast<std::int64_t>(bytes)),
+        device_out(static_cast<std::int64_t>(bytes));
     ManagedBuffer managed(bytes);
     // A fresh allocation per sample for the first-touch row; the previous one is freed first.
     std::unique_ptr<ManagedBuffer> fresh;
@@ -115,7 +116,8 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
          out},
         {"device memory, kernel only", "kernel", false, nullptr,
          [&](cudaStream_t s) { copy_words(device_out.data(), device_in.data(), bytes, s); }, out},
-        {"managed, no hint", "kernel (GPU page faults migrate the pages)", false, host_writes_managed, consume_managed, out},
+        {"managed, no hint", "kernel (GPU page faults migrate the pages)", false, host_writes_managed, consume_managed,
+         out},
         {"managed, advise read-mostly", "kernel (faults make read-only copies)", true,
          [&](cudaStream_t s) {
            host_writes_managed(s);
@@ -157,7 +159,8 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
     for (const Scenario& scenario : scenarios) {
       if (scenario.needs_concurrent_access && !attributes.concurrent) {
         if (requested == scale.managed_bytes.front())
-          notes.push_back("'" + scenario.name + "' skipped: cudaMemAdvise and cudaMemPrefetchAsync to the GPU need "
+          notes.push_back("'" + scenario.name +
+                          "' skipped: cudaMemAdvise and cudaMemPrefetchAsync to the GPU need "
                           "concurrentManagedAccess, which this device reports as 0");
         continue;
       }
@@ -170,7 +173,8 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
       CUDALAB_CUDA_CHECK(cudaMemcpyAsync(check.data(), scenario.output(), bytes, cudaMemcpyDefault, stream.get()));
       stream.synchronize();
       if (std::memcmp(check.data(), expected.data(), bytes) != 0)
-        throw Error(ErrorKind::cuda, "managed_memory: '" + scenario.name + "' delivered wrong bytes", __FILE__, __LINE__);
+        throw Error(ErrorKind::cuda, "managed_memory: '" + scenario.name + "' delivered wrong bytes", __FILE__,
+                    __LINE__);
       harness::TimingOptions options = copy_timing(scale, 5);
       options.stopping.max_samples = scale.small ? 1 : 5;
       options.warmup_launches = 0;  // the check above was the warm-up
@@ -182,9 +186,11 @@ nlohmann::json run_managed(const harness::ExperimentContext& context) {
     }
     if (attributes.concurrent) clear_advice();
   }
-  notes.push_back("median_ms: CUDA events around the timed part, 5 samples; the host rewrites the managed buffer "
-                  "(moving its pages back to the CPU) and advice is reset before every sample");
-  notes.push_back("explicit_over_this: the explicit pinned copy's time over this row's (above 1: faster than the explicit path)");
+  notes.push_back(
+      "median_ms: CUDA events around the timed part, 5 samples; the host rewrites the managed buffer "
+      "(moving its pages back to the CPU) and advice is reset before every sample");
+  notes.push_back(
+      "explicit_over_this: the explicit pinned copy's time over this row's (above 1: faster than the explicit path)");
   notes.push_back("every row's output was first checked byte for byte against what the host wrote");
   notes.push_back("sizes are capped at an eighth of cudaMemGetInfo's free memory before any managed allocation");
   return {{"name", "managed_memory"},

@@ -25,7 +25,7 @@ enum class IssueOrder {
 const char* to_string(IssueOrder order);
 
 struct PipelineConfig {
-  int streams = 1;            // 1..kMaxStreams; staged_events always uses 3
+  int streams = 1;  // 1..kMaxStreams; staged_events always uses 3
   std::int64_t chunks = 1;
   IssueOrder order = IssueOrder::depth_first;
   // Enqueue a cudaLaunchHostFunc after each chunk's copy out that tells the host the chunk has
@@ -108,7 +108,7 @@ class Pipeline {
   PinnedBuffer<std::uint32_t> host_in_, host_out_;
   DeviceBuffer<std::uint32_t> device_in_, device_out_;
   std::vector<Stream> streams_;
-  std::vector<Event> fork_join_;           // one per worker stream, plus the fork
+  std::vector<Event> fork_join_;                // one per worker stream, plus the fork
   std::vector<Event> copied_in_, transformed_;  // per chunk, for staged_events
   std::vector<CallbackChunk> callback_chunks_;
   std::vector<TracedStage> traced_;

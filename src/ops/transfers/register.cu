@@ -75,10 +75,14 @@ nlohmann::json claim_c04(const nlohmann::json& results) {
   const std::string figures = "pinned " + format_fixed(pinned, 1) + " GB/s, pageable " + format_fixed(pageable, 1) +
                               " GB/s H2D at " + format_bytes(largest);
   std::string v = "does not hold";
-  if (ratio >= 1.5 && ratio <= 2.7) v = "holds (about 2x)";
-  else if (ratio > 2.7 && ratio <= 5.5) v = "holds for the 4x figure";
-  else if (ratio > 1.05) v = "holds partly: pinned is faster, by " + format_fixed(ratio, 1) + "x rather than 2x or 4x";
-  return verdict("C04", "Pinned host memory transfers at ~2x pageable (12 vs 6 GB/s); another page says 4x (12 vs 3 GB/s)",
+  if (ratio >= 1.5 && ratio <= 2.7)
+    v = "holds (about 2x)";
+  else if (ratio > 2.7 && ratio <= 5.5)
+    v = "holds for the 4x figure";
+  else if (ratio > 1.05)
+    v = "holds partly: pinned is faster, by " + format_fixed(ratio, 1) + "x rather than 2x or 4x";
+  return verdict("C04",
+                 "Pinned host memory transfers at ~2x pageable (12 vs 6 GB/s); another page says 4x (12 vs 3 GB/s)",
                  "seed 000", "pinned / pageable = 2 (or 4)", figures, ratio, v);
 }
 
@@ -124,7 +128,8 @@ nlohmann::json claim_c29(const nlohmann::json& results) {
                  "seeds 000, 001", "speedup 2.4x (3-4x); depth-first / breadth-first = 1.5; best at 2-8 streams",
                  "best " + format_fixed(best_speedup, 2) + "x over sequential at " + std::to_string(best_streams) +
                      " streams (" + format_fixed(best_pct, 1) + "% of max(H2D, kernel, D2H), " +
-                     format_fixed(best_duplex_pct, 1) + "% of the bound with both copy directions at once); "
+                     format_fixed(best_duplex_pct, 1) +
+                     "% of the bound with both copy directions at once); "
                      "best breadth-first / best depth-first time = " +
                      format_fixed(order_ratio, 2),
                  best_speedup, v);
@@ -150,16 +155,20 @@ nlohmann::json claim_c31(const nlohmann::json& results) {
   const bool basic_slower = no_hint < 0.9;
   const bool prefetch_near = prefetch >= 0.8;
   std::string v = basic_slower && prefetch_near ? "holds"
-                  : basic_slower || prefetch_near ? (basic_slower ? "holds partly: basic is slower, prefetch stays well behind"
-                                                                  : "holds partly: prefetch is near, but basic is not slower")
-                                                  : "does not hold";
-  if (prefetch <= 0) v = basic_slower ? "holds partly: basic is slower; prefetch not measured on this device" : "does not hold";
-  return verdict("C31", "Unified memory: basic is slower, prefetch (cudaMemPrefetchAsync) and advice bring it near explicit copies",
-                 "seeds 000, 004", "managed no-hint slower than an explicit copy; prefetched managed near it",
-                 "at " + format_fixed(largest, 0) + " MiB, as a fraction of the explicit copy's speed: no hint " +
-                     format_fixed(no_hint, 2) + ", prefetch " + format_fixed(prefetch, 2) + ", best advice " +
-                     format_fixed(advice, 2),
-                 prefetch > 0 ? prefetch / no_hint : 0.0, v);
+                  : basic_slower || prefetch_near
+                      ? (basic_slower ? "holds partly: basic is slower, prefetch stays well behind"
+                                      : "holds partly: prefetch is near, but basic is not slower")
+                      : "does not hold";
+  if (prefetch <= 0)
+    v = basic_slower ? "holds partly: basic is slower; prefetch not measured on this device" : "does not hold";
+  return verdict(
+      "C31",
+      "Unified memory: basic is slower, prefetch (cudaMemPrefetchAsync) and advice bring it near explicit copies",
+      "seeds 000, 004", "managed no-hint slower than an explicit copy; prefetched managed near it",
+      "at " + format_fixed(largest, 0) + " MiB, as a fraction of the explicit copy's speed: no hint " +
+          format_fixed(no_hint, 2) + ", prefetch " + format_fixed(prefetch, 2) + ", best advice " +
+          format_fixed(advice, 2),
+      prefetch > 0 ? prefetch / no_hint : 0.0, v);
 }
 
 }  // namespace

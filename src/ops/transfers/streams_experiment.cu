@@ -57,13 +57,14 @@ CalibratedPipeline calibrate(const ExperimentScale& scale, std::uint64_t seed, h
 void require_right_output(const Pipeline& p, const std::string& what, std::int64_t callbacks_expected) {
   const std::int64_t wrong = p.first_wrong_output();
   if (wrong >= 0)
-    throw Error(ErrorKind::cuda, "streams pipeline '" + what + "': output element " + std::to_string(wrong) + " is wrong",
-                __FILE__, __LINE__);
+    throw Error(ErrorKind::cuda,
+                "streams pipeline '" + what + "': output element " + std::to_string(wrong) + " is wrong", __FILE__,
+                __LINE__);
   if (p.chunks_delivered() != callbacks_expected || p.callback_failures() != 0)
-    throw Error(ErrorKind::cuda, "streams pipeline '" + what + "': host callbacks saw " +
-                                     std::to_string(p.chunks_delivered()) + " chunks (expected " +
-                                     std::to_string(callbacks_expected) + "), " +
-                                     std::to_string(p.callback_failures()) + " failed their spot check",
+    throw Error(ErrorKind::cuda,
+                "streams pipeline '" + what + "': host callbacks saw " + std::to_string(p.chunks_delivered()) +
+                    " chunks (expected " + std::to_string(callbacks_expected) + "), " +
+                    std::to_string(p.callback_failures()) + " failed their spot check",
                 __FILE__, __LINE__);
 }
 
@@ -102,8 +103,10 @@ Summary verify_and_time(CalibratedPipeline& c, const PipelineRun& run, const Exp
   std::unique_ptr<PipelineGraph> graph;
   if (run.as_graph) graph = std::make_unique<PipelineGraph>(p, run.config, stream);
   const auto launch = [&](cudaStream_t s) {
-    if (graph) graph->launch(s);
-    else p.enqueue(run.config, s);
+    if (graph)
+      graph->launch(s);
+    else
+      p.enqueue(run.config, s);
   };
   p.poison_output();
   launch(stream);
@@ -114,34 +117,55 @@ Summary verify_and_time(CalibratedPipeline& c, const PipelineRun& run, const Exp
 }
 
 nlohmann::json stage_notes(const CalibratedPipeline& c) {
-  return {"data: " + format_bytes(double(c.pipeline->bytes())) + " of uint32 in pinned host memory, copied in, transformed by " +
-              std::to_string(c.iterations) + " dependent multiply-adds per element (chosen so the kernel takes about as "
-              "long as the copy in), copied out to pinned host memory",
-          "ideal_ms = max(H2D, kernel, D2H), each stage timed alone over the whole buffer on one stream: H2D " +
-              format_fixed(c.copy_in_ms, 3) + " ms, kernel " + format_fixed(c.kernel_ms, 3) + " ms, D2H " +
-              format_fixed(c.copy_out_ms, 3) + " ms (sum " + format_fixed(c.copy_in_ms + c.kernel_ms + c.copy_out_ms, 3) +
-              " ms: what one stream with no overlap should take)",
-          "pct_of_ideal = 100 x ideal_ms / time_ms (100: the slowest stage hides the other two entirely); "
-          "measured_over_ideal is its inverse",
-          "pct_of_duplex_bound = 100 x max(H2D and D2H at once, kernel) / time_ms: H2D and D2H of the whole buffer "
-          "issued together on two streams took " + format_fixed(c.both_ways_ms, 3) + " ms, against " +
-              format_fixed(std::max(c.copy_in_ms, c.copy_out_ms), 3) + " ms for the slower one alone",
-          "every configuration's output was first checked element by element against the host's closed form "
-          "(the kernel's affine map composed in O(log iterations)), into output poisoned with each element's complement",
-          "time_ms: CUDA events on an origin stream that the worker streams fork from and join back into; median of "
-          "samples (at least 10) until a 2% spread or a 0.1 s budget"};
+  return {
+      "data: " + format_bytes(double(c.pipeline->bytes())) +
+          " of uint32 in pinned host memory, copied in, transformed by " + std::to_string(c.iterations) +
+          " dependent multiply-adds per element (chosen so the kernel takes about as "
+          "long as the copy in), copied out to pinned host memory",
+      "ideal_ms = max(H2D, kernel, D2H), each stage timed alone over the whole buffer on one stream: H2D " +
+          format_fixed(c.copy_in_ms, 3) + " ms, kernel " + format_fixed(c.kernel_ms, 3) + " ms, D2H " +
+          format_fixed(c.copy_out_ms, 3) + " ms (sum " + format_fixed(c.copy_in_ms + c.kernel_ms + c.copy_out_ms, 3) +
+          " ms: what one stream with no overlap should take)",
+      "pct_of_ideal = 100 x ideal_ms / time_ms (100: the slowest stage hides the other two entirely); "
+      "measured_over_ideal is its inverse",
+      "pct_of_duplex_bound = 100 x max(H2D and D2H at once, kernel) / time_ms: H2D and D2H of the whole buffer "
+      "issued together on two streams took " +
+          format_fixed(c.both_ways_ms, 3) + " ms, against " + format_fixed(std::max(c.copy_in_ms, c.copy_out_ms), 3) +
+          " ms for the slower one alone",
+      "every configuration's output was first checked element by element against the host's closed form "
+      "(the kernel's affine map composed in O(log iterations)), into output poisoned with each element's complement",
+      "time_ms: CUDA events on an origin stream that the worker streams fork from and join back into; median of "
+      "samples (at least 10) until a 2% spread or a 0.1 s budget"};
 }
 
-nlohmann::json pipeline_row(const PipelineRun& run, const CalibratedPipeline& c, const Summary& t, double sequential_ms) {
+nlohmann::json pipeline_row(const PipelineRun& run, const CalibratedPipeline& c, const Summary& t,
+                            double sequential_ms) {
   const int streams = run.config.order == IssueOrder::staged_events ? 3 : run.config.streams;
-  return {run.label, to_string(run.config.order), streams, run.config.chunks,
-          double(c.pipeline->bytes()) / run.config.chunks / (1 << 20), t.median, c.ideal_ms(),
-          t.median / c.ideal_ms(), 100 * c.ideal_ms() / t.median, 100 * c.duplex_bound_ms() / t.median,
-          sequential_ms > 0 ? sequential_ms / t.median : 1.0, t.count};
+  return {run.label,
+          to_string(run.config.order),
+          streams,
+          run.config.chunks,
+          double(c.pipeline->bytes()) / run.config.chunks / (1 << 20),
+          t.median,
+          c.ideal_ms(),
+          t.median / c.ideal_ms(),
+          100 * c.ideal_ms() / t.median,
+          100 * c.duplex_bound_ms() / t.median,
+          sequential_ms > 0 ? sequential_ms / t.median : 1.0,
+          t.count};
 }
 
-const nlohmann::json kPipelineColumns = {"config", "order", "streams", "chunks", "chunk_mib", "time_ms", "ideal_ms",
-                                         "measured_over_ideal", "pct_of_ideal", "pct_of_duplex_bound", "speedup_vs_sequential",
+const nlohmann::json kPipelineColumns = {"config",
+                                         "order",
+                                         "streams",
+                                         "chunks",
+                                         "chunk_mib",
+                                         "time_ms",
+                                         "ideal_ms",
+                                         "measured_over_ideal",
+                                         "pct_of_ideal",
+                                         "pct_of_duplex_bound",
+                                         "speedup_vs_sequential",
                                          "samples"};
 
 // CUDALAB_TRACE=path: one traced run each of the 4-stream depth-first, breadth-first and staged
@@ -152,11 +176,17 @@ void write_timeline(CalibratedPipeline& c, cudaStream_t stream, const std::strin
   for (IssueOrder order : {IssueOrder::depth_first, IssueOrder::breadth_first, IssueOrder::staged_events}) {
     c.pipeline->enqueue({4, 32, order, false, true}, stream);
     CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid},
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
                       {"args", {{"name", std::string(to_string(order)) + ", 32 chunks"}}}});
     for (const StageSpan& span : c.pipeline->stage_spans())
-      events.push_back({{"name", std::string(span.stage) + " " + std::to_string(span.chunk)}, {"cat", span.stage},
-                        {"ph", "X"}, {"pid", pid}, {"tid", span.stream}, {"ts", span.start_ms * 1e3},
+      events.push_back({{"name", std::string(span.stage) + " " + std::to_string(span.chunk)},
+                        {"cat", span.stage},
+                        {"ph", "X"},
+                        {"pid", pid},
+                        {"tid", span.stream},
+                        {"ts", span.start_ms * 1e3},
                         {"dur", (span.end_ms - span.start_ms) * 1e3}});
     ++pid;
   }
@@ -175,9 +205,12 @@ nlohmann::json run_streams_pipeline(const harness::ExperimentContext& context) {
   std::vector<PipelineRun> runs = {{"sequential (1 stream, no chunks)", {1, 1, IssueOrder::depth_first, false}, false}};
   for (IssueOrder order : {IssueOrder::depth_first, IssueOrder::breadth_first})
     for (int streams : {1, 2, 3, 4, 6, 8, 12, 16})
-      runs.push_back({std::to_string(streams) + " streams, " + to_string(order), {streams, kChunks, order, false}, false});
-  runs.push_back({"3 streams (one per stage), events between stages", {3, kChunks, IssueOrder::staged_events, false}, false});
-  runs.push_back({"4 streams, depth-first, host callback per chunk", {4, kChunks, IssueOrder::depth_first, true}, false});
+      runs.push_back(
+          {std::to_string(streams) + " streams, " + to_string(order), {streams, kChunks, order, false}, false});
+  runs.push_back(
+      {"3 streams (one per stage), events between stages", {3, kChunks, IssueOrder::staged_events, false}, false});
+  runs.push_back(
+      {"4 streams, depth-first, host callback per chunk", {4, kChunks, IssueOrder::depth_first, true}, false});
   runs.push_back({"4 streams, depth-first, as one CUDA graph", {4, kChunks, IssueOrder::depth_first, false}, true});
 
   nlohmann::json rows = nlohmann::json::array();
@@ -191,13 +224,16 @@ nlohmann::json run_streams_pipeline(const harness::ExperimentContext& context) {
   nlohmann::json notes = stage_notes(c);
   if (const char* path = std::getenv("CUDALAB_TRACE"); path != nullptr && *path != '\0') {
     write_timeline(c, stream.get(), path);
-    notes.push_back(std::string("timeline of the 4-stream depth-first, breadth-first and staged runs written to ") + path +
-                    " (Chrome trace JSON: open in chrome://tracing or ui.perfetto.dev)");
+    notes.push_back(std::string("timeline of the 4-stream depth-first, breadth-first and staged runs written to ") +
+                    path + " (Chrome trace JSON: open in chrome://tracing or ui.perfetto.dev)");
   }
-  notes.push_back("host callback: cudaLaunchHostFunc after each chunk's copy out; it spot-checks the chunk's first "
-                  "and last element and counts the chunk (all " + std::to_string(kChunks) + " counted, none wrong)");
-  notes.push_back("CUDA graph: the 4-stream depth-first pipeline captured once (fork and join through events), "
-                  "instantiated untimed, then replayed with one cudaGraphLaunch per sample");
+  notes.push_back(
+      "host callback: cudaLaunchHostFunc after each chunk's copy out; it spot-checks the chunk's first "
+      "and last element and counts the chunk (all " +
+      std::to_string(kChunks) + " counted, none wrong)");
+  notes.push_back(
+      "CUDA graph: the 4-stream depth-first pipeline captured once (fork and join through events), "
+      "instantiated untimed, then replayed with one cudaGraphLaunch per sample");
   return {
       {"name", "streams_pipeline"},
       {"op", "transfers"},
@@ -218,7 +254,8 @@ nlohmann::json run_streams_chunk_size(const harness::ExperimentContext& context)
   double sequential_ms = 0;
   for (IssueOrder order : {IssueOrder::depth_first, IssueOrder::breadth_first})
     for (std::int64_t chunks : {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024}) {
-      const PipelineRun run{std::to_string(chunks) + " chunks, " + to_string(order), {kStreams, chunks, order, false}, false};
+      const PipelineRun run{
+          std::to_string(chunks) + " chunks, " + to_string(order), {kStreams, chunks, order, false}, false};
       if (context.progress) context.progress("streams_chunk_size " + run.label);
       const Summary t = verify_and_time(c, run, scale, timer, stream.get());
       if (sequential_ms == 0) sequential_ms = t.median;  // 1 chunk: nothing to overlap
@@ -292,7 +329,8 @@ nlohmann::json run_streams_concurrency(const harness::ExperimentContext& context
   };
   {  // scale the iterations so one small kernel takes about 0.5 ms (its latency-bound chain)
     const double ms = timer.time([&](cudaStream_t s) { launch_small(s, 0); }, origin.get(), options).median;
-    small_iterations = std::max<std::int64_t>(1, static_cast<std::int64_t>(small_iterations * (scale.small ? 0.02 : 0.5) / ms));
+    small_iterations =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(small_iterations * (scale.small ? 0.02 : 0.5) / ms));
   }
   const auto one_stream = [&](cudaStream_t s) {
     for (int k = 0; k < kKernels; ++k) launch_small(s, k);
@@ -307,8 +345,9 @@ nlohmann::json run_streams_concurrency(const harness::ExperimentContext& context
     }
   };
   double serial_ms = 0;
-  for (const auto& [label, launch] : {std::pair<std::string, std::function<void(cudaStream_t)>>{"16 small kernels, one stream", one_stream},
-                                      {"16 small kernels, 16 streams", many_streams}}) {
+  for (const auto& [label, launch] :
+       {std::pair<std::string, std::function<void(cudaStream_t)>>{"16 small kernels, one stream", one_stream},
+        {"16 small kernels, 16 streams", many_streams}}) {
     if (context.progress) context.progress("streams_concurrency " + label);
     CUDALAB_CUDA_CHECK(cudaMemset(small.out.data(), 0xAB, small.out.bytes()));
     launch(origin.get());
@@ -335,10 +374,16 @@ nlohmann::json run_streams_concurrency(const harness::ExperimentContext& context
   std::int64_t background_iterations = 64;
   const std::int64_t urgent_iterations = 256;
   {  // about 20 ms of background work
-    const double ms = timer.time([&](cudaStream_t s) {
-      affine_steps(background.out.data(), background.in.data(), background_n, kPipelineStep, background_iterations, s);
-    }, origin.get(), options).median;
-    background_iterations = std::max<std::int64_t>(1, static_cast<std::int64_t>(background_iterations * (scale.small ? 1.0 : 20.0) / ms));
+    const double ms = timer
+                          .time(
+                              [&](cudaStream_t s) {
+                                affine_steps(background.out.data(), background.in.data(), background_n, kPipelineStep,
+                                             background_iterations, s);
+                              },
+                              origin.get(), options)
+                          .median;
+    background_iterations =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(background_iterations * (scale.small ? 1.0 : 20.0) / ms));
   }
   Event urgent_start, urgent_stop;
   const auto urgent_latency_ms = [&](cudaStream_t urgent_stream, bool with_background) {
@@ -365,20 +410,24 @@ nlohmann::json run_streams_concurrency(const harness::ExperimentContext& context
   const Summary alone = urgent_latency_ms(equal.get(), false);
   rows.push_back({"priority", "urgent kernel alone", alone.median, 1.0, alone.count});
   const Summary same = urgent_latency_ms(equal.get(), true);
-  rows.push_back({"priority", "urgent kernel behind background, equal priority", same.median, alone.median / same.median, same.count});
+  rows.push_back({"priority", "urgent kernel behind background, equal priority", same.median,
+                  alone.median / same.median, same.count});
   const Summary prioritized = urgent_latency_ms(high.get(), true);
   rows.push_back({"priority", "urgent kernel behind background, high priority", prioritized.median,
                   alone.median / prioritized.median, prioritized.count});
   notes.push_back("priority: stream priorities " + std::to_string(least) + " (least) to " + std::to_string(greatest) +
                   " (greatest); background " + std::to_string(background_n) + " elements x " +
-                  std::to_string(background_iterations) + " iterations (~20 ms, many short blocks) on a least-priority "
-                  "stream; urgent kernel one wave (" + std::to_string(urgent_n) + " elements x " +
-                  std::to_string(urgent_iterations) + " iterations) enqueued 2 ms later; time_ms = its enqueue-to-finish "
+                  std::to_string(background_iterations) +
+                  " iterations (~20 ms, many short blocks) on a least-priority "
+                  "stream; urgent kernel one wave (" +
+                  std::to_string(urgent_n) + " elements x " + std::to_string(urgent_iterations) +
+                  " iterations) enqueued 2 ms later; time_ms = its enqueue-to-finish "
                   "latency, median of 5; ratio = alone latency / this latency");
   notes.push_back("every kernel's output was checked element by element against the host's closed form");
   return {{"name", "streams_concurrency"},
           {"op", "transfers"},
-          {"summary", "Concurrent small kernels on 16 streams; an urgent kernel behind background work, equal vs high priority"},
+          {"summary",
+           "Concurrent small kernels on 16 streams; an urgent kernel behind background work, equal vs high priority"},
           {"columns", {"case", "config", "time_ms", "ratio", "samples"}},
           {"rows", rows},
           {"notes", notes}};

@@ -35,8 +35,10 @@ std::vector<std::size_t> transfer_sizes(std::size_t largest) {
 // for mapped memory (the GPU reads or writes the host pages itself).
 void transfer(const HostMemory& host, void* device, std::size_t bytes, Direction direction, cudaStream_t stream) {
   if (host.kind() == HostKind::mapped) {
-    if (direction == Direction::h2d) copy_words(device, host.device_view(), bytes, stream);
-    else copy_words(host.device_view(), device, bytes, stream);
+    if (direction == Direction::h2d)
+      copy_words(device, host.device_view(), bytes, stream);
+    else
+      copy_words(host.device_view(), device, bytes, stream);
   } else if (direction == Direction::h2d) {
     CUDALAB_CUDA_CHECK(cudaMemcpyAsync(device, host.data(), bytes, cudaMemcpyHostToDevice, stream));
   } else {
@@ -46,8 +48,11 @@ void transfer(const HostMemory& host, void* device, std::size_t bytes, Direction
 
 struct TransferBench {
   explicit TransferBench(std::size_t largest, std::uint64_t seed)
-      : largest(largest), expected(HostKind::pageable, largest), check(HostKind::pinned, largest),
-        device(static_cast<std::int64_t>(largest)), scratch(static_cast<std::int64_t>(largest)) {
+      : largest(largest),
+        expected(HostKind::pageable, largest),
+        check(HostKind::pinned, largest),
+        device(static_cast<std::int64_t>(largest)),
+        scratch(static_cast<std::int64_t>(largest)) {
     fill_pattern(expected.data(), largest, seed);
   }
   std::size_t largest;
@@ -98,8 +103,10 @@ nlohmann::json run_transfers(const harness::ExperimentContext& context) {
   nlohmann::json rows = nlohmann::json::array();
   nlohmann::json notes = nlohmann::json::array();
   std::vector<HostKind> kinds = {HostKind::pageable, HostKind::pinned, HostKind::write_combined};
-  if (can_map) kinds.push_back(HostKind::mapped);
-  else notes.push_back("mapped (zero-copy) rows skipped: the device reports canMapHostMemory = 0");
+  if (can_map)
+    kinds.push_back(HostKind::mapped);
+  else
+    notes.push_back("mapped (zero-copy) rows skipped: the device reports canMapHostMemory = 0");
   for (HostKind kind : kinds) {
     HostMemory host(kind, largest);
     std::memcpy(host.data(), bench.expected.data(), largest);  // also touches every pageable page once
@@ -108,26 +115,32 @@ nlohmann::json run_transfers(const harness::ExperimentContext& context) {
       for (std::size_t bytes : transfer_sizes(largest)) {
         if (context.progress) context.progress("transfers " + path + " " + format_bytes(double(bytes)));
         if (!transfer_is_right(bench, host, bytes, direction))
-          throw Error(ErrorKind::cuda, "transfers: " + path + " of " + format_bytes(double(bytes)) + " delivered wrong bytes",
-                      __FILE__, __LINE__);
-        const Summary t = bench.timer.time(
-            [&](cudaStream_t s) { transfer(host, bench.device.data(), bytes, direction, s); }, bench.stream.get(),
-            copy_timing(scale));
+          throw Error(ErrorKind::cuda,
+                      "transfers: " + path + " of " + format_bytes(double(bytes)) + " delivered wrong bytes", __FILE__,
+                      __LINE__);
+        const Summary t =
+            bench.timer.time([&](cudaStream_t s) { transfer(host, bench.device.data(), bytes, direction, s); },
+                             bench.stream.get(), copy_timing(scale));
         const double gbps = bytes / (t.median * 1e-3) / 1e9;
-        const double peak = direction == Direction::h2d ? context.ceilings.h2d_pinned_gbps : context.ceilings.d2h_pinned_gbps;
+        const double peak =
+            direction == Direction::h2d ? context.ceilings.h2d_pinned_gbps : context.ceilings.d2h_pinned_gbps;
         rows.push_back({path, to_string(kind), direction == Direction::h2d ? "H2D" : "D2H", bytes, t.median * 1e3,
                         t.min * 1e3, gbps, peak > 0 ? 100 * gbps / peak : 0.0, t.count});
       }
     }
   }
-  notes.push_back("median_us, min_us: CUDA events around one transfer on a non-blocking stream, after a warm-up; "
-                  "samples until the spread is under 2% or a time budget ends");
-  notes.push_back("mapped: no copy call; the copy_words kernel reads (H2D) or writes (D2H) the mapped host pages over PCIe");
-  notes.push_back("pct_of_probe_pinned: GB/s over the probe's pinned cudaMemcpyAsync rate of 256 MiB in that direction (" +
-                  format_fixed(context.ceilings.h2d_pinned_gbps, 2) + " H2D, " +
-                  format_fixed(context.ceilings.d2h_pinned_gbps, 2) + " D2H GB/s on this run)");
-  notes.push_back("every size of every path was first run once into poisoned memory (0xAB bytes) and every byte that "
-                  "arrived compared with the source pattern");
+  notes.push_back(
+      "median_us, min_us: CUDA events around one transfer on a non-blocking stream, after a warm-up; "
+      "samples until the spread is under 2% or a time budget ends");
+  notes.push_back(
+      "mapped: no copy call; the copy_words kernel reads (H2D) or writes (D2H) the mapped host pages over PCIe");
+  notes.push_back(
+      "pct_of_probe_pinned: GB/s over the probe's pinned cudaMemcpyAsync rate of 256 MiB in that direction (" +
+      format_fixed(context.ceilings.h2d_pinned_gbps, 2) + " H2D, " + format_fixed(context.ceilings.d2h_pinned_gbps, 2) +
+      " D2H GB/s on this run)");
+  notes.push_back(
+      "every size of every path was first run once into poisoned memory (0xAB bytes) and every byte that "
+      "arrived compared with the source pattern");
   return {{"name", "transfers"},
           {"op", "transfers"},
           {"summary", "Host<->device copy rate by host memory kind, direction and size (claim C04)"},

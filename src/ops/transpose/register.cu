@@ -22,7 +22,11 @@ using Launcher = void (*)(const float*, float*, std::int64_t, std::int64_t, cuda
 class TransposeWorkload final : public Workload {
  public:
   TransposeWorkload(std::int64_t rows, std::int64_t cols)
-      : rows_(rows), cols_(cols), in_(rows * cols), out_(rows * cols), host_in_(new float[rows * cols]),
+      : rows_(rows),
+        cols_(cols),
+        in_(rows * cols),
+        out_(rows * cols),
+        host_in_(new float[rows * cols]),
         host_out_(new float[rows * cols]) {}
 
   void generate(std::uint64_t seed, Distribution distribution, cudaStream_t stream) override {
@@ -40,13 +44,12 @@ class TransposeWorkload final : public Workload {
     const float* in = host_in_.get();
     const std::int64_t rows = rows_, cols = cols_;
     // Output element i is out[c][r] with c = i / rows, r = i % rows: the input's in[r][c].
-    return compare_fp32(host_out_.get(), rows * cols, Tolerance::exact(),
-                        [in, rows, cols](std::int64_t i) { return static_cast<double>(in[(i % rows) * cols + i / rows]); });
+    return compare_fp32(host_out_.get(), rows * cols, Tolerance::exact(), [in, rows, cols](std::int64_t i) {
+      return static_cast<double>(in[(i % rows) * cols + i / rows]);
+    });
   }
 
-  void launch(Launcher launcher, cudaStream_t stream) const {
-    launcher(in_.data(), out_.data(), rows_, cols_, stream);
-  }
+  void launch(Launcher launcher, cudaStream_t stream) const { launcher(in_.data(), out_.data(), rows_, cols_, stream); }
 
  private:
   std::int64_t rows_, cols_;
@@ -94,16 +97,20 @@ nlohmann::json run_copy_ceiling(const ExperimentContext& context) {
     auto library = [&](cudaStream_t s) { transpose(in.data(), out.data(), rows_count, cols_count, s); };
     // Both checked before they are timed: the copy bit for bit, the transpose at every element.
     std::vector<float> host_in(static_cast<std::size_t>(n)), host_out(static_cast<std::size_t>(n));
-    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_in.data(), in.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
+    CUDALAB_CUDA_CHECK(
+        cudaMemcpyAsync(host_in.data(), in.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
     poison(out.data(), out.bytes(), stream.get());
     copy(stream.get());
-    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_out.data(), out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
+    CUDALAB_CUDA_CHECK(
+        cudaMemcpyAsync(host_out.data(), out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
     stream.synchronize();
     if (host_out != host_in)
-      throw Error(ErrorKind::cuda, "transpose_copy_ceiling: the copy's output differs from its input", __FILE__, __LINE__);
+      throw Error(ErrorKind::cuda, "transpose_copy_ceiling: the copy's output differs from its input", __FILE__,
+                  __LINE__);
     poison(out.data(), out.bytes(), stream.get());
     library(stream.get());
-    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host_out.data(), out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
+    CUDALAB_CUDA_CHECK(
+        cudaMemcpyAsync(host_out.data(), out.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream.get()));
     stream.synchronize();
     for (std::int64_t i = 0; i < n; ++i)
       if (host_out[i] != host_in[(i % rows_count) * cols_count + i / rows_count])
@@ -120,15 +127,17 @@ nlohmann::json run_copy_ceiling(const ExperimentContext& context) {
     rows.push_back({p.label(), "cudalab::transpose", transpose_time.median * 1e3, transpose_gbps,
                     100.0 * transpose_gbps / context.ceilings.copy_gbps(), 100.0 * transpose_gbps / copy_gbps});
   }
-  return {{"name", "transpose_copy_ceiling"},
-          {"op", "transpose_f32"},
-          {"summary", "the transpose's ceiling: a copy of the same matrix, timed the same way, beside cudalab::transpose"},
-          {"columns", {"shape", "kernel", "median_us", "gbps", "pct_of_probe_copy", "pct_of_same_size_copy"}},
-          {"rows", rows},
-          {"notes",
-           {"gbps: bytes read + bytes written (2 x 4 x rows x cols) over the median time; L2 flushed before each sample",
-            "pct_of_probe_copy: against the probe's copy rate (2 x 1 GiB); pct_of_same_size_copy: against the copy row above",
-            "both kernels' outputs are checked before timing: the copy bit for bit, the transpose element by element"}}};
+  return {
+      {"name", "transpose_copy_ceiling"},
+      {"op", "transpose_f32"},
+      {"summary", "the transpose's ceiling: a copy of the same matrix, timed the same way, beside cudalab::transpose"},
+      {"columns", {"shape", "kernel", "median_us", "gbps", "pct_of_probe_copy", "pct_of_same_size_copy"}},
+      {"rows", rows},
+      {"notes",
+       {"gbps: bytes read + bytes written (2 x 4 x rows x cols) over the median time; L2 flushed before each sample",
+        "pct_of_probe_copy: against the probe's copy rate (2 x 1 GiB); pct_of_same_size_copy: against the copy row "
+        "above",
+        "both kernels' outputs are checked before timing: the copy bit for bit, the transpose element by element"}}};
 }
 
 // ---- claim C10 --------------------------------------------------------------------------------
@@ -176,7 +185,8 @@ void register_transpose(Registry& registry) {
               Role::ladder, v::naive_row_read),
       variant("naive_column_read", "one element per thread; writes coalesce, reads stride a whole row", Role::ladder,
               v::naive_column_read),
-      variant("tiled", "32x32 shared tile, 32x32 block: both global sides coalesce; the column read is a 32-way bank conflict",
+      variant("tiled",
+              "32x32 shared tile, 32x32 block: both global sides coalesce; the column read is a 32-way bank conflict",
               Role::ladder, v::tiled),
       variant("padded", "the tile padded to [32][33]: the column read spreads over 32 banks", Role::ladder, v::padded),
       variant("swizzled", "tile[32][32] with column c of row r at c ^ r: conflict-free without padding", Role::ladder,

@@ -44,7 +44,7 @@ void naive_row_read(const float* in, float* out, std::int64_t rows, std::int64_t
 
 void naive_column_read(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
   transpose_naive_column_read_kernel<<<naive_grid(rows, cols), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, rows,
-                                                                                                      cols);
+                                                                                                    cols);
   CUDALAB_CUDA_CHECK(cudaGetLastError());
 }
 

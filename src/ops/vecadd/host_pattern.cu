@@ -109,11 +109,10 @@ nlohmann::json run_host_pattern(const ExperimentContext& context) {
       std::vector<double> totals;
       for (int r = 0; r < kRepeats; ++r) {
         std::fill(buffers.host_c.begin(), buffers.host_c.end(), -1.0f);
-        totals.push_back(std::string(pattern) == "copies_in_loop" ? copies_in_loop(buffers)
-                                                                   : copies_hoisted(buffers));
+        totals.push_back(std::string(pattern) == "copies_in_loop" ? copies_in_loop(buffers) : copies_hoisted(buffers));
         if (!result_is_right(buffers))
-          throw Error(ErrorKind::cuda, "vecadd_host_pattern: wrong result for " + std::string(pattern),
-                      __FILE__, __LINE__);
+          throw Error(ErrorKind::cuda, "vecadd_host_pattern: wrong result for " + std::string(pattern), __FILE__,
+                      __LINE__);
       }
       const double total = summarize(totals).median;
       rows.push_back({n, pattern, kIterations, total * 1e3, total * 1e6 / kIterations, kernel * 1e6,
@@ -123,12 +122,13 @@ nlohmann::json run_host_pattern(const ExperimentContext& context) {
   return {{"name", "vecadd_host_pattern"},
           {"op", "vecadd"},
           {"summary", "1000 vector adds: copies and sync inside the loop vs hoisted out (seed 003, claim C01)"},
-          {"columns", {"n", "pattern", "iterations", "total_ms", "us_per_iteration", "kernel_us",
-                       "gpu_busy_fraction"}},
+          {"columns", {"n", "pattern", "iterations", "total_ms", "us_per_iteration", "kernel_us", "gpu_busy_fraction"}},
           {"rows", rows},
           {"notes",
-           {"total_ms: median wall time of " + std::to_string(kRepeats) + " runs, pageable host memory, legacy default stream",
-            "kernel_us: GPU time per kernel, from 1000 launches replayed as one CUDA graph (events around the replay, / 1000)",
+           {"total_ms: median wall time of " + std::to_string(kRepeats) +
+                " runs, pageable host memory, legacy default stream",
+            "kernel_us: GPU time per kernel, from 1000 launches replayed as one CUDA graph (events around the replay, "
+            "/ 1000)",
             "gpu_busy_fraction: 1000 x kernel_us / total_ms: the share of the run the GPU spent adding",
             "every run's result is checked element by element against the host sum"}}};
 }
@@ -149,11 +149,12 @@ nlohmann::json claim_c01(const nlohmann::json& results) {
   }
   if (in_loop <= 0 || hoisted <= 0) return nullptr;
   const double ratio = in_loop / hoisted;
-  return verdict("C01", "Hoisting the copies and the sync out of a 1000-iteration loop (1024 floats) makes it many times faster",
-                 "seed 003", "many times faster (ratio >= 3); GPU idle most of the time in the loop",
-                 "in loop " + format_fixed(in_loop, 2) + " ms, hoisted " + format_fixed(hoisted, 2) +
-                     " ms; GPU busy " + format_fixed(100 * busy, 1) + "% of the in-loop run",
-                 ratio, ratio >= 3 && busy < 0.5 ? "holds" : (ratio > 1 ? "holds partly" : "does not hold"));
+  return verdict(
+      "C01", "Hoisting the copies and the sync out of a 1000-iteration loop (1024 floats) makes it many times faster",
+      "seed 003", "many times faster (ratio >= 3); GPU idle most of the time in the loop",
+      "in loop " + format_fixed(in_loop, 2) + " ms, hoisted " + format_fixed(hoisted, 2) + " ms; GPU busy " +
+          format_fixed(100 * busy, 1) + "% of the in-loop run",
+      ratio, ratio >= 3 && busy < 0.5 ? "holds" : (ratio > 1 ? "holds partly" : "does not hold"));
 }
 
 }  // namespace

@@ -67,12 +67,12 @@ nlohmann::json claim_c02(const nlohmann::json& results) {
   const auto* staged = timed_record(results, "vecadd", "shared_staging", n);
   if (plain == nullptr || staged == nullptr) return nullptr;
   const double ratio = median_ms(*plain) / median_ms(*staged);
-  return verdict("C02", "Staging vector-add operands through shared memory lowers the kernel's time", "seed 003",
-                 "shared_staging faster than one_per_thread (ratio > 1)",
-                 "one_per_thread " + format_fixed(median_ms(*plain), 4) + " ms, shared_staging " +
-                     format_fixed(median_ms(*staged), 4) + " ms at n=" + std::to_string(n),
-                 ratio,
-                 ratio > 1.03 ? "holds" : "does not hold: each value is used once, so staging adds work and saves none");
+  return verdict(
+      "C02", "Staging vector-add operands through shared memory lowers the kernel's time", "seed 003",
+      "shared_staging faster than one_per_thread (ratio > 1)",
+      "one_per_thread " + format_fixed(median_ms(*plain), 4) + " ms, shared_staging " +
+          format_fixed(median_ms(*staged), 4) + " ms at n=" + std::to_string(n),
+      ratio, ratio > 1.03 ? "holds" : "does not hold: each value is used once, so staging adds work and saves none");
 }
 
 // C03: seed 000 says vector add is memory bound, 1/12 FLOP per byte, at most ~0.1% of FP32 peak.
@@ -130,12 +130,11 @@ void register_vecadd(Registry& registry) {
               v::one_per_thread),
       variant("grid_stride", "grid sized to resident capacity, threads stride through the array", Role::ladder,
               v::grid_stride),
-      variant("shared_staging", "seed 003: operands staged through shared memory behind a barrier",
-              Role::ladder, v::shared_staging),
-      variant("vectorized", "16-byte float4 loads and stores, one float4 per thread", Role::ladder,
-              v::vectorized),
-      variant("vectorized_unroll4", "four float4s per operand per thread, loads issued before the adds",
-              Role::ladder, v::vectorized_unroll4),
+      variant("shared_staging", "seed 003: operands staged through shared memory behind a barrier", Role::ladder,
+              v::shared_staging),
+      variant("vectorized", "16-byte float4 loads and stores, one float4 per thread", Role::ladder, v::vectorized),
+      variant("vectorized_unroll4", "four float4s per operand per thread, loads issued before the adds", Role::ladder,
+              v::vectorized_unroll4),
       variant("thrust", "thrust::transform (CCCL), the library baseline", Role::baseline, v::thrust_transform),
   };
   registry.add(std::move(op));

@@ -1,6 +1,6 @@
-#include <cuda/std/functional>
 #include <thrust/execution_policy.h>
 #include <thrust/transform.h>
+#include <cuda/std/functional>
 
 #include "cudalab/error.hpp"
 #include "ops/vecadd/variants.hpp"

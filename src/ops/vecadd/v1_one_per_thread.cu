@@ -6,8 +6,7 @@ namespace {
 
 constexpr int kBlockSize = 256;
 
-__global__ void vecadd_one_per_thread_kernel(const float* a, const float* b, float* c,
-                                             std::int64_t n) {
+__global__ void vecadd_one_per_thread_kernel(const float* a, const float* b, float* c, std::int64_t n) {
   const std::int64_t i = global_thread_index();
   if (i < n) c[i] = a[i] + b[i];
 }

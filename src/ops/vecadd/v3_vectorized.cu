@@ -14,9 +14,9 @@ constexpr int kBlockSize = 256;
 // fewer blocks need scheduling. The n % 4 trailing elements are added by the first threads of the
 // grid, so no second launch is needed.
 template <int Unroll>
-__global__ void vecadd_float4_kernel(const float4* __restrict__ a, const float4* __restrict__ b,
-                                     float4* __restrict__ c, std::int64_t quads, const float* a_tail,
-                                     const float* b_tail, float* c_tail, int tail) {
+__global__ void vecadd_float4_kernel(const float4* __restrict__ a, const float4* __restrict__ b, float4* __restrict__ c,
+                                     std::int64_t quads, const float* a_tail, const float* b_tail, float* c_tail,
+                                     int tail) {
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x * Unroll + threadIdx.x;
   float4 x[Unroll], y[Unroll];
 #pragma unroll
