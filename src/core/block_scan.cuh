@@ -5,17 +5,18 @@
 
 #include <cuda_runtime.h>
 
+#include "core/warp.cuh"
+
 namespace cudalab {
 
 // Inclusive sum over the 32 lanes of a warp: five shuffle steps (Kogge-Stone), no shared memory
 // and no barrier. Every lane of the warp must call it.
 template <typename T>
 __device__ __forceinline__ T warp_inclusive_scan(T value) {
-  constexpr int kWarpSize = 32;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
 #pragma unroll
   for (int offset = 1; offset < kWarpSize; offset *= 2) {
-    const T neighbour = __shfl_up_sync(0xffffffffu, value, offset);
+    const T neighbour = __shfl_up_sync(kFullWarpMask, value, offset);
     if (lane >= offset) value += neighbour;
   }
   return value;
@@ -25,7 +26,7 @@ __device__ __forceinline__ T warp_inclusive_scan(T value) {
 // Shifting (rather than subtracting the lane's own value) keeps fp32 results exact to the sums.
 template <typename T>
 __device__ __forceinline__ T warp_exclusive_from_inclusive(T inclusive) {
-  const T previous = __shfl_up_sync(0xffffffffu, inclusive, 1);
+  const T previous = __shfl_up_sync(kFullWarpMask, inclusive, 1);
   return threadIdx.x % 32 == 0 ? T(0) : previous;
 }
 

@@ -89,10 +89,10 @@ __device__ T look_back(StatusWord* states, std::int64_t tile) {
     const std::int64_t predecessor = window - lane;
     // Tile 0 always publishes a prefix, so lanes past it are never added; give them one too.
     const StatusWord word = predecessor >= 0 ? wait_for_status<T>(states + predecessor) : pack(kPrefix, T(0));
-    const unsigned prefix_lanes = __ballot_sync(0xffffffffu, status_of<T>(word) == kPrefix);
+    const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, status_of<T>(word) == kPrefix);
     const int last = prefix_lanes != 0 ? __ffs(prefix_lanes) - 1 : 31;
     const T contribution = lane <= last ? unpack<T>(word) : T(0);
-    exclusive = __shfl_sync(0xffffffffu, warp_inclusive_scan(contribution), last) + exclusive;
+    exclusive = __shfl_sync(kFullWarpMask, warp_inclusive_scan(contribution), last) + exclusive;
     if (prefix_lanes != 0) return exclusive;
   }
 }

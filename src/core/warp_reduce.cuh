@@ -7,10 +7,9 @@
 
 #include <cuda_runtime.h>
 
-namespace cudalab {
+#include "core/warp.cuh"
 
-inline constexpr unsigned kFullWarpMask = 0xffffffffu;
-inline constexpr int kWarpSize = 32;
+namespace cudalab {
 
 // Sum of `value` over the 32 lanes; every lane returns the total (butterfly, xor shuffles).
 template <typename T>

@@ -2,43 +2,47 @@
 
 namespace cudalab::harness {
 namespace {
-bool is_timed(const nlohmann::json& r, const std::string& distribution) {
-  return r.contains("time_ms") && r.value("distribution", "uniform") == distribution;
-}
-}  // namespace
 
-std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& op, const std::string& distribution) {
-  std::int64_t largest = 0;
-  for (const auto& r : results.value("records", nlohmann::json::array()))
-    if (r.value("op", "") == op && is_timed(r, distribution))
-      largest = std::max(largest, r["problem"].value("n", std::int64_t{0}));
-  return largest;
+bool matches(const nlohmann::json& r, const std::string& op, const Problem& problem, const std::string& distribution) {
+  return r.value("op", "") == op && r.contains("time_ms") && r.value("distribution", "uniform") == distribution &&
+         r.contains("problem") && r["problem"].value("key", "") == problem.key();
 }
 
-const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op, const std::string& variant,
-                                   std::int64_t n, const std::string& distribution) {
-  if (!results.contains("records")) return nullptr;
-  for (const auto& r : results["records"])
-    if (r.value("op", "") == op && r.value("variant", "") == variant && is_timed(r, distribution) &&
-        r["problem"].value("n", std::int64_t{0}) == n)
-      return &r;
-  return nullptr;
-}
-
-const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, std::int64_t n,
-                                     const std::string& distribution) {
+const nlohmann::json* fastest(const nlohmann::json& results, const std::string& op, const Problem& problem,
+                              const std::string& distribution, bool baselines) {
   if (!results.contains("records")) return nullptr;
   const nlohmann::json* best = nullptr;
   for (const auto& r : results["records"]) {
-    if (r.value("op", "") != op || !is_timed(r, distribution) || r.value("role", "") == "broken" ||
-        r["problem"].value("n", std::int64_t{0}) != n)
-      continue;
+    const std::string role = r.value("role", "");
+    if (!matches(r, op, problem, distribution) || role == "broken" || (!baselines && role == "baseline")) continue;
     if (best == nullptr || median_ms(r) < median_ms(*best)) best = &r;
   }
   return best;
 }
 
+}  // namespace
+
+const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op, const std::string& variant,
+                                   const Problem& problem, const std::string& distribution) {
+  if (!results.contains("records")) return nullptr;
+  for (const auto& r : results["records"])
+    if (matches(r, op, problem, distribution) && r.value("variant", "") == variant) return &r;
+  return nullptr;
+}
+
+const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, const Problem& problem,
+                                     const std::string& distribution) {
+  return fastest(results, op, problem, distribution, true);
+}
+
+const nlohmann::json* fastest_ladder_record(const nlohmann::json& results, const std::string& op,
+                                            const Problem& problem, const std::string& distribution) {
+  return fastest(results, op, problem, distribution, false);
+}
+
 double median_ms(const nlohmann::json& record) { return record.at("time_ms").value("median", 0.0); }
+double tflops(const nlohmann::json& record) { return record.at("roofline").value("tflops", 0.0); }
+double gbps(const nlohmann::json& record) { return record.at("roofline").value("gbps", 0.0); }
 
 const nlohmann::json* experiment(const nlohmann::json& results, const std::string& name) {
   if (!results.contains("experiments")) return nullptr;

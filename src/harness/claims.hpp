@@ -1,29 +1,32 @@
-// Helpers for claim checks: find records in a results document and phrase a verdict.
+// Helpers for claim checks: find records in a results document and phrase a verdict. Records are
+// found by problem (harness/problem.hpp key) and input distribution; claims are judged on uniform
+// inputs unless they say otherwise.
 #pragma once
 
-#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/problem.hpp"
+
 namespace cudalab::harness {
 
-// Records are matched on their input distribution too; claims are judged on uniform inputs
-// unless they say otherwise.
-
-// Largest problem size n among the timed records of `op`; 0 when there is none.
-std::int64_t largest_timed_n(const nlohmann::json& results, const std::string& op,
-                             const std::string& distribution = "uniform");
-
-// The timed record of (op, variant, n), or nullptr.
+// The timed record of (op, variant, problem), or nullptr.
 const nlohmann::json* timed_record(const nlohmann::json& results, const std::string& op, const std::string& variant,
-                                   std::int64_t n, const std::string& distribution = "uniform");
+                                   const Problem& problem, const std::string& distribution = "uniform");
 
-// The fastest timed, non-broken record of `op` at n (baselines included), or nullptr.
-const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, std::int64_t n,
+// The fastest timed, non-broken record of `op` at `problem` (baselines included), or nullptr.
+const nlohmann::json* fastest_record(const nlohmann::json& results, const std::string& op, const Problem& problem,
                                      const std::string& distribution = "uniform");
 
+// The fastest timed ladder record of `op` at `problem` (baselines excluded), or nullptr.
+const nlohmann::json* fastest_ladder_record(const nlohmann::json& results, const std::string& op,
+                                            const Problem& problem, const std::string& distribution = "uniform");
+
 double median_ms(const nlohmann::json& record);
+double tflops(const nlohmann::json& record);
+double gbps(const nlohmann::json& record);
 
 // The experiment table called `name`, or nullptr.
 const nlohmann::json* experiment(const nlohmann::json& results, const std::string& name);

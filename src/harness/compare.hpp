@@ -11,6 +11,10 @@
 #include <functional>
 #include <string>
 
+#include "cudalab/dtype.hpp"
+#include "harness/random.hpp"
+#include "harness/tensors.hpp"
+
 namespace cudalab::harness {
 
 struct Tolerance {
@@ -20,6 +24,9 @@ struct Tolerance {
   static Tolerance exact() { return {0.0, 0.0}; }
   // One rounding of an fp32 result: half an ulp is 2^-24 relative; allow one ulp.
   static Tolerance fp32_rounded() { return {1.0 / 8388608.0, 0.0}; }
+  // One rounding to `dtype` of a value computed exactly (or in fp32 for the half types, whose own
+  // rounding dominates): one ulp of the dtype, relative; exact for integers.
+  static Tolerance rounded(DType dtype) { return {2.0 * traits(dtype).unit_roundoff, 0.0}; }
   // A sum of `terms` fp32 values whose magnitudes add to `sum_abs`: the worst-case bound of
   // recursive summation grows with n, tree and pairwise orders with log2(n); this allows the tree
   // bound with a factor of 2 to spare: 2 * ceil(log2 n) * eps * sum|x|.
@@ -85,6 +92,22 @@ Comparison compare_values(const T* out, std::int64_t n, Tolerance tolerance, Ref
   return compare_elements(n, tolerance, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
     for (std::int64_t i = begin; i < end; ++i)
       b.add(i, static_cast<double>(out[i]), ref(i), std::memcmp(&out[i], &poison, sizeof poison) == 0);
+  });
+}
+
+// A tensor's host copy against ref(i), whatever its dtype; its dtype's poison pattern marks the
+// elements never written.
+template <typename Reference>
+Comparison compare_tensor(const Tensor& out, Tolerance tolerance, Reference ref) {
+  const unsigned char poison = poison_byte(out.dtype());
+  const std::size_t size = size_of(out.dtype());
+  const auto* bytes = static_cast<const unsigned char*>(out.host());
+  return compare_elements(out.count(), tolerance, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const unsigned char* element = bytes + static_cast<std::size_t>(i) * size;
+      const bool unwritten = std::all_of(element, element + size, [&](unsigned char c) { return c == poison; });
+      b.add(i, out.host_value(i), ref(i), unwritten);
+    }
   });
 }
 

@@ -100,6 +100,49 @@ __device__ std::uint8_t random_element<std::uint8_t>(std::uint64_t seed, std::in
   return random_byte(seed, i, n, d);
 }
 
+template <>
+__device__ double random_element<double>(std::uint64_t seed, std::int64_t i, std::int64_t n, Distribution d) {
+  return random_value(seed, i, n, d);
+}
+template <>
+__device__ std::int64_t random_element<std::int64_t>(std::uint64_t seed, std::int64_t i, std::int64_t n,
+                                                     Distribution d) {
+  return random_int(seed, i, n, d);
+}
+template <>
+__device__ __nv_bfloat16 random_element<__nv_bfloat16>(std::uint64_t seed, std::int64_t i, std::int64_t n,
+                                                       Distribution d) {
+  return __float2bfloat16_rn(random_value(seed, i, n, d));
+}
+template <>
+__device__ __half random_element<__half>(std::uint64_t seed, std::int64_t i, std::int64_t n, Distribution d) {
+  if (d != Distribution::large_magnitude) return __float2half_rn(random_value(seed, i, n, d));
+  const std::uint64_t bits = mix64(seed ^ mix64(static_cast<std::uint64_t>(i)));
+  const float magnitude = 1024.0f + 64480.0f * unit_float(bits);
+  return __float2half_rn((mix64(bits) & 1) ? magnitude : -magnitude);
+}
+
+// Unsigned words over the whole range, with random_byte's all_equal and sorted cases.
+template <typename T>
+__device__ T random_unsigned(std::uint64_t seed, std::int64_t i, std::int64_t n, Distribution d) {
+  constexpr double kTop = static_cast<double>(static_cast<T>(~T{0}));
+  switch (d) {
+    case Distribution::all_equal: return 7;
+    case Distribution::sorted: return static_cast<T>(n > 1 ? kTop * static_cast<double>(i) / (n - 1) : 0);
+    default: return static_cast<T>(mix64(seed ^ mix64(static_cast<std::uint64_t>(i))) >> (64 - 8 * sizeof(T)));
+  }
+}
+template <>
+__device__ std::uint16_t random_element<std::uint16_t>(std::uint64_t seed, std::int64_t i, std::int64_t n,
+                                                       Distribution d) {
+  return random_unsigned<std::uint16_t>(seed, i, n, d);
+}
+template <>
+__device__ std::uint32_t random_element<std::uint32_t>(std::uint64_t seed, std::int64_t i, std::int64_t n,
+                                                       Distribution d) {
+  return random_unsigned<std::uint32_t>(seed, i, n, d);
+}
+
 template <typename T>
 __global__ void fill_random_kernel(T* values, std::int64_t n, std::uint64_t seed, Distribution distribution) {
   const std::int64_t stride = global_thread_count();
@@ -131,6 +174,21 @@ void fill_random(std::int32_t* device_values, std::int64_t n, std::uint64_t seed
 void fill_random(std::uint8_t* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
                  cudaStream_t stream) {
   launch_fill(device_values, n, seed, distribution, stream);
+}
+
+void fill_random(DType dtype, void* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
+                 cudaStream_t stream) {
+  switch (dtype) {
+    case DType::f32: return launch_fill(static_cast<float*>(device_values), n, seed, distribution, stream);
+    case DType::f64: return launch_fill(static_cast<double*>(device_values), n, seed, distribution, stream);
+    case DType::f16: return launch_fill(static_cast<__half*>(device_values), n, seed, distribution, stream);
+    case DType::bf16: return launch_fill(static_cast<__nv_bfloat16*>(device_values), n, seed, distribution, stream);
+    case DType::i32: return launch_fill(static_cast<std::int32_t*>(device_values), n, seed, distribution, stream);
+    case DType::i64: return launch_fill(static_cast<std::int64_t*>(device_values), n, seed, distribution, stream);
+    case DType::u8: return launch_fill(static_cast<std::uint8_t*>(device_values), n, seed, distribution, stream);
+    case DType::u16: return launch_fill(static_cast<std::uint16_t*>(device_values), n, seed, distribution, stream);
+    case DType::u32: return launch_fill(static_cast<std::uint32_t*>(device_values), n, seed, distribution, stream);
+  }
 }
 
 void poison(void* device_bytes, std::size_t bytes, cudaStream_t stream, unsigned char pattern) {

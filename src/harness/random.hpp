@@ -8,6 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cudalab/dtype.hpp"
+
 namespace cudalab::harness {
 
 enum class Distribution {
@@ -50,6 +52,12 @@ __host__ __device__ std::uint8_t random_byte(std::uint64_t seed, std::int64_t in
                                              Distribution distribution);
 
 // Fill device memory with the streams above for i in [0, n).
+// By dtype: f32 and bf16/f16 take random_value rounded to nearest (f16's large_magnitude draws
+// from [1024, 65504), its own top binade range, since 1e30 overflows it); f64 takes random_value
+// widened; i32 and i64 random_int; u8 random_byte; u16 and u32 uniform over the type's range
+// (all_equal 7, sorted rising over the range).
+void fill_random(DType dtype, void* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
+                 cudaStream_t stream);
 void fill_random(float* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
                  cudaStream_t stream);
 void fill_random(std::int32_t* device_values, std::int64_t n, std::uint64_t seed, Distribution distribution,
@@ -61,6 +69,9 @@ void fill_random(std::uint8_t* device_values, std::int64_t n, std::uint64_t seed
 // value no test input's sum, prefix sum or count reaches (unlike -1).
 inline constexpr unsigned char kFloatPoisonByte = 0xFF;
 inline constexpr unsigned char kIntegerPoisonByte = 0xAB;
+inline unsigned char poison_byte(DType dtype) {
+  return traits(dtype).is_integer ? kIntegerPoisonByte : kFloatPoisonByte;
+}
 
 // Fills device memory with a byte pattern, so an element a kernel forgot to write is detected by
 // the check.

@@ -1,5 +1,6 @@
 #include "harness/registry.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "cudalab/error.hpp"
@@ -27,19 +28,24 @@ const char* to_string(Role role) {
   return "unknown";
 }
 
-Problem Problem::shaped(std::vector<std::int64_t> dimensions) {
-  Problem p;
-  p.n = 1;
-  for (std::int64_t d : dimensions) p.n *= d;
-  p.shape = std::move(dimensions);
-  return p;
+ComputeUnit compute_unit(Engine engine, DType dtype) {
+  if (engine == Engine::tensor_cores) {
+    switch (dtype) {
+      case DType::bf16: return ComputeUnit::bf16_tensor_cores;
+      case DType::f16: return ComputeUnit::fp16_tensor_cores;
+      default: return ComputeUnit::tf32_tensor_cores;
+    }
+  }
+  if (dtype == DType::f64) return ComputeUnit::fp64_cuda_cores;
+  return traits(dtype).is_integer ? ComputeUnit::integer : ComputeUnit::fp32_cuda_cores;
 }
 
-std::string Problem::label() const {
-  if (shape.empty()) return "n=" + std::to_string(n);
-  std::string text;
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? "x" : "") + std::to_string(shape[i]);
-  return text;
+bool Variant::supports(DType dtype) const { return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end(); }
+
+std::string why_not(const Variant& variant, const DeviceInfo& device, const Problem& problem) {
+  if (!variant.supports(problem.dtype))
+    return std::string("not implemented for ") + to_string(problem.dtype);
+  return variant.can_implement ? variant.can_implement(device, problem) : "";
 }
 
 const Variant* Op::find_variant(const std::string& id) const {
@@ -48,22 +54,67 @@ const Variant* Op::find_variant(const std::string& id) const {
   return nullptr;
 }
 
+Problem Op::problem(const std::vector<std::int64_t>& sizes, DType dtype, const std::vector<Param>& overrides) const {
+  CUDALAB_REQUIRE(sizes.size() == dim_names.size(), name + " takes " + std::to_string(dim_names.size()) +
+                                                        " dimensions, got " + std::to_string(sizes.size()));
+  CUDALAB_REQUIRE(std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end(),
+                  name + " has no dtype " + to_string(dtype) + " (see `cudalab list`)");
+  Problem p;
+  p.dtype = dtype;
+  for (std::size_t i = 0; i < sizes.size(); ++i) p.dims.push_back({dim_names[i], sizes[i]});
+  p.params = params;
+  for (const Param& o : overrides) {
+    auto it = std::find_if(p.params.begin(), p.params.end(), [&](const Param& q) { return q.name == o.name; });
+    CUDALAB_REQUIRE(it != p.params.end(), name + " has no parameter '" + o.name + "'");
+    it->value = o.value;
+  }
+  return p;
+}
+
+std::vector<Problem> cross(const Op& op, const std::vector<std::vector<std::int64_t>>& sizes,
+                           const std::vector<DType>& dtypes, const std::vector<Param>& params) {
+  std::vector<Problem> problems;
+  for (DType dtype : dtypes)
+    for (const auto& size : sizes) problems.push_back(op.problem(size, dtype, params));
+  return problems;
+}
+
 void Registry::add(Op op) {
-  CUDALAB_REQUIRE(!op.name.empty() && !op.summary.empty(), "registry: an op needs a name and a summary");
-  CUDALAB_REQUIRE(find_op(op.name) == nullptr && find_experiment(op.name) == nullptr,
-                  "registry: the name '" + op.name + "' is taken");
-  CUDALAB_REQUIRE(op.work && op.device_bytes && op.host_bytes && op.make_workload,
-                  "registry: op '" + op.name + "' lacks a model or workload factory");
-  CUDALAB_REQUIRE(!op.variants.empty(), "registry: op '" + op.name + "' has no variants");
-  for (const auto* problems : {&op.bench_problems, &op.test_problems})
-    for (const Problem& p : *problems)
-      CUDALAB_REQUIRE(p.shape.size() == op.shape_names.size(),
-                      "registry: op '" + op.name + "' has a problem of the wrong rank: " + p.label());
+  const std::string& name = op.name;
+  CUDALAB_REQUIRE(!name.empty() && !op.summary.empty(), "registry: an op needs a name and a summary");
+  CUDALAB_REQUIRE(find_op(name) == nullptr && find_experiment(name) == nullptr,
+                  "registry: the name '" + name + "' is taken");
+  CUDALAB_REQUIRE(op.work && op.check, "registry: op '" + name + "' lacks a work model or a check");
+  CUDALAB_REQUIRE(!op.dim_names.empty() && !op.dtypes.empty() && !op.tensors.empty(),
+                  "registry: op '" + name + "' needs dimensions, dtypes and tensors");
+  for (const TensorSpec& t : op.tensors)
+    CUDALAB_REQUIRE(!t.name.empty() && t.elements, "registry: a tensor of '" + name + "' lacks a name or a size");
+  CUDALAB_REQUIRE(!op.variants.empty(), "registry: op '" + name + "' has no variants");
+  for (const auto* problems : {&op.bench_problems, &op.test_problems}) {
+    for (const Problem& p : *problems) {
+      bool well_formed = p.dims.size() == op.dim_names.size() &&
+                         std::find(op.dtypes.begin(), op.dtypes.end(), p.dtype) != op.dtypes.end() &&
+                         p.params.size() == op.params.size();
+      for (std::size_t i = 0; well_formed && i < p.dims.size(); ++i) well_formed = p.dims[i].name == op.dim_names[i];
+      for (std::size_t i = 0; well_formed && i < p.params.size(); ++i)
+        well_formed = p.params[i].name == op.params[i].name;
+      CUDALAB_REQUIRE(well_formed, "registry: op '" + name + "' lists a problem not of its form: " + p.label());
+    }
+  }
+  for (DType dtype : op.dtypes) {
+    const bool tested = std::any_of(op.test_problems.begin(), op.test_problems.end(),
+                                    [&](const Problem& p) { return p.dtype == dtype; });
+    CUDALAB_REQUIRE(tested, "registry: op '" + name + "' has no test problem of dtype " + to_string(dtype));
+  }
   std::set<std::string> ids;
   for (const Variant& v : op.variants) {
-    CUDALAB_REQUIRE(!v.id.empty() && !v.technique.empty() && v.launch,
-                    "registry: a variant of '" + op.name + "' lacks an id, technique or launcher");
-    CUDALAB_REQUIRE(ids.insert(v.id).second, "registry: variant id '" + v.id + "' appears twice in '" + op.name + "'");
+    CUDALAB_REQUIRE(!v.id.empty() && !v.technique.empty() && v.bind && !v.dtypes.empty(),
+                    "registry: a variant of '" + name + "' lacks an id, technique or launcher");
+    CUDALAB_REQUIRE(ids.insert(v.id).second, "registry: variant id '" + v.id + "' appears twice in '" + name + "'");
+    for (DType dtype : v.dtypes)
+      CUDALAB_REQUIRE(std::find(op.dtypes.begin(), op.dtypes.end(), dtype) != op.dtypes.end(),
+                      "registry: variant '" + v.id + "' of '" + name + "' implements dtype " + to_string(dtype) +
+                          ", which the op does not list");
   }
   ops_.push_back(std::move(op));
 }
@@ -79,6 +130,21 @@ void Registry::add(ClaimCheck claim) {
   CUDALAB_REQUIRE(!claim.id.empty() && claim.evaluate, "registry: a claim check needs an id and a body");
   for (const ClaimCheck& c : claims_)
     CUDALAB_REQUIRE(c.id != claim.id, "registry: claim '" + claim.id + "' is checked twice");
+  CUDALAB_REQUIRE(find_op(claim.page) != nullptr || find_experiment(claim.page) != nullptr ||
+                      std::any_of(experiments_.begin(), experiments_.end(),
+                                  [&](const Experiment& e) { return e.op == claim.page; }),
+                  "registry: claim " + claim.id + " is shown on page '" + claim.page + "', which nothing registers");
+  for (const ClaimUse& use : claim.uses) {
+    const Op* op = find_op(use.op);
+    CUDALAB_REQUIRE(op != nullptr, "registry: claim " + claim.id + " reads op '" + use.op + "', which is not registered");
+    CUDALAB_REQUIRE(op->find_variant(use.variant) != nullptr,
+                    "registry: claim " + claim.id + " reads variant '" + use.variant + "' of " + use.op +
+                        ", which is not registered");
+    CUDALAB_REQUIRE(std::find(op->bench_problems.begin(), op->bench_problems.end(), use.problem) !=
+                        op->bench_problems.end(),
+                    "registry: claim " + claim.id + " reads " + use.op + " at " + use.problem.label() +
+                        ", which bench does not time");
+  }
   claims_.push_back(std::move(claim));
 }
 

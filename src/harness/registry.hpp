@@ -13,29 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cudalab/device.hpp"
+#include "cudalab/dtype.hpp"
+#include "cudalab/error.hpp"
 #include "harness/compare.hpp"
+#include "harness/problem.hpp"
 #include "harness/random.hpp"
 #include "harness/roofline.hpp"
+#include "harness/tensors.hpp"
 
 namespace cudalab::harness {
-
-// A problem size. 1-D ops use `n` alone. Shaped ops (a matrix, an image) also give `shape`, in the
-// order their Op::shape_names says (e.g. {M, N, K}); `n` is then the product of the dimensions,
-// so sizes still order by it.
-struct Problem {
-  std::int64_t n = 0;               // elements
-  std::vector<std::int64_t> shape;  // empty for 1-D ops
-
-  Problem() = default;
-  // Implicit so that a 1-D op's size lists read {{0}, {1}, {1 << 28}}.
-  Problem(std::int64_t elements) : n(elements) {}  // NOLINT(google-explicit-constructor)
-
-  static Problem shaped(std::vector<std::int64_t> dimensions);
-  // "n=1000003", or "4096x4096x4096" for a shaped problem.
-  std::string label() const;
-  bool operator==(const Problem& other) const { return n == other.n && shape == other.shape; }
-  bool operator!=(const Problem& other) const { return !(*this == other); }
-};
 
 enum class Role {
   ladder,    // a step of the ladder
@@ -44,52 +30,118 @@ enum class Role {
 };
 const char* to_string(Role role);
 
-// Device inputs and outputs for one problem, plus what the host needs to check a result.
-class Workload {
- public:
-  virtual ~Workload() = default;
-  // Fresh inputs from `seed`, and host copies of them for the CPU reference.
-  virtual void generate(std::uint64_t seed, Distribution distribution, cudaStream_t stream) = 0;
-  // Fills every output with the poison pattern.
-  virtual void poison(cudaStream_t stream) = 0;
-  // Copies the outputs back and compares them with the double-precision CPU reference.
-  virtual Comparison check(cudaStream_t stream) = 0;
-};
+// What runs a variant's arithmetic. The concrete unit, and so the ceiling the variant is held
+// to, follows from the problem's dtype: CUDA cores are FP32 FMA for floating inputs (bf16/fp16
+// math widens to fp32) and integer ALUs for integers; tensor cores are TF32 for f32 inputs and
+// BF16/FP16 for those dtypes.
+enum class Engine { cuda_cores, tensor_cores };
+ComputeUnit compute_unit(Engine engine, DType dtype);
+
+// A variant's typed launcher bound to one problem's tensors: argument structs are built once,
+// so a timed launch is the kernel launch alone.
+using BoundLaunch = std::function<void(cudaStream_t)>;
 
 struct Variant {
   std::string id;
   std::string technique;  // one line: what this step does differently
   Role role = Role::ladder;
-  std::function<void(Workload&, cudaStream_t)> launch;
-  // Optional, untimed, before every launch: restores what the previous launch consumed (an
-  // in-place variant's input). Empty for variants that leave their inputs alone.
-  std::function<void(Workload&, cudaStream_t)> prepare;
-  // Empty when the variant can run `problem` on `device`; otherwise the reason it cannot.
-  std::function<std::string(const DeviceInfo&, const Problem&)> unsupported;
+  Engine engine = Engine::cuda_cores;
+  std::vector<DType> dtypes;  // the dtypes it is implemented for (set by make_variant)
+  // Binds the variant's launcher for problem.dtype to the tensors (and workspace) of `tensors`.
+  std::function<BoundLaunch(const Problem&, Tensors&)> bind;
+  // Empty when the variant can run `problem` on `device`; otherwise the reason it cannot
+  // (architecture, shape limits). The dtype is checked by the harness from `dtypes`.
+  std::function<std::string(const DeviceInfo&, const Problem&)> can_implement;
+  // Scratch the launcher needs, handed to it zeroed; the same function sizes the allocation and
+  // the fits-in-memory check.
+  std::function<std::size_t(const Problem&)> workspace_bytes;
+  // The launcher writes into its inputs (an in-place tree): the harness restores them before
+  // every launch, outside the timed interval.
+  bool modifies_inputs = false;
+
+  bool supports(DType dtype) const;
 };
 
+// "" when `variant` can run `problem` on `device`, else why not (dtype first, then the variant's
+// own can_implement).
+std::string why_not(const Variant& variant, const DeviceInfo& device, const Problem& problem);
+
+// What an op's check sees: the problem, the inputs as generated and the outputs as the variant
+// left them (host copies of every tensor, device tensors for references computed on the GPU), and
+// the unit the variant ran on (a TF32 result is judged with a TF32 tolerance).
+struct CheckContext {
+  const Problem& problem;
+  Distribution distribution;
+  ComputeUnit unit;
+  const Tensors& tensors;
+  cudaStream_t stream;
+};
+
+// An op: named dimensions, dtypes and scalar parameters; its tensors; the CPU reference check;
+// the work model; and its variants. One generic workload (harness/workload.hpp) runs every op.
 struct Op {
   std::string name;
   std::string summary;
-  // Empty for 1-D ops (sized by --n); otherwise the names of a problem's dimensions, e.g.
-  // {"M", "N", "K"}, and problems are typed as --shape 4096x4096x4096.
-  std::vector<std::string> shape_names;
+  std::vector<std::string> dim_names;  // {"n"}, {"M", "N", "K"}, {"height", "width", "filter"}
+  std::vector<DType> dtypes;           // what --dtype may name; the first is the default
+  std::vector<Param> params;           // the named scalar parameters with their defaults
+  std::vector<TensorSpec> tensors;
   std::vector<Problem> bench_problems;  // what `cudalab bench` times
-  // Input distributions `bench` times each size on, reported separately (e.g. a histogram's
+  // Input distributions `bench` times each problem on, reported separately (e.g. a histogram's
   // uniform input and its all-one-value worst case).
   std::vector<Distribution> bench_distributions = {Distribution::uniform};
-  std::vector<Problem> test_problems;  // what the GPU tests verify
+  std::vector<Problem> test_problems;  // what the GPU tests verify, every dtype
   // The minimum traffic and arithmetic the problem needs (each input read once, each output
   // written once), whatever a variant actually does: a variant that moves more shows a lower
   // effective bandwidth, which is the point.
   std::function<Work(const Problem&)> work;
-  std::function<std::size_t(const Problem&)> device_bytes;  // what the workload allocates
-  std::function<std::size_t(const Problem&)> host_bytes;    // host copies for the check
-  std::function<std::unique_ptr<Workload>(const Problem&)> make_workload;
+  // Compares the outputs with the double-precision CPU reference.
+  std::function<Comparison(const CheckContext&)> check;
+  // Memory the check needs beyond the tensors and their host copies (a reference computed on the
+  // GPU, the reference's own arrays); empty means none.
+  std::function<std::size_t(const Problem&)> check_device_bytes;
+  std::function<std::size_t(const Problem&)> check_host_bytes;
   std::vector<Variant> variants;
 
   const Variant* find_variant(const std::string& id) const;
+  // A problem of this op with `dims` (in dim_names' order), `dtype` and the default parameters
+  // overridden by `params`; throws invalid_argument for a wrong rank, dtype or parameter name.
+  Problem problem(const std::vector<std::int64_t>& dims, DType dtype, const std::vector<Param>& params = {}) const;
 };
+
+// Every combination of `sizes` and `dtypes`, sizes first: the usual bench and test lists.
+std::vector<Problem> cross(const Op& op, const std::vector<std::vector<std::int64_t>>& sizes,
+                           const std::vector<DType>& dtypes, const std::vector<Param>& params = {});
+
+// A variant from one typed launcher per dtype: `launchers` are instantiations of one templated
+// launcher (launch<float>, launch<std::int32_t>, ...) taking the op's argument struct, whose
+// `Element` names the dtype it dispatches on. `Binding::bind<Args>(problem, tensors)` fills the
+// struct from the problem and its tensors, the same struct the library call and a PyTorch binding
+// fill from their own arguments.
+template <typename Binding, typename... Args>
+Variant make_variant(std::string id, std::string technique, Role role,
+                     void (*... launchers)(const Args&, cudaStream_t)) {
+  static_assert(sizeof...(Args) > 0, "a variant needs at least one launcher");
+  Variant v;
+  v.id = std::move(id);
+  v.technique = std::move(technique);
+  v.role = role;
+  v.dtypes = {dtype_of_v<typename Args::Element>...};
+  v.bind = [launchers...](const Problem& problem, Tensors& tensors) {
+    BoundLaunch bound;
+    // One fold over the launchers: the one whose element type is the problem's dtype is bound.
+    (void)((problem.dtype == dtype_of_v<typename Args::Element> &&
+            (bound = [launcher = launchers, args = Binding::template bind<Args>(problem, tensors)](
+                         cudaStream_t stream) { launcher(args, stream); },
+             true)) ||
+           ...);
+    if (!bound)
+      throw Error(ErrorKind::invalid_argument, std::string("no launcher for dtype ") + to_string(problem.dtype),
+                  __FILE__, __LINE__);
+    return bound;
+  };
+  return v;
+}
 
 // Results of a finished run, handed to experiments' and claims' code as JSON (the same form the
 // results file has, so `cudalab report` can re-evaluate claims from a saved file).
@@ -120,12 +172,22 @@ nlohmann::json bar_plot(const std::string& title, const nlohmann::json& label, c
 // Runs `experiment` and attaches its plot specs to the table it returns.
 nlohmann::json run_experiment(const Experiment& experiment, const ExperimentContext& context);
 
-// A claim of ../shared/CLAIMS.md, judged from a results document. Returns
+// A record a claim reads: a variant of an op at a problem. Registry::add refuses a claim whose
+// uses name an op, variant or bench problem that is not registered, so a rename cannot silently
+// leave a claim unjudged.
+struct ClaimUse {
+  std::string op;
+  std::string variant;
+  Problem problem;
+};
+
+// A tutorial claim (docs/claims.md lists them), judged from a results document. Returns
 // {"id", "claim", "source", "predicted", "measured", "ratio", "verdict"} or null when the results
 // lack what the claim needs.
 struct ClaimCheck {
   std::string id;
-  std::string op;
+  std::string page;  // the op or experiment page whose docs show the verdict
+  std::vector<ClaimUse> uses;
   std::function<nlohmann::json(const nlohmann::json& results)> evaluate;
 };
 

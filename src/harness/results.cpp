@@ -9,10 +9,25 @@
 
 namespace cudalab::harness {
 
+void to_json(nlohmann::json& j, const Problem& p) {
+  j = {{"dtype", to_string(p.dtype)}, {"dims", p.dims}, {"params", p.params}, {"key", p.key()}};
+}
+
+void from_json(const nlohmann::json& j, Problem& p) {
+  p = Problem{};
+  const std::string dtype = j.value("dtype", "f32");
+  if (!parse_dtype(dtype, &p.dtype))
+    throw Error(ErrorKind::invalid_argument, "a results record names an unknown dtype '" + dtype + "'", __FILE__,
+                __LINE__);
+  p.dims = j.value("dims", std::vector<Dim>{});
+  p.params = j.value("params", std::vector<Param>{});
+}
+
 void to_json(nlohmann::json& j, const Record& r) {
   j = {{"op", r.op},           {"variant", r.variant}, {"technique", r.technique},
        {"role", r.role},       {"problem", r.problem}, {"work", r.work},
        {"outcome", r.outcome}, {"seed", r.seed},       {"distribution", r.distribution}};
+  if (r.outcome != Outcome::skipped) j["unit"] = r.unit;
   if (!r.skip_reason.empty()) j["skip_reason"] = r.skip_reason;
   if (r.outcome != Outcome::skipped) j["comparison"] = r.comparison;
   if (r.timed) {
@@ -30,6 +45,7 @@ void from_json(const nlohmann::json& j, Record& r) {
   r.role = j.value("role", Role::ladder);
   r.problem = j.value("problem", Problem{});
   r.work = j.value("work", Work{});
+  r.unit = j.value("unit", ComputeUnit::fp32_cuda_cores);
   r.outcome = j.value("outcome", Outcome::skipped);
   r.seed = j.value("seed", std::uint64_t{0});
   r.distribution = j.value("distribution", "");

@@ -14,7 +14,8 @@
 
 namespace cudalab::harness {
 
-inline constexpr const char* kResultsSchema = "cudalab-results/1";
+// Version 2 keys records by problem (dims, dtype, parameters) instead of element count.
+inline constexpr const char* kResultsSchema = "cudalab-results/2";
 
 struct Provenance {
   std::string cudalab_version;
@@ -49,11 +50,16 @@ NLOHMANN_JSON_SERIALIZE_ENUM(Role, {{Role::ladder, "ladder"}, {Role::baseline, "
 NLOHMANN_JSON_SERIALIZE_ENUM(Outcome,
                              {{Outcome::passed, "passed"}, {Outcome::failed, "failed"}, {Outcome::skipped, "skipped"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(ComputeUnit, {{ComputeUnit::fp32_cuda_cores, "fp32_cuda_cores"},
-                                           {ComputeUnit::bf16_tensor_cores, "bf16_tensor_cores"}})
+                                           {ComputeUnit::fp64_cuda_cores, "fp64_cuda_cores"},
+                                           {ComputeUnit::integer, "integer"},
+                                           {ComputeUnit::tf32_tensor_cores, "tf32_tensor_cores"},
+                                           {ComputeUnit::bf16_tensor_cores, "bf16_tensor_cores"},
+                                           {ComputeUnit::fp16_tensor_cores, "fp16_tensor_cores"}})
 
-// Readers take defaults for missing keys, so older results files still load.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Problem, n, shape)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Work, bytes_read, bytes_written, flops, unit)
+// Readers take defaults for missing keys, so files written before a field existed still load.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Dim, name, size)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Param, name, value)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Work, bytes_read, bytes_written, flops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Tolerance, rtol, atol)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Comparison, count, mismatches, unwritten, non_finite, first_mismatch,
                                                 first_mismatch_out, first_mismatch_ref, max_abs_error, rel_l2_error,
@@ -71,6 +77,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, com
                                                 driver_cuda_version, runtime_cuda_version, max_sm_clock_mhz,
                                                 sm_clock_mhz_start, memory_clock_mhz_start, sm_clock_mhz_end,
                                                 memory_clock_mhz_end, date_utc, command_line, hostname)
+
+// {"dtype": "f32", "dims": [{"name": "n", "size": 1024}], "params": [...], "key": "..."}: the key
+// is written for readers and lookups; reading rebuilds the problem from its parts.
+void to_json(nlohmann::json& j, const Problem& p);
+void from_json(const nlohmann::json& j, Problem& p);
 
 void to_json(nlohmann::json& j, const Record& r);
 void from_json(const nlohmann::json& j, Record& r);

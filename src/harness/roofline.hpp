@@ -14,6 +14,8 @@ struct Ceilings {
   double read_gbps = 0;           // read-only streaming kernel
   double fp32_tflops = 0;         // FFMA chains, 2 flops per FMA
   double bf16_tensor_tflops = 0;  // cuBLAS BF16 GEMM (fp32 accumulate) on random data
+  double fp16_tensor_tflops = 0;  // cuBLAS FP16 GEMM (fp32 accumulate) on random data
+  double tf32_tensor_tflops = 0;  // cuBLAS FP32 GEMM in TF32 tensor-core mode on random data
   double h2d_pageable_gbps = 0;
   double h2d_pinned_gbps = 0;
   double d2h_pageable_gbps = 0;
@@ -33,13 +35,26 @@ struct Ceilings {
   double write_gbps() const;
 };
 
-enum class ComputeUnit { fp32_cuda_cores, bf16_tensor_cores };
+// The unit a variant's arithmetic runs on; its measured rate is the compute ceiling the variant is
+// held to. fp64 and integer rates are not measured yet: their rows are judged by memory alone.
+enum class ComputeUnit {
+  fp32_cuda_cores,
+  fp64_cuda_cores,
+  integer,
+  tf32_tensor_cores,
+  bf16_tensor_cores,
+  fp16_tensor_cores
+};
+const char* to_string(ComputeUnit unit);
+// The measured rate of `unit` in TFLOP/s (TOP/s); 0 where the probe does not measure it.
+double compute_ceiling_tflops(const Ceilings& ceilings, ComputeUnit unit);
 
+// What a problem needs at the least, whatever a variant does: each input read once, each output
+// written once, and the arithmetic of the algorithm.
 struct Work {
   double bytes_read = 0;
   double bytes_written = 0;
   double flops = 0;
-  ComputeUnit unit = ComputeUnit::fp32_cuda_cores;
 };
 
 struct RooflinePoint {
@@ -55,6 +70,7 @@ struct RooflinePoint {
 // The memory floor prices reads at the read-only rate and writes at write_gbps(), so a copy is
 // held to the copy rate, a reduction to the read rate, and a 2-read-1-write kernel (vector add)
 // to the rate that mix allows, which is higher than a copy's: DRAM reads are cheaper than writes.
-RooflinePoint roofline(const Ceilings& ceilings, const Work& work, double seconds);
+// The compute floor is the flops over the rate of `unit`.
+RooflinePoint roofline(const Ceilings& ceilings, const Work& work, ComputeUnit unit, double seconds);
 
 }  // namespace cudalab::harness

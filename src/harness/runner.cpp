@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
+#include "harness/workload.hpp"
 
 namespace cudalab::harness {
 
@@ -17,8 +20,26 @@ const char* to_string(Outcome outcome) {
   return "unknown";
 }
 
-void require_fits(const Op& op, const Problem& problem) {
-  const std::size_t device_needed = op.device_bytes(problem);
+namespace {
+
+std::vector<const Variant*> select_variants(const Op& op, const std::vector<std::string>& ids) {
+  std::vector<const Variant*> selected;
+  if (ids.empty()) {
+    for (const Variant& v : op.variants) selected.push_back(&v);
+    return selected;
+  }
+  for (const std::string& id : ids) {
+    const Variant* v = op.find_variant(id);
+    CUDALAB_REQUIRE(v != nullptr, "unknown variant '" + id + "' of op '" + op.name + "' (see `cudalab list`)");
+    selected.push_back(v);
+  }
+  return selected;
+}
+
+}  // namespace
+
+void require_fits(const Op& op, const Problem& problem, const std::vector<std::string>& variants) {
+  const std::size_t device_needed = workload_device_bytes(op, problem, select_variants(op, variants));
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDALAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   // Keep a margin for the timer's flush buffer, cuBLAS workspaces and the runtime itself.
@@ -30,7 +51,7 @@ void require_fits(const Op& op, const Problem& problem) {
                     format_bytes(double(total_bytes)),
                 __FILE__, __LINE__);
   }
-  const std::size_t host_needed = op.host_bytes(problem);
+  const std::size_t host_needed = workload_host_bytes(op, problem);
   const double host_total = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (static_cast<double>(host_needed) > 0.9 * host_total) {
     throw Error(ErrorKind::out_of_memory,
@@ -42,19 +63,12 @@ void require_fits(const Op& op, const Problem& problem) {
 
 std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunOptions& options,
                                 const Ceilings& ceilings, KernelTimer& timer, const Progress& progress) {
-  std::vector<const Variant*> selected;
-  if (options.variants.empty()) {
-    for (const Variant& v : op.variants) selected.push_back(&v);
-  } else {
-    for (const std::string& id : options.variants) {
-      const Variant* v = op.find_variant(id);
-      CUDALAB_REQUIRE(v != nullptr, "unknown variant '" + id + "' of op '" + op.name + "' (see `cudalab list`)");
-      selected.push_back(v);
-    }
-  }
-  require_fits(op, problem);
+  const std::vector<const Variant*> selected = select_variants(op, options.variants);
+  require_fits(op, problem, options.variants);
   const DeviceInfo device = device_info();
-  std::unique_ptr<Workload> workload = op.make_workload(problem);
+  const bool keep_inputs =
+      std::any_of(selected.begin(), selected.end(), [](const Variant* v) { return v->modifies_inputs; });
+  Workload workload(op, problem, keep_inputs);
   Stream stream;
 
   std::vector<Record> records;
@@ -71,29 +85,35 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
     r.distribution = to_string(options.distribution);
     // A different seed per variant: each check sees inputs no earlier variant saw.
     r.seed = mix64(options.seed ^ mix64(index + 1));
-    const std::string why_not = variant.unsupported ? variant.unsupported(device, problem) : "";
-    if (!why_not.empty()) {
+    const std::string reason = why_not(variant, device, problem);
+    if (!reason.empty()) {
       r.outcome = Outcome::skipped;
-      r.skip_reason = why_not;
+      r.skip_reason = reason;
       records.push_back(r);
       continue;
     }
-    if (progress) progress(op.name + " " + problem.label() + " " + variant.id + ": checking");
-    workload->generate(r.seed, options.distribution, stream.get());
-    workload->poison(stream.get());
-    if (variant.prepare) variant.prepare(*workload, stream.get());
-    variant.launch(*workload, stream.get());
+    r.unit = compute_unit(variant.engine, problem.dtype);
+    const std::string what = op.name + " " + problem.label() + " " + variant.id;
+    if (progress) progress(what + ": checking");
+    workload.generate(r.seed, options.distribution, stream.get());
+    workload.poison(stream.get());
+    workload.reset_workspace(variant, stream.get());
+    workload.prepare(variant, stream.get());
+    const BoundLaunch launch = workload.bind(variant);
+    launch(stream.get());
     stream.synchronize();
-    r.comparison = workload->check(stream.get());
+    r.comparison = workload.check(variant, options.distribution, stream.get());
     r.outcome = r.comparison.passed() ? Outcome::passed : Outcome::failed;
     if (r.outcome == Outcome::passed && !options.check_only) {
-      if (progress) progress(op.name + " " + problem.label() + " " + variant.id + ": timing");
+      if (progress) progress(what + ": timing");
+      const bool restores = variant.modifies_inputs ||
+                            std::any_of(op.tensors.begin(), op.tensors.end(),
+                                        [](const TensorSpec& t) { return t.role == TensorRole::input_output; });
       std::function<void(cudaStream_t)> prepare;
-      if (variant.prepare) prepare = [&](cudaStream_t s) { variant.prepare(*workload, s); };
-      r.time_ms =
-          timer.time([&](cudaStream_t s) { variant.launch(*workload, s); }, stream.get(), options.timing, prepare);
+      if (restores) prepare = [&](cudaStream_t s) { workload.prepare(variant, s); };
+      r.time_ms = timer.time(launch, stream.get(), options.timing, prepare);
       r.timed = true;
-      r.roofline_point = roofline(ceilings, r.work, r.time_ms.median * 1e-3);
+      r.roofline_point = roofline(ceilings, r.work, r.unit, r.time_ms.median * 1e-3);
       if (first_median == 0 && r.role == Role::ladder) first_median = r.time_ms.median;
       r.speedup_vs_first = first_median > 0 ? first_median / r.time_ms.median : 0;
     }

@@ -31,6 +31,7 @@ struct Record {
   Role role = Role::ladder;
   Problem problem;
   Work work;
+  ComputeUnit unit = ComputeUnit::fp32_cuda_cores;  // what the variant's arithmetic ran on
   Outcome outcome = Outcome::skipped;
   std::string skip_reason;
   std::uint64_t seed = 0;  // the inputs this variant was checked on
@@ -44,9 +45,10 @@ struct Record {
 
 using Progress = std::function<void(const std::string&)>;
 
-// Throws Error{out_of_memory} with the sizes involved when `problem` needs more device memory
-// than is free or more host memory than the machine has.
-void require_fits(const Op& op, const Problem& problem);
+// Throws Error{out_of_memory} with the sizes involved when running `variants` (all of the op's
+// when empty) at `problem` needs more device memory than is free or more host memory than the
+// machine has. The sizes are the workload's own (workload_device_bytes, workload_host_bytes).
+void require_fits(const Op& op, const Problem& problem, const std::vector<std::string>& variants = {});
 
 // Runs the selected variants of `op` at `problem`. Unknown variant ids throw invalid_argument.
 std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunOptions& options,

@@ -8,9 +8,9 @@
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
-#include "harness/claims.hpp"
 #include "harness/registry.hpp"
 #include "harness/statistics.hpp"
+#include "ops/vecadd/ids.hpp"
 #include "ops/vecadd/variants.hpp"
 
 namespace cudalab::harness {
@@ -30,6 +30,7 @@ struct PatternBuffers {
       host_b[i] = random_value(2, i, n, Distribution::uniform);
     }
   }
+  vecadd_variants::VecaddArgs<float> args() const { return {a.data(), b.data(), c.data(), n}; }
   std::int64_t n;
   // Pageable host memory, as in the seed.
   std::vector<float> host_a, host_b, host_c;
@@ -44,7 +45,7 @@ double copies_in_loop(PatternBuffers& x) {
   for (int i = 0; i < kIterations; ++i) {
     CUDALAB_CUDA_CHECK(cudaMemcpy(x.a.data(), x.host_a.data(), bytes, cudaMemcpyHostToDevice));
     CUDALAB_CUDA_CHECK(cudaMemcpy(x.b.data(), x.host_b.data(), bytes, cudaMemcpyHostToDevice));
-    vecadd_variants::one_per_thread(x.a.data(), x.b.data(), x.c.data(), x.n, nullptr);
+    vecadd_variants::one_per_thread(x.args(), nullptr);
     CUDALAB_CUDA_CHECK(cudaMemcpy(x.host_c.data(), x.c.data(), bytes, cudaMemcpyDeviceToHost));
     CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
   }
@@ -58,7 +59,7 @@ double copies_hoisted(PatternBuffers& x) {
   CUDALAB_CUDA_CHECK(cudaMemcpy(x.a.data(), x.host_a.data(), bytes, cudaMemcpyHostToDevice));
   CUDALAB_CUDA_CHECK(cudaMemcpy(x.b.data(), x.host_b.data(), bytes, cudaMemcpyHostToDevice));
   for (int i = 0; i < kIterations; ++i)
-    vecadd_variants::one_per_thread(x.a.data(), x.b.data(), x.c.data(), x.n, nullptr);
+    vecadd_variants::one_per_thread(x.args(), nullptr);
   CUDALAB_CUDA_CHECK(cudaMemcpy(x.host_c.data(), x.c.data(), bytes, cudaMemcpyDeviceToHost));
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
   return seconds_since(start);
@@ -71,7 +72,7 @@ double kernel_seconds(PatternBuffers& x) {
   Stream stream;
   CUDALAB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < kIterations; ++i)
-    vecadd_variants::one_per_thread(x.a.data(), x.b.data(), x.c.data(), x.n, stream.get());
+    vecadd_variants::one_per_thread(x.args(), stream.get());
   cudaGraph_t graph = nullptr;
   CUDALAB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
   std::unique_ptr<CUgraph_st, cudaError_t (*)(cudaGraph_t)> graph_owner(graph, cudaGraphDestroy);
@@ -119,7 +120,7 @@ nlohmann::json run_host_pattern(const ExperimentContext& context) {
                       kernel * kIterations / total});
     }
   }
-  return {{"name", "vecadd_host_pattern"},
+  return {{"name", vecadd_ids::kHostPattern},
           {"op", "vecadd"},
           {"summary", "1000 vector adds: copies and sync inside the loop vs hoisted out (seed 003, claim C01)"},
           {"columns", {"n", "pattern", "iterations", "total_ms", "us_per_iteration", "kernel_us", "gpu_busy_fraction"}},
@@ -133,39 +134,14 @@ nlohmann::json run_host_pattern(const ExperimentContext& context) {
             "every run's result is checked element by element against the host sum"}}};
 }
 
-// C01: the hoisted loop should be many times faster, because the in-loop version leaves the GPU idle.
-nlohmann::json claim_c01(const nlohmann::json& results) {
-  const auto* table = experiment(results, "vecadd_host_pattern");
-  if (table == nullptr) return nullptr;
-  double in_loop = 0, hoisted = 0, busy = 0;
-  for (const auto& row : (*table)["rows"]) {
-    if (row[0].get<std::int64_t>() != 1024) continue;
-    if (row[1] == "copies_in_loop") {
-      in_loop = row[3].get<double>();
-      busy = row[6].get<double>();
-    } else {
-      hoisted = row[3].get<double>();
-    }
-  }
-  if (in_loop <= 0 || hoisted <= 0) return nullptr;
-  const double ratio = in_loop / hoisted;
-  return verdict(
-      "C01", "Hoisting the copies and the sync out of a 1000-iteration loop (1024 floats) makes it many times faster",
-      "seed 003", "many times faster (ratio >= 3); GPU idle most of the time in the loop",
-      "in loop " + format_fixed(in_loop, 2) + " ms, hoisted " + format_fixed(hoisted, 2) + " ms; GPU busy " +
-          format_fixed(100 * busy, 1) + "% of the in-loop run",
-      ratio, ratio >= 3 && busy < 0.5 ? "holds" : (ratio > 1 ? "holds partly" : "does not hold"));
-}
-
 }  // namespace
 
 void register_vecadd_host_pattern(Registry& registry) {
   registry.add(Experiment{
-      "vecadd_host_pattern", "vecadd", "1000 vector adds with copies and sync in the loop vs hoisted (claim C01)",
+      vecadd_ids::kHostPattern, vecadd_ids::kOp, "1000 vector adds with copies and sync in the loop vs hoisted (claim C01)",
       run_host_pattern,
       bar_plot("1000 vector adds: copies inside the loop vs hoisted", nlohmann::json::array({"n", "pattern"}),
                "gpu_busy_fraction", "share of the run the GPU spent adding")});
-  registry.add(ClaimCheck{"C01", "vecadd", claim_c01});
 }
 
 }  // namespace cudalab::harness

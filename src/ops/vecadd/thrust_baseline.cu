@@ -7,11 +7,15 @@
 
 namespace cudalab::vecadd_variants {
 
-void thrust_transform(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream) {
-  if (n == 0) return;
+template <typename T>
+void thrust_transform(const VecaddArgs<T>& args, cudaStream_t stream) {
+  if (args.n == 0) return;
   // par_nosync: no stream synchronization inside the call, so the timer measures the kernel.
-  thrust::transform(thrust::cuda::par_nosync.on(stream), a, a + n, b, c, cuda::std::plus<float>{});
+  thrust::transform(thrust::cuda::par_nosync.on(stream), args.a, args.a + args.n, args.b, args.c,
+                    cuda::std::plus<T>{});
   CUDALAB_CHECK_LAUNCH();
 }
+
+template void thrust_transform<float>(const VecaddArgs<float>&, cudaStream_t);
 
 }  // namespace cudalab::vecadd_variants

@@ -8,18 +8,22 @@ constexpr int kBlockSize = 256;
 
 // Fixed-size grid: block scheduling cost is paid once per resident block, not once per 256
 // elements, and the same launch works for any n.
-__global__ void vecadd_grid_stride_kernel(const float* a, const float* b, float* c, std::int64_t n) {
+template <typename T>
+__global__ void vecadd_grid_stride_kernel(const T* a, const T* b, T* c, std::int64_t n) {
   const std::int64_t stride = global_thread_count();
   for (std::int64_t i = global_thread_index(); i < n; i += stride) c[i] = a[i] + b[i];
 }
 
 }  // namespace
 
-void grid_stride(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  const int blocks = resident_grid_size(vecadd_grid_stride_kernel, kBlockSize, n);
-  vecadd_grid_stride_kernel<<<blocks, kBlockSize, 0, stream>>>(a, b, c, n);
+template <typename T>
+void grid_stride(const VecaddArgs<T>& args, cudaStream_t stream) {
+  if (args.n == 0) return;
+  const int blocks = resident_grid_size(vecadd_grid_stride_kernel<T>, kBlockSize, args.n);
+  vecadd_grid_stride_kernel<<<blocks, kBlockSize, 0, stream>>>(args.a, args.b, args.c, args.n);
   CUDALAB_CHECK_LAUNCH();
 }
+
+template void grid_stride<float>(const VecaddArgs<float>&, cudaStream_t);
 
 }  // namespace cudalab::vecadd_variants

@@ -1,5 +1,6 @@
-// The vector-add ladder: one launcher per technique. Each takes device pointers and enqueues on
-// `stream`; the library entry (vecadd.cu) and the registry (register.cu) call these.
+// The vector-add ladder: one launcher per technique, each templated on the element type and
+// taking the op's argument struct. The library entry (vecadd.cu) and the registry (register.cu)
+// fill the same struct.
 #pragma once
 
 #include <cstdint>
@@ -8,26 +9,42 @@
 
 namespace cudalab::vecadd_variants {
 
+// c = a + b over n elements; a, b and c are device pointers of any alignment.
+template <typename T>
+struct VecaddArgs {
+  using Element = T;
+  const T* a = nullptr;
+  const T* b = nullptr;
+  T* c = nullptr;
+  std::int64_t n = 0;
+};
+
 // One element per thread, one block of 256 threads per 256 elements: the textbook kernel.
-void one_per_thread(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
+template <typename T>
+void one_per_thread(const VecaddArgs<T>& args, cudaStream_t stream);
 
 // A grid sized to the resident capacity of the GPU; each thread strides through the array.
-void grid_stride(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
+template <typename T>
+void grid_stride(const VecaddArgs<T>& args, cudaStream_t stream);
 
-// 16-byte float4 loads and stores (a quarter of the memory instructions), one float4 per thread;
-// scalar fallback when the three pointers are not 16-byte aligned.
-void vectorized(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
+// 16-byte vector loads and stores (a quarter of the memory instructions for fp32), one vector per
+// thread; the grid-stride kernel when the three pointers are not 16-byte aligned.
+template <typename T>
+void vectorized(const VecaddArgs<T>& args, cudaStream_t stream);
 
-// The float4 kernel with four float4s per operand per thread, all loads issued before the first
+// The vector kernel with four vectors per operand per thread, all loads issued before the first
 // add: more bytes in flight per thread, a quarter as many blocks. On an H100 it is slower than
-// one float4 per thread (docs/vecadd.md): enough warps are resident to hide the latency already.
-void vectorized_unroll4(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
+// one vector per thread (docs/vecadd.md): enough warps are resident to hide the latency already.
+template <typename T>
+void vectorized_unroll4(const VecaddArgs<T>& args, cudaStream_t stream);
 
-// Seed 003's kernel: operands copied through shared memory behind a __syncthreads(). The values
-// are used once, so staging adds shared-memory traffic and a barrier and saves nothing.
-void shared_staging(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
+// Operands copied through shared memory behind a __syncthreads(), as one tutorial teaches. The
+// values are used once, so staging adds shared-memory traffic and a barrier and saves nothing.
+template <typename T>
+void shared_staging(const VecaddArgs<T>& args, cudaStream_t stream);
 
 // Baseline: thrust::transform with cuda::std::plus, what a CUDA programmer would write first.
-void thrust_transform(const float* a, const float* b, float* c, std::int64_t n, cudaStream_t stream);
+template <typename T>
+void thrust_transform(const VecaddArgs<T>& args, cudaStream_t stream);
 
 }  // namespace cudalab::vecadd_variants

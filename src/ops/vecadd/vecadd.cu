@@ -13,7 +13,7 @@ void vecadd(const float* a, const float* b, float* c, std::int64_t n, cudaStream
   if (n == 0) return;
   CUDALAB_REQUIRE(a != nullptr && b != nullptr && c != nullptr,
                   "vecadd: a, b and c must be device pointers, got a null pointer");
-  vecadd_variants::vectorized(a, b, c, n, stream);
+  vecadd_variants::vectorized(vecadd_variants::VecaddArgs<float>{a, b, c, n}, stream);
 }
 
 }  // namespace cudalab
