@@ -13,7 +13,7 @@ namespace cudalab {
 // Selects on `stream`, asynchronously. in, out and count are device pointers; out holds room for
 // n elements and must not overlap in; only out[0, *count) is written. *count (int64) is written
 // on the device, 0 when n == 0 (in and out may then be null). Any alignment of in (16-byte-aligned
-// arrays take the vectorized loads). Scratch memory (about 8 bytes per 4096 elements) comes from
+// arrays take the vectorized loads). Scratch memory (about 8 bytes per 8192 elements) comes from
 // the stream-ordered allocator (cudaMallocAsync) and is released on the stream when the call is
 // done. Throws cudalab::Error: invalid_argument for n < 0, a null count, or a null in or out with
 // n > 0; out_of_memory when the scratch memory cannot be had; cuda when a launch fails.

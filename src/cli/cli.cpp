@@ -59,6 +59,14 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                   "Problem shape of a matrix or image op, e.g. 4096x4096x4096 for a GEMM's MxNxK (repeatable; "
                   "`cudalab list` names each op's dimensions)")
       ->allow_extra_args(false);
+  run->add_option("--dtype", run_args.dtypes,
+                  "Element type, e.g. f32, i32, bf16 (repeatable; default: the op's bench dtypes, or its first "
+                  "when sizes are given; `cudalab list` names each op's dtypes)")
+      ->allow_extra_args(false);
+  run->add_option("--param", run_args.params,
+                  "A named parameter as NAME=VALUE, e.g. exclusive=1 or bins=4096 (repeatable; `cudalab list` names "
+                  "each op's parameters and defaults)")
+      ->allow_extra_args(false);
   run->add_flag("--check-only", run_args.check_only, "Verify only; do not time");
   run->add_flag("--warm", run_args.warm, "Do not flush L2 between timed samples");
   run->add_option("--json", run_args.json_path, "Write a results file here");

@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -105,7 +106,8 @@ std::string provenance_line(const harness::Provenance& p) {
          std::to_string(p.sm_clock_mhz_end) + " MHz at end.";
 }
 
-// The best verified non-broken variant of each op at its largest size, beside its baseline.
+// The best verified non-broken variant of each configuration at its largest size, beside its
+// baseline.
 Table summary_table(const std::vector<Record>& records, const harness::Ceilings& ceilings) {
   Table t;
   t.header = {"op",
@@ -118,21 +120,19 @@ Table summary_table(const std::vector<Record>& records, const harness::Ceilings&
               "baseline",
               "baseline median",
               "best vs baseline"};
-  std::vector<std::string> ops;
-  for (const Record& r : records)
-    if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
-  for (const std::string& op : ops) {
-    const auto [largest, primary] = headline_problem(records, op);
+  for (const std::string& configuration : configurations(records)) {
+    const auto [largest, primary] = headline_problem(records, configuration);
     const Record* best = nullptr;
     const Record* baseline = nullptr;
     for (const Record& r : records) {
-      if (r.op != op || !r.timed || r.problem != largest || r.distribution != primary) continue;
+      if (configuration_id(r) != configuration || !r.timed || r.problem != largest || r.distribution != primary)
+        continue;
       if (r.role == harness::Role::baseline && baseline == nullptr) baseline = &r;
       if (r.role == harness::Role::ladder && (best == nullptr || r.time_ms.median < best->time_ms.median)) best = &r;
     }
     if (best == nullptr) continue;
     t.rows.push_back(
-        {op, largest.label(), best->variant, format_time_ms(best->time_ms.median),
+        {configuration, largest.size_label(), best->variant, format_time_ms(best->time_ms.median),
          format_fixed(best->roofline_point.gbps, 0), format_fixed(100 * best->roofline_point.fraction, 1) + "%",
          ceilings.copy_gbps() > 0 ? format_fixed(100 * best->roofline_point.gbps / ceilings.copy_gbps(), 1) + "%" : "-",
          baseline ? baseline->variant : "-", baseline ? format_time_ms(baseline->time_ms.median) : "-",
@@ -194,6 +194,19 @@ std::uint64_t parse_seed(const std::string& text) {
   return std::stoull(digits, nullptr, hex ? 16 : 10);
 }
 
+std::pair<std::string, double> parse_param(const std::string& text) {
+  const std::size_t equals = text.find('=');
+  const std::string what = "a parameter is NAME=VALUE with a decimal value, got '" + text + "'";
+  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+    throw Error(ErrorKind::invalid_argument, what, __FILE__, __LINE__);
+  const std::string value_text = text.substr(equals + 1);
+  char* end = nullptr;
+  const double value = std::strtod(value_text.c_str(), &end);
+  if (end != value_text.c_str() + value_text.size() || !std::isfinite(value))
+    throw Error(ErrorKind::invalid_argument, what, __FILE__, __LINE__);
+  return {text.substr(0, equals), value};
+}
+
 std::string splice_generated_blocks(const std::string& document,
                                     const std::vector<std::pair<std::string, std::string>>& blocks) {
   std::string result = document;
@@ -229,24 +242,99 @@ int command_probe(const ProbeArgs& args, Context& context) {
   return kExitOk;
 }
 
+namespace {
+
+std::string dtype_names(const std::vector<DType>& dtypes) {
+  std::string text;
+  for (DType d : dtypes) text += (text.empty() ? "" : ",") + std::string(to_string(d));
+  return text;
+}
+
+std::string shape_names(const harness::Op& op) {
+  std::string names;
+  for (const std::string& name : op.dim_names) names += (names.empty() ? "" : "x") + name;
+  return names;
+}
+
+// The problems `run` was asked for: each size (or the op's bench sizes) in each dtype, with the
+// parameters given (the op's defaults for the rest).
+std::vector<harness::Problem> requested_problems(const harness::Op& op, const RunArgs& args) {
+  const std::size_t rank = op.dim_names.size();
+  if (rank > 1 && !args.sizes.empty())
+    throw Error(ErrorKind::invalid_argument, op.name + " is sized by --shape " + shape_names(op) + ", not --n",
+                __FILE__, __LINE__);
+  if (rank == 1 && !args.shapes.empty())
+    throw Error(ErrorKind::invalid_argument, op.name + " is sized by --n, not --shape", __FILE__, __LINE__);
+  std::vector<DType> dtypes;
+  for (const std::string& typed : args.dtypes) {
+    DType dtype;
+    if (!parse_dtype(typed, &dtype) || std::find(op.dtypes.begin(), op.dtypes.end(), dtype) == op.dtypes.end())
+      throw Error(ErrorKind::invalid_argument,
+                  op.name + " takes --dtype " + dtype_names(op.dtypes) + ", got '" + typed + "'", __FILE__, __LINE__);
+    dtypes.push_back(dtype);
+  }
+  std::vector<harness::Param> params;
+  for (const std::string& typed : args.params) {
+    const auto [name, value] = parse_param(typed);
+    params.push_back({name, value});
+  }
+  std::vector<std::vector<std::int64_t>> sizes;
+  for (const std::string& size : args.sizes) sizes.push_back({parse_element_count(size)});
+  for (const std::string& shape : args.shapes) sizes.push_back(parse_shape(shape, rank));
+  std::vector<harness::Problem> problems;
+  if (sizes.empty()) {
+    // The op's bench problems, narrowed to the dtypes and parameters asked for; an unknown
+    // parameter name is refused by op.problem below or here.
+    for (const harness::Problem& p : op.bench_problems) {
+      const bool dtype_ok = dtypes.empty() || std::find(dtypes.begin(), dtypes.end(), p.dtype) != dtypes.end();
+      bool params_ok = true;
+      for (const harness::Param& asked : params) {
+        if (!p.has_param(asked.name))
+          throw Error(ErrorKind::invalid_argument, op.name + " has no parameter '" + asked.name + "'", __FILE__,
+                      __LINE__);
+        params_ok = params_ok && p.param(asked.name) == asked.value;
+      }
+      if (dtype_ok && params_ok) problems.push_back(p);
+    }
+    if (problems.empty())
+      throw Error(ErrorKind::invalid_argument,
+                  op.name + " benches no problem of that dtype and those parameters: give sizes with " +
+                      (rank > 1 ? "--shape" : "--n"),
+                  __FILE__, __LINE__);
+    return problems;
+  }
+  if (dtypes.empty()) dtypes = {op.dtypes.front()};
+  for (DType dtype : dtypes)
+    for (const auto& size : sizes) problems.push_back(op.problem(size, dtype, params));
+  return problems;
+}
+
+}  // namespace
+
 int command_list(bool json, Context& context) {
   const auto& registry = harness::builtin_registry();
   if (json) {
     nlohmann::json document = {{"ops", nlohmann::json::array()}, {"experiments", nlohmann::json::array()}};
     for (const auto& op : registry.ops()) {
       nlohmann::json variants = nlohmann::json::array();
-      for (const auto& v : op.variants)
-        variants.push_back({{"id", v.id}, {"technique", v.technique}, {"role", harness::to_string(v.role)}});
-      auto sizes = [](const std::vector<harness::Problem>& problems) {
-        nlohmann::json out = nlohmann::json::array();
-        for (const auto& p : problems) out.push_back(p.shape.empty() ? nlohmann::json(p.n) : nlohmann::json(p.shape));
-        return out;
-      };
+      for (const auto& v : op.variants) {
+        nlohmann::json dtypes = nlohmann::json::array();
+        for (DType d : v.dtypes) dtypes.push_back(to_string(d));
+        variants.push_back({{"id", v.id},
+                            {"technique", v.technique},
+                            {"role", harness::to_string(v.role)},
+                            {"engine", v.engine == harness::Engine::tensor_cores ? "tensor_cores" : "cuda_cores"},
+                            {"dtypes", dtypes}});
+      }
+      nlohmann::json dtypes = nlohmann::json::array();
+      for (DType d : op.dtypes) dtypes.push_back(to_string(d));
       document["ops"].push_back({{"name", op.name},
                                  {"summary", op.summary},
-                                 {"shape", op.shape_names},
-                                 {"bench_sizes", sizes(op.bench_problems)},
-                                 {"test_sizes", sizes(op.test_problems)},
+                                 {"dims", op.dim_names},
+                                 {"dtypes", dtypes},
+                                 {"params", op.params},
+                                 {"bench_problems", op.bench_problems},
+                                 {"test_problems", op.test_problems},
                                  {"variants", variants}});
     }
     for (const auto& e : registry.experiments())
@@ -255,10 +343,15 @@ int command_list(bool json, Context& context) {
     return kExitOk;
   }
   for (const auto& op : registry.ops()) {
-    context.out << op.name << ": " << op.summary << "\n";
+    std::string params;
+    for (const auto& p : op.params) params += " " + p.name + "=" + harness::format_param(p.value);
+    context.out << op.name << ": " << op.summary << "\n  " << (op.dim_names.size() > 1 ? "--shape " : "--")
+                << shape_names(op) << "  --dtype " << dtype_names(op.dtypes)
+                << (params.empty() ? "" : "  --param (defaults):" + params) << "\n";
     Table t;
-    t.header = {"  variant", "role", "technique"};
-    for (const auto& v : op.variants) t.rows.push_back({"  " + v.id, harness::to_string(v.role), v.technique});
+    t.header = {"  variant", "role", "dtypes", "technique"};
+    for (const auto& v : op.variants)
+      t.rows.push_back({"  " + v.id, harness::to_string(v.role), dtype_names(v.dtypes), v.technique});
     context.out << t.text();
   }
   if (!registry.experiments().empty()) context.out << "experiments:\n";
@@ -273,29 +366,20 @@ int command_run(const RunArgs& args, Context& context) {
   if (op == nullptr && experiment == nullptr)
     throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + args.name + "' (see `cudalab list`)",
                 __FILE__, __LINE__);
-  if (experiment != nullptr &&
-      (!args.variants.empty() || !args.sizes.empty() || !args.shapes.empty() || args.check_only))
+  if (experiment != nullptr && (!args.variants.empty() || !args.sizes.empty() || !args.shapes.empty() ||
+                                !args.dtypes.empty() || !args.params.empty() || args.check_only))
     throw Error(ErrorKind::invalid_argument,
-                "'" + args.name + "' is an experiment: it takes no --variant, --n, --shape or --check-only", __FILE__,
-                __LINE__);
+                "'" + args.name +
+                    "' is an experiment: it takes no --variant, --n, --shape, --dtype, --param or "
+                    "--check-only",
+                __FILE__, __LINE__);
   std::vector<harness::Problem> problems;
   if (op != nullptr) {
     for (const std::string& id : args.variants)
       if (op->find_variant(id) == nullptr)
         throw Error(ErrorKind::invalid_argument,
                     "unknown variant '" + id + "' of " + op->name + " (see `cudalab list`)", __FILE__, __LINE__);
-    const std::size_t rank = op->shape_names.size();
-    if (rank == 0 && !args.shapes.empty())
-      throw Error(ErrorKind::invalid_argument, op->name + " is sized by --n, not --shape", __FILE__, __LINE__);
-    if (rank > 0 && !args.sizes.empty()) {
-      std::string names;
-      for (const std::string& name : op->shape_names) names += (names.empty() ? "" : "x") + name;
-      throw Error(ErrorKind::invalid_argument, op->name + " is sized by --shape " + names + ", not --n", __FILE__,
-                  __LINE__);
-    }
-    for (const std::string& size : args.sizes) problems.push_back({parse_element_count(size)});
-    for (const std::string& shape : args.shapes) problems.push_back(harness::Problem::shaped(parse_shape(shape, rank)));
-    if (problems.empty()) problems = op->bench_problems;
+    problems = requested_problems(*op, args);
   }
   harness::Distribution distribution;
   if (!harness::parse_distribution(args.distribution, &distribution))
@@ -305,7 +389,7 @@ int command_run(const RunArgs& args, Context& context) {
 
   const DeviceInfo device = usable_device();
   if (op != nullptr)
-    for (const auto& problem : problems) harness::require_fits(*op, problem);
+    for (const auto& problem : problems) harness::require_fits(*op, problem, args.variants);
   const std::uint64_t seed = choose_seed(args.seed, context);
   harness::Provenance provenance = harness::collect_provenance(device, context.command_line);
   // A check needs no roofline; anything timed is put against the cached (or newly measured) one.
@@ -430,27 +514,26 @@ int command_report(const ReportArgs& args, Context& context) {
   std::vector<std::string> ops;
   for (const Record& r : records)
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
-  for (const std::string& op : ops) {
+  // Every problem of a configuration, one table each ("op:<configuration>").
+  for (const std::string& configuration : configurations(records)) {
     std::string text;
     std::vector<std::pair<std::string, harness::Problem>> groups;  // (distribution, problem), in run order
     for (const Record& r : records) {
       const std::pair<std::string, harness::Problem> group{r.distribution, r.problem};
-      if (r.op == op && std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
+      if (configuration_id(r) == configuration && std::find(groups.begin(), groups.end(), group) == groups.end())
+        groups.push_back(group);
     }
     for (const auto& [distribution, problem] : groups) {
       std::vector<Record> in_group;
       for (const Record& r : records)
-        if (r.op == op && r.problem == problem && r.distribution == distribution) in_group.push_back(r);
-      const std::string size = problem.shape.empty() ? "n = " + std::to_string(problem.n) : problem.label();
-      text += "\n**" + size + ", " + distribution + " inputs**\n\n" + records_table(in_group).markdown();
+        if (configuration_id(r) == configuration && r.problem == problem && r.distribution == distribution)
+          in_group.push_back(r);
+      text += "\n**" + problem.label() + ", " + distribution + " inputs**\n\n" + records_table(in_group).markdown();
     }
-    blocks.emplace_back("op:" + op, text);
-    const auto [headline, headline_distribution] = headline_problem(records, op);
-    std::vector<Record> headline_group;
-    for (const Record& r : records)
-      if (r.op == op && r.problem == headline && r.distribution == headline_distribution) headline_group.push_back(r);
-    blocks.emplace_back("ranking:" + op, "\n**" + headline.label() + ", " + headline_distribution +
-                                             " inputs, fastest first**\n\n" + ranking_table(headline_group).markdown());
+    blocks.emplace_back("op:" + configuration, text);
+  }
+  // The claims shown on each op's page.
+  for (const std::string& op : ops) {
     nlohmann::json op_claims = nlohmann::json::array();
     for (const auto& claim : evaluated["claims"]) {
       const auto* check = [&]() -> const harness::ClaimCheck* {
@@ -458,9 +541,20 @@ int command_report(const ReportArgs& args, Context& context) {
           if (c.id == claim.value("id", "")) return &c;
         return nullptr;
       }();
-      if (check != nullptr && check->op == op) op_claims.push_back(claim);
+      if (check != nullptr && check->page == op) op_claims.push_back(claim);
     }
     blocks.emplace_back("claims:" + op, claims_table(op_claims).markdown());
+  }
+  // A ranking per configuration (an op at one dtype and parameter set), at its headline problem.
+  for (const std::string& configuration : configurations(records)) {
+    const auto [headline, headline_distribution] = headline_problem(records, configuration);
+    std::vector<Record> headline_group;
+    for (const Record& r : records)
+      if (configuration_id(r) == configuration && r.problem == headline && r.distribution == headline_distribution)
+        headline_group.push_back(r);
+    blocks.emplace_back("ranking:" + configuration, "\n**" + headline.label() + ", " + headline_distribution +
+                                                        " inputs, fastest first**\n\n" +
+                                                        ranking_table(headline_group).markdown());
   }
   // Pages made of experiments alone (docs/memory.md) get their claims block too.
   std::vector<std::string> experiment_pages;
@@ -474,7 +568,7 @@ int command_report(const ReportArgs& args, Context& context) {
     nlohmann::json page_claims = nlohmann::json::array();
     for (const auto& claim : evaluated["claims"])
       for (const auto& c : harness::builtin_registry().claims())
-        if (c.id == claim.value("id", "") && c.op == page) page_claims.push_back(claim);
+        if (c.id == claim.value("id", "") && c.page == page) page_claims.push_back(claim);
     blocks.emplace_back("claims:" + page, claims_table(page_claims).markdown());
   }
   for (const auto& e : results.value("experiments", nlohmann::json::array())) {
@@ -487,12 +581,12 @@ int command_report(const ReportArgs& args, Context& context) {
     std::filesystem::create_directories(args.plots_folder);
     const std::string commit = " (cudalab " + provenance.commit.substr(0, 7) + ")";
     std::vector<std::string> written;
-    for (const std::string& op : ops) {
-      const BarChart chart = op_chart(records, op);
-      const std::string size =
-          chart.problem.shape.empty() ? "n = " + std::to_string(chart.problem.n) : chart.problem.label();
-      const auto files = write_chart(bar_chart_svg(op + " at " + size + " on " + provenance.gpu_name + commit, chart),
-                                     args.plots_folder + "/" + op);
+    for (const std::string& configuration : configurations(records)) {
+      const BarChart chart = op_chart(records, configuration);
+      const auto files = write_chart(
+          bar_chart_svg(configuration + " at " + chart.problem.size_label() + " on " + provenance.gpu_name + commit,
+                        chart),
+          args.plots_folder + "/" + configuration);
       written.insert(written.end(), files.begin(), files.end());
     }
     // An experiment's k-th plot (k > 1) is <name>-k. This build's specs win over the file's, so

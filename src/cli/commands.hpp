@@ -24,6 +24,8 @@ struct RunArgs {
   std::vector<std::string> variants;  // empty: all
   std::vector<std::string> sizes;     // as typed; empty: the op's bench sizes
   std::vector<std::string> shapes;    // as typed, for shaped ops ("4096x4096x4096")
+  std::vector<std::string> dtypes;    // as typed ("f32", "i32"); empty: the op's first, or its bench dtypes
+  std::vector<std::string> params;    // as typed ("exclusive=1"); the op's defaults for the rest
   bool check_only = false;
   bool warm = false;  // skip the L2 flush between samples
   std::string json_path;
@@ -56,6 +58,8 @@ std::int64_t parse_element_count(const std::string& text);
 // A shaped op's problem as typed: `rank` whole numbers joined by 'x' ("8192x64x8192"), each a
 // size as parse_element_count takes it, their product at most 2^48. Throws like it.
 std::vector<std::int64_t> parse_shape(const std::string& text, std::size_t rank);
+// A parameter as typed: NAME=VALUE with a finite decimal value ("exclusive=1", "eps=1e-5").
+std::pair<std::string, double> parse_param(const std::string& text);
 // A seed as typed: decimal or 0x-prefixed hexadecimal.
 std::uint64_t parse_seed(const std::string& text);
 

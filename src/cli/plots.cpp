@@ -302,17 +302,18 @@ std::string experiment_chart_svg(const nlohmann::json& experiment, const nlohman
                                              : line_chart_svg(experiment, plot);
 }
 
-BarChart op_chart(const std::vector<harness::Record>& records, const std::string& op) {
+BarChart op_chart(const std::vector<harness::Record>& records, const std::string& configuration) {
   BarChart chart;
-  const Headline headline = headline_problem(records, op);
+  const Headline headline = headline_problem(records, configuration);
   const std::string& distribution = headline.distribution;
   chart.problem = headline.problem;
   bool compute_bound = false;
   for (const auto& r : records)
-    if (r.op == op && r.problem == chart.problem && r.timed) compute_bound = r.roofline_point.bound == "compute";
+    if (r.problem == chart.problem && r.timed && configuration_id(r) == configuration)
+      compute_bound = r.roofline_point.bound == "compute";
   chart.axis_label = compute_bound ? "TFLOP/s" : "effective GB/s (minimum bytes / time)";
   for (const auto& r : records) {
-    if (r.op != op || r.problem != chart.problem || r.distribution != distribution) continue;
+    if (configuration_id(r) != configuration || r.problem != chart.problem || r.distribution != distribution) continue;
     Bar b;
     b.label = r.variant;
     b.role = harness::to_string(r.role);
@@ -320,7 +321,11 @@ BarChart op_chart(const std::vector<harness::Record>& records, const std::string
       b.value = compute_bound ? r.roofline_point.tflops : r.roofline_point.gbps;
       b.note = format_fixed(b.value, compute_bound ? 1 : 0) + (compute_bound ? " TFLOP/s, " : " GB/s, ") +
                format_fixed(100 * r.roofline_point.fraction, 1) + "% of roofline";
-      chart.ceiling = compute_bound ? r.roofline_point.compute_ceiling_tflops : r.roofline_point.memory_ceiling_gbps;
+      // The ceiling line is the ladder's (a different-precision baseline has its own ceiling).
+      if (chart.ceiling == 0 && r.role == harness::Role::ladder) {
+        chart.ceiling = compute_bound ? r.roofline_point.compute_ceiling_tflops : r.roofline_point.memory_ceiling_gbps;
+        chart.unit = r.unit;
+      }
     } else if (r.outcome == harness::Outcome::failed) {
       b.note = "failed verification: no time";
     } else {
@@ -328,7 +333,8 @@ BarChart op_chart(const std::vector<harness::Record>& records, const std::string
     }
     chart.bars.push_back(std::move(b));
   }
-  chart.ceiling_label = compute_bound ? "FP32 peak " + format_fixed(chart.ceiling, 1) + " TFLOP/s"
+  chart.ceiling_label = compute_bound ? std::string(harness::to_string(chart.unit)) + " peak " +
+                                            format_fixed(chart.ceiling, 1) + " TFLOP/s"
                                       : "memory roofline " + format_fixed(chart.ceiling, 0) + " GB/s";
   return chart;
 }

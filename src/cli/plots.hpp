@@ -18,9 +18,10 @@ struct Bar {
 };
 
 struct BarChart {
-  harness::Problem problem;  // the size charted
-  std::string axis_label;    // "effective GB/s (minimum bytes / time)" or "TFLOP/s"
-  double ceiling = 0;        // dashed line; 0: none
+  harness::Problem problem;                                           // the size charted
+  harness::ComputeUnit unit = harness::ComputeUnit::fp32_cuda_cores;  // whose peak a compute-bound chart shows
+  std::string axis_label;  // "effective GB/s (minimum bytes / time)" or "TFLOP/s"
+  double ceiling = 0;      // dashed line; 0: none
   std::string ceiling_label;
   std::vector<Bar> bars;
 };
@@ -31,7 +32,7 @@ std::string bar_chart_svg(const std::string& title, const BarChart& chart);
 // The chart of `op` at its largest size and first distribution: every variant's effective GB/s
 // against the memory ceiling for that traffic mix, or, where the roofline calls the op compute
 // bound, its TFLOP/s against the compute ceiling.
-BarChart op_chart(const std::vector<harness::Record>& records, const std::string& op);
+BarChart op_chart(const std::vector<harness::Record>& records, const std::string& configuration);
 
 // A chart of an experiment's table, as one of its "plots" entries describes it: a bar chart when
 // the entry says "kind": "bar", else a line chart.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/format.hpp"
+#include "harness/registry.hpp"
 
 namespace cudalab::cli {
 
@@ -73,16 +74,41 @@ Table records_table(const std::vector<harness::Record>& records) {
   return t;
 }
 
-Headline headline_problem(const std::vector<harness::Record>& records, const std::string& op) {
+std::string configuration_id(const harness::Record& record) {
+  std::string id = record.op + "_" + to_string(record.problem.dtype);
+  const harness::Op* op = harness::builtin_registry().find_op(record.op);
+  for (const harness::Param& p : record.problem.params) {
+    bool is_default = false;
+    if (op != nullptr)
+      for (const harness::Param& d : op->params) is_default = is_default || d == p;
+    if (!is_default) id += "_" + p.name + harness::format_param(p.value);
+  }
+  return id;
+}
+
+std::vector<std::string> configurations(const std::vector<harness::Record>& records) {
+  std::vector<std::string> ids;
+  for (const auto& r : records) {
+    const std::string id = configuration_id(r);
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
+Headline headline_problem(const std::vector<harness::Record>& records, const std::string& configuration) {
   Headline h;
+  bool found = false;
   for (const auto& r : records)
-    if (r.op == op && h.distribution.empty()) h.distribution = r.distribution;
+    if (h.distribution.empty() && configuration_id(r) == configuration) h.distribution = r.distribution;
   // The largest timed size; the largest size at all when nothing was timed.
   for (const bool timed_only : {true, false}) {
-    for (const auto& r : records)
-      if (r.op == op && r.distribution == h.distribution && (r.timed || !timed_only) && r.problem.n > h.problem.n)
-        h.problem = r.problem;
-    if (h.problem.n > 0) break;
+    for (const auto& r : records) {
+      if (configuration_id(r) != configuration || r.distribution != h.distribution || (timed_only && !r.timed))
+        continue;
+      if (!found || r.problem.elements() > h.problem.elements()) h.problem = r.problem;
+      found = true;
+    }
+    if (found) break;
   }
   return h;
 }
@@ -142,6 +168,10 @@ Table ceilings_table(const harness::Ceilings& c) {
        ratio(c.fp32_tflops, c.datasheet_fp32_tflops), "8 independent FFMA chains per thread"},
       {"BF16 tensor GEMM (TFLOP/s)", format_fixed(c.bf16_tensor_tflops, 1), sheet(c.datasheet_bf16_tflops, 1),
        ratio(c.bf16_tensor_tflops, c.datasheet_bf16_tflops), "cublasGemmEx 8192^3, fp32 accumulate, random data"},
+      {"FP16 tensor GEMM (TFLOP/s)", format_fixed(c.fp16_tensor_tflops, 1), "-", "-",
+       "cublasGemmEx 8192^3, fp32 accumulate, random data"},
+      {"TF32 tensor GEMM (TFLOP/s)", format_fixed(c.tf32_tensor_tflops, 1), "-", "-",
+       "cublasGemmEx 8192^3 fp32, CUBLAS_COMPUTE_32F_FAST_TF32, random data"},
       {"H2D pageable (GB/s)", format_fixed(c.h2d_pageable_gbps, 2), sheet(c.datasheet_pcie_gbps, 2),
        ratio(c.h2d_pageable_gbps, c.datasheet_pcie_gbps), "cudaMemcpyAsync 256 MiB from malloc'd memory"},
       {"H2D pinned (GB/s)", format_fixed(c.h2d_pinned_gbps, 2), sheet(c.datasheet_pcie_gbps, 2),

@@ -20,13 +20,19 @@ struct Table {
 // One row per record: variant, technique, median/min/max time, samples, GB/s, TFLOP/s,
 // % of roofline, speedup over the first ladder variant, verified.
 Table records_table(const std::vector<harness::Record>& records);
-// The problem an op is summarised at (README summary, plots, rankings): its first bench
-// distribution (later ones are stress cases) and, within it, the largest size with a timed row.
+// A configuration: an op at one dtype and one set of parameters, over all its sizes ("scan_i32",
+// "scan_i32_exclusive1", "histogram_u16_bins4096": parameters at the op's default are left out of
+// the id). The README summary, the rankings and the plots show one of each.
+std::string configuration_id(const harness::Record& record);
+// The configurations of `records`, in run order.
+std::vector<std::string> configurations(const std::vector<harness::Record>& records);
+// The problem a configuration is summarised at: its first bench distribution (later ones are
+// stress cases) and, within it, the largest size with a timed row.
 struct Headline {
   harness::Problem problem;
   std::string distribution;
 };
-Headline headline_problem(const std::vector<harness::Record>& records, const std::string& op);
+Headline headline_problem(const std::vector<harness::Record>& records, const std::string& configuration);
 // The records of one problem, fastest first (untimed ones last, with why): rank, variant, role,
 // median, TFLOP/s for compute-bound problems or GB/s, % of roofline, and each row's speed
 // against the first baseline's ("vs cublas" 0.9x: 90% of cuBLAS's speed).

@@ -12,6 +12,7 @@
 #include <cuda/atomic>
 
 #include "core/block_scan.cuh"
+#include "core/warp.cuh"
 
 namespace cudalab::lookback {
 
@@ -83,14 +84,14 @@ __device__ StatusWord wait_for_status(StatusWord* word) {
 // inclusive prefix (and that prefix), or all 32 aggregates and moves 32 tiles further back.
 template <typename T>
 __device__ T look_back(StatusWord* states, std::int64_t tile) {
-  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   T exclusive = T(0);
-  for (std::int64_t window = tile - 1;; window -= 32) {
+  for (std::int64_t window = tile - 1;; window -= kWarpSize) {
     const std::int64_t predecessor = window - lane;
     // Tile 0 always publishes a prefix, so lanes past it are never added; give them one too.
     const StatusWord word = predecessor >= 0 ? wait_for_status<T>(states + predecessor) : pack(kPrefix, T(0));
     const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, status_of<T>(word) == kPrefix);
-    const int last = prefix_lanes != 0 ? __ffs(prefix_lanes) - 1 : 31;
+    const int last = prefix_lanes != 0 ? __ffs(prefix_lanes) - 1 : kWarpSize - 1;
     const T contribution = lane <= last ? unpack<T>(word) : T(0);
     exclusive = __shfl_sync(kFullWarpMask, warp_inclusive_scan(contribution), last) + exclusive;
     if (prefix_lanes != 0) return exclusive;

@@ -29,8 +29,7 @@ T load(const void* elements, std::int64_t index) {
 
 template <typename T>
 void store(T value, void* elements, std::int64_t index) {
-  std::memcpy(static_cast<unsigned char*>(elements) + index * static_cast<std::int64_t>(sizeof(T)), &value,
-              sizeof(T));
+  std::memcpy(static_cast<unsigned char*>(elements) + index * static_cast<std::int64_t>(sizeof(T)), &value, sizeof(T));
 }
 
 }  // namespace

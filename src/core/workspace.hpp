@@ -15,6 +15,17 @@
 
 namespace cudalab {
 
+// The workspace of `args` (any op's argument struct with `workspace` and `workspace_bytes`) for a
+// launcher that needs `needed` bytes of it; throws invalid_argument naming `launcher` when it
+// holds less.
+template <typename Args>
+void* workspace_of(const Args& args, std::size_t needed, const char* launcher) {
+  CUDALAB_REQUIRE(args.workspace_bytes >= needed && (needed == 0 || args.workspace != nullptr),
+                  std::string(launcher) + ": the workspace holds " + std::to_string(args.workspace_bytes) +
+                      " bytes, the launch needs " + std::to_string(needed));
+  return args.workspace;
+}
+
 // The pointer reserve() returns stays valid until the launch's work has finished on the stream,
 // and is aligned to 256 bytes (16 for a caller's buffer). One reserve per launch: a launcher that
 // needs several arrays carves them from one reservation.

@@ -1,5 +1,6 @@
 #include "harness/problem.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -54,7 +55,9 @@ std::string Problem::key() const {
 }
 
 std::string format_param(double value) {
-  // %.17g round-trips every double; shorter forms are tried first so 1.5 prints as "1.5".
+  // Whole numbers print as integers ("4096", not %g's "4.1e+03"); others in the shortest %g form
+  // that reads back as the same double (%.17g always does), so 1.5 prints as "1.5".
+  if (value == std::trunc(value) && std::fabs(value) < 1e15) return std::to_string(static_cast<long long>(value));
   char text[32];
   for (int digits = 1; digits <= 17; ++digits) {
     std::snprintf(text, sizeof text, "%.*g", digits, value);

@@ -43,8 +43,7 @@ ComputeUnit compute_unit(Engine engine, DType dtype) {
 bool Variant::supports(DType dtype) const { return std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end(); }
 
 std::string why_not(const Variant& variant, const DeviceInfo& device, const Problem& problem) {
-  if (!variant.supports(problem.dtype))
-    return std::string("not implemented for ") + to_string(problem.dtype);
+  if (!variant.supports(problem.dtype)) return std::string("not implemented for ") + to_string(problem.dtype);
   return variant.can_implement ? variant.can_implement(device, problem) : "";
 }
 
@@ -136,14 +135,15 @@ void Registry::add(ClaimCheck claim) {
                   "registry: claim " + claim.id + " is shown on page '" + claim.page + "', which nothing registers");
   for (const ClaimUse& use : claim.uses) {
     const Op* op = find_op(use.op);
-    CUDALAB_REQUIRE(op != nullptr, "registry: claim " + claim.id + " reads op '" + use.op + "', which is not registered");
-    CUDALAB_REQUIRE(op->find_variant(use.variant) != nullptr,
-                    "registry: claim " + claim.id + " reads variant '" + use.variant + "' of " + use.op +
-                        ", which is not registered");
-    CUDALAB_REQUIRE(std::find(op->bench_problems.begin(), op->bench_problems.end(), use.problem) !=
-                        op->bench_problems.end(),
-                    "registry: claim " + claim.id + " reads " + use.op + " at " + use.problem.label() +
-                        ", which bench does not time");
+    CUDALAB_REQUIRE(op != nullptr,
+                    "registry: claim " + claim.id + " reads op '" + use.op + "', which is not registered");
+    CUDALAB_REQUIRE(op->find_variant(use.variant) != nullptr, "registry: claim " + claim.id + " reads variant '" +
+                                                                  use.variant + "' of " + use.op +
+                                                                  ", which is not registered");
+    CUDALAB_REQUIRE(
+        std::find(op->bench_problems.begin(), op->bench_problems.end(), use.problem) != op->bench_problems.end(),
+        "registry: claim " + claim.id + " reads " + use.op + " at " + use.problem.label() +
+            ", which bench does not time");
   }
   claims_.push_back(std::move(claim));
 }

@@ -131,9 +131,10 @@ Variant make_variant(std::string id, std::string technique, Role role,
     BoundLaunch bound;
     // One fold over the launchers: the one whose element type is the problem's dtype is bound.
     (void)((problem.dtype == dtype_of_v<typename Args::Element> &&
-            (bound = [launcher = launchers, args = Binding::template bind<Args>(problem, tensors)](
-                         cudaStream_t stream) { launcher(args, stream); },
-             true)) ||
+            (
+                bound = [launcher = launchers, args = Binding::template bind<Args>(problem, tensors)](
+                            cudaStream_t stream) { launcher(args, stream); },
+                true)) ||
            ...);
     if (!bound)
       throw Error(ErrorKind::invalid_argument, std::string("no launcher for dtype ") + to_string(problem.dtype),

@@ -34,7 +34,7 @@ struct TensorSpec {
   TensorRole role = TensorRole::input;
   std::optional<DType> dtype;  // empty: the problem's dtype
   std::function<std::int64_t(const Problem&)> elements;
-  TensorFill fill;  // inputs only; empty: fill_random
+  TensorFill fill = nullptr;  // inputs only; empty: fill_random
 
   DType dtype_for(const Problem& problem) const { return dtype.value_or(problem.dtype); }
   std::size_t bytes_for(const Problem& problem) const;

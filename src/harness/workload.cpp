@@ -60,8 +60,8 @@ void Workload::generate(std::uint64_t seed, Distribution distribution, cudaStrea
     void* host = spec.role == TensorRole::input_output ? tensor.initial_host() : tensor.host();
     CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host, tensor.device(), tensor.bytes(), cudaMemcpyDeviceToHost, stream));
     if (pristine_[i].bytes() > 0)
-      CUDALAB_CUDA_CHECK(cudaMemcpyAsync(pristine_[i].data(), tensor.device(), tensor.bytes(),
-                                         cudaMemcpyDeviceToDevice, stream));
+      CUDALAB_CUDA_CHECK(
+          cudaMemcpyAsync(pristine_[i].data(), tensor.device(), tensor.bytes(), cudaMemcpyDeviceToDevice, stream));
   }
   CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
@@ -69,7 +69,8 @@ void Workload::generate(std::uint64_t seed, Distribution distribution, cudaStrea
 void Workload::poison(cudaStream_t stream) {
   for (Tensor& tensor : tensors_.all()) {
     const TensorSpec& spec = op_.tensors[static_cast<std::size_t>(&tensor - tensors_.all().data())];
-    if (spec.role == TensorRole::output) harness::poison(tensor.device(), tensor.bytes(), stream, poison_byte(tensor.dtype()));
+    if (spec.role == TensorRole::output)
+      harness::poison(tensor.device(), tensor.bytes(), stream, poison_byte(tensor.dtype()));
   }
 }
 

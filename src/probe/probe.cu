@@ -70,11 +70,6 @@ __global__ void fma_kernel(float multiplier, float addend, float* sink) {
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-__global__ void float_to_bf16_kernel(const float* in, __nv_bfloat16* out, std::int64_t count) {
-  const std::int64_t stride = global_thread_count();
-  for (std::int64_t i = global_thread_index(); i < count; i += stride) out[i] = __float2bfloat16(in[i]);
-}
-
 __global__ void empty_kernel() {}
 
 double gbps(double bytes, double milliseconds) { return bytes / (milliseconds * 1e-3) / 1e9; }
@@ -167,22 +162,20 @@ void measure_fp32(Ceilings& c, KernelTimer& timer, cudaStream_t stream, const De
   c.fp32_tflops = flops / (t.median * 1e-3) / 1e12;
 }
 
-void measure_bf16_gemm(Ceilings& c, KernelTimer& timer, cudaStream_t stream) {
+// cuBLAS's rate on one 8192^3 (4096^3 on small cards) product of random inputs, fp32 accumulation:
+// the ceiling a tensor-core variant of that precision is held to. TF32 is an fp32 GEMM in cuBLAS's
+// TF32 compute mode.
+double measure_tensor_gemm(DType dtype, cublasComputeType_t compute, KernelTimer& timer, cudaStream_t stream) {
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDALAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  // 8192^3 fills any current GPU; smaller cards get 4096^3 (three 8192^2 bf16 matrices + fp32
-  // staging take ~0.7 GiB).
+  // Three 8192^2 matrices take 0.4-0.8 GiB.
   const int size = free_bytes > (std::size_t{4} << 30) ? 8192 : 4096;
   const std::int64_t elements = static_cast<std::int64_t>(size) * size;
-  DeviceBuffer<float> staging(elements);
-  DeviceBuffer<__nv_bfloat16> a(elements), b(elements), out(elements);
-  const int convert_blocks = 4 * 1024;
-  harness::fill_random(staging.data(), elements, 7, harness::Distribution::uniform, stream);
-  float_to_bf16_kernel<<<convert_blocks, kBlockSize, 0, stream>>>(staging.data(), a.data(), elements);
-  CUDALAB_CHECK_LAUNCH();
-  harness::fill_random(staging.data(), elements, 8, harness::Distribution::uniform, stream);
-  float_to_bf16_kernel<<<convert_blocks, kBlockSize, 0, stream>>>(staging.data(), b.data(), elements);
-  CUDALAB_CHECK_LAUNCH();
+  const std::int64_t bytes = elements * static_cast<std::int64_t>(size_of(dtype));
+  DeviceBuffer<unsigned char> a(bytes), b(bytes), out(bytes);
+  harness::fill_random(dtype, a.data(), elements, 7, harness::Distribution::uniform, stream);
+  harness::fill_random(dtype, b.data(), elements, 8, harness::Distribution::uniform, stream);
+  const cudaDataType_t type = dtype == DType::bf16 ? CUDA_R_16BF : dtype == DType::f16 ? CUDA_R_16F : CUDA_R_32F;
   CublasHandle cublas;
   check_cublas(cublasSetStream(cublas.handle, stream), "cublasSetStream");
   const float alpha = 1.0f, beta = 0.0f;
@@ -190,13 +183,13 @@ void measure_bf16_gemm(Ceilings& c, KernelTimer& timer, cudaStream_t stream) {
   options.stopping.max_samples = 50;
   const auto t = timer.time(
       [&](cudaStream_t) {
-        check_cublas(cublasGemmEx(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &alpha, a.data(),
-                                  CUDA_R_16BF, size, b.data(), CUDA_R_16BF, size, &beta, out.data(), CUDA_R_16BF, size,
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                     "cublasGemmEx (bf16)");
+        check_cublas(
+            cublasGemmEx(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &alpha, a.data(), type, size,
+                         b.data(), type, size, &beta, out.data(), type, size, compute, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx (tensor-core ceiling)");
       },
       stream, options);
-  c.bf16_tensor_tflops = 2.0 * static_cast<double>(size) * size * size / (t.median * 1e-3) / 1e12;
+  return 2.0 * static_cast<double>(size) * size * size / (t.median * 1e-3) / 1e12;
 }
 
 void measure_transfers(Ceilings& c, cudaStream_t stream) {
@@ -255,8 +248,10 @@ Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(con
   measure_memory(c, timer, stream.get());
   say("probe: FP32 FMA throughput");
   measure_fp32(c, timer, stream.get(), device);
-  say("probe: BF16 tensor-core GEMM through cuBLAS");
-  measure_bf16_gemm(c, timer, stream.get());
+  say("probe: BF16, FP16 and TF32 tensor-core GEMMs through cuBLAS");
+  c.bf16_tensor_tflops = measure_tensor_gemm(DType::bf16, CUBLAS_COMPUTE_32F, timer, stream.get());
+  c.fp16_tensor_tflops = measure_tensor_gemm(DType::f16, CUBLAS_COMPUTE_32F, timer, stream.get());
+  c.tf32_tensor_tflops = measure_tensor_gemm(DType::f32, CUBLAS_COMPUTE_32F_FAST_TF32, timer, stream.get());
   say("probe: host<->device transfers (pageable, pinned)");
   measure_transfers(c, stream.get());
   say("probe: kernel launch latency");

@@ -32,7 +32,8 @@ void check_library(std::int64_t height, std::int64_t width, std::int64_t pitch, 
   CUDALAB_CUDA_CHECK(cudaMemcpy2DAsync(result.data(), row_bytes, output.data() + offset, pitch_bytes, row_bytes, height,
                                        cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
-  const harness::Comparison c = harness::check_conv2d(image.data(), height, width, filter.data(), r, result.data());
+  const harness::Comparison c =
+      harness::check_conv2d(image.data(), height, width, width, filter.data(), r, result.data(), width);
   EXPECT_TRUE(c.passed()) << height << "x" << width << " pitch " << pitch << " offset " << offset << " R " << r << ": "
                           << c.summary();
 }

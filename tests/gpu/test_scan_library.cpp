@@ -71,6 +71,11 @@ TEST(LibraryScan, ArgumentErrors) {
             ErrorKind::invalid_argument);
   EXPECT_EQ(test_support::thrown_kind([&] { inclusive_scan(data.data(), data.data(), 100, nullptr, 1 << 20); }),
             ErrorKind::invalid_argument);
+  // One byte short of scan_workspace_bytes is refused before anything is launched.
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(scan_workspace_bytes(100)));
+  EXPECT_EQ(test_support::thrown_kind(
+                [&] { inclusive_scan(data.data(), data.data(), 100, workspace.data(), workspace.bytes() - 1); }),
+            ErrorKind::invalid_argument);
   // n == 0 touches nothing, null pointers included.
   EXPECT_NO_THROW(inclusive_scan(static_cast<const std::int32_t*>(nullptr), nullptr, 0));
   EXPECT_EQ(scan_workspace_bytes(0), 0u);

@@ -95,6 +95,12 @@ TEST(LibrarySelect, ArgumentErrors) {
   EXPECT_EQ(test_support::thrown_kind(
                 [&] { select_at_least(data.data(), 100, 0, data.data(), count.data(), nullptr, 1 << 20); }),
             ErrorKind::invalid_argument);
+  // One byte short of select_workspace_bytes is refused before anything is launched.
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(select_workspace_bytes(100)));
+  EXPECT_EQ(test_support::thrown_kind([&] {
+              select_at_least(data.data(), 100, 0, data.data(), count.data(), workspace.data(), workspace.bytes() - 1);
+            }),
+            ErrorKind::invalid_argument);
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
 }
 

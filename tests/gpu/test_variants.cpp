@@ -1,5 +1,6 @@
 // Every registered variant of every op, verified against the CPU reference at every test size of
 // its op, on fresh random inputs (a new seed per test, printed on failure).
+#include <cctype>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,11 +21,15 @@ struct Case {
 // Keeps gtest from printing the struct as raw bytes.
 void PrintTo(const Case& c, std::ostream* os) { *os << c.op << "/" << c.variant << " " << c.problem.label(); }
 
+// Cases are every (variant, test problem) pair the variant implements the dtype of; a variant that
+// cannot run a problem for another reason (architecture, shape) skips with that reason.
+
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const Op& op : builtin_registry().ops())
     for (const Variant& v : op.variants)
-      for (const Problem& p : op.test_problems) cases.push_back({op.name, v.id, p});
+      for (const Problem& p : op.test_problems)
+        if (v.supports(p.dtype)) cases.push_back({op.name, v.id, p});
   return cases;
 }
 
@@ -44,14 +49,14 @@ TEST_P(EveryVariant, MatchesTheCpuReference) {
     GTEST_SKIP() << "broken on purpose: a race may give the right sum by luck at any one size; "
                     "BrokenVariants.AreShownFailing checks it fails where it should";
   try {
-    require_fits(op, c.problem);
+    require_fits(op, c.problem, {c.variant});
   } catch (const Error& e) {
     GTEST_SKIP() << e.what();
   }
   // Small sizes are checked on every distribution; larger ones on the op's headline bench
   // distribution only (each pass there moves gigabytes through the host check).
   std::vector<Distribution> distributions = {op.bench_distributions.front()};
-  if (c.problem.n <= (1 << 24)) distributions = all_distributions();
+  if (c.problem.elements() <= (1 << 24)) distributions = all_distributions();
   KernelTimer timer;
   for (Distribution distribution : distributions) {
     RunOptions options;
@@ -86,8 +91,10 @@ TEST(BrokenVariants, AreShownFailing) {
         options.seed = fresh_seed();
         options.check_only = true;
         options.distribution = Distribution::integers;
-        // A shaped op has no 2^24 problem of its own rank: its largest test problem stands in.
-        const Problem problem = op.shape_names.empty() ? Problem{1 << 24} : op.test_problems.back();
+        // A 1-D op is checked at 2^24 elements; a shaped op has no such problem of its own rank, so
+        // its largest test problem of the variant's first dtype stands in.
+        Problem problem = op.test_problems.back();
+        if (op.dim_names.size() == 1) problem = op.problem({1 << 24}, v.dtypes.front());
         const auto records = run_problem(op, problem, options, Ceilings{}, timer, nullptr);
         failures += records.front().outcome == Outcome::failed;
       }
@@ -97,9 +104,12 @@ TEST(BrokenVariants, AreShownFailing) {
   if (broken == 0) GTEST_SKIP() << "no variant is broken on purpose";
 }
 
+// gtest names take letters, digits and underscores only.
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  const Problem& p = info.param.problem;
-  return info.param.op + "_" + info.param.variant + "_" + (p.shape.empty() ? "n" + std::to_string(p.n) : p.label());
+  std::string name = info.param.op + "_" + info.param.variant + "_" + info.param.problem.key();
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryVariant, ::testing::ValuesIn(all_cases()), case_name);

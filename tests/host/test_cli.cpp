@@ -61,6 +61,9 @@ TEST(Cli, ListNeedsNoGpu) {
   ASSERT_EQ(json.code, kExitOk);
   const auto document = nlohmann::json::parse(json.out);
   EXPECT_EQ(document["ops"][0]["name"], "vecadd");
+  EXPECT_EQ(document["ops"][0]["dims"], nlohmann::json::array({"n"}));
+  EXPECT_EQ(document["ops"][0]["dtypes"][0], "f32");
+  EXPECT_FALSE(document["ops"][0]["bench_problems"].empty());
 }
 
 // Each bad request is refused with one line on stderr and a non-zero exit, before any GPU work.
@@ -88,6 +91,20 @@ TEST(Cli, UnknownOpAndVariantAreRefused) {
   const Outcome shape_of_1d_op = invoke({"run", "vecadd", "--shape", "64x64"});
   EXPECT_EQ(shape_of_1d_op.code, kExitUsage);
   EXPECT_NE(shape_of_1d_op.err.find("sized by --n"), std::string::npos) << shape_of_1d_op.err;
+  const Outcome dtype = invoke({"run", "vecadd", "--dtype", "f13"});
+  EXPECT_EQ(dtype.code, kExitUsage);
+  EXPECT_NE(dtype.err.find("takes --dtype f32"), std::string::npos) << dtype.err;
+  EXPECT_EQ(lines(dtype.err), 1) << dtype.err;
+  const Outcome wrong_dtype = invoke({"run", "vecadd", "--n", "5", "--dtype", "u8"});
+  EXPECT_EQ(wrong_dtype.code, kExitUsage) << "a dtype cudalab knows but the op does not take";
+  for (const char* param : {"exclusive", "=1", "exclusive=", "exclusive=abc", "exclusive=nan"}) {
+    const Outcome bad = invoke({"run", "vecadd", "--n", "5", "--param", param});
+    EXPECT_EQ(bad.code, kExitUsage) << param;
+    EXPECT_EQ(lines(bad.err), 1) << bad.err;
+  }
+  const Outcome unknown_param = invoke({"run", "vecadd", "--n", "5", "--param", "eps=1e-5"});
+  EXPECT_EQ(unknown_param.code, kExitUsage);
+  EXPECT_NE(unknown_param.err.find("no parameter 'eps'"), std::string::npos) << unknown_param.err;
   const Outcome bench_unknown = invoke({"bench", "--only", "nosuch"});
   EXPECT_EQ(bench_unknown.code, kExitUsage);
   EXPECT_EQ(lines(bench_unknown.err), 1) << bench_unknown.err;
@@ -107,6 +124,14 @@ TEST(Cli, GpuCommandsWithoutAGpuSayNoDevice) {
     EXPECT_NE(o.err.find("no CUDA device"), std::string::npos) << o.err;
     EXPECT_EQ(lines(o.err), 1) << o.err;
   }
+}
+
+TEST(ParseParam, TakesNameEqualsAFiniteNumber) {
+  EXPECT_EQ(parse_param("exclusive=1"), (std::pair<std::string, double>{"exclusive", 1.0}));
+  EXPECT_EQ(parse_param("eps=1e-5").second, 1e-5);
+  EXPECT_THROW(parse_param("eps"), Error);
+  EXPECT_THROW(parse_param("eps=1e-5x"), Error);
+  EXPECT_THROW(parse_param("eps=inf"), Error);
 }
 
 TEST(ParseElementCount, AcceptsWholeNumbersAndPowersOfTwo) {
@@ -150,10 +175,10 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
   const std::string path = ::testing::TempDir() + "cudalab_report_test.json";
   {
     std::ofstream file(path);
-    file << R"({"schema": "cudalab-results/1", "provenance": {"gpu_name": "Test GPU", "commit": "abc"},
+    file << R"({"schema": "cudalab-results/2", "provenance": {"gpu_name": "Test GPU", "commit": "abc"},
       "ceilings": {"copy_kernel_gbps": 1000, "fp32_tflops": 10},
       "records": [{"op": "vecadd", "variant": "one_per_thread", "technique": "t", "role": "ladder",
-                   "problem": {"n": 1024}, "outcome": "passed",
+                   "problem": {"dtype": "f32", "dims": [{"name": "n", "size": 1024}]}, "outcome": "passed",
                    "time_ms": {"count": 10, "median": 0.5, "min": 0.4, "max": 0.6},
                    "roofline": {"gbps": 100, "fraction": 0.1}}],
       "experiments": []})";
@@ -162,6 +187,7 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
   EXPECT_EQ(o.code, kExitOk) << o.err;
   EXPECT_NE(o.out.find("| one_per_thread |"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("Test GPU"), std::string::npos);
+  EXPECT_NE(o.out.find("ranking:vecadd_f32"), std::string::npos) << "blocks are per configuration";
   std::remove(path.c_str());
   EXPECT_EQ(invoke({"report", path.c_str()}).code, kExitUsage);  // now missing
 }
@@ -172,7 +198,7 @@ harness::Record timed_record(const std::string& variant, harness::Role role, std
   r.variant = variant;
   r.role = role;
   r.distribution = "uniform";
-  r.problem.n = n;
+  r.problem = harness::Problem({{"n", n}}, DType::f32);
   r.outcome = harness::Outcome::passed;
   r.timed = true;
   r.time_ms.median = median_ms;
@@ -191,9 +217,10 @@ TEST(Report, HeadlineIsTheLargestTimedSizeOfTheFirstDistribution) {
   stress.distribution = "all_equal";
   records.push_back(untimed);
   records.push_back(stress);
-  const Headline h = headline_problem(records, "reduce");
+  EXPECT_EQ(configuration_id(records.front()), "reduce_f32");
+  const Headline h = headline_problem(records, "reduce_f32");
   EXPECT_EQ(h.distribution, "uniform");
-  EXPECT_EQ(h.problem.n, 4000);
+  EXPECT_EQ(h.problem.dim("n"), 4000);
 }
 
 TEST(Report, RankingPutsTheFastestFirstAndUntimedRowsLast) {

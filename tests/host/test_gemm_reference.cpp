@@ -1,12 +1,18 @@
-// The CPU reference of the matrix multiply, its error bound, and cudalab::gemm's argument checks
-// (all raised before any CUDA call, so they run without a GPU).
+// The CPU reference of the matrix multiply, its error bound, cudalab::gemm's argument checks (all
+// raised before any CUDA call, so they run without a GPU), and the op's registration: named
+// parameters, pipeline configurations bound by value, the TF32 row's engine, the claims' problems.
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "cudalab/gemm.hpp"
 #include "error_kind.hpp"
+#include "harness/registry.hpp"
+#include "ops/gemm/ids.hpp"
 #include "ops/gemm/reference.hpp"
+#include "ops/gemm/variants.hpp"
 
 namespace cudalab {
 namespace {
@@ -52,6 +58,71 @@ TEST(GemmLibrary, RejectsBadArguments) {
             ErrorKind::invalid_argument);
   // Empty outputs are accepted and do nothing, even with null pointers.
   EXPECT_NO_THROW(gemm(0, 5, 5, 1, nullptr, 5, nullptr, 5, 0, nullptr, 5));
+}
+
+TEST(GemmOp, ProblemsCarryAlphaAndBeta) {
+  const harness::Op* op = harness::builtin_registry().find_op(harness::gemm_ids::kOp);
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->dim_names, (std::vector<std::string>{"M", "N", "K"}));
+  EXPECT_EQ(op->dtypes, (std::vector<DType>{DType::f32}));
+  const harness::Problem p = op->problem({64, 32, 16}, DType::f32);
+  EXPECT_EQ(p.param("alpha"), 1.5);
+  EXPECT_EQ(p.param("beta"), -0.5);
+  // beta != 0 reads C: A, B and C read once, C written once, 2 M N K flops.
+  const harness::Work w = op->work(p);
+  EXPECT_EQ(w.bytes_read, 4.0 * (64 * 16 + 16 * 32 + 64 * 32));
+  EXPECT_EQ(w.bytes_written, 4.0 * 64 * 32);
+  EXPECT_EQ(w.flops, 2.0 * 64 * 32 * 16);
+  EXPECT_EQ(op->work(op->problem({64, 32, 16}, DType::f32, {{"beta", 0.0}})).bytes_read, 4.0 * (64 * 16 + 16 * 32));
+  // Up to 2^26 multiply-adds the reference runs on the host; 8192^3 needs the device reference's memory.
+  EXPECT_EQ(op->check_device_bytes(op->problem({127, 129, 131}, DType::f32)), 0u);
+  EXPECT_GT(op->check_device_bytes(op->problem({8192, 8192, 8192}, DType::f32)), std::size_t{2} << 30);
+}
+
+TEST(GemmOp, PipelinedStepsRunTheirConfigurations) {
+  namespace ids = harness::gemm_ids;
+  const harness::Op& op = *harness::builtin_registry().find_op(ids::kOp);
+  auto technique = [&](const std::string& id) {
+    const harness::Variant* v = op.find_variant(id);
+    return v != nullptr ? v->technique : std::string();
+  };
+  EXPECT_NE(technique(ids::kVectorized).find("(128x128x8_8x8_s1_thread)"), std::string::npos);
+  EXPECT_NE(technique(ids::kDoubleBuffered).find("(128x128x8_8x8_s2_thread)"), std::string::npos);
+  EXPECT_NE(technique(ids::kWarpTiledSingleBuffer).find("(128x128x8_8x8_s1_warp)"), std::string::npos);
+  EXPECT_NE(technique(ids::kWarpTiled).find("(128x128x8_8x8_s2_warp)"), std::string::npos);
+  // Every built configuration is exactly one variant.
+  for (const auto& config : gemm_variants::pipeline_configs()) {
+    const std::string suffix = "(" + config.name() + ")";
+    const auto count = std::count_if(op.variants.begin(), op.variants.end(), [&](const harness::Variant& v) {
+      return v.technique.size() >= suffix.size() &&
+             v.technique.compare(v.technique.size() - suffix.size(), suffix.size(), suffix) == 0;
+    });
+    EXPECT_EQ(count, 1) << config.name();
+  }
+  // A configuration the library does not build is refused by name, not launched.
+  EXPECT_EQ(test_support::thrown_kind([] {
+              gemm_variants::pipelined_launcher({96, 96, 8, 2, 2, 1, false});
+            }),
+            ErrorKind::invalid_argument);
+  EXPECT_EQ(op.find_variant(ids::kCublasTf32)->engine, harness::Engine::tensor_cores);
+  EXPECT_EQ(op.find_variant(ids::kCublas)->engine, harness::Engine::cuda_cores);
+}
+
+TEST(GemmOp, ClaimsReadTheirProblems) {
+  const harness::Registry& registry = harness::builtin_registry();
+  const harness::Op& op = *registry.find_op(harness::gemm_ids::kOp);
+  const harness::Problem cube1024 = op.problem({1024, 1024, 1024}, DType::f32);
+  const harness::Problem cube8192 = op.problem({8192, 8192, 8192}, DType::f32);
+  int found = 0;
+  for (const harness::ClaimCheck& claim : registry.claims()) {
+    if (claim.id != "C26" && claim.id != "C27" && claim.id != "C28" && claim.id != "C30") continue;
+    ++found;
+    ASSERT_FALSE(claim.uses.empty()) << claim.id;
+    for (const harness::ClaimUse& use : claim.uses)
+      EXPECT_EQ(use.problem, claim.id == "C28" ? cube8192 : cube1024) << claim.id << " " << use.variant;
+    EXPECT_TRUE(claim.evaluate(nlohmann::json::object()).is_null()) << claim.id;
+  }
+  EXPECT_EQ(found, 4);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The histogram ops without a GPU: the CPU reference they are checked against, their registry
 // entries, and the library call's argument checks (which come before any CUDA call).
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <set>
@@ -12,6 +13,7 @@
 #include "cudalab/error.hpp"
 #include "cudalab/histogram.hpp"
 #include "harness/registry.hpp"
+#include "ops/histogram/ids.hpp"
 #include "ops/histogram/reference.hpp"
 
 namespace cudalab::harness {
@@ -53,27 +55,61 @@ TEST(HistogramReference, ParallelSplitMatchesASequentialCount) {
   EXPECT_EQ(reference_histogram(keys.data(), n, 4096), expected);
 }
 
-TEST(HistogramRegistry, OpsAreRegisteredWithBothDistributionsAndTheEdgeSizes) {
-  for (const char* name : {"histogram_u8_256", "histogram_u16_4096"}) {
-    SCOPED_TRACE(name);
-    const Op* op = builtin_registry().find_op(name);
-    ASSERT_NE(op, nullptr);
-    EXPECT_EQ(op->bench_distributions, (std::vector<Distribution>{Distribution::uniform, Distribution::all_equal}));
+// One op for both sample types: bytes into 256 bins and 16-bit samples into 4096, each benched at
+// 2^20 and 2^28 on uniform and all-one-value input and tested at the edge sizes.
+TEST(HistogramRegistry, OpIsRegisteredWithBothCombinationsDistributionsAndEdgeSizes) {
+  namespace ids = histogram_ids;
+  const Op* op = builtin_registry().find_op(ids::kOp);
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->dtypes, (std::vector<DType>{DType::u8, DType::u16}));
+  EXPECT_EQ(op->bench_distributions, (std::vector<Distribution>{Distribution::uniform, Distribution::all_equal}));
+  EXPECT_EQ(op->bench_problems.size(), 4u);
+  for (const auto& [dtype, bins] : {std::pair<DType, int>{DType::u8, 256}, {DType::u16, 4096}}) {
+    SCOPED_TRACE(to_string(dtype));
+    for (std::int64_t n : {std::int64_t{1} << 20, std::int64_t{1} << 28}) {
+      const Problem bench = op->problem({n}, dtype, {{ids::kBins, static_cast<double>(bins)}});
+      EXPECT_NE(std::find(op->bench_problems.begin(), op->bench_problems.end(), bench), op->bench_problems.end())
+          << bench.label();
+    }
     std::set<std::int64_t> sizes;
-    for (const Problem& p : op->test_problems) sizes.insert(p.n);
+    for (const Problem& p : op->test_problems) {
+      if (p.dtype != dtype) continue;
+      EXPECT_EQ(p.param(ids::kBins), bins);
+      sizes.insert(p.dim("n"));
+    }
     for (std::int64_t n : {0, 1, 31, 32, 33, 1000003, 1 << 24, 1 << 28}) EXPECT_TRUE(sizes.count(n)) << n;
-    EXPECT_NE(op->find_variant("cub"), nullptr);
-    EXPECT_EQ(op->find_variant("cub")->role, Role::baseline);
   }
-  EXPECT_NE(builtin_registry().find_op("histogram_u8_256")->find_variant("lane_columns"), nullptr);
+  ASSERT_NE(op->find_variant(ids::kCub), nullptr);
+  EXPECT_EQ(op->find_variant(ids::kCub)->role, Role::baseline);
+  EXPECT_TRUE(op->find_variant(ids::kCub)->workspace_bytes != nullptr);
+  ASSERT_NE(op->find_variant(ids::kLaneColumns), nullptr);
+  EXPECT_EQ(op->find_variant(ids::kLaneColumns)->dtypes, std::vector<DType>{DType::u8});
+  EXPECT_EQ(op->find_variant(ids::kVectorized)->dtypes, (std::vector<DType>{DType::u8, DType::u16}));
+}
+
+TEST(HistogramRegistry, ByteVariantsRefuseOtherBinCounts) {
+  const Op* op = builtin_registry().find_op(histogram_ids::kOp);
+  ASSERT_NE(op, nullptr);
+  const Variant* vectorized = op->find_variant(histogram_ids::kVectorized);
+  ASSERT_NE(vectorized, nullptr);
+  const DeviceInfo device{};
+  EXPECT_EQ(why_not(*vectorized, device, op->problem({1000}, DType::u8)), "");
+  EXPECT_NE(why_not(*vectorized, device, op->problem({1000}, DType::u8, {{histogram_ids::kBins, 100}})), "");
+  EXPECT_EQ(why_not(*vectorized, device, op->problem({1000}, DType::u16, {{histogram_ids::kBins, 4096}})), "");
+  EXPECT_NE(why_not(*vectorized, device, op->problem({1000}, DType::u16, {{histogram_ids::kBins, 4097}})), "");
+  EXPECT_EQ(why_not(*op->find_variant(histogram_ids::kGlobalAtomics), device,
+                    op->problem({1000}, DType::u16, {{histogram_ids::kBins, 65536}})),
+            "");
 }
 
 TEST(HistogramRegistry, WorkModelReadsEachSampleOnceAndWritesTheBins) {
-  const Work bytes = builtin_registry().find_op("histogram_u8_256")->work(Problem{1000});
+  const Op* op = builtin_registry().find_op(histogram_ids::kOp);
+  ASSERT_NE(op, nullptr);
+  const Work bytes = op->work(op->problem({1000}, DType::u8));
   EXPECT_DOUBLE_EQ(bytes.bytes_read, 1000);
   EXPECT_DOUBLE_EQ(bytes.bytes_written, 256 * 4);
   EXPECT_DOUBLE_EQ(bytes.flops, 0);
-  const Work wide = builtin_registry().find_op("histogram_u16_4096")->work(Problem{1000});
+  const Work wide = op->work(op->problem({1000}, DType::u16, {{histogram_ids::kBins, 4096}}));
   EXPECT_DOUBLE_EQ(wide.bytes_read, 2000);
   EXPECT_DOUBLE_EQ(wide.bytes_written, 4096 * 4);
 }

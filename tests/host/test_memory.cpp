@@ -70,11 +70,11 @@ TEST(TransposeArguments, AreChecked) {
 }
 
 TEST(TransposeRegistry, IsShapedAndTestedOffTheTile) {
-  const auto* op = harness::builtin_registry().find_op("transpose_f32");
+  const auto* op = harness::builtin_registry().find_op("transpose");
   ASSERT_NE(op, nullptr);
-  EXPECT_EQ(op->shape_names, (std::vector<std::string>{"rows", "cols"}));
+  EXPECT_EQ(op->dim_names, (std::vector<std::string>{"rows", "cols"}));
   bool off_tile = false;
-  for (const auto& p : op->test_problems) off_tile |= p.shape[0] % 32 != 0 && p.shape[1] % 32 != 0;
+  for (const auto& p : op->test_problems) off_tile |= p.dim("rows") % 32 != 0 && p.dim("cols") % 32 != 0;
   EXPECT_TRUE(off_tile);
   for (const char* name : {"coalescing_offset", "coalescing_stride", "gather_random", "aos_soa", "linked_list",
                            "bank_conflicts", "memory_latency"}) {

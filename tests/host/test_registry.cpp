@@ -6,6 +6,7 @@
 #include "cudalab/error.hpp"
 #include "harness/claims.hpp"
 #include "harness/registry.hpp"
+#include "harness/workload.hpp"
 
 namespace cudalab::harness {
 namespace {
@@ -18,40 +19,80 @@ TEST(BuiltinRegistry, EveryOpIsCompleteAndHasABaseline) {
     EXPECT_FALSE(op.bench_problems.empty());
     EXPECT_FALSE(op.test_problems.empty());
     for (const Problem& p : op.test_problems) {
-      EXPECT_EQ(p.shape.size(), op.shape_names.size()) << p.label();
-      if (p.n == 0) continue;
+      if (p.elements() == 0) continue;
       const Work w = op.work(p);
       EXPECT_GT(w.bytes_read + w.bytes_written, 0.0) << p.label();
-      EXPECT_GE(op.device_bytes(p), static_cast<std::size_t>(w.bytes_read + w.bytes_written)) << p.label();
+      // The tensors hold at least the minimum traffic the work model counts. (Variants' workspace
+      // sizes are left out: CUB's size queries need a device.)
+      EXPECT_GE(workload_device_bytes(op, p, {}), static_cast<std::size_t>(w.bytes_read + w.bytes_written))
+          << p.label();
     }
     const bool has_baseline =
         std::any_of(op.variants.begin(), op.variants.end(), [](const Variant& v) { return v.role == Role::baseline; });
     EXPECT_TRUE(has_baseline) << "every ladder is shown beside its vendor library";
-    std::set<std::string> ids;
-    for (const Variant& v : op.variants) EXPECT_TRUE(ids.insert(v.id).second) << v.id;
+    // Every dtype the op lists is implemented by some ladder variant and some baseline.
+    for (DType dtype : op.dtypes) {
+      EXPECT_TRUE(std::any_of(op.variants.begin(), op.variants.end(), [&](const Variant& v) {
+        return v.role == Role::ladder && v.supports(dtype);
+      })) << to_string(dtype);
+    }
   }
 }
 
-TEST(Problem, ShapedProblemsCarryTheirProductAndLabel) {
-  const Problem p = Problem::shaped({8192, 64, 8192});
-  EXPECT_EQ(p.n, std::int64_t{8192} * 64 * 8192);
-  EXPECT_EQ(p.label(), "8192x64x8192");
-  EXPECT_EQ(Problem{1000}.label(), "n=1000");
-  EXPECT_NE(p, Problem::shaped({8192, 8192, 64}));
+TEST(BuiltinRegistry, ProblemsAreDistinctWithinEachList) {
+  for (const Op& op : builtin_registry().ops()) {
+    for (const auto* problems : {&op.bench_problems, &op.test_problems}) {
+      std::set<std::string> keys;
+      for (const Problem& p : *problems) EXPECT_TRUE(keys.insert(p.key()).second) << op.name << " " << p.label();
+    }
+  }
+}
+
+TEST(Problem, KeysTellShapesDtypesAndParametersApart) {
+  const Problem a({{"M", 8192}, {"N", 64}, {"K", 8192}}, DType::f32);
+  const Problem b({{"M", 8192}, {"N", 8192}, {"K", 64}}, DType::f32);
+  const Problem c({{"M", 8192}, {"N", 64}, {"K", 8192}}, DType::bf16);
+  EXPECT_EQ(a.elements(), b.elements());
+  EXPECT_NE(a, b) << "two shapes with the same product are two problems";
+  EXPECT_NE(a, c) << "the same shape in another dtype is another problem";
+  EXPECT_EQ(a.size_label(), "8192x64x8192");
+  EXPECT_EQ(a.key(), "dtype=f32;M=8192;N=64;K=8192");
+  const Problem scan({{"n", 1000}}, DType::i32, {{"exclusive", 1}});
+  EXPECT_EQ(scan.label(), "n=1000 i32 exclusive=1");
+  EXPECT_NE(scan, Problem({{"n", 1000}}, DType::i32, {{"exclusive", 0}}));
+  EXPECT_EQ(scan.dim("n"), 1000);
+  EXPECT_EQ(scan.param("exclusive"), 1.0);
+  EXPECT_THROW(scan.dim("M"), Error);
+  EXPECT_THROW(scan.param("eps"), Error);
+  EXPECT_EQ(format_param(1.5), "1.5");
+  EXPECT_EQ(format_param(-0.5), "-0.5");
+  EXPECT_EQ(format_param(4096), "4096");
+}
+
+TEST(ComputeUnit, FollowsTheEngineAndTheDtype) {
+  EXPECT_EQ(compute_unit(Engine::cuda_cores, DType::f32), ComputeUnit::fp32_cuda_cores);
+  EXPECT_EQ(compute_unit(Engine::cuda_cores, DType::bf16), ComputeUnit::fp32_cuda_cores);
+  EXPECT_EQ(compute_unit(Engine::cuda_cores, DType::i32), ComputeUnit::integer);
+  EXPECT_EQ(compute_unit(Engine::cuda_cores, DType::f64), ComputeUnit::fp64_cuda_cores);
+  EXPECT_EQ(compute_unit(Engine::tensor_cores, DType::f32), ComputeUnit::tf32_tensor_cores);
+  EXPECT_EQ(compute_unit(Engine::tensor_cores, DType::bf16), ComputeUnit::bf16_tensor_cores);
+  EXPECT_EQ(compute_unit(Engine::tensor_cores, DType::f16), ComputeUnit::fp16_tensor_cores);
 }
 
 TEST(BuiltinRegistry, VecaddTestSizesCoverTheEdges) {
   const Op* op = builtin_registry().find_op("vecadd");
   ASSERT_NE(op, nullptr);
   std::set<std::int64_t> sizes;
-  for (const Problem& p : op->test_problems) sizes.insert(p.n);
+  for (const Problem& p : op->test_problems) sizes.insert(p.dim("n"));
   for (std::int64_t n : {1, 31, 32, 33, 1000003, 1 << 24}) EXPECT_TRUE(sizes.count(n)) << n;
-  EXPECT_GT(op->device_bytes(Problem{*sizes.rbegin()}) / 3, std::size_t{1} << 31)
+  const Problem largest = op->problem({*sizes.rbegin()}, DType::f32);
+  EXPECT_GT(workload_device_bytes(*op, largest, {}) / 3, std::size_t{1} << 31)
       << "one array of the largest size must pass 2^31 bytes";
 }
 
-TEST(BuiltinRegistry, VecaddWorkModelCountsThreeStreams) {
-  const Work w = builtin_registry().find_op("vecadd")->work(Problem{100});
+TEST(BuiltinRegistry, VecaddWorkModelCountsThreeStreamsOfItsDtype) {
+  const Op* op = builtin_registry().find_op("vecadd");
+  const Work w = op->work(op->problem({100}, DType::f32));
   EXPECT_DOUBLE_EQ(w.bytes_read, 800);
   EXPECT_DOUBLE_EQ(w.bytes_written, 400);
   EXPECT_DOUBLE_EQ(w.flops, 100);
@@ -66,20 +107,50 @@ TEST(BuiltinRegistry, NamesResolve) {
   EXPECT_NE(registry.find_experiment("vecadd_host_pattern"), nullptr);
 }
 
+// Every claim's uses resolve (Registry::add checks them; this says so for the shipped set), and
+// every claim of CLAIMS.md that names records names at least one.
+TEST(BuiltinRegistry, ClaimsReadRegisteredVariantsAtBenchProblems) {
+  const Registry& registry = builtin_registry();
+  EXPECT_FALSE(registry.claims().empty());
+  for (const ClaimCheck& claim : registry.claims()) {
+    for (const ClaimUse& use : claim.uses) {
+      const Op* op = registry.find_op(use.op);
+      ASSERT_NE(op, nullptr) << claim.id;
+      EXPECT_NE(op->find_variant(use.variant), nullptr) << claim.id << " " << use.variant;
+      EXPECT_NE(std::find(op->bench_problems.begin(), op->bench_problems.end(), use.problem), op->bench_problems.end())
+          << claim.id << " " << use.problem.label();
+    }
+  }
+}
+
+struct NoArgs {
+  using Element = float;
+};
+struct NoBinding {
+  template <typename Args>
+  static Args bind(const Problem&, Tensors&) {
+    return {};
+  }
+};
+void do_nothing(const NoArgs&, cudaStream_t) {}
+
 Op minimal_op(const std::string& name) {
   Op op;
   op.name = name;
   op.summary = "test op";
+  op.dim_names = {"n"};
+  op.dtypes = {DType::f32};
+  op.tensors = {{"x", TensorRole::input, {}, [](const Problem& p) { return p.dim("n"); }}};
+  op.bench_problems = cross(op, {{8}}, op.dtypes);
+  op.test_problems = op.bench_problems;
   op.work = [](const Problem&) { return Work{}; };
-  op.device_bytes = [](const Problem&) { return std::size_t{0}; };
-  op.host_bytes = op.device_bytes;
-  op.make_workload = [](const Problem&) { return std::unique_ptr<Workload>(); };
-  Variant v;
-  v.id = "only";
-  v.technique = "does nothing";
-  v.launch = [](Workload&, cudaStream_t) {};
-  op.variants = {v};
+  op.check = [](const CheckContext&) { return Comparison{}; };
+  op.variants = {make_variant<NoBinding>("only", "does nothing", Role::ladder, do_nothing)};
   return op;
+}
+
+ClaimCheck claim_reading(const std::string& op, const std::string& variant, const Problem& problem) {
+  return ClaimCheck{"C99", op, {{op, variant, problem}}, [](const nlohmann::json&) { return nlohmann::json(); }};
 }
 
 TEST(Registry, RejectsDuplicateNamesAndIncompleteEntries) {
@@ -92,23 +163,62 @@ TEST(Registry, RejectsDuplicateNamesAndIncompleteEntries) {
   EXPECT_THROW(registry.add(twice), Error);
 
   Op no_launcher = minimal_op("c");
-  no_launcher.variants.front().launch = nullptr;
+  no_launcher.variants.front().bind = nullptr;
   EXPECT_THROW(registry.add(no_launcher), Error);
 
   Op no_variants = minimal_op("d");
   no_variants.variants.clear();
   EXPECT_THROW(registry.add(no_variants), Error);
 
+  Op untested_dtype = minimal_op("e");
+  untested_dtype.dtypes.push_back(DType::i32);
+  EXPECT_THROW(registry.add(untested_dtype), Error) << "every dtype needs a test problem";
+
+  Op foreign_dtype = minimal_op("f");
+  foreign_dtype.bench_problems.push_back(Problem({{"n", 8}}, DType::bf16));
+  EXPECT_THROW(registry.add(foreign_dtype), Error) << "a problem of a dtype the op does not list";
+
+  Op wrong_dims = minimal_op("g");
+  wrong_dims.test_problems.push_back(Problem({{"M", 8}}, DType::f32));
+  EXPECT_THROW(registry.add(wrong_dims), Error);
+
   Experiment clash{"a", "a", "clashes with an op", [](const ExperimentContext&) { return nlohmann::json(); }};
   EXPECT_THROW(registry.add(clash), Error);
   EXPECT_EQ(registry.ops().size(), 1u);
 }
 
-}  // namespace
-}  // namespace cudalab::harness
+TEST(Registry, RejectsClaimsThatNameWhatIsNotRegistered) {
+  Registry registry;
+  registry.add(minimal_op("a"));
+  const Problem benched = registry.find_op("a")->bench_problems.front();
+  EXPECT_THROW(registry.add(claim_reading("nosuch", "only", benched)), Error);
+  EXPECT_THROW(registry.add(claim_reading("a", "renamed", benched)), Error);
+  EXPECT_THROW(registry.add(claim_reading("a", "only", Problem({{"n", 9}}, DType::f32))), Error)
+      << "a problem bench does not time";
+  EXPECT_NO_THROW(registry.add(claim_reading("a", "only", benched)));
+}
 
-namespace cudalab::harness {
-namespace {
+TEST(Op, BuildsProblemsWithDefaultsAndRefusesWhatItDoesNotTake) {
+  Op op = minimal_op("a");
+  op.params = {{"exclusive", 0}};
+  const Problem p = op.problem({5}, DType::f32, {{"exclusive", 1}});
+  EXPECT_EQ(p.param("exclusive"), 1.0);
+  EXPECT_EQ(op.problem({5}, DType::f32).param("exclusive"), 0.0);
+  EXPECT_THROW(op.problem({5, 6}, DType::f32), Error);
+  EXPECT_THROW(op.problem({5}, DType::i32), Error);
+  EXPECT_THROW(op.problem({5}, DType::f32, {{"eps", 1e-5}}), Error);
+}
+
+TEST(MakeVariant, DispatchesOnTheProblemsDtype) {
+  Variant v = make_variant<NoBinding>("only", "does nothing", Role::ladder, do_nothing);
+  EXPECT_EQ(v.dtypes, std::vector<DType>{DType::f32});
+  EXPECT_TRUE(v.supports(DType::f32));
+  EXPECT_FALSE(v.supports(DType::bf16));
+  Tensors none;
+  EXPECT_TRUE(static_cast<bool>(v.bind(Problem({{"n", 1}}, DType::f32), none)));
+  EXPECT_THROW(v.bind(Problem({{"n", 1}}, DType::i32), none), Error);
+  EXPECT_EQ(why_not(v, DeviceInfo{}, Problem({{"n", 1}}, DType::i32)), "not implemented for i32");
+}
 
 TEST(Claims, SpeedupVerdictComparesGainsNotRatios) {
   EXPECT_EQ(speedup_verdict(1.18, 1.2), "holds");

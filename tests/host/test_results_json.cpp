@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "cudalab/error.hpp"
 #include "harness/claims.hpp"
 #include "harness/results.hpp"
 
@@ -12,8 +13,9 @@ Record timed_record(const std::string& variant, std::int64_t n, double median_ms
   r.variant = variant;
   r.technique = "technique of " + variant;
   r.role = role;
-  r.problem = {n};
-  r.work = {8.0 * n, 4.0 * n, 1.0 * n, ComputeUnit::fp32_cuda_cores};
+  r.problem = Problem({{"n", n}}, DType::f32);
+  r.work = {8.0 * n, 4.0 * n, 1.0 * n};
+  r.unit = ComputeUnit::fp32_cuda_cores;
   r.outcome = Outcome::passed;
   r.seed = 0xfeedfacecafebeefull;
   r.distribution = "uniform";
@@ -24,7 +26,7 @@ Record timed_record(const std::string& variant, std::int64_t n, double median_ms
   Ceilings c;
   c.copy_kernel_gbps = 3000;
   c.fp32_tflops = 60;
-  r.roofline_point = roofline(c, r.work, median_ms * 1e-3);
+  r.roofline_point = roofline(c, r.work, r.unit, median_ms * 1e-3);
   r.speedup_vs_first = 1.25;
   return r;
 }
@@ -36,7 +38,8 @@ TEST(ResultsJson, RecordRoundTrips) {
   EXPECT_EQ(back.variant, original.variant);
   EXPECT_EQ(back.technique, original.technique);
   EXPECT_EQ(back.role, original.role);
-  EXPECT_EQ(back.problem.n, original.problem.n);
+  EXPECT_EQ(back.problem, original.problem);
+  EXPECT_EQ(back.unit, original.unit);
   EXPECT_DOUBLE_EQ(back.work.bytes_read, original.work.bytes_read);
   EXPECT_EQ(back.outcome, original.outcome);
   EXPECT_EQ(back.seed, original.seed);
@@ -47,6 +50,15 @@ TEST(ResultsJson, RecordRoundTrips) {
   EXPECT_DOUBLE_EQ(back.roofline_point.fraction, original.roofline_point.fraction);
   EXPECT_EQ(back.roofline_point.bound, "memory");
   EXPECT_DOUBLE_EQ(back.speedup_vs_first, 1.25);
+}
+
+TEST(ResultsJson, ProblemsRoundTripWithDtypeAndParameters) {
+  const Problem p({{"n", 1000003}}, DType::i32, {{"exclusive", 1}});
+  const nlohmann::json j = p;
+  EXPECT_EQ(j["key"], p.key());
+  EXPECT_EQ(j["dtype"], "i32");
+  EXPECT_EQ(j.get<Problem>(), p);
+  EXPECT_THROW((nlohmann::json{{"dtype", "f13"}}.get<Problem>()), Error);
 }
 
 TEST(ResultsJson, FailedRecordKeepsItsComparisonAndHasNoTime) {

@@ -35,7 +35,7 @@ TEST(Roofline, WriteRateFollowsFromCopyAndRead) {
 
 TEST(Roofline, ACopyIsHeldToTheCopyRate) {
   const double bytes = 1e9;
-  const RooflinePoint p = roofline(example_ceilings(), Work{bytes, bytes, 0, ComputeUnit::fp32_cuda_cores}, 1e-3);
+  const RooflinePoint p = roofline(example_ceilings(), Work{bytes, bytes, 0}, ComputeUnit::fp32_cuda_cores, 1e-3);
   EXPECT_NEAR(p.memory_ceiling_gbps, 3000, 1e-6);
   EXPECT_NEAR(p.floor_seconds, 2 * bytes / 3000e9, 1e-15);
 }
@@ -45,7 +45,7 @@ TEST(Roofline, VectorAddIsHeldToItsReadWriteMix) {
   const double n = 268435456;
   const Ceilings c = example_ceilings();
   const double floor = 8 * n / 3300e9 + 4 * n / (c.write_gbps() * 1e9);
-  const RooflinePoint p = roofline(c, Work{8 * n, 4 * n, n, ComputeUnit::fp32_cuda_cores}, 1.2e-3);
+  const RooflinePoint p = roofline(c, Work{8 * n, 4 * n, n}, ComputeUnit::fp32_cuda_cores, 1.2e-3);
   EXPECT_EQ(p.bound, "memory");
   EXPECT_NEAR(p.floor_seconds, floor, 1e-15);
   EXPECT_GT(p.memory_ceiling_gbps, 3000);  // reads are cheaper than writes
@@ -56,17 +56,32 @@ TEST(Roofline, VectorAddIsHeldToItsReadWriteMix) {
 }
 
 TEST(Roofline, ReadOnlyKernelsUseTheReadRate) {
-  const Work reduction{4e9, 0, 1e9, ComputeUnit::fp32_cuda_cores};
-  EXPECT_NEAR(roofline(example_ceilings(), reduction, 1.0).memory_ceiling_gbps, 3300, 1e-9);
+  const Work reduction{4e9, 0, 1e9};
+  EXPECT_NEAR(roofline(example_ceilings(), reduction, ComputeUnit::fp32_cuda_cores, 1.0).memory_ceiling_gbps, 3300,
+              1e-9);
 }
 
 TEST(Roofline, ArithmeticHeavyWorkIsComputeBound) {
   // 8192^3 GEMM in bf16: 1.1e12 flops over 750 TFLOP/s, 400 MB of traffic.
   const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
-  const Work gemm{2 * 2 * 8192.0 * 8192.0, 2 * 8192.0 * 8192.0, flops, ComputeUnit::bf16_tensor_cores};
-  const RooflinePoint p = roofline(example_ceilings(), gemm, 2e-3);
+  const Work gemm{2 * 2 * 8192.0 * 8192.0, 2 * 8192.0 * 8192.0, flops};
+  const RooflinePoint p = roofline(example_ceilings(), gemm, ComputeUnit::bf16_tensor_cores, 2e-3);
   EXPECT_EQ(p.bound, "compute");
   EXPECT_NEAR(p.floor_seconds, flops / 750e12, 1e-12);
+}
+
+TEST(Roofline, EachUnitIsHeldToItsOwnCeiling) {
+  Ceilings c = example_ceilings();
+  c.fp32_tflops = 60;
+  c.tf32_tensor_tflops = 400;
+  const Work gemm{3 * 4 * 4096.0 * 4096.0, 4 * 4096.0 * 4096.0, 2.0 * 4096.0 * 4096.0 * 4096.0};
+  // 137 TFLOP at 0.5 ms: 275 TFLOP/s would be 458% of the FP32 peak; against TF32 it is 69%.
+  const RooflinePoint tf32 = roofline(c, gemm, ComputeUnit::tf32_tensor_cores, 0.5e-3);
+  EXPECT_DOUBLE_EQ(tf32.compute_ceiling_tflops, 400);
+  EXPECT_LT(tf32.fraction, 1.0);
+  EXPECT_DOUBLE_EQ(roofline(c, gemm, ComputeUnit::fp32_cuda_cores, 0.5e-3).compute_ceiling_tflops, 60);
+  // Units the probe does not measure leave the floor to memory.
+  EXPECT_EQ(roofline(c, gemm, ComputeUnit::integer, 0.5e-3).bound, "memory");
 }
 
 TEST(Datasheet, H100SxmFiguresFromItsAttributes) {

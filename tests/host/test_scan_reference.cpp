@@ -1,16 +1,18 @@
-// The scan ops' CPU reference (wrap-around int32, per-element fp32 tolerance, poison detection
-// across the host threads' range boundaries) and their registry entries.
+// The scan op's CPU reference (wrap-around int32, per-element fp32 tolerance, poison detection
+// across the host threads' range boundaries) and its registry entry.
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "harness/random.hpp"
 #include "harness/registry.hpp"
+#include "ops/scan/ids.hpp"
 #include "ops/scan/reference.hpp"
 
 namespace cudalab::harness {
@@ -134,33 +136,100 @@ TEST(ScanReference, Fp32PoisonAndNanFail) {
   EXPECT_EQ(c.first_mismatch, 1);
 }
 
-TEST(ScanRegistry, OpsCoverEdgesAndSingleBlockVariantsSayWhyTheySkip) {
-  for (const char* name : {"scan_inclusive_i32", "scan_exclusive_i32", "scan_inclusive_f32"}) {
-    SCOPED_TRACE(name);
-    const Op* op = builtin_registry().find_op(name);
-    ASSERT_NE(op, nullptr);
-    std::vector<std::int64_t> sizes;
-    for (const Problem& p : op->test_problems) sizes.push_back(p.n);
-    for (std::int64_t n : {0, 1, 31, 32, 33, 1000003, 1 << 24, 1 << 28})
-      EXPECT_NE(std::find(sizes.begin(), sizes.end(), n), sizes.end()) << n;
-    const Work w = op->work(Problem{100});
+// The sizes of `op`'s problems of `dtype` and exclusive = `exclusive`, in order.
+std::vector<std::int64_t> sizes_of(const std::vector<Problem>& problems, DType dtype, int exclusive) {
+  std::vector<std::int64_t> sizes;
+  for (const Problem& p : problems)
+    if (p.dtype == dtype && p.param(scan_ids::kExclusive) == exclusive) sizes.push_back(p.dim("n"));
+  return sizes;
+}
+
+TEST(ScanRegistry, ProblemsCoverEdgesEveryDtypeAndBothKinds) {
+  const Op* op = builtin_registry().find_op(scan_ids::kOp);
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->dtypes, (std::vector<DType>{DType::i32, DType::f32}));
+  for (DType dtype : {DType::i32, DType::f32})
+    for (int exclusive : {0, 1}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " exclusive=" + std::to_string(exclusive));
+      const std::vector<std::int64_t> sizes = sizes_of(op->test_problems, dtype, exclusive);
+      for (std::int64_t n : {0, 1, 31, 32, 33, 1024, 2048, 2049, 3073, 4097, 1000003, 1 << 24, 1 << 28})
+        EXPECT_NE(std::find(sizes.begin(), sizes.end(), n), sizes.end()) << n;
+    }
+  // Bench: the three configurations timed before dtype and kind became problem fields. The
+  // single-block variants are timed at n = 1024: C21 compares them there.
+  EXPECT_EQ(op->bench_problems.size(), 7u);
+  EXPECT_EQ(sizes_of(op->bench_problems, DType::i32, 0), (std::vector<std::int64_t>{1 << 10, 1 << 20, 1 << 28}));
+  EXPECT_EQ(sizes_of(op->bench_problems, DType::i32, 1), (std::vector<std::int64_t>{1 << 20, 1 << 28}));
+  EXPECT_EQ(sizes_of(op->bench_problems, DType::f32, 0), (std::vector<std::int64_t>{1 << 20, 1 << 28}));
+  for (DType dtype : {DType::i32, DType::f32}) {
+    const Work w = op->work(op->problem({100}, dtype));
     EXPECT_DOUBLE_EQ(w.bytes_read, 400);
     EXPECT_DOUBLE_EQ(w.bytes_written, 400);
     EXPECT_DOUBLE_EQ(w.flops, 100);
-    const Variant* hs = op->find_variant("hillis_steele");
-    ASSERT_NE(hs, nullptr);
-    ASSERT_TRUE(hs->unsupported);
-    EXPECT_EQ(hs->unsupported(DeviceInfo{}, Problem{1024}), "");
-    EXPECT_NE(hs->unsupported(DeviceInfo{}, Problem{1025}), "");
-    const Variant* blelloch = op->find_variant("blelloch_padded");
-    ASSERT_NE(blelloch, nullptr);
-    EXPECT_EQ(blelloch->unsupported(DeviceInfo{}, Problem{2048}), "");
-    EXPECT_NE(blelloch->unsupported(DeviceInfo{}, Problem{2049}), "");
-    EXPECT_FALSE(op->find_variant("decoupled_lookback")->unsupported);
   }
-  // The single-block variants are timed somewhere: C21 compares them at n = 1024.
-  const Op* op = builtin_registry().find_op("scan_inclusive_i32");
-  EXPECT_EQ(op->bench_problems.front().n, 1024);
+}
+
+TEST(ScanRegistry, SingleBlockVariantsSayWhyTheySkip) {
+  const Op* op = builtin_registry().find_op(scan_ids::kOp);
+  ASSERT_NE(op, nullptr);
+  const DeviceInfo device;
+  for (DType dtype : {DType::i32, DType::f32})
+    for (int exclusive : {0, 1}) {
+      const auto at = [&](std::int64_t n) {
+        return op->problem({n}, dtype, {{scan_ids::kExclusive, static_cast<double>(exclusive)}});
+      };
+      const Variant* hs = op->find_variant(scan_ids::kHillisSteele);
+      ASSERT_NE(hs, nullptr);
+      EXPECT_EQ(why_not(*hs, device, at(1024)), "");
+      EXPECT_NE(why_not(*hs, device, at(1025)), "");
+      for (const char* id : {scan_ids::kBlelloch, scan_ids::kBlellochPadded}) {
+        const Variant* blelloch = op->find_variant(id);
+        ASSERT_NE(blelloch, nullptr);
+        EXPECT_EQ(why_not(*blelloch, device, at(2048)), "");
+        EXPECT_NE(why_not(*blelloch, device, at(2049)), "");
+      }
+      EXPECT_EQ(why_not(*op->find_variant(scan_ids::kDecoupledLookback), device, at(std::int64_t{1} << 31)), "");
+    }
+}
+
+// Each variant's workspace is what its launcher reserves: none for one block, the tile sums of
+// every level for the hierarchical scans, a counter and a status word per 4096-element tile for
+// the look-back. (CUB's comes from CUB's size query, which needs a GPU.)
+TEST(ScanRegistry, WorkspacesAreTheLaunchersOwnSizes) {
+  const Op* op = builtin_registry().find_op(scan_ids::kOp);
+  ASSERT_NE(op, nullptr);
+  const Problem p = op->problem({std::int64_t{1} << 28}, DType::f32, {{scan_ids::kExclusive, 1}});
+  for (const Variant& v : op->variants) {
+    const bool one_block =
+        v.id == scan_ids::kHillisSteele || v.id == scan_ids::kBlelloch || v.id == scan_ids::kBlellochPadded;
+    EXPECT_EQ(static_cast<bool>(v.workspace_bytes), !one_block) << v.id;
+  }
+  // 2^28 / 4096 tiles, plus the counter's word.
+  EXPECT_EQ(op->find_variant(scan_ids::kDecoupledLookback)->workspace_bytes(p), ((1u << 16) + 1) * 8);
+  // 2^28 / 2048 = 2^17 tile sums (512 KiB), then 64 sums (256 bytes once aligned); one tile above.
+  EXPECT_EQ(op->find_variant(scan_ids::kScanThenPropagate)->workspace_bytes(p), (1u << 19) + 256);
+  // 1024-element tiles: 2^18 sums (1 MiB), then 256 (1 KiB); one tile above.
+  EXPECT_EQ(op->find_variant(scan_ids::kScanThenPropagateHillisSteele)->workspace_bytes(p), (1u << 20) + 1024);
+  // 3072-element tiles: 87382 sums, then 29 (256 bytes once aligned).
+  EXPECT_EQ(op->find_variant(scan_ids::kReduceThenScan)->workspace_bytes(p), 349696u + 256);
+  const Problem empty = op->problem({0}, DType::i32);
+  EXPECT_EQ(op->find_variant(scan_ids::kDecoupledLookback)->workspace_bytes(empty), 0u);
+}
+
+TEST(ScanRegistry, ClaimC21ReadsTheInclusiveInt32Bench) {
+  const Registry& registry = builtin_registry();
+  const auto claim = std::find_if(registry.claims().begin(), registry.claims().end(),
+                                  [](const ClaimCheck& c) { return c.id == "C21"; });
+  ASSERT_NE(claim, registry.claims().end());
+  EXPECT_EQ(claim->page, scan_ids::kOp);
+  ASSERT_EQ(claim->uses.size(), 4u);
+  for (const ClaimUse& use : claim->uses) {
+    EXPECT_EQ(use.op, scan_ids::kOp);
+    EXPECT_EQ(use.problem.dtype, DType::i32);
+    EXPECT_EQ(use.problem.param(scan_ids::kExclusive), 0);
+  }
+  EXPECT_EQ(claim->uses[0].problem.dim("n"), 1024);
+  EXPECT_EQ(claim->uses[3].problem.dim("n"), std::int64_t{1} << 28);
 }
 
 }  // namespace

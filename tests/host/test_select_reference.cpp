@@ -1,5 +1,5 @@
-// The selection ops' CPU reference (order, count, poison, host threads' piece boundaries) and
-// their registry entries.
+// The selection op's CPU reference (order, count, poison, host threads' piece boundaries) and its
+// registry entry.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -9,6 +9,7 @@
 
 #include "harness/random.hpp"
 #include "harness/registry.hpp"
+#include "ops/select/ids.hpp"
 #include "ops/select/reference.hpp"
 
 namespace cudalab::harness {
@@ -104,34 +105,59 @@ TEST(SelectReference, FindsOneWrongElementAcrossHostThreadPieces) {
   EXPECT_EQ(c.first_mismatch, wrong);
 }
 
-TEST(SelectRegistry, OpsCoverEdgesAndModelTheirSelectivity) {
+TEST(SelectRegistry, ProblemsCoverEdgesAndModelTheirSelectivity) {
+  const Op* op = builtin_registry().find_op(select_ids::kOp);
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->dtypes, std::vector<DType>{DType::i32});
+  ASSERT_EQ(op->tensors.size(), 3u);
+  EXPECT_EQ(op->tensors[2].name, "count");
+  EXPECT_EQ(op->tensors[2].dtype, DType::i64);
   const struct {
-    const char* name;
+    double percent;
     double kept;
-  } ops[] = {{"select_if_i32_0", 0.0}, {"select_if_i32_50", 17.0 / 33.0}, {"select_if_i32_100", 1.0}};
-  for (const auto& expected : ops) {
-    SCOPED_TRACE(expected.name);
-    const Op* op = builtin_registry().find_op(expected.name);
-    ASSERT_NE(op, nullptr);
-    std::vector<std::int64_t> sizes;
-    for (const Problem& p : op->test_problems) sizes.push_back(p.n);
-    EXPECT_EQ(sizes, (std::vector<std::int64_t>{0, 1, 31, 32, 33, 1000003, 1 << 24, 1 << 28}));
-    std::vector<std::int64_t> bench;
-    for (const Problem& p : op->bench_problems) bench.push_back(p.n);
-    EXPECT_EQ(bench, (std::vector<std::int64_t>{1 << 20, 1 << 28}));
-    const Work w = op->work(Problem{3300});
+  } shares[] = {{0, 0.0}, {50, 17.0 / 33.0}, {100, 1.0}};
+  for (const auto& expected : shares) {
+    SCOPED_TRACE(expected.percent);
+    const auto sizes_of = [&](const std::vector<Problem>& problems) {
+      std::vector<std::int64_t> sizes;
+      for (const Problem& p : problems)
+        if (p.param(select_ids::kSelectedPercent) == expected.percent) sizes.push_back(p.dim("n"));
+      return sizes;
+    };
+    EXPECT_EQ(sizes_of(op->test_problems), (std::vector<std::int64_t>{0, 1, 31, 32, 33, 1000003, 1 << 24, 1 << 28}));
+    EXPECT_EQ(sizes_of(op->bench_problems), (std::vector<std::int64_t>{1 << 20, 1 << 28}));
+    const Work w = op->work(op->problem({3300}, DType::i32, {{select_ids::kSelectedPercent, expected.percent}}));
     EXPECT_DOUBLE_EQ(w.bytes_read, 4 * 3300.0);
     EXPECT_DOUBLE_EQ(w.bytes_written, 4 * 3300.0 * expected.kept + 8);
-    const Variant* cub = op->find_variant("cub");
-    ASSERT_NE(cub, nullptr);
-    EXPECT_EQ(cub->role, Role::baseline);
-    const Variant* three_pass = op->find_variant("three_pass");
-    ASSERT_NE(three_pass, nullptr);
-    ASSERT_TRUE(three_pass->unsupported);
-    EXPECT_EQ(three_pass->unsupported(DeviceInfo{}, Problem{INT_MAX}), "");
-    EXPECT_NE(three_pass->unsupported(DeviceInfo{}, Problem{std::int64_t{1} << 31}), "");
-    EXPECT_FALSE(op->find_variant("decoupled_lookback")->unsupported);
   }
+  EXPECT_EQ(op->bench_problems.size(), 6u);
+  const Variant* cub = op->find_variant(select_ids::kCub);
+  ASSERT_NE(cub, nullptr);
+  EXPECT_EQ(cub->role, Role::baseline);
+  EXPECT_TRUE(cub->workspace_bytes);
+  const DeviceInfo device;
+  const Variant* three_pass = op->find_variant(select_ids::kThreePass);
+  ASSERT_NE(three_pass, nullptr);
+  EXPECT_EQ(why_not(*three_pass, device, op->problem({INT_MAX}, DType::i32)), "");
+  EXPECT_NE(why_not(*three_pass, device, op->problem({std::int64_t{1} << 31}, DType::i32)), "");
+  EXPECT_EQ(why_not(*op->find_variant(select_ids::kDecoupledLookback), device,
+                    op->problem({std::int64_t{1} << 31}, DType::i32)),
+            "");
+}
+
+// Each variant's workspace is what its launcher reserves: the flags and the scan's status words
+// for three_pass, a counter and a status word per tile for the look-backs (4096- and 8192-element
+// tiles). (CUB's comes from CUB's size query, which needs a GPU.)
+TEST(SelectRegistry, WorkspacesAreTheLaunchersOwnSizes) {
+  const Op* op = builtin_registry().find_op(select_ids::kOp);
+  ASSERT_NE(op, nullptr);
+  const Problem p = op->problem({std::int64_t{1} << 28}, DType::i32);
+  EXPECT_EQ(op->find_variant(select_ids::kThreePass)->workspace_bytes(p), (1u << 30) + ((1u << 16) + 1) * 8);
+  EXPECT_EQ(op->find_variant(select_ids::kDecoupledLookback)->workspace_bytes(p), ((1u << 16) + 1) * 8);
+  EXPECT_EQ(op->find_variant(select_ids::kDecoupledLookbackStaged)->workspace_bytes(p), ((1u << 15) + 1) * 8);
+  const Problem empty = op->problem({0}, DType::i32);
+  for (const char* id : {select_ids::kThreePass, select_ids::kDecoupledLookback, select_ids::kDecoupledLookbackStaged})
+    EXPECT_EQ(op->find_variant(id)->workspace_bytes(empty), 0u) << id;
 }
 
 }  // namespace

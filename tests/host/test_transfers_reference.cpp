@@ -78,14 +78,14 @@ TEST(TransfersReference, ExperimentsAndClaimsAreRegisteredOnTheTransfersPage) {
     EXPECT_EQ(e->op, "transfers");
   }
   int claims = 0;
-  for (const auto& c : registry.claims()) claims += c.op == "transfers";
+  for (const auto& c : registry.claims()) claims += c.page == "transfers";
   EXPECT_EQ(claims, 3);
 }
 
 TEST(TransfersReference, ClaimsAreSilentWithoutTheirTables) {
   const nlohmann::json empty = {{"experiments", nlohmann::json::array()}};
   for (const auto& c : harness::builtin_registry().claims()) {
-    if (c.op == "transfers") {
+    if (c.page == "transfers") {
       EXPECT_TRUE(c.evaluate(empty).is_null()) << c.id;
     }
   }

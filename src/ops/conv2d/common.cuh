@@ -5,13 +5,14 @@
 #include <string>
 
 #include "core/launch.cuh"
+#include "core/warp.cuh"
 #include "cudalab/error.hpp"
 #include "ops/conv2d/variants.hpp"
 
 namespace cudalab::conv2d_variants {
 
 // A grid of `block` threads covering every pixel once; the y dimension of a grid stops at 65535.
-inline dim3 pixel_grid(const Conv2dArgs& args, dim3 block) {
+inline dim3 pixel_grid(const Conv2dArgs<float>& args, dim3 block) {
   const std::int64_t rows = ceil_div<std::int64_t>(args.height, block.y);
   CUDALAB_REQUIRE(rows <= 65535, "conv2d: " + std::to_string(args.height) + " rows need more than 65535 blocks of " +
                                      std::to_string(block.y) + " rows");
@@ -21,7 +22,8 @@ inline dim3 pixel_grid(const Conv2dArgs& args, dim3 block) {
 // Output (y, x) from the image in global memory, tap by tap with a bounds check each; `tap(k)`
 // gives filter value k = i*R + j, from wherever the variant keeps the filter.
 template <typename Tap>
-__device__ __forceinline__ float direct_window_sum(const Conv2dArgs& args, std::int64_t x, std::int64_t y, Tap tap) {
+__device__ __forceinline__ float direct_window_sum(const Conv2dArgs<float>& args, std::int64_t x, std::int64_t y,
+                                                   Tap tap) {
   const int half = args.filter_width / 2;
   float sum = 0.0f;
   for (int i = 0; i < args.filter_width; ++i) {

@@ -12,7 +12,7 @@ namespace {
 // which is why the library's kernel takes the filter from global memory instead.
 __constant__ float constant_filter_taps[kMaxFilterWidth * kMaxFilterWidth];
 
-void upload_constant_filter(const Conv2dArgs& args, cudaStream_t stream) {
+void upload_constant_filter(const Conv2dArgs<float>& args, cudaStream_t stream) {
   CUDALAB_CUDA_CHECK(cudaMemcpyToSymbolAsync(constant_filter_taps, args.filter,
                                              sizeof(float) * args.filter_width * args.filter_width, 0,
                                              cudaMemcpyDeviceToDevice, stream));

@@ -37,7 +37,7 @@ void conv2d(const float* input, std::int64_t height, std::int64_t width, std::in
   CUDALAB_REQUIRE(!overlaps(output, output_span, input, (height - 1) * input_pitch + width) &&
                       !overlaps(output, output_span, filter, static_cast<std::int64_t>(filter_width) * filter_width),
                   "conv2d: the output must not overlap the input or the filter");
-  conv2d_variants::Conv2dArgs args;
+  conv2d_variants::Conv2dArgs<float> args;
   args.input = input;
   args.input_pitch = input_pitch;
   args.filter = filter;

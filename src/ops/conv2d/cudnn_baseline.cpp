@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <mutex>
+#include <utility>
 
 #include "cudalab/error.hpp"
-#include "cudalab/memory.hpp"
 
 namespace cudalab::conv2d_variants {
 namespace {
@@ -129,12 +130,23 @@ int as_int(std::int64_t value, const char* what) {
 
 std::string cudnn_unavailable_reason() { return api().missing; }
 
+std::string cudnn_shape_unsupported(std::int64_t height, std::int64_t width, std::int64_t input_pitch,
+                                    std::int64_t output_pitch) {
+  const std::int64_t pitch = std::max(input_pitch, output_pitch);
+  if (height > INT_MAX || width > INT_MAX || pitch > INT_MAX || height * pitch > INT_MAX)
+    return "cuDNN takes int dimensions and strides: " + std::to_string(height) + " rows of pitch " +
+           std::to_string(pitch) + " are too many";
+  return "";
+}
+
 struct CudnnConvolution::State {
   Handle handle = nullptr;
   Descriptor input = nullptr, output = nullptr, filter = nullptr, convolution = nullptr;
   int algorithm = 0;
-  DeviceBuffer<unsigned char> workspace;
+  std::size_t workspace_bytes = 0;
   std::vector<CudnnAlgorithmTiming> candidates;
+  // The handle's stream is set before each launch: one caller at a time.
+  std::mutex launch;
 
   ~State() {
     const Api& a = api();
@@ -186,24 +198,69 @@ CudnnConvolution::CudnnConvolution(std::int64_t height, std::int64_t width, std:
   }
   if (s.candidates.empty())
     throw Error(ErrorKind::library, "cuDNN: no forward algorithm succeeded for this convolution", __FILE__, __LINE__);
-  std::size_t workspace_bytes = 0;
-  check(a.workspace_size(s.handle, s.input, s.filter, s.convolution, s.output, s.algorithm, &workspace_bytes),
+  check(a.workspace_size(s.handle, s.input, s.filter, s.convolution, s.output, s.algorithm, &s.workspace_bytes),
         "cudnnGetConvolutionForwardWorkspaceSize");
-  s.workspace = DeviceBuffer<unsigned char>(static_cast<std::int64_t>(workspace_bytes));
 }
 
 CudnnConvolution::~CudnnConvolution() = default;
 
-void CudnnConvolution::forward(const Conv2dArgs& args, cudaStream_t stream) const {
+std::size_t CudnnConvolution::workspace_bytes() const { return state_->workspace_bytes; }
+
+void CudnnConvolution::forward(const Conv2dArgs<float>& args, cudaStream_t stream) const {
   const Api& a = api();
-  const State& s = *state_;
+  State& s = *state_;
+  CUDALAB_REQUIRE(args.workspace_bytes >= s.workspace_bytes && (args.workspace != nullptr || s.workspace_bytes == 0),
+                  "cudnn conv2d: the workspace holds " + std::to_string(args.workspace_bytes) +
+                      " bytes, the call needs " + std::to_string(s.workspace_bytes) + " (see cudnn_workspace_bytes)");
   const float one = 1.0f, zero = 0.0f;
+  const std::lock_guard<std::mutex> lock(s.launch);
   check(a.set_stream(s.handle, stream), "cudnnSetStream");
   check(a.forward(s.handle, &one, s.input, args.input, s.filter, args.filter, s.convolution, s.algorithm,
-                  s.workspace.data(), s.workspace.bytes(), &zero, s.output, args.output),
+                  args.workspace, s.workspace_bytes, &zero, s.output, args.output),
         "cudnnConvolutionForward");
 }
 
 const std::vector<CudnnAlgorithmTiming>& CudnnConvolution::candidates() const { return state_->candidates; }
+
+namespace {
+
+struct PlanKey {
+  int device;
+  std::int64_t height, width, input_pitch, output_pitch;
+  int filter_width;
+  bool operator==(const PlanKey& o) const {
+    return device == o.device && height == o.height && width == o.width && input_pitch == o.input_pitch &&
+           output_pitch == o.output_pitch && filter_width == o.filter_width;
+  }
+};
+
+// The plan for one image shape on the current device, built (cudnnFind) at the first request and
+// kept for the life of the process: never destroyed, since at exit the CUDA runtime and cuDNN may
+// already be gone. One plan per shape a run meets, a handle and descriptors each.
+const CudnnConvolution& plan_for(std::int64_t height, std::int64_t width, std::int64_t input_pitch,
+                                 std::int64_t output_pitch, int filter_width) {
+  static std::mutex mutex;
+  static auto* plans = new std::vector<std::pair<PlanKey, std::unique_ptr<CudnnConvolution>>>();
+  int device = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  const PlanKey key{device, height, width, input_pitch, output_pitch, filter_width};
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [k, plan] : *plans)
+    if (k == key) return *plan;
+  plans->emplace_back(key, std::make_unique<CudnnConvolution>(height, width, input_pitch, output_pitch, filter_width));
+  return *plans->back().second;
+}
+
+}  // namespace
+
+std::size_t cudnn_workspace_bytes(std::int64_t height, std::int64_t width, std::int64_t input_pitch,
+                                  std::int64_t output_pitch, int filter_width) {
+  if (!cudnn_unavailable_reason().empty()) return 0;
+  return plan_for(height, width, input_pitch, output_pitch, filter_width).workspace_bytes();
+}
+
+void cudnn(const Conv2dArgs<float>& args, cudaStream_t stream) {
+  plan_for(args.height, args.width, args.input_pitch, args.output_pitch, args.filter_width).forward(args, stream);
+}
 
 }  // namespace cudalab::conv2d_variants

@@ -1,229 +1,142 @@
-// Registry entries for conv2d: the workload (a pitched random image, a random filter, a poisoned
-// output, the CPU reference), the ladder, the cuDNN baseline, the experiment listing cuDNN's
-// algorithms, and the claims its numbers answer (C13, and C14's texture, constant and tiling
-// parts).
-#include <memory>
+// The conv2d op: one fp32 channel, an R x R filter, zero padding, output the size of the input.
+// Its tensors (a pitched image, a filter, a pitched output), CPU reference and work model, the
+// ladder, the cuDNN baseline and the experiment listing cuDNN's algorithms; the claims its numbers
+// answer (C13, and C14's texture, constant and tiling parts) are in claims.cpp.
+#include <string>
 
-#include "core/format.hpp"
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
-#include "cudalab/memory.hpp"
-#include "harness/claims.hpp"
 #include "harness/registry.hpp"
 #include "ops/conv2d/cudnn_baseline.hpp"
+#include "ops/conv2d/ids.hpp"
 #include "ops/conv2d/reference.hpp"
 #include "ops/conv2d/variants.hpp"
 
 namespace cudalab::harness {
 namespace {
 
-using conv2d_variants::Conv2dArgs;
+namespace ids = conv2d_ids;
+namespace v = conv2d_variants;
 
-// Rows padded to 128 bytes: every row starts 16-byte aligned (the float4 paths run at every
+// Rows padded to 128 bytes: every row starts 16-byte aligned (the vector paths run at every
 // width) and the pitch meets any GPU's texture pitch alignment.
-constexpr std::int64_t kPitchFloats = 32;
+constexpr std::int64_t kPitchElements = 32;
 
-std::int64_t padded_pitch(std::int64_t width) { return ceil_div(width, kPitchFloats) * kPitchFloats; }
+std::int64_t padded_pitch(std::int64_t width) { return ceil_div(width, kPitchElements) * kPitchElements; }
 
-std::int64_t height_of(const Problem& p) { return p.shape.at(0); }
-std::int64_t width_of(const Problem& p) { return p.shape.at(1); }
-int filter_width_of(const Problem& p) { return static_cast<int>(p.shape.at(2)); }
+std::int64_t height_of(const Problem& p) { return p.dim("H"); }
+std::int64_t width_of(const Problem& p) { return p.dim("W"); }
+int filter_width_of(const Problem& p) { return static_cast<int>(p.dim("R")); }
+std::int64_t pitch_of(const Problem& p) { return padded_pitch(width_of(p)); }
 
-class Conv2dWorkload final : public Workload {
- public:
-  Conv2dWorkload(std::int64_t height, std::int64_t width, int filter_width)
-      : pitch_(padded_pitch(width)),
-        input_(pitch_ * height),
-        output_(pitch_ * height),
-        filter_(static_cast<std::int64_t>(filter_width) * filter_width),
-        host_input_(new float[height * width]),
-        host_output_(new float[height * width]),
-        host_filter_(new float[filter_width * filter_width]) {
-    args_.input = input_.data();
-    args_.input_pitch = pitch_;
-    args_.filter = filter_.data();
-    args_.filter_width = filter_width;
-    args_.output = output_.data();
-    args_.output_pitch = pitch_;
-    args_.height = height;
-    args_.width = width;
-    if (conv2d_variants::texture_unsupported(args_).empty()) texture_ = conv2d_variants::make_input_texture(args_);
+struct Conv2dBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args args;
+    args.input = tensors.data<T>("input");
+    args.input_pitch = pitch_of(problem);
+    args.filter = tensors.data<T>("filter");
+    args.filter_width = filter_width_of(problem);
+    args.output = tensors.data<T>("output");
+    args.output_pitch = pitch_of(problem);
+    args.height = height_of(problem);
+    args.width = width_of(problem);
+    args.workspace = tensors.workspace();
+    args.workspace_bytes = tensors.workspace_bytes();
+    return args;
   }
+};
 
-  ~Conv2dWorkload() override {
-    if (texture_ != 0) cudaDestroyTextureObject(texture_);
+// For the variants reading the filter from a __constant__ symbol: `Prepare` copies it there when
+// the launch is bound, after the inputs are generated and before the check launch and the timed
+// ones, as a program would once per filter, so a timed launch is the kernel alone. The copy is
+// finished before bind returns.
+template <void (*Prepare)(const v::Conv2dArgs<float>&, cudaStream_t)>
+struct ConstantFilterBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    Args args = Conv2dBinding::bind<Args>(problem, tensors);
+    Prepare(args, nullptr);
+    CUDALAB_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    return args;
   }
-
-  void generate(std::uint64_t seed, Distribution distribution, cudaStream_t stream) override {
-    // The row padding gets random values too: a kernel that reads past the width is caught.
-    fill_random(input_.data(), input_.size(), seed, distribution, stream);
-    // Weights stay in [-1, 1) whatever the image's distribution, as a trained filter's would.
-    fill_random(filter_.data(), filter_.size(), mix64(seed), Distribution::uniform, stream);
-    const std::size_t row_bytes = sizeof(float) * args_.width;
-    CUDALAB_CUDA_CHECK(cudaMemcpy2DAsync(host_input_.get(), row_bytes, input_.data(), sizeof(float) * pitch_, row_bytes,
-                                         args_.height, cudaMemcpyDeviceToHost, stream));
-    CUDALAB_CUDA_CHECK(
-        cudaMemcpyAsync(host_filter_.get(), filter_.data(), filter_.bytes(), cudaMemcpyDeviceToHost, stream));
-    CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  }
-
-  void poison(cudaStream_t stream) override { harness::poison(output_.data(), output_.bytes(), stream); }
-
-  Comparison check(cudaStream_t stream) override {
-    const std::size_t row_bytes = sizeof(float) * args_.width;
-    CUDALAB_CUDA_CHECK(cudaMemcpy2DAsync(host_output_.get(), row_bytes, output_.data(), sizeof(float) * pitch_,
-                                         row_bytes, args_.height, cudaMemcpyDeviceToHost, stream));
-    CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return check_conv2d(host_input_.get(), args_.height, args_.width, host_filter_.get(), args_.filter_width,
-                        host_output_.get());
-  }
-
-  const Conv2dArgs& args() const { return args_; }
-  cudaTextureObject_t texture() const { return texture_; }
-  // Built at the first call, which is the runner's untimed check launch: cudnnFind's trial runs
-  // and the workspace allocation stay out of the timed launches.
-  const conv2d_variants::CudnnConvolution& cudnn() {
-    if (!cudnn_)
-      cudnn_ = std::make_unique<conv2d_variants::CudnnConvolution>(args_.height, args_.width, pitch_, pitch_,
-                                                                   args_.filter_width);
-    return *cudnn_;
-  }
-
- private:
-  std::int64_t pitch_;
-  DeviceBuffer<float> input_, output_, filter_;
-  // Left uninitialised: each is overwritten by a copy before it is read.
-  std::unique_ptr<float[]> host_input_, host_output_, host_filter_;
-  Conv2dArgs args_;
-  cudaTextureObject_t texture_ = 0;
-  std::unique_ptr<conv2d_variants::CudnnConvolution> cudnn_;
 };
 
 std::string filter_width_unsupported(const Problem& p) {
   const int r = filter_width_of(p);
-  if (r < 1 || r > conv2d_variants::kMaxFilterWidth || r % 2 == 0)
-    return "the filter width R must be odd, 1 to " + std::to_string(conv2d_variants::kMaxFilterWidth) + ", got " +
-           std::to_string(r);
+  if (r < 1 || r > v::kMaxFilterWidth || r % 2 == 0)
+    return "the filter width R must be odd, 1 to " + std::to_string(v::kMaxFilterWidth) + ", got " + std::to_string(r);
   return "";
 }
 
-Variant variant(std::string id, std::string technique, Role role, std::function<void(Workload&, cudaStream_t)> launch,
-                std::function<std::string(const Problem&)> unsupported = nullptr) {
-  Variant v;
-  v.id = std::move(id);
-  v.technique = std::move(technique);
-  v.role = role;
-  v.launch = std::move(launch);
-  v.unsupported = [unsupported](const DeviceInfo&, const Problem& p) {
-    std::string why = filter_width_unsupported(p);
-    if (why.empty() && unsupported) why = unsupported(p);
-    return why;
-  };
-  return v;
+using Launcher = void (*)(const v::Conv2dArgs<float>&, cudaStream_t);
+
+Variant with_filter_check(Variant variant) {
+  variant.can_implement = [](const DeviceInfo&, const Problem& p) { return filter_width_unsupported(p); };
+  return variant;
 }
 
-using Launcher = void (*)(const Conv2dArgs&, cudaStream_t);
+Variant ladder(const char* id, const char* technique, Launcher launcher) {
+  return with_filter_check(make_variant<Conv2dBinding>(id, technique, Role::ladder, launcher));
+}
 
-// `prepare`, when given, fills the variant's __constant__ filter: untimed, before every launch.
-Variant ladder(std::string id, std::string technique, Launcher launcher, Launcher prepare = nullptr) {
-  Variant v = variant(std::move(id), std::move(technique), Role::ladder,
-                      [launcher](Workload& w, cudaStream_t s) { launcher(static_cast<Conv2dWorkload&>(w).args(), s); });
-  if (prepare != nullptr)
-    v.prepare = [prepare](Workload& w, cudaStream_t s) { prepare(static_cast<Conv2dWorkload&>(w).args(), s); };
-  return v;
+template <Launcher Prepare>
+Variant constant_filter_ladder(const char* id, const char* technique, Launcher launcher) {
+  return with_filter_check(make_variant<ConstantFilterBinding<Prepare>>(id, technique, Role::ladder, launcher));
 }
 
 Variant texture_variant() {
-  Variant v = variant(
-      "texture", "one output per thread, tex2D on a texture object with border addressing, filter in constant",
-      Role::ladder,
-      [](Workload& w, cudaStream_t s) {
-        const auto& c = static_cast<Conv2dWorkload&>(w);
-        conv2d_variants::texture(c.texture(), c.args(), s);
-      },
-      [](const Problem& p) {
-        Conv2dArgs args;
-        args.height = height_of(p);
-        args.width = width_of(p);
-        args.input_pitch = padded_pitch(args.width);
-        return conv2d_variants::texture_unsupported(args);
-      });
-  v.prepare = [](Workload& w, cudaStream_t s) {
-    conv2d_variants::texture_prepare(static_cast<Conv2dWorkload&>(w).args(), s);
+  Variant variant = constant_filter_ladder<v::texture_prepare>(
+      ids::kTexture, "one output per thread, tex2D on a texture object with border addressing, filter in constant",
+      v::texture);
+  variant.can_implement = [](const DeviceInfo&, const Problem& p) {
+    std::string why = filter_width_unsupported(p);
+    if (!why.empty()) return why;
+    v::Conv2dArgs<float> args;
+    args.height = height_of(p);
+    args.width = width_of(p);
+    args.input_pitch = pitch_of(p);
+    return v::texture_unsupported(args);
   };
-  return v;
+  return variant;
 }
 
 Variant cudnn_variant() {
-  return variant(
-      "cudnn", "cudnnConvolutionForward, fastest FMA-math algorithm by cudnnFind, the library baseline", Role::baseline,
-      [](Workload& w, cudaStream_t s) {
-        auto& c = static_cast<Conv2dWorkload&>(w);
-        c.cudnn().forward(c.args(), s);
-      },
-      [](const Problem&) { return conv2d_variants::cudnn_unavailable_reason(); });
+  Variant variant = make_variant<Conv2dBinding>(
+      ids::kCudnn, "cudnnConvolutionForward, fastest FMA-math algorithm by cudnnFind, the library baseline",
+      Role::baseline, v::cudnn);
+  // Skipped, with cuDNN's own reason, where it cannot be loaded.
+  variant.can_implement = [](const DeviceInfo&, const Problem& p) {
+    std::string why = filter_width_unsupported(p);
+    if (why.empty()) why = v::cudnn_unavailable_reason();
+    if (why.empty()) why = v::cudnn_shape_unsupported(height_of(p), width_of(p), pitch_of(p), pitch_of(p));
+    return why;
+  };
+  // The workspace of the algorithm cudnnFind picks for this shape (Find runs here, untimed, once
+  // per shape); none where the variant cannot run.
+  variant.workspace_bytes = [](const Problem& p) -> std::size_t {
+    if (!filter_width_unsupported(p).empty() || !v::cudnn_unavailable_reason().empty() ||
+        !v::cudnn_shape_unsupported(height_of(p), width_of(p), pitch_of(p), pitch_of(p)).empty())
+      return 0;
+    return v::cudnn_workspace_bytes(height_of(p), width_of(p), pitch_of(p), pitch_of(p), filter_width_of(p));
+  };
+  return variant;
 }
 
-// ---- claims --------------------------------------------------------------------------------
-
-double median_of(const nlohmann::json* record) { return record ? median_ms(*record) : 0.0; }
-
-std::string ms_text(const char* name, const nlohmann::json* record) {
-  return std::string(name) + " " + format_significant(median_of(record), 4) + " ms";
+// Every output of the dense height x width part of the pitched output, each against its own
+// tolerance (reference.hpp).
+Comparison check_conv2d_output(const CheckContext& c) {
+  const std::int64_t pitch = pitch_of(c.problem);
+  return check_conv2d(c.tensors.host<float>("input"), height_of(c.problem), width_of(c.problem), pitch,
+                      c.tensors.host<float>("filter"), filter_width_of(c.problem), c.tensors.host<float>("output"),
+                      pitch);
 }
 
-// C13: seed 000's table for a 3x3 filter on a 1000x1000 image: global memory 100 ms, shared
-// memory 20 ms, constant memory 5 ms (20x over global).
-nlohmann::json claim_c13(const nlohmann::json& results) {
-  const std::int64_t n = Problem::shaped({1000, 1000, 3}).n;
-  const auto* global = timed_record(results, "conv2d_f32", "global_filter", n);
-  const auto* shared = timed_record(results, "conv2d_f32", "shared_tile", n);
-  const auto* constant = timed_record(results, "conv2d_f32", "constant_filter", n);
-  if (global == nullptr || shared == nullptr || constant == nullptr) return nullptr;
-  const double ratio = median_of(global) / median_of(constant);
-  std::string outcome = speedup_verdict(ratio, 20.0);
-  if (median_of(shared) < median_of(constant))
-    outcome += "; and the order differs: the shared-memory tile is faster than the constant filter";
-  return verdict("C13",
-                 "Constant memory for a 3x3 filter: global 100 ms, shared 20 ms, constant 5 ms (20x) on 1000x1000",
-                 "seed 000", "global_filter / constant_filter = 20x; shared_tile in between (5x over global)",
-                 ms_text("global_filter", global) + ", " + ms_text("shared_tile", shared) + ", " +
-                     ms_text("constant_filter", constant) + " at 1000x1000x3; global/shared " +
-                     format_fixed(median_of(global) / median_of(shared), 2) + "x",
-                 ratio, outcome);
-}
-
-// C14, the parts a convolution measures: texture 2-5x on 2-D access (texture against the same
-// kernel reading global memory), constant memory 2-4x (constant_filter over global_filter),
-// tiling 5-20x (shared_tile over constant_filter). Coalescing (2-32x) is measured by the memory
-// experiments (docs/memory.md) and not judged here.
-nlohmann::json claim_c14(const nlohmann::json& results) {
-  const std::int64_t n = Problem::shaped({4096, 4096, 3}).n;
-  const auto* global = timed_record(results, "conv2d_f32", "global_filter", n);
-  const auto* constant = timed_record(results, "conv2d_f32", "constant_filter", n);
-  const auto* shared = timed_record(results, "conv2d_f32", "shared_tile", n);
-  const auto* texture = timed_record(results, "conv2d_f32", "texture", n);
-  if (global == nullptr || constant == nullptr || shared == nullptr || texture == nullptr) return nullptr;
-  const double texture_ratio = median_of(constant) / median_of(texture);
-  const double constant_ratio = median_of(global) / median_of(constant);
-  const double tiling_ratio = median_of(constant) / median_of(shared);
-  const std::string parts[3] = {speedup_verdict(texture_ratio, 2.0), speedup_verdict(constant_ratio, 2.0),
-                                speedup_verdict(tiling_ratio, 5.0)};
-  int held = 0, failed = 0;
-  for (const std::string& part : parts) {
-    held += part == "holds";
-    failed += part == "does not hold";
-  }
-  std::string outcome = held == 3 ? "holds" : failed == 3 ? "does not hold" : "holds partly";
-  outcome += " (texture: " + parts[0] + "; constant: " + parts[1] + "; tiling: " + parts[2] +
-             "; coalescing is judged on the memory page)";
-  return verdict("C14",
-                 "Texture cache 2-5x on 2-D access; constant memory 2-4x; tiling 5-20x (coalescing: memory page)",
-                 "seed 000", "texture >= 2x, constant >= 2x, tiling >= 5x",
-                 "at 4096x4096x3: texture " + format_fixed(texture_ratio, 2) + "x over constant_filter, constant " +
-                     format_fixed(constant_ratio, 2) + "x over global_filter, tiling (shared_tile) " +
-                     format_fixed(tiling_ratio, 2) + "x over constant_filter",
-                 texture_ratio, outcome);
+// Weights stay in [-1, 1) whatever the image's distribution, as a trained filter's would.
+void fill_filter(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem& problem,
+                 cudaStream_t stream) {
+  fill_random(problem.dtype, device, count, seed, Distribution::uniform, stream);
 }
 
 // ---- experiment: what cudnnFind tries --------------------------------------------------------
@@ -233,18 +146,18 @@ nlohmann::json run_cudnn_algorithms(const ExperimentContext& context) {
   nlohmann::json notes = {
       "Find's own timing of one warm launch per algorithm (no L2 flush, no repeats): a ranking, not a benchmark",
       "N = C = K = 1, fp32, FMA math only (no TF32), zero padding R/2, cross-correlation; failed algorithms omitted",
-      "the conv2d_f32 cudnn row uses the first (fastest) algorithm of its own shape"};
-  const std::string missing = conv2d_variants::cudnn_unavailable_reason();
+      std::string("the ") + ids::kOp + " cudnn row uses the first (fastest) algorithm of its own shape"};
+  const std::string missing = v::cudnn_unavailable_reason();
   if (!missing.empty()) notes.push_back("no rows: " + missing);
-  for (int r = 1; missing.empty() && r <= conv2d_variants::kMaxFilterWidth; r += 2) {
-    if (context.progress) context.progress("conv2d_cudnn_algorithms 4096x4096x" + std::to_string(r));
-    const conv2d_variants::CudnnConvolution convolution(4096, 4096, 4096, 4096, r);
+  for (int r = 1; missing.empty() && r <= v::kMaxFilterWidth; r += 2) {
+    if (context.progress) context.progress(std::string(ids::kCudnnAlgorithms) + " 4096x4096x" + std::to_string(r));
+    const v::CudnnConvolution convolution(4096, 4096, 4096, 4096, r);
     int rank = 0;
     for (const auto& c : convolution.candidates())
       rows.push_back({r, ++rank, c.algorithm, c.milliseconds, static_cast<double>(c.workspace_bytes) / (1 << 20)});
   }
-  return {{"name", "conv2d_cudnn_algorithms"},
-          {"op", "conv2d_f32"},
+  return {{"name", ids::kCudnnAlgorithms},
+          {"op", ids::kOp},
           {"summary", "cuDNN's forward algorithms for a 4096x4096 single-channel image, as cudnnFind ranks them"},
           {"columns", {"filter_width", "rank", "algorithm", "find_ms", "workspace_mib"}},
           {"rows", rows},
@@ -253,54 +166,49 @@ nlohmann::json run_cudnn_algorithms(const ExperimentContext& context) {
 
 }  // namespace
 
+void register_conv2d_claims(Registry& registry);
+
 void register_conv2d(Registry& registry) {
-  namespace v = conv2d_variants;
   Op op;
-  op.name = "conv2d_f32";
-  op.summary = "2-D convolution (cross-correlation), one fp32 channel, R x R filter, zero padding, same size";
-  op.shape_names = {"H", "W", "R"};
-  op.bench_problems = {Problem::shaped({1000, 1000, 3}), Problem::shaped({4096, 4096, 3}),
-                       Problem::shaped({4096, 4096, 5}), Problem::shaped({4096, 4096, 7})};
+  op.name = ids::kOp;
+  op.summary = "2-D convolution (cross-correlation), one channel, R x R filter, zero padding, same size";
+  op.dim_names = {"H", "W", "R"};
+  op.dtypes = {DType::f32};
+  // Input and output have rows padded to pitch_of: the input's padding is filled with random
+  // values too, so a kernel that reads past the width is caught; the output's is never checked.
+  auto image = [](const Problem& p) { return pitch_of(p) * height_of(p); };
+  auto taps = [](const Problem& p) { return static_cast<std::int64_t>(filter_width_of(p)) * filter_width_of(p); };
+  op.tensors = {{"input", TensorRole::input, {}, image},
+                {"filter", TensorRole::input, {}, taps, fill_filter},
+                {"output", TensorRole::output, {}, image}};
+  op.bench_problems = cross(op, {{1000, 1000, 3}, {4096, 4096, 3}, {4096, 4096, 5}, {4096, 4096, 7}}, op.dtypes);
   // A single pixel (every tap but the centre in the padding), widths and heights that are no
-  // multiple of a warp, a tile or 4 (the float4 paths' scalar edges), and the largest bench size.
-  op.test_problems = {Problem::shaped({1, 1, 3}), Problem::shaped({31, 33, 3}), Problem::shaped({1000, 1003, 5}),
-                      Problem::shaped({4096, 4096, 3}), Problem::shaped({4097, 4095, 7})};
+  // multiple of a warp, a tile or 4 (the vector paths' scalar edges), and the largest bench size.
+  op.test_problems = cross(op, {{1, 1, 3}, {31, 33, 3}, {1000, 1003, 5}, {4096, 4096, 3}, {4097, 4095, 7}}, op.dtypes);
   op.work = [](const Problem& p) {
     const double pixels = static_cast<double>(height_of(p)) * static_cast<double>(width_of(p));
-    const double taps = static_cast<double>(filter_width_of(p)) * filter_width_of(p);
-    Work w;
-    w.bytes_read = 4.0 * (pixels + taps);
-    w.bytes_written = 4.0 * pixels;
-    w.flops = 2.0 * taps * pixels;
-    return w;
+    const double filter_taps = static_cast<double>(filter_width_of(p)) * filter_width_of(p);
+    const double size = static_cast<double>(size_of(p.dtype));
+    return Work{size * (pixels + filter_taps), size * pixels, 2.0 * filter_taps * pixels};
   };
-  // Input and output (pitched), the filter, and room for cuDNN's workspace and Find's buffers.
-  op.device_bytes = [](const Problem& p) {
-    const auto image = static_cast<std::size_t>(padded_pitch(width_of(p)) * height_of(p)) * sizeof(float);
-    return 6 * image + (std::size_t{64} << 20);
-  };
-  op.host_bytes = [](const Problem& p) {
-    return static_cast<std::size_t>(height_of(p) * width_of(p)) * 2 * sizeof(float);
-  };
-  op.make_workload = [](const Problem& p) {
-    return std::make_unique<Conv2dWorkload>(height_of(p), width_of(p), filter_width_of(p));
-  };
+  op.check = check_conv2d_output;
   op.variants = {
-      ladder("global_filter", "one output per thread, input and filter read from global memory per tap",
+      ladder(ids::kGlobalFilter, "one output per thread, input and filter read from global memory per tap",
              v::global_filter),
-      ladder("constant_filter", "one output per thread, filter in __constant__ memory", v::constant_filter,
-             v::constant_filter_prepare),
-      ladder("shared_tile", "seed 000: 16x16 tile plus halo staged in shared memory, filter in constant",
-             v::shared_tile, v::shared_tile_prepare),
+      constant_filter_ladder<v::constant_filter_prepare>(
+          ids::kConstantFilter, "one output per thread, filter in __constant__ memory", v::constant_filter),
+      constant_filter_ladder<v::shared_tile_prepare>(
+          ids::kSharedTile, "the tutorial's 16x16 tile plus halo staged in shared memory, filter in constant",
+          v::shared_tile),
       texture_variant(),
-      ladder("register_tiled", "128x32 tile, float4 loads; 4x4 outputs per thread in registers, filter in registers",
-             v::register_tiled),
-      ladder("register_tiled_tall", "as register_tiled with a 128x64 tile: 4x8 outputs per thread, less halo",
+      ladder(ids::kRegisterTiled,
+             "128x32 tile, 16-byte loads; 4x4 outputs per thread in registers, filter in registers", v::register_tiled),
+      ladder(ids::kRegisterTiledTall, "as register_tiled with a 128x64 tile: 4x8 outputs per thread, less halo",
              v::register_tiled_tall),
       cudnn_variant(),
   };
   registry.add(std::move(op));
-  registry.add(Experiment{"conv2d_cudnn_algorithms", "conv2d_f32",
+  registry.add(Experiment{ids::kCudnnAlgorithms, ids::kOp,
                           "cuDNN's forward algorithms for a 4096x4096 single-channel image, as cudnnFind ranks them",
                           run_cudnn_algorithms,
                           nlohmann::json::array({{{"title", "cudnnFind: time per algorithm, 4096x4096 image"},
@@ -310,8 +218,7 @@ void register_conv2d(Registry& registry) {
                                                   {"x_log", false},
                                                   {"y_log", true},
                                                   {"y_label", "ms per launch (Find's timing)"}}})});
-  registry.add(ClaimCheck{"C13", "conv2d_f32", claim_c13});
-  registry.add(ClaimCheck{"C14", "conv2d_f32", claim_c14});
+  register_conv2d_claims(registry);
 }
 
 }  // namespace cudalab::harness

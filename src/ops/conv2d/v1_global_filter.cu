@@ -3,7 +3,7 @@
 namespace cudalab::conv2d_variants {
 namespace {
 
-__global__ void conv2d_global_filter_kernel(Conv2dArgs args) {
+__global__ void conv2d_global_filter_kernel(Conv2dArgs<float> args) {
   const std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t y = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
   if (x >= args.width || y >= args.height) return;
@@ -12,8 +12,8 @@ __global__ void conv2d_global_filter_kernel(Conv2dArgs args) {
 
 }  // namespace
 
-void global_filter(const Conv2dArgs& args, cudaStream_t stream) {
-  const dim3 block(32, 8);
+void global_filter(const Conv2dArgs<float>& args, cudaStream_t stream) {
+  const dim3 block(kWarpSize, 8);
   conv2d_global_filter_kernel<<<pixel_grid(args, block), block, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();
 }

@@ -3,10 +3,10 @@
 namespace cudalab::conv2d_variants {
 namespace {
 
-constexpr int kTile = 16;  // outputs per block side, as seed 000's 16x16 blocks
+constexpr int kTile = 16;  // outputs per block side, as the tutorial's 16x16 blocks
 
 // Shared memory: (kTile + R - 1)^2 floats, the block's input with its halo.
-__global__ void conv2d_shared_tile_kernel(Conv2dArgs args) {
+__global__ void conv2d_shared_tile_kernel(Conv2dArgs<float> args) {
   extern __shared__ float tile[];
   const int half = args.filter_width / 2;
   const int tile_width = kTile + args.filter_width - 1;
@@ -32,9 +32,9 @@ __global__ void conv2d_shared_tile_kernel(Conv2dArgs args) {
 
 }  // namespace
 
-void shared_tile_prepare(const Conv2dArgs& args, cudaStream_t stream) { upload_constant_filter(args, stream); }
+void shared_tile_prepare(const Conv2dArgs<float>& args, cudaStream_t stream) { upload_constant_filter(args, stream); }
 
-void shared_tile(const Conv2dArgs& args, cudaStream_t stream) {
+void shared_tile(const Conv2dArgs<float>& args, cudaStream_t stream) {
   const dim3 block(kTile, kTile);
   const int tile_width = kTile + args.filter_width - 1;
   const std::size_t shared_bytes = sizeof(float) * tile_width * tile_width;

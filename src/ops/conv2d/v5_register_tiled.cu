@@ -1,11 +1,13 @@
 #include <cstdint>
 
+#include "core/vector.cuh"
+#include "core/warp.cuh"
 #include "ops/conv2d/common.cuh"
 
 namespace cudalab::conv2d_variants {
 namespace {
 
-constexpr int kBlockX = 32;
+constexpr int kBlockX = kWarpSize;
 constexpr int kBlockY = 8;
 constexpr int kColumnsPerThread = 4;                       // one float4 of outputs per row
 constexpr int kTileColumns = kBlockX * kColumnsPerThread;  // 128 outputs wide per block
@@ -15,10 +17,12 @@ constexpr int kTileGroups = kTileColumns / 4 + 2;
 static_assert(kMaxFilterWidth / 2 < 4, "the halo must fit in one float4 group on each side");
 
 // Block: 32 x 8 threads; tile: 128 columns x (8 * kRows) rows of outputs. Thread (tx, ty) owns
-// columns x0 + 4tx .. +3 of rows y0 + ty*kRows .. +kRows-1.
+// columns x0 + 4tx .. +3 of rows y0 + ty*kRows .. +kRows-1. The tile and the vector paths use
+// float4 directly rather than Vector16<float>: the global loads go through __ldg (the read-only
+// path, LDG.E.128.CONSTANT) and the shared tile is read a field at a time.
 template <int R, int kRows>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
-    conv2d_register_tiled_kernel(Conv2dArgs args, bool vector_loads, bool vector_stores) {
+    conv2d_register_tiled_kernel(Conv2dArgs<float> args, bool vector_loads, bool vector_stores) {
   constexpr int kHalf = R / 2;
   constexpr int kTileRows = kBlockY * kRows + R - 1;
   // Group g of tile row r holds input columns x0 + 4(g-1) .. +3 of row y0 + r - R/2.
@@ -89,25 +93,25 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
   }
 }
 
-bool rows_are_float4_aligned(const void* pointer, std::int64_t pitch) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0 && pitch % 4 == 0;
+// Every row starts 16-byte aligned: an aligned base and a pitch of whole 16-byte vectors.
+bool rows_are_aligned16(const float* pointer, std::int64_t pitch) {
+  return is_aligned16(pointer) && pitch % Vector16<float>::kCount == 0;
 }
 
 template <int R, int kRows>
-void launch(const Conv2dArgs& args, cudaStream_t stream) {
+void launch(const Conv2dArgs<float>& args, cudaStream_t stream) {
   const std::int64_t row_blocks = ceil_div<std::int64_t>(args.height, kBlockY * kRows);
   CUDALAB_REQUIRE(row_blocks <= 65535,
                   "conv2d: " + std::to_string(args.height) + " rows exceed the grid's 65535 tiles");
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.width, kTileColumns)),
                   static_cast<unsigned>(row_blocks));
-  conv2d_register_tiled_kernel<R, kRows>
-      <<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(args, rows_are_float4_aligned(args.input, args.input_pitch),
-                                                    rows_are_float4_aligned(args.output, args.output_pitch));
+  conv2d_register_tiled_kernel<R, kRows><<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
+      args, rows_are_aligned16(args.input, args.input_pitch), rows_are_aligned16(args.output, args.output_pitch));
   CUDALAB_CHECK_LAUNCH();
 }
 
 template <int kRows>
-void launch_for_width(const Conv2dArgs& args, cudaStream_t stream) {
+void launch_for_width(const Conv2dArgs<float>& args, cudaStream_t stream) {
   switch (args.filter_width) {
     case 1: return launch<1, kRows>(args, stream);
     case 3: return launch<3, kRows>(args, stream);
@@ -121,9 +125,9 @@ void launch_for_width(const Conv2dArgs& args, cudaStream_t stream) {
 
 }  // namespace
 
-void register_tiled(const Conv2dArgs& args, cudaStream_t stream) { launch_for_width<4>(args, stream); }
+void register_tiled(const Conv2dArgs<float>& args, cudaStream_t stream) { launch_for_width<4>(args, stream); }
 
-void register_tiled_tall(const Conv2dArgs& args, cudaStream_t stream) { launch_for_width<8>(args, stream); }
+void register_tiled_tall(const Conv2dArgs<float>& args, cudaStream_t stream) { launch_for_width<8>(args, stream); }
 
 std::int64_t register_tiled_max_height() { return std::int64_t{65535} * kBlockY * 4; }
 

@@ -66,13 +66,13 @@ void dgemm_row_major(std::int64_t m, std::int64_t n, std::int64_t k, double alph
 
 }  // namespace
 
-void cublas_sgemm(const GemmArgs& p, cudaStream_t stream) {
+void cublas_sgemm(const GemmArgs<float>& p, cudaStream_t stream) {
   check(cublasSgemm(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"), as_int(p.k, "k"),
                     &p.alpha, p.b, as_int(p.ldb, "ldb"), p.a, as_int(p.lda, "lda"), &p.beta, p.c, as_int(p.ldc, "ldc")),
         "cublasSgemm");
 }
 
-void cublas_sgemm_tf32(const GemmArgs& p, cudaStream_t stream) {
+void cublas_sgemm_tf32(const GemmArgs<float>& p, cudaStream_t stream) {
   check(cublasGemmEx(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"), as_int(p.k, "k"),
                      &p.alpha, p.b, CUDA_R_32F, as_int(p.ldb, "ldb"), p.a, CUDA_R_32F, as_int(p.lda, "lda"), &p.beta,
                      p.c, CUDA_R_32F, as_int(p.ldc, "ldc"), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),

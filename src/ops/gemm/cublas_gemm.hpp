@@ -12,10 +12,10 @@
 namespace cudalab::gemm_variants {
 
 // cublasSgemm with the handle's default math mode: FP32 inputs, FP32 FMAs.
-void cublas_sgemm(const GemmArgs& args, cudaStream_t stream);
+void cublas_sgemm(const GemmArgs<float>& args, cudaStream_t stream);
 // cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32: inputs rounded to TF32 (10-bit mantissa) on
 // tensor cores, FP32 accumulation. A different precision: checked with its own tolerance.
-void cublas_sgemm_tf32(const GemmArgs& args, cudaStream_t stream);
+void cublas_sgemm_tf32(const GemmArgs<float>& args, cudaStream_t stream);
 // C = A A^T for row-major A (rows x depth): cublasSsyrk (lower triangle, then mirrored) or cublasSgemm.
 void cublas_aat_syrk(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream);
 void cublas_aat_gemm(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream);

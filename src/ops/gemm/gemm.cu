@@ -46,7 +46,7 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const flo
   CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
   CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  const gemm_variants::GemmArgs args{m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
+  const gemm_variants::GemmArgs<float> args{m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
   gemm_variants::launch_pipelined(gemm_variants::tuned_config(major * 10 + minor, sm_count, m, n), args, stream);
 }
 

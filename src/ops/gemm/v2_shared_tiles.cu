@@ -1,4 +1,4 @@
-// Steps 3-4 and the tile-size sweep: seed 000/001's shared-memory tiles. A block stages a TILE x
+// Steps 3-4 and the tile-size sweep: the tutorial's shared-memory tiles. A block stages a TILE x
 // TILE tile of A and of B, then every thread reads its dot product's slice from shared memory:
 // each global element is loaded once per block instead of once per thread. Partial tiles load
 // zeros, so any M, N, K works.
@@ -17,7 +17,7 @@ constexpr int rows_per_thread() {
 }
 
 template <int kTile, int kPad>
-__global__ void __launch_bounds__(kTile* kTile / rows_per_thread<kTile>()) shared_tile_kernel(GemmArgs p) {
+__global__ void __launch_bounds__(kTile* kTile / rows_per_thread<kTile>()) shared_tile_kernel(GemmArgs<float> p) {
   constexpr int kRows = rows_per_thread<kTile>();
   constexpr int kRowStep = kTile / kRows;
   __shared__ float a_tile[kTile][kTile + kPad];
@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kTile* kTile / rows_per_thread<kTile>()) share
 }
 
 template <int kTile, int kPad>
-void launch(const GemmArgs& args, cudaStream_t stream) {
+void launch(const GemmArgs<float>& args, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kTile)),
                   static_cast<unsigned>(ceil_div<std::int64_t>(args.m, kTile)));
   shared_tile_kernel<kTile, kPad><<<grid, dim3(kTile, kTile / rows_per_thread<kTile>()), 0, stream>>>(args);
@@ -58,16 +58,16 @@ void launch(const GemmArgs& args, cudaStream_t stream) {
 
 }  // namespace
 
-void shared_tile(int tile, bool padded, const GemmArgs& args, cudaStream_t stream) {
+template <int kTile, bool kPadded>
+void shared_tile(const GemmArgs<float>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0) return;
-  switch (tile * 2 + (padded ? 1 : 0)) {
-    case 16: return launch<8, 0>(args, stream);
-    case 32: return launch<16, 0>(args, stream);
-    case 64: return launch<32, 0>(args, stream);
-    case 65: return launch<32, 1>(args, stream);
-    case 128: return launch<64, 0>(args, stream);
-    default: CUDALAB_REQUIRE(false, "shared_tile: no kernel for tile " + std::to_string(tile));
-  }
+  launch<kTile, kPadded ? 1 : 0>(args, stream);
 }
+
+template void shared_tile<8, false>(const GemmArgs<float>&, cudaStream_t);
+template void shared_tile<16, false>(const GemmArgs<float>&, cudaStream_t);
+template void shared_tile<32, false>(const GemmArgs<float>&, cudaStream_t);
+template void shared_tile<32, true>(const GemmArgs<float>&, cudaStream_t);
+template void shared_tile<64, false>(const GemmArgs<float>&, cudaStream_t);
 
 }  // namespace cudalab::gemm_variants

@@ -23,7 +23,7 @@ __device__ __forceinline__ void load_tile(float* tile, const float* matrix, std:
 constexpr int k1dBm = 64, k1dBn = 64, k1dBk = 8, k1dTm = 8;
 constexpr int k1dThreads = k1dBm * k1dBn / k1dTm;
 
-__global__ void __launch_bounds__(k1dThreads) blocktile_1d_kernel(GemmArgs p) {
+__global__ void __launch_bounds__(k1dThreads) blocktile_1d_kernel(GemmArgs<float> p) {
   __shared__ float a_tile[k1dBm * k1dBk];  // [m][k]
   __shared__ float b_tile[k1dBk * k1dBn];  // [k][n]
   const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.y) * k1dBm;
@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(k1dThreads) blocktile_1d_kernel(GemmArgs p) {
 constexpr int k2dBm = 128, k2dBn = 128, k2dBk = 8, k2dTm = 8, k2dTn = 8;
 constexpr int k2dThreads = k2dBm * k2dBn / (k2dTm * k2dTn);
 
-__global__ void __launch_bounds__(k2dThreads) blocktile_2d_kernel(GemmArgs p) {
+__global__ void __launch_bounds__(k2dThreads) blocktile_2d_kernel(GemmArgs<float> p) {
   __shared__ float a_tile[k2dBm * k2dBk];  // [m][k]
   __shared__ float b_tile[k2dBk * k2dBn];  // [k][n]
   const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.y) * k2dBm;
@@ -86,20 +86,20 @@ __global__ void __launch_bounds__(k2dThreads) blocktile_2d_kernel(GemmArgs p) {
     }
 }
 
-dim3 tile_grid(const GemmArgs& args, int bm, int bn) {
+dim3 tile_grid(const GemmArgs<float>& args, int bm, int bn) {
   return dim3(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, bn)),
               static_cast<unsigned>(ceil_div<std::int64_t>(args.m, bm)));
 }
 
 }  // namespace
 
-void blocktile_1d(const GemmArgs& args, cudaStream_t stream) {
+void blocktile_1d(const GemmArgs<float>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0) return;
   blocktile_1d_kernel<<<tile_grid(args, k1dBm, k1dBn), k1dThreads, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();
 }
 
-void blocktile_2d(const GemmArgs& args, cudaStream_t stream) {
+void blocktile_2d(const GemmArgs<float>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0) return;
   blocktile_2d_kernel<<<tile_grid(args, k2dBm, k2dBn), k2dThreads, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();

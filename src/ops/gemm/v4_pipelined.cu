@@ -11,6 +11,8 @@
 #include <cstdint>
 
 #include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "core/warp.cuh"
 #include "cudalab/error.hpp"
 #include "ops/gemm/epilogue.cuh"
 #include "ops/gemm/variants.hpp"
@@ -62,8 +64,8 @@ struct CopyCursor {
 };
 
 template <class T, int kBm, int kBn, int kBk, bool kEdge>
-__device__ __forceinline__ void load_stage(float* stage, const GemmArgs& p, const CopyCursor& cursor, std::int64_t row0,
-                                           std::int64_t col0, std::int64_t k0) {
+__device__ __forceinline__ void load_stage(float* stage, const GemmArgs<float>& p, const CopyCursor& cursor,
+                                           std::int64_t row0, std::int64_t col0, std::int64_t k0) {
   float* a_tile = stage;                      // [k][m], stride kStrideA
   float* b_tile = stage + kBk * T::kStrideA;  // [k][n]
 #pragma unroll
@@ -97,7 +99,7 @@ __device__ __forceinline__ void load_stage(float* stage, const GemmArgs& p, cons
 template <int kBm, int kBn, int kBk, int kRm, int kRn, int kStages, bool kWarpTiled, bool kEdge>
 __global__ void __launch_bounds__(Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled>::kThreads,
                                   Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled>::kMinBlocks)
-    pipelined_kernel(GemmArgs p) {
+    pipelined_kernel(GemmArgs<float> p) {
   using T = Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled>;
   extern __shared__ float4 shared_words[];
   float* shared = reinterpret_cast<float*>(shared_words);
@@ -107,7 +109,7 @@ __global__ void __launch_bounds__(Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarp
   // This thread's outputs: rows first_row + r * row_step + (0..3), columns likewise.
   int first_row, first_col, row_step, col_step;
   if constexpr (kWarpTiled) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
     constexpr int kWarpRows = 16 * kRm, kWarpCols = 32 * kRn, kWarpsAcross = kBn / kWarpCols;
     first_row = warp / kWarpsAcross * kWarpRows + lane / 8 * 4;
     first_col = warp % kWarpsAcross * kWarpCols + lane % 8 * 4;
@@ -195,7 +197,7 @@ __global__ void __launch_bounds__(Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarp
 }
 
 template <int kBm, int kBn, int kBk, int kRm, int kRn, int kStages, bool kWarpTiled>
-void launch_instance(const GemmArgs& args, bool fast, cudaStream_t stream) {
+void launch_instance(const GemmArgs<float>& args, bool fast, cudaStream_t stream) {
   using T = Tiling<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled>;
   auto* kernel = fast ? pipelined_kernel<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled, false>
                       : pipelined_kernel<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled, true>;
@@ -209,15 +211,22 @@ void launch_instance(const GemmArgs& args, bool fast, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
+// One configuration's launcher: a plain function, so a variant binds it like any other step.
+template <int kBm, int kBn, int kBk, int kRm, int kRn, int kStages, bool kWarpTiled>
+void launch_config(const GemmArgs<float>& args, cudaStream_t stream) {
+  if (args.m == 0 || args.n == 0) return;
+  const PipelineConfig config{kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled};
+  launch_instance<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled>(args, takes_fast_path(config, args), stream);
+}
+
 struct Entry {
   PipelineConfig config;
-  void (*launch)(const GemmArgs&, bool fast, cudaStream_t);
+  PipelinedLauncher launch;
 };
 
 template <int kBm, int kBn, int kBk, int kRm, int kRn, int kStages, bool kWarpTiled>
 Entry entry() {
-  return {{kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled},
-          launch_instance<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled>};
+  return {{kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled}, launch_config<kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled>};
 }
 
 const std::vector<Entry>& entries() {
@@ -239,8 +248,6 @@ bool same(const PipelineConfig& x, const PipelineConfig& y) {
          x.warp_tiled == y.warp_tiled;
 }
 
-bool aligned16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
-
 }  // namespace
 
 std::string PipelineConfig::name() const {
@@ -257,17 +264,20 @@ const std::vector<PipelineConfig>& pipeline_configs() {
   return configs;
 }
 
-bool takes_fast_path(const PipelineConfig& config, const GemmArgs& args) {
+bool takes_fast_path(const PipelineConfig& config, const GemmArgs<float>& args) {
   return args.m % config.bm == 0 && args.n % config.bn == 0 && args.k % config.bk == 0 && args.ldb % 4 == 0 &&
-         args.ldc % 4 == 0 && aligned16(args.b) && aligned16(args.c);
+         args.ldc % 4 == 0 && is_aligned16(args.b) && is_aligned16(args.c);
 }
 
-void launch_pipelined(const PipelineConfig& config, const GemmArgs& args, cudaStream_t stream) {
-  if (args.m == 0 || args.n == 0) return;
-  for (const Entry& e : entries()) {
-    if (same(e.config, config)) return e.launch(args, takes_fast_path(config, args), stream);
-  }
-  CUDALAB_REQUIRE(false, "launch_pipelined: no kernel built for configuration " + config.name());
+PipelinedLauncher pipelined_launcher(const PipelineConfig& config) {
+  for (const Entry& e : entries())
+    if (same(e.config, config)) return e.launch;
+  CUDALAB_REQUIRE(false, "pipelined_launcher: no kernel built for configuration " + config.name());
+  return nullptr;
+}
+
+void launch_pipelined(const PipelineConfig& config, const GemmArgs<float>& args, cudaStream_t stream) {
+  pipelined_launcher(config)(args, stream);
 }
 
 }  // namespace cudalab::gemm_variants

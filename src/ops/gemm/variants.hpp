@@ -1,7 +1,8 @@
-// The FP32 matrix-multiply ladder on CUDA cores: C = alpha * A * B + beta * C, row-major, any
-// M, N, K and any leading dimensions (lda >= K, ldb >= N, ldc >= M's row length N). Every launcher
-// enqueues on `stream` and handles partial tiles; beta == 0 never reads C (BLAS semantics: C may
-// hold NaN then).
+// The matrix-multiply ladder on CUDA cores: C = alpha * A * B + beta * C, row-major, any M, N, K
+// and any leading dimensions (lda >= K, ldb >= N, ldc >= N). Every launcher takes the op's
+// argument struct, enqueues on `stream` and handles partial tiles; beta == 0 never reads C (BLAS
+// semantics: C may hold NaN then). The library entry (gemm.cu) and the registry (register.cu)
+// fill the same struct.
 #pragma once
 
 #include <cstdint>
@@ -12,32 +13,36 @@
 
 namespace cudalab::gemm_variants {
 
+// Element is the dtype of A, B and C; alpha and beta are the fp32 scalars of the epilogue, which
+// runs in fp32 whatever the element type.
+template <typename T>
 struct GemmArgs {
+  using Element = T;
   std::int64_t m = 0, n = 0, k = 0;
   float alpha = 1.0f;
-  const float* a = nullptr;
+  const T* a = nullptr;
   std::int64_t lda = 0;
-  const float* b = nullptr;
+  const T* b = nullptr;
   std::int64_t ldb = 0;
   float beta = 0.0f;
-  float* c = nullptr;
+  T* c = nullptr;
   std::int64_t ldc = 0;
 };
 
-using Launcher = void (*)(const GemmArgs&, cudaStream_t);
-
 // One thread per output; threadIdx.x walks rows, so a warp reads A down a column (strided) and
 // writes C strided.
-void naive(const GemmArgs& args, cudaStream_t stream);
+void naive(const GemmArgs<float>& args, cudaStream_t stream);
 // One thread per output; threadIdx.x walks columns: a warp reads B and writes C in contiguous rows.
-void coalesced(const GemmArgs& args, cudaStream_t stream);
-// Seed 000/001's shared-memory tiles (one output per thread up to 32x32; the 64x64 tile gives each
-// thread four rows, since a block holds at most 1024 threads). `padded` adds one column to each tile.
-void shared_tile(int tile, bool padded, const GemmArgs& args, cudaStream_t stream);
+void coalesced(const GemmArgs<float>& args, cudaStream_t stream);
+// The tutorial's shared-memory tiles (one output per thread up to 32x32; the 64x64 tile gives each
+// thread four rows, since a block holds at most 1024 threads). `kPadded` adds one column to each
+// tile. Built for <8, false>, <16, false>, <32, false>, <32, true> and <64, false>.
+template <int kTile, bool kPadded>
+void shared_tile(const GemmArgs<float>& args, cudaStream_t stream);
 // 64x64 block tile, BK = 8, each thread 8 outputs down a column.
-void blocktile_1d(const GemmArgs& args, cudaStream_t stream);
+void blocktile_1d(const GemmArgs<float>& args, cudaStream_t stream);
 // 128x128 block tile, BK = 8, each thread an 8x8 block of outputs, scalar loads.
-void blocktile_2d(const GemmArgs& args, cudaStream_t stream);
+void blocktile_2d(const GemmArgs<float>& args, cudaStream_t stream);
 
 // The cp.async kernel family: A's tile stored transposed (k-major) in shared memory so a thread
 // reads its rows as float4s, B's tile copied with 16-byte cp.async, `stages` tiles in flight.
@@ -48,16 +53,16 @@ struct PipelineConfig {
   bool warp_tiled;           // lanes of a warp share a compact 16*rm x 32*rn tile (else: thread-contiguous 4rm x 4rn)
   std::string name() const;  // e.g. "128x128x8_8x8_s2_warp"
 };
-// Every configuration built into the library; launch_pipelined throws for any other.
+using PipelinedLauncher = void (*)(const GemmArgs<float>&, cudaStream_t);
+// Every configuration built into the library.
 const std::vector<PipelineConfig>& pipeline_configs();
-void launch_pipelined(const PipelineConfig& config, const GemmArgs& args, cudaStream_t stream);
+// The launcher of `config`, which picks the unpredicated or the predicated kernel per call; throws
+// cudalab::Error (invalid_argument) for a configuration that is not built.
+PipelinedLauncher pipelined_launcher(const PipelineConfig& config);
+void launch_pipelined(const PipelineConfig& config, const GemmArgs<float>& args, cudaStream_t stream);
 // True when the shape and alignment let `config` take its unpredicated path (whole tiles,
 // 16-byte aligned rows of B and C).
-bool takes_fast_path(const PipelineConfig& config, const GemmArgs& args);
-
-}  // namespace cudalab::gemm_variants
-
-namespace cudalab::gemm_variants {
+bool takes_fast_path(const PipelineConfig& config, const GemmArgs<float>& args);
 
 // The library's choice for an m x n output on a GPU of `compute_capability` with `sm_count` SMs
 // (see gemm.cu for the measurements behind it).

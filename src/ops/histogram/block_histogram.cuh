@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <cuda_runtime.h>
 
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
+#include "cudalab/histogram.hpp"
 
 namespace cudalab::histogram_variants {
 
@@ -20,6 +22,19 @@ __device__ __forceinline__ bool has_bin(std::uint32_t key, int bins) {
     return true;
   } else {
     return key < static_cast<std::uint32_t>(bins);
+  }
+}
+
+// The bin counts a kernel for Key can take: a byte kernel counts every key (has_bin is always
+// true), so it needs all 256 bins; wider keys take 1 to MaxBins.
+template <typename Key, int MaxBins>
+void require_bins(int bins, const char* variant) {
+  if constexpr (sizeof(Key) == 1) {
+    CUDALAB_REQUIRE(bins == kByteHistogramBins,
+                    std::string("histogram ") + variant + ": byte samples take 256 bins, got " + std::to_string(bins));
+  } else {
+    CUDALAB_REQUIRE(bins >= 1 && bins <= MaxBins, std::string("histogram ") + variant + ": bins must be in [1, " +
+                                                      std::to_string(MaxBins) + "], got " + std::to_string(bins));
   }
 }
 

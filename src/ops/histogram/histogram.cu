@@ -21,7 +21,12 @@ void require_arguments(const void* samples, std::int64_t n, const std::uint32_t*
 // uniform, 92 us all-one-value, against CUB's 131 and 102 us; docs/histogram.md).
 void histogram_even(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream) {
   require_arguments(samples, n, counts, "histogram_even");
-  histogram_variants::vectorized(samples, n, counts, stream);
+  histogram_variants::HistogramArgs<std::uint8_t> args;
+  args.samples = samples;
+  args.n = n;
+  args.counts = counts;
+  args.bins = kByteHistogramBins;
+  histogram_variants::vectorized(args, stream);
 }
 
 // 16-bit samples up to 4096 bins take vectorized (shared sub-histograms, 16-byte loads): 197 us
@@ -34,10 +39,15 @@ void histogram_even(const std::uint16_t* samples, std::int64_t n, std::uint32_t*
                   "histogram_even: bins must be in [1, 65536], got " + std::to_string(bins));
   CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(samples) % alignof(std::uint16_t) == 0,
                   "histogram_even: 16-bit samples must be 2-byte aligned");
+  histogram_variants::HistogramArgs<std::uint16_t> args;
+  args.samples = samples;
+  args.n = n;
+  args.counts = counts;
+  args.bins = bins;
   if (bins <= histogram_variants::kMaxSharedBins) {
-    histogram_variants::vectorized(samples, n, counts, bins, stream);
+    histogram_variants::vectorized(args, stream);
   } else {
-    histogram_variants::global_atomics(samples, n, counts, bins, stream);
+    histogram_variants::global_atomics(args, stream);
   }
 }
 

@@ -1,4 +1,3 @@
-#include "cudalab/histogram.hpp"
 #include "ops/histogram/block_histogram.cuh"
 #include "ops/histogram/variants.hpp"
 
@@ -17,24 +16,20 @@ __global__ void histogram_global_atomics_kernel(const Key* __restrict__ samples,
   }
 }
 
-template <typename Key>
-void launch(const Key* samples, std::int64_t n, std::uint32_t* counts, int bins, cudaStream_t stream) {
-  zero_counts(counts, bins, stream);
-  if (n == 0) return;
-  const int blocks = resident_grid_size(histogram_global_atomics_kernel<Key>, kBlockSize, n);
-  histogram_global_atomics_kernel<Key><<<blocks, kBlockSize, 0, stream>>>(samples, n, counts, bins);
+}  // namespace
+
+// The counters live in global memory, so any bin count a key type can address works.
+template <typename T>
+void global_atomics(const HistogramArgs<T>& args, cudaStream_t stream) {
+  require_bins<T, kMaxHistogramBins>(args.bins, "global_atomics");
+  zero_counts(args.counts, args.bins, stream);
+  if (args.n == 0) return;
+  const int blocks = resident_grid_size(histogram_global_atomics_kernel<T>, kBlockSize, args.n);
+  histogram_global_atomics_kernel<T><<<blocks, kBlockSize, 0, stream>>>(args.samples, args.n, args.counts, args.bins);
   CUDALAB_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-void global_atomics(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream) {
-  launch(samples, n, counts, kByteHistogramBins, stream);
-}
-
-void global_atomics(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
-                    cudaStream_t stream) {
-  launch(samples, n, counts, bins, stream);
-}
+template void global_atomics<std::uint8_t>(const HistogramArgs<std::uint8_t>&, cudaStream_t);
+template void global_atomics<std::uint16_t>(const HistogramArgs<std::uint16_t>&, cudaStream_t);
 
 }  // namespace cudalab::histogram_variants

@@ -1,4 +1,3 @@
-#include "cudalab/histogram.hpp"
 #include "ops/histogram/block_histogram.cuh"
 #include "ops/histogram/variants.hpp"
 
@@ -22,26 +21,25 @@ __global__ void histogram_shared_privatized_kernel(const Key* __restrict__ sampl
 }
 
 template <typename Key, int MaxBins>
-void launch(const Key* samples, std::int64_t n, std::uint32_t* counts, int bins, cudaStream_t stream) {
+void launch(const HistogramArgs<Key>& args, cudaStream_t stream) {
   static_assert(MaxBins % 32 == 0, "whole rows of banks");
-  CUDALAB_REQUIRE(bins >= 1 && bins <= MaxBins, "histogram shared_privatized: bins out of range");
-  zero_counts(counts, bins, stream);
-  if (n == 0) return;
+  require_bins<Key, MaxBins>(args.bins, "shared_privatized");
+  zero_counts(args.counts, args.bins, stream);
+  if (args.n == 0) return;
   const auto kernel = histogram_shared_privatized_kernel<Key, MaxBins>;
-  const int blocks = resident_grid_size(kernel, kBlockSize, n);
-  kernel<<<blocks, kBlockSize, 0, stream>>>(samples, n, counts, bins);
+  const int blocks = resident_grid_size(kernel, kBlockSize, args.n);
+  kernel<<<blocks, kBlockSize, 0, stream>>>(args.samples, args.n, args.counts, args.bins);
   CUDALAB_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void shared_privatized(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream) {
-  launch<std::uint8_t, kByteHistogramBins>(samples, n, counts, kByteHistogramBins, stream);
+template <typename T>
+void shared_privatized(const HistogramArgs<T>& args, cudaStream_t stream) {
+  launch<T, sizeof(T) == 1 ? kByteHistogramBins : kMaxSharedBins>(args, stream);
 }
 
-void shared_privatized(const std::uint16_t* samples, std::int64_t n, std::uint32_t* counts, int bins,
-                       cudaStream_t stream) {
-  launch<std::uint16_t, kMaxSharedBins>(samples, n, counts, bins, stream);
-}
+template void shared_privatized<std::uint8_t>(const HistogramArgs<std::uint8_t>&, cudaStream_t);
+template void shared_privatized<std::uint16_t>(const HistogramArgs<std::uint16_t>&, cudaStream_t);
 
 }  // namespace cudalab::histogram_variants

@@ -1,5 +1,5 @@
 #include "core/shared_atomics.cuh"
-#include "cudalab/histogram.hpp"
+#include "core/warp.cuh"
 #include "ops/histogram/block_histogram.cuh"
 #include "ops/histogram/variants.hpp"
 
@@ -22,7 +22,7 @@ constexpr int kUnroll = 4;
 constexpr std::int64_t kVectorsPerRound = 1024;
 static_assert(16 * kVectorsPerRound + 30 <= 65535, "a 16-bit counter must not overflow within a round");
 static_assert(kRows == kBlockSize, "the merge sums row t of every column in thread t");
-static_assert(kBlockSize % 32 == 0, "a warp's columns cover all 32 banks");
+static_assert(kBlockSize % kWarpSize == 0, "a warp's columns cover all 32 banks");
 
 // The column is private, so the add needs no atomicity; it is a shared atomic with no result
 // (red.shared) because a plain load-add-store waits for its load before the next key's add can
@@ -83,15 +83,16 @@ __global__ void __launch_bounds__(kBlockSize)
 
 }  // namespace
 
-void lane_columns(const std::uint8_t* samples, std::int64_t n, std::uint32_t* counts, cudaStream_t stream) {
-  zero_counts(counts, kByteHistogramBins, stream);
-  if (n == 0) return;
-  const VectorSplit<std::uint8_t> split = split_for_vectors(samples, n);
+void lane_columns(const HistogramArgs<std::uint8_t>& args, cudaStream_t stream) {
+  require_bins<std::uint8_t, kByteHistogramBins>(args.bins, "lane_columns");
+  zero_counts(args.counts, kByteHistogramBins, stream);
+  if (args.n == 0) return;
+  const VectorSplit<std::uint8_t> split = split_for_vectors(args.samples, args.n);
   // Above 48 KiB a kernel must opt in to its dynamic shared memory (per device, so on every call).
   CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(histogram_lane_columns_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(kSharedBytes)));
   const int blocks = resident_grid_size(histogram_lane_columns_kernel, kBlockSize, split.vectors, kSharedBytes);
-  histogram_lane_columns_kernel<<<blocks, kBlockSize, kSharedBytes, stream>>>(samples, split, counts);
+  histogram_lane_columns_kernel<<<blocks, kBlockSize, kSharedBytes, stream>>>(args.samples, split, args.counts);
   CUDALAB_CHECK_LAUNCH();
 }
 

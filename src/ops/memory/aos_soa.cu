@@ -257,7 +257,7 @@ void register_aos_soa(Registry& registry) {
   registry.add(Experiment{"linked_list", "memory",
                           "one thread sums 2^20 floats through a linked list vs an array (claim C07)", run_linked_list,
                           bar_plot("One thread summing 2^20 floats", "structure", "ns_per_element", "ns per element")});
-  registry.add(ClaimCheck{"C07", "memory", claim_c07});
+  registry.add(ClaimCheck{"C07", "memory", {}, claim_c07});
 }
 
 }  // namespace cudalab::harness::memory_experiments

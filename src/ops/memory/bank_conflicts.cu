@@ -203,8 +203,8 @@ void register_bank_conflicts(Registry& registry) {
                                                   {"x_log", true},
                                                   {"y_log", true},
                                                   {"y_label", "time / conflict-free time (whole grid)"}}})});
-  registry.add(ClaimCheck{"C08", "memory", claim_c08});
-  registry.add(ClaimCheck{"C09", "memory", claim_c09});
+  registry.add(ClaimCheck{"C08", "memory", {}, claim_c08});
+  registry.add(ClaimCheck{"C09", "memory", {}, claim_c09});
 }
 
 }  // namespace cudalab::harness::memory_experiments

@@ -262,8 +262,8 @@ void register_coalescing(Registry& registry) {
       Experiment{"gather_random", "memory", "gather through sequential and random indices (claim C05)", run_gather,
                  bar_plot("Gather: sequential vs random indices", nlohmann::json::array({"pattern", "span_bytes"}),
                           "pct_of_copy", "% of the measured copy rate")});
-  registry.add(ClaimCheck{"C05", "memory", claim_c05});
-  registry.add(ClaimCheck{"C06", "memory", claim_c06});
+  registry.add(ClaimCheck{"C05", "memory", {}, claim_c05});
+  registry.add(ClaimCheck{"C06", "memory", {}, claim_c06});
 }
 
 }  // namespace cudalab::harness::memory_experiments

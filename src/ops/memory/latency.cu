@@ -226,7 +226,7 @@ void register_latency(Registry& registry) {
                               {"x_log", true},
                               {"y_log", true},
                               {"y_label", "SM cycles per dependent load"}}})});
-  registry.add(ClaimCheck{"C15", "memory", claim_c15});
+  registry.add(ClaimCheck{"C15", "memory", {}, claim_c15});
 }
 
 }  // namespace cudalab::harness::memory_experiments

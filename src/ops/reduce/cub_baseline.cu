@@ -1,3 +1,5 @@
+#include <string>
+
 #include <cub/device/device_reduce.cuh>
 
 #include "ops/reduce/multi_pass.cuh"
@@ -13,6 +15,17 @@ std::size_t cub_temp_bytes(std::int64_t n) {
   return bytes;
 }
 
+// CUB's temporary storage in `args`' workspace, past the ticket counters; throws when the
+// workspace is too small for `bytes` of it.
+template <typename Args>
+void* cub_storage(const Args& args, std::size_t bytes) {
+  const std::size_t needed = counter_bytes(args.n) + bytes;
+  CUDALAB_REQUIRE(args.workspace != nullptr && args.workspace_bytes >= needed,
+                  "reduce cub: the workspace holds " + std::to_string(args.workspace_bytes) +
+                      " bytes, the launch needs " + std::to_string(needed) + " (see reduce_variants::workspace_bytes)");
+  return static_cast<unsigned char*>(args.workspace) + counter_bytes(args.n);
+}
+
 }  // namespace
 
 // CUB's temporary storage starts past the ticket counters, which must stay zero.
@@ -24,10 +37,9 @@ std::size_t workspace_bytes(std::int64_t n) {
 }
 
 template <typename T>
-void cub_sum(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  std::size_t bytes = cub_temp_bytes<T>(n);
-  CUDALAB_CUDA_CHECK(
-      cub::DeviceReduce::Sum(static_cast<unsigned char*>(workspace) + counter_bytes(n), bytes, in, out, n, stream));
+void cub_sum(const ReduceArgs<T>& args, cudaStream_t stream) {
+  std::size_t bytes = cub_temp_bytes<T>(args.n);
+  CUDALAB_CUDA_CHECK(cub::DeviceReduce::Sum(cub_storage(args, bytes), bytes, args.in, args.out, args.n, stream));
 }
 
 namespace {
@@ -51,16 +63,15 @@ std::size_t workspace_bytes_f64(std::int64_t n) {
   return own > counter_bytes(n) + cub ? own : counter_bytes(n) + cub;
 }
 
-void cub_sum_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
+void cub_sum_f64(const ReduceArgs<float, double>& args, cudaStream_t stream) {
   std::size_t bytes = 0;
-  CUDALAB_CUDA_CHECK(cub_sum_f64_call(nullptr, bytes, in, n, out, stream));
-  CUDALAB_CUDA_CHECK(
-      cub_sum_f64_call(static_cast<unsigned char*>(workspace) + counter_bytes(n), bytes, in, n, out, stream));
+  CUDALAB_CUDA_CHECK(cub_sum_f64_call(nullptr, bytes, args.in, args.n, args.out, stream));
+  CUDALAB_CUDA_CHECK(cub_sum_f64_call(cub_storage(args, bytes), bytes, args.in, args.n, args.out, stream));
 }
 
 template std::size_t workspace_bytes<float>(std::int64_t);
 template std::size_t workspace_bytes<std::int32_t>(std::int64_t);
-template void cub_sum<float>(const float*, std::int64_t, float*, void*, cudaStream_t);
-template void cub_sum<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+template void cub_sum<float>(const ReduceArgs<float>&, cudaStream_t);
+template void cub_sum<std::int32_t>(const ReduceArgs<std::int32_t>&, cudaStream_t);
 
 }  // namespace cudalab::reduce_variants

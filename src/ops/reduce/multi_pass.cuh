@@ -1,11 +1,12 @@
-// The pieces the reduction kernels share: block size, workspace layout, 16-byte vector types and
-// the host loop that runs passes until one value is left.
+// The pieces the reduction kernels share: block size, workspace layout, the sum of a 16-byte
+// vector and the host loop that runs passes until one value is left.
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <string>
 
 #include "core/launch.cuh"
+#include "core/vector.cuh"
 #include "cudalab/error.hpp"
 #include "ops/reduce/variants.hpp"
 
@@ -17,7 +18,7 @@ inline constexpr int kBlockSize = 256;
 // enough for one value per block of the first pass, ceil(n / kBlockSize). The counters are zero on
 // entry and every launcher leaves them zero; CUB's temporary storage starts past them.
 template <typename T>
-struct Workspace {
+struct WorkspaceLayout {
   unsigned* counters;
   T* partials_a;
   T* partials_b;
@@ -30,34 +31,31 @@ std::size_t own_workspace_bytes(std::int64_t n) {
   return counter_bytes(n) + 2 * static_cast<std::size_t>(partial_capacity(n)) * sizeof(T);
 }
 
-template <typename T>
-Workspace<T> carve(void* workspace, std::int64_t n) {
-  auto* bytes = static_cast<unsigned char*>(workspace);
-  T* a = reinterpret_cast<T*>(bytes + counter_bytes(n));
-  return {reinterpret_cast<unsigned*>(bytes), a, a + partial_capacity(n)};
+// The counters and partials of T in `args`' workspace; throws when the workspace is too small
+// for them (a caller that sized it by hand rather than with workspace_bytes).
+template <typename T, typename Args>
+WorkspaceLayout<T> carve(const Args& args) {
+  const std::size_t needed = own_workspace_bytes<T>(args.n);
+  CUDALAB_REQUIRE(args.workspace != nullptr && args.workspace_bytes >= needed,
+                  "reduce: the workspace holds " + std::to_string(args.workspace_bytes) + " bytes, the launch needs " +
+                      std::to_string(needed) + " (see reduce_variants::workspace_bytes)");
+  auto* bytes = static_cast<unsigned char*>(args.workspace);
+  T* a = reinterpret_cast<T*>(bytes + counter_bytes(args.n));
+  return {reinterpret_cast<unsigned*>(bytes), a, a + partial_capacity(args.n)};
 }
 
-template <typename T>
-struct Vec4;
-template <>
-struct Vec4<float> {
-  using type = float4;
-};
-template <>
-struct Vec4<std::int32_t> {
-  using type = int4;
-};
-
-template <typename Acc, typename V>
-__device__ __forceinline__ Acc sum4(const V& v) {
-  return (static_cast<Acc>(v.x) + static_cast<Acc>(v.y)) + (static_cast<Acc>(v.z) + static_cast<Acc>(v.w));
+// Sum of a 16-byte vector's four elements, carried in Acc, in pairs: (x0 + x1) + (x2 + x3).
+template <typename Acc, typename T>
+__device__ __forceinline__ Acc vector_sum(const Vector16<T>& v) {
+  static_assert(Vector16<T>::kCount == 4, "the reduction kernels read 4-byte elements, four to a vector");
+  return (static_cast<Acc>(v[0]) + static_cast<Acc>(v[1])) + (static_cast<Acc>(v[2]) + static_cast<Acc>(v[3]));
 }
 
 // Reduces in passes: pass(source, count, destination, blocks, stream) turns `count` values into
 // `blocks` = blocks_for(count) partial sums; passes repeat on the partials (ping-pong between the
 // two workspace buffers) until a pass has one block, which writes straight into `out`.
 template <typename T, typename Source, typename BlocksFor, typename Pass>
-void reduce_in_passes(Source in, std::int64_t n, T* out, const Workspace<T>& ws, BlocksFor blocks_for, Pass pass,
+void reduce_in_passes(Source in, std::int64_t n, T* out, const WorkspaceLayout<T>& ws, BlocksFor blocks_for, Pass pass,
                       cudaStream_t stream) {
   if (n == 0) {
     CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(T), stream));

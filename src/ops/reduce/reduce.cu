@@ -2,6 +2,7 @@
 
 #include <type_traits>
 
+#include "core/workspace.hpp"
 #include "cudalab/error.hpp"
 #include "ops/reduce/variants.hpp"
 
@@ -18,23 +19,18 @@ void reduce_sum_impl(const T* in, std::int64_t n, Out* out, cudaStream_t stream)
   CUDALAB_REQUIRE(out != nullptr, "reduce_sum: out must be a device pointer, got null");
   CUDALAB_REQUIRE(n == 0 || in != nullptr, "reduce_sum: in must be a device pointer, got null");
   constexpr bool kDoubleSum = !std::is_same_v<T, Out>;
-  const std::size_t bytes =
-      kDoubleSum ? reduce_variants::workspace_bytes_f64(n) : reduce_variants::workspace_bytes<T>(n);
-  void* workspace = nullptr;
-  CUDALAB_CUDA_CHECK(cudaMallocAsync(&workspace, bytes, stream));
-  // Released on the stream even when a launch below throws.
-  struct Release {
-    void* pointer;
-    cudaStream_t stream;
-    ~Release() { cudaFreeAsync(pointer, stream); }
-  } release{workspace, stream};
-  CUDALAB_CUDA_CHECK(cudaMemsetAsync(workspace, 0, reduce_variants::counter_bytes(n), stream));  // ticket counters
+  reduce_variants::ReduceArgs<T, Out> args{in, n, out};
+  args.workspace_bytes = kDoubleSum ? reduce_variants::workspace_bytes_f64(n) : reduce_variants::workspace_bytes<T>(n);
+  // Handed back on the stream when the call ends, also when a launch below throws.
+  StreamOrderedWorkspace workspace(stream);
+  args.workspace = workspace.reserve(args.workspace_bytes);
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(args.workspace, 0, reduce_variants::counter_bytes(n), stream));  // tickets
   if constexpr (kDoubleSum) {
-    reduce_variants::tile_deterministic_f64(in, n, out, workspace, stream);
+    reduce_variants::tile_deterministic_f64(args, stream);
   } else if constexpr (std::is_floating_point_v<T>) {
-    reduce_variants::tile_deterministic(in, n, out, workspace, stream);
+    reduce_variants::tile_deterministic(args, stream);
   } else {
-    reduce_variants::tile_atomic(in, n, out, workspace, stream);
+    reduce_variants::tile_atomic(args, stream);
   }
 }
 

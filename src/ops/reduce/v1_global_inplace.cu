@@ -1,7 +1,7 @@
-// Seed 002's ladder: each block reduces its 256 elements in place in global memory, thread 0
-// writes the block's sum to a partials buffer, and the host launches passes until one is left.
-// (The seed wrote the partial to input[blockIdx.x], which another block may still be reading:
-// a race between blocks; partials go to their own buffer here.)
+// The tutorial's in-place ladder: each block reduces its 256 elements in place in global memory,
+// thread 0 writes the block's sum to a partials buffer, and the host launches passes until one is
+// left. (The tutorial wrote the partial to input[blockIdx.x], which another block may still be
+// reading: a race between blocks; partials go to their own buffer here.)
 #include "ops/reduce/multi_pass.cuh"
 
 namespace cudalab::reduce_variants {
@@ -22,9 +22,9 @@ __global__ void __launch_bounds__(kBlockSize) reduce_global_inplace_kernel(T* da
 }
 
 template <typename T, bool UseModulo>
-void launch(T* data, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+void launch(const ReduceInPlaceArgs<T>& args, cudaStream_t stream) {
   reduce_in_passes<T>(
-      data, n, out, carve<T>(workspace, n),
+      args.data, args.n, args.out, carve<T>(args),
       [](std::int64_t count) { return ceil_div<std::int64_t>(count, kBlockSize); },
       [](T* source, std::int64_t count, T* destination, std::int64_t blocks, cudaStream_t s) {
         reduce_global_inplace_kernel<T, UseModulo><<<grid_of(blocks), kBlockSize, 0, s>>>(source, count, destination);
@@ -36,18 +36,18 @@ void launch(T* data, std::int64_t n, T* out, void* workspace, cudaStream_t strea
 }  // namespace
 
 template <typename T>
-void global_modulo(T* data, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  launch<T, true>(data, n, out, workspace, stream);
+void global_modulo(const ReduceInPlaceArgs<T>& args, cudaStream_t stream) {
+  launch<T, true>(args, stream);
 }
 
 template <typename T>
-void global_mask(T* data, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  launch<T, false>(data, n, out, workspace, stream);
+void global_mask(const ReduceInPlaceArgs<T>& args, cudaStream_t stream) {
+  launch<T, false>(args, stream);
 }
 
-template void global_modulo<float>(float*, std::int64_t, float*, void*, cudaStream_t);
-template void global_modulo<std::int32_t>(std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
-template void global_mask<float>(float*, std::int64_t, float*, void*, cudaStream_t);
-template void global_mask<std::int32_t>(std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+template void global_modulo<float>(const ReduceInPlaceArgs<float>&, cudaStream_t);
+template void global_modulo<std::int32_t>(const ReduceInPlaceArgs<std::int32_t>&, cudaStream_t);
+template void global_mask<float>(const ReduceInPlaceArgs<float>&, cudaStream_t);
+template void global_mask<std::int32_t>(const ReduceInPlaceArgs<std::int32_t>&, cudaStream_t);
 
 }  // namespace cudalab::reduce_variants

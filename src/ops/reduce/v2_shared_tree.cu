@@ -1,4 +1,4 @@
-// Seed 000's shared-memory steps 1-6 (and seed 002's racy filter-free loop, broken on purpose):
+// The classic shared-memory steps 1-6 (and the tutorial's racy filter-free loop, broken on purpose):
 // each block loads its elements into a shared tile and reduces the tile as a tree; passes repeat
 // on the block sums. The steps differ only in how the tree is walked, so one kernel template
 // holds them all, selected by Step.
@@ -76,10 +76,11 @@ __global__ void __launch_bounds__(kBlockSize) reduce_shared_tree_kernel(const T*
 }
 
 template <typename T, Step S>
-void launch(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+void launch(const ReduceArgs<T>& args, cudaStream_t stream) {
   constexpr std::int64_t kPerBlock = loads_two(S) ? 2 * kBlockSize : kBlockSize;
   reduce_in_passes<T>(
-      in, n, out, carve<T>(workspace, n), [](std::int64_t count) { return ceil_div<std::int64_t>(count, kPerBlock); },
+      args.in, args.n, args.out, carve<T>(args),
+      [](std::int64_t count) { return ceil_div<std::int64_t>(count, kPerBlock); },
       [](const T* source, std::int64_t count, T* destination, std::int64_t blocks, cudaStream_t s) {
         reduce_shared_tree_kernel<T, S><<<grid_of(blocks), kBlockSize, 0, s>>>(source, count, destination);
         CUDALAB_CHECK_LAUNCH();
@@ -89,13 +90,13 @@ void launch(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t s
 
 }  // namespace
 
-#define CUDALAB_REDUCE_TREE_STEP(name, step)                                             \
-  template <typename T>                                                                  \
-  void name(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) { \
-    launch<T, step>(in, n, out, workspace, stream);                                      \
-  }                                                                                      \
-  template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t);    \
-  template void name<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+#define CUDALAB_REDUCE_TREE_STEP(name, step)                         \
+  template <typename T>                                              \
+  void name(const ReduceArgs<T>& args, cudaStream_t stream) {        \
+    launch<T, step>(args, stream);                                   \
+  }                                                                  \
+  template void name<float>(const ReduceArgs<float>&, cudaStream_t); \
+  template void name<std::int32_t>(const ReduceArgs<std::int32_t>&, cudaStream_t);
 
 CUDALAB_REDUCE_TREE_STEP(shared_no_filter, Step::no_filter)
 CUDALAB_REDUCE_TREE_STEP(interleaved_divergent, Step::interleaved_divergent)

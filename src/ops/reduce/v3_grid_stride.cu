@@ -1,5 +1,5 @@
-// Kernels in which each thread sums many elements before any cooperation: seed 000's step 7 and
-// the modern kernels (16-byte loads, shuffles, one launch).
+// Kernels in which each thread sums many elements before any cooperation: the classic ladder's
+// step 7 and the modern kernels (16-byte loads, shuffles, one launch).
 #include <cstdint>
 
 #include "core/warp_reduce.cuh"
@@ -28,24 +28,27 @@ __global__ void __launch_bounds__(kBlockSize)
 // carried in (float, uint32 for wrapping int32, or double for fp32 inputs summed in double).
 template <typename T, typename Acc>
 __device__ __forceinline__ Acc thread_sum_vectorized(const T* in, std::int64_t n, int head) {
-  using V = typename Vec4<T>::type;
+  using V = Vector16<T>;
   const std::int64_t thread = global_thread_index();
   const std::int64_t threads = global_thread_count();
   Acc sum{};
   if (thread < head) sum += static_cast<Acc>(in[thread]);
-  const V* body = reinterpret_cast<const V*>(in + head);
-  const std::int64_t vectors = (n - head) / 4;
+  const T* body = in + head;  // 16-byte aligned
+  const std::int64_t vectors = (n - head) / V::kCount;
   Acc a0{}, a1{}, a2{}, a3{};
   std::int64_t v = thread;
   for (; v + 3 * threads < vectors; v += 4 * threads) {
-    const V x0 = body[v], x1 = body[v + threads], x2 = body[v + 2 * threads], x3 = body[v + 3 * threads];
-    a0 += sum4<Acc>(x0);
-    a1 += sum4<Acc>(x1);
-    a2 += sum4<Acc>(x2);
-    a3 += sum4<Acc>(x3);
+    const V x0 = load_vector16(body + v * V::kCount);
+    const V x1 = load_vector16(body + (v + threads) * V::kCount);
+    const V x2 = load_vector16(body + (v + 2 * threads) * V::kCount);
+    const V x3 = load_vector16(body + (v + 3 * threads) * V::kCount);
+    a0 += vector_sum<Acc>(x0);
+    a1 += vector_sum<Acc>(x1);
+    a2 += vector_sum<Acc>(x2);
+    a3 += vector_sum<Acc>(x3);
   }
-  for (; v < vectors; v += threads) a0 += sum4<Acc>(body[v]);
-  const std::int64_t tail = head + vectors * 4 + thread;
+  for (; v < vectors; v += threads) a0 += vector_sum<Acc>(load_vector16(body + v * V::kCount));
+  const std::int64_t tail = head + vectors * V::kCount + thread;
   if (tail < n) sum += static_cast<Acc>(in[tail]);
   return sum + ((a0 + a1) + (a2 + a3));
 }
@@ -93,13 +96,15 @@ void launch_shuffle_atomic(const T* in, std::int64_t n, Acc* out, cudaStream_t s
   CUDALAB_CHECK_LAUNCH();
 }
 
-template <typename T, typename Acc>
-void launch_single_pass(const T* in, std::int64_t n, Acc* out, void* workspace, cudaStream_t stream) {
+// `args` names the workspace; in and out are passed apart because int32 sums are carried in
+// uint32 and out is then read as such.
+template <typename T, typename Acc, typename Args>
+void launch_single_pass(const Args& args, const T* in, std::int64_t n, Acc* out, cudaStream_t stream) {
   if (n == 0) {
     CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(Acc), stream));
     return;
   }
-  const Workspace<Acc> ws = carve<Acc>(workspace, n);
+  const WorkspaceLayout<Acc> ws = carve<Acc>(args);
   const auto kernel = reduce_single_pass_kernel<T, Acc>;
   const unsigned blocks = grid_of(resident_blocks(kernel, ceil_div<std::int64_t>(n, 4)));
   kernel<<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), ws.partials_a, ws.counters, out);
@@ -109,9 +114,9 @@ void launch_single_pass(const T* in, std::int64_t n, Acc* out, void* workspace, 
 }  // namespace
 
 template <typename T>
-void multiple_per_thread(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
+void multiple_per_thread(const ReduceArgs<T>& args, cudaStream_t stream) {
   reduce_in_passes<T>(
-      in, n, out, carve<T>(workspace, n),
+      args.in, args.n, args.out, carve<T>(args),
       [](std::int64_t count) { return resident_blocks(reduce_multiple_per_thread_kernel<T>, count); },
       [](const T* source, std::int64_t count, T* destination, std::int64_t blocks, cudaStream_t s) {
         reduce_multiple_per_thread_kernel<T><<<grid_of(blocks), kBlockSize, 0, s>>>(source, count, destination);
@@ -122,28 +127,26 @@ void multiple_per_thread(const T* in, std::int64_t n, T* out, void* workspace, c
 
 // int32 sums are carried in uint32 (same bits, defined wrap-around): *out is read as such.
 template <typename T>
-void shuffle_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  (void)workspace;
-  launch_shuffle_atomic(in, n, reinterpret_cast<accumulator_t<T>*>(out), stream);
+void shuffle_atomic(const ReduceArgs<T>& args, cudaStream_t stream) {
+  launch_shuffle_atomic(args.in, args.n, reinterpret_cast<accumulator_t<T>*>(args.out), stream);
 }
 
 template <typename T>
-void single_pass(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  launch_single_pass(in, n, reinterpret_cast<accumulator_t<T>*>(out), workspace, stream);
+void single_pass(const ReduceArgs<T>& args, cudaStream_t stream) {
+  launch_single_pass(args, args.in, args.n, reinterpret_cast<accumulator_t<T>*>(args.out), stream);
 }
 
-void shuffle_atomic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
-  (void)workspace;
-  launch_shuffle_atomic(in, n, out, stream);
+void shuffle_atomic_f64(const ReduceArgs<float, double>& args, cudaStream_t stream) {
+  launch_shuffle_atomic(args.in, args.n, args.out, stream);
 }
 
-void single_pass_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
-  launch_single_pass(in, n, out, workspace, stream);
+void single_pass_f64(const ReduceArgs<float, double>& args, cudaStream_t stream) {
+  launch_single_pass(args, args.in, args.n, args.out, stream);
 }
 
-#define CUDALAB_REDUCE_INSTANTIATE(name)                                              \
-  template void name<float>(const float*, std::int64_t, float*, void*, cudaStream_t); \
-  template void name<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+#define CUDALAB_REDUCE_INSTANTIATE(name)                             \
+  template void name<float>(const ReduceArgs<float>&, cudaStream_t); \
+  template void name<std::int32_t>(const ReduceArgs<std::int32_t>&, cudaStream_t);
 CUDALAB_REDUCE_INSTANTIATE(multiple_per_thread)
 CUDALAB_REDUCE_INSTANTIATE(shuffle_atomic)
 CUDALAB_REDUCE_INSTANTIATE(single_pass)

@@ -22,7 +22,7 @@ constexpr int kDeterministicTileVectors = 8;
 
 template <int Vectors>
 constexpr std::int64_t tile_elements() {
-  return std::int64_t{kBlockSize} * Vectors * 4;
+  return std::int64_t{kBlockSize} * Vectors * 4;  // four 4-byte elements to a 16-byte vector
 }
 
 template <int Vectors>
@@ -34,25 +34,26 @@ std::int64_t tile_blocks(std::int64_t n) {
 // unaligned head and the tail past the last whole vector (at most 3 elements each).
 template <typename T, typename Acc, int Vectors>
 __device__ __forceinline__ Acc thread_sum_tile(const T* in, std::int64_t n, int head) {
-  using V = typename Vec4<T>::type;
-  const V* body = reinterpret_cast<const V*>(in + head);
-  const std::int64_t vectors = (n - head) / 4;
+  using V = Vector16<T>;
+  const T* body = in + head;  // 16-byte aligned
+  const std::int64_t vectors = (n - head) / V::kCount;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * (kBlockSize * Vectors) + threadIdx.x;
   Acc sum{};
   if (first + (Vectors - 1) * kBlockSize < vectors) {
     V x[Vectors];
 #pragma unroll
-    for (int u = 0; u < Vectors; ++u) x[u] = body[first + u * kBlockSize];
+    for (int u = 0; u < Vectors; ++u) x[u] = load_vector16(body + (first + u * kBlockSize) * V::kCount);
 #pragma unroll
-    for (int u = 0; u < Vectors; ++u) sum += sum4<Acc>(x[u]);
+    for (int u = 0; u < Vectors; ++u) sum += vector_sum<Acc>(x[u]);
   } else {
 #pragma unroll
     for (int u = 0; u < Vectors; ++u)
-      if (first + u * kBlockSize < vectors) sum += sum4<Acc>(body[first + u * kBlockSize]);
+      if (first + u * kBlockSize < vectors)
+        sum += vector_sum<Acc>(load_vector16(body + (first + u * kBlockSize) * V::kCount));
   }
   if (blockIdx.x == 0) {
     if (threadIdx.x < head) sum += static_cast<Acc>(in[threadIdx.x]);
-    const std::int64_t tail = head + vectors * 4 + threadIdx.x;
+    const std::int64_t tail = head + vectors * V::kCount + threadIdx.x;
     if (tail < n) sum += static_cast<Acc>(in[tail]);
   }
   return sum;
@@ -110,13 +111,15 @@ void launch_tile_atomic(const T* in, std::int64_t n, Acc* out, cudaStream_t stre
   CUDALAB_CHECK_LAUNCH();
 }
 
-template <typename T, typename Acc>
-void launch_tile_deterministic(const T* in, std::int64_t n, Acc* out, void* workspace, cudaStream_t stream) {
+// `args` names the workspace; in and out are passed apart because int32 sums are carried in
+// uint32 and out is then read as such.
+template <typename T, typename Acc, typename Args>
+void launch_tile_deterministic(const Args& args, const T* in, std::int64_t n, Acc* out, cudaStream_t stream) {
   if (n == 0) {
     CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(Acc), stream));
     return;
   }
-  const Workspace<Acc> ws = carve<Acc>(workspace, n);
+  const WorkspaceLayout<Acc> ws = carve<Acc>(args);
   const unsigned blocks = grid_of(tile_blocks<kDeterministicTileVectors>(n));
   reduce_tile_deterministic_kernel<T, Acc>
       <<<blocks, kBlockSize, 0, stream>>>(in, n, head_elements(in, n), ws.partials_a, ws.partials_b, ws.counters, out);
@@ -134,28 +137,26 @@ std::size_t counter_bytes(std::int64_t n) {
 
 // int32 sums are carried in uint32 (same bits, defined wrap-around): *out is read as such.
 template <typename T>
-void tile_atomic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  (void)workspace;
-  launch_tile_atomic(in, n, reinterpret_cast<accumulator_t<T>*>(out), stream);
+void tile_atomic(const ReduceArgs<T>& args, cudaStream_t stream) {
+  launch_tile_atomic(args.in, args.n, reinterpret_cast<accumulator_t<T>*>(args.out), stream);
 }
 
 template <typename T>
-void tile_deterministic(const T* in, std::int64_t n, T* out, void* workspace, cudaStream_t stream) {
-  launch_tile_deterministic(in, n, reinterpret_cast<accumulator_t<T>*>(out), workspace, stream);
+void tile_deterministic(const ReduceArgs<T>& args, cudaStream_t stream) {
+  launch_tile_deterministic(args, args.in, args.n, reinterpret_cast<accumulator_t<T>*>(args.out), stream);
 }
 
-void tile_atomic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
-  (void)workspace;
-  launch_tile_atomic(in, n, out, stream);
+void tile_atomic_f64(const ReduceArgs<float, double>& args, cudaStream_t stream) {
+  launch_tile_atomic(args.in, args.n, args.out, stream);
 }
 
-void tile_deterministic_f64(const float* in, std::int64_t n, double* out, void* workspace, cudaStream_t stream) {
-  launch_tile_deterministic(in, n, out, workspace, stream);
+void tile_deterministic_f64(const ReduceArgs<float, double>& args, cudaStream_t stream) {
+  launch_tile_deterministic(args, args.in, args.n, args.out, stream);
 }
 
-template void tile_atomic<float>(const float*, std::int64_t, float*, void*, cudaStream_t);
-template void tile_atomic<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
-template void tile_deterministic<float>(const float*, std::int64_t, float*, void*, cudaStream_t);
-template void tile_deterministic<std::int32_t>(const std::int32_t*, std::int64_t, std::int32_t*, void*, cudaStream_t);
+template void tile_atomic<float>(const ReduceArgs<float>&, cudaStream_t);
+template void tile_atomic<std::int32_t>(const ReduceArgs<std::int32_t>&, cudaStream_t);
+template void tile_deterministic<float>(const ReduceArgs<float>&, cudaStream_t);
+template void tile_deterministic<std::int32_t>(const ReduceArgs<std::int32_t>&, cudaStream_t);
 
 }  // namespace cudalab::reduce_variants

@@ -1,5 +1,6 @@
 #include "ops/scan/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -61,6 +62,10 @@ void walk(const T* in, const std::vector<Sum>& marks, std::int64_t begin, std::i
 }
 
 }  // namespace
+
+std::size_t check_scan_host_bytes(std::int64_t n) {
+  return static_cast<std::size_t>(n / kCheckpointStride + 1) * std::max(sizeof(IntegerSum), sizeof(FloatSum));
+}
 
 Comparison check_scan(const std::int32_t* in, const std::int32_t* out, std::int64_t n, ScanKind kind) {
   const auto marks = checkpoints<IntegerSum>(in, n);

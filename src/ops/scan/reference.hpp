@@ -3,6 +3,7 @@
 // fp32 against a double-precision sum with a tolerance that grows with each prefix's magnitude.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "harness/compare.hpp"
@@ -21,5 +22,9 @@ Comparison check_scan(const std::int32_t* in, const std::int32_t* out, std::int6
 // for the whole array would be either too loose for the first prefixes or too tight for the last.
 // The Comparison reports the loosest (the last element's) tolerance.
 Comparison check_scan(const float* in, const float* out, std::int64_t n, scan_variants::ScanKind kind);
+
+// Host memory check_scan allocates for n elements beyond its arguments (the running sums it
+// keeps every 2^16 elements), for either type.
+std::size_t check_scan_host_bytes(std::int64_t n);
 
 }  // namespace cudalab::harness

@@ -1,6 +1,7 @@
 #include <string>
 
 #include "core/launch.cuh"
+#include "core/warp.cuh"
 #include "ops/scan/block_scans.cuh"
 #include "ops/scan/variants.hpp"
 
@@ -22,23 +23,26 @@ __global__ void __launch_bounds__(1024) scan_hillis_steele_kernel(const T* in, T
 }  // namespace
 
 template <typename T>
-void hillis_steele(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace&, cudaStream_t stream) {
+void hillis_steele(const ScanArgs<T>& args, cudaStream_t stream) {
+  const std::int64_t n = args.n;
   if (n == 0) return;
   CUDALAB_REQUIRE(n <= kHillisSteeleMaxItems, "scan hillis_steele: one block scans at most " +
                                                   std::to_string(kHillisSteeleMaxItems) + " elements, got " +
                                                   std::to_string(n));
   // Whole warps: the threads past n scan zeros.
-  const int threads = static_cast<int>(ceil_div<std::int64_t>(n, 32) * 32);
+  const int threads = static_cast<int>(ceil_div<std::int64_t>(n, kWarpSize) * kWarpSize);
   const std::size_t shared = hillis_steele_shared_bytes<T>(threads);
-  if (kind == ScanKind::inclusive) {
-    scan_hillis_steele_kernel<ScanKind::inclusive><<<1, threads, shared, stream>>>(in, out, static_cast<int>(n));
+  if (args.kind == ScanKind::inclusive) {
+    scan_hillis_steele_kernel<ScanKind::inclusive>
+        <<<1, threads, shared, stream>>>(args.in, args.out, static_cast<int>(n));
   } else {
-    scan_hillis_steele_kernel<ScanKind::exclusive><<<1, threads, shared, stream>>>(in, out, static_cast<int>(n));
+    scan_hillis_steele_kernel<ScanKind::exclusive>
+        <<<1, threads, shared, stream>>>(args.in, args.out, static_cast<int>(n));
   }
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void hillis_steele(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void hillis_steele(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
+template void hillis_steele(const ScanArgs<std::int32_t>&, cudaStream_t);
+template void hillis_steele(const ScanArgs<float>&, cudaStream_t);
 
 }  // namespace cudalab::scan_variants

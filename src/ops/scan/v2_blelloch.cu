@@ -24,7 +24,8 @@ __global__ void __launch_bounds__(1024) scan_blelloch_kernel(const T* in, T* out
 }
 
 template <bool Padded, typename T>
-void launch_blelloch(const T* in, T* out, std::int64_t n, ScanKind kind, cudaStream_t stream) {
+void launch_blelloch(const ScanArgs<T>& args, cudaStream_t stream) {
+  const std::int64_t n = args.n;
   if (n == 0) return;
   CUDALAB_REQUIRE(n <= kBlellochMaxItems, "scan blelloch: one block scans at most " +
                                               std::to_string(kBlellochMaxItems) + " elements, got " +
@@ -34,10 +35,12 @@ void launch_blelloch(const T* in, T* out, std::int64_t n, ScanKind kind, cudaStr
   while (size < n) size *= 2;
   const int threads = size / 2;
   const std::size_t shared = blelloch_shared_bytes<T>(threads, Padded);
-  if (kind == ScanKind::inclusive) {
-    scan_blelloch_kernel<ScanKind::inclusive, Padded><<<1, threads, shared, stream>>>(in, out, static_cast<int>(n));
+  if (args.kind == ScanKind::inclusive) {
+    scan_blelloch_kernel<ScanKind::inclusive, Padded>
+        <<<1, threads, shared, stream>>>(args.in, args.out, static_cast<int>(n));
   } else {
-    scan_blelloch_kernel<ScanKind::exclusive, Padded><<<1, threads, shared, stream>>>(in, out, static_cast<int>(n));
+    scan_blelloch_kernel<ScanKind::exclusive, Padded>
+        <<<1, threads, shared, stream>>>(args.in, args.out, static_cast<int>(n));
   }
   CUDALAB_CHECK_LAUNCH();
 }
@@ -45,18 +48,18 @@ void launch_blelloch(const T* in, T* out, std::int64_t n, ScanKind kind, cudaStr
 }  // namespace
 
 template <typename T>
-void blelloch(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace&, cudaStream_t stream) {
-  launch_blelloch<false>(in, out, n, kind, stream);
+void blelloch(const ScanArgs<T>& args, cudaStream_t stream) {
+  launch_blelloch<false>(args, stream);
 }
 
 template <typename T>
-void blelloch_padded(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace&, cudaStream_t stream) {
-  launch_blelloch<true>(in, out, n, kind, stream);
+void blelloch_padded(const ScanArgs<T>& args, cudaStream_t stream) {
+  launch_blelloch<true>(args, stream);
 }
 
-template void blelloch(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void blelloch(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void blelloch_padded(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void blelloch_padded(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
+template void blelloch(const ScanArgs<std::int32_t>&, cudaStream_t);
+template void blelloch(const ScanArgs<float>&, cudaStream_t);
+template void blelloch_padded(const ScanArgs<std::int32_t>&, cudaStream_t);
+template void blelloch_padded(const ScanArgs<float>&, cudaStream_t);
 
 }  // namespace cudalab::scan_variants

@@ -80,31 +80,48 @@ void scan_level(const T* in, T* out, std::int64_t n, ScanKind kind, unsigned cha
 }
 
 template <BlockScan Algorithm, typename T>
-void launch(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace, cudaStream_t stream) {
-  if (n == 0) return;
-  const std::size_t bytes = level_sums_bytes(n, kTileItems<Algorithm>, sizeof(T));
-  unsigned char* const scratch = bytes > 0 ? static_cast<unsigned char*>(workspace.reserve(bytes)) : nullptr;
-  scan_level<Algorithm>(in, out, n, kind, scratch, stream);
+std::size_t workspace_bytes(const ScanArgs<T>& args) {
+  return level_sums_bytes(args.n, kTileItems<Algorithm>, sizeof(T));
+}
+
+template <BlockScan Algorithm, typename T>
+void launch(const ScanArgs<T>& args, cudaStream_t stream) {
+  if (args.n == 0) return;
+  const char* const name =
+      Algorithm == BlockScan::hillis_steele ? "scan scan_then_propagate_hillis_steele" : "scan scan_then_propagate";
+  void* const scratch = workspace_of(args, workspace_bytes<Algorithm>(args), name);
+  scan_level<Algorithm>(args.in, args.out, args.n, args.kind, static_cast<unsigned char*>(scratch), stream);
 }
 
 }  // namespace
 
 template <typename T>
-void scan_then_propagate(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace,
-                         cudaStream_t stream) {
-  launch<BlockScan::blelloch_padded>(in, out, n, kind, workspace, stream);
+void scan_then_propagate(const ScanArgs<T>& args, cudaStream_t stream) {
+  launch<BlockScan::blelloch_padded>(args, stream);
 }
 
 template <typename T>
-void scan_then_propagate_hillis_steele(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace,
-                                       cudaStream_t stream) {
-  launch<BlockScan::hillis_steele>(in, out, n, kind, workspace, stream);
+void scan_then_propagate_hillis_steele(const ScanArgs<T>& args, cudaStream_t stream) {
+  launch<BlockScan::hillis_steele>(args, stream);
 }
 
-template void scan_then_propagate(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void scan_then_propagate(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void scan_then_propagate_hillis_steele(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&,
-                                                cudaStream_t);
-template void scan_then_propagate_hillis_steele(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
+template <typename T>
+std::size_t scan_then_propagate_workspace_bytes(const ScanArgs<T>& args) {
+  return workspace_bytes<BlockScan::blelloch_padded>(args);
+}
+
+template <typename T>
+std::size_t scan_then_propagate_hillis_steele_workspace_bytes(const ScanArgs<T>& args) {
+  return workspace_bytes<BlockScan::hillis_steele>(args);
+}
+
+template void scan_then_propagate(const ScanArgs<std::int32_t>&, cudaStream_t);
+template void scan_then_propagate(const ScanArgs<float>&, cudaStream_t);
+template void scan_then_propagate_hillis_steele(const ScanArgs<std::int32_t>&, cudaStream_t);
+template void scan_then_propagate_hillis_steele(const ScanArgs<float>&, cudaStream_t);
+template std::size_t scan_then_propagate_workspace_bytes(const ScanArgs<std::int32_t>&);
+template std::size_t scan_then_propagate_workspace_bytes(const ScanArgs<float>&);
+template std::size_t scan_then_propagate_hillis_steele_workspace_bytes(const ScanArgs<std::int32_t>&);
+template std::size_t scan_then_propagate_hillis_steele_workspace_bytes(const ScanArgs<float>&);
 
 }  // namespace cudalab::scan_variants

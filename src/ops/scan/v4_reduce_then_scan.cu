@@ -2,6 +2,8 @@
 
 #include "core/block_scan.cuh"
 #include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "core/warp.cuh"
 #include "ops/scan/levels.hpp"
 #include "ops/scan/tile.cuh"
 #include "ops/scan/variants.hpp"
@@ -30,7 +32,7 @@ __global__ void __launch_bounds__(kThreads)
   const int valid = valid_items<T>(n);
   Tile<T> tile;
   tile.load(in + static_cast<std::int64_t>(blockIdx.x) * Tile<T>::kItems, valid, aligned && valid == Tile<T>::kItems);
-  const T warp_total = __shfl_sync(0xffffffffu, warp_inclusive_scan(tile.thread_sum()), 31);
+  const T warp_total = __shfl_sync(kFullWarpMask, warp_inclusive_scan(tile.thread_sum()), kWarpSize - 1);
   T total;
   block_exclusive_scan_of_warp_totals(warp_total, warp_totals, &total);
   if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
@@ -61,7 +63,7 @@ void scan_level(const T* in, T* out, std::int64_t n, ScanKind kind, unsigned cha
   const std::int64_t tiles = ceil_div<std::int64_t>(n, Tile<T>::kItems);
   CUDALAB_REQUIRE(tiles <= INT_MAX, "scan reduce_then_scan: n needs more than 2^31-1 tiles");
   const unsigned grid = static_cast<unsigned>(tiles);
-  const bool aligned = aligned16(in) && aligned16(out);
+  const bool aligned = is_aligned16(in) && is_aligned16(out);
   T* tile_prefix = nullptr;
   if (tiles > 1) {
     tile_prefix = reinterpret_cast<T*>(scratch);
@@ -83,14 +85,20 @@ void scan_level(const T* in, T* out, std::int64_t n, ScanKind kind, unsigned cha
 }  // namespace
 
 template <typename T>
-void reduce_then_scan(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace, cudaStream_t stream) {
-  if (n == 0) return;
-  const std::size_t bytes = level_sums_bytes(n, Tile<T>::kItems, sizeof(T));
-  unsigned char* const scratch = bytes > 0 ? static_cast<unsigned char*>(workspace.reserve(bytes)) : nullptr;
-  scan_level(in, out, n, kind, scratch, stream);
+std::size_t reduce_then_scan_workspace_bytes(const ScanArgs<T>& args) {
+  return level_sums_bytes(args.n, Tile<T>::kItems, sizeof(T));
 }
 
-template void reduce_then_scan(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void reduce_then_scan(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
+template <typename T>
+void reduce_then_scan(const ScanArgs<T>& args, cudaStream_t stream) {
+  if (args.n == 0) return;
+  void* const scratch = workspace_of(args, reduce_then_scan_workspace_bytes(args), "scan reduce_then_scan");
+  scan_level(args.in, args.out, args.n, args.kind, static_cast<unsigned char*>(scratch), stream);
+}
+
+template void reduce_then_scan(const ScanArgs<std::int32_t>&, cudaStream_t);
+template void reduce_then_scan(const ScanArgs<float>&, cudaStream_t);
+template std::size_t reduce_then_scan_workspace_bytes(const ScanArgs<std::int32_t>&);
+template std::size_t reduce_then_scan_workspace_bytes(const ScanArgs<float>&);
 
 }  // namespace cudalab::scan_variants

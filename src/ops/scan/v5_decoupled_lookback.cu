@@ -3,6 +3,8 @@
 #include "core/block_scan.cuh"
 #include "core/decoupled_lookback.cuh"
 #include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "core/warp.cuh"
 #include "ops/scan/tile.cuh"
 #include "ops/scan/variants.hpp"
 
@@ -48,7 +50,7 @@ __global__ void __launch_bounds__(kThreads)
   if (tile == 0) {
     if (threadIdx.x == 0) lookback::publish(states, lookback::pack(lookback::kPrefix, aggregate));
   } else {
-    if (threadIdx.x < 32) {
+    if (threadIdx.x < kWarpSize) {
       const T exclusive = lookback::exclusive_prefix_of_tile(states, tile, aggregate);
       if (threadIdx.x == 0) prefix_shared = exclusive;
     }
@@ -69,29 +71,30 @@ std::size_t decoupled_lookback_workspace_bytes(std::int64_t n) {
 }
 
 template <typename T>
-void decoupled_lookback(const T* in, T* out, std::int64_t n, ScanKind kind, Workspace& workspace, cudaStream_t stream) {
+void decoupled_lookback(const ScanArgs<T>& args, cudaStream_t stream) {
+  const std::int64_t n = args.n;
   if (n == 0) return;
   const std::int64_t tiles = tile_count(n);
   CUDALAB_REQUIRE(tiles <= INT_MAX, "scan decoupled_lookback: n needs more than 2^31-1 tiles");
   const std::size_t bytes = decoupled_lookback_workspace_bytes(n);
-  auto* const words = static_cast<StatusWord*>(workspace.reserve(bytes));
+  auto* const words = static_cast<StatusWord*>(workspace_of(args, bytes, "scan decoupled_lookback"));
   // Every status starts invalid and the counter at 0, on every launch: part of the scan's cost.
   CUDALAB_CUDA_CHECK(cudaMemsetAsync(words, 0, bytes, stream));
   auto* const tile_counter = reinterpret_cast<unsigned*>(words);
   StatusWord* const states = words + 1;
-  const bool aligned = aligned16(in) && aligned16(out);
+  const bool aligned = is_aligned16(args.in) && is_aligned16(args.out);
   const unsigned grid = static_cast<unsigned>(tiles);
-  if (kind == ScanKind::inclusive) {
+  if (args.kind == ScanKind::inclusive) {
     scan_decoupled_lookback_kernel<ScanKind::inclusive>
-        <<<grid, kThreads, 0, stream>>>(in, out, n, states, tile_counter, aligned);
+        <<<grid, kThreads, 0, stream>>>(args.in, args.out, n, states, tile_counter, aligned);
   } else {
     scan_decoupled_lookback_kernel<ScanKind::exclusive>
-        <<<grid, kThreads, 0, stream>>>(in, out, n, states, tile_counter, aligned);
+        <<<grid, kThreads, 0, stream>>>(args.in, args.out, n, states, tile_counter, aligned);
   }
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void decoupled_lookback(const std::int32_t*, std::int32_t*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
-template void decoupled_lookback(const float*, float*, std::int64_t, ScanKind, Workspace&, cudaStream_t);
+template void decoupled_lookback(const ScanArgs<std::int32_t>&, cudaStream_t);
+template void decoupled_lookback(const ScanArgs<float>&, cudaStream_t);
 
 }  // namespace cudalab::scan_variants

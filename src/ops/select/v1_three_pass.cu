@@ -1,4 +1,5 @@
 #include <climits>
+#include <string>
 
 #include "core/launch.cuh"
 #include "ops/scan/levels.hpp"
@@ -31,28 +32,43 @@ __global__ void select_three_pass_scatter_kernel(const std::int32_t* in, const s
   }
 }
 
+// One reservation: the flags (scanned in place into positions), then the scan's own scratch.
+std::size_t flags_bytes(std::int64_t n) {
+  return scan_variants::workspace_align(static_cast<std::size_t>(n) * sizeof(std::int32_t));
+}
+
 }  // namespace
 
-void three_pass(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out, std::int64_t* count,
-                Workspace& workspace, cudaStream_t stream) {
+std::size_t three_pass_workspace_bytes(const SelectArgs<std::int32_t>& args) {
+  if (args.n == 0) return 0;
+  return flags_bytes(args.n) + scan_variants::decoupled_lookback_workspace_bytes(args.n);
+}
+
+void three_pass(const SelectArgs<std::int32_t>& args, cudaStream_t stream) {
+  const std::int64_t n = args.n;
   if (n == 0) {
-    CUDALAB_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof *count, stream));
+    CUDALAB_CUDA_CHECK(cudaMemsetAsync(args.count, 0, sizeof *args.count, stream));
     return;
   }
   CUDALAB_REQUIRE(n <= INT_MAX, "select three_pass: int32 positions hold n < 2^31 elements, got " + std::to_string(n));
-  // One reservation: the flags (scanned in place into positions), then the scan's own scratch.
-  const std::size_t flags_bytes = scan_variants::workspace_align(static_cast<std::size_t>(n) * sizeof(std::int32_t));
-  const std::size_t scan_bytes = scan_variants::decoupled_lookback_workspace_bytes(n);
-  auto* const base = static_cast<unsigned char*>(workspace.reserve(flags_bytes + scan_bytes));
+  auto* const base =
+      static_cast<unsigned char*>(workspace_of(args, three_pass_workspace_bytes(args), "select three_pass"));
   auto* const flags = reinterpret_cast<std::int32_t*>(base);
-  CallerWorkspace scan_workspace(base + flags_bytes, scan_bytes, "select three_pass", "its own sizing");
+  scan_variants::ScanArgs<std::int32_t> scan;
+  scan.in = flags;
+  scan.out = flags;
+  scan.n = n;
+  scan.kind = scan_variants::ScanKind::exclusive;
+  scan.workspace = base + flags_bytes(n);
+  scan.workspace_bytes = scan_variants::decoupled_lookback_workspace_bytes(n);
 
   const int flag_blocks = resident_grid_size(select_three_pass_flags_kernel, kThreads, n);
-  select_three_pass_flags_kernel<<<flag_blocks, kThreads, 0, stream>>>(in, n, threshold, flags);
+  select_three_pass_flags_kernel<<<flag_blocks, kThreads, 0, stream>>>(args.in, n, args.threshold, flags);
   CUDALAB_CHECK_LAUNCH();
-  scan_variants::decoupled_lookback(flags, flags, n, scan_variants::ScanKind::exclusive, scan_workspace, stream);
+  scan_variants::decoupled_lookback(scan, stream);
   const int scatter_blocks = resident_grid_size(select_three_pass_scatter_kernel, kThreads, n);
-  select_three_pass_scatter_kernel<<<scatter_blocks, kThreads, 0, stream>>>(in, flags, n, threshold, out, count);
+  select_three_pass_scatter_kernel<<<scatter_blocks, kThreads, 0, stream>>>(args.in, flags, n, args.threshold, args.out,
+                                                                            args.count);
   CUDALAB_CHECK_LAUNCH();
 }
 

@@ -6,7 +6,10 @@
 #include "core/block_scan.cuh"
 #include "core/decoupled_lookback.cuh"
 #include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "core/warp.cuh"
 #include "ops/scan/tile.cuh"
+#include "ops/scan/variants.hpp"
 #include "ops/select/variants.hpp"
 
 namespace cudalab::select_variants {
@@ -15,7 +18,7 @@ namespace {
 using lookback::StatusWord;
 
 // A launch shape: Threads x Items elements per tile, in the scan's register layout (each warp's
-// segment read as rows of int4, 512 contiguous bytes per load instruction).
+// segment read as rows of 16-byte vectors, 512 contiguous bytes per load instruction).
 template <int ThreadCount, int ItemCount>
 struct Shape {
   static constexpr int kThreads = ThreadCount;
@@ -34,7 +37,6 @@ using DirectShape = Shape<128, 32>;
 // more bytes in flight per block; 128 x 32 with no first-look wait (727 / 535 / 871) or a 400 ns
 // one (708 / 494 / 863) lost to the scan's 1 us.
 using StagedShape = Shape<256, 32>;
-static_assert(StagedShape::kTileItems >= DirectShape::kTileItems, "the workspace is sized by the smaller tile");
 
 // Tile t covers in[t * S::kTileItems, ...) and writes its kept elements to out[prefix, prefix + kept),
 // prefix being the number kept by tiles 0..t-1. Each lane keeps, per row, a 4-bit mask of which of
@@ -68,7 +70,7 @@ __global__ void __launch_bounds__(S::kThreads)
   for (int r = 0; r < Tile::kRows; ++r) {
     keep[r] = 0;
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < Tile::kVector; ++j)
       if (Tile::position(r, j) < valid && selected(items.value[r][j], threshold)) keep[r] |= 1u << j;
     row_offset[r] = __popc(keep[r]);
   }
@@ -78,7 +80,7 @@ __global__ void __launch_bounds__(S::kThreads)
   int warp_kept = 0;
 #pragma unroll
   for (int r = 0; r < Tile::kRows; ++r) {
-    const int row_total = __shfl_sync(0xffffffffu, row_offset[r], 31);
+    const int row_total = __shfl_sync(kFullWarpMask, row_offset[r], kWarpSize - 1);
     row_offset[r] = warp_kept + warp_exclusive_from_inclusive(row_offset[r]);
     warp_kept += row_total;
   }
@@ -92,7 +94,7 @@ __global__ void __launch_bounds__(S::kThreads)
 #pragma unroll
     for (int r = 0; r < Tile::kRows; ++r)
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < Tile::kVector; ++j)
         if (keep[r] & (1u << j)) staged[rank(r, j)] = items.value[r][j];
   }
 
@@ -101,7 +103,7 @@ __global__ void __launch_bounds__(S::kThreads)
       lookback::publish(states, lookback::pack(lookback::kPrefix, static_cast<std::int64_t>(tile_kept)));
       prefix_shared = 0;
     }
-  } else if (threadIdx.x < 32) {
+  } else if (threadIdx.x < kWarpSize) {
     const std::int64_t before = lookback::exclusive_prefix_of_tile(states, tile, static_cast<std::int64_t>(tile_kept));
     if (threadIdx.x == 0) prefix_shared = before;
   }
@@ -117,46 +119,49 @@ __global__ void __launch_bounds__(S::kThreads)
 #pragma unroll
     for (int r = 0; r < Tile::kRows; ++r)
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < Tile::kVector; ++j)
         if (keep[r] & (1u << j)) tile_out[rank(r, j)] = items.value[r][j];
   }
 }
 
+template <typename S>
+std::size_t workspace_bytes(std::int64_t n) {
+  return n > 0 ? static_cast<std::size_t>(S::tiles(n) + 1) * sizeof(StatusWord) : 0;
+}
+
 template <typename S, bool Staged>
-void launch(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out, std::int64_t* count,
-            Workspace& workspace, cudaStream_t stream) {
+void launch(const SelectArgs<std::int32_t>& args, cudaStream_t stream) {
+  const std::int64_t n = args.n;
   if (n == 0) {
-    CUDALAB_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof *count, stream));
+    CUDALAB_CUDA_CHECK(cudaMemsetAsync(args.count, 0, sizeof *args.count, stream));
     return;
   }
   const std::int64_t tiles = S::tiles(n);
   CUDALAB_REQUIRE(tiles <= INT_MAX, "select decoupled_lookback: n needs more than 2^31-1 tiles");
-  const std::size_t bytes = static_cast<std::size_t>(tiles + 1) * sizeof(StatusWord);
-  auto* const words = static_cast<StatusWord*>(workspace.reserve(bytes));
+  const std::size_t bytes = workspace_bytes<S>(n);
+  auto* const words = static_cast<StatusWord*>(
+      workspace_of(args, bytes, Staged ? "select decoupled_lookback_staged" : "select decoupled_lookback"));
   // Every status starts invalid and the counter at 0, on every launch: part of the selection's cost.
   CUDALAB_CUDA_CHECK(cudaMemsetAsync(words, 0, bytes, stream));
   auto* const tile_counter = reinterpret_cast<unsigned*>(words);
   StatusWord* const states = words + 1;
   select_decoupled_lookback_kernel<S, Staged><<<static_cast<unsigned>(tiles), S::kThreads, 0, stream>>>(
-      in, n, threshold, out, count, states, tile_counter, tiles, scan_variants::aligned16(in));
+      args.in, n, args.threshold, args.out, args.count, states, tile_counter, tiles, is_aligned16(args.in));
   CUDALAB_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-// Workspace: the tile counter in the first word, then one status word per tile of either shape.
-std::size_t decoupled_lookback_workspace_bytes(std::int64_t n) {
-  return n > 0 ? static_cast<std::size_t>(DirectShape::tiles(n) + 1) * sizeof(StatusWord) : 0;
+// Workspace: the tile counter in the first word, then one status word per tile.
+std::size_t decoupled_lookback_workspace_bytes(std::int64_t n) { return workspace_bytes<DirectShape>(n); }
+std::size_t decoupled_lookback_staged_workspace_bytes(std::int64_t n) { return workspace_bytes<StagedShape>(n); }
+
+void decoupled_lookback(const SelectArgs<std::int32_t>& args, cudaStream_t stream) {
+  launch<DirectShape, false>(args, stream);
 }
 
-void decoupled_lookback(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
-                        std::int64_t* count, Workspace& workspace, cudaStream_t stream) {
-  launch<DirectShape, false>(in, n, threshold, out, count, workspace, stream);
-}
-
-void decoupled_lookback_staged(const std::int32_t* in, std::int64_t n, std::int32_t threshold, std::int32_t* out,
-                               std::int64_t* count, Workspace& workspace, cudaStream_t stream) {
-  launch<StagedShape, true>(in, n, threshold, out, count, workspace, stream);
+void decoupled_lookback_staged(const SelectArgs<std::int32_t>& args, cudaStream_t stream) {
+  launch<StagedShape, true>(args, stream);
 }
 
 }  // namespace cudalab::select_variants

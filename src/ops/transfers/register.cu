@@ -182,9 +182,9 @@ void register_transfers(Registry& registry) {
   registry.add(transfers::streams_pipeline_experiment());
   registry.add(transfers::streams_chunk_size_experiment());
   registry.add(transfers::streams_concurrency_experiment());
-  registry.add(ClaimCheck{"C04", "transfers", transfers::claim_c04});
-  registry.add(ClaimCheck{"C29", "transfers", transfers::claim_c29});
-  registry.add(ClaimCheck{"C31", "transfers", transfers::claim_c31});
+  registry.add(ClaimCheck{"C04", "transfers", {}, transfers::claim_c04});
+  registry.add(ClaimCheck{"C29", "transfers", {}, transfers::claim_c29});
+  registry.add(ClaimCheck{"C31", "transfers", {}, transfers::claim_c31});
 }
 
 }  // namespace cudalab::harness

@@ -32,14 +32,14 @@ cublasHandle_t thread_handle() {
 
 }  // namespace
 
-void cublas_geam(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  CUDALAB_REQUIRE(rows <= INT_MAX && cols <= INT_MAX, "cublas_geam: cuBLAS takes 32-bit dimensions");
+void cublas_geam(const TransposeArgs<float>& args, cudaStream_t stream) {
+  CUDALAB_REQUIRE(args.rows <= INT_MAX && args.cols <= INT_MAX, "cublas_geam: cuBLAS takes 32-bit dimensions");
   cublasHandle_t handle = thread_handle();
   check_cublas(cublasSetStream(handle, stream), "cublasSetStream");
   const float alpha = 1.0f, beta = 0.0f;
-  const int m = static_cast<int>(rows), n = static_cast<int>(cols);
+  const int m = static_cast<int>(args.rows), n = static_cast<int>(args.cols);
   // With beta = 0, B is not read; passing C as B with ldb = ldc is the documented in-place form.
-  check_cublas(cublasSgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &alpha, in, n, &beta, out, m, out, m),
+  check_cublas(cublasSgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, &alpha, args.in, n, &beta, args.out, m, args.out, m),
                "cublasSgeam");
 }
 

@@ -17,7 +17,12 @@ void transpose(const float* in, float* out, std::int64_t rows, std::int64_t cols
   if (rows == 0 || cols == 0) return;
   CUDALAB_REQUIRE(in != nullptr && out != nullptr, "transpose: in and out must be device pointers, got a null pointer");
   CUDALAB_REQUIRE(in != out, "transpose: in and out must be distinct arrays (no in-place transpose)");
-  transpose_variants::padded_64_tile(in, out, rows, cols, stream);
+  transpose_variants::TransposeArgs<float> args;
+  args.in = in;
+  args.out = out;
+  args.rows = rows;
+  args.cols = cols;
+  transpose_variants::padded_64_tile(args, stream);
 }
 
 }  // namespace cudalab

@@ -1,12 +1,13 @@
 // The two untiled transposes: whichever side the threads walk along coalesces, the other side is
 // strided by a whole row. Block 32x8; grid.y loops for more than 65535 block rows.
 #include "core/launch.cuh"
+#include "core/warp.cuh"
 #include "ops/transpose/variants.hpp"
 
 namespace cudalab::transpose_variants {
 namespace {
 
-constexpr int kBlockX = 32;
+constexpr int kBlockX = kWarpSize;
 constexpr int kBlockY = 8;
 constexpr std::int64_t kMaxGridY = 65535;
 
@@ -37,14 +38,15 @@ dim3 naive_grid(std::int64_t along_x, std::int64_t along_y) {
 
 }  // namespace
 
-void naive_row_read(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  transpose_naive_row_read_kernel<<<naive_grid(cols, rows), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, rows, cols);
+void naive_row_read(const TransposeArgs<float>& args, cudaStream_t stream) {
+  transpose_naive_row_read_kernel<<<naive_grid(args.cols, args.rows), dim3(kBlockX, kBlockY), 0, stream>>>(
+      args.in, args.out, args.rows, args.cols);
   CUDALAB_CUDA_CHECK(cudaGetLastError());
 }
 
-void naive_column_read(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  transpose_naive_column_read_kernel<<<naive_grid(rows, cols), dim3(kBlockX, kBlockY), 0, stream>>>(in, out, rows,
-                                                                                                    cols);
+void naive_column_read(const TransposeArgs<float>& args, cudaStream_t stream) {
+  transpose_naive_column_read_kernel<<<naive_grid(args.rows, args.cols), dim3(kBlockX, kBlockY), 0, stream>>>(
+      args.in, args.out, args.rows, args.cols);
   CUDALAB_CUDA_CHECK(cudaGetLastError());
 }
 

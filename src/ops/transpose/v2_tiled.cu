@@ -3,6 +3,7 @@
 // turn happening in shared memory. What differs is the shared tile's layout (bank conflicts on
 // the column read) and how many elements each thread moves.
 #include "core/launch.cuh"
+#include "core/warp.cuh"
 #include "ops/transpose/variants.hpp"
 
 namespace cudalab::transpose_variants {
@@ -19,15 +20,16 @@ __device__ __forceinline__ int tile_column(int row, int col) {
   return kLayout == TileLayout::swizzled ? (col ^ (row & 31)) : col;
 }
 
-// Block 32 x kBlockRows; a kTile x kTile tile (kTile a multiple of 32), so each thread moves
-// kTile * kTile / (32 kBlockRows) elements per tile, all loads issued before the barrier. A warp
-// covers kTile / 32 runs of 128 contiguous bytes per row on both sides. grid.x covers the
+// Block of one warp x kBlockRows; a kTile x kTile tile (kTile a multiple of 32), so each thread
+// moves kTile * kTile / (32 kBlockRows) elements per tile, all loads issued before the barrier. A
+// warp covers kTile / 32 runs of 128 contiguous bytes per row on both sides. grid.x covers the
 // column tiles, grid.y loops over row tiles (at most 65535 blocks high).
 template <TileLayout kLayout, int kTile, int kBlockRows>
-__global__ void __launch_bounds__(32 * kBlockRows)
+__global__ void __launch_bounds__(kWarpSize* kBlockRows)
     transpose_tiled_kernel(const float* __restrict__ in, float* __restrict__ out, std::int64_t rows,
                            std::int64_t cols) {
-  static_assert(kTile % 32 == 0 && kTile % kBlockRows == 0, "the tile must be whole warps wide and block rows high");
+  static_assert(kTile % kWarpSize == 0 && kTile % kBlockRows == 0,
+                "the tile must be whole warps wide and block rows high");
   // [kTile][kTile + 1]: row r starts r banks further on, so a column's 32 words sit in 32 banks.
   __shared__ float tile[kTile][kTile + (kLayout == TileLayout::padded ? 1 : 0)];
   const int x = threadIdx.x;
@@ -38,7 +40,7 @@ __global__ void __launch_bounds__(32 * kBlockRows)
 #pragma unroll
     for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
 #pragma unroll
-      for (int q = 0; q < kTile; q += 32) {
+      for (int q = 0; q < kTile; q += kWarpSize) {
         const std::int64_t r = row0 + j, c = col0 + q + x;
         if (r < rows && c < cols) tile[j][tile_column<kLayout>(j, q + x)] = in[r * cols + c];
       }
@@ -48,7 +50,7 @@ __global__ void __launch_bounds__(32 * kBlockRows)
 #pragma unroll
     for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
 #pragma unroll
-      for (int q = 0; q < kTile; q += 32) {
+      for (int q = 0; q < kTile; q += kWarpSize) {
         const std::int64_t out_row = col0 + j, out_col = row0 + q + x;
         if (out_row < cols && out_col < rows)
           out[out_row * rows + out_col] = tile[q + x][tile_column<kLayout>(q + x, j)];
@@ -59,40 +61,41 @@ __global__ void __launch_bounds__(32 * kBlockRows)
 }
 
 template <TileLayout kLayout, int kTile, int kBlockRows>
-void launch_tiled(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  const std::int64_t row_tiles = ceil_div<std::int64_t>(rows, kTile);
-  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(cols, kTile)),
+void launch_tiled(const TransposeArgs<float>& args, cudaStream_t stream) {
+  const std::int64_t row_tiles = ceil_div<std::int64_t>(args.rows, kTile);
+  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.cols, kTile)),
                   static_cast<unsigned>(row_tiles < kMaxGridY ? row_tiles : kMaxGridY));
-  transpose_tiled_kernel<kLayout, kTile, kBlockRows><<<grid, dim3(32, kBlockRows), 0, stream>>>(in, out, rows, cols);
+  transpose_tiled_kernel<kLayout, kTile, kBlockRows>
+      <<<grid, dim3(kWarpSize, kBlockRows), 0, stream>>>(args.in, args.out, args.rows, args.cols);
   CUDALAB_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
 
-void tiled(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  launch_tiled<TileLayout::plain, 32, 32>(in, out, rows, cols, stream);
+void tiled(const TransposeArgs<float>& args, cudaStream_t stream) {
+  launch_tiled<TileLayout::plain, 32, 32>(args, stream);
 }
-void padded(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  launch_tiled<TileLayout::padded, 32, 32>(in, out, rows, cols, stream);
+void padded(const TransposeArgs<float>& args, cudaStream_t stream) {
+  launch_tiled<TileLayout::padded, 32, 32>(args, stream);
 }
-void swizzled(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  launch_tiled<TileLayout::swizzled, 32, 32>(in, out, rows, cols, stream);
+void swizzled(const TransposeArgs<float>& args, cudaStream_t stream) {
+  launch_tiled<TileLayout::swizzled, 32, 32>(args, stream);
 }
-void padded_4_per_thread(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  launch_tiled<TileLayout::padded, 32, 8>(in, out, rows, cols, stream);
+void padded_4_per_thread(const TransposeArgs<float>& args, cudaStream_t stream) {
+  launch_tiled<TileLayout::padded, 32, 8>(args, stream);
 }
-void swizzled_4_per_thread(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  launch_tiled<TileLayout::swizzled, 32, 8>(in, out, rows, cols, stream);
+void swizzled_4_per_thread(const TransposeArgs<float>& args, cudaStream_t stream) {
+  launch_tiled<TileLayout::swizzled, 32, 8>(args, stream);
 }
-void swizzled_8_per_thread(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  launch_tiled<TileLayout::swizzled, 32, 4>(in, out, rows, cols, stream);
+void swizzled_8_per_thread(const TransposeArgs<float>& args, cudaStream_t stream) {
+  launch_tiled<TileLayout::swizzled, 32, 4>(args, stream);
 }
 
-void padded_64_tile(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  launch_tiled<TileLayout::padded, 64, 8>(in, out, rows, cols, stream);
+void padded_64_tile(const TransposeArgs<float>& args, cudaStream_t stream) {
+  launch_tiled<TileLayout::padded, 64, 8>(args, stream);
 }
-void swizzled_64_tile(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  launch_tiled<TileLayout::swizzled, 64, 8>(in, out, rows, cols, stream);
+void swizzled_64_tile(const TransposeArgs<float>& args, cudaStream_t stream) {
+  launch_tiled<TileLayout::swizzled, 64, 8>(args, stream);
 }
 
 }  // namespace cudalab::transpose_variants

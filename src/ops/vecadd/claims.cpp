@@ -1,8 +1,8 @@
 // The tutorial claims vector add answers: C01 (copies inside a loop), C02 (shared-memory staging)
 // and C03 (memory bound, ~0.1% of FP32 peak). Each reads records through the op's own ids at the
 // largest bench problem.
-#include "core/format.hpp"
 #include "harness/claims.hpp"
+#include "core/format.hpp"
 #include "harness/registry.hpp"
 #include "ops/vecadd/ids.hpp"
 
@@ -41,12 +41,12 @@ nlohmann::json claim_c02(const nlohmann::json& results, const Problem& problem) 
   const auto* staged = timed_record(results, ids::kOp, ids::kSharedStaging, problem);
   if (plain == nullptr || staged == nullptr) return nullptr;
   const double ratio = median_ms(*plain) / median_ms(*staged);
-  return verdict("C02", "Staging vector-add operands through shared memory lowers the kernel's time", "seed 003",
-                 "shared_staging faster than one_per_thread (ratio > 1)",
-                 "one_per_thread " + format_fixed(median_ms(*plain), 4) + " ms, shared_staging " +
-                     format_fixed(median_ms(*staged), 4) + " ms at " + problem.label(),
-                 ratio,
-                 ratio > 1.03 ? "holds" : "does not hold: each value is used once, so staging adds work and saves none");
+  return verdict(
+      "C02", "Staging vector-add operands through shared memory lowers the kernel's time", "seed 003",
+      "shared_staging faster than one_per_thread (ratio > 1)",
+      "one_per_thread " + format_fixed(median_ms(*plain), 4) + " ms, shared_staging " +
+          format_fixed(median_ms(*staged), 4) + " ms at " + problem.label(),
+      ratio, ratio > 1.03 ? "holds" : "does not hold: each value is used once, so staging adds work and saves none");
 }
 
 // C03: vector add is memory bound, 1/12 FLOP per byte, at most ~0.1% of FP32 peak.
@@ -82,8 +82,10 @@ void register_vecadd_claims(Registry& registry) {
                           ids::kOp,
                           {{ids::kOp, ids::kOnePerThread, largest}, {ids::kOp, ids::kSharedStaging, largest}},
                           [largest](const nlohmann::json& results) { return claim_c02(results, largest); }});
-  registry.add(ClaimCheck{"C03", ids::kOp, {{ids::kOp, ids::kVectorized, largest}},
-                          [largest](const nlohmann::json& results) { return claim_c03(results, largest); }});
+  registry.add(
+      ClaimCheck{"C03", ids::kOp, {{ids::kOp, ids::kVectorized, largest}}, [largest](const nlohmann::json& results) {
+                   return claim_c03(results, largest);
+                 }});
 }
 
 }  // namespace cudalab::harness

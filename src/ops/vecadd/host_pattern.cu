@@ -58,8 +58,7 @@ double copies_hoisted(PatternBuffers& x) {
   const auto start = std::chrono::steady_clock::now();
   CUDALAB_CUDA_CHECK(cudaMemcpy(x.a.data(), x.host_a.data(), bytes, cudaMemcpyHostToDevice));
   CUDALAB_CUDA_CHECK(cudaMemcpy(x.b.data(), x.host_b.data(), bytes, cudaMemcpyHostToDevice));
-  for (int i = 0; i < kIterations; ++i)
-    vecadd_variants::one_per_thread(x.args(), nullptr);
+  for (int i = 0; i < kIterations; ++i) vecadd_variants::one_per_thread(x.args(), nullptr);
   CUDALAB_CUDA_CHECK(cudaMemcpy(x.host_c.data(), x.c.data(), bytes, cudaMemcpyDeviceToHost));
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
   return seconds_since(start);
@@ -71,8 +70,7 @@ double copies_hoisted(PatternBuffers& x) {
 double kernel_seconds(PatternBuffers& x) {
   Stream stream;
   CUDALAB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < kIterations; ++i)
-    vecadd_variants::one_per_thread(x.args(), stream.get());
+  for (int i = 0; i < kIterations; ++i) vecadd_variants::one_per_thread(x.args(), stream.get());
   cudaGraph_t graph = nullptr;
   CUDALAB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
   std::unique_ptr<CUgraph_st, cudaError_t (*)(cudaGraph_t)> graph_owner(graph, cudaGraphDestroy);
@@ -138,8 +136,8 @@ nlohmann::json run_host_pattern(const ExperimentContext& context) {
 
 void register_vecadd_host_pattern(Registry& registry) {
   registry.add(Experiment{
-      vecadd_ids::kHostPattern, vecadd_ids::kOp, "1000 vector adds with copies and sync in the loop vs hoisted (claim C01)",
-      run_host_pattern,
+      vecadd_ids::kHostPattern, vecadd_ids::kOp,
+      "1000 vector adds with copies and sync in the loop vs hoisted (claim C01)", run_host_pattern,
       bar_plot("1000 vector adds: copies inside the loop vs hoisted", nlohmann::json::array({"n", "pattern"}),
                "gpu_busy_fraction", "share of the run the GPU spent adding")});
 }

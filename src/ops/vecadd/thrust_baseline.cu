@@ -11,8 +11,7 @@ template <typename T>
 void thrust_transform(const VecaddArgs<T>& args, cudaStream_t stream) {
   if (args.n == 0) return;
   // par_nosync: no stream synchronization inside the call, so the timer measures the kernel.
-  thrust::transform(thrust::cuda::par_nosync.on(stream), args.a, args.a + args.n, args.b, args.c,
-                    cuda::std::plus<T>{});
+  thrust::transform(thrust::cuda::par_nosync.on(stream), args.a, args.a + args.n, args.b, args.c, cuda::std::plus<T>{});
   CUDALAB_CHECK_LAUNCH();
 }
 

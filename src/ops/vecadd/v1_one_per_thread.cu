@@ -20,7 +20,7 @@ void one_per_thread(const VecaddArgs<T>& args, cudaStream_t stream) {
   const std::int64_t blocks = ceil_div<std::int64_t>(args.n, kBlockSize);
   CUDALAB_REQUIRE(blocks <= 0x7fffffff, "vecadd one_per_thread: n needs more than 2^31-1 blocks");
   vecadd_one_per_thread_kernel<<<static_cast<unsigned>(blocks), kBlockSize, 0, stream>>>(args.a, args.b, args.c,
-                                                                                           args.n);
+                                                                                         args.n);
   CUDALAB_CHECK_LAUNCH();
 }
 

@@ -30,7 +30,7 @@ void shared_staging(const VecaddArgs<T>& args, cudaStream_t stream) {
   const std::int64_t blocks = ceil_div<std::int64_t>(args.n, kBlockSize);
   CUDALAB_REQUIRE(blocks <= 0x7fffffff, "vecadd shared_staging: n needs more than 2^31-1 blocks");
   vecadd_shared_staging_kernel<<<static_cast<unsigned>(blocks), kBlockSize, 0, stream>>>(args.a, args.b, args.c,
-                                                                                           args.n);
+                                                                                         args.n);
   CUDALAB_CHECK_LAUNCH();
 }
 

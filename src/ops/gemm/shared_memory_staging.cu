@@ -1,23 +1,26 @@
-// Seed 001's matrix-multiply experiments (claims C11, C12), with its kernels rewritten: A is
-// rows x 32 (the tile width w = 32 is also K), one 32x32 thread block per 32x32 tile of C.
+// C = AB and C = AA^T with K = 32 (the tile width w = 32 is also K), the tutorial's kernels
+// rewritten: A is rows x 32, one 32x32 thread block per 32x32 tile of C.
 //   C = A B:    simple (A and B from global), A tile in shared memory, A and B tiles in shared memory
 //   C = A A^T:  simple (the A^T operand read down columns: strided), both operands staged in shared
 //               memory (the transposed tile written down a column: 32-way bank conflicts), padded
-// cuBLAS rows do the same products. Effective bandwidth as the seed counts it: the bytes of A, B
-// and C each moved once, over the kernel time.
+// cuBLAS rows do the same products. Effective bandwidth as the tutorial counts it: the bytes of A,
+// B and C each moved once, over the kernel time. Claims C11 and C12 read its table (claims.cpp).
+#include <functional>
+#include <string>
 #include <vector>
 
-#include "core/format.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
-#include "harness/claims.hpp"
 #include "harness/registry.hpp"
 #include "harness/timer.hpp"
 #include "ops/gemm/cublas_gemm.hpp"
+#include "ops/gemm/ids.hpp"
 #include "ops/gemm/reference.hpp"
 
 namespace cudalab::harness {
 namespace {
+
+namespace ids = gemm_ids;
 
 constexpr int kW = 32;                // tile width and K
 constexpr std::int64_t kRows = 4096;  // A is kRows x kW; C is kRows x kRows
@@ -35,7 +38,7 @@ __global__ void ab_shared_a(const float* a, const float* b, float* c, std::int64
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.y) * kW + threadIdx.y;
   const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * kW + threadIdx.x;
   a_tile[threadIdx.y][threadIdx.x] = a[row * kW + threadIdx.x];
-  // The warp that writes a row of the tile is the only one reading it (the seed relies on this);
+  // The warp that writes a row of the tile is the only one reading it (the tutorial relies on this);
   // since Volta the lanes of a warp must still be synchronized explicitly.
   __syncwarp();
   float sum = 0.0f;
@@ -86,7 +89,7 @@ struct Case {
   bool triangle_only;  // SSYRK writes one triangle
 };
 
-nlohmann::json run_seed_kernels(const ExperimentContext& context) {
+nlohmann::json run_staging(const ExperimentContext& context) {
   const std::int64_t m = kRows, n = kRows, k = kW;
   DeviceBuffer<float> a(m * k), b(k * n), c(m * n);
   Stream stream;
@@ -107,23 +110,29 @@ nlohmann::json run_seed_kernels(const ExperimentContext& context) {
   const float* pa = a.data();
   const float* pb = b.data();
   float* pc = c.data();
-  const gemm_variants::GemmArgs ab_args{m, n, k, 1.0f, pa, k, pb, n, 0.0f, pc, n};
+  const gemm_variants::GemmArgs<float> ab_args{m, n, k, 1.0f, pa, k, pb, n, 0.0f, pc, n};
   const std::vector<Case> cases = {
-      {"AB", "simple", [&](cudaStream_t s) { ab_simple<<<grid, block, 0, s>>>(pa, pb, pc, n); }, false},
-      {"AB", "shared_a", [&](cudaStream_t s) { ab_shared_a<<<grid, block, 0, s>>>(pa, pb, pc, n); }, false},
-      {"AB", "shared_ab", [&](cudaStream_t s) { ab_shared_ab<<<grid, block, 0, s>>>(pa, pb, pc, n); }, false},
-      {"AB", "cublas_sgemm", [&](cudaStream_t s) { gemm_variants::cublas_sgemm(ab_args, s); }, false},
-      {"AAT", "simple", [&](cudaStream_t s) { aat_simple<<<grid, block, 0, s>>>(pa, pc, m); }, false},
-      {"AAT", "shared_transposed", [&](cudaStream_t s) { aat_shared<0><<<grid, block, 0, s>>>(pa, pc, m); }, false},
-      {"AAT", "shared_padded", [&](cudaStream_t s) { aat_shared<1><<<grid, block, 0, s>>>(pa, pc, m); }, false},
-      {"AAT", "cublas_ssyrk", [&](cudaStream_t s) { gemm_variants::cublas_aat_syrk(pa, m, k, pc, s); }, true},
-      {"AAT", "cublas_sgemm", [&](cudaStream_t s) { gemm_variants::cublas_aat_gemm(pa, m, k, pc, s); }, false},
+      {ids::kProductAB, ids::kSimple, [&](cudaStream_t s) { ab_simple<<<grid, block, 0, s>>>(pa, pb, pc, n); }, false},
+      {ids::kProductAB, ids::kSharedA, [&](cudaStream_t s) { ab_shared_a<<<grid, block, 0, s>>>(pa, pb, pc, n); },
+       false},
+      {ids::kProductAB, ids::kSharedAB, [&](cudaStream_t s) { ab_shared_ab<<<grid, block, 0, s>>>(pa, pb, pc, n); },
+       false},
+      {ids::kProductAB, ids::kCublasSgemm, [&](cudaStream_t s) { gemm_variants::cublas_sgemm(ab_args, s); }, false},
+      {ids::kProductAAT, ids::kSimple, [&](cudaStream_t s) { aat_simple<<<grid, block, 0, s>>>(pa, pc, m); }, false},
+      {ids::kProductAAT, ids::kSharedTransposed,
+       [&](cudaStream_t s) { aat_shared<0><<<grid, block, 0, s>>>(pa, pc, m); }, false},
+      {ids::kProductAAT, ids::kSharedPadded, [&](cudaStream_t s) { aat_shared<1><<<grid, block, 0, s>>>(pa, pc, m); },
+       false},
+      {ids::kProductAAT, ids::kCublasSsyrk, [&](cudaStream_t s) { gemm_variants::cublas_aat_syrk(pa, m, k, pc, s); },
+       true},
+      {ids::kProductAAT, ids::kCublasSgemm, [&](cudaStream_t s) { gemm_variants::cublas_aat_gemm(pa, m, k, pc, s); },
+       false},
   };
   KernelTimer timer;
   TimingOptions options;
   nlohmann::json rows = nlohmann::json::array();
   for (const Case& x : cases) {
-    if (context.progress) context.progress(std::string("gemm_seed001 ") + x.product + " " + x.kernel);
+    if (context.progress) context.progress(std::string(ids::kStagingExperiment) + " " + x.product + " " + x.kernel);
     poison(pc, c.bytes(), stream.get());
     x.launch(stream.get());
     CUDALAB_CHECK_LAUNCH();
@@ -133,88 +142,40 @@ nlohmann::json run_seed_kernels(const ExperimentContext& context) {
     if (x.triangle_only)  // SSYRK filled the upper triangle (row <= col): mirror it for the check
       for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t j = 0; j < i; ++j) out[i * m + j] = out[j * m + i];
-    const GemmReference& ref = std::string(x.product) == "AB" ? ab : aat;
+    const GemmReference& ref = std::string(x.product) == ids::kProductAB ? ab : aat;
     const Comparison check = compare_gemm(out.data(), m * n, ref.value.data(), ref.bound.data(), k);
     if (!check.passed())
-      throw Error(ErrorKind::cuda, std::string("gemm_seed001: ") + x.product + " " + x.kernel + " " + check.summary(),
+      throw Error(ErrorKind::cuda,
+                  std::string(ids::kStagingExperiment) + ": " + x.product + " " + x.kernel + " " + check.summary(),
                   __FILE__, __LINE__);
     const double ms = timer.time(x.launch, stream.get(), options).median;
     const double written = x.triangle_only ? 4.0 * m * (m + 1) / 2 : 4.0 * m * n;
-    const double read = std::string(x.product) == "AB" ? 4.0 * (m * k + k * n) : 4.0 * m * k;
+    const double read = std::string(x.product) == ids::kProductAB ? 4.0 * (m * k + k * n) : 4.0 * m * k;
     const double flops = x.triangle_only ? double(m) * (m + 1) * k : 2.0 * m * n * k;
     rows.push_back(
         {x.product, x.kernel, m, n, k, ms * 1e3, (read + written) / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e9});
   }
-  return {{"name", "gemm_seed001"},
-          {"op", "gemm_f32"},
-          {"summary", "Seed 001's C = AB and C = AA^T kernels (A is 4096 x 32, K = tile width 32) vs cuBLAS"},
+  return {{"name", ids::kStagingExperiment},
+          {"op", ids::kOp},
+          {"summary", "The tutorial's C = AB and C = AA^T kernels (A is 4096 x 32, K = tile width 32) vs cuBLAS"},
           {"columns", {"product", "kernel", "M", "N", "K", "median_us", "effective_GBps", "GFLOPs"}},
           {"rows", rows},
           {"notes",
            {"every result is checked element-wise against a host FP64 product, error bound (K+3) 2^-24 |A||B|",
-            "effective_GBps: (A + B read once, C written once) / median time, as seed 001 counts it; C dominates "
+            "effective_GBps: (A + B read once, C written once) / median time, as the tutorial counts it; C dominates "
             "(64 MiB of a 64.5 MiB total)",
             "cublas_ssyrk writes only one triangle of C: its bytes and flops count that half",
             "median of cold-L2 launches (flush before each sample)"}}};
 }
 
-double row_value(const nlohmann::json& table, const std::string& product, const std::string& kernel, int column) {
-  for (const auto& row : table["rows"])
-    if (row[0] == product && row[1] == kernel) return row[column].get<double>();
-  return 0.0;
-}
-
-// C11: C = AA^T: 3.6 -> 27.5 GB/s (shared memory) -> 39.2 GB/s (padding).
-nlohmann::json claim_c11(const nlohmann::json& results) {
-  const auto* table = experiment(results, "gemm_seed001");
-  if (table == nullptr) return nullptr;
-  const double simple = row_value(*table, "AAT", "simple", 6);
-  const double shared = row_value(*table, "AAT", "shared_transposed", 6);
-  const double padded = row_value(*table, "AAT", "shared_padded", 6);
-  if (simple <= 0 || shared <= 0 || padded <= 0) return nullptr;
-  const double ratio = padded / shared;
-  const std::string outcome =
-      speedup_verdict(shared / simple, 27.5 / 3.6) == "holds" && speedup_verdict(ratio, 39.2 / 27.5) == "holds"
-          ? "holds"
-          : (shared > simple && padded > shared
-                 ? "holds partly: both steps help, by less than on the seed's GPU"
-                 : "holds partly: " + std::string(shared > simple ? "staging helps" : "staging does not help") + ", " +
-                       (padded > shared ? "padding helps" : "padding does not help"));
-  return verdict(
-      "C11", "C = A·Aᵀ: coalescing through shared memory 3.6 to 27.5 GB/s; removing bank conflicts 39.2 GB/s",
-      "seed 001", "7.6x from shared memory, then 1.43x from padding (M2090)",
-      "simple " + format_fixed(simple, 0) + " GB/s, shared_transposed " + format_fixed(shared, 0) + ", shared_padded " +
-          format_fixed(padded, 0) + ": " + format_fixed(shared / simple, 2) + "x then " + format_fixed(ratio, 2) + "x",
-      ratio, outcome);
-}
-
-// C12: C = AB: 6.6 -> 7.8 (A tile in shared memory) -> 14.9 GB/s (B tile too), K20X.
-nlohmann::json claim_c12(const nlohmann::json& results) {
-  const auto* table = experiment(results, "gemm_seed001");
-  if (table == nullptr) return nullptr;
-  const double simple = row_value(*table, "AB", "simple", 6);
-  const double shared_a = row_value(*table, "AB", "shared_a", 6);
-  const double shared_ab = row_value(*table, "AB", "shared_ab", 6);
-  if (simple <= 0 || shared_a <= 0 || shared_ab <= 0) return nullptr;
-  const double ratio = shared_ab / simple;
-  return verdict("C12", "C = A·B with shared-memory tiles: 6.6 to 7.8 to 14.9 GB/s effective (K20X)", "seed 001",
-                 "1.18x (A tile), then 1.91x (B tile): 2.26x overall",
-                 "simple " + format_fixed(simple, 0) + " GB/s, shared_a " + format_fixed(shared_a, 0) + ", shared_ab " +
-                     format_fixed(shared_ab, 0) + ": " + format_fixed(shared_a / simple, 2) + "x then " +
-                     format_fixed(shared_ab / shared_a, 2) + "x",
-                 ratio, speedup_verdict(ratio, 14.9 / 6.6));
-}
-
 }  // namespace
 
-void register_gemm_seed_kernels(Registry& registry) {
-  registry.add(Experiment{"gemm_seed001", "gemm_f32",
-                          "Seed 001's C = AB and C = AA^T kernels (K = 32) vs cuBLAS SGEMM/SSYRK (C11, C12)",
-                          run_seed_kernels,
-                          bar_plot("Seed 001's matrix kernels (K = 32)", nlohmann::json::array({"product", "kernel"}),
-                                   "effective_GBps", "effective GB/s, as seed 001 counts it")});
-  registry.add(ClaimCheck{"C11", "gemm_f32", claim_c11});
-  registry.add(ClaimCheck{"C12", "gemm_f32", claim_c12});
+void register_gemm_staging_experiment(Registry& registry) {
+  registry.add(
+      Experiment{ids::kStagingExperiment, ids::kOp,
+                 "The tutorial's C = AB and C = AA^T kernels (K = 32) vs cuBLAS SGEMM/SSYRK (C11, C12)", run_staging,
+                 bar_plot("The tutorial's matrix kernels (K = 32)", nlohmann::json::array({"product", "kernel"}),
+                          "effective_GBps", "effective GB/s, as the tutorial counts it")});
 }
 
 }  // namespace cudalab::harness

@@ -1,0 +1,44 @@
+// The names the matrix-multiply op owns: its registry name, variant ids, and the experiment's name
+// and row labels. register.cu and the experiment register them and claims.cpp reads records and
+// rows through them, so a rename changes all three.
+#pragma once
+
+namespace cudalab::harness::gemm_ids {
+
+inline constexpr char kOp[] = "gemm";
+
+// The ladder.
+inline constexpr char kNaive[] = "naive";
+inline constexpr char kCoalesced[] = "coalesced";
+inline constexpr char kShared8[] = "shared_8";
+inline constexpr char kShared16[] = "shared_16";
+inline constexpr char kShared32[] = "shared_32";
+inline constexpr char kShared32Padded[] = "shared_32_padded";
+inline constexpr char kShared64[] = "shared_64";
+inline constexpr char kBlocktile1d[] = "blocktile_1d";
+inline constexpr char kBlocktile2d[] = "blocktile_2d";
+inline constexpr char kVectorized[] = "vectorized";
+inline constexpr char kDoubleBuffered[] = "double_buffered";
+inline constexpr char kWarpTiledSingleBuffer[] = "warp_tiled_single_buffer";
+inline constexpr char kWarpTiled[] = "warp_tiled";
+// Every other built pipeline configuration is a variant "config_<configuration name>".
+inline constexpr char kConfigPrefix[] = "config_";
+inline constexpr char kTuned[] = "tuned";
+
+// The cuBLAS baselines.
+inline constexpr char kCublas[] = "cublas";
+inline constexpr char kCublasTf32[] = "cublas_tf32";
+
+// The K = 32 products experiment (C = AB and C = AA^T through shared memory) and its rows.
+inline constexpr char kStagingExperiment[] = "gemm_seed001";
+inline constexpr char kProductAB[] = "AB";
+inline constexpr char kProductAAT[] = "AAT";
+inline constexpr char kSimple[] = "simple";
+inline constexpr char kSharedA[] = "shared_a";
+inline constexpr char kSharedAB[] = "shared_ab";
+inline constexpr char kSharedTransposed[] = "shared_transposed";
+inline constexpr char kSharedPadded[] = "shared_padded";
+inline constexpr char kCublasSgemm[] = "cublas_sgemm";
+inline constexpr char kCublasSsyrk[] = "cublas_ssyrk";
+
+}  // namespace cudalab::harness::gemm_ids
