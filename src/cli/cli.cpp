@@ -85,7 +85,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   bench->add_option("--seed", bench_args.seed, "Input seed (decimal or 0x hex; default: random, printed)");
   bench
       ->add_option("--only", bench_args.only,
-                   "Bench only this op (with the experiments shown on its page) or experiment; repeatable")
+                   "Bench only this op (with the experiments shown on its page), experiment, or page of experiments "
+                   "(memory, transfers); repeatable")
       ->allow_extra_args(false);
 
   ReportArgs report_args;

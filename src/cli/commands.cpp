@@ -436,10 +436,14 @@ int command_run(const RunArgs& args, Context& context) {
 
 int command_bench(const BenchArgs& args, Context& context) {
   const auto& registry = harness::builtin_registry();
-  for (const std::string& name : args.only)
-    if (registry.find_op(name) == nullptr && registry.find_experiment(name) == nullptr)
-      throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + name + "' (see `cudalab list`)", __FILE__,
-                  __LINE__);
+  // A name is an op, an experiment, or a page of experiments ("memory", "transfers").
+  for (const std::string& name : args.only) {
+    const bool page = std::any_of(registry.experiments().begin(), registry.experiments().end(),
+                                  [&](const harness::Experiment& e) { return e.op == name; });
+    if (registry.find_op(name) == nullptr && registry.find_experiment(name) == nullptr && !page)
+      throw Error(ErrorKind::invalid_argument, "unknown op, experiment or page '" + name + "' (see `cudalab list`)",
+                  __FILE__, __LINE__);
+  }
   auto chosen = [&](const std::string& name, const std::string& page_op) {
     return args.only.empty() || std::find(args.only.begin(), args.only.end(), name) != args.only.end() ||
            std::find(args.only.begin(), args.only.end(), page_op) != args.only.end();
@@ -497,10 +501,16 @@ int command_bench(const BenchArgs& args, Context& context) {
 
 int command_report(const ReportArgs& args, Context& context) {
   const nlohmann::json results = harness::read_json_file(args.results_path);
-  if (results.value("schema", "") != harness::kResultsSchema)
+  // Schema 1 differs only in how records name their problem, so a schema-1 file of experiments
+  // alone (no records) still renders.
+  const std::string schema = results.value("schema", "");
+  const bool experiments_only_v1 =
+      schema == "cudalab-results/1" && results.value("records", nlohmann::json::array()).empty();
+  if (schema != harness::kResultsSchema && !experiments_only_v1)
     throw Error(ErrorKind::invalid_argument,
-                args.results_path + " is not a cudalab results file (schema " + harness::kResultsSchema + ")", __FILE__,
-                __LINE__);
+                args.results_path + " is not a cudalab results file of schema " + harness::kResultsSchema +
+                    " (or schema 1 without records)",
+                __FILE__, __LINE__);
   nlohmann::json evaluated = results;
   harness::evaluate_claims(evaluated);  // claims judged by this build's rules
   const auto records = results.value("records", nlohmann::json::array()).get<std::vector<Record>>();

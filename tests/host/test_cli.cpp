@@ -107,6 +107,7 @@ TEST(Cli, UnknownOpAndVariantAreRefused) {
   EXPECT_NE(unknown_param.err.find("no parameter 'eps'"), std::string::npos) << unknown_param.err;
   const Outcome bench_unknown = invoke({"bench", "--only", "nosuch"});
   EXPECT_EQ(bench_unknown.code, kExitUsage);
+  EXPECT_NE(bench_unknown.err.find("unknown op, experiment or page 'nosuch'"), std::string::npos) << bench_unknown.err;
   EXPECT_EQ(lines(bench_unknown.err), 1) << bench_unknown.err;
 }
 
@@ -188,6 +189,19 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
   EXPECT_NE(o.out.find("| one_per_thread |"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("Test GPU"), std::string::npos);
   EXPECT_NE(o.out.find("ranking:vecadd_f32"), std::string::npos) << "blocks are per configuration";
+  std::remove(path.c_str());
+  // A schema-1 file renders only when it holds experiments alone (its records name problems the
+  // old way).
+  {
+    std::ofstream file(path);
+    file << R"({"schema": "cudalab-results/1", "records": [], "experiments": []})";
+  }
+  EXPECT_EQ(invoke({"report", path.c_str()}).code, kExitOk);
+  {
+    std::ofstream file(path);
+    file << R"({"schema": "cudalab-results/1", "records": [{"op": "vecadd", "variant": "x", "problem": {"n": 5}}]})";
+  }
+  EXPECT_EQ(invoke({"report", path.c_str()}).code, kExitUsage);
   std::remove(path.c_str());
   EXPECT_EQ(invoke({"report", path.c_str()}).code, kExitUsage);  // now missing
 }

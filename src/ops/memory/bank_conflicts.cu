@@ -174,7 +174,7 @@ nlohmann::json claim_c08(const nlohmann::json& results) {
                  grid(all) / 32.0, outcome);
 }
 
-// C09: the seed says a stride of 16 words gives a 2-way conflict; on 32 four-byte banks it is 16-way.
+// C09: the tutorial says a stride of 16 words gives a 2-way conflict; on 32 four-byte banks it is 16-way.
 nlohmann::json claim_c09(const nlohmann::json& results) {
   const auto* table = experiment(results, "bank_conflicts");
   if (table == nullptr) return nullptr;

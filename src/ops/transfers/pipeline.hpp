@@ -1,4 +1,4 @@
-// The chunked H2D -> kernel -> D2H pipeline of seed 000 (streams) and seed 001 section 9.1.2:
+// The chunked H2D -> kernel -> D2H pipeline the tutorials teach (streams; the best-practices guide's overlap section):
 // pinned input and output on the host, the data cut into chunks, each chunk copied in, transformed
 // by affine_steps and copied out, with the chunks spread over several streams so that one chunk's
 // copy-in, another's kernel and a third's copy-out run at the same time.

@@ -1,6 +1,6 @@
-// Seed 003's host-pattern experiment (claim C01): 1000 iterations of vector add with the copies
+// The tutorial's host-pattern experiment (claim C01): 1000 iterations of vector add with the copies
 // and a device synchronize inside the loop, against the same work with the copies and the sync
-// hoisted out. The seed's point is that the GPU then sits idle most of the time.
+// hoisted out. The tutorial's point is that the GPU then sits idle most of the time.
 #include <chrono>
 #include <memory>
 #include <vector>
@@ -32,13 +32,13 @@ struct PatternBuffers {
   }
   vecadd_variants::VecaddArgs<float> args() const { return {a.data(), b.data(), c.data(), n}; }
   std::int64_t n;
-  // Pageable host memory, as in the seed.
+  // Pageable host memory, as in the tutorial.
   std::vector<float> host_a, host_b, host_c;
   DeviceBuffer<float> a, b, c;
 };
 
-// The seed's loop: copy in, add, copy out, synchronize, 1000 times. Synchronous cudaMemcpy and
-// the legacy default stream, as the seed wrote it.
+// The tutorial's loop: copy in, add, copy out, synchronize, 1000 times. Synchronous cudaMemcpy and
+// the legacy default stream, as the tutorial wrote it.
 double copies_in_loop(PatternBuffers& x) {
   const std::size_t bytes = static_cast<std::size_t>(x.n) * sizeof(float);
   const auto start = std::chrono::steady_clock::now();
@@ -120,7 +120,7 @@ nlohmann::json run_host_pattern(const ExperimentContext& context) {
   }
   return {{"name", vecadd_ids::kHostPattern},
           {"op", "vecadd"},
-          {"summary", "1000 vector adds: copies and sync inside the loop vs hoisted out (seed 003, claim C01)"},
+          {"summary", "1000 vector adds: copies and sync inside the loop vs hoisted out (claim C01)"},
           {"columns", {"n", "pattern", "iterations", "total_ms", "us_per_iteration", "kernel_us", "gpu_busy_fraction"}},
           {"rows", rows},
           {"notes",
