@@ -94,6 +94,28 @@ TEST(LibraryReduce, FloatSumIsDeterministic) {
   EXPECT_EQ(std::memcmp(&sums[0], &sums[1], sizeof(float)), 0);
 }
 
+// The caller-buffer calls give the same bits as the stream-ordered ones, and refuse a buffer
+// smaller than reduce_sum_workspace_bytes(n).
+TEST(LibraryReduce, CallerWorkspaceGivesTheSameSums) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const std::int64_t n = (1 << 22) + 7;
+  DeviceBuffer<float> values(n), result(2);
+  DeviceBuffer<double> wide(2);
+  harness::fill_random(values.data(), n, 33, harness::Distribution::normal, nullptr);
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(reduce_sum_workspace_bytes(n)));
+  reduce_sum(values.data(), n, result.data());
+  reduce_sum(values.data(), n, result.data() + 1, workspace.data(), workspace.bytes());
+  reduce_sum(values.data(), n, wide.data());
+  reduce_sum(values.data(), n, wide.data() + 1, workspace.data(), workspace.bytes());
+  float sums[2];
+  double wide_sums[2];
+  CUDALAB_CUDA_CHECK(cudaMemcpy(sums, result.data(), sizeof sums, cudaMemcpyDeviceToHost));
+  CUDALAB_CUDA_CHECK(cudaMemcpy(wide_sums, wide.data(), sizeof wide_sums, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(std::memcmp(&sums[0], &sums[1], sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(&wide_sums[0], &wide_sums[1], sizeof(double)), 0);
+  EXPECT_THROW(reduce_sum(values.data(), n, result.data(), workspace.data(), 16), Error);
+}
+
 TEST(LibraryReduce, DoubleSumOfFloatsIsAccurateAndDeterministic) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   const std::int64_t n = (1 << 24) + 5;

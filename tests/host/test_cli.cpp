@@ -344,6 +344,9 @@ TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {
   EXPECT_NO_THROW(cudalab::vecadd(nullptr, nullptr, nullptr, 0));  // n == 0 does nothing
   EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), -1, static_cast<float*>(nullptr)), Error);
   EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), 5, static_cast<double*>(nullptr)), Error);
+  EXPECT_THROW(cudalab::reduce_sum_workspace_bytes(-1), Error);
+  EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), 5, static_cast<float*>(nullptr), nullptr, 0),
+               Error);
 }
 
 }  // namespace
