@@ -168,9 +168,10 @@ Table ceilings_table(const harness::Ceilings& c) {
        ratio(c.fp32_tflops, c.datasheet_fp32_tflops), "8 independent FFMA chains per thread"},
       {"BF16 tensor GEMM (TFLOP/s)", format_fixed(c.bf16_tensor_tflops, 1), sheet(c.datasheet_bf16_tflops, 1),
        ratio(c.bf16_tensor_tflops, c.datasheet_bf16_tflops), "cublasGemmEx 8192^3, fp32 accumulate, random data"},
-      {"FP16 tensor GEMM (TFLOP/s)", format_fixed(c.fp16_tensor_tflops, 1), "-", "-",
+      // Results files written before the probe measured these hold no value for them.
+      {"FP16 tensor GEMM (TFLOP/s)", c.fp16_tensor_tflops > 0 ? format_fixed(c.fp16_tensor_tflops, 1) : "-", "-", "-",
        "cublasGemmEx 8192^3, fp32 accumulate, random data"},
-      {"TF32 tensor GEMM (TFLOP/s)", format_fixed(c.tf32_tensor_tflops, 1), "-", "-",
+      {"TF32 tensor GEMM (TFLOP/s)", c.tf32_tensor_tflops > 0 ? format_fixed(c.tf32_tensor_tflops, 1) : "-", "-", "-",
        "cublasGemmEx 8192^3 fp32, CUBLAS_COMPUTE_32F_FAST_TF32, random data"},
       {"H2D pageable (GB/s)", format_fixed(c.h2d_pageable_gbps, 2), sheet(c.datasheet_pcie_gbps, 2),
        ratio(c.h2d_pageable_gbps, c.datasheet_pcie_gbps), "cudaMemcpyAsync 256 MiB from malloc'd memory"},

@@ -68,10 +68,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Summary, count, median, min, max
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RooflinePoint, gbps, tflops, memory_ceiling_gbps,
                                                 compute_ceiling_tflops, floor_seconds, bound, fraction)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ceilings, copy_kernel_gbps, memcpy_d2d_gbps, read_gbps, fp32_tflops,
-                                                bf16_tensor_tflops, h2d_pageable_gbps, h2d_pinned_gbps,
-                                                d2h_pageable_gbps, d2h_pinned_gbps, launch_latency_us,
-                                                launch_throughput_us, datasheet_dram_gbps, datasheet_fp32_tflops,
-                                                datasheet_bf16_tflops, datasheet_pcie_gbps)
+                                                bf16_tensor_tflops, fp16_tensor_tflops, tf32_tensor_tflops,
+                                                h2d_pageable_gbps, h2d_pinned_gbps, d2h_pageable_gbps, d2h_pinned_gbps,
+                                                launch_latency_us, launch_throughput_us, datasheet_dram_gbps,
+                                                datasheet_fp32_tflops, datasheet_bf16_tflops, datasheet_pcie_gbps)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, commit, dirty, gpu_name, gpu_uuid,
                                                 compute_capability, sm_count, memory_gib, driver_version,
                                                 driver_cuda_version, runtime_cuda_version, max_sm_clock_mhz,

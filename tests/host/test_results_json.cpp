@@ -91,8 +91,14 @@ TEST(ResultsJson, ProvenanceAndCeilingsRoundTrip) {
   Ceilings c;
   c.read_gbps = 3210.5;
   c.launch_latency_us = 7.25;
+  c.bf16_tensor_tflops = 800;
+  c.fp16_tensor_tflops = 790;
+  c.tf32_tensor_tflops = 370;
   const Ceilings c_back = nlohmann::json(c).get<Ceilings>();
   EXPECT_DOUBLE_EQ(c_back.read_gbps, 3210.5);
+  EXPECT_DOUBLE_EQ(c_back.bf16_tensor_tflops, 800);
+  EXPECT_DOUBLE_EQ(c_back.fp16_tensor_tflops, 790);
+  EXPECT_DOUBLE_EQ(c_back.tf32_tensor_tflops, 370);
   EXPECT_DOUBLE_EQ(c_back.launch_latency_us, 7.25);
 }
 
