@@ -1,5 +1,8 @@
 #include "harness/claims.hpp"
 
+#include "cudalab/error.hpp"
+#include "harness/claim_catalog.hpp"
+
 namespace cudalab::harness {
 namespace {
 
@@ -51,17 +54,21 @@ const nlohmann::json* experiment(const nlohmann::json& results, const std::strin
   return nullptr;
 }
 
-std::string speedup_verdict(double measured, double claimed) {
-  if (measured - 1 >= 0.8 * (claimed - 1)) return "holds";
-  if (measured > 1.05) return "holds partly: same direction, smaller effect";
-  return "does not hold";
-}
-
-nlohmann::json verdict(const std::string& id, const std::string& claim, const std::string& source,
-                       const std::string& predicted, const std::string& measured, double ratio,
-                       const std::string& verdict) {
-  return {{"id", id},       {"claim", claim},    {"source", source}, {"predicted", predicted}, {"measured", measured},
-          {"ratio", ratio}, {"verdict", verdict}};
+nlohmann::json claim_verdict(const std::string& id, const std::string& predicted, const std::string& measured,
+                             const std::vector<PartVerdict>& parts) {
+  const ClaimText* text = find_claim_text(id);
+  CUDALAB_REQUIRE(text != nullptr, "claim " + id + " is not in the claims catalog");
+  CUDALAB_REQUIRE(!parts.empty(), "claim " + id + " is judged with no parts");
+  nlohmann::json judged_parts = nlohmann::json::array();
+  for (const PartVerdict& p : parts) judged_parts.push_back(to_json(p));
+  return {{"id", id},
+          {"claim", text->claim},
+          {"source", std::string("tutorial ") + text->sources},
+          {"predicted", predicted},
+          {"measured", measured},
+          {"parts", judged_parts},
+          {"ratio", parts.front().measured},
+          {"verdict", verdict_list(parts)}};
 }
 
 }  // namespace cudalab::harness

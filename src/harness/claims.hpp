@@ -5,10 +5,12 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/problem.hpp"
+#include "harness/verdict.hpp"
 
 namespace cudalab::harness {
 
@@ -31,13 +33,11 @@ double gbps(const nlohmann::json& record);
 // The experiment table called `name`, or nullptr.
 const nlohmann::json* experiment(const nlohmann::json& results, const std::string& name);
 
-// The verdict for a claimed speedup: "holds" when the measured gain (ratio - 1) reaches 80% of the
-// claimed gain, "holds partly" when it points the same way (> 1.05) but falls short, else "does
-// not hold". Gains, not ratios: 80% of a claimed 1.2x ratio would accept 0.96x, a slowdown.
-std::string speedup_verdict(double measured, double claimed);
-
-nlohmann::json verdict(const std::string& id, const std::string& claim, const std::string& source,
-                       const std::string& predicted, const std::string& measured, double ratio,
-                       const std::string& verdict);
+// A judged claim: {"id", "claim", "source" (from the catalog), "predicted", "measured" (in words,
+// naming the variants and the problem), "parts": [each part's verdict], "ratio" (the first part's
+// measured value), "verdict" (verdict_list of the parts)}. Throws invalid_argument when `id` is
+// not in the catalog or `parts` is empty.
+nlohmann::json claim_verdict(const std::string& id, const std::string& predicted, const std::string& measured,
+                             const std::vector<PartVerdict>& parts);
 
 }  // namespace cudalab::harness
