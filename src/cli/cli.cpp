@@ -99,6 +99,16 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   report->add_option("--plots", report_args.plots_folder,
                      "Also draw each op's variants at its largest size as <folder>/<op>.svg");
 
+  ClaimsArgs claims_args;
+  auto* claims = app.add_subcommand("claims",
+                                    "Judge every tutorial claim (C01-C34) from results files under the one verdict "
+                                    "rule, part by part (no GPU needed)");
+  claims->add_option("results", claims_args.results_paths,
+                     "Results files (default: every results/<gpu>/*.json below the current folder)");
+  claims->add_flag("--json", claims_args.json, "Print as JSON");
+  claims->add_option("--update", claims_args.update_paths,
+                     "Markdown file whose <!-- cudalab:begin claims:all --> block to regenerate (repeatable)");
+
   Context context{out, err, joined(argc, argv)};
   try {
     app.parse(argc, argv);
@@ -112,6 +122,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     if (*run) return command_run(run_args, context);
     if (*bench) return command_bench(bench_args, context);
     if (*report) return command_report(report_args, context);
+    if (*claims) return command_claims(claims_args, context);
   } catch (const Error& e) {
     err << "cudalab: " << e.what() << std::endl;
     return exit_code_for(e.kind());

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "cli/tables.hpp"
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
+#include "harness/claim_catalog.hpp"
 #include "harness/registry.hpp"
 #include "harness/results.hpp"
 #include "harness/runner.hpp"
@@ -27,6 +29,10 @@ using harness::Record;
 // Sizes past this are refused before any device is asked: 2^48 elements of anything is beyond
 // every GPU, and byte counts of larger sizes could overflow.
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
+// A shape's product may go further (a 100000^3 GEMM names 10^15 multiply-adds but 3 x 10^10
+// elements), so such a request reaches the memory check and is refused with the bytes it needs;
+// below 2^56 every tensor's byte count fits in 64 bits.
+constexpr std::int64_t kMaxShapeProduct = std::int64_t{1} << 56;
 
 harness::Progress progress_printer(Context& context, int total) {
   auto step = std::make_shared<int>(0);
@@ -179,7 +185,7 @@ std::vector<std::int64_t> parse_shape(const std::string& text, std::size_t rank)
                 __LINE__);
   double product = 1;
   for (std::int64_t d : dimensions) product *= double(d);
-  if (product > double(kMaxElements))
+  if (product > double(kMaxShapeProduct))
     throw Error(ErrorKind::invalid_argument, "the shape '" + text + "' is too large", __FILE__, __LINE__);
   return dimensions;
 }
@@ -389,7 +395,24 @@ int command_run(const RunArgs& args, Context& context) {
 
   const DeviceInfo device = usable_device();
   if (op != nullptr)
-    for (const auto& problem : problems) harness::require_fits(*op, problem, args.variants);
+    for (const auto& problem : problems) {
+      // A problem no selected variant can take is a bad request, not a run of skipped rows.
+      std::string first_reason;
+      bool runnable = false;
+      for (const harness::Variant& v : op->variants) {
+        if (!args.variants.empty() && std::find(args.variants.begin(), args.variants.end(), v.id) == args.variants.end())
+          continue;
+        const std::string reason = harness::why_not(v, device, problem);
+        runnable = runnable || reason.empty();
+        if (first_reason.empty()) first_reason = v.id + ": " + reason;
+      }
+      if (!runnable)
+        throw Error(ErrorKind::invalid_argument,
+                    "no " + std::string(args.variants.empty() ? "" : "selected ") + "variant of " + op->name +
+                        " can run " + problem.label() + " (" + first_reason + ")",
+                    __FILE__, __LINE__);
+      harness::require_fits(*op, problem, args.variants);
+    }
   const std::uint64_t seed = choose_seed(args.seed, context);
   harness::Provenance provenance = harness::collect_provenance(device, context.command_line);
   // A check needs no roofline; anything timed is put against the cached (or newly measured) one.
@@ -628,6 +651,103 @@ int command_report(const ReportArgs& args, Context& context) {
     std::stringstream buffer;
     buffer << in.rdbuf();
     const std::string updated = splice_generated_blocks(buffer.str(), blocks);
+    std::ofstream out(path);
+    out << updated;
+    if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);
+    context.out << "updated " << path << "\n";
+  }
+  return kExitOk;
+}
+
+namespace {
+
+// The results files `claims` reads by default: results/<gpu>/*.json, sorted, archives left out.
+std::vector<std::string> default_results_files() {
+  std::vector<std::string> files;
+  const std::filesystem::path root("results");
+  if (!std::filesystem::is_directory(root)) return files;
+  for (const auto& gpu : std::filesystem::directory_iterator(root)) {
+    if (!gpu.is_directory()) continue;
+    for (const auto& file : std::filesystem::directory_iterator(gpu.path()))
+      if (file.path().extension() == ".json") files.push_back(file.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Reads a results file of either schema; evaluates this build's claims on it. Probe files and
+// other JSON are skipped (they hold no claims).
+bool load_results(const std::string& path, nlohmann::json* results) {
+  *results = harness::read_json_file(path);
+  const std::string schema = results->value("schema", "");
+  if (schema != harness::kResultsSchema && schema != "cudalab-results/1") return false;
+  if (schema != harness::kResultsSchema) (*results)["records"] = nlohmann::json::array();  // problems of schema 1
+  harness::evaluate_claims(*results);
+  return true;
+}
+
+}  // namespace
+
+int command_claims(const ClaimsArgs& args, Context& context) {
+  const std::vector<std::string> paths = args.results_paths.empty() ? default_results_files() : args.results_paths;
+  if (paths.empty())
+    throw Error(ErrorKind::invalid_argument, "no results files: name them, or run from a folder with results/<gpu>/",
+                __FILE__, __LINE__);
+  // Every verdict any file gives, with where it came from.
+  std::map<std::string, nlohmann::json> judged;  // id -> array of verdicts
+  for (const std::string& path : paths) {
+    nlohmann::json results;
+    if (!load_results(path, &results)) continue;
+    const auto provenance = results.value("provenance", nlohmann::json::object()).get<harness::Provenance>();
+    for (nlohmann::json verdict : results["claims"]) {
+      verdict["file"] = path;
+      verdict["commit"] = provenance.commit.substr(0, 7);
+      verdict["gpu"] = provenance.gpu_name;
+      judged[verdict.value("id", "")].push_back(std::move(verdict));
+    }
+  }
+  nlohmann::json all = nlohmann::json::array();
+  for (const harness::ClaimText& text : harness::claim_catalog()) {
+    nlohmann::json entry = {{"id", text.id},
+                            {"claim", text.claim},
+                            {"source", std::string("tutorial ") + text.sources},
+                            {"measured_by", text.measured_by}};
+    const auto found = judged.find(text.id);
+    entry["judgements"] = found == judged.end() ? nlohmann::json::array() : found->second;
+    all.push_back(std::move(entry));
+  }
+  if (args.json) {
+    context.out << all.dump(2) << "\n";
+    return kExitOk;
+  }
+  Table t;
+  t.header = {"claim", "source", "what it says", "predicted", "measured here", "verdict"};
+  int measured = 0;
+  for (const auto& entry : all) {
+    if (entry["judgements"].empty()) {
+      t.rows.push_back({entry["id"], entry["source"], entry["claim"], "-",
+                        "not measured yet (" + entry["measured_by"].get<std::string>() + ")", "-"});
+      continue;
+    }
+    ++measured;
+    for (const auto& j : entry["judgements"])
+      t.rows.push_back({entry["id"], entry["source"], entry["claim"], j.value("predicted", ""),
+                        j.value("measured", "") + " (" + std::filesystem::path(j.value("file", "")).filename().string() +
+                            ", " + j.value("commit", "") + ", " + j.value("gpu", "") + ")",
+                        j.value("verdict", "")});
+  }
+  const std::string summary = std::to_string(measured) + " of " + std::to_string(all.size()) +
+                              " claims judged from " + std::to_string(paths.size()) + " file(s)\n";
+  if (args.update_paths.empty()) {
+    context.out << t.text() << summary;
+    return kExitOk;
+  }
+  for (const std::string& path : args.update_paths) {
+    std::ifstream in(path);
+    if (!in) throw Error(ErrorKind::invalid_argument, "cannot read " + path, __FILE__, __LINE__);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string updated = splice_generated_blocks(buffer.str(), {{"claims:all", t.markdown() + "\n" + summary}});
     std::ofstream out(path);
     out << updated;
     if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);

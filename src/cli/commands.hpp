@@ -46,11 +46,18 @@ struct ReportArgs {
   std::string plots_folder;  // also write <folder>/<op>.svg for each op
 };
 
+struct ClaimsArgs {
+  std::vector<std::string> results_paths;  // empty: every results/<gpu>/*.json below the current folder
+  bool json = false;
+  std::vector<std::string> update_paths;  // docs whose <!-- cudalab:begin claims:all --> block to regenerate
+};
+
 int command_probe(const ProbeArgs& args, Context& context);
 int command_list(bool json, Context& context);
 int command_run(const RunArgs& args, Context& context);
 int command_bench(const BenchArgs& args, Context& context);
 int command_report(const ReportArgs& args, Context& context);
+int command_claims(const ClaimsArgs& args, Context& context);
 
 // A problem size as typed: a whole number >= 1 ("1000003") or a power of two ("2^28").
 // Throws Error{invalid_argument} with a sentence saying what was wrong.

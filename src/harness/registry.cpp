@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cudalab/error.hpp"
+#include "harness/claim_catalog.hpp"
 
 namespace cudalab::harness {
 
@@ -127,6 +128,8 @@ void Registry::add(Experiment experiment) {
 
 void Registry::add(ClaimCheck claim) {
   CUDALAB_REQUIRE(!claim.id.empty() && claim.evaluate, "registry: a claim check needs an id and a body");
+  CUDALAB_REQUIRE(find_claim_text(claim.id) != nullptr,
+                  "registry: claim " + claim.id + " is not in the claims catalog (src/harness/claim_catalog.cpp)");
   for (const ClaimCheck& c : claims_)
     CUDALAB_REQUIRE(c.id != claim.id, "registry: claim '" + claim.id + "' is checked twice");
   CUDALAB_REQUIRE(find_op(claim.page) != nullptr || find_experiment(claim.page) != nullptr ||

@@ -151,7 +151,8 @@ TEST(ParseShape, TakesOneSizePerDimension) {
   EXPECT_THROW(parse_shape("4096x4096", 3), Error);  // wrong rank
   EXPECT_THROW(parse_shape("4096x0x4", 3), Error);   // empty
   EXPECT_THROW(parse_shape("4096xx4", 3), Error);
-  EXPECT_THROW(parse_shape("2^20x2^20x2^20", 3), Error);  // product past 2^48
+  EXPECT_THROW(parse_shape("2^20x2^20x2^20", 3), Error);  // product past 2^56
+  EXPECT_EQ(parse_shape("100000x100000x100000", 3).size(), 3u) << "refused later, by memory, with its bytes";
 }
 
 TEST(ParseSeed, DecimalAndHex) {
@@ -170,6 +171,27 @@ TEST(Splice, ReplacesOnlyMarkedBlocks) {
             "intro\n<!-- cudalab:begin a -->\nnew\n<!-- cudalab:end a -->\nkeep\n"
             "<!-- cudalab:begin b -->\nold b\n<!-- cudalab:end b -->\n");
   EXPECT_THROW(splice_generated_blocks("<!-- cudalab:begin a -->", {{"a", "x"}}), Error);
+}
+
+TEST(Claims, ListsAllThirtyFourWithoutAGpu) {
+  const std::string path = ::testing::TempDir() + "cudalab_claims_test.json";
+  {
+    std::ofstream file(path);
+    file << R"({"schema": "cudalab-results/2", "provenance": {"gpu_name": "Test GPU", "commit": "abcdef0123"},
+      "records": [], "experiments": []})";
+  }
+  const Outcome text = invoke({"claims", path.c_str()});
+  EXPECT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_NE(text.out.find("0 of 34 claims judged from 1 file(s)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not measured yet"), std::string::npos);
+  const Outcome json = invoke({"claims", path.c_str(), "--json"});
+  ASSERT_EQ(json.code, kExitOk);
+  const auto all = nlohmann::json::parse(json.out);
+  EXPECT_EQ(all.size(), 34u);
+  EXPECT_EQ(all[33]["id"], "C34");
+  EXPECT_TRUE(all[0]["judgements"].empty());
+  std::remove(path.c_str());
+  EXPECT_EQ(invoke({"claims", path.c_str()}).code, kExitUsage) << "a missing file is a bad argument";
 }
 
 TEST(Report, RendersAResultsFileWithoutAGpu) {
