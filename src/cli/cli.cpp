@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cudalab/error.hpp"
+#include "harness/results.hpp"
 
 namespace cudalab::cli {
 namespace {
@@ -34,6 +35,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       "this GPU's measured ceilings, beside the vendor library.",
       "cudalab"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", harness::version_line());
   app.footer(
       "Exit codes: 0 ok, 1 a variant failed verification or a run failed, 2 bad arguments, "
       "3 no usable CUDA device, 4 out of memory.\n");

@@ -400,7 +400,8 @@ int command_run(const RunArgs& args, Context& context) {
       std::string first_reason;
       bool runnable = false;
       for (const harness::Variant& v : op->variants) {
-        if (!args.variants.empty() && std::find(args.variants.begin(), args.variants.end(), v.id) == args.variants.end())
+        if (!args.variants.empty() &&
+            std::find(args.variants.begin(), args.variants.end(), v.id) == args.variants.end())
           continue;
         const std::string reason = harness::why_not(v, device, problem);
         runnable = runnable || reason.empty();
@@ -732,12 +733,13 @@ int command_claims(const ClaimsArgs& args, Context& context) {
     ++measured;
     for (const auto& j : entry["judgements"])
       t.rows.push_back({entry["id"], entry["source"], entry["claim"], j.value("predicted", ""),
-                        j.value("measured", "") + " (" + std::filesystem::path(j.value("file", "")).filename().string() +
-                            ", " + j.value("commit", "") + ", " + j.value("gpu", "") + ")",
+                        j.value("measured", "") + " (" +
+                            std::filesystem::path(j.value("file", "")).filename().string() + ", " +
+                            j.value("commit", "") + ", " + j.value("gpu", "") + ")",
                         j.value("verdict", "")});
   }
-  const std::string summary = std::to_string(measured) + " of " + std::to_string(all.size()) +
-                              " claims judged from " + std::to_string(paths.size()) + " file(s)\n";
+  const std::string summary = std::to_string(measured) + " of " + std::to_string(all.size()) + " claims judged from " +
+                              std::to_string(paths.size()) + " file(s)\n";
   if (args.update_paths.empty()) {
     context.out << t.text() << summary;
     return kExitOk;

@@ -13,6 +13,11 @@ bool git_dirty();
 
 namespace cudalab::harness {
 
+std::string version_line() {
+  return std::string("cudalab ") + CUDALAB_VERSION + ", commit " + git_commit() +
+         (git_dirty() ? " with uncommitted changes" : "");
+}
+
 Provenance collect_provenance(const DeviceInfo& device, const std::string& command_line) {
   Provenance p;
   p.cudalab_version = CUDALAB_VERSION;

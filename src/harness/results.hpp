@@ -39,6 +39,10 @@ struct Provenance {
   std::string hostname;
 };
 
+// "cudalab 0.1.0, commit <sha>[ with uncommitted changes]": what `cudalab --version` prints and
+// logs start with.
+std::string version_line();
+
 // Fills everything but the end clocks; record_end_clocks() takes those after the run.
 Provenance collect_provenance(const DeviceInfo& device, const std::string& command_line);
 void record_end_clocks(Provenance& provenance, const DeviceInfo& device);

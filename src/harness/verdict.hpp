@@ -21,19 +21,20 @@ enum class Outcome3 { holds, holds_partly, does_not_hold };
 const char* to_string(Outcome3 outcome);
 
 struct PartVerdict {
-  std::string part;       // what this part claims, e.g. "stride 2: 50% of sequential"
-  double predicted = 0;   // r_c (or the range's low end for a range part)
+  std::string part;           // what this part claims, e.g. "stride 2: 50% of sequential"
+  double predicted = 0;       // r_c (or the range's low end for a range part)
   double predicted_high = 0;  // a range part's high end; 0 for a ratio part
-  double measured = 0;    // r_m
-  double fraction = 0;    // f for a ratio part; 0 for a range part
+  double measured = 0;        // r_m
+  double fraction = 0;        // f for a ratio part; 0 for a range part
   Outcome3 outcome = Outcome3::does_not_hold;
-  std::string wording;    // "holds", "holds partly: right direction, 63% of the claimed effect", ...
+  std::string wording;  // "holds", "holds partly: right direction, 63% of the claimed effect", ...
 };
 
 // A ratio part. `predicted` must be positive and not 1 (a claim of "no effect" is a range part);
 // `measured` must be positive. Throws invalid_argument otherwise.
 PartVerdict judge_ratio(const std::string& part, double predicted, double measured);
-// A range part: holds in [low, high], partly within a factor 1.5 of the range, else does not.
+// A range part: holds in [low, high], partly within a factor 1.5 of the range, else does not. A
+// measured 0 (no run wrong, never idle) lies below any range.
 PartVerdict judge_range(const std::string& part, double low, double high, double measured);
 
 // "holds; holds partly: ...; does not hold" in part order: the claim's verdict, never a summary

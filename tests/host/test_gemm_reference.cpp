@@ -1,7 +1,9 @@
 // The CPU reference of the matrix multiply, its error bound, cudalab::gemm's argument checks (all
 // raised before any CUDA call, so they run without a GPU), and the op's registration: named
-// parameters, pipeline configurations bound by value, the TF32 row's engine, the claims' problems.
+// parameters, pipeline configurations bound by value, the TF32 row's engine, the claims' problems,
+// and each claim part's verdict on the committed H100 figures and on figures that turn it.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,128 @@ TEST(GemmOp, ClaimsReadTheirProblems) {
     EXPECT_TRUE(claim.evaluate(nlohmann::json::object()).is_null()) << claim.id;
   }
   EXPECT_EQ(found, 4);
+}
+
+// A results document with the committed H100 run's medians (results/nvidia-h100-80gb-hbm3/gemm.json)
+// for the records and staging rows the claims read; rates follow from the times.
+class GemmClaims : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    namespace ids = harness::gemm_ids;
+    const harness::Op& op = *harness::builtin_registry().find_op(ids::kOp);
+    cube1024_ = op.problem({1024, 1024, 1024}, DType::f32).key();
+    cube8192_ = op.problem({8192, 8192, 8192}, DType::f32).key();
+    results_ = {{"records", nlohmann::json::array()}, {"experiments", nlohmann::json::array()}};
+    set(1024, ids::kNaive, 4.42570);
+    set(1024, ids::kCoalesced, 0.449104);
+    set(1024, ids::kShared8, 0.438208);
+    set(1024, ids::kShared16, 0.282864);
+    set(1024, ids::kShared32, 0.271104);
+    set(1024, ids::kShared64, 0.148752);
+    set(1024, "config_64x128x16_8x8_s3_warp", 0.0669120);
+    set(1024, ids::kCublas, 0.0652160, "baseline");
+    set(1024, ids::kCublasTf32, 0.0175040, "baseline");
+    set(8192, ids::kVectorized, 29.5336);
+    set(8192, ids::kDoubleBuffered, 28.1944);
+    set(8192, ids::kWarpTiledSingleBuffer, 28.7476);
+    set(8192, ids::kWarpTiled, 24.7898);
+    // product, kernel, M, N, K, median_us, effective_GBps, GFLOPs
+    results_["experiments"].push_back(
+        {{"name", ids::kStagingExperiment},
+         {"columns", {"product", "kernel", "M", "N", "K", "median_us", "effective_GBps", "GFLOPs"}},
+         {"rows",
+          {{"AB", "simple", 4096, 4096, 32, 170.5, 399.76, 6297.8},
+           {"AB", "shared_a", 4096, 4096, 32, 130.4, 522.68, 8234.2},
+           {"AB", "shared_ab", 4096, 4096, 32, 142.1, 479.71, 7557.3},
+           {"AAT", "simple", 4096, 4096, 32, 2172.5, 31.131, 494.2},
+           {"AAT", "shared_transposed", 4096, 4096, 32, 192.3, 351.76, 5584.5},
+           {"AAT", "shared_padded", 4096, 4096, 32, 142.4, 474.85, 7538.6}}}});
+  }
+
+  // Adds or replaces the record of `variant` at n^3, timed at `ms`.
+  void set(std::int64_t n, const std::string& variant, double ms, const std::string& role = "ladder") {
+    const std::string key = n == 1024 ? cube1024_ : cube8192_;
+    auto& records = results_["records"];
+    for (auto it = records.begin(); it != records.end(); ++it)
+      if ((*it)["variant"] == variant && (*it)["problem"]["key"] == key) {
+        records.erase(it);
+        break;
+      }
+    const double flop = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    records.push_back({{"op", "gemm"},
+                       {"variant", variant},
+                       {"role", role},
+                       {"distribution", "uniform"},
+                       {"problem", {{"key", key}}},
+                       {"time_ms", {{"median", ms}}},
+                       {"roofline", {{"tflops", flop / (ms * 1e-3) / 1e12}}}});
+  }
+
+  // Multiplies the effective rate of a staging row by `factor`.
+  void scale_row(const std::string& product, const std::string& kernel, double factor) {
+    for (auto& row : results_["experiments"][0]["rows"])
+      if (row[0] == product && row[1] == kernel) row[6] = row[6].get<double>() * factor;
+  }
+
+  std::vector<std::string> outcomes(const std::string& id) const {
+    for (const harness::ClaimCheck& c : harness::builtin_registry().claims())
+      if (c.id == id) {
+        const nlohmann::json v = c.evaluate(results_);
+        std::vector<std::string> list;
+        for (const auto& part : v.at("parts")) list.push_back(part.at("outcome").get<std::string>());
+        return list;
+      }
+    ADD_FAILURE() << "no claim " << id;
+    return {};
+  }
+
+  std::string cube1024_, cube8192_;
+  nlohmann::json results_;
+};
+
+using Outcomes = std::vector<std::string>;
+const std::string kHolds = "holds", kPartly = "holds partly", kNot = "does not hold";
+
+TEST_F(GemmClaims, CommittedRunGivesEachPartItsVerdict) {
+  // C26: shared_16 at 23% of cuBLAS; shared_16 / coalesced 1.59x against 7.8x; the fastest ladder step 97%.
+  EXPECT_EQ(outcomes("C26"), (Outcomes{kNot, kNot, kHolds}));
+  // C27: tile 8 1.55x slower; tile 32 0.96x of tile 16's time (faster, not "good"); tile 64 0.53x (faster).
+  EXPECT_EQ(outcomes("C27"), (Outcomes{kHolds, kPartly, kNot}));
+  // C28 at 8192^3: gains of 4.7% and 16.0% against 20-30%.
+  EXPECT_EQ(outcomes("C28"), (Outcomes{kNot, kPartly}));
+  // C30: 1.59x against 4x, 4.34x against 6.7x; the table's arithmetic: vector add 0.64 of its own
+  // figure, the SGEMM rows ~10x, HGEMM 2x.
+  EXPECT_EQ(outcomes("C30"), (Outcomes{kNot, kPartly, kPartly, kNot, kNot, kNot, kNot}));
+  // C11: 11.3x against 7.6x, 1.35x against 1.43x. C12: 1.31x against 1.18x, 0.92x against 1.91x.
+  EXPECT_EQ(outcomes("C11"), (Outcomes{kHolds, kHolds}));
+  EXPECT_EQ(outcomes("C12"), (Outcomes{kHolds, kNot}));
+}
+
+TEST_F(GemmClaims, PartsTurnWithTheMeasurement) {
+  namespace ids = harness::gemm_ids;
+  // shared_16 at 90% of cuBLAS and 7.8x the coalesced kernel; the fastest step 1.2x cuBLAS, past ~90%.
+  set(1024, ids::kShared16, 0.0652160 / 0.9);
+  set(1024, ids::kCoalesced, 0.0652160 / 0.9 * 7.8);
+  set(1024, "config_64x128x16_8x8_s3_warp", 0.0652160 / 1.2);
+  EXPECT_EQ(outcomes("C26"), (Outcomes{kHolds, kHolds, kPartly}));
+  // Tile 32 10% slower than tile 16 and tile 64 twice as slow; tile 8 only 5% slower.
+  set(1024, ids::kShared32, 0.0652160 / 0.9 * 1.1);
+  set(1024, ids::kShared64, 0.0652160 / 0.9 * 2);
+  set(1024, ids::kShared8, 0.0652160 / 0.9 * 1.05);
+  EXPECT_EQ(outcomes("C27"), (Outcomes{kNot, kHolds, kHolds}));
+  // A 25% gain holds; a loss is the opposite direction.
+  set(8192, ids::kDoubleBuffered, 29.5336 / 1.25);
+  set(8192, ids::kWarpTiled, 28.7476 / 0.95);
+  EXPECT_EQ(outcomes("C28"), (Outcomes{kHolds, kNot}));
+  // tiled 4x naive and cuBLAS 6.7x tiled: both ratio parts hold; the table's arithmetic does not move.
+  set(1024, ids::kCoalesced, 0.0652160 / 0.9 * 4);
+  set(1024, ids::kCublas, 0.0652160 / 0.9 / 6.7, "baseline");
+  EXPECT_EQ(outcomes("C30"), (Outcomes{kHolds, kHolds, kPartly, kNot, kNot, kNot, kNot}));
+  // Padding that slows AA^T down, and a B tile that doubles AB's rate.
+  scale_row("AAT", "shared_padded", 0.7);
+  scale_row("AB", "shared_ab", 2.0 / 0.9178);
+  EXPECT_EQ(outcomes("C11"), (Outcomes{kHolds, kNot}));
+  EXPECT_EQ(outcomes("C12"), (Outcomes{kHolds, kHolds}));
 }
 
 }  // namespace

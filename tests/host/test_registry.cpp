@@ -222,6 +222,5 @@ TEST(MakeVariant, DispatchesOnTheProblemsDtype) {
   EXPECT_EQ(why_not(v, DeviceInfo{}, Problem({{"n", 1}}, DType::i32)), "not implemented for i32");
 }
 
-
 }  // namespace
 }  // namespace cudalab::harness

@@ -1,5 +1,5 @@
 // The transfer experiments' host arithmetic: the pipeline kernel's closed form, the chunk plan,
-// the byte pattern, and their registry entries.
+// the byte pattern, their registry entries, and the claims' part verdicts (C04, C29, C31).
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -97,24 +97,43 @@ const harness::ClaimCheck& claim(const std::string& id) {
   throw std::logic_error("no claim " + id);
 }
 
-TEST(TransfersReference, C04ComparesPinnedWithPageableAtTheLargestSize) {
-  const nlohmann::json columns = {"path",   "kind", "direction",           "bytes",  "median_us",
-                                  "min_us", "gbps", "pct_of_probe_pinned", "samples"};
-  const nlohmann::json results = {
-      {"experiments",
-       {{{"name", "transfers"},
-         {"columns", columns},
-         {"rows",
-          {{"pageable H2D", "pageable", "H2D", 1024, 1, 1, 1.0, 2, 3},  // smaller size: ignored
-           {"pageable H2D", "pageable", "H2D", 4096, 1, 1, 6.0, 10, 3},
-           {"pinned H2D", "pinned", "H2D", 4096, 1, 1, 12.0, 20, 3},
-           {"pinned D2H", "pinned", "D2H", 4096, 1, 1, 99.0, 20, 3}}}}}}};
-  const nlohmann::json v = claim("C04").evaluate(results);
-  EXPECT_DOUBLE_EQ(v["ratio"].get<double>(), 2.0);
-  EXPECT_EQ(v["verdict"], "holds (about 2x)");
+std::vector<std::string> outcomes(const nlohmann::json& verdict) {
+  std::vector<std::string> list;
+  for (const auto& part : verdict.at("parts")) list.push_back(part.at("outcome").get<std::string>());
+  return list;
 }
 
-TEST(TransfersReference, C29ReadsSpeedupOrderAndBestStreamCount) {
+using Outcomes = std::vector<std::string>;
+const std::string kHolds = "holds", kPartly = "holds partly", kNot = "does not hold";
+
+nlohmann::json transfers_table(double pinned_h2d, double pageable_h2d) {
+  const nlohmann::json columns = {"path",   "kind", "direction",           "bytes",  "median_us",
+                                  "min_us", "gbps", "pct_of_probe_pinned", "samples"};
+  return {{"experiments",
+           {{{"name", "transfers"},
+             {"columns", columns},
+             {"rows",
+              {{"pageable H2D", "pageable", "H2D", 1024, 1, 1, 1.0, 2, 3},  // smaller size: ignored
+               {"pageable H2D", "pageable", "H2D", 4096, 1, 1, pageable_h2d, 10, 3},
+               {"pinned H2D", "pinned", "H2D", 4096, 1, 1, pinned_h2d, 20, 3},
+               {"pinned D2H", "pinned", "D2H", 4096, 1, 1, 99.0, 20, 3}}}}}}};
+}
+
+TEST(TransfersReference, C04JudgesTheTwoAndTheFourAtTheLargestSize) {
+  // The committed H100 run at 1 GiB: pinned 55.13, pageable 8.28 GB/s H2D (6.66x): both hold.
+  nlohmann::json v = claim("C04").evaluate(transfers_table(55.13, 8.28));
+  EXPECT_NEAR(v["ratio"].get<double>(), 6.658, 1e-3);
+  EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kHolds}));
+  // The first page's 12 vs 6: 2x holds, and it is half of the 4x's effect.
+  v = claim("C04").evaluate(transfers_table(12, 6));
+  EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kPartly}));
+  EXPECT_EQ(v["parts"][1]["verdict"], "holds partly: right direction, 50% of the claimed effect");
+  // Pageable as fast as pinned: neither.
+  EXPECT_EQ(outcomes(claim("C04").evaluate(transfers_table(12, 12))), (Outcomes{kNot, kNot}));
+}
+
+// The streams_pipeline table: the committed H100 run's rows the claim reads (time_ms, speedup).
+nlohmann::json pipeline_table(double breadth3_ms, double depth12_ms) {
   const nlohmann::json columns = {"config",
                                   "order",
                                   "streams",
@@ -127,16 +146,66 @@ TEST(TransfersReference, C29ReadsSpeedupOrderAndBestStreamCount) {
                                   "pct_of_duplex_bound",
                                   "speedup_vs_sequential",
                                   "samples"};
-  const nlohmann::json results = {{"experiments",
-                                   {{{"name", "streams_pipeline"},
-                                     {"columns", columns},
-                                     {"rows",
-                                      {{"seq", "depth-first", 1, 1, 8, 30.0, 10.0, 3.0, 33.3, 36.0, 1.0, 5},
-                                       {"d4", "depth-first", 4, 32, 8, 10.5, 10.0, 1.05, 95.2, 99.0, 2.86, 5},
-                                       {"b4", "breadth-first", 4, 32, 8, 10.6, 10.0, 1.06, 94.3, 98.0, 2.83, 5}}}}}}};
-  const nlohmann::json v = claim("C29").evaluate(results);
-  EXPECT_NEAR(v["ratio"].get<double>(), 2.86, 1e-9);
-  EXPECT_EQ(v["verdict"], "holds partly: speedup holds; issue order makes no 1.5x difference; best at 2-8 streams");
+  const double sequential = 14.330, ideal = 4.906;
+  auto row = [&](const std::string& config, const std::string& order, int streams, double ms) {
+    return nlohmann::json{config,           order, streams,         32, 8.0, ms, ideal, ms / ideal,
+                          100 * ideal / ms, 0.0,   sequential / ms, 10};
+  };
+  nlohmann::json rows = {
+      {"sequential (1 stream, no chunks)", "depth-first", 1, 1, 256.0, sequential, ideal, 2.92, 34.2, 39.6, 1.0, 10},
+      row("1 streams, depth-first", "depth-first", 1, 15.014),
+      row("2 streams, depth-first", "depth-first", 2, 8.023),
+      row("3 streams, depth-first", "depth-first", 3, 6.184),
+      row("4 streams, depth-first", "depth-first", 4, 5.973),
+      row("12 streams, depth-first", "depth-first", 12, depth12_ms),
+      row("2 streams, breadth-first", "breadth-first", 2, 10.110),
+      row("3 streams, breadth-first", "breadth-first", 3, breadth3_ms),
+      row("4 streams, breadth-first", "breadth-first", 4, 7.903),
+      row("12 streams, breadth-first", "breadth-first", 12, 7.634),
+      row("3 streams (one per stage), events between stages", "staged, events", 3, 5.783),
+      row("4 streams, depth-first, as one CUDA graph", "depth-first", 4, 11.085)};
+  return {{"experiments", {{{"name", "streams_pipeline"}, {"columns", columns}, {"rows", rows}}}}};
+}
+
+TEST(TransfersReference, C29JudgesSpeedupRangeIssueOrderAndStreamCount) {
+  // Committed run: 2.32x at 3 streams (2.4x holds), best row 2.48x (3-4x within 1.5 of the range),
+  // breadth-first 1.40x slower at 3 streams (1.5x holds), fastest sweep row at 4 streams.
+  nlohmann::json v = claim("C29").evaluate(pipeline_table(8.680, 5.991));
+  EXPECT_NEAR(v["ratio"].get<double>(), 14.330 / 6.184, 1e-9);
+  EXPECT_NEAR(v["parts"][1]["measured"].get<double>(), 14.330 / 5.783, 1e-9);
+  EXPECT_EQ(v["parts"][3]["measured"].get<double>(), 4.0);
+  EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kPartly, kHolds, kHolds}));
+  // Issue order that makes 5% of difference, and 12 streams fastest: outside 2-8, within 1.5 of it.
+  v = claim("C29").evaluate(pipeline_table(6.184 * 1.05, 5.5));
+  EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kPartly, kNot, kPartly}));
+  EXPECT_EQ(v["parts"][2]["verdict"], "does not hold: right direction, 12% of the claimed effect");
+}
+
+nlohmann::json managed_table(double no_hint, double prefetch, double read_mostly) {
+  const nlohmann::json columns = {"mib",  "scenario",           "timed",  "median_ms", "min_ms",
+                                  "gbps", "explicit_over_this", "samples"};
+  auto row = [](int mib, const std::string& scenario, double relative) {
+    return nlohmann::json{mib, scenario, "", 1.0, 1.0, 1.0, relative, 5};
+  };
+  nlohmann::json rows = {
+      row(16, "explicit pinned copy", 1.0),  row(16, "managed, no hint", 0.154),
+      row(16, "managed, prefetch", 0.623),   row(256, "explicit pinned copy", 1.0),
+      row(256, "managed, no hint", no_hint), row(256, "managed, advise preferred host + accessed by GPU", 0.956)};
+  if (prefetch > 0) rows.push_back(row(256, "managed, prefetch", prefetch));
+  if (read_mostly > 0) rows.push_back(row(256, "managed, advise read-mostly", read_mostly));
+  return {{"experiments", {{{"name", "managed_memory"}, {"columns", columns}, {"rows", rows}}}}};
+}
+
+TEST(TransfersReference, C31JudgesEachHintAtTheLargestSize) {
+  // Committed run at 256 MiB: no hint 0.22 of the explicit copy's speed, prefetch 0.91, preferred
+  // host + accessed by GPU 0.96, read-mostly 0.12.
+  nlohmann::json v = claim("C31").evaluate(managed_table(0.2165, 0.913, 0.120));
+  EXPECT_NEAR(v["ratio"].get<double>(), 1 / 0.2165, 1e-9);
+  EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kHolds, kHolds, kNot}));
+  // No hint at 0.9 of the explicit speed is not "slower"; prefetch not measured is named, not judged.
+  v = claim("C31").evaluate(managed_table(0.9, 0, 0.7));
+  EXPECT_EQ(outcomes(v), (Outcomes{kNot, kHolds, kPartly}));
+  EXPECT_NE(v["measured"].get<std::string>().find("prefetch not measured on this device"), std::string::npos);
 }
 
 }  // namespace

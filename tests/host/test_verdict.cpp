@@ -19,6 +19,8 @@ TEST(JudgeRatio, EachOutcomeOccursForSpeedups) {
   EXPECT_EQ(judge_ratio("x", 4.0, 3.1).outcome, Outcome3::holds);         // f = 0.816
   EXPECT_EQ(judge_ratio("x", 4.0, 2.5).outcome, Outcome3::holds_partly);  // f = 0.661
   EXPECT_EQ(judge_ratio("x", 4.0, 2.5).wording, "holds partly: right direction, 66% of the claimed effect");
+  EXPECT_EQ(judge_ratio("x", 1000.0, 248.0).wording, "holds partly: right direction, 79% of the claimed effect")
+      << "f = 0.798 is rounded down";
   EXPECT_EQ(judge_ratio("x", 4.0, 1.5).outcome, Outcome3::does_not_hold);  // f = 0.292
   EXPECT_EQ(judge_ratio("x", 4.0, 1.5).wording, "does not hold: right direction, 29% of the claimed effect");
   EXPECT_EQ(judge_ratio("x", 4.0, 0.9).wording, "does not hold: the opposite direction");
@@ -49,7 +51,9 @@ TEST(JudgeRange, EachOutcomeOccurs) {
   EXPECT_EQ(judge_range("x", 2.0, 5.0, 7.0).outcome, Outcome3::holds_partly);
   EXPECT_EQ(judge_range("x", 2.0, 5.0, 1.08).wording, "does not hold: below the claimed range by 1.9x");
   EXPECT_EQ(judge_range("x", 2.0, 5.0, 8.0).outcome, Outcome3::does_not_hold);
+  EXPECT_EQ(judge_range("x", 0.5, 1.0, 0.0).wording, "does not hold: 0, below the claimed range");
   EXPECT_THROW(judge_range("x", 5.0, 2.0, 3.0), Error);
+  EXPECT_THROW(judge_range("x", 2.0, 5.0, -1.0), Error);
 }
 
 TEST(VerdictList, NamesEveryPartWhenThereAreSeveral) {

@@ -152,7 +152,12 @@ const nlohmann::json* pattern_row(const nlohmann::json& table, const std::string
   return nullptr;
 }
 
-// C08: 2-way conflicts make shared accesses 2x slower, 4-way 4x, 32-way 32x.
+double grid_slowdown(const nlohmann::json* row) { return (*row)[8].get<double>(); }
+double clock_slowdown(const nlohmann::json* row) { return (*row)[5].get<double>(); }
+
+// C08: 2-way conflicts make shared accesses 2x slower, 4-way 4x, 32-way 32x (the RTX 3090
+// table's 2,100 vs 67,200 cycles is the same 32x). One slowdown part per way, each the whole
+// grid's time over the conflict-free (stride 1) time: the throughput the n passes cost.
 nlohmann::json claim_c08(const nlohmann::json& results) {
   const auto* table = experiment(results, "bank_conflicts");
   if (table == nullptr) return nullptr;
@@ -160,35 +165,35 @@ nlohmann::json claim_c08(const nlohmann::json& results) {
   const auto* four = pattern_row(*table, "stride 4");
   const auto* all = pattern_row(*table, "stride 32");
   if (two == nullptr || four == nullptr || all == nullptr) return nullptr;
-  auto grid = [](const nlohmann::json* row) { return (*row)[8].get<double>(); };
-  auto clock = [](const nlohmann::json* row) { return (*row)[5].get<double>(); };
-  auto close = [](double measured, double claimed) { return measured >= 0.75 * claimed && measured <= 1.25 * claimed; };
-  const int matches = close(grid(two), 2) + close(grid(four), 4) + close(grid(all), 32);
-  const std::string outcome = matches == 3  ? "holds for throughput (whole grid); one warp's latency grows far less"
-                              : matches > 0 ? "holds partly"
-                                            : "does not hold";
-  return verdict("C08", "Bank conflicts: 2-way = 2x slower, 4-way = 4x, 32-way = 32x", "seed 000", "2x / 4x / 32x",
-                 "whole grid " + format_fixed(grid(two), 2) + "x / " + format_fixed(grid(four), 2) + "x / " +
-                     format_fixed(grid(all), 1) + "x; one warp (clock64) " + format_fixed(clock(two), 2) + "x / " +
-                     format_fixed(clock(four), 2) + "x / " + format_fixed(clock(all), 1) + "x",
-                 grid(all) / 32.0, outcome);
+  return claim_verdict("C08", "2-way 2x, 4-way 4x, 32-way 32x the conflict-free time",
+                       "whole grid (stride 2, 4, 32 over stride 1) " + format_fixed(grid_slowdown(two), 2) + "x / " +
+                           format_fixed(grid_slowdown(four), 2) + "x / " + format_fixed(grid_slowdown(all), 1) +
+                           "x; one warp's latency (clock64) grows far less: " + format_fixed(clock_slowdown(two), 2) +
+                           "x / " + format_fixed(clock_slowdown(four), 2) + "x / " +
+                           format_fixed(clock_slowdown(all), 1) + "x",
+                       {judge_ratio("2-way: 2x slower", 2.0, grid_slowdown(two)),
+                        judge_ratio("4-way: 4x slower", 4.0, grid_slowdown(four)),
+                        judge_ratio("32-way: 32x slower", 32.0, grid_slowdown(all))});
 }
 
-// C09: the tutorial says a stride of 16 words gives a 2-way conflict; on 32 four-byte banks it is 16-way.
+// C09: the tutorial says a stride of 16 words gives a 2-way conflict; on 32 four-byte banks the
+// 32 lanes land on 2 banks, 16 words each: 16-way. Two parts, both on the whole grid's stride-16
+// time over the conflict-free time. The tutorial's "2-way" names a conflict degree, a count and
+// not a bound, so it is a range part at exactly 2x (partly within 1.33-3x): a 15x slowdown is
+// not "beyond the claim in its direction", it is another degree. The corrected prediction,
+// 16-way, is a slowdown ratio like each of C08's ways.
 nlohmann::json claim_c09(const nlohmann::json& results) {
   const auto* table = experiment(results, "bank_conflicts");
   if (table == nullptr) return nullptr;
   const auto* row = pattern_row(*table, "stride 16");
   if (row == nullptr) return nullptr;
   const int ways = (*row)[2].get<int>();
-  const double slowdown = (*row)[8].get<double>();
-  return verdict("C09", "A stride of 16 words gives a 2-way bank conflict", "seed 000", "2-way (2x)",
-                 std::to_string(ways) + "-way by bank arithmetic; whole grid " + format_fixed(slowdown, 1) +
-                     "x the conflict-free time",
-                 slowdown / 2.0,
-                 ways == 2 && slowdown < 3 ? "holds"
-                                           : "does not hold: stride 16 puts the 32 lanes on 2 banks, 16 words each: a "
-                                             "16-way conflict");
+  const double slowdown = grid_slowdown(row);
+  return claim_verdict("C09", "tutorial: 2-way (2x the conflict-free time); bank arithmetic: 16-way (16x)",
+                       "stride 16: " + std::to_string(ways) + "-way by bank arithmetic; whole grid " +
+                           format_fixed(slowdown, 2) + "x the conflict-free time",
+                       {judge_range("tutorial: stride 16 is a 2-way conflict (2x)", 2.0, 2.0, slowdown),
+                        judge_ratio("32 four-byte banks: stride 16 is 16-way (16x)", 16.0, slowdown)});
 }
 
 }  // namespace
