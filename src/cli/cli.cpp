@@ -70,6 +70,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                   "each op's parameters and defaults)")
       ->allow_extra_args(false);
   run->add_flag("--check-only", run_args.check_only, "Verify only; do not time");
+  run->add_flag("--profile", run_args.profile,
+                "Verify, then launch each variant once inside an NVTX range \"<op>/<variant> <problem> profile\", "
+                "untimed: for ncu --nvtx (docs/profiling.md)");
   run->add_flag("--warm", run_args.warm, "Do not flush L2 between timed samples");
   run->add_option("--json", run_args.json_path, "Write a results file here");
   run->add_option("--seed", run_args.seed, "Input seed (decimal or 0x hex; default: random, printed)");

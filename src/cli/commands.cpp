@@ -373,11 +373,11 @@ int command_run(const RunArgs& args, Context& context) {
     throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + args.name + "' (see `cudalab list`)",
                 __FILE__, __LINE__);
   if (experiment != nullptr && (!args.variants.empty() || !args.sizes.empty() || !args.shapes.empty() ||
-                                !args.dtypes.empty() || !args.params.empty() || args.check_only))
+                                !args.dtypes.empty() || !args.params.empty() || args.check_only || args.profile))
     throw Error(ErrorKind::invalid_argument,
                 "'" + args.name +
-                    "' is an experiment: it takes no --variant, --n, --shape, --dtype, --param or "
-                    "--check-only",
+                    "' is an experiment: it takes no --variant, --n, --shape, --dtype, --param, "
+                    "--check-only or --profile",
                 __FILE__, __LINE__);
   std::vector<harness::Problem> problems;
   if (op != nullptr) {
@@ -417,9 +417,10 @@ int command_run(const RunArgs& args, Context& context) {
   const std::uint64_t seed = choose_seed(args.seed, context);
   harness::Provenance provenance = harness::collect_provenance(device, context.command_line);
   // A check needs no roofline; anything timed is put against the cached (or newly measured) one.
+  const bool timed = !args.check_only && !args.profile;
   const harness::Ceilings ceilings =
-      args.check_only ? harness::Ceilings{} : probe::ceilings_for(device, false, progress_printer(context, 0));
-  if (!args.check_only) context.out << device_line(device, ceilings) << "\n";
+      timed ? probe::ceilings_for(device, false, progress_printer(context, 0)) : harness::Ceilings{};
+  if (timed) context.out << device_line(device, ceilings) << "\n";
 
   std::vector<Record> all;
   nlohmann::json experiments = nlohmann::json::array();
@@ -429,12 +430,12 @@ int command_run(const RunArgs& args, Context& context) {
     options.seed = seed;
     options.distribution = distribution;
     options.check_only = args.check_only;
+    options.profile = args.profile;
     options.timing.cold = !args.warm;
     options.timing.stopping.budget_seconds = args.budget_seconds;
     harness::KernelTimer timer;
     const std::size_t variant_count = args.variants.empty() ? op->variants.size() : args.variants.size();
-    auto progress =
-        progress_printer(context, static_cast<int>(problems.size() * variant_count * (args.check_only ? 1 : 2)));
+    auto progress = progress_printer(context, static_cast<int>(problems.size() * variant_count * (timed ? 2 : 1)));
     for (const auto& problem : problems) {
       auto records = harness::run_problem(*op, problem, options, ceilings, timer, progress);
       print_records(records, context);

@@ -27,7 +27,8 @@ struct RunArgs {
   std::vector<std::string> dtypes;    // as typed ("f32", "i32"); empty: the op's first, or its bench dtypes
   std::vector<std::string> params;    // as typed ("exclusive=1"); the op's defaults for the rest
   bool check_only = false;
-  bool warm = false;  // skip the L2 flush between samples
+  bool profile = false;  // verify, then launch each variant once inside an NVTX range; no timing
+  bool warm = false;     // skip the L2 flush between samples
   std::string json_path;
   std::string seed;  // empty: random, printed
   std::string distribution = "uniform";

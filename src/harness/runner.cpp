@@ -7,6 +7,7 @@
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
+#include "harness/nvtx.hpp"
 #include "harness/workload.hpp"
 
 namespace cudalab::harness {
@@ -94,17 +95,29 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
     }
     r.unit = compute_unit(variant.engine, problem.dtype);
     const std::string what = op.name + " " + problem.label() + " " + variant.id;
+    const std::string range_name = op.name + "/" + variant.id + " " + problem.label();
     if (progress) progress(what + ": checking");
-    workload.generate(r.seed, options.distribution, stream.get());
-    workload.poison(stream.get());
-    workload.reset_workspace(variant, stream.get());
-    workload.prepare(variant, stream.get());
-    const BoundLaunch launch = workload.bind(variant);
-    launch(stream.get());
-    stream.synchronize();
-    r.comparison = workload.check(variant, options.distribution, stream.get());
+    const BoundLaunch launch = [&] {
+      const NvtxRange range(range_name + " check");
+      workload.generate(r.seed, options.distribution, stream.get());
+      workload.poison(stream.get());
+      workload.reset_workspace(variant, stream.get());
+      workload.prepare(variant, stream.get());
+      BoundLaunch bound = workload.bind(variant);
+      bound(stream.get());
+      stream.synchronize();
+      r.comparison = workload.check(variant, options.distribution, stream.get());
+      return bound;
+    }();
     r.outcome = r.comparison.passed() ? Outcome::passed : Outcome::failed;
-    if (r.outcome == Outcome::passed && !options.check_only) {
+    if (r.outcome == Outcome::passed && options.profile) {
+      workload.prepare(variant, stream.get());
+      const NvtxRange range(range_name + " profile");
+      launch(stream.get());
+      stream.synchronize();
+    }
+    if (r.outcome == Outcome::passed && !options.check_only && !options.profile) {
+      const NvtxRange range(range_name + " time");
       if (progress) progress(what + ": timing");
       const bool restores = variant.modifies_inputs ||
                             std::any_of(op.tensors.begin(), op.tensors.end(),

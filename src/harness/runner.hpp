@@ -18,6 +18,9 @@ struct RunOptions {
   std::uint64_t seed = 0;
   Distribution distribution = Distribution::uniform;
   bool check_only = false;
+  // After the check, launch each verified variant once more inside an NVTX range named
+  // "<op>/<variant> <problem> profile", untimed, for `ncu --nvtx --nvtx-include`.
+  bool profile = false;
   TimingOptions timing;
 };
 

@@ -1,5 +1,9 @@
 #include "harness/timer.hpp"
 
+#include <string>
+
+#include "harness/nvtx.hpp"
+
 #include <chrono>
 #include <vector>
 
@@ -55,9 +59,12 @@ Summary KernelTimer::time(const std::function<void(cudaStream_t)>& launch, cudaS
     // start event does not fire early and charge host launch overhead to the kernel.
     if (prepare) prepare(stream);
     if (options.cold) flush_l2(stream);
-    start.record(stream);
-    launch(stream);
-    stop.record(stream);
+    {
+      const NvtxRange range("sample " + std::to_string(samples.size() + 1));
+      start.record(stream);
+      launch(stream);
+      stop.record(stream);
+    }
     stop.synchronize();
     samples.push_back(stop.elapsed_ms_since(start));
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

@@ -105,6 +105,9 @@ TEST(Cli, UnknownOpAndVariantAreRefused) {
   const Outcome unknown_param = invoke({"run", "vecadd", "--n", "5", "--param", "eps=1e-5"});
   EXPECT_EQ(unknown_param.code, kExitUsage);
   EXPECT_NE(unknown_param.err.find("no parameter 'eps'"), std::string::npos) << unknown_param.err;
+  const Outcome experiment_profiled = invoke({"run", "vecadd_host_pattern", "--profile"});
+  EXPECT_EQ(experiment_profiled.code, kExitUsage);
+  EXPECT_EQ(lines(experiment_profiled.err), 1) << experiment_profiled.err;
   const Outcome bench_unknown = invoke({"bench", "--only", "nosuch"});
   EXPECT_EQ(bench_unknown.code, kExitUsage);
   EXPECT_NE(bench_unknown.err.find("unknown op, experiment or page 'nosuch'"), std::string::npos) << bench_unknown.err;
@@ -125,6 +128,13 @@ TEST(Cli, GpuCommandsWithoutAGpuSayNoDevice) {
     EXPECT_NE(o.err.find("no CUDA device"), std::string::npos) << o.err;
     EXPECT_EQ(lines(o.err), 1) << o.err;
   }
+}
+
+TEST(Cli, VersionNamesTheCommit) {
+  const Outcome o = invoke({"--version"});
+  EXPECT_EQ(o.code, kExitOk);
+  EXPECT_EQ(o.out.rfind("cudalab ", 0), 0u) << o.out;
+  EXPECT_NE(o.out.find("commit "), std::string::npos) << o.out;
 }
 
 TEST(ParseParam, TakesNameEqualsAFiniteNumber) {
