@@ -19,6 +19,7 @@ void register_transpose(Registry& registry);
 void register_memory(Registry& registry);
 void register_gemm(Registry& registry);
 void register_transfers(Registry& registry);
+void register_execution(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -189,6 +190,7 @@ const Registry& builtin_registry() {
     register_conv2d(r);
     register_gemm(r);
     register_transfers(r);
+    register_execution(r);
     return r;
   }();
   return registry;
