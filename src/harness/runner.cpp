@@ -95,7 +95,8 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
     }
     r.unit = compute_unit(variant.engine, problem.dtype);
     const std::string what = op.name + " " + problem.label() + " " + variant.id;
-    const std::string range_name = op.name + "/" + variant.id + " " + problem.label();
+    // No "/" in the name: ncu reads "/" in --nvtx-include as nesting of push/pop ranges.
+    const std::string range_name = op.name + " " + variant.id + " " + problem.label();
     if (progress) progress(what + ": checking");
     const BoundLaunch launch = [&] {
       const NvtxRange range(range_name + " check");
