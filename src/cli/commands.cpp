@@ -695,8 +695,12 @@ int command_claims(const ClaimsArgs& args, Context& context) {
   if (paths.empty())
     throw Error(ErrorKind::invalid_argument, "no results files: name them, or run from a folder with results/<gpu>/",
                 __FILE__, __LINE__);
-  // Every verdict any file gives, with where it came from.
-  std::map<std::string, nlohmann::json> judged;  // id -> array of verdicts
+  // Every verdict any file gives, with where it came from. A claim whose data spans files of one GPU
+  // (C17's records in bench.json, its -G experiment in another file) is also judged on all of that
+  // GPU's files merged; that verdict replaces the single-file ones when it judges more parts.
+  std::map<std::string, nlohmann::json> judged;                 // id -> array of verdicts
+  std::map<std::string, nlohmann::json> merged;                 // gpu -> merged results document
+  std::map<std::string, std::vector<std::string>> merged_from;  // gpu -> "file (commit)"
   for (const std::string& path : paths) {
     nlohmann::json results;
     if (!load_results(path, &results)) continue;
@@ -706,6 +710,36 @@ int command_claims(const ClaimsArgs& args, Context& context) {
       verdict["commit"] = provenance.commit.substr(0, 7);
       verdict["gpu"] = provenance.gpu_name;
       judged[verdict.value("id", "")].push_back(std::move(verdict));
+    }
+    nlohmann::json& into = merged[provenance.gpu_name];
+    if (into.is_null())
+      into = {{"schema", harness::kResultsSchema},
+              {"ceilings", results.value("ceilings", nlohmann::json::object())},
+              {"records", nlohmann::json::array()},
+              {"experiments", nlohmann::json::array()}};
+    for (const auto& r : results["records"]) into["records"].push_back(r);
+    for (const auto& e : results.value("experiments", nlohmann::json::array())) into["experiments"].push_back(e);
+    merged_from[provenance.gpu_name].push_back(std::filesystem::path(path).filename().string() + " " +
+                                               provenance.commit.substr(0, 7));
+  }
+  for (auto& [gpu, document] : merged) {
+    harness::evaluate_claims(document);
+    for (nlohmann::json verdict : document["claims"]) {
+      nlohmann::json& verdicts = judged[verdict.value("id", "")];
+      std::size_t most_parts = 0;
+      for (const auto& v : verdicts)
+        if (v.value("gpu", "") == gpu) most_parts = std::max(most_parts, v["parts"].size());
+      if (verdict["parts"].size() <= most_parts) continue;
+      std::string files;
+      for (const std::string& f : merged_from[gpu]) files += (files.empty() ? "" : ", ") + f;
+      verdict["file"] = "merged: " + files;
+      verdict["commit"] = "";
+      verdict["gpu"] = gpu;
+      nlohmann::json kept = nlohmann::json::array();
+      for (auto& v : verdicts)
+        if (v.value("gpu", "") != gpu) kept.push_back(std::move(v));
+      kept.push_back(std::move(verdict));
+      verdicts = std::move(kept);
     }
   }
   nlohmann::json all = nlohmann::json::array();

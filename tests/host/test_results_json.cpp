@@ -250,7 +250,8 @@ TEST(Claims, ReduceClaimsAreJudgedFromRecords) {
   ASSERT_NE(c17, nullptr);
   EXPECT_NEAR((*c17)["ratio"].get<double>(), 2.0 / 3, 1e-12);
   EXPECT_EQ((*c17)["verdict"], "holds");
-  EXPECT_NE((*c17)["measured"].get<std::string>().find("-G half is not measured"), std::string::npos);
+  EXPECT_NE((*c17)["measured"].get<std::string>().find("-G half needs the racy_device_debug experiment"),
+            std::string::npos);
   const nlohmann::json* c18 = find_claim(results, "C18");
   ASSERT_NE(c18, nullptr);
   ASSERT_EQ((*c18)["parts"].size(), 2u);
@@ -292,6 +293,32 @@ TEST(Claims, ReduceClaimsCanGoTheOtherWay) {
   const nlohmann::json* c20 = find_claim(results, "C20");
   ASSERT_NE(c20, nullptr);
   EXPECT_EQ(outcomes(*c20), (std::vector<std::string>{"holds", "does not hold"}));  // 3x of 3.2x; 1.2x of 4.5x
+}
+
+TEST(Claims, C17JudgesTheDeviceDebugBuildFromItsExperiment) {
+  const Problem p({{"n", 1 << 20}}, DType::i32);
+  Record racy = timed_record("no_filter_racy", 1 << 20, 0.01);
+  racy.op = "reduce_sum";
+  racy.problem = p;
+  racy.distribution = "integers";
+  racy.timed = false;
+  racy.outcome = Outcome::failed;
+  auto table = [](int wrong) {
+    return nlohmann::json{
+        {"name", "racy_device_debug"},
+        {"columns", {"build", "n", "runs", "wrong", "first_wrong_got", "first_wrong_right"}},
+        {"rows", {{"optimised (-O3)", 1 << 20, 10, 10, 1, 2}, {"device debug (-G)", 1 << 20, 10, wrong, "-", "-"}}}};
+  };
+  for (const auto& [wrong, outcome] : {std::pair<int, const char*>{0, "holds"}, {10, "does not hold"}}) {
+    const nlohmann::json results =
+        make_results(Provenance{}, Ceilings{}, {racy}, nlohmann::json::array({table(wrong)}));
+    const nlohmann::json* c17 = nullptr;
+    for (const auto& c : results["claims"])
+      if (c["id"] == "C17") c17 = &c;
+    ASSERT_NE(c17, nullptr);
+    ASSERT_EQ((*c17)["parts"].size(), 2u);
+    EXPECT_EQ((*c17)["parts"][1]["outcome"], outcome) << wrong << " of 10 wrong with -G";
+  }
 }
 
 TEST(Claims, AbsentDataGivesNoVerdict) {

@@ -10,6 +10,7 @@ inline constexpr char kDoubleOp[] = "reduce_sum_double";  // f32 in, summed and 
 inline constexpr char kGlobalModulo[] = "global_modulo";
 inline constexpr char kGlobalMask[] = "global_mask";
 inline constexpr char kNoFilterRacy[] = "no_filter_racy";
+inline constexpr char kRacyDeviceDebug[] = "racy_device_debug";  // the experiment: the racy loop built with -G
 inline constexpr char kInterleavedDivergent[] = "interleaved_divergent";
 inline constexpr char kInterleavedStrided[] = "interleaved_strided";
 inline constexpr char kSequential[] = "sequential";

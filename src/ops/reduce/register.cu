@@ -132,6 +132,7 @@ Op reduce_op(const char* name, const char* summary, std::vector<DType> dtypes, s
 }  // namespace
 
 void register_reduce_claims(Registry& registry);
+void register_reduce_racy_device_debug(Registry& registry);
 
 void register_reduce(Registry& registry) {
   Op sum = reduce_op(ids::kOp, "sum of fp32 or int32 values in their own dtype; int32 wraps on overflow",
@@ -188,6 +189,7 @@ void register_reduce(Registry& registry) {
               double_sum_workspace_bytes, rv::cub_sum_f64),
   };
   registry.add(std::move(double_sum));
+  register_reduce_racy_device_debug(registry);
   register_reduce_claims(registry);
 }
 

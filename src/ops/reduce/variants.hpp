@@ -77,6 +77,10 @@ void global_mask(const ReduceInPlaceArgs<T>& args, cudaStream_t stream);
 // shared-memory tile so compute-sanitizer's racecheck, which watches shared memory, can see it.
 template <typename T>
 void shared_no_filter(const ReduceArgs<T>& args, cudaStream_t stream);
+// The same loop built with -G (int32 only), for the racy_device_debug experiment: the tutorial
+// found the race hidden there.
+template <typename T>
+void shared_no_filter_device_debug(const ReduceArgs<T>& args, cudaStream_t stream);
 
 // ---- the classic seven shared-memory steps -----------------------------------------------------
 // 1. Interleaved addressing, `tid % (2*s) == 0`: divergent warps, most threads idle.
