@@ -7,25 +7,19 @@
 
 #include <gtest/gtest.h>
 
+#include "claims_test_support.hpp"
+
 #include "harness/registry.hpp"
 
 namespace cudalab::harness {
 namespace {
 
-const ClaimCheck& claim_check(const std::string& id) {
-  for (const ClaimCheck& c : builtin_registry().claims())
-    if (c.id == id) return c;
-  throw std::logic_error("no claim " + id);
-}
-
-std::vector<std::string> outcomes(const nlohmann::json& verdict) {
-  std::vector<std::string> list;
-  for (const auto& part : verdict.at("parts")) list.push_back(part.at("outcome").get<std::string>());
-  return list;
-}
-
-using Outcomes = std::vector<std::string>;
-const std::string kHolds = "holds", kPartly = "holds partly", kNot = "does not hold";
+using test_support::claim_check;
+using test_support::kHolds;
+using test_support::kNot;
+using test_support::kPartly;
+using test_support::Outcomes;
+using test_support::outcomes;
 
 nlohmann::json results_with(const nlohmann::json& table) { return {{"experiments", nlohmann::json::array({table})}}; }
 

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "claims_test_support.hpp"
+
 #include "harness/registry.hpp"
 
 namespace cudalab::harness::execution_experiments {
@@ -28,20 +30,13 @@ const Registry& execution_registry() {
   return registry;
 }
 
-const ClaimCheck& claim_check(const std::string& id) {
-  for (const ClaimCheck& c : execution_registry().claims())
-    if (c.id == id) return c;
-  throw std::logic_error("no claim " + id);
-}
+using test_support::kHolds;
+using test_support::kNot;
+using test_support::kPartly;
+using test_support::Outcomes;
+using test_support::outcomes;
 
-using Outcomes = std::vector<std::string>;
-const std::string kHolds = "holds", kPartly = "holds partly", kNot = "does not hold";
-
-Outcomes outcomes(const nlohmann::json& verdict) {
-  Outcomes list;
-  for (const auto& part : verdict.at("parts")) list.push_back(part.at("outcome").get<std::string>());
-  return list;
-}
+const ClaimCheck& claim_check(const std::string& id) { return test_support::claim_check(id, execution_registry()); }
 
 TEST(ExecutionRegistry, RegistersBothExperimentsAndTheirClaimsOnTheExecutionPage) {
   const Registry& r = execution_registry();

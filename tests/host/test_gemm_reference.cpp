@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "claims_test_support.hpp"
+
 #include "cudalab/gemm.hpp"
 #include "error_kind.hpp"
 #include "harness/registry.hpp"
@@ -189,23 +191,17 @@ class GemmClaims : public ::testing::Test {
   }
 
   std::vector<std::string> outcomes(const std::string& id) const {
-    for (const harness::ClaimCheck& c : harness::builtin_registry().claims())
-      if (c.id == id) {
-        const nlohmann::json v = c.evaluate(results_);
-        std::vector<std::string> list;
-        for (const auto& part : v.at("parts")) list.push_back(part.at("outcome").get<std::string>());
-        return list;
-      }
-    ADD_FAILURE() << "no claim " << id;
-    return {};
+    return test_support::outcomes(test_support::claim_check(id).evaluate(results_));
   }
 
   std::string cube1024_, cube8192_;
   nlohmann::json results_;
 };
 
-using Outcomes = std::vector<std::string>;
-const std::string kHolds = "holds", kPartly = "holds partly", kNot = "does not hold";
+using test_support::kHolds;
+using test_support::kNot;
+using test_support::kPartly;
+using test_support::Outcomes;
 
 TEST_F(GemmClaims, CommittedRunGivesEachPartItsVerdict) {
   // C26: shared_16 at 23% of cuBLAS; shared_16 / coalesced 1.59x against 7.8x; the fastest ladder step 97%.

@@ -1,11 +1,15 @@
 #include <gtest/gtest.h>
 
+#include "claims_test_support.hpp"
+
 #include "cudalab/error.hpp"
 #include "harness/claims.hpp"
 #include "harness/results.hpp"
 
 namespace cudalab::harness {
 namespace {
+
+using test_support::outcomes;
 
 Record timed_record(const std::string& variant, std::int64_t n, double median_ms, Role role = Role::ladder) {
   Record r;
@@ -119,13 +123,6 @@ const nlohmann::json* find_claim(const nlohmann::json& results, const std::strin
   for (const auto& c : results["claims"])
     if (c["id"] == id) return &c;
   return nullptr;
-}
-
-// The outcomes of a judged claim's parts, in order.
-std::vector<std::string> outcomes(const nlohmann::json& claim) {
-  std::vector<std::string> list;
-  for (const auto& part : claim["parts"]) list.push_back(part["outcome"].get<std::string>());
-  return list;
 }
 
 // The vecadd_host_pattern table C01 reads: 1024 floats, copies in the loop vs hoisted.

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "claims_test_support.hpp"
+
 #include "error_kind.hpp"
 #include "harness/registry.hpp"
 #include "ops/transfers/reference.hpp"
@@ -91,20 +93,12 @@ TEST(TransfersReference, ClaimsAreSilentWithoutTheirTables) {
   }
 }
 
-const harness::ClaimCheck& claim(const std::string& id) {
-  for (const auto& c : harness::builtin_registry().claims())
-    if (c.id == id) return c;
-  throw std::logic_error("no claim " + id);
-}
-
-std::vector<std::string> outcomes(const nlohmann::json& verdict) {
-  std::vector<std::string> list;
-  for (const auto& part : verdict.at("parts")) list.push_back(part.at("outcome").get<std::string>());
-  return list;
-}
-
-using Outcomes = std::vector<std::string>;
-const std::string kHolds = "holds", kPartly = "holds partly", kNot = "does not hold";
+using test_support::claim_check;
+using test_support::kHolds;
+using test_support::kNot;
+using test_support::kPartly;
+using test_support::Outcomes;
+using test_support::outcomes;
 
 nlohmann::json transfers_table(double pinned_h2d, double pageable_h2d) {
   const nlohmann::json columns = {"path",   "kind", "direction",           "bytes",  "median_us",
@@ -121,15 +115,15 @@ nlohmann::json transfers_table(double pinned_h2d, double pageable_h2d) {
 
 TEST(TransfersReference, C04JudgesTheTwoAndTheFourAtTheLargestSize) {
   // The committed H100 run at 1 GiB: pinned 55.13, pageable 8.28 GB/s H2D (6.66x): both hold.
-  nlohmann::json v = claim("C04").evaluate(transfers_table(55.13, 8.28));
+  nlohmann::json v = claim_check("C04").evaluate(transfers_table(55.13, 8.28));
   EXPECT_NEAR(v["ratio"].get<double>(), 6.658, 1e-3);
   EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kHolds}));
   // The first page's 12 vs 6: 2x holds, and it is half of the 4x's effect.
-  v = claim("C04").evaluate(transfers_table(12, 6));
+  v = claim_check("C04").evaluate(transfers_table(12, 6));
   EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kPartly}));
   EXPECT_EQ(v["parts"][1]["verdict"], "holds partly: right direction, 50% of the claimed effect");
   // Pageable as fast as pinned: neither.
-  EXPECT_EQ(outcomes(claim("C04").evaluate(transfers_table(12, 12))), (Outcomes{kNot, kNot}));
+  EXPECT_EQ(outcomes(claim_check("C04").evaluate(transfers_table(12, 12))), (Outcomes{kNot, kNot}));
 }
 
 // The streams_pipeline table: the committed H100 run's rows the claim reads (time_ms, speedup).
@@ -170,13 +164,13 @@ nlohmann::json pipeline_table(double breadth3_ms, double depth12_ms) {
 TEST(TransfersReference, C29JudgesSpeedupRangeIssueOrderAndStreamCount) {
   // Committed run: 2.32x at 3 streams (2.4x holds), best row 2.48x (3-4x within 1.5 of the range),
   // breadth-first 1.40x slower at 3 streams (1.5x holds), fastest sweep row at 4 streams.
-  nlohmann::json v = claim("C29").evaluate(pipeline_table(8.680, 5.991));
+  nlohmann::json v = claim_check("C29").evaluate(pipeline_table(8.680, 5.991));
   EXPECT_NEAR(v["ratio"].get<double>(), 14.330 / 6.184, 1e-9);
   EXPECT_NEAR(v["parts"][1]["measured"].get<double>(), 14.330 / 5.783, 1e-9);
   EXPECT_EQ(v["parts"][3]["measured"].get<double>(), 4.0);
   EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kPartly, kHolds, kHolds}));
   // Issue order that makes 5% of difference, and 12 streams fastest: outside 2-8, within 1.5 of it.
-  v = claim("C29").evaluate(pipeline_table(6.184 * 1.05, 5.5));
+  v = claim_check("C29").evaluate(pipeline_table(6.184 * 1.05, 5.5));
   EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kPartly, kNot, kPartly}));
   EXPECT_EQ(v["parts"][2]["verdict"], "does not hold: right direction, 12% of the claimed effect");
 }
@@ -199,11 +193,11 @@ nlohmann::json managed_table(double no_hint, double prefetch, double read_mostly
 TEST(TransfersReference, C31JudgesEachHintAtTheLargestSize) {
   // Committed run at 256 MiB: no hint 0.22 of the explicit copy's speed, prefetch 0.91, preferred
   // host + accessed by GPU 0.96, read-mostly 0.12.
-  nlohmann::json v = claim("C31").evaluate(managed_table(0.2165, 0.913, 0.120));
+  nlohmann::json v = claim_check("C31").evaluate(managed_table(0.2165, 0.913, 0.120));
   EXPECT_NEAR(v["ratio"].get<double>(), 1 / 0.2165, 1e-9);
   EXPECT_EQ(outcomes(v), (Outcomes{kHolds, kHolds, kHolds, kNot}));
   // No hint at 0.9 of the explicit speed is not "slower"; prefetch not measured is named, not judged.
-  v = claim("C31").evaluate(managed_table(0.9, 0, 0.7));
+  v = claim_check("C31").evaluate(managed_table(0.9, 0, 0.7));
   EXPECT_EQ(outcomes(v), (Outcomes{kNot, kHolds, kPartly}));
   EXPECT_NE(v["measured"].get<std::string>().find("prefetch not measured on this device"), std::string::npos);
 }
