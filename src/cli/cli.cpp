@@ -101,8 +101,6 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   report->add_option("results", report_args.results_path, "Results file written by bench or run --json")->required();
   report->add_option("--update", report_args.update_paths,
                      "Markdown file whose <!-- cudalab:begin KEY --> blocks to regenerate (repeatable)");
-  report->add_option("--plots", report_args.plots_folder,
-                     "Also draw each op's variants at its largest size as <folder>/<op>.svg");
 
   ClaimsArgs claims_args;
   auto* claims = app.add_subcommand("claims",

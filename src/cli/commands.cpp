@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "cli/cli.hpp"
-#include "cli/plots.hpp"
 #include "cli/tables.hpp"
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
@@ -344,7 +343,7 @@ int command_list(bool json, Context& context) {
                                  {"variants", variants}});
     }
     for (const auto& e : registry.experiments())
-      document["experiments"].push_back({{"name", e.name}, {"op", e.op}, {"summary", e.summary}});
+      document["experiments"].push_back({{"name", e.name}, {"op", e.op}, {"summary", e.summary}, {"plots", e.plots}});
     context.out << document.dump(2) << "\n";
     return kExitOk;
   }
@@ -612,37 +611,6 @@ int command_report(const ReportArgs& args, Context& context) {
     blocks.emplace_back("experiment:" + e.value("name", ""), text + "\n");
   }
 
-  if (!args.plots_folder.empty()) {
-    std::filesystem::create_directories(args.plots_folder);
-    const std::string commit = " (cudalab " + provenance.commit.substr(0, 7) + ")";
-    std::vector<std::string> written;
-    for (const std::string& configuration : configurations(records)) {
-      const BarChart chart = op_chart(records, configuration);
-      const auto files = write_chart(
-          bar_chart_svg(configuration + " at " + chart.problem.size_label() + " on " + provenance.gpu_name + commit,
-                        chart),
-          args.plots_folder + "/" + configuration);
-      written.insert(written.end(), files.begin(), files.end());
-    }
-    // An experiment's k-th plot (k > 1) is <name>-k. This build's specs win over the file's, so
-    // a file written before an experiment had a plot (or a better one) is drawn the same way.
-    for (const auto& e : results.value("experiments", nlohmann::json::array())) {
-      const auto* registered = harness::builtin_registry().find_experiment(e.value("name", ""));
-      const auto plots = registered != nullptr && !registered->plots.empty()
-                             ? registered->plots
-                             : e.value("plots", nlohmann::json::array());
-      for (std::size_t k = 0; k < plots.size(); ++k) {
-        nlohmann::json plot = plots[k];
-        plot["title"] = plot.value("title", e.value("name", "")) + " on " + provenance.gpu_name + commit;
-        const std::string stem = args.plots_folder + "/" + e.value("name", "") + (k ? "-" + std::to_string(k + 1) : "");
-        const auto files = write_chart(experiment_chart_svg(e, plot), stem);
-        written.insert(written.end(), files.begin(), files.end());
-      }
-    }
-    for (const std::string& path : written) context.out << "wrote " << path << "\n";
-    if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0)
-      context.err << "rsvg-convert not found: SVG only, no PNG (scripts/bootstrap installs librsvg2-bin)" << std::endl;
-  }
   if (args.update_paths.empty()) {
     for (const auto& [key, content] : blocks) context.out << "<!-- " << key << " -->\n" << content << "\n";
     return kExitOk;

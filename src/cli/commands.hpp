@@ -44,7 +44,6 @@ struct BenchArgs {
 struct ReportArgs {
   std::string results_path;
   std::vector<std::string> update_paths;
-  std::string plots_folder;  // also write <folder>/<op>.svg for each op
 };
 
 struct ClaimsArgs {

@@ -155,7 +155,7 @@ struct ExperimentContext {
 
 // An experiment produces a table: {"name", "summary", "columns": [...], "rows": [[...], ...],
 // "notes": [...]}; values are numbers or strings. `plots` says how to draw that table (line or
-// bar chart specs, cli/plots.hpp); run_experiment copies them into the result, and `report` draws
+// bar chart specs, scripts/plots); run_experiment copies them into the result, and scripts/plots draws
 // a results file with this build's specs, so older files get the same charts.
 struct Experiment {
   std::string name;

@@ -9,7 +9,6 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
-#include "cli/plots.hpp"
 #include "cli/tables.hpp"
 #include "cudalab/device.hpp"
 #include "cudalab/error.hpp"
@@ -64,6 +63,9 @@ TEST(Cli, ListNeedsNoGpu) {
   EXPECT_EQ(document["ops"][0]["dims"], nlohmann::json::array({"n"}));
   EXPECT_EQ(document["ops"][0]["dtypes"][0], "f32");
   EXPECT_FALSE(document["ops"][0]["bench_problems"].empty());
+  // scripts/plots draws each experiment with the registry's plot specs.
+  ASSERT_FALSE(document["experiments"].empty());
+  for (const auto& e : document["experiments"]) EXPECT_FALSE(e["plots"].empty()) << e["name"];
 }
 
 // Each bad request is refused with one line on stderr and a non-zero exit, before any GPU work.
@@ -286,72 +288,6 @@ TEST(Report, RankingPutsTheFastestFirstAndUntimedRowsLast) {
   EXPECT_EQ(t.rows[2][6], "0.500x");
   EXPECT_EQ(t.rows[3][0], "-");
   EXPECT_EQ(t.rows[3][3], "failed verification: no time");
-}
-
-TEST(Plots, BarChartShowsEveryVariantAndTheCeiling) {
-  BarChart chart;
-  chart.axis_label = "effective GB/s";
-  chart.ceiling = 3100;
-  chart.ceiling_label = "memory roofline 3100 GB/s";
-  chart.bars = {{"fast", 3000, "ladder", "3000 GB/s"},
-                {"lib", 2500, "baseline", "2500 GB/s"},
-                {"racy", 0, "broken", "failed verification: no time"}};
-  const std::string svg = bar_chart_svg("vecadd <test>", chart);
-  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
-  EXPECT_NE(svg.find(">fast<"), std::string::npos);
-  EXPECT_NE(svg.find("failed verification"), std::string::npos);
-  EXPECT_NE(svg.find("memory roofline 3100 GB/s"), std::string::npos);
-  EXPECT_NE(svg.find("vecadd &lt;test&gt;"), std::string::npos);  // escaped
-  EXPECT_EQ(svg.find("<test>"), std::string::npos);
-}
-
-TEST(Plots, LineChartDrawsOneLinePerSeriesAndSkipsNonNumbers) {
-  const nlohmann::json experiment = {
-      {"name", "sweep"},
-      {"columns", {"kind", "bytes", "GB/s"}},
-      {"rows",
-       {{"pinned", 4096, 10.0},
-        {"pinned", 1 << 20, 50.0},
-        {"pinned", 4096, 12.0},  // an extra configuration at a swept x: a marker, not a stroke back
-        {"pageable", 4096, 5.0},
-        {"pageable", 1 << 20, 20.0},
-        {"pageable", 1 << 22, "-"}}}};
-  const std::string svg = line_chart_svg(
-      experiment, {{"title", "a <sweep>"}, {"x", "bytes"}, {"y", "GB/s"}, {"series", "kind"}, {"x_log", true}});
-  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
-  std::size_t lines = 0;
-  for (std::size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) ++lines;
-  EXPECT_EQ(lines, 2u);
-  std::size_t markers = 0;
-  for (std::size_t at = svg.find("<circle"); at != std::string::npos; at = svg.find("<circle", at + 1)) ++markers;
-  EXPECT_EQ(markers, 5u);  // every numeric row, the "-" one left out
-  EXPECT_NE(svg.find(">pinned<"), std::string::npos);
-  EXPECT_NE(svg.find(">pageable<"), std::string::npos);
-  EXPECT_NE(svg.find("a &lt;sweep&gt;"), std::string::npos);
-  EXPECT_NE(svg.find("bytes (log scale)"), std::string::npos);
-  EXPECT_THROW(line_chart_svg(experiment, {{"x", "bytes"}, {"y", "nosuch"}}), Error);
-}
-
-TEST(Plots, BarChartOfAnExperimentHasOneBarPerRow) {
-  const nlohmann::json experiment = {
-      {"name", "layouts"},
-      {"columns", {"layout", "update", "gbps"}},
-      {"rows", {{"SoA", "x += v", 2800.0}, {"AoS", "x += v", 760.0}, {"AoS", "xyz", "-"}}}};
-  const nlohmann::json plot = {{"kind", "bar"},
-                               {"title", "AoS <vs> SoA"},
-                               {"label", {"layout", "update"}},
-                               {"value", "gbps"},
-                               {"value_label", "useful GB/s"}};
-  const std::string svg = experiment_chart_svg(experiment, plot);
-  std::size_t bars = 0;
-  for (std::size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) ++bars;
-  EXPECT_EQ(bars, 2u);  // the "-" row is labelled but has no bar
-  EXPECT_NE(svg.find(">SoA x += v<"), std::string::npos);
-  EXPECT_NE(svg.find(">AoS xyz<"), std::string::npos);
-  EXPECT_NE(svg.find(">2800<"), std::string::npos);
-  EXPECT_NE(svg.find("useful GB/s"), std::string::npos);
-  EXPECT_NE(svg.find("AoS &lt;vs&gt; SoA"), std::string::npos);
-  EXPECT_THROW(experiment_chart_svg(experiment, {{"kind", "bar"}, {"label", "layout"}, {"value", "nosuch"}}), Error);
 }
 
 TEST(Registry, EveryExperimentHasATitledLineOrBarPlot) {

@@ -422,7 +422,7 @@ void register_occupancy(Registry& registry) {
                                                   {"x", "theoretical_occupancy_pct"},
                                                   {"y", "occupancy_sweep_us"},
                                                   {"series", "kernel"},
-                                                  {"y_log", true},
+                                                  {"y_log", false},
                                                   {"y_label", "median time per launch (us)"}}})});
   registry.add(ClaimCheck{"C23", execution_ids::kPage, {}, claim_c23});
 }
