@@ -14,6 +14,7 @@
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
 #include "harness/claims.hpp"
+#include "harness/experiment_support.hpp"
 #include "harness/random.hpp"
 #include "harness/registry.hpp"
 #include "harness/timer.hpp"
@@ -130,11 +131,7 @@ nlohmann::json run_warp_divergence(const ExperimentContext& context) {
   const std::vector<float> expected = expected_results(x0, kChainIterations);
   Stream stream;
   KernelTimer timer;
-  TimingOptions timing;
-  timing.cold = false;  // no memory traffic to speak of: one store per thread
-  timing.stopping.min_samples = 5;
-  timing.stopping.max_samples = 50;
-  timing.stopping.budget_seconds = 0.15;
+  const TimingOptions timing = sweep_timing(/*cold=*/false);  // no memory traffic to speak of: one store per thread
   DeviceBuffer<float> out(threads);
   std::vector<float> host_out(static_cast<std::size_t>(threads));
   nlohmann::json rows = nlohmann::json::array();

@@ -17,6 +17,7 @@
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
 #include "harness/claims.hpp"
+#include "harness/experiment_support.hpp"
 #include "harness/random.hpp"
 #include "harness/registry.hpp"
 #include "harness/timer.hpp"
@@ -326,11 +327,7 @@ nlohmann::json run_instruction_costs(const ExperimentContext& context) {
   const double ops = static_cast<double>(threads) * kChains * kIterations;
   Stream stream;
   KernelTimer timer;
-  TimingOptions timing;
-  timing.cold = false;  // registers only: one store per thread
-  timing.stopping.min_samples = 5;
-  timing.stopping.max_samples = 50;
-  timing.stopping.budget_seconds = 0.15;
+  const TimingOptions timing = sweep_timing(/*cold=*/false);  // registers only: one store per thread
   const Setup setup{blocks, threads, stream, timer, timing};
   nlohmann::json rows = nlohmann::json::array();
   double fma_ops_per_clock = 0;

@@ -23,6 +23,7 @@
 #include "core/launch.cuh"
 #include "cudalab/memory.hpp"
 #include "harness/claims.hpp"
+#include "harness/experiment_support.hpp"
 #include "harness/registry.hpp"
 #include "harness/timer.hpp"
 #include "ops/execution/ids.hpp"
@@ -40,17 +41,7 @@ constexpr int kSweepBlock = 256;
 constexpr int kIlpLoads = 16;
 
 [[noreturn]] void data_check_failed(const std::string& what) {
-  throw Error(ErrorKind::cuda, std::string(execution_ids::kOccupancy) + ": wrong data: " + what, __FILE__, __LINE__);
-}
-
-// Short sampling: the experiment times ~50 shapes and stays well under 20 s.
-TimingOptions sweep_timing() {
-  TimingOptions options;
-  options.cold = true;
-  options.stopping.min_samples = 5;
-  options.stopping.max_samples = 50;
-  options.stopping.budget_seconds = 0.15;
-  return options;
+  harness::data_check_failed(execution_ids::kOccupancy, what);
 }
 
 __host__ __device__ inline std::uint32_t stream_word(std::int64_t i, std::uint32_t seed) {

@@ -16,6 +16,7 @@
 #include "core/format.hpp"
 #include "cudalab/memory.hpp"
 #include "harness/claims.hpp"
+#include "harness/experiment_support.hpp"
 #include "harness/registry.hpp"
 #include "harness/statistics.hpp"
 #include "ops/execution/ids.hpp"
@@ -48,7 +49,7 @@ constexpr char kDeviceSync[] = "cudaDeviceSynchronize";
 constexpr char kIdle[] = "idle device";
 
 [[noreturn]] void data_check_failed(const std::string& what) {
-  throw Error(ErrorKind::cuda, std::string(execution_ids::kSyncCosts) + ": wrong data: " + what, __FILE__, __LINE__);
+  harness::data_check_failed(execution_ids::kSyncCosts, what);
 }
 
 // One block: thread 0's cycles for `iterations` barriers (nothing else in the unrolled loop).

@@ -10,8 +10,8 @@
 #include "core/launch.cuh"
 #include "cudalab/memory.hpp"
 #include "harness/claims.hpp"
+#include "harness/experiment_support.hpp"
 #include "harness/registry.hpp"
-#include "ops/memory/experiment_support.hpp"
 
 namespace cudalab::harness::memory_experiments {
 namespace {

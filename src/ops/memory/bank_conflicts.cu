@@ -8,9 +8,9 @@
 #include "core/format.hpp"
 #include "cudalab/memory.hpp"
 #include "harness/claims.hpp"
+#include "harness/experiment_support.hpp"
 #include "harness/registry.hpp"
 #include "ops/memory/bank_patterns.hpp"
-#include "ops/memory/experiment_support.hpp"
 
 namespace cudalab::harness::memory_experiments {
 namespace {

@@ -1,5 +1,6 @@
-// What the memory experiments share: a short timing budget (each experiment stays well under
-// 15 s), the effective-bandwidth arithmetic, and the failure every data check raises.
+// What the experiments share: a short timing budget for sweeps of many points (each experiment
+// stays well under 20 s), the effective-bandwidth arithmetic, and the failure every data check
+// raises.
 #pragma once
 
 #include <string>
@@ -7,7 +8,7 @@
 #include "cudalab/error.hpp"
 #include "harness/timer.hpp"
 
-namespace cudalab::harness::memory_experiments {
+namespace cudalab::harness {
 
 // Timing for sweeps of many points: cold (L2 flushed) unless the point is about the cache.
 inline TimingOptions sweep_timing(bool cold = true) {
@@ -26,4 +27,4 @@ inline double gbps(double bytes, double milliseconds) { return bytes / (millisec
   throw Error(ErrorKind::cuda, experiment + ": wrong data: " + what, __FILE__, __LINE__);
 }
 
-}  // namespace cudalab::harness::memory_experiments
+}  // namespace cudalab::harness
