@@ -16,5 +16,7 @@ void thrust_transform(const VecaddArgs<T>& args, cudaStream_t stream) {
 }
 
 template void thrust_transform<float>(const VecaddArgs<float>&, cudaStream_t);
+template void thrust_transform<__half>(const VecaddArgs<__half>&, cudaStream_t);
+template void thrust_transform<__nv_bfloat16>(const VecaddArgs<__nv_bfloat16>&, cudaStream_t);
 
 }  // namespace cudalab::vecadd_variants

@@ -25,5 +25,7 @@ void one_per_thread(const VecaddArgs<T>& args, cudaStream_t stream) {
 }
 
 template void one_per_thread<float>(const VecaddArgs<float>&, cudaStream_t);
+template void one_per_thread<__half>(const VecaddArgs<__half>&, cudaStream_t);
+template void one_per_thread<__nv_bfloat16>(const VecaddArgs<__nv_bfloat16>&, cudaStream_t);
 
 }  // namespace cudalab::vecadd_variants

@@ -25,5 +25,7 @@ void grid_stride(const VecaddArgs<T>& args, cudaStream_t stream) {
 }
 
 template void grid_stride<float>(const VecaddArgs<float>&, cudaStream_t);
+template void grid_stride<__half>(const VecaddArgs<__half>&, cudaStream_t);
+template void grid_stride<__nv_bfloat16>(const VecaddArgs<__nv_bfloat16>&, cudaStream_t);
 
 }  // namespace cudalab::vecadd_variants

@@ -73,6 +73,10 @@ void vectorized_unroll4(const VecaddArgs<T>& args, cudaStream_t stream) {
 }
 
 template void vectorized<float>(const VecaddArgs<float>&, cudaStream_t);
+template void vectorized<__half>(const VecaddArgs<__half>&, cudaStream_t);
+template void vectorized<__nv_bfloat16>(const VecaddArgs<__nv_bfloat16>&, cudaStream_t);
 template void vectorized_unroll4<float>(const VecaddArgs<float>&, cudaStream_t);
+template void vectorized_unroll4<__half>(const VecaddArgs<__half>&, cudaStream_t);
+template void vectorized_unroll4<__nv_bfloat16>(const VecaddArgs<__nv_bfloat16>&, cudaStream_t);
 
 }  // namespace cudalab::vecadd_variants

@@ -35,5 +35,7 @@ void shared_staging(const VecaddArgs<T>& args, cudaStream_t stream) {
 }
 
 template void shared_staging<float>(const VecaddArgs<float>&, cudaStream_t);
+template void shared_staging<__half>(const VecaddArgs<__half>&, cudaStream_t);
+template void shared_staging<__nv_bfloat16>(const VecaddArgs<__nv_bfloat16>&, cudaStream_t);
 
 }  // namespace cudalab::vecadd_variants

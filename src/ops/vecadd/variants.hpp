@@ -1,10 +1,13 @@
-// The vector-add ladder: one launcher per technique, each templated on the element type and
-// taking the op's argument struct. The library entry (vecadd.cu) and the registry (register.cu)
-// fill the same struct.
+// The vector-add ladder: one launcher per technique, each templated on the element type (float,
+// __half, __nv_bfloat16: the half types add in their own precision, two lanes per instruction
+// where the compiler pairs them, as __hadd2 would) and taking the op's argument struct. The library entry (vecadd.cu)
+// and the registry (register.cu) fill the same struct.
 #pragma once
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 namespace cudalab::vecadd_variants {
