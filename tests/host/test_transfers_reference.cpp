@@ -11,6 +11,7 @@
 
 #include "error_kind.hpp"
 #include "harness/registry.hpp"
+#include "ops/transfers/experiments.hpp"
 #include "ops/transfers/reference.hpp"
 
 namespace cudalab::transfers {
@@ -128,18 +129,7 @@ TEST(TransfersReference, C04JudgesTheTwoAndTheFourAtTheLargestSize) {
 
 // The streams_pipeline table: the committed H100 run's rows the claim reads (time_ms, speedup).
 nlohmann::json pipeline_table(double breadth3_ms, double depth12_ms) {
-  const nlohmann::json columns = {"config",
-                                  "order",
-                                  "streams",
-                                  "chunks",
-                                  "chunk_mib",
-                                  "time_ms",
-                                  "ideal_ms",
-                                  "measured_over_ideal",
-                                  "pct_of_ideal",
-                                  "pct_of_duplex_bound",
-                                  "speedup_vs_sequential",
-                                  "samples"};
+  const nlohmann::json& columns = pipeline_columns();
   const double sequential = 14.330, ideal = 4.906;
   auto row = [&](const std::string& config, const std::string& order, int streams, double ms) {
     return nlohmann::json{config,           order, streams,         32, 8.0, ms, ideal, ms / ideal,

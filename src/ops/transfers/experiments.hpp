@@ -29,6 +29,9 @@ harness::TimingOptions copy_timing(const ExperimentScale& scale, int min_samples
 // for more managed memory than it has free can hang it).
 std::size_t free_device_bytes();
 
+// The streams_pipeline and streams_chunk_size tables' columns (the C29 claim and its tests read them).
+const nlohmann::json& pipeline_columns();
+
 harness::Experiment transfers_experiment();
 harness::Experiment managed_memory_experiment();
 harness::Experiment streams_pipeline_experiment();

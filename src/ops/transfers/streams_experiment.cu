@@ -155,19 +155,6 @@ nlohmann::json pipeline_row(const PipelineRun& run, const CalibratedPipeline& c,
           t.count};
 }
 
-const nlohmann::json kPipelineColumns = {"config",
-                                         "order",
-                                         "streams",
-                                         "chunks",
-                                         "chunk_mib",
-                                         "time_ms",
-                                         "ideal_ms",
-                                         "measured_over_ideal",
-                                         "pct_of_ideal",
-                                         "pct_of_duplex_bound",
-                                         "speedup_vs_sequential",
-                                         "samples"};
-
 // CUDALAB_TRACE=path: one traced run each of the 4-stream depth-first, breadth-first and staged
 // pipelines, as Chrome trace events (one process per run, one thread per stream, microseconds).
 void write_timeline(CalibratedPipeline& c, cudaStream_t stream, const std::string& path) {
@@ -239,7 +226,7 @@ nlohmann::json run_streams_pipeline(const harness::ExperimentContext& context) {
       {"op", "transfers"},
       {"summary",
        "Chunked H2D -> kernel -> D2H pipeline: 1..16 streams, depth- vs breadth-first, events, callback, graph (C29)"},
-      {"columns", kPipelineColumns},
+      {"columns", pipeline_columns()},
       {"rows", rows},
       {"notes", notes}};
 }
@@ -266,7 +253,7 @@ nlohmann::json run_streams_chunk_size(const harness::ExperimentContext& context)
   return {{"name", "streams_chunk_size"},
           {"op", "transfers"},
           {"summary", "Chunk-size sweep of the 4-stream pipeline, depth- and breadth-first (C29)"},
-          {"columns", kPipelineColumns},
+          {"columns", pipeline_columns()},
           {"rows", rows},
           {"notes", notes}};
 }
@@ -464,6 +451,22 @@ harness::Experiment streams_concurrency_experiment() {
           run_streams_concurrency,
           harness::bar_plot("Concurrent kernels and stream priorities", "config", "time_ms",
                             "ms (16 kernels in all; the urgent kernel's enqueue-to-finish)")};
+}
+
+const nlohmann::json& pipeline_columns() {
+  static const nlohmann::json columns = {"config",
+                                         "order",
+                                         "streams",
+                                         "chunks",
+                                         "chunk_mib",
+                                         "time_ms",
+                                         "ideal_ms",
+                                         "measured_over_ideal",
+                                         "pct_of_ideal",
+                                         "pct_of_duplex_bound",
+                                         "speedup_vs_sequential",
+                                         "samples"};
+  return columns;
 }
 
 }  // namespace cudalab::transfers
