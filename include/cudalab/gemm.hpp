@@ -1,13 +1,18 @@
-// Single-precision matrix multiply on CUDA cores.
+// Matrix multiply: FP32 on CUDA cores; BF16 and FP16 on tensor cores; single or strided batches.
 #pragma once
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 namespace cudalab {
 
 enum class Layout { row_major, column_major };
+// How B is stored: no: k x n (ldb >= n); yes: n x k (ldb >= k), so the product is A B^T, the
+// layout of nn.Linear's x @ W.T.
+enum class Transpose { no, yes };
 
 // C = alpha * A * B + beta * C in FP32 (FFMA, no TF32), asynchronously on `stream`. A is m x k,
 // B is k x n, C is m x n, all row-major with leading dimensions (row pitches, in elements)
@@ -15,12 +20,46 @@ enum class Layout { row_major, column_major };
 // take the unpredicated path, the rest a predicated one. beta == 0 never reads C (it may hold
 // NaN); k == 0 gives C = beta * C; m == 0 or n == 0 does nothing. C must not overlap A or B.
 // Each result is a sum of k products in an order fixed per shape: |error| <= about
-// (k + 3) 2^-24 (|alpha| |A||B| + |beta| |C|) element-wise, deterministic run to run.
+// (k + 3) 2^-24 (|alpha| |A||B| + |beta| |C|) element-wise, deterministic run to run. Outputs of
+// fewer tiles than the GPU has SMs split k over up to 8 blocks per tile, whose partial sums (at most
+// 8 m n floats) come from the stream-ordered allocator and are added in a fixed order.
 // Throws cudalab::Error (invalid_argument) for negative sizes, leading dimensions below the row
 // length, null pointers with non-zero sizes, m beyond 65535 * 64 rows, or `layout` other than
 // row_major (pass the transposed problem instead: column-major C = A B is row-major C^T = B^T A^T).
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
           std::int64_t ldb, float beta, float* c, std::int64_t ldc, cudaStream_t stream = nullptr,
           Layout layout = Layout::row_major);
+
+// C = alpha * A * op(B) + beta * C with BF16 or FP16 A, B and C (row-major), products accumulated
+// in FP32 on tensor cores, alpha and beta applied in FP32, the result rounded to nearest into C.
+// op(B) is B (k x n, ldb >= n) or, with transpose_b == Transpose::yes, B^T for B stored n x k
+// (ldb >= k). Any m, n, k >= 0 and leading dimensions; the kernel is chosen by GPU and shape
+// (Hopper: wgmma with TMA where the row pitches are multiples of 8 elements and the pointers
+// 16-byte aligned; else mma.sync). beta == 0 never reads C; k == 0 gives C = beta * C. Each result
+// is within about (k + 3) 2^-23 (|alpha| |A||op(B)| + |beta| |C|) of the exact value before its
+// final rounding to the element type. Needs compute capability 8.0 or newer. Throws
+// cudalab::Error (invalid_argument) for negative sizes, leading dimensions below the row length,
+// null pointers with non-zero sizes, sizes beyond the grid's reach, or an older GPU.
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __nv_bfloat16* a, std::int64_t lda,
+          const __nv_bfloat16* b, std::int64_t ldb, float beta, __nv_bfloat16* c, std::int64_t ldc,
+          cudaStream_t stream = nullptr, Transpose transpose_b = Transpose::no);
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a, std::int64_t lda,
+          const __half* b, std::int64_t ldb, float beta, __half* c, std::int64_t ldc, cudaStream_t stream = nullptr,
+          Transpose transpose_b = Transpose::no);
+
+// The same product for `batch` independent matrices: matrix z of A starts at a + z * stride_a
+// (likewise B and C; strides in elements, and C's matrices must not overlap). Same rules and
+// errors as the single-matrix calls above; the FP32 one takes B as k x n.
+void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                  std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb, std::int64_t stride_b,
+                  float beta, float* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream = nullptr);
+void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                  const __nv_bfloat16* a, std::int64_t lda, std::int64_t stride_a, const __nv_bfloat16* b,
+                  std::int64_t ldb, std::int64_t stride_b, float beta, __nv_bfloat16* c, std::int64_t ldc,
+                  std::int64_t stride_c, cudaStream_t stream = nullptr, Transpose transpose_b = Transpose::no);
+void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a,
+                  std::int64_t lda, std::int64_t stride_a, const __half* b, std::int64_t ldb, std::int64_t stride_b,
+                  float beta, __half* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream = nullptr,
+                  Transpose transpose_b = Transpose::no);
 
 }  // namespace cudalab

@@ -328,7 +328,7 @@ int command_list(bool json, Context& context) {
         variants.push_back({{"id", v.id},
                             {"technique", v.technique},
                             {"role", harness::to_string(v.role)},
-                            {"engine", v.engine == harness::Engine::tensor_cores ? "tensor_cores" : "cuda_cores"},
+                            {"engine", harness::to_string(v.engine)},
                             {"dtypes", dtypes}});
       }
       nlohmann::json dtypes = nlohmann::json::array();

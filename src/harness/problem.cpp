@@ -22,6 +22,12 @@ double Problem::param(const std::string& name) const {
               __LINE__);
 }
 
+bool Problem::has_dim(const std::string& name) const {
+  for (const Dim& d : dims)
+    if (d.name == name) return true;
+  return false;
+}
+
 bool Problem::has_param(const std::string& name) const {
   for (const Param& p : params)
     if (p.name == name) return true;

@@ -34,6 +34,7 @@ struct Problem {
 
   // The size of dimension `name`; throws cudalab::Error when the problem has no such dimension.
   std::int64_t dim(const std::string& name) const;
+  bool has_dim(const std::string& name) const;
   // The value of parameter `name`; throws cudalab::Error when it is absent.
   double param(const std::string& name) const;
   bool has_param(const std::string& name) const;

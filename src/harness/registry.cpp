@@ -10,6 +10,7 @@ namespace cudalab::harness {
 
 // One registration function per op family (src/ops/<op>/register.cu).
 void register_vecadd(Registry& registry);
+void register_convert(Registry& registry);
 void register_reduce(Registry& registry);
 void register_histogram(Registry& registry);
 void register_scan(Registry& registry);
@@ -30,7 +31,18 @@ const char* to_string(Role role) {
   return "unknown";
 }
 
+const char* to_string(Engine engine) {
+  switch (engine) {
+    case Engine::cuda_cores: return "cuda_cores";
+    case Engine::tensor_cores: return "tensor_cores";
+    case Engine::by_dtype: return "by_dtype";
+  }
+  return "?";
+}
+
 ComputeUnit compute_unit(Engine engine, DType dtype) {
+  if (engine == Engine::by_dtype)
+    engine = dtype == DType::bf16 || dtype == DType::f16 ? Engine::tensor_cores : Engine::cuda_cores;
   if (engine == Engine::tensor_cores) {
     switch (dtype) {
       case DType::bf16: return ComputeUnit::bf16_tensor_cores;
@@ -181,6 +193,7 @@ const Registry& builtin_registry() {
   static const Registry registry = [] {
     Registry r;
     register_vecadd(r);
+    register_convert(r);
     register_reduce(r);
     register_scan(r);
     register_select(r);

@@ -33,9 +33,11 @@ const char* to_string(Role role);
 // What runs a variant's arithmetic. The concrete unit, and so the ceiling the variant is held
 // to, follows from the problem's dtype: CUDA cores are FP32 FMA for floating inputs (bf16/fp16
 // math widens to fp32) and integer ALUs for integers; tensor cores are TF32 for f32 inputs and
-// BF16/FP16 for those dtypes.
-enum class Engine { cuda_cores, tensor_cores };
+// BF16/FP16 for those dtypes. by_dtype: tensor cores for bf16/fp16 and CUDA cores otherwise, for
+// a library call that picks its engine from the dtype (cudalab::gemm).
+enum class Engine { cuda_cores, tensor_cores, by_dtype };
 ComputeUnit compute_unit(Engine engine, DType dtype);
+const char* to_string(Engine engine);
 
 // A variant's typed launcher bound to one problem's tensors: argument structs are built once,
 // so a timed launch is the kernel launch alone.

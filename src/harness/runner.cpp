@@ -62,6 +62,19 @@ void require_fits(const Op& op, const Problem& problem, const std::vector<std::s
   }
 }
 
+// Library calls that take scratch from the stream-ordered allocator (split-K GEMM, the scans)
+// would otherwise map it afresh in every timed launch: the default pool hands its memory back to
+// the driver at each synchronization. Keeping it, as every caching allocator does (PyTorch's
+// included), times the kernels rather than the mapping.
+void keep_stream_ordered_memory() {
+  int device = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool = nullptr;
+  CUDALAB_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t keep_all = UINT64_MAX;
+  CUDALAB_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+}
+
 std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunOptions& options,
                                 const Ceilings& ceilings, KernelTimer& timer, const Progress& progress) {
   const std::vector<const Variant*> selected = select_variants(op, options.variants);
@@ -71,6 +84,7 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
       std::any_of(selected.begin(), selected.end(), [](const Variant* v) { return v->modifies_inputs; });
   Workload workload(op, problem, keep_inputs);
   Stream stream;
+  keep_stream_ordered_memory();
 
   std::vector<Record> records;
   double first_median = 0;

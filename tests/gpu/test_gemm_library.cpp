@@ -1,8 +1,13 @@
-// cudalab::gemm at odd shapes, strides and offsets, and the FP64 device reference against the
-// host one (the device reference checks the large problems of the ladder).
+// cudalab::gemm at odd shapes, strides and offsets, in FP32 and on tensor cores in BF16/FP16 (both
+// layouts of B, strided batches), and the FP64 device reference against the host one (the device
+// reference checks the large problems of the ladder).
 #include <cstring>
 #include <vector>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cudalab/dtype.hpp"
 #include "cudalab/gemm.hpp"
 #include "cudalab/memory.hpp"
 #include "gpu_test_support.hpp"
@@ -68,6 +73,109 @@ TEST(LibraryGemm, BetaZeroIgnoresNaNInC) {
   for (float x : to_host(c.data(), c.size())) ASSERT_FALSE(std::isnan(x));
 }
 
+// A host array of 16-bit values widened to float (exact).
+template <typename T>
+std::vector<float> widened(const std::vector<T>& x) {
+  std::vector<float> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    out[i] = static_cast<float>(element_to_double(dtype_of_v<T>, x.data(), static_cast<std::int64_t>(i)));
+  return out;
+}
+
+// The tensor-core call: `batch` matrices `stride` elements apart (A, B and C alike, each buffer
+// sized for the largest), pitches padded by `pad`, pointers `offset` elements into their buffers
+// (an odd offset leaves them 2-byte aligned: the rungs that copy 16-byte chunks must step aside).
+// Every element within the BF16/FP16 bound, the padding between rows untouched.
+template <typename T>
+void check_half_gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t pad,
+                     std::int64_t offset, float beta, Transpose transpose_b) {
+  const bool bt = transpose_b == Transpose::yes;
+  const std::int64_t lda = (k > 0 ? k : 1) + pad, ldb = (bt ? (k > 0 ? k : 1) : n) + pad, ldc = n + pad;
+  const std::int64_t size_a = m * lda, size_b = (bt ? n : k) * ldb, size_c = m * ldc;
+  DeviceBuffer<T> a(batch * size_a + offset), b(batch * size_b + offset), c(batch * size_c + offset);
+  const DType dtype = dtype_of_v<T>;
+  harness::fill_random(dtype, a.data(), a.size(), 11, harness::Distribution::normal, nullptr);
+  harness::fill_random(dtype, b.data(), b.size(), 12, harness::Distribution::uniform, nullptr);
+  harness::fill_random(dtype, c.data(), c.size(), 13, harness::Distribution::normal, nullptr);
+  const auto ha = widened(to_host(a.data(), a.size())), hb = widened(to_host(b.data(), b.size()));
+  const auto c0_raw = to_host(c.data(), c.size());
+  const auto c0 = widened(c0_raw);
+  Stream stream;
+  if (batch == 1) {
+    gemm(m, n, k, 0.75f, a.data() + offset, lda, b.data() + offset, ldb, beta, c.data() + offset, ldc, stream.get(),
+         transpose_b);
+  } else {
+    gemm_batched(batch, m, n, k, 0.75f, a.data() + offset, lda, size_a, b.data() + offset, ldb, size_b, beta,
+                 c.data() + offset, ldc, size_c, stream.get(), transpose_b);
+  }
+  stream.synchronize();
+  const auto hc_raw = to_host(c.data(), c.size());
+  const auto hc = widened(hc_raw);
+  harness::GemmTolerance tolerance;
+  tolerance.accumulate_unit = 1.0 / 8388608.0;
+  tolerance.output_unit = traits(dtype).unit_roundoff;
+  tolerance.output_absolute = dtype == DType::f16 ? 1.0 / 33554432.0 : 0.0;
+  for (std::int64_t z = 0; z < batch; ++z) {
+    const std::int64_t base = offset + z * size_c;
+    const auto ref = harness::gemm_reference(m, n, k, 0.75, ha.data() + offset + z * size_a, lda,
+                                             hb.data() + offset + z * size_b, ldb, beta, c0.data() + base, ldc, bt);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < ldc; ++j) {
+        const std::int64_t at = base + i * ldc + j;
+        if (j >= n) {
+          ASSERT_EQ(std::memcmp(&hc_raw[at], &c0_raw[at], sizeof(T)), 0) << "padding written at " << i << "," << j;
+          continue;
+        }
+        const double want = ref.value[i * n + j];
+        ASSERT_LE(std::fabs(hc[at] - want), harness::gemm_error_bound(k, ref.bound[i * n + j], tolerance, want))
+            << to_string(dtype) << " batch " << z << " of " << batch << ", " << m << "x" << n << "x" << k << " pad "
+            << pad << " offset " << offset << (bt ? " B^T" : "") << " at " << i << "," << j;
+      }
+  }
+}
+
+template <typename T>
+void check_half_gemm_shapes() {
+  for (const Transpose t : {Transpose::no, Transpose::yes}) {
+    check_half_gemm<T>(1, 1, 1, 1, 0, 0, 0.5f, t);
+    check_half_gemm<T>(1, 129, 67, 33, 3, 1, -0.5f, t);    // odd pitches and offsets: the any-alignment rung
+    check_half_gemm<T>(1, 256, 256, 64, 8, 8, 1.0f, t);    // 16-byte aligned pitches: cp.async / TMA rungs
+    check_half_gemm<T>(1, 300, 136, 0, 0, 0, 2.0f, t);     // k = 0: C = beta C
+    check_half_gemm<T>(1, 1000, 72, 520, 0, 0, 0.0f, t);   // beta = 0, partial tiles, aligned
+    check_half_gemm<T>(1, 127, 131, 131, 5, 0, -0.5f, t);  // pitches 136: K and N tails inside 16-byte chunks
+    check_half_gemm<T>(1, 70, 64, 24, 0, 0, 1.0f, t);      // K below one k-tile
+    check_half_gemm<T>(7, 65, 130, 72, 0, 0, -0.5f, t);    // a batch, aligned
+    check_half_gemm<T>(3, 33, 17, 9, 1, 3, 0.25f, t);      // a batch, misaligned
+  }
+}
+
+TEST(LibraryGemm, Bf16ShapesLayoutsAndBatches) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_half_gemm_shapes<__nv_bfloat16>();
+}
+
+TEST(LibraryGemm, Fp16ShapesLayoutsAndBatches) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_half_gemm_shapes<__half>();
+}
+
+TEST(LibraryGemm, HalfArgumentErrors) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  DeviceBuffer<__nv_bfloat16> x(64);
+  EXPECT_EQ(test_support::thrown_kind([&] { gemm(-1, 4, 4, 1.0f, x.data(), 4, x.data(), 4, 0.0f, x.data(), 4); }),
+            ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([&] { gemm(4, 4, 8, 1.0f, x.data(), 4, x.data(), 4, 0.0f, x.data(), 4); }),
+            ErrorKind::invalid_argument);  // lda below k
+  EXPECT_EQ(test_support::thrown_kind(
+                [&] { gemm(4, 8, 4, 1.0f, x.data(), 4, x.data(), 4, 0.0f, x.data(), 8, nullptr, Transpose::no); }),
+            ErrorKind::invalid_argument);  // ldb below n
+  EXPECT_EQ(test_support::thrown_kind([&] { gemm(4, 4, 4, 1.0f, x.data(), 4, x.data(), 4, 0.0f, nullptr, 4); }),
+            ErrorKind::invalid_argument);  // C null
+  EXPECT_EQ(test_support::thrown_kind(
+                [&] { gemm_batched(2, 4, 4, 4, 1.0f, x.data(), 4, 16, x.data(), 4, 16, 0.0f, x.data(), 4, 8); }),
+            ErrorKind::invalid_argument);  // C's matrices overlap
+}
+
 TEST(GemmReference, DeviceMatchesHost) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   const std::int64_t m = 67, n = 45, k = 129;
@@ -76,13 +184,34 @@ TEST(GemmReference, DeviceMatchesHost) {
   harness::fill_random(b.data(), b.size(), 8, harness::Distribution::uniform, nullptr);
   harness::fill_random(c0.data(), c0.size(), 9, harness::Distribution::uniform, nullptr);
   DeviceBuffer<double> value(m * n), bound(m * n), scratch(m * k + k * n);
-  gemm_variants::dgemm_reference(m, n, k, 1.5f, a.data(), b.data(), -0.5f, c0.data(), value.data(), bound.data(),
-                                 scratch.data(), nullptr);
+  gemm_variants::dgemm_reference(DType::f32, m, n, k, 1.5f, a.data(), b.data(), false, -0.5f, c0.data(), value.data(),
+                                 bound.data(), scratch.data(), nullptr);
   const auto ha = to_host(a.data(), a.size()), hb = to_host(b.data(), b.size()), hc = to_host(c0.data(), c0.size());
   const auto host = harness::gemm_reference(m, n, k, 1.5, ha.data(), k, hb.data(), n, -0.5, hc.data(), n);
   const auto dv = to_host(value.data(), value.size()), db = to_host(bound.data(), bound.size());
   for (std::int64_t i = 0; i < m * n; ++i) {
     // Both in double: agreement to ~k ulps of double.
+    ASSERT_NEAR(dv[i], host.value[i], 1e-12 * host.bound[i]) << i;
+    ASSERT_NEAR(db[i], host.bound[i], 1e-12 * host.bound[i]) << i;
+  }
+}
+
+// The BF16 path with B stored n x k: the widening kernel and the transposed DGEMM.
+TEST(GemmReference, DeviceMatchesHostBf16Transposed) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const std::int64_t m = 33, n = 70, k = 95;
+  DeviceBuffer<__nv_bfloat16> a(m * k), b(n * k), c0(m * n);
+  harness::fill_random(DType::bf16, a.data(), a.size(), 17, harness::Distribution::normal, nullptr);
+  harness::fill_random(DType::bf16, b.data(), b.size(), 18, harness::Distribution::normal, nullptr);
+  harness::fill_random(DType::bf16, c0.data(), c0.size(), 19, harness::Distribution::uniform, nullptr);
+  DeviceBuffer<double> value(m * n), bound(m * n), scratch(m * k + k * n);
+  gemm_variants::dgemm_reference(DType::bf16, m, n, k, 1.5f, a.data(), b.data(), true, -0.5f, c0.data(), value.data(),
+                                 bound.data(), scratch.data(), nullptr);
+  const auto ha = widened(to_host(a.data(), a.size())), hb = widened(to_host(b.data(), b.size()));
+  const auto hc = widened(to_host(c0.data(), c0.size()));
+  const auto host = harness::gemm_reference(m, n, k, 1.5, ha.data(), k, hb.data(), k, -0.5, hc.data(), n, true);
+  const auto dv = to_host(value.data(), value.size()), db = to_host(bound.data(), bound.size());
+  for (std::int64_t i = 0; i < m * n; ++i) {
     ASSERT_NEAR(dv[i], host.value[i], 1e-12 * host.bound[i]) << i;
     ASSERT_NEAR(db[i], host.bound[i], 1e-12 * host.bound[i]) << i;
   }

@@ -1,8 +1,8 @@
 // The tutorial claims the matrix multiply answers, each judged part by part by the one verdict rule
 // (harness/verdict.hpp): C26 (the RTX 3090 ladder, "tiled reaches ~90% of cuBLAS"), C27 (the
 // tile-size table), C28 (double buffering's 20-30%), C30 (the A100 table, its own arithmetic
-// included), read at fixed bench problems through the op's ids, and C11, C12 (shared-memory staging
-// with K = 32), read from the staging experiment's table.
+// included), C34 (tensor cores against CUDA cores), read at fixed bench problems through the op's
+// ids, and C11, C12 (shared-memory staging with K = 32), read from the staging experiment's table.
 //
 // The variants the claims are about: the tutorials' naive kernel (seeds 000 and 004) puts
 // threadIdx.x along the columns of C, which is the ladder's `coalesced` step (the ladder's `naive`
@@ -127,14 +127,16 @@ nlohmann::json claim_c28(const nlohmann::json& results, const Problem& problem) 
 // TFLOPS; vector add 1M 0.1 ms 80 GB/s; HGEMM 4096 1.5 ms 183 TFLOPS. Ratio parts from the table's
 // times (tiled / naive, cuBLAS / tiled), and one part per row for its own arithmetic: the stated
 // rate over the one its time and size give, which a consistent table keeps near 1.
-nlohmann::json claim_c30(const nlohmann::json& results, const Problem& problem) {
+nlohmann::json claim_c30(const nlohmann::json& results, const Problem& problem, const Problem& hgemm_problem) {
   const auto* naive = timed_record(results, ids::kOp, ids::kCoalesced, problem);
   const auto* tiled = timed_record(results, ids::kOp, ids::kShared16, problem);
   const auto* cublas = timed_record(results, ids::kOp, ids::kCublas, problem);
   const auto* tf32 = timed_record(results, ids::kOp, ids::kCublasTf32, problem);
-  if (naive == nullptr || tiled == nullptr || cublas == nullptr) return nullptr;
+  const auto* hgemm = timed_record(results, ids::kOp, ids::kCublasGemmEx, hgemm_problem);
+  if (naive == nullptr || tiled == nullptr || cublas == nullptr || hgemm == nullptr) return nullptr;
   const double tiled_over_naive = tflops(*tiled) / tflops(*naive);
   const double cublas_over_tiled = tflops(*cublas) / tflops(*tiled);
+  const double hgemm_over_sgemm = tflops(*hgemm) / tflops(*cublas);
   const double sgemm_flop = 2.0 * 1024 * 1024 * 1024;
   const double hgemm_flop = 2.0 * 4096 * 4096 * 4096;
   const double vecadd_bytes = 3.0 * 4 * (1 << 20);  // two float inputs read, one written
@@ -153,23 +155,54 @@ nlohmann::json claim_c30(const nlohmann::json& results, const Problem& problem) 
                          format_fixed(tflops(*naive), 2) + ", " + ids::kShared16 + " (its TILE_SIZE 16) " +
                          format_fixed(tflops(*tiled), 2) + ", cuBLAS FP32 " + format_fixed(tflops(*cublas), 2);
   if (tf32 != nullptr) measured += " (TF32 tensor cores " + format_fixed(tflops(*tf32), 2) + ")";
-  measured += "; tiled / naive " + format_fixed(tiled_over_naive, 2) + "x, cuBLAS / tiled " +
-              format_fixed(cublas_over_tiled, 2) +
+  measured += "; cuBLAS HGEMM (cublasGemmEx, FP16, FP32 accumulation) at " + at(hgemm_problem) + " " +
+              format_fixed(tflops(*hgemm), 1) + "; tiled / naive " + format_fixed(tiled_over_naive, 2) +
+              "x, cuBLAS / tiled " + format_fixed(cublas_over_tiled, 2) + "x, HGEMM / SGEMM rate " +
+              format_fixed(hgemm_over_sgemm, 1) +
               "x. The SGEMM rows' TFLOPS are ~10x what their own times give (72 would also exceed the A100's 19.5 "
-              "TFLOPS FP32 peak). Not measured here: the vector-add row (the vecadd bench, C03) and the HGEMM row "
-              "(no tensor-core gemm ladder yet, issue 11)";
+              "TFLOPS FP32 peak) and the HGEMM row's 2x. Not measured here: the vector-add row (the vecadd bench, "
+              "C03)";
+  // The HGEMM row against the SGEMM cuBLAS row, both as their times give them: 2*4096^3 flop in
+  // 1.5 ms over 2*1024^3 in 0.3 ms.
+  const double hgemm_over_sgemm_claimed = (hgemm_flop / 1.5e-3) / (sgemm_flop / 0.3e-3);
   return claim_verdict(
       "C30",
-      "from the table's times: tiled / naive 4x (8 -> 2 ms), cuBLAS / tiled 6.7x (2 -> 0.3 ms); each row's stated "
-      "rate within 0.8-1.25x of what its own time and size give",
+      "from the table's times: tiled / naive 4x (8 -> 2 ms), cuBLAS / tiled 6.7x (2 -> 0.3 ms), cuBLAS HGEMM 4096 "
+      "over cuBLAS SGEMM 1024 12.8x in rate (91.6 vs 7.2 TFLOPS); each row's stated rate within 0.8-1.25x of what "
+      "its own time and size give",
       measured,
       {judge_ratio("SGEMM 1024, tiled over naive: 4x", 8.0 / 2.0, tiled_over_naive),
        judge_ratio("SGEMM 1024, cuBLAS over tiled: 6.7x", 2.0 / 0.3, cublas_over_tiled),
+       judge_ratio("HGEMM 4096 over SGEMM 1024 (cuBLAS): 12.8x", hgemm_over_sgemm_claimed, hgemm_over_sgemm),
        arithmetic("vector add", 80, vecadd_implied, "GB/s", "1M floats (12 bytes each) in 0.1 ms"),
        arithmetic("SGEMM naive", 2.6, naive_implied, "TFLOPS", "2*1024^3 flop in 8 ms"),
        arithmetic("SGEMM tiled", 10.4, tiled_implied, "TFLOPS", "2*1024^3 flop in 2 ms"),
        arithmetic("SGEMM cuBLAS", 72, cublas_implied, "TFLOPS", "2*1024^3 flop in 0.3 ms"),
        arithmetic("HGEMM", 183, hgemm_implied, "TFLOPS", "2*4096^3 flop in 1.5 ms")});
+}
+
+// C34: "tensor cores give 8x+ the throughput of CUDA cores" (A100, FP16). Two ratio parts at the
+// same size: cuBLAS BF16 (tensor cores) over cuBLAS SGEMM (FP32 FMA), and cudalab's fastest BF16
+// ladder step over its fastest FP32 one. "8x+" is a lower bound: a larger ratio is beyond the claim
+// in its direction and holds. FP16 is quoted beside it (its tensor-core rate equals BF16's).
+nlohmann::json claim_c34(const nlohmann::json& results, const Problem& fp32, const Problem& bf16, const Problem& fp16) {
+  const auto* cublas_fp32 = timed_record(results, ids::kOp, ids::kCublas, fp32);
+  const auto* cublas_bf16 = timed_record(results, ids::kOp, ids::kCublasGemmEx, bf16);
+  const auto* best_fp32 = fastest_ladder_record(results, ids::kOp, fp32);
+  const auto* best_bf16 = fastest_ladder_record(results, ids::kOp, bf16);
+  if (cublas_fp32 == nullptr || cublas_bf16 == nullptr || best_fp32 == nullptr || best_bf16 == nullptr) return nullptr;
+  const auto* cublas_fp16 = timed_record(results, ids::kOp, ids::kCublasGemmEx, fp16);
+  const double vendor = tflops(*cublas_bf16) / tflops(*cublas_fp32);
+  const double ours = tflops(*best_bf16) / tflops(*best_fp32);
+  std::string measured = "at " + at(fp32) + ", TFLOP/s: cuBLAS BF16 " + format_fixed(tflops(*cublas_bf16), 1);
+  if (cublas_fp16 != nullptr) measured += " (FP16 " + format_fixed(tflops(*cublas_fp16), 1) + ")";
+  measured += ", cuBLAS SGEMM " + format_fixed(tflops(*cublas_fp32), 1) + ": " + format_fixed(vendor, 1) +
+              "x; cudalab BF16 " + (*best_bf16)["variant"].get<std::string>() + " " +
+              format_fixed(tflops(*best_bf16), 1) + ", FP32 " + (*best_fp32)["variant"].get<std::string>() + " " +
+              format_fixed(tflops(*best_fp32), 1) + ": " + format_fixed(ours, 1) + "x";
+  return claim_verdict("C34", "8x or more the CUDA cores' GEMM rate from tensor cores", measured,
+                       {judge_ratio("cuBLAS BF16 over cuBLAS SGEMM: 8x+", 8.0, vendor),
+                        judge_ratio("cudalab BF16 over cudalab FP32: 8x+", 8.0, ours)});
 }
 
 // The staging experiment's value in `column` for (product, kernel), 0 when absent.
@@ -245,9 +278,27 @@ void register_gemm_claims(Registry& registry) {
       "C28", ids::kOp,
       uses_of(cube8192, {ids::kVectorized, ids::kDoubleBuffered, ids::kWarpTiledSingleBuffer, ids::kWarpTiled}),
       [cube8192](const nlohmann::json& results) { return claim_c28(results, cube8192); }});
-  registry.add(ClaimCheck{"C30", ids::kOp,
-                          uses_of(cube1024, {ids::kCoalesced, ids::kShared16, ids::kCublas, ids::kCublasTf32}),
-                          [cube1024](const nlohmann::json& results) { return claim_c30(results, cube1024); }});
+  // C30's HGEMM row: cuBLAS in FP16 at the table's 4096^3.
+  const Problem hgemm4096 = op.problem({4096, 4096, 4096}, DType::f16);
+  std::vector<ClaimUse> c30_uses = uses_of(cube1024, {ids::kCoalesced, ids::kShared16, ids::kCublas, ids::kCublasTf32});
+  c30_uses.push_back({ids::kOp, ids::kCublasGemmEx, hgemm4096});
+  registry.add(ClaimCheck{"C30", ids::kOp, c30_uses, [cube1024, hgemm4096](const nlohmann::json& results) {
+                            return claim_c30(results, cube1024, hgemm4096);
+                          }});
+  // C34 at the largest square bench size, where both engines run closest to their ceilings.
+  const Problem bf16_8192 = op.problem({8192, 8192, 8192}, DType::bf16);
+  const Problem fp16_8192 = op.problem({8192, 8192, 8192}, DType::f16);
+  std::vector<ClaimUse> c34_uses = {{ids::kOp, ids::kCublas, cube8192},
+                                    {ids::kOp, ids::kCublasGemmEx, bf16_8192},
+                                    {ids::kOp, ids::kCublasGemmEx, fp16_8192}};
+  for (const Variant& v : op.variants)
+    if (v.role == Role::ladder) {
+      if (v.supports(DType::f32)) c34_uses.push_back({ids::kOp, v.id, cube8192});
+      if (v.supports(DType::bf16)) c34_uses.push_back({ids::kOp, v.id, bf16_8192});
+    }
+  registry.add(ClaimCheck{"C34", ids::kOp, c34_uses, [=](const nlohmann::json& results) {
+                            return claim_c34(results, cube8192, bf16_8192, fp16_8192);
+                          }});
   registry.add(ClaimCheck{"C11", ids::kOp, {}, claim_c11});
   registry.add(ClaimCheck{"C12", ids::kOp, {}, claim_c12});
 }

@@ -5,9 +5,12 @@
 #include <string>
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
+#include "ops/gemm/epilogue.cuh"
 
 namespace cudalab::gemm_variants {
 namespace {
@@ -43,41 +46,97 @@ int as_int(std::int64_t value, const char* what) {
   return static_cast<int>(value);
 }
 
-__global__ void widen_kernel(const float* in, double* out, std::int64_t count, bool absolute, double scale) {
+template <typename T>
+__global__ void widen_kernel(const T* in, double* out, std::int64_t count, bool absolute, double scale) {
   for (std::int64_t i = global_thread_index(); i < count; i += global_thread_count()) {
-    const double x = in[i];
+    const double x = to_float(in[i]);
     out[i] = scale * (absolute ? fabs(x) : x);
   }
 }
 
-void widen(const float* in, double* out, std::int64_t count, bool absolute, double scale, cudaStream_t stream) {
-  if (count == 0) return;
-  const int blocks = resident_grid_size(widen_kernel, 256, count);
-  widen_kernel<<<blocks, 256, 0, stream>>>(in, out, count, absolute, scale);
+template <typename T>
+void widen_as(const void* in, double* out, std::int64_t count, bool absolute, double scale, cudaStream_t stream) {
+  const int blocks = resident_grid_size(widen_kernel<T>, 256, count);
+  widen_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<const T*>(in), out, count, absolute, scale);
   CUDALAB_CHECK_LAUNCH();
 }
 
+void widen(DType dtype, const void* in, double* out, std::int64_t count, bool absolute, double scale,
+           cudaStream_t stream) {
+  if (count == 0) return;
+  switch (dtype) {
+    case DType::f32: return widen_as<float>(in, out, count, absolute, scale, stream);
+    case DType::f16: return widen_as<__half>(in, out, count, absolute, scale, stream);
+    case DType::bf16: return widen_as<__nv_bfloat16>(in, out, count, absolute, scale, stream);
+    default: throw Error(ErrorKind::invalid_argument, "dgemm_reference: f32, f16 or bf16 only", __FILE__, __LINE__);
+  }
+}
+
 void dgemm_row_major(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a, const double* b,
-                     double beta, double* c, cudaStream_t stream) {
-  check(cublasDgemm(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"), as_int(m, "m"), as_int(k, "k"), &alpha,
-                    b, as_int(n, "ldb"), a, as_int(k, "lda"), &beta, c, as_int(n, "ldc")),
+                     bool b_transposed, double beta, double* c, cudaStream_t stream) {
+  check(cublasDgemm(handle_on(stream), b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"),
+                    as_int(m, "m"), as_int(k, "k"), &alpha, b, as_int(b_transposed ? k : n, "ldb"), a, as_int(k, "lda"),
+                    &beta, c, as_int(n, "ldc")),
         "cublasDgemm");
 }
+
+template <typename T>
+constexpr cudaDataType_t cuda_data_type();
+template <>
+constexpr cudaDataType_t cuda_data_type<__half>() {
+  return CUDA_R_16F;
+}
+template <>
+constexpr cudaDataType_t cuda_data_type<__nv_bfloat16>() {
+  return CUDA_R_16BF;
+}
+
+cublasOperation_t b_operation(bool b_transposed) { return b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 }  // namespace
 
 void cublas_sgemm(const GemmArgs<float>& p, cudaStream_t stream) {
-  check(cublasSgemm(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"), as_int(p.k, "k"),
-                    &p.alpha, p.b, as_int(p.ldb, "ldb"), p.a, as_int(p.lda, "lda"), &p.beta, p.c, as_int(p.ldc, "ldc")),
-        "cublasSgemm");
+  const int m = as_int(p.m, "m"), n = as_int(p.n, "n"), k = as_int(p.k, "k");
+  const int lda = as_int(p.lda, "lda"), ldb = as_int(p.ldb, "ldb"), ldc = as_int(p.ldc, "ldc");
+  if (p.batch == 1) {
+    check(cublasSgemm(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b, ldb, p.a,
+                      lda, &p.beta, p.c, ldc),
+          "cublasSgemm");
+  } else {
+    check(cublasSgemmStridedBatched(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b,
+                                    ldb, p.stride_b, p.a, lda, p.stride_a, &p.beta, p.c, ldc, p.stride_c,
+                                    as_int(p.batch, "batch")),
+          "cublasSgemmStridedBatched");
+  }
 }
 
 void cublas_sgemm_tf32(const GemmArgs<float>& p, cudaStream_t stream) {
-  check(cublasGemmEx(handle_on(stream), CUBLAS_OP_N, CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"), as_int(p.k, "k"),
-                     &p.alpha, p.b, CUDA_R_32F, as_int(p.ldb, "ldb"), p.a, CUDA_R_32F, as_int(p.lda, "lda"), &p.beta,
-                     p.c, CUDA_R_32F, as_int(p.ldc, "ldc"), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+  CUDALAB_REQUIRE(p.batch == 1, "cublas_sgemm_tf32: one matrix at a time");
+  check(cublasGemmEx(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"),
+                     as_int(p.k, "k"), &p.alpha, p.b, CUDA_R_32F, as_int(p.ldb, "ldb"), p.a, CUDA_R_32F,
+                     as_int(p.lda, "lda"), &p.beta, p.c, CUDA_R_32F, as_int(p.ldc, "ldc"), CUBLAS_COMPUTE_32F_FAST_TF32,
+                     CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx (TF32)");
 }
+
+template <typename T>
+void cublas_gemm_ex(const GemmArgs<T>& p, cudaStream_t stream) {
+  constexpr cudaDataType_t type = cuda_data_type<T>();
+  const int m = as_int(p.m, "m"), n = as_int(p.n, "n"), k = as_int(p.k, "k");
+  const int lda = as_int(p.lda, "lda"), ldb = as_int(p.ldb, "ldb"), ldc = as_int(p.ldc, "ldc");
+  if (p.batch == 1) {
+    check(cublasGemmEx(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b, type, ldb,
+                       p.a, type, lda, &p.beta, p.c, type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+  } else {
+    check(cublasGemmStridedBatchedEx(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha,
+                                     p.b, type, ldb, p.stride_b, p.a, type, lda, p.stride_a, &p.beta, p.c, type, ldc,
+                                     p.stride_c, as_int(p.batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx");
+  }
+}
+template void cublas_gemm_ex<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void cublas_gemm_ex<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 
 void cublas_aat_syrk(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream) {
   const float one = 1.0f, zero = 0.0f;
@@ -96,24 +155,25 @@ void cublas_aat_gemm(const float* a, std::int64_t rows, std::int64_t depth, floa
       "cublasSgemm (A A^T)");
 }
 
-void dgemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, const float* b,
-                     float beta, const float* c0, double* reference, double* bound, double* scratch,
-                     cudaStream_t stream) {
+void dgemm_reference(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const void* a,
+                     const void* b, bool b_transposed, float beta, const void* c0, double* reference, double* bound,
+                     double* scratch, cudaStream_t stream) {
   if (m == 0 || n == 0) return;
   double* wide_a = scratch;
   double* wide_b = scratch + m * k;
-  widen(a, wide_a, m * k, false, 1.0, stream);
-  widen(b, wide_b, k * n, false, 1.0, stream);
-  widen(c0, reference, m * n, false, 1.0, stream);
+  widen(dtype, a, wide_a, m * k, false, 1.0, stream);
+  widen(dtype, b, wide_b, k * n, false, 1.0, stream);
+  widen(dtype, c0, reference, m * n, false, 1.0, stream);
   if (k > 0) {
-    dgemm_row_major(m, n, k, alpha, wide_a, wide_b, beta, reference, stream);
+    dgemm_row_major(m, n, k, alpha, wide_a, wide_b, b_transposed, beta, reference, stream);
   } else {
-    widen(c0, reference, m * n, false, beta, stream);
+    widen(dtype, c0, reference, m * n, false, beta, stream);
   }
-  widen(a, wide_a, m * k, true, 1.0, stream);
-  widen(b, wide_b, k * n, true, 1.0, stream);
-  widen(c0, bound, m * n, true, std::fabs(static_cast<double>(beta)), stream);
-  if (k > 0) dgemm_row_major(m, n, k, std::fabs(static_cast<double>(alpha)), wide_a, wide_b, 1.0, bound, stream);
+  widen(dtype, a, wide_a, m * k, true, 1.0, stream);
+  widen(dtype, b, wide_b, k * n, true, 1.0, stream);
+  widen(dtype, c0, bound, m * n, true, std::fabs(static_cast<double>(beta)), stream);
+  if (k > 0)
+    dgemm_row_major(m, n, k, std::fabs(static_cast<double>(alpha)), wide_a, wide_b, b_transposed, 1.0, bound, stream);
 }
 
 }  // namespace cudalab::gemm_variants

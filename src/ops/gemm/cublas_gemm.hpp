@@ -1,32 +1,40 @@
-// cuBLAS on the harness side: the SGEMM baselines of the ladder and the FP64 reference that
-// checks large problems. Row-major C = alpha A B + beta C is column-major C^T = B^T A^T, so every
-// call passes B before A.
+// cuBLAS on the harness side: the GEMM baselines of the ladder and the FP64 reference that checks
+// large problems. Row-major C = alpha A B + beta C is column-major C^T = B^T A^T, so every call
+// passes B before A (transposed when args.b_transposed); a batch goes through the strided-batched
+// entry points.
 #pragma once
 
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
 
+#include "cudalab/dtype.hpp"
 #include "ops/gemm/variants.hpp"
 
 namespace cudalab::gemm_variants {
 
-// cublasSgemm with the handle's default math mode: FP32 inputs, FP32 FMAs.
+// cublasSgemm (cublasSgemmStridedBatched for a batch) with the handle's default math mode: FP32
+// inputs, FP32 FMAs.
 void cublas_sgemm(const GemmArgs<float>& args, cudaStream_t stream);
 // cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32: inputs rounded to TF32 (10-bit mantissa) on
 // tensor cores, FP32 accumulation. A different precision: checked with its own tolerance.
 void cublas_sgemm_tf32(const GemmArgs<float>& args, cudaStream_t stream);
+// cublasGemmEx (cublasGemmStridedBatchedEx for a batch) with BF16 or FP16 A, B and C and
+// CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation, alpha and beta in FP32.
+template <typename T>
+void cublas_gemm_ex(const GemmArgs<T>& args, cudaStream_t stream);
 // C = A A^T for row-major A (rows x depth): cublasSsyrk (lower triangle, then mirrored) or cublasSgemm.
 void cublas_aat_syrk(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream);
 void cublas_aat_gemm(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream);
 
-// The FP64 reference for large problems, all on the device: dense row-major A (m x k), B (k x n),
-// C0 (m x n) in FP32 are widened to double and
+// The FP64 reference for large problems, all on the device: dense row-major A (m x k), B (k x n,
+// or n x k when `b_transposed`), C0 (m x n), all of `dtype` (f32, f16 or bf16), are widened to
+// double and
 //   reference = alpha A B + beta C0            (cublasDgemm)
 //   bound     = |alpha| |A| |B| + |beta| |C0|  (a second cublasDgemm on absolute values)
 // `reference` and `bound` are device arrays of m * n doubles; `scratch` holds m*k + k*n doubles.
-void dgemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, const float* b,
-                     float beta, const float* c0, double* reference, double* bound, double* scratch,
-                     cudaStream_t stream);
+void dgemm_reference(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const void* a,
+                     const void* b, bool b_transposed, float beta, const void* c0, double* reference, double* bound,
+                     double* scratch, cudaStream_t stream);
 
 }  // namespace cudalab::gemm_variants

@@ -1,11 +1,55 @@
-// The last step every ladder kernel shares: c = alpha * acc + beta * c, where beta == 0 leaves the
-// old C unread (it may be uninitialised or NaN, as BLAS allows).
+// The last step every ladder kernel shares: c = alpha * acc + beta * c in FP32, rounded to C's
+// element type, where beta == 0 leaves the old C unread (it may be uninitialised or NaN, as BLAS
+// allows).
 #pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 namespace cudalab::gemm_variants {
 
-__device__ __forceinline__ void blend_store(float* c, float alpha, float beta, float acc) {
-  *c = beta == 0.0f ? alpha * acc : fmaf(alpha, acc, beta * *c);
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+template <typename T>
+__device__ __forceinline__ void blend_store(T* c, float alpha, float beta, float acc) {
+  *c = from_float<T>(beta == 0.0f ? alpha * acc : fmaf(alpha, acc, beta * to_float(*c)));
+}
+
+// Two adjacent outputs of a 16-bit type in one 4-byte access: `c` must be 4-byte aligned.
+template <typename T>
+__device__ __forceinline__ void blend_store2(T* c, float alpha, float beta, float acc0, float acc1) {
+  static_assert(sizeof(T) == 2, "pairs of 16-bit elements");
+  struct alignas(4) Pair {
+    T x, y;
+  };
+  Pair out;
+  Pair* p = reinterpret_cast<Pair*>(c);
+  if (beta == 0.0f) {
+    out.x = from_float<T>(alpha * acc0);
+    out.y = from_float<T>(alpha * acc1);
+  } else {
+    const Pair old = *p;
+    out.x = from_float<T>(fmaf(alpha, acc0, beta * to_float(old.x)));
+    out.y = from_float<T>(fmaf(alpha, acc1, beta * to_float(old.y)));
+  }
+  *p = out;
 }
 
 __device__ __forceinline__ void blend_store4(float* c, float alpha, float beta, const float (&acc)[4]) {

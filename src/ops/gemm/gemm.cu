@@ -1,7 +1,9 @@
 // cudalab::gemm: argument checks, then the pipelined kernel configuration measured fastest.
 #include "cudalab/gemm.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
@@ -10,44 +12,106 @@
 namespace cudalab {
 namespace gemm_variants {
 
-PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m, std::int64_t n) {
+namespace {
+
+// Split-K for outputs of fewer tiles than SMs; the three constants are the knobs, to be set from
+// the config_*_kS rows. Such an output leaves SMs idle, and each busy SM runs one 4-warp block
+// whose memory latency nothing else covers. Splitting K into S slices makes tiles * S blocks, each
+// running 1/S of the K loop. While every SM can hold its share of them at once (kSplitBlocksPerSm
+// blocks of 128 threads: 16 warps, which is also the register limit of the 64x128 and 64x64 tiles)
+// the slices run side by side, the loop takes about 1/S of the time, and the largest such S wins;
+// beyond that, the extra blocks queue behind the first ones. S costs S m n fp32 partial sums
+// written and read back, a second launch (the reduce) and a stream-ordered allocation:
+// kMinSliceTiles keeps at least that many BK-deep tiles in each slice, so that cost stays small
+// next to the multiply. Only splits built into pipeline_configs() are candidates.
+constexpr int kSplitBlocksPerSm = 4;
+constexpr int kMinSliceTiles = 8;
+constexpr int kSplits[] = {8, 4, 2};  // tried in this order
+
+bool is_built(const PipelineConfig& config) {
+  const std::vector<PipelineConfig>& built = pipeline_configs();
+  return std::find(built.begin(), built.end(), config) != built.end();
+}
+
+}  // namespace
+
+PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m, std::int64_t n, std::int64_t k,
+                            std::int64_t batch) {
   (void)compute_capability;
   // Measured on an H100 (sm_90, results/nvidia-h100-80gb-hbm3/gemm.json, commit eb9ee2c): the
   // 64x128x16 tile, 3 stages, warp tiled, was the fastest configuration at 1024^3, 4096^3 and
   // 8192^3 (32.3, 46.4, 47.6 TFLOP/s), once its tiles come near one wave (1024^3 gives 128 tiles
   // on 132 SMs). Narrower outputs, or fewer tiles, leave SMs idle and waste half of each tile's
   // columns where n < 128; the 64x64 tile was fastest there (8192x64x8192: 29.5 vs 9.1).
-  const std::int64_t tiles = ceil_div<std::int64_t>(m, 64) * ceil_div<std::int64_t>(n, 128);
-  if (n >= 128 && 10 * tiles >= 9 * std::int64_t{sm_count}) return {64, 128, 16, 2, 2, 3, true};
-  return {64, 64, 16, 1, 2, 3, true};
+  // A batch's matrices are tiles of one grid.
+  const std::int64_t wide_tiles = batch * ceil_div<std::int64_t>(m, 64) * ceil_div<std::int64_t>(n, 128);
+  const PipelineConfig config = n >= 128 && 10 * wide_tiles >= 9 * std::int64_t{sm_count}
+                                    ? PipelineConfig{64, 128, 16, 2, 2, 3, true}
+                                    : PipelineConfig{64, 64, 16, 1, 2, 3, true};
+  const std::int64_t tiles = batch * ceil_div<std::int64_t>(m, config.bm) * ceil_div<std::int64_t>(n, config.bn);
+  if (tiles >= sm_count) return config;
+  for (int split : kSplits) {
+    PipelineConfig candidate = config;
+    candidate.split_k = split;
+    const bool resident = tiles * split <= std::int64_t{kSplitBlocksPerSm} * sm_count;
+    const bool deep = k >= std::int64_t{kMinSliceTiles} * config.bk * split;
+    if (resident && deep && is_built(candidate)) return candidate;
+  }
+  return config;
 }
 
 }  // namespace gemm_variants
+
+namespace {
+
+void run_fp32(const gemm_variants::GemmArgs<float>& p, cudaStream_t stream) {
+  CUDALAB_REQUIRE(p.m >= 0 && p.n >= 0 && p.k >= 0 && p.batch >= 0,
+                  "gemm: negative size m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
+                      " k=" + std::to_string(p.k) + " batch=" + std::to_string(p.batch));
+  CUDALAB_REQUIRE(p.lda >= (p.k > 0 ? p.k : 1), "gemm: lda=" + std::to_string(p.lda) +
+                                                    " is below k=" + std::to_string(p.k) + " (A is row-major m x k)");
+  CUDALAB_REQUIRE(p.ldb >= (p.n > 0 ? p.n : 1), "gemm: ldb=" + std::to_string(p.ldb) +
+                                                    " is below n=" + std::to_string(p.n) + " (B is row-major k x n)");
+  CUDALAB_REQUIRE(p.ldc >= (p.n > 0 ? p.n : 1), "gemm: ldc=" + std::to_string(p.ldc) +
+                                                    " is below n=" + std::to_string(p.n) + " (C is row-major m x n)");
+  CUDALAB_REQUIRE(p.stride_a >= 0 && p.stride_b >= 0 && p.stride_c >= 0, "gemm_batched: negative batch stride");
+  CUDALAB_REQUIRE(
+      p.batch <= 1 || p.stride_c >= p.m * p.ldc || p.m == 0 || p.n == 0,
+      "gemm_batched: stride_c=" + std::to_string(p.stride_c) + " makes C's matrices overlap (below m * ldc)");
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
+  CUDALAB_REQUIRE(p.c != nullptr, "gemm: C is null");
+  CUDALAB_REQUIRE(p.k == 0 || (p.a != nullptr && p.b != nullptr), "gemm: A or B is null");
+  CUDALAB_REQUIRE(p.m <= std::int64_t{65535} * 64, "gemm: m=" + std::to_string(p.m) + " exceeds 65535 * 64 rows");
+  int device = 0, sm_count = 0, major = 0, minor = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  gemm_variants::launch_pipelined(gemm_variants::tuned_config(major * 10 + minor, sm_count, p.m, p.n, p.k, p.batch), p,
+                                  stream);
+}
+
+}  // namespace
 
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
           std::int64_t ldb, float beta, float* c, std::int64_t ldc, cudaStream_t stream, Layout layout) {
   CUDALAB_REQUIRE(layout == Layout::row_major,
                   "gemm: only row-major matrices are supported; for column-major C = A B call it with the "
                   "transposed problem, row-major C^T = B^T A^T (swap A and B, m and n)");
-  CUDALAB_REQUIRE(m >= 0 && n >= 0 && k >= 0,
-                  "gemm: negative size m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
-  CUDALAB_REQUIRE(lda >= (k > 0 ? k : 1),
-                  "gemm: lda=" + std::to_string(lda) + " is below k=" + std::to_string(k) + " (A is row-major m x k)");
-  CUDALAB_REQUIRE(ldb >= (n > 0 ? n : 1),
-                  "gemm: ldb=" + std::to_string(ldb) + " is below n=" + std::to_string(n) + " (B is row-major k x n)");
-  CUDALAB_REQUIRE(ldc >= (n > 0 ? n : 1),
-                  "gemm: ldc=" + std::to_string(ldc) + " is below n=" + std::to_string(n) + " (C is row-major m x n)");
-  if (m == 0 || n == 0) return;
-  CUDALAB_REQUIRE(c != nullptr, "gemm: C is null");
-  CUDALAB_REQUIRE(k == 0 || (a != nullptr && b != nullptr), "gemm: A or B is null");
-  CUDALAB_REQUIRE(m <= std::int64_t{65535} * 64, "gemm: m=" + std::to_string(m) + " exceeds 65535 * 64 rows");
-  int device = 0, sm_count = 0, major = 0, minor = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  const gemm_variants::GemmArgs<float> args{m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
-  gemm_variants::launch_pipelined(gemm_variants::tuned_config(major * 10 + minor, sm_count, m, n), args, stream);
+  gemm_variants::GemmArgs<float> args;
+  args.m = m, args.n = n, args.k = k, args.alpha = alpha, args.beta = beta;
+  args.a = a, args.lda = lda, args.b = b, args.ldb = ldb, args.c = c, args.ldc = ldc;
+  run_fp32(args, stream);
+}
+
+void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                  std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb, std::int64_t stride_b,
+                  float beta, float* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream) {
+  gemm_variants::GemmArgs<float> args;
+  args.m = m, args.n = n, args.k = k, args.alpha = alpha, args.beta = beta;
+  args.a = a, args.lda = lda, args.b = b, args.ldb = ldb, args.c = c, args.ldc = ldc;
+  args.batch = batch, args.stride_a = stride_a, args.stride_b = stride_b, args.stride_c = stride_c;
+  run_fp32(args, stream);
 }
 
 }  // namespace cudalab

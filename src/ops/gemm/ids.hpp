@@ -6,6 +6,8 @@
 namespace cudalab::harness::gemm_ids {
 
 inline constexpr char kOp[] = "gemm";
+// The same product over a strided batch of matrices (dims batch, M, N, K).
+inline constexpr char kBatchedOp[] = "gemm_batched";
 
 // The ladder.
 inline constexpr char kNaive[] = "naive";
@@ -25,9 +27,20 @@ inline constexpr char kWarpTiled[] = "warp_tiled";
 inline constexpr char kConfigPrefix[] = "config_";
 inline constexpr char kTuned[] = "tuned";
 
+// The tensor-core ladder (bf16, f16).
+inline constexpr char kWmmaGlobal[] = "wmma_global";
+inline constexpr char kWmmaShared[] = "wmma_shared";
+inline constexpr char kMmaSwizzled[] = "mma_swizzled";
+inline constexpr char kMmaPipelined[] = "mma_pipelined";
+inline constexpr char kWgmmaTma[] = "wgmma_tma";
+inline constexpr char kWgmmaSpecialized[] = "wgmma_specialized";
+inline constexpr char kWgmmaPersistent[] = "wgmma_persistent";
+inline constexpr char kWgmmaCluster[] = "wgmma_cluster";
+
 // The cuBLAS baselines.
 inline constexpr char kCublas[] = "cublas";
 inline constexpr char kCublasTf32[] = "cublas_tf32";
+inline constexpr char kCublasGemmEx[] = "cublas_gemmex";
 
 // The K = 32 products experiment (C = AB and C = AA^T through shared memory) and its rows.
 inline constexpr char kStagingExperiment[] = "gemm_seed001";

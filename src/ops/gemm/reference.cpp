@@ -10,7 +10,7 @@ namespace cudalab::harness {
 
 GemmReference gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const float* a,
                              std::int64_t lda, const float* b, std::int64_t ldb, double beta, const float* c0,
-                             std::int64_t ldc) {
+                             std::int64_t ldc, bool b_transposed) {
   GemmReference out;
   out.value.assign(static_cast<std::size_t>(m * n), 0.0);
   out.bound.assign(static_cast<std::size_t>(m * n), 0.0);
@@ -28,7 +28,7 @@ GemmReference gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, dou
           for (std::int64_t p = p0; p < p1; ++p) {
             const double x = a[i * lda + p];
             for (std::int64_t j = j0; j < j1; ++j) {
-              const double y = b[p * ldb + j];
+              const double y = b_transposed ? b[j * ldb + p] : b[p * ldb + j];
               value[j] += x * y;
               bound[j] += std::fabs(x * y);
             }
@@ -45,9 +45,10 @@ GemmReference gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, dou
   return out;
 }
 
-double gemm_error_bound(std::int64_t k, double magnitude, double input_unit) {
-  constexpr double kUnit = 1.0 / 16777216.0;  // 2^-24
-  return (2.0 * input_unit + static_cast<double>(k + 3) * kUnit) * magnitude;
+double gemm_error_bound(std::int64_t k, double magnitude, const GemmTolerance& tolerance, double value) {
+  const double accumulated =
+      (2.0 * tolerance.input_unit + static_cast<double>(k + 3) * tolerance.accumulate_unit) * magnitude;
+  return accumulated + tolerance.output_unit * (std::fabs(value) + accumulated) + tolerance.output_absolute;
 }
 
 }  // namespace cudalab::harness
@@ -55,7 +56,7 @@ double gemm_error_bound(std::int64_t k, double magnitude, double input_unit) {
 namespace cudalab::harness {
 
 Comparison compare_gemm(const float* out, std::int64_t count, const double* value, const double* bound, std::int64_t k,
-                        double input_unit) {
+                        const GemmTolerance& tolerance) {
   struct Partial {
     Comparison result;
     double error_squares = 0, reference_squares = 0;
@@ -75,7 +76,7 @@ Comparison compare_gemm(const float* out, std::int64_t count, const double* valu
         p.error_squares += error * error;
         p.result.max_abs_error = std::max(p.result.max_abs_error, error);
       }
-      if (!finite || !(error <= gemm_error_bound(k, bound[i], input_unit))) {
+      if (!finite || !(error <= gemm_error_bound(k, bound[i], tolerance, want))) {
         if (p.result.mismatches++ == 0) {
           p.result.first_mismatch = i;
           p.result.first_mismatch_out = got;
@@ -85,7 +86,8 @@ Comparison compare_gemm(const float* out, std::int64_t count, const double* valu
     }
   });
   Comparison total;
-  total.tolerance = {gemm_error_bound(k, 1.0, input_unit), 0.0};
+  total.tolerance = {2.0 * tolerance.input_unit + static_cast<double>(k + 3) * tolerance.accumulate_unit,
+                     tolerance.output_absolute};
   double error_squares = 0, reference_squares = 0;
   for (const Partial& p : partials) {  // workers hold consecutive ranges: the first mismatch is the earliest
     if (p.result.mismatches > 0 && total.mismatches == 0) {

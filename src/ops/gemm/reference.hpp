@@ -1,7 +1,8 @@
 // CPU reference for C = alpha A B + beta C0 (row-major, strided), in double: the reference value
-// and, per element, the magnitude |alpha| (|A| |B|)_ij + |beta| |C0_ij| that the fp32 error bound
-// scales with. c0 may be null: no C term. Blocked over k and j so B's rows stay in cache; rows are split over host
-// threads.
+// and, per element, the magnitude |alpha| (|A| |B|)_ij + |beta| |C0_ij| that the error bound
+// scales with. c0 may be null: no C term. B is k x n, or n x k when `b_transposed` (C = A B^T).
+// Blocked over k and j so B's rows stay in cache; rows are split over host threads. BF16 and FP16
+// operands are passed widened to float, which holds them exactly.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +17,24 @@ struct GemmReference {
 
 GemmReference gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const float* a,
                              std::int64_t lda, const float* b, std::int64_t ldb, double beta, const float* c0,
-                             std::int64_t ldc);
+                             std::int64_t ldc, bool b_transposed = false);
 
-// The error allowed for one fp32 result with k products: each product and partial sum rounds
-// once (fused multiply-add), then alpha*acc and the beta*C0 term round: (k + 3) units of 2^-24
-// of the magnitude bound, the classical first-order bound gamma_{k+3} for any summation order.
-// `input_unit` adds a relative error of the inputs themselves (TF32 rounds them to 10 bits).
-double gemm_error_bound(std::int64_t k, double magnitude, double input_unit = 0.0);
+// What an engine may do to a result on its way: round the inputs (TF32 keeps 10 mantissa bits),
+// round the FP32 accumulator at each of the k additions, round the result to C's element type.
+struct GemmTolerance {
+  double input_unit = 0.0;
+  // 2^-24: round to nearest. Tensor cores are allowed 2^-23 (their FP32 accumulation may truncate).
+  double accumulate_unit = 1.0 / 16777216.0;
+  double output_unit = 0.0;      // the unit roundoff of C's type when it is narrower than FP32
+  double output_absolute = 0.0;  // half the smallest subnormal of C's type (fp16: 2^-25)
+};
+
+// The error allowed for one result with k products: each product and partial sum rounds once
+// (fused multiply-add), then alpha*acc and the beta*C0 term round: (k + 3) accumulator units of
+// the magnitude bound, the classical first-order bound gamma_{k+3} for any summation order; plus
+// twice the inputs' own rounding; plus the final rounding of `value` (the exact result) to C's
+// type, applied to the value the accumulator may have reached.
+double gemm_error_bound(std::int64_t k, double magnitude, const GemmTolerance& tolerance = {}, double value = 0.0);
 
 }  // namespace cudalab::harness
 
@@ -30,9 +42,10 @@ double gemm_error_bound(std::int64_t k, double magnitude, double input_unit = 0.
 
 namespace cudalab::harness {
 
-// out[i] against value[i] within gemm_error_bound(k, bound[i], input_unit), for i in [0, count).
-// Reported tolerance: rtol = the bound's factor, relative to bound[i] rather than to |value[i]|.
+// out[i] against value[i] within gemm_error_bound(k, bound[i], tolerance, value[i]), for i in
+// [0, count). Reported tolerance: rtol = the accumulation's factor, relative to bound[i] rather
+// than to |value[i]|; atol = the output type's absolute term.
 Comparison compare_gemm(const float* out, std::int64_t count, const double* value, const double* bound, std::int64_t k,
-                        double input_unit = 0.0);
+                        const GemmTolerance& tolerance = {});
 
 }  // namespace cudalab::harness

@@ -1,12 +1,17 @@
-// The matrix-multiply op: C = alpha A B + beta C, row-major. Its tensors (A, B, and C, whose
-// generated values are the C0 that beta reads), the check against an FP64 reference with an
-// error bound that grows with K, the work model, the ladder, and cuBLAS in FP32 and in TF32. The
+// The matrix-multiply ops: C = alpha A B + beta C, row-major, in FP32 (the CUDA-core ladder, cuBLAS
+// in FP32 and TF32) and in BF16/FP16 (the tensor-core ladder, cublasGemmEx), with B as K x N or,
+// with transpose_b = 1, N x K; gemm_batched runs the same product over a strided batch. Their
+// tensors (A, B, and C, whose generated values are the C0 that beta reads), the check against an
+// FP64 reference with an error bound that grows with K, the work model and the variants. The
 // K = 32 staging experiment is in shared_memory_staging.cu, the claims in claims.cpp.
 #include <algorithm>
 #include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "cudalab/device.hpp"
 #include "cudalab/error.hpp"
@@ -16,6 +21,7 @@
 #include "ops/gemm/cublas_gemm.hpp"
 #include "ops/gemm/ids.hpp"
 #include "ops/gemm/reference.hpp"
+#include "ops/gemm/tensor_core_variants.hpp"
 #include "ops/gemm/variants.hpp"
 
 namespace cudalab::harness {
@@ -23,6 +29,7 @@ namespace {
 
 namespace ids = gemm_ids;
 namespace v = gemm_variants;
+using bf16 = __nv_bfloat16;
 
 // Up to this many multiply-adds the host computes the reference; above, cuBLAS DGEMM does (the
 // GPU test GemmReference.DeviceMatchesHost checks the two agree).
@@ -30,33 +37,41 @@ constexpr std::int64_t kHostReferenceLimit = std::int64_t{1} << 26;
 constexpr double kTf32Unit = 1.0 / 1024.0;  // 10 explicit mantissa bits, truncation or rounding
 
 struct Dims {
-  std::int64_t m, n, k;
+  std::int64_t batch, m, n, k;
 };
-Dims dims_of(const Problem& p) { return {p.dim("M"), p.dim("N"), p.dim("K")}; }
+Dims dims_of(const Problem& p) { return {p.has_dim("batch") ? p.dim("batch") : 1, p.dim("M"), p.dim("N"), p.dim("K")}; }
+bool b_transposed(const Problem& p) { return p.param("transpose_b") != 0; }
 bool host_reference(const Problem& p) { return p.elements() <= kHostReferenceLimit; }
 
 // The epilogue's scalars as the kernels see them (fp32): the reference uses the same values.
 float alpha_of(const Problem& p) { return static_cast<float>(p.param("alpha")); }
 float beta_of(const Problem& p) { return static_cast<float>(p.param("beta")); }
 
-// Dense row-major operands: each leading dimension is its row's length.
+// Dense row-major operands, matrices of a batch back to back: each leading dimension is its row's
+// length, each batch stride its matrix's size.
+v::GemmShape shape_of(const Problem& p) {
+  const Dims d = dims_of(p);
+  v::GemmShape s;
+  s.m = d.m, s.n = d.n, s.k = d.k;
+  s.b_transposed = b_transposed(p);
+  s.lda = d.k, s.ldb = s.b_transposed ? d.k : d.n, s.ldc = d.n;
+  s.batch = d.batch, s.stride_a = d.m * d.k, s.stride_b = d.k * d.n, s.stride_c = d.m * d.n;
+  return s;
+}
+
 struct GemmBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
-    const Dims d = dims_of(problem);
+    const v::GemmShape s = shape_of(problem);
     Args args;
-    args.m = d.m;
-    args.n = d.n;
-    args.k = d.k;
-    args.alpha = alpha_of(problem);
-    args.a = tensors.data<T>("a");
-    args.lda = d.k;
-    args.b = tensors.data<T>("b");
-    args.ldb = d.n;
-    args.beta = beta_of(problem);
-    args.c = tensors.data<T>("c");
-    args.ldc = d.n;
+    args.m = s.m, args.n = s.n, args.k = s.k;
+    args.alpha = alpha_of(problem), args.beta = beta_of(problem);
+    args.a = tensors.data<T>("a"), args.lda = s.lda;
+    args.b = tensors.data<T>("b"), args.ldb = s.ldb;
+    args.c = tensors.data<T>("c"), args.ldc = s.ldc;
+    args.b_transposed = s.b_transposed;
+    args.batch = s.batch, args.stride_a = s.stride_a, args.stride_b = s.stride_b, args.stride_c = s.stride_c;
     return args;
   }
 };
@@ -67,7 +82,8 @@ Variant variant(const std::string& id, const std::string& technique, Role role,
   return make_variant<GemmBinding>(id, technique, role, launchers...);
 }
 
-// 1e30-sized inputs overflow fp32 products in any GEMM; that distribution draws normal values.
+// 1e30-sized inputs overflow fp32 products in any GEMM (and fp16 itself); that distribution draws
+// normal values.
 void fill_operand(void* device, std::int64_t count, std::uint64_t seed, Distribution distribution,
                   const Problem& problem, cudaStream_t stream) {
   if (distribution == Distribution::large_magnitude) distribution = Distribution::normal;
@@ -83,35 +99,84 @@ std::vector<T> to_host(const DeviceBuffer<T>& buffer, cudaStream_t stream) {
   return host;
 }
 
-// Element-wise against alpha A B + beta C0 in double, within (K + 3) fp32 roundings of
-// |alpha| |A||B| + |beta| |C0| (reference.hpp), plus the inputs' own rounding for TF32.
+// A host array of f32, f16 or bf16 values as floats (which hold the 16-bit types exactly): the
+// array itself for f32, a widened copy otherwise.
+class HostFloats {
+ public:
+  HostFloats(DType dtype, const void* data, std::int64_t count) {
+    if (dtype == DType::f32) {
+      data_ = static_cast<const float*>(data);
+      return;
+    }
+    copy_.resize(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i)
+      copy_[static_cast<std::size_t>(i)] = static_cast<float>(element_to_double(dtype, data, i));
+    data_ = copy_.data();
+  }
+  const float* data() const { return data_; }
+
+ private:
+  std::vector<float> copy_;
+  const float* data_ = nullptr;
+};
+
+// What the variant's engine may do to each result (reference.hpp): TF32 rounds the inputs; tensor
+// cores may truncate the FP32 accumulator; BF16/FP16 outputs round once more.
+GemmTolerance tolerance_of(ComputeUnit unit, DType dtype) {
+  GemmTolerance t;
+  if (unit == ComputeUnit::tf32_tensor_cores) t.input_unit = kTf32Unit;
+  if (dtype == DType::f16 || dtype == DType::bf16) {
+    t.accumulate_unit = 1.0 / 8388608.0;  // 2^-23
+    t.output_unit = traits(dtype).unit_roundoff;
+    t.output_absolute = dtype == DType::f16 ? 1.0 / 33554432.0 : 0.0;  // fp16 subnormals are 2^-24 apart
+  }
+  return t;
+}
+
+// Element-wise against alpha A op(B) + beta C0 in double, per matrix of the batch, within the
+// engine's tolerance of |alpha| |A||op(B)| + |beta| |C0| (reference.hpp).
 Comparison check_gemm(const CheckContext& ctx) {
   const Dims d = dims_of(ctx.problem);
+  const bool transposed = b_transposed(ctx.problem);
   const float alpha = alpha_of(ctx.problem), beta = beta_of(ctx.problem);
+  const DType dtype = ctx.problem.dtype;
   const Tensor& a = ctx.tensors["a"];
   const Tensor& b = ctx.tensors["b"];
   const Tensor& c = ctx.tensors["c"];
+  const std::int64_t size_a = d.m * d.k, size_b = d.k * d.n, size_c = d.m * d.n;
   std::vector<double> value, bound;
   if (host_reference(ctx.problem)) {
-    GemmReference r = gemm_reference(d.m, d.n, d.k, alpha, a.host_as<float>(), d.k, b.host_as<float>(), d.n, beta,
-                                     c.initial_host_as<float>(), d.n);
-    value = std::move(r.value);
-    bound = std::move(r.bound);
+    const HostFloats ha(dtype, a.host(), a.count()), hb(dtype, b.host(), b.count());
+    const HostFloats hc0(dtype, c.initial_host(), c.count());
+    value.reserve(static_cast<std::size_t>(c.count()));
+    bound.reserve(static_cast<std::size_t>(c.count()));
+    for (std::int64_t z = 0; z < d.batch; ++z) {
+      const GemmReference r = gemm_reference(d.m, d.n, d.k, alpha, ha.data() + z * size_a, d.k, hb.data() + z * size_b,
+                                             transposed ? d.k : d.n, beta, hc0.data() + z * size_c, d.n, transposed);
+      value.insert(value.end(), r.value.begin(), r.value.end());
+      bound.insert(bound.end(), r.bound.begin(), r.bound.end());
+    }
   } else {
     // A and B on the device are as generated (no variant writes them); the device C holds the
     // variant's result, so C0 goes up from its host copy.
-    DeviceBuffer<float> c0(d.m * d.n);
-    DeviceBuffer<double> reference(d.m * d.n), magnitude(d.m * d.n), scratch(d.m * d.k + d.k * d.n);
+    DeviceBuffer<unsigned char> c0(static_cast<std::int64_t>(c.bytes()));
+    DeviceBuffer<double> reference(c.count()), magnitude(c.count()), scratch(size_a + size_b);
     if (c0.bytes() > 0)
-      CUDALAB_CUDA_CHECK(
-          cudaMemcpyAsync(c0.data(), c.initial_host_as<float>(), c0.bytes(), cudaMemcpyHostToDevice, ctx.stream));
-    v::dgemm_reference(d.m, d.n, d.k, alpha, a.device_as<float>(), b.device_as<float>(), beta, c0.data(),
-                       reference.data(), magnitude.data(), scratch.data(), ctx.stream);
+      CUDALAB_CUDA_CHECK(cudaMemcpyAsync(c0.data(), c.initial_host(), c0.bytes(), cudaMemcpyHostToDevice, ctx.stream));
+    const std::size_t element = size_of(dtype);
+    for (std::int64_t z = 0; z < d.batch; ++z) {
+      const auto at = [&](const void* base, std::int64_t offset) {
+        return static_cast<const unsigned char*>(base) + static_cast<std::size_t>(offset) * element;
+      };
+      v::dgemm_reference(dtype, d.m, d.n, d.k, alpha, at(a.device(), z * size_a), at(b.device(), z * size_b),
+                         transposed, beta, at(c0.data(), z * size_c), reference.data() + z * size_c,
+                         magnitude.data() + z * size_c, scratch.data(), ctx.stream);
+    }
     value = to_host(reference, ctx.stream);
     bound = to_host(magnitude, ctx.stream);
   }
-  const double input_unit = ctx.unit == ComputeUnit::tf32_tensor_cores ? kTf32Unit : 0.0;
-  return compare_gemm(c.host_as<float>(), d.m * d.n, value.data(), bound.data(), d.k, input_unit);
+  const HostFloats out(dtype, c.host(), c.count());
+  return compare_gemm(out.data(), c.count(), value.data(), bound.data(), d.k, tolerance_of(ctx.unit, dtype));
 }
 
 // Above 4096^3 the one-thread-per-output kernels take over a second per launch.
@@ -121,6 +186,20 @@ std::string too_slow_above_4096(const DeviceInfo&, const Problem& p) {
              : "";
 }
 
+// The FP32 CUDA-core kernels take one matrix with B as K x N.
+std::string fp32_ladder_limits(const DeviceInfo&, const Problem& p) {
+  if (b_transposed(p)) return "the FP32 CUDA-core ladder takes B as K x N only (transpose_b = 0)";
+  return "";
+}
+
+// An FP32 CUDA-core rung below the pipelined family.
+Variant fp32_rung(const std::string& id, const std::string& technique,
+                  void (*launch)(const v::GemmArgs<float>&, cudaStream_t)) {
+  Variant x = variant(id, technique, Role::ladder, launch);
+  x.can_implement = fp32_ladder_limits;
+  return x;
+}
+
 // The configurations the named pipelined steps run, by value: the kernels' list may grow or be
 // reordered without moving a step to another configuration.
 const v::PipelineConfig kVectorizedConfig{128, 128, 8, 2, 2, 1, false};
@@ -128,14 +207,171 @@ const v::PipelineConfig kDoubleBufferedConfig{128, 128, 8, 2, 2, 2, false};
 const v::PipelineConfig kWarpTiledSingleBufferConfig{128, 128, 8, 2, 2, 1, true};
 const v::PipelineConfig kWarpTiledConfig{128, 128, 8, 2, 2, 2, true};
 
-// pipelined_launcher throws for a configuration the library does not build.
+// pipelined_launcher throws for a configuration the library does not build. Split-K exists for
+// outputs with fewer tiles than SMs; on larger ones its scratch (split_k * M * N floats) only costs.
 Variant pipelined(const std::string& id, const std::string& technique, const v::PipelineConfig& config) {
-  return variant(id, technique + " (" + config.name() + ")", Role::ladder, v::pipelined_launcher(config));
+  Variant x = variant(id, technique + " (" + config.name() + ")", Role::ladder, v::pipelined_launcher(config));
+  x.can_implement = [config](const DeviceInfo& device, const Problem& p) -> std::string {
+    const std::string why = fp32_ladder_limits(device, p);
+    if (!why.empty() || config.split_k == 1) return why;
+    const Dims d = dims_of(p);
+    const std::int64_t tiles = d.batch * ((d.m + config.bm - 1) / config.bm) * ((d.n + config.bn - 1) / config.bn);
+    if (tiles >= device.sm_count)
+      return "split-K is for outputs of fewer tiles than SMs; this one has " + std::to_string(tiles) + " tiles on " +
+             std::to_string(device.sm_count) + " SMs";
+    return "";
+  };
+  return x;
 }
 
-// The tuned row is the library call itself: it picks the configuration for this GPU and shape.
+using Limits = std::string (*)(const v::GemmShape&, int);
+
+// A rung of the tensor-core ladder: bf16 and f16 launchers, held to the tensor-core ceiling, and
+// its own limits on the shape and GPU.
+Variant tensor_core_rung(const std::string& id, const std::string& technique,
+                         void (*launch_bf16)(const v::GemmArgs<bf16>&, cudaStream_t),
+                         void (*launch_f16)(const v::GemmArgs<__half>&, cudaStream_t), Limits limits) {
+  Variant x = variant(id, technique, Role::ladder, launch_bf16, launch_f16);
+  x.engine = Engine::tensor_cores;
+  x.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
+    return limits(shape_of(p), device.compute_major * 10 + device.compute_minor);
+  };
+  return x;
+}
+
+// The tuned rows are the library calls themselves: they pick the kernel for this GPU and shape.
 void library_gemm(const v::GemmArgs<float>& p, cudaStream_t stream) {
-  cudalab::gemm(p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc, stream);
+  if (p.batch == 1) {
+    cudalab::gemm(p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc, stream);
+  } else {
+    cudalab::gemm_batched(p.batch, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.stride_a, p.b, p.ldb, p.stride_b, p.beta, p.c,
+                          p.ldc, p.stride_c, stream);
+  }
+}
+template <typename T>
+void library_gemm_half(const v::GemmArgs<T>& p, cudaStream_t stream) {
+  const Transpose transpose_b = p.b_transposed ? Transpose::yes : Transpose::no;
+  if (p.batch == 1) {
+    cudalab::gemm(p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc, stream, transpose_b);
+  } else {
+    cudalab::gemm_batched(p.batch, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.stride_a, p.b, p.ldb, p.stride_b, p.beta, p.c,
+                          p.ldc, p.stride_c, stream, transpose_b);
+  }
+}
+
+std::vector<Variant> tensor_core_ladder() {
+  return {
+      tensor_core_rung(ids::kWmmaGlobal, "WMMA 16x16x16 fragments loaded straight from global memory",
+                       v::wmma_global<bf16>, v::wmma_global<__half>, v::wmma_global_limits),
+      tensor_core_rung(ids::kWmmaShared, "WMMA with A and B tiles staged through shared memory", v::wmma_shared<bf16>,
+                       v::wmma_shared<__half>, v::wmma_shared_limits),
+      tensor_core_rung(ids::kMmaSwizzled, "mma.sync m16n8k16, ldmatrix from XOR-swizzled shared memory",
+                       v::mma_swizzled<bf16>, v::mma_swizzled<__half>, v::mma_swizzled_limits),
+      tensor_core_rung(ids::kMmaPipelined, "as mma_swizzled, multistage cp.async pipeline, double-buffered fragments",
+                       v::mma_pipelined<bf16>, v::mma_pipelined<__half>, v::mma_pipelined_limits),
+      tensor_core_rung(ids::kWgmmaTma, "Hopper wgmma from TMA-loaded 128B-swizzled tiles, one consumer warpgroup",
+                       v::wgmma_tma<bf16>, v::wgmma_tma<__half>, v::wgmma_tma_limits),
+      tensor_core_rung(ids::kWgmmaSpecialized, "TMA producer warpgroup, two consumer warpgroups, setmaxnreg",
+                       v::wgmma_specialized<bf16>, v::wgmma_specialized<__half>, v::wgmma_specialized_limits),
+      tensor_core_rung(ids::kWgmmaPersistent, "persistent CTAs over an L2-ordered tile schedule",
+                       v::wgmma_persistent<bf16>, v::wgmma_persistent<__half>, v::wgmma_persistent_limits),
+      tensor_core_rung(ids::kWgmmaCluster, "2-CTA clusters, the shared operand multicast by TMA",
+                       v::wgmma_cluster<bf16>, v::wgmma_cluster<__half>, v::wgmma_cluster_limits),
+  };
+}
+
+// The library call in every dtype: CUDA cores for f32, tensor cores for bf16 and f16.
+Variant tuned() {
+  Variant x = variant(ids::kTuned, "cudalab::gemm: the kernel it picks for this GPU, dtype and shape", Role::ladder,
+                      library_gemm, library_gemm_half<bf16>, library_gemm_half<__half>);
+  x.engine = Engine::by_dtype;
+  x.can_implement = [](const DeviceInfo& device, const Problem& p) {
+    return p.dtype == DType::f32 ? fp32_ladder_limits(device, p) : "";
+  };
+  return x;
+}
+
+Variant cublas_sgemm() {
+  return variant(ids::kCublas, "cublasSgemm, default math mode: FP32 FMA (the baseline)", Role::baseline,
+                 v::cublas_sgemm);
+}
+
+Variant cublas_gemm_ex() {
+  Variant x = variant(ids::kCublasGemmEx, "cublasGemmEx, FP32 compute on tensor cores (the baseline)", Role::baseline,
+                      v::cublas_gemm_ex<bf16>, v::cublas_gemm_ex<__half>);
+  x.engine = Engine::tensor_cores;
+  return x;
+}
+
+// The tensors, work model and check both ops share; `elements` of each matrix times the batch.
+void describe_gemm(Op& op) {
+  // Non-trivial on purpose: both the alpha scaling and the beta read of C are exercised.
+  op.params = {{"alpha", 1.5}, {"beta", -0.5}, {"transpose_b", 0}};
+  const auto batch = [](const Problem& p) { return dims_of(p).batch; };
+  op.tensors = {
+      {"a", TensorRole::input, {}, [=](const Problem& p) { return batch(p) * p.dim("M") * p.dim("K"); }, fill_operand},
+      {"b", TensorRole::input, {}, [=](const Problem& p) { return batch(p) * p.dim("K") * p.dim("N"); }, fill_operand},
+      // beta reads C: its generated values are C0, restored before every launch.
+      {"c",
+       TensorRole::input_output,
+       {},
+       [=](const Problem& p) { return batch(p) * p.dim("M") * p.dim("N"); },
+       fill_operand},
+  };
+  op.work = [](const Problem& p) {
+    const Dims d = dims_of(p);
+    const double z = static_cast<double>(d.batch), m = static_cast<double>(d.m), n = static_cast<double>(d.n),
+                 k = static_cast<double>(d.k);
+    const double size = static_cast<double>(size_of(p.dtype));
+    const double c_read = p.param("beta") != 0 ? m * n : 0.0;  // beta == 0 never reads C
+    return Work{z * size * (m * k + k * n + c_read), z * size * m * n, z * 2.0 * m * n * k};
+  };
+  op.check = check_gemm;
+  op.check_device_bytes = [](const Problem& p) -> std::size_t {
+    if (host_reference(p)) return 0;
+    const Dims d = dims_of(p);
+    // One matrix's A and B widened to double, the reference and its magnitude bound for the whole
+    // batch, and C0 uploaded.
+    return static_cast<std::size_t>(d.m * d.k + d.k * d.n + 2 * d.batch * d.m * d.n) * sizeof(double) +
+           static_cast<std::size_t>(d.batch * d.m * d.n) * size_of(p.dtype);
+  };
+  op.check_host_bytes = [](const Problem& p) -> std::size_t {
+    const Dims d = dims_of(p);
+    // The reference and its bound in double, whichever side computes them, and the operands and
+    // the result widened to float.
+    return static_cast<std::size_t>(d.batch * d.m * d.n) * 2 * sizeof(double) +
+           static_cast<std::size_t>(d.batch * (d.m * d.k + d.k * d.n + 2 * d.m * d.n)) * sizeof(float);
+  };
+}
+
+std::vector<Problem> operator+(std::vector<Problem> a, const std::vector<Problem>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The strided-batched op: the variants that take a batch (the tensor-core ladder, the library
+// call, cuBLAS's strided-batched calls), at the small shapes batching exists for.
+void register_gemm_batched(Registry& registry) {
+  Op op;
+  op.name = ids::kBatchedOp;
+  op.summary =
+      "C_z = alpha A_z op(B_z) + beta C_z for z < batch, dense strided matrices: many small GEMMs in one launch";
+  op.dim_names = {"batch", "M", "N", "K"};
+  op.dtypes = {DType::bf16, DType::f16, DType::f32};
+  describe_gemm(op);
+  const std::vector<DType> half = {DType::bf16, DType::f16};
+  const std::vector<Param> nt = {{"transpose_b", 1}};
+  const std::vector<std::vector<std::int64_t>> bench = {
+      {16, 128, 128, 128}, {1024, 64, 64, 64}, {1024, 128, 128, 128}, {512, 256, 256, 64}};
+  op.bench_problems = cross(op, bench, op.dtypes) + cross(op, bench, half, nt);
+  const std::vector<std::vector<std::int64_t>> tests = {
+      {1, 17, 33, 65}, {3, 127, 129, 131}, {16, 64, 64, 64}, {5, 256, 256, 64}, {1024, 64, 64, 64}};
+  op.test_problems = cross(op, tests, op.dtypes) + cross(op, tests, half, nt);
+  op.variants = tensor_core_ladder();
+  op.variants.push_back(tuned());
+  op.variants.push_back(cublas_sgemm());
+  op.variants.push_back(cublas_gemm_ex());
+  registry.add(std::move(op));
 }
 
 }  // namespace
@@ -146,49 +382,36 @@ void register_gemm_claims(Registry& registry);
 void register_gemm(Registry& registry) {
   Op op;
   op.name = ids::kOp;
-  op.summary = "C = alpha A B + beta C, row-major: the ladder on CUDA cores, cuBLAS in FP32 and in TF32";
+  op.summary =
+      "C = alpha A op(B) + beta C, row-major: the FP32 ladder on CUDA cores and the BF16/FP16 ladder on tensor cores, "
+      "against cuBLAS";
   op.dim_names = {"M", "N", "K"};
-  op.dtypes = {DType::f32};
-  // Non-trivial on purpose: both the alpha scaling and the beta read of C are exercised.
-  op.params = {{"alpha", 1.5}, {"beta", -0.5}};
-  op.tensors = {
-      {"a", TensorRole::input, {}, [](const Problem& p) { return p.dim("M") * p.dim("K"); }, fill_operand},
-      {"b", TensorRole::input, {}, [](const Problem& p) { return p.dim("K") * p.dim("N"); }, fill_operand},
-      // beta reads C: its generated values are C0, restored before every launch.
-      {"c", TensorRole::input_output, {}, [](const Problem& p) { return p.dim("M") * p.dim("N"); }, fill_operand},
-  };
+  op.dtypes = {DType::f32, DType::bf16, DType::f16};
+  describe_gemm(op);
+  const std::vector<DType> half = {DType::bf16, DType::f16};
+  const std::vector<Param> nt = {{"transpose_b", 1}};
   op.bench_problems =
-      cross(op, {{1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 64, 8192}}, op.dtypes);
+      cross(op, {{1000, 1000, 1000}, {1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 64, 8192}},
+            {DType::f32}) +
+      cross(op, {{1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 8192, 8192}, {4095, 4097, 4093}}, half) +
+      cross(op, {{4096, 4096, 4096}, {8192, 8192, 8192}}, half, nt);
+  const std::vector<std::vector<std::int64_t>> half_tests = {
+      {1, 1, 1},          {17, 33, 65},    {127, 129, 131}, {256, 256, 8},      {129, 136, 40},    {64, 64, 24},
+      {1000, 1000, 1000}, {1, 8192, 8192}, {8192, 1, 8192}, {4095, 4097, 4093}, {4096, 4096, 4096}};
   op.test_problems =
       cross(op, {{1, 1, 1}, {17, 33, 65}, {127, 129, 131}, {1000, 1000, 1000}, {4096, 4096, 4096}, {8192, 64, 8192}},
-            op.dtypes);
-  op.work = [](const Problem& p) {
-    const Dims d = dims_of(p);
-    const double m = static_cast<double>(d.m), n = static_cast<double>(d.n), k = static_cast<double>(d.k);
-    const double size = static_cast<double>(size_of(p.dtype));
-    const double c_read = p.param("beta") != 0 ? m * n : 0.0;  // beta == 0 never reads C
-    return Work{size * (m * k + k * n + c_read), size * m * n, 2.0 * m * n * k};
-  };
-  op.check = check_gemm;
-  op.check_device_bytes = [](const Problem& p) -> std::size_t {
-    if (host_reference(p)) return 0;
-    const Dims d = dims_of(p);
-    // A and B widened to double, the reference and its magnitude bound, and C0 uploaded.
-    return static_cast<std::size_t>(d.m * d.k + d.k * d.n + 2 * d.m * d.n) * sizeof(double) +
-           static_cast<std::size_t>(d.m * d.n) * sizeof(float);
-  };
-  op.check_host_bytes = [](const Problem& p) -> std::size_t {
-    const Dims d = dims_of(p);
-    // The reference and its bound in double, whichever side computes them.
-    return static_cast<std::size_t>(d.m * d.n) * 2 * sizeof(double);
-  };
+            {DType::f32}) +
+      cross(op, half_tests, half) + cross(op, half_tests, half, nt);
 
   Variant naive = variant(ids::kNaive, "one thread per output, threadIdx.x along rows: A read with stride lda",
                           Role::ladder, v::naive);
-  naive.can_implement = too_slow_above_4096;
+  naive.can_implement = [](const DeviceInfo& device, const Problem& p) {
+    const std::string why = fp32_ladder_limits(device, p);
+    return why.empty() ? too_slow_above_4096(device, p) : why;
+  };
   Variant coalesced = variant(ids::kCoalesced, "one thread per output, threadIdx.x along columns: B and C contiguous",
                               Role::ladder, v::coalesced);
-  coalesced.can_implement = too_slow_above_4096;
+  coalesced.can_implement = naive.can_implement;
   Variant cublas_tf32 = variant(ids::kCublasTf32,
                                 "DIFFERENT PRECISION: cublasGemmEx with TF32 tensor cores (inputs rounded to 10 bits), "
                                 "checked with a TF32 tolerance",
@@ -198,20 +421,15 @@ void register_gemm(Registry& registry) {
   op.variants = {
       naive,
       coalesced,
-      variant(ids::kShared8, "8x8 shared-memory tiles of A and B (tile-size sweep)", Role::ladder,
-              v::shared_tile<8, false>),
-      variant(ids::kShared16, "16x16 shared-memory tiles (the tutorial's tiled kernel)", Role::ladder,
-              v::shared_tile<16, false>),
-      variant(ids::kShared32, "32x32 shared-memory tiles (the tutorial's sharedABMultiply, any K)", Role::ladder,
-              v::shared_tile<32, false>),
-      variant(ids::kShared32Padded, "32x32 tiles with one padding column (the tutorial's bank-conflict fix)",
-              Role::ladder, v::shared_tile<32, true>),
-      variant(ids::kShared64, "64x64 tiles, 4 rows per thread (tile-size sweep)", Role::ladder,
-              v::shared_tile<64, false>),
-      variant(ids::kBlocktile1d, "64x64 block tile, BK 8, 8 outputs per thread down a column", Role::ladder,
-              v::blocktile_1d),
-      variant(ids::kBlocktile2d, "128x128 block tile, BK 8, an 8x8 block of outputs per thread", Role::ladder,
-              v::blocktile_2d),
+      fp32_rung(ids::kShared8, "8x8 shared-memory tiles of A and B (tile-size sweep)", v::shared_tile<8, false>),
+      fp32_rung(ids::kShared16, "16x16 shared-memory tiles (the tutorial's tiled kernel)", v::shared_tile<16, false>),
+      fp32_rung(ids::kShared32, "32x32 shared-memory tiles (the tutorial's sharedABMultiply, any K)",
+                v::shared_tile<32, false>),
+      fp32_rung(ids::kShared32Padded, "32x32 tiles with one padding column (the tutorial's bank-conflict fix)",
+                v::shared_tile<32, true>),
+      fp32_rung(ids::kShared64, "64x64 tiles, 4 rows per thread (tile-size sweep)", v::shared_tile<64, false>),
+      fp32_rung(ids::kBlocktile1d, "64x64 block tile, BK 8, 8 outputs per thread down a column", v::blocktile_1d),
+      fp32_rung(ids::kBlocktile2d, "128x128 block tile, BK 8, an 8x8 block of outputs per thread", v::blocktile_2d),
       pipelined(ids::kVectorized, "float4 loads, A tile transposed in shared memory, single buffer", kVectorizedConfig),
       pipelined(ids::kDoubleBuffered, "as vectorized, two cp.async stages", kDoubleBufferedConfig),
       pipelined(ids::kWarpTiledSingleBuffer, "warp tiling, single buffer", kWarpTiledSingleBufferConfig),
@@ -229,12 +447,13 @@ void register_gemm(Registry& registry) {
                                       config.warp_tiled ? "warp-tiled configuration" : "thread-tiled configuration",
                                       config));
   }
-  op.variants.push_back(variant(ids::kTuned, "cudalab::gemm: the configuration it picks for this GPU and shape",
-                                Role::ladder, library_gemm));
-  op.variants.push_back(variant(ids::kCublas, "cublasSgemm, default math mode: FP32 FMA (the baseline)", Role::baseline,
-                                v::cublas_sgemm));
+  for (Variant& rung : tensor_core_ladder()) op.variants.push_back(std::move(rung));
+  op.variants.push_back(tuned());
+  op.variants.push_back(cublas_sgemm());
   op.variants.push_back(std::move(cublas_tf32));
+  op.variants.push_back(cublas_gemm_ex());
   registry.add(std::move(op));
+  register_gemm_batched(registry);
   register_gemm_staging_experiment(registry);
   register_gemm_claims(registry);
 }

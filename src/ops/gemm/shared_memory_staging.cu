@@ -110,7 +110,9 @@ nlohmann::json run_staging(const ExperimentContext& context) {
   const float* pa = a.data();
   const float* pb = b.data();
   float* pc = c.data();
-  const gemm_variants::GemmArgs<float> ab_args{m, n, k, 1.0f, pa, k, pb, n, 0.0f, pc, n};
+  gemm_variants::GemmArgs<float> ab_args;
+  ab_args.m = m, ab_args.n = n, ab_args.k = k, ab_args.alpha = 1.0f, ab_args.beta = 0.0f;
+  ab_args.a = pa, ab_args.lda = k, ab_args.b = pb, ab_args.ldb = n, ab_args.c = pc, ab_args.ldc = n;
   const std::vector<Case> cases = {
       {ids::kProductAB, ids::kSimple, [&](cudaStream_t s) { ab_simple<<<grid, block, 0, s>>>(pa, pb, pc, n); }, false},
       {ids::kProductAB, ids::kSharedA, [&](cudaStream_t s) { ab_shared_a<<<grid, block, 0, s>>>(pa, pb, pc, n); },

@@ -2,7 +2,9 @@
 // and any leading dimensions (lda >= K, ldb >= N, ldc >= N). Every launcher takes the op's
 // argument struct, enqueues on `stream` and handles partial tiles; beta == 0 never reads C (BLAS
 // semantics: C may hold NaN then). The library entry (gemm.cu) and the registry (register.cu)
-// fill the same struct.
+// fill the same struct. The FP32 kernels here take B as K x N, and only the pipelined family takes
+// strided batches; the tensor-core ladder (tensor_core_variants.hpp) takes both layouts of B and
+// strided batches on every rung.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,12 @@ struct GemmArgs {
   float beta = 0.0f;
   T* c = nullptr;
   std::int64_t ldc = 0;
+  // B stored N x K (row j holds column j of the K x N operand, ldb >= K): C = alpha A B^T + beta C,
+  // the layout of x @ W.T in nn.Linear. False: B is K x N (ldb >= N).
+  bool b_transposed = false;
+  // Strided batch: matrix z of A starts at a + z * stride_a (likewise B, C); z in [0, batch).
+  std::int64_t batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
 // One thread per output; threadIdx.x walks rows, so a warp reads A down a column (strided) and
@@ -46,12 +54,18 @@ void blocktile_2d(const GemmArgs<float>& args, cudaStream_t stream);
 
 // The cp.async kernel family: A's tile stored transposed (k-major) in shared memory so a thread
 // reads its rows as float4s, B's tile copied with 16-byte cp.async, `stages` tiles in flight.
+// Unlike the kernels above it takes strided batches (grid z); B must be K x N (b_transposed is
+// refused).
 struct PipelineConfig {
-  int bm, bn, bk;            // block tile
-  int rm, rn;                // each thread owns rm x rn sub-blocks of 4x4 outputs
-  int stages;                // shared-memory buffers (1: copy, wait, compute)
-  bool warp_tiled;           // lanes of a warp share a compact 16*rm x 32*rn tile (else: thread-contiguous 4rm x 4rn)
-  std::string name() const;  // e.g. "128x128x8_8x8_s2_warp"
+  int bm, bn, bk;   // block tile
+  int rm, rn;       // each thread owns rm x rn sub-blocks of 4x4 outputs
+  int stages;       // shared-memory buffers (1: copy, wait, compute)
+  bool warp_tiled;  // lanes of a warp share a compact 16*rm x 32*rn tile (else: thread-contiguous 4rm x 4rn)
+  // K slices per output tile (grid z): each slice stores fp32 partial tiles to scratch from the
+  // stream-ordered allocator, a second kernel adds them in slice order and applies alpha, beta.
+  int split_k = 1;
+  std::string name() const;  // e.g. "128x128x8_8x8_s2_warp", "64x64x16_4x8_s3_warp_k4"
+  bool operator==(const PipelineConfig& other) const;
 };
 using PipelinedLauncher = void (*)(const GemmArgs<float>&, cudaStream_t);
 // Every configuration built into the library.
@@ -61,11 +75,12 @@ const std::vector<PipelineConfig>& pipeline_configs();
 PipelinedLauncher pipelined_launcher(const PipelineConfig& config);
 void launch_pipelined(const PipelineConfig& config, const GemmArgs<float>& args, cudaStream_t stream);
 // True when the shape and alignment let `config` take its unpredicated path (whole tiles,
-// 16-byte aligned rows of B and C).
+// 16-byte aligned rows and batch strides of B, and of C unless split-K writes C).
 bool takes_fast_path(const PipelineConfig& config, const GemmArgs<float>& args);
 
-// The library's choice for an m x n output on a GPU of `compute_capability` with `sm_count` SMs
-// (see gemm.cu for the measurements behind it).
-PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m, std::int64_t n);
+// The library's choice for an m x n x k product on a GPU of `compute_capability` with `sm_count`
+// SMs (see gemm.cu for the measurements and the split-K rule behind it).
+PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m, std::int64_t n, std::int64_t k,
+                            std::int64_t batch = 1);
 
 }  // namespace cudalab::gemm_variants

@@ -1,0 +1,703 @@
+// Pieces the Hopper (sm_90a) tensor-core rungs 5-8 (tensor_core_variants.hpp) share: tensor maps
+// encoded on the host, mbarriers, TMA loads (plain and multicast) and stores, wgmma descriptors and
+// instructions, register reallocation, cluster helpers, the k-loop of a consumer warpgroup, the two
+// epilogues (straight from registers; through swizzled shared memory and TMA stores), the
+// L2-ordered tile order of the persistent rungs and the host-side limits.
+//
+// The code exists only where the build defines CUDALAB_SM90A=1 (CMake compiles these files for
+// sm_90a alone); elsewhere the rungs' limits say they were not built and their launchers throw.
+// Kernel bodies compile in the sm_90a device pass only (CUDALAB_SM90A_DEVICE).
+//
+// Shared-memory tiles. TMA writes every tile as 128-byte rows with 128-byte swizzle: 16-byte chunk
+// j of row r lands at chunk j ^ (r % 8), so any 8 consecutive rows (1024 bytes, one swizzle atom)
+// hold a given logical chunk in 8 different bank groups. Tiles start on 1024-byte boundaries, as
+// wgmma's descriptors with base offset 0 assume. One k-tile is 64 elements = one 128-byte row.
+//   A, m x k (K-major): a box of 64 k x kBlockM rows; row r is row m0 + r of A.
+//   B stored n x k (b_transposed, K-major, wgmma's natural layout): a box of 64 k x kBlockN rows.
+//   B stored k x n (MN-major): kBlockN / 64 boxes of 64 n x 64 k, box j at j * 8 KiB; row r of a
+//     box is row k0 + r of B, its 128 bytes columns n0 + 64 j .. + 63.
+// wgmma descriptors (PTX ISA "Matrix Descriptor Format" and "Canonical Layouts", CUTLASS
+// make_gmma_desc), in elements with T = 8 (16 bytes):
+//   K-major, 128B swizzle: ((8,m),(T,2k)):((8T,SBO),(1,T)). SBO = 1024 bytes from one 8-row group to
+//     the next; LBO is unused (a k16 slice never leaves its 128-byte row) and set to 1. The k-step
+//     kk (16 elements) starts 32 * kk bytes into the tile; the hardware applies the swizzle to the
+//     absolute address, which is why tiles must be 1024-byte aligned.
+//   MN-major, 128B swizzle: ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)). LBO = bytes from one 64-column
+//     box to the next (64 rows * 128 = 8 KiB); SBO = 1024 bytes from k rows 0-7 to k rows 8-15. The
+//     k-step kk starts 16 * kk rows = 2048 * kk bytes into each box; wgmma's imm-trans-b = 1.
+// Accumulators of m64nNk16 with f32 D (PTX ISA figure "WGMMA .m64nNk16 register fragment layout
+// for accumulator matrix D"; CUTLASS's CLayout_64xN): thread t of the warpgroup, warp w = t / 32,
+// lane l holds d[4i + 0], d[4i + 1] at row 16w + l/4, columns 8i + 2(l%4) and + 1, and d[4i + 2],
+// d[4i + 3] at row 16w + l/4 + 8, the same columns, for i in [0, N/8).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include <cuda.h>  // CUtensorMap and its enums only; the encoder comes through the runtime (no -lcuda)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "cudalab/error.hpp"
+#include "ops/gemm/epilogue.cuh"
+#include "ops/gemm/mma_sync.cuh"
+#include "ops/gemm/tensor_core_variants.hpp"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CUDALAB_SM90A_DEVICE 1
+#else
+#define CUDALAB_SM90A_DEVICE 0
+#endif
+
+namespace cudalab::gemm_variants::hopper {
+
+inline constexpr const char* kNotBuilt = "built without sm_90a code (CMAKE_CUDA_ARCHITECTURES lacks 90)";
+
+// ---------------------------------------------------------------------------------------------
+// Host side: limits.
+
+// Why TMA cannot describe the operands of `shape` ("" when it can): a tensor map's strides between
+// rows and between matrices must be multiples of 16 bytes. A and B are never read when the output
+// is empty or k == 0.
+inline std::string tma_limits(const GemmShape& shape) {
+  if (shape.m == 0 || shape.n == 0 || shape.k == 0 || shape.batch == 0) return "";
+  const auto pitch = [](const char* name, std::int64_t value) {
+    return std::string(name) + " must be a multiple of 8 elements (TMA needs 16-byte aligned strides); it is " +
+           std::to_string(value);
+  };
+  if (std::max({shape.m, shape.n, shape.k}) > 0x7fffffffLL - 256)
+    return "m, n and k must stay below 2^31 - 256 (TMA box coordinates are 32-bit)";
+  if (shape.lda % 8 != 0) return pitch("lda", shape.lda);
+  if (shape.ldb % 8 != 0) return pitch("ldb", shape.ldb);
+  if (shape.batch > 1 && shape.stride_a % 8 != 0) return pitch("stride_a", shape.stride_a);
+  if (shape.batch > 1 && shape.stride_b % 8 != 0) return pitch("stride_b", shape.stride_b);
+  return "";
+}
+
+// What every Hopper rung needs: this build's sm_90a code, a compute capability 9.0 GPU, and
+// operands TMA can describe.
+inline std::string wgmma_limits(const GemmShape& shape, int compute_capability) {
+#if CUDALAB_SM90A
+  if (compute_capability != 90)
+    return "wgmma and TMA need compute capability 9.0 (Hopper); this GPU is " +
+           std::to_string(compute_capability / 10) + "." + std::to_string(compute_capability % 10);
+  return tma_limits(shape);
+#else
+  (void)shape, (void)compute_capability;
+  return kNotBuilt;
+#endif
+}
+
+// The persistent rungs number every tile of the batch with one int.
+inline std::string tile_count_limits(const GemmShape& shape, int block_m, int block_n) {
+  const std::int64_t tiles =
+      shape.batch * ceil_div<std::int64_t>(shape.m, block_m) * ceil_div<std::int64_t>(shape.n, block_n);
+  if (tiles > 0x7fffffffLL)
+    return "more than 2^31 - 1 output tiles of " + std::to_string(block_m) + " x " + std::to_string(block_n);
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// L2-ordered tile order (host and device, so it can be checked off the GPU).
+
+struct TileCoord {
+  int m, n, batch;  // tile row, tile column, matrix of the batch
+};
+
+// Tile `index` of `batch` grids of tiles_m x tiles_n tiles: matrix by matrix, bands of `group`
+// tile rows, each band walked column by column (down the band, then the next column). The tiles a
+// persistent grid runs at one time are consecutive indices, so they share B's column panels and
+// the band's `group` row panels of A: each panel is fetched from DRAM about once per wave.
+__host__ __device__ constexpr TileCoord grouped_tile(int index, int tiles_m, int tiles_n, int group) {
+  const int per_matrix = tiles_m * tiles_n;
+  const int batch = index / per_matrix;
+  int rest = index - batch * per_matrix;
+  const int per_band = group * tiles_n;
+  const int band = rest / per_band;
+  rest -= band * per_band;
+  const int first_row = band * group;
+  const int rows = tiles_m - first_row < group ? tiles_m - first_row : group;
+  return {first_row + rest % rows, rest / rows, batch};
+}
+
+// ---------------------------------------------------------------------------------------------
+// wgmma shared-memory descriptors (see the header comment; host and device so they can be checked).
+
+constexpr int kBlockK = 64;                                 // one k-tile: 64 elements = one 128-byte swizzled row
+constexpr std::uint32_t kRowBytes = 128;                    // one row of every tile
+constexpr std::uint32_t kAtomBytes = 8 * kRowBytes;         // one swizzle atom: 8 rows
+constexpr std::uint32_t kMnBoxBytes = kBlockK * kRowBytes;  // one 64 n x 64 k box of an MN-major B tile
+
+__host__ __device__ constexpr std::uint64_t descriptor(std::uint32_t address, std::uint32_t leading_bytes,
+                                                       std::uint32_t stride_bytes) {
+  constexpr std::uint64_t kSwizzle128 = std::uint64_t{1} << 62;  // bits 62-63; base offset (bits 49-51) stays 0
+  const auto encode = [](std::uint32_t bytes) { return std::uint64_t{(bytes & 0x3FFFF) >> 4}; };  // 14 bits
+  return kSwizzle128 | encode(stride_bytes) << 32 | encode(leading_bytes) << 16 | encode(address);
+}
+
+// k-step kk (16 of the tile's 64 k) of a K-major tile at shared address `tile`: any number of rows.
+__host__ __device__ constexpr std::uint64_t k_major_descriptor(std::uint32_t tile, int kk) {
+  return descriptor(tile + 32 * kk, 16, kAtomBytes);
+}
+
+// k-step kk of an MN-major tile of 64-column boxes kMnBoxBytes apart.
+__host__ __device__ constexpr std::uint64_t mn_major_descriptor(std::uint32_t tile, int kk) {
+  return descriptor(tile + 16 * kRowBytes * kk, kMnBoxBytes, kAtomBytes);
+}
+
+// 128B swizzle, SBO 1024 (64 x 16), and LBO 16 (K-major) or 8 KiB (MN-major, 512 x 16).
+static_assert(k_major_descriptor(0x400, 1) == 0x4000004000010042ull, "K-major descriptor encoding");
+static_assert(mn_major_descriptor(0x400, 1) == 0x40000040020000C0ull, "MN-major descriptor encoding");
+
+#if CUDALAB_SM90A
+
+// ---------------------------------------------------------------------------------------------
+// Host side: tensor maps and launch parameters.
+
+using TensorMapEncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                          const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
+                                          CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                          CUtensorMapFloatOOBfill);
+
+// The driver's cuTensorMapEncodeTiled, found once through the runtime so the library needs no -lcuda.
+inline TensorMapEncodeTiled tensor_map_encoder() {
+  static const TensorMapEncodeTiled encoder = [] {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    CUDALAB_CUDA_CHECK(
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &found));
+#else
+    CUDALAB_CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &entry, cudaEnableDefault, &found));
+#endif
+    if (found != cudaDriverEntryPointSuccess || entry == nullptr)
+      throw Error(ErrorKind::unsupported_device, "the CUDA driver does not provide cuTensorMapEncodeTiled (TMA)",
+                  __FILE__, __LINE__);
+    return reinterpret_cast<TensorMapEncodeTiled>(entry);
+  }();
+  return encoder;
+}
+
+template <typename T>
+constexpr CUtensorMapDataType tensor_map_type() {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "bf16 or f16 elements");
+  return std::is_same_v<T, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+}
+
+// One operand as TMA sees it: `batch` row-major matrices of rows x cols elements, rows `ld` apart,
+// matrix z at base + z * batch_stride, moved in boxes of box_rows x 64 columns (one 128-byte
+// swizzled row each). Dimensions run {column, row, matrix}; elements outside them read as zero and
+// are never written. A batch that shares one matrix (batch_stride 0) gets a matrix dimension of 1,
+// which the kernels address at z = 0 (batch_step 0).
+template <typename T>
+CUtensorMap make_tensor_map(const T* base, std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t batch,
+                            std::int64_t batch_stride, int box_rows) {
+  const bool batched = batch > 1 && batch_stride != 0;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batched ? batch : 1)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * sizeof(T),
+                                 static_cast<cuuint64_t>(batched ? batch_stride : ld * rows) * sizeof(T)};
+  const cuuint32_t box[3] = {kBlockK, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  CUtensorMap map;
+  const CUresult status =
+      tensor_map_encoder()(&map, tensor_map_type<T>(), 3, const_cast<T*>(base), dims, strides, box, element_strides,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (status != CUDA_SUCCESS)
+    throw Error(ErrorKind::invalid_argument,
+                "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(status)) + ") for " +
+                    std::to_string(batch) + " matrices of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                    ", ld " + std::to_string(ld) + ", batch stride " + std::to_string(batch_stride),
+                __FILE__, __LINE__);
+  return map;
+}
+
+// What a kernel needs besides its tensor maps.
+template <typename T>
+struct WgmmaParams {
+  OutputMatrix<T> out;  // C of matrix 0 of the batch, m, n, ldc, alpha, beta, 4-byte pair stores
+  std::int64_t stride_c;
+  int k_tiles;  // ceil(k / 64): the last k-tile's columns past k arrive as zeros from TMA
+  int tiles_m, tiles_n, batch;
+  int batch_step_a, batch_step_b, batch_step_c;  // a TMA matrix coordinate is z * step (0: one shared matrix)
+};
+
+template <typename T>
+struct WgmmaLaunch {
+  CUtensorMap a_map, b_map, c_map;  // all-zero where unused (k == 0; no TMA store)
+  WgmmaParams<T> params;
+};
+
+// True when C can be written by TMA stores: 16-byte aligned rows and matrices.
+template <typename T>
+bool c_storable_by_tma(const GemmArgs<T>& args) {
+  return is_aligned16(args.c) && args.ldc % 8 == 0 && (args.batch == 1 || args.stride_c % 8 == 0);
+}
+
+// Tensor maps and parameters of one launch. `a_box_rows` rows of A and `b_box_rows` rows of a
+// K-major B (n x k) per box; an MN-major B moves in 64 x 64 boxes. `c_box_rows` > 0 asks for a map
+// of C in boxes of c_box_rows x 64 (the caller checked c_storable_by_tma). A and B must be 16-byte
+// aligned (TMA's global address).
+template <typename T>
+WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int block_m, int block_n, int a_box_rows,
+                              int b_box_rows, int c_box_rows) {
+  WgmmaLaunch<T> launch{};
+  WgmmaParams<T>& p = launch.params;
+  p.out = {args.c, args.ldc, args.m, args.n, args.alpha, args.beta, c_pairs_aligned(args)};
+  p.stride_c = args.batch > 1 ? args.stride_c : 0;
+  p.k_tiles = static_cast<int>(ceil_div<std::int64_t>(args.k, kBlockK));
+  p.tiles_m = static_cast<int>(ceil_div<std::int64_t>(args.m, block_m));
+  p.tiles_n = static_cast<int>(ceil_div<std::int64_t>(args.n, block_n));
+  p.batch = static_cast<int>(args.batch);
+  p.batch_step_a = args.batch > 1 && args.stride_a != 0;
+  p.batch_step_b = args.batch > 1 && args.stride_b != 0;
+  p.batch_step_c = args.batch > 1 && args.stride_c != 0;
+  CUDALAB_REQUIRE(args.c != nullptr, std::string(name) + ": C is null");
+  if (args.k > 0) {
+    CUDALAB_REQUIRE(is_aligned16(args.a) && is_aligned16(args.b),
+                    std::string(name) + ": A and B must be 16-byte aligned (TMA)");
+    launch.a_map = make_tensor_map(args.a, args.m, args.k, args.lda, args.batch, args.stride_a, a_box_rows);
+    launch.b_map = args.b_transposed
+                       ? make_tensor_map(args.b, args.n, args.k, args.ldb, args.batch, args.stride_b, b_box_rows)
+                       : make_tensor_map(args.b, args.k, args.n, args.ldb, args.batch, args.stride_b, kBlockK);
+  }
+  if (c_box_rows > 0)
+    launch.c_map =
+        make_tensor_map(static_cast<const T*>(args.c), args.m, args.n, args.ldc, args.batch, args.stride_c, c_box_rows);
+  return launch;
+}
+
+// The attributes every rung's kernel needs before its launch: its dynamic shared memory, with the
+// SM's carveout at maximum shared memory so the blocks the rung counts on fit side by side.
+template <typename Kernel>
+void set_shared_memory(Kernel kernel, int bytes) {
+  CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  CUDALAB_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+}
+
+inline int current_sm_count() {
+  int device = 0, sm_count = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  return sm_count;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device side: synchronization. Barriers and tiles are named by their 32-bit shared addresses.
+
+// The first 1024-byte boundary at or after the dynamic shared memory (the kernels ask for 1 KiB
+// more than they use): swizzle atoms and wgmma descriptors need it.
+__device__ __forceinline__ std::uint32_t aligned_shared_base(const void* dynamic_shared) {
+  return (shared_address(dynamic_shared) + kAtomBytes - 1) & ~(kAtomBytes - 1);
+}
+
+__device__ __forceinline__ void mbarrier_init(std::uint32_t barrier, std::uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(barrier), "r"(arrivals) : "memory");
+}
+
+// Makes initialized barriers visible to the async proxy (TMA) and to the other CTAs of the cluster;
+// a block (or cluster) barrier must follow before anyone uses them.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Arrives once and adds `bytes` to the transaction count the current phase waits for.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint32_t barrier, std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(barrier), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_arrive(std::uint32_t barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(barrier) : "memory");
+}
+
+// Arrives on the barrier at the same offset in CTA `cta` of the cluster (this one included).
+__device__ __forceinline__ void mbarrier_arrive_cluster(std::uint32_t barrier, std::uint32_t cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(barrier),
+      "r"(cta)
+      : "memory");
+}
+
+// Waits until the phase of parity `parity` has completed. A fresh barrier is in phase 0, and the
+// phase before it (parity 1) counts as completed, so a producer's first wait on an empty slot
+// (parity 1) passes at once.
+__device__ __forceinline__ void mbarrier_wait(std::uint32_t barrier, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred complete;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, complete;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(barrier), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+
+// As mbarrier_wait, acquiring at cluster scope: for barriers other CTAs arrive on.
+__device__ __forceinline__ void mbarrier_wait_cluster(std::uint32_t barrier, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred complete;\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 complete, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, complete;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(barrier), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+
+// A slot of a ring of kStages buffers and the parity of the current pass over the ring: consumers
+// wait for `phase` on the slot's full barrier, the producer for `phase ^ 1` on its empty barrier.
+template <int kStages>
+struct RingPosition {
+  int stage = 0;
+  std::uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// bar.sync on barrier `id` (1..15; 0 is __syncthreads) among `threads` threads.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ std::uint32_t cluster_cta_rank() {
+  std::uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+// Every thread of every CTA of the cluster (threads that exited do not count).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release;\n"
+      "barrier.cluster.wait.acquire;\n" ::
+          : "memory");
+}
+
+// Hands registers back to (dec) or takes them from (inc) the SM's pool for this warpgroup; every
+// thread of the warpgroup executes it.
+template <int kRegisters>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+template <int kRegisters>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device side: TMA.
+
+__device__ __forceinline__ std::uint64_t map_address(const CUtensorMap* map) {
+  return reinterpret_cast<std::uint64_t>(map);
+}
+
+// The box at (c0, c1, c2) = (column, row, matrix) into shared `destination`; its bytes (the whole
+// box, zeros included) count against the transaction count of `barrier`.
+__device__ __forceinline__ void tma_load(std::uint32_t destination, const CUtensorMap* map, std::uint32_t barrier,
+                                         int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(destination),
+      "l"(map_address(map)), "r"(c0), "r"(c1), "r"(c2), "r"(barrier)
+      : "memory");
+}
+
+// As tma_load, written at the same shared offset of every CTA of the cluster in `cta_mask`, each
+// completing on its own barrier at `barrier`'s offset.
+__device__ __forceinline__ void tma_load_multicast(std::uint32_t destination, const CUtensorMap* map,
+                                                   std::uint32_t barrier, int c0, int c1, int c2,
+                                                   std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
+      "{%2, %3, %4}], [%5], %6;\n" ::"r"(destination),
+      "l"(map_address(map)), "r"(c0), "r"(c1), "r"(c2), "r"(barrier), "h"(cta_mask)
+      : "memory");
+}
+
+// The box at shared `source` to (c0, c1, c2); the parts outside the tensor are not written.
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, std::uint32_t source, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map_address(map)),
+      "r"(source), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Waits until at most kPending of this thread's bulk groups still read shared memory.
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+}
+
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Orders this thread's shared-memory writes before later async-proxy (TMA) reads of them.
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Columns [n0, n0 + kColumns) of k-tile k0 of B into `tile`: one K-major box of kColumns rows, or
+// kColumns / 64 MN-major boxes of 64 x 64, kMnBoxBytes apart. A non-zero `cta_mask` multicasts.
+template <int kColumns, bool kBMnMajor>
+__device__ __forceinline__ void load_b(std::uint32_t tile, const CUtensorMap* map, std::uint32_t barrier, int k0,
+                                       int n0, int z, std::uint16_t cta_mask = 0) {
+  static_assert(kColumns % kBlockK == 0 && kColumns <= 256, "whole 64-column boxes, at most 256 rows per box");
+  if constexpr (kBMnMajor) {
+#pragma unroll
+    for (int j = 0; j < kColumns / kBlockK; ++j) {
+      if (cta_mask != 0) {
+        tma_load_multicast(tile + j * kMnBoxBytes, map, barrier, n0 + j * kBlockK, k0, z, cta_mask);
+      } else {
+        tma_load(tile + j * kMnBoxBytes, map, barrier, n0 + j * kBlockK, k0, z);
+      }
+    }
+  } else if (cta_mask != 0) {
+    tma_load_multicast(tile, map, barrier, k0, n0, z, cta_mask);
+  } else {
+    tma_load(tile, map, barrier, k0, n0, z);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device side: wgmma.
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+// Waits until at most kPending of this warpgroup's committed wgmma groups are in flight.
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Tells the compiler the accumulators may have changed here, so that no read of them moves above a
+// wgmma_wait and no write below a wgmma (their values live in the tensor core meanwhile).
+template <int kRegisters>
+__device__ __forceinline__ void fence_accumulators(float (&d)[kRegisters]) {
+#pragma unroll
+  for (int i = 0; i < kRegisters; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define CUDALAB_WGMMA_REGS_0_63                                                      \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "           \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define CUDALAB_WGMMA_REGS_64_127                                                                \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "             \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "             \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define CUDALAB_WGMMA_ACC8(i)                                                                                 \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+#define CUDALAB_WGMMA_ACC64(i)                                                                              \
+  CUDALAB_WGMMA_ACC8(i), CUDALAB_WGMMA_ACC8(i + 8), CUDALAB_WGMMA_ACC8(i + 16), CUDALAB_WGMMA_ACC8(i + 24), \
+      CUDALAB_WGMMA_ACC8(i + 32), CUDALAB_WGMMA_ACC8(i + 40), CUDALAB_WGMMA_ACC8(i + 48), CUDALAB_WGMMA_ACC8(i + 56)
+// d (f32) += A (64 x 16, K-major) * B (16 x N): scale-d 1 (accumulate), A and B not negated, A not
+// transposed, B transposed (MN-major) when kBMnMajor.
+#define CUDALAB_WGMMA_M64N128(TYPE)                                                                      \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_63 \
+               "}, %64, %65, 1, 1, 1, 0, %66;\n"                                                         \
+               : CUDALAB_WGMMA_ACC64(0)                                                                  \
+               : "l"(a), "l"(b), "n"(static_cast<int>(kBMnMajor)))
+#define CUDALAB_WGMMA_M64N256(TYPE)                                                                      \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_63 \
+               ", " CUDALAB_WGMMA_REGS_64_127 "}, %128, %129, 1, 1, 1, 0, %130;\n"                       \
+               : CUDALAB_WGMMA_ACC64(0), CUDALAB_WGMMA_ACC64(64)                                         \
+               : "l"(a), "l"(b), "n"(static_cast<int>(kBMnMajor)))
+
+// One m64nNk16 product, N = 2 * kRegisters (128 or 256), accumulated into d.
+template <typename T, bool kBMnMajor, int kRegisters>
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[kRegisters], std::uint64_t a, std::uint64_t b) {
+  static_assert(kRegisters == 64 || kRegisters == 128, "m64n128k16 or m64n256k16");
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  static_assert(kBf16 || std::is_same_v<T, __half>, "bf16 or f16 inputs");
+  if constexpr (kRegisters == 64) {
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_M64N128("bf16");
+    } else {
+      CUDALAB_WGMMA_M64N128("f16");
+    }
+  } else {
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_M64N256("bf16");
+    } else {
+      CUDALAB_WGMMA_M64N256("f16");
+    }
+  }
+}
+
+#undef CUDALAB_WGMMA_M64N256
+#undef CUDALAB_WGMMA_M64N128
+#undef CUDALAB_WGMMA_ACC64
+#undef CUDALAB_WGMMA_ACC8
+#undef CUDALAB_WGMMA_REGS_64_127
+#undef CUDALAB_WGMMA_REGS_0_63
+
+// wgmma's view of k-step kk of a B tile at `tile`.
+template <bool kBMnMajor>
+__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t tile, int kk) {
+  return kBMnMajor ? mn_major_descriptor(tile, kk) : k_major_descriptor(tile, kk);
+}
+
+// One k-tile (4 k-steps of 16) for a warpgroup: its 64 rows of A at `a_tile` times the B tile, issued
+// as one committed group.
+template <typename T, bool kBMnMajor, int kRegisters>
+__device__ __forceinline__ void mma_k_tile(float (&acc)[kRegisters], std::uint32_t a_tile, std::uint32_t b_tile) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kBlockK / 16; ++kk)
+    wgmma_m64k16<T, kBMnMajor>(acc, k_major_descriptor(a_tile, kk), b_descriptor<kBMnMajor>(b_tile, kk));
+  wgmma_commit();
+}
+
+// A consumer warpgroup's k-loop over `k_tiles` slots of a ring (stage s at stages + s * kStageBytes,
+// its A tile first, B at kATileBytes; full barriers 8 bytes apart from `full`). One group stays in
+// flight: after the group of k-tile kt is issued, the wait for kt - 1 lets release(stage of kt - 1)
+// hand that slot back to the producer. `ring` continues across calls (persistent kernels).
+template <typename T, bool kBMnMajor, int kStages, int kStageBytes, int kATileBytes, int kRegisters, typename Release>
+__device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_tiles, RingPosition<kStages>& ring,
+                                                std::uint32_t stages, std::uint32_t full, std::uint32_t a_offset,
+                                                Release&& release) {
+  // Pins the accumulators' initial values before the loop: left to itself the compiler re-creates
+  // them on the k_tiles == 0 path, and ptxas then sees non-wgmma writes reaching the final wait and
+  // serializes every wgmma (C7515).
+  fence_accumulators(acc);
+  int previous = 0;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    mbarrier_wait(full + 8 * ring.stage, ring.phase);
+    const std::uint32_t stage = stages + ring.stage * kStageBytes;
+    mma_k_tile<T, kBMnMajor>(acc, stage + a_offset, stage + kATileBytes);
+    wgmma_wait<1>();
+    if (kt > 0) release(previous);
+    previous = ring.stage;
+    ring.advance();
+  }
+  wgmma_wait<0>();
+  fence_accumulators(acc);
+  if (k_tiles > 0) release(previous);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device side: epilogues. `out` is the C of this tile's matrix; the caller's 128 threads form one
+// warpgroup whose 64 x N accumulators (N = 2 * kRegisters) start at (row0, col0).
+
+// Straight from registers: each thread writes its pairs, predicated on C's bounds (scalar stores
+// where pairs are not 4-byte aligned).
+template <typename T, int kRegisters>
+__device__ __forceinline__ void store_accumulators_direct(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
+                                                          std::int64_t row0, std::int64_t col0) {
+  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
+  const std::int64_t row = row0 + 16 * (t / 32) + lane / 4;
+  const std::int64_t col = col0 + 2 * (lane % 4);
+#pragma unroll
+  for (int i = 0; i < kRegisters / 4; ++i) {
+    store_output_pair(out, row, col + 8 * i, acc[4 * i], acc[4 * i + 1]);
+    store_output_pair(out, row + 8, col + 8 * i, acc[4 * i + 2], acc[4 * i + 3]);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack_pair(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&pair);
+  } else {
+    const __half2 pair = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&pair);
+  }
+}
+
+// Two adjacent elements at a 4-byte aligned address, widened; one 32-bit load (through the
+// vector types the compiler splits it in two when a scalar load of the first element is near).
+template <typename T>
+__device__ __forceinline__ float2 load_pair(const T* pointer) {
+  const std::uint32_t bits = *reinterpret_cast<const std::uint32_t*>(pointer);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return make_float2(__uint_as_float(bits << 16), __uint_as_float(bits & 0xFFFF0000u));
+  } else {
+    return make_float2(__half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFFu))),
+                       __half2float(__ushort_as_half(static_cast<unsigned short>(bits >> 16))));
+  }
+}
+
+constexpr std::uint32_t kStoreBoxBytes = 64 * kRowBytes;     // 64 rows x 64 columns of C, 128-byte swizzled
+constexpr std::uint32_t kStagingBytes = 2 * kStoreBoxBytes;  // per consumer warpgroup: two boxes
+
+// Through shared memory and TMA stores, 64 columns at a time: box j goes to staging buffer j % 2,
+// whose store of box j - 2 must have finished reading it first; the store of box j then overlaps
+// the writes of box j + 1 and, for the last boxes, the next tile's k-loop. TMA clips what lies
+// outside C. C must be storable by TMA (c_storable_by_tma): pairs are aligned. beta != 0 reads the
+// old pairs straight from global memory. `barrier_id` is this warpgroup's named barrier; the
+// leader (thread 0 of the warpgroup) must bulk_wait_all before the block exits.
+template <typename T, int kRegisters>
+__device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
+                                                       const CUtensorMap* c_map, std::uint32_t staging, int row0,
+                                                       int col0, int z, int barrier_id) {
+  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
+  const int quad = lane % 4;
+#pragma unroll
+  for (int j = 0; j < kRegisters / 32; ++j) {
+    const std::uint32_t buffer = staging + (j % 2) * kStoreBoxBytes;
+    if (t == 0) bulk_wait_read<1>();
+    named_barrier_sync(barrier_id, 128);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = 16 * (t / 32) + lane / 4 + 8 * half;  // of the warpgroup's 64; row % 8 == lane / 4
+      const std::int64_t c_row = static_cast<std::int64_t>(row0) + row;
+#pragma unroll
+      for (int chunk = 0; chunk < 8; ++chunk) {
+        const int i = 8 * j + chunk;
+        const float a0 = acc[4 * i + 2 * half], a1 = acc[4 * i + 2 * half + 1];
+        float v0 = out.alpha * a0, v1 = out.alpha * a1;
+        if (out.beta != 0.0f) {
+          const std::int64_t c_col = static_cast<std::int64_t>(col0) + 8 * i + 2 * quad;
+          const T* old = out.c + c_row * out.ldc + c_col;
+          if (c_row < out.m && c_col + 1 < out.n) {
+            const float2 pair = load_pair(old);
+            v0 = fmaf(out.alpha, a0, out.beta * pair.x);
+            v1 = fmaf(out.alpha, a1, out.beta * pair.y);
+          } else if (c_row < out.m && c_col < out.n) {
+            v0 = fmaf(out.alpha, a0, out.beta * to_float(*old));
+          }
+        }
+        const std::uint32_t address = buffer + row * kRowBytes + ((chunk ^ (row % 8)) << 4) + 4 * quad;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(pack_pair<T>(v0, v1)));
+      }
+    }
+    fence_async_shared();
+    named_barrier_sync(barrier_id, 128);
+    if (t == 0) {
+      const int col = col0 + 64 * j;
+      if (row0 < out.m && col < out.n) tma_store(c_map, buffer, col, row0, z);
+      bulk_commit();  // an empty group when nothing was stored keeps "box j - 2" = "two groups back"
+    }
+  }
+}
+
+#endif  // CUDALAB_SM90A
+
+}  // namespace cudalab::gemm_variants::hopper

@@ -1,0 +1,205 @@
+// Tensor-core rung 8 (Hopper, sm_90a): rung 7's persistent blocks in clusters of two. The two
+// blocks of a cluster compute vertically adjacent 128 x 256 tiles (rows m0 and m0 + 128 of one
+// 256 x 256 cluster tile), which need the same 256 x 64 slice of B per k-tile. Each block loads
+// its own A tile and one half of B (128 columns), and multicasts that half to both blocks: a
+// block's full barrier completes on 16 KiB of A from its own producer, 16 KiB of B from its own
+// and 16 KiB from its peer's. Because the peer writes into this block's ring, a slot is free only
+// when the consumers of both blocks have released it: each consumer warpgroup arrives on the
+// empty barrier of its slot in both blocks (4 arrivals per phase), and the producers wait on it at
+// cluster scope. Cluster tiles follow rung 7's L2 order in bands of 8 cluster rows; the grid is as
+// many clusters as can be resident at once (cudaOccupancyMaxActiveClusters), so no cluster waits
+// for an SM pair to free up.
+// Fixes, relative to rung 7: B's tiles cross from L2 to the SMs once per cluster instead of once
+// per block, a third less L2-to-SM traffic per k-tile (32 instead of 48 KiB per block) at the
+// same 128 x 256 x 64 block tile. Costs: the two blocks advance in lockstep (a slow block stalls
+// its peer's producer); a cluster's second tile row is computed even when it lies past m (its A
+// loads arrive as zeros, its stores are clipped); a GPC whose SM count is odd leaves an SM idle.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "core/launch.cuh"
+#include "cudalab/error.hpp"
+#include "ops/gemm/hopper.cuh"
+#include "ops/gemm/mma_sync.cuh"
+#include "ops/gemm/tensor_core_variants.hpp"
+
+namespace cudalab::gemm_variants {
+
+constexpr int kWgmmaClusterBlockM = 128, kWgmmaClusterBlockN = 256;
+constexpr int kWgmmaClusterSize = 2;  // blocks along m sharing B
+
+#if CUDALAB_SM90A
+namespace {
+
+using namespace hopper;
+
+constexpr int kBlockM = kWgmmaClusterBlockM, kBlockN = kWgmmaClusterBlockN;
+constexpr int kClusterSize = kWgmmaClusterSize;
+constexpr int kStages = 4;
+constexpr int kConsumers = 2;
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kGroupM = 8;                                        // cluster rows per band: 16 tile rows, as rung 7
+constexpr int kATileBytes = kBlockM * kBlockK * 2;                // 16 KiB
+constexpr int kBPartColumns = kBlockN / kClusterSize;             // the B columns one block loads
+constexpr int kBPartBytes = kBPartColumns * kBlockK * 2;          // 16 KiB
+constexpr int kStageBytes = kATileBytes + kBlockN * kBlockK * 2;  // + 32 KiB of B
+constexpr int kRingBytes = kStages * kStageBytes;
+constexpr int kSharedBytes =
+    kRingBytes + kConsumers * static_cast<int>(kStagingBytes) + 2 * kStages * 8 + static_cast<int>(kAtomBytes);
+constexpr std::uint16_t kClusterMask = (1 << kClusterSize) - 1;
+static_assert(kSharedBytes <= 227 * 1024, "one block per SM must fit");
+
+template <typename T, bool kBMnMajor, bool kTmaStore>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_cluster_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                         const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p) {
+#if CUDALAB_SM90A_DEVICE
+  extern __shared__ std::uint8_t dynamic_shared[];
+  // Every block's ring starts at the same shared offset: multicast writes and remote arrivals use
+  // this block's offsets in the peer.
+  const std::uint32_t stages = aligned_shared_base(dynamic_shared);
+  const std::uint32_t staging = stages + kRingBytes;
+  const std::uint32_t full = staging + kConsumers * kStagingBytes;
+  const std::uint32_t empty = full + 8 * kStages;
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int rank = static_cast<int>(cluster_cta_rank());
+  const int cluster = static_cast<int>(blockIdx.x) / kClusterSize;
+  const int clusters = static_cast<int>(gridDim.x) / kClusterSize;
+  const int cluster_rows = (p.tiles_m + kClusterSize - 1) / kClusterSize;
+  const int cluster_tiles = p.batch * cluster_rows * p.tiles_n;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(full + 8 * s, 1);
+      mbarrier_init(empty + 8 * s, kConsumers * kClusterSize);
+    }
+    fence_barrier_init();
+  }
+  cluster_sync();  // the peer's barriers exist before any multicast or remote arrival reaches them
+
+  if (warpgroup == 0) {
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      RingPosition<kStages> ring;
+      for (int tile = cluster; tile < cluster_tiles; tile += clusters) {
+        const TileCoord at = grouped_tile(tile, cluster_rows, p.tiles_n, kGroupM);
+        const int m0 = (at.m * kClusterSize + rank) * kBlockM, n0 = at.n * kBlockN;
+        for (int kt = 0; kt < p.k_tiles; ++kt) {
+          mbarrier_wait_cluster(empty + 8 * ring.stage, ring.phase ^ 1);
+          const std::uint32_t stage = stages + ring.stage * kStageBytes, barrier = full + 8 * ring.stage;
+          mbarrier_arrive_expect_tx(barrier, kStageBytes);
+          tma_load(stage, &a_map, barrier, kt * kBlockK, m0, at.batch * p.batch_step_a);
+          load_b<kBPartColumns, kBMnMajor>(stage + kATileBytes + rank * kBPartBytes, &b_map, barrier, kt * kBlockK,
+                                           n0 + rank * kBPartColumns, at.batch * p.batch_step_b, kClusterMask);
+          ring.advance();
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int consumer = warpgroup - 1;
+    const int thread = static_cast<int>(threadIdx.x) % 128;
+    const std::uint32_t my_staging = staging + consumer * kStagingBytes;
+    const auto release = [&](int stage) {  // thread r of the warpgroup frees the slot in block r
+      if (thread < kClusterSize) mbarrier_arrive_cluster(empty + 8 * stage, thread);
+    };
+    RingPosition<kStages> ring;
+    for (int tile = cluster; tile < cluster_tiles; tile += clusters) {
+      const TileCoord at = grouped_tile(tile, cluster_rows, p.tiles_n, kGroupM);
+      float acc[kBlockN / 2] = {};
+      consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes>(acc, p.k_tiles, ring, stages, full,
+                                                                       consumer * 64 * kRowBytes, release);
+      OutputMatrix<T> out = p.out;
+      out.c += at.batch * p.stride_c;
+      const int row0 = (at.m * kClusterSize + rank) * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
+      if constexpr (kTmaStore) {
+        store_accumulators_tma(out, acc, &c_map, my_staging, row0, col0, at.batch * p.batch_step_c, 1 + consumer);
+      } else {
+        store_accumulators_direct(out, acc, row0, col0);
+      }
+    }
+    if (kTmaStore && thread == 0) bulk_wait_all();
+  }
+  cluster_sync();  // no block leaves while its peer may still arrive on its barriers
+#else
+  __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
+#endif
+}
+
+// The configuration of a launch of `clusters` clusters of kClusterSize blocks (it points into itself:
+// not copyable).
+struct ClusterLaunch {
+  cudaLaunchAttribute cluster_dims{};
+  cudaLaunchConfig_t config{};
+
+  ClusterLaunch(int clusters, cudaStream_t stream) {
+    cluster_dims.id = cudaLaunchAttributeClusterDimension;
+    cluster_dims.val.clusterDim.x = kClusterSize;
+    cluster_dims.val.clusterDim.y = 1;
+    cluster_dims.val.clusterDim.z = 1;
+    config.gridDim = dim3(clusters * kClusterSize);
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = kSharedBytes;
+    config.stream = stream;
+    config.attrs = &cluster_dims;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
+// Clusters of `kernel` that fit on the GPU at once. Every instantiation needs the same threads,
+// shared memory and registers, so the answer is kept per device.
+template <typename Kernel>
+int max_active_clusters(Kernel kernel, cudaStream_t stream) {
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices] = {};
+  int device = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < kDevices && known[device].load() > 0) return known[device].load();
+  const ClusterLaunch launch(1, stream);
+  int clusters = 0;
+  CUDALAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config));
+  CUDALAB_REQUIRE(clusters > 0, "wgmma_cluster: no cluster of two blocks with " + std::to_string(kSharedBytes) +
+                                    " bytes of shared memory each fits on this GPU");
+  if (device < kDevices) known[device].store(clusters);
+  return clusters;
+}
+
+}  // namespace
+#endif  // CUDALAB_SM90A
+
+std::string wgmma_cluster_limits(const GemmShape& shape, int compute_capability) {
+  const std::string why = hopper::wgmma_limits(shape, compute_capability);
+  return why.empty() ? hopper::tile_count_limits(shape, kWgmmaClusterSize * kWgmmaClusterBlockM, kWgmmaClusterBlockN)
+                     : why;
+}
+
+template <typename T>
+void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream) {
+  require_limits("wgmma_cluster", wgmma_cluster_limits(shape_of(args), current_compute_capability()));
+#if CUDALAB_SM90A
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  const bool tma_store = hopper::c_storable_by_tma(args);
+  const hopper::WgmmaLaunch<T> launch =
+      hopper::prepare_launch(args, "wgmma_cluster", kBlockM, kBlockN, kBlockM, kBPartColumns, tma_store ? 64 : 0);
+  auto* kernel = args.b_transposed
+                     ? (tma_store ? wgmma_cluster_kernel<T, false, true> : wgmma_cluster_kernel<T, false, false>)
+                     : (tma_store ? wgmma_cluster_kernel<T, true, true> : wgmma_cluster_kernel<T, true, false>);
+  hopper::set_shared_memory(kernel, kSharedBytes);
+  const std::int64_t cluster_tiles = static_cast<std::int64_t>(launch.params.batch) *
+                                     ceil_div(launch.params.tiles_m, kClusterSize) * launch.params.tiles_n;
+  const int clusters = static_cast<int>(std::min<std::int64_t>(cluster_tiles, max_active_clusters(kernel, stream)));
+  const ClusterLaunch cluster_launch(clusters, stream);
+  CUDALAB_CUDA_CHECK(
+      cudaLaunchKernelEx(&cluster_launch.config, kernel, launch.a_map, launch.b_map, launch.c_map, launch.params));
+#else
+  (void)stream;
+#endif
+}
+
+template void wgmma_cluster<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void wgmma_cluster<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace cudalab::gemm_variants

@@ -1,0 +1,127 @@
+// Tensor-core rung 6 (Hopper, sm_90a): warp specialization. A block of three warpgroups owns a
+// 128 x 256 tile of C. Warpgroup 0 is the producer: it gives most of its registers back
+// (setmaxnreg.dec to 40) and one of its threads only issues TMA loads into a 4-slot ring (48 KiB
+// per k-tile: A 128 x 64, B 256 x 64). Warpgroups 1 and 2 are consumers (setmaxnreg.inc to 232):
+// each multiplies its 64 rows of the tile with 4 wgmma.m64n256k16 per k-tile, keeps one group in
+// flight, and when the previous group has completed arrives on that slot's empty barrier. Each
+// slot has a full barrier (the producer's expected bytes have landed) and an empty barrier (both
+// consumers are done with it): no block-wide barrier in the k-loop.
+// Fixes, relative to rung 5: the loads no longer wait for the slowest warp at a __syncthreads; the
+// producer refills a slot the moment both consumers release it, up to 4 k-tiles ahead; the wider
+// 128 x 256 tile reads 48 KiB per 4.2 MFLOP (rung 5: 32 KiB per 2.1 MFLOP), and m64n256k16 is
+// the largest wgmma, so the tensor cores see fewer, longer instructions. The register budget
+// moves to where the accumulators are: 256 x 232 + 128 x 40 is exactly the 384 x 168 registers the
+// block is launched with (__launch_bounds__(384, 1)).
+// Costs: one block per SM (192 KiB of ring); the epilogue still stores from registers while the
+// tensor cores idle, and each block fills its ring from cold.
+#include <cstdint>
+#include <string>
+
+#include "core/launch.cuh"
+#include "cudalab/error.hpp"
+#include "ops/gemm/hopper.cuh"
+#include "ops/gemm/mma_sync.cuh"
+#include "ops/gemm/tensor_core_variants.hpp"
+
+namespace cudalab::gemm_variants {
+
+constexpr int kWgmmaSpecializedBlockM = 128, kWgmmaSpecializedBlockN = 256;
+
+#if CUDALAB_SM90A
+namespace {
+
+using namespace hopper;
+
+constexpr int kBlockM = kWgmmaSpecializedBlockM, kBlockN = kWgmmaSpecializedBlockN;
+constexpr int kStages = 4;
+constexpr int kConsumers = 2;  // warpgroups 1 and 2, 64 rows each
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kATileBytes = kBlockM * kBlockK * 2;                // 16 KiB
+constexpr int kStageBytes = kATileBytes + kBlockN * kBlockK * 2;  // + 32 KiB of B
+constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + static_cast<int>(kAtomBytes);
+
+template <typename T, bool kBMnMajor>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_specialized_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                             const WgmmaParams<T> p) {
+#if CUDALAB_SM90A_DEVICE
+  extern __shared__ std::uint8_t dynamic_shared[];
+  const std::uint32_t stages = aligned_shared_base(dynamic_shared);
+  const std::uint32_t full = stages + kStages * kStageBytes;  // the slot's bytes have landed
+  const std::uint32_t empty = full + 8 * kStages;             // both consumers are done with the slot
+  const int m0 = static_cast<int>(blockIdx.y) * kBlockM, n0 = static_cast<int>(blockIdx.x) * kBlockN;
+  const int z = static_cast<int>(blockIdx.z);
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(full + 8 * s, 1);
+      mbarrier_init(empty + 8 * s, kConsumers);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      RingPosition<kStages> ring;
+      for (int kt = 0; kt < p.k_tiles; ++kt) {
+        mbarrier_wait(empty + 8 * ring.stage, ring.phase ^ 1);
+        const std::uint32_t stage = stages + ring.stage * kStageBytes, barrier = full + 8 * ring.stage;
+        mbarrier_arrive_expect_tx(barrier, kStageBytes);
+        tma_load(stage, &a_map, barrier, kt * kBlockK, m0, z * p.batch_step_a);
+        load_b<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, n0, z * p.batch_step_b);
+        ring.advance();
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int consumer = warpgroup - 1;
+    const bool leader = threadIdx.x % 128 == 0;
+    float acc[kBlockN / 2] = {};
+    const auto release = [&](int stage) {
+      if (leader) mbarrier_arrive(empty + 8 * stage);
+    };
+    RingPosition<kStages> ring;
+    consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes>(acc, p.k_tiles, ring, stages, full,
+                                                                     consumer * 64 * kRowBytes, release);
+    OutputMatrix<T> out = p.out;
+    out.c += z * p.stride_c;
+    store_accumulators_direct(out, acc, m0 + 64 * consumer, n0);
+  }
+#else
+  __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
+#endif
+}
+
+}  // namespace
+#endif  // CUDALAB_SM90A
+
+std::string wgmma_specialized_limits(const GemmShape& shape, int compute_capability) {
+  const std::string why = hopper::wgmma_limits(shape, compute_capability);
+  return why.empty()
+             ? tensor_core_common_limits(shape, compute_capability, kWgmmaSpecializedBlockM, kWgmmaSpecializedBlockN)
+             : why;
+}
+
+template <typename T>
+void wgmma_specialized(const GemmArgs<T>& args, cudaStream_t stream) {
+  require_limits("wgmma_specialized", wgmma_specialized_limits(shape_of(args), current_compute_capability()));
+#if CUDALAB_SM90A
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  const hopper::WgmmaLaunch<T> launch =
+      hopper::prepare_launch(args, "wgmma_specialized", kBlockM, kBlockN, kBlockM, kBlockN, 0);
+  auto* kernel = args.b_transposed ? wgmma_specialized_kernel<T, false> : wgmma_specialized_kernel<T, true>;
+  hopper::set_shared_memory(kernel, kSharedBytes);
+  const dim3 grid(launch.params.tiles_n, launch.params.tiles_m, launch.params.batch);
+  kernel<<<grid, kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.params);
+  CUDALAB_CHECK_LAUNCH();
+#else
+  (void)stream;
+#endif
+}
+
+template void wgmma_specialized<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void wgmma_specialized<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace cudalab::gemm_variants

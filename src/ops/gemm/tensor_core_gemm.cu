@@ -1,0 +1,109 @@
+// cudalab::gemm and cudalab::gemm_batched for BF16 and FP16: argument checks, then the fastest
+// tensor-core rung that takes the shape on this GPU (measurements in the comment of pick_rung).
+#include <string>
+
+#include "core/vector.cuh"
+#include "cudalab/error.hpp"
+#include "cudalab/gemm.hpp"
+#include "ops/gemm/tensor_core_variants.hpp"
+
+namespace cudalab {
+namespace {
+
+namespace v = gemm_variants;
+
+template <typename T>
+void require_valid(const v::GemmArgs<T>& p) {
+  const std::string sizes = "m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k);
+  CUDALAB_REQUIRE(p.m >= 0 && p.n >= 0 && p.k >= 0 && p.batch >= 0,
+                  "gemm: negative size " + sizes + " batch=" + std::to_string(p.batch));
+  CUDALAB_REQUIRE(p.lda >= (p.k > 0 ? p.k : 1),
+                  "gemm: lda=" + std::to_string(p.lda) + " is below k=" + std::to_string(p.k) + " (A is m x k)");
+  const std::int64_t b_row = p.b_transposed ? p.k : p.n;
+  CUDALAB_REQUIRE(p.ldb >= (b_row > 0 ? b_row : 1), "gemm: ldb=" + std::to_string(p.ldb) +
+                                                        " is below the length of B's rows, " + std::to_string(b_row) +
+                                                        (p.b_transposed ? " (B is n x k)" : " (B is k x n)"));
+  CUDALAB_REQUIRE(p.ldc >= (p.n > 0 ? p.n : 1),
+                  "gemm: ldc=" + std::to_string(p.ldc) + " is below n=" + std::to_string(p.n) + " (C is m x n)");
+  CUDALAB_REQUIRE(p.stride_a >= 0 && p.stride_b >= 0 && p.stride_c >= 0, "gemm_batched: negative batch stride");
+  CUDALAB_REQUIRE(
+      p.batch <= 1 || p.stride_c >= p.m * p.ldc || p.m == 0 || p.n == 0,
+      "gemm_batched: stride_c=" + std::to_string(p.stride_c) + " makes C's matrices overlap (below m * ldc)");
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
+  CUDALAB_REQUIRE(p.c != nullptr, "gemm: C is null");
+  CUDALAB_REQUIRE(p.k == 0 || (p.a != nullptr && p.b != nullptr), "gemm: A or B is null");
+}
+
+int compute_capability() {
+  int device = 0, major = 0, minor = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major * 10 + minor;
+}
+
+// The rungs that copy 16-byte chunks (cp.async, TMA) need A, B and C 16-byte aligned besides the
+// pitches their limits check; the swizzled mma.sync rung takes anything.
+template <typename T>
+void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
+  const v::GemmShape shape = v::shape_of(args);
+  const int cc = compute_capability();
+  const bool aligned = is_aligned16(args.a) && is_aligned16(args.b) && is_aligned16(args.c);
+  if (aligned && v::wgmma_persistent_limits(shape, cc).empty()) return v::wgmma_persistent(args, stream);
+  if (aligned && v::mma_pipelined_limits(shape, cc).empty()) return v::mma_pipelined(args, stream);
+  const std::string why = v::mma_swizzled_limits(shape, cc);
+  CUDALAB_REQUIRE(why.empty(), "gemm: " + why);
+  v::mma_swizzled(args, stream);
+}
+
+template <typename T>
+void run(v::GemmArgs<T> args, cudaStream_t stream) {
+  require_valid(args);
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  if (args.batch == 1) args.stride_a = args.stride_b = args.stride_c = 0;
+  pick_rung(args, stream);
+}
+
+template <typename T>
+v::GemmArgs<T> make_args(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
+                         std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
+                         float beta, T* c, std::int64_t ldc, std::int64_t stride_c, Transpose transpose_b) {
+  v::GemmArgs<T> args;
+  args.m = m, args.n = n, args.k = k, args.alpha = alpha, args.beta = beta;
+  args.a = a, args.lda = lda, args.b = b, args.ldb = ldb, args.c = c, args.ldc = ldc;
+  args.b_transposed = transpose_b == Transpose::yes;
+  args.batch = batch, args.stride_a = stride_a, args.stride_b = stride_b, args.stride_c = stride_c;
+  return args;
+}
+
+}  // namespace
+
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __nv_bfloat16* a, std::int64_t lda,
+          const __nv_bfloat16* b, std::int64_t ldb, float beta, __nv_bfloat16* c, std::int64_t ldc, cudaStream_t stream,
+          Transpose transpose_b) {
+  run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b), stream);
+}
+
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a, std::int64_t lda,
+          const __half* b, std::int64_t ldb, float beta, __half* c, std::int64_t ldc, cudaStream_t stream,
+          Transpose transpose_b) {
+  run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b), stream);
+}
+
+void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                  const __nv_bfloat16* a, std::int64_t lda, std::int64_t stride_a, const __nv_bfloat16* b,
+                  std::int64_t ldb, std::int64_t stride_b, float beta, __nv_bfloat16* c, std::int64_t ldc,
+                  std::int64_t stride_c, cudaStream_t stream, Transpose transpose_b) {
+  run(make_args(batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, transpose_b),
+      stream);
+}
+
+void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a,
+                  std::int64_t lda, std::int64_t stride_a, const __half* b, std::int64_t ldb, std::int64_t stride_b,
+                  float beta, __half* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream,
+                  Transpose transpose_b) {
+  run(make_args(batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, transpose_b),
+      stream);
+}
+
+}  // namespace cudalab

@@ -1,0 +1,71 @@
+// The tensor-core ladder for BF16 and FP16: C = alpha A B + beta C with A, B and C in the element
+// type, products accumulated in FP32 and alpha, beta applied in FP32 before C is rounded back to
+// the element type. Every rung takes GemmArgs<T> for T in {__half, __nv_bfloat16}: B as K x N or
+// as N x K (args.b_transposed) and strided batches (args.batch > 1, grid z), and enqueues on
+// `stream`. A rung that cannot take a shape says why through its `*_limits` function (the harness
+// skips it with that reason; the library call picks another rung); its launcher throws
+// cudalab::Error (invalid_argument) with the same reason if called anyway.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "ops/gemm/variants.hpp"
+
+namespace cudalab::gemm_variants {
+
+// What a rung's limits depend on: the sizes, leading dimensions, batch strides and B's layout, in
+// elements. Pointer alignment is the launcher's to check (the harness's buffers are 256-byte aligned).
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+  bool b_transposed = false;
+  std::int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+};
+template <typename T>
+GemmShape shape_of(const GemmArgs<T>& args) {
+  return {args.m,     args.n,        args.k,        args.lda,     args.ldb, args.ldc, args.b_transposed,
+          args.batch, args.stride_a, args.stride_b, args.stride_c};
+}
+
+// 1. WMMA 16x16x16 fragments loaded straight from global memory, one warp per 16x16 output tile.
+template <typename T>
+void wmma_global(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wmma_global_limits(const GemmShape& shape, int compute_capability);
+
+// 2. WMMA with A and B tiles staged through shared memory.
+template <typename T>
+void wmma_shared(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wmma_shared_limits(const GemmShape& shape, int compute_capability);
+
+// 3. mma.sync m16n8k16 with ldmatrix from XOR-swizzled shared memory (no bank conflicts).
+template <typename T>
+void mma_swizzled(const GemmArgs<T>& args, cudaStream_t stream);
+std::string mma_swizzled_limits(const GemmShape& shape, int compute_capability);
+
+// 4. As 3, with a multistage cp.async pipeline and register double-buffered fragments.
+template <typename T>
+void mma_pipelined(const GemmArgs<T>& args, cudaStream_t stream);
+std::string mma_pipelined_limits(const GemmShape& shape, int compute_capability);
+
+// 5-8. Hopper (sm_90a): wgmma from TMA-loaded, 128-byte-swizzled shared memory.
+// 5. one consumer warpgroup, TMA loads completed on mbarriers.
+template <typename T>
+void wgmma_tma(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wgmma_tma_limits(const GemmShape& shape, int compute_capability);
+// 6. producer/consumer warp specialization: a TMA producer warpgroup, two consumer warpgroups, setmaxnreg.
+template <typename T>
+void wgmma_specialized(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wgmma_specialized_limits(const GemmShape& shape, int compute_capability);
+// 7. persistent: one CTA per SM walking an L2-ordered tile schedule, epilogue through shared memory.
+template <typename T>
+void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wgmma_persistent_limits(const GemmShape& shape, int compute_capability);
+// 8. 2-CTA thread-block clusters sharing one operand's tile by TMA multicast.
+template <typename T>
+void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wgmma_cluster_limits(const GemmShape& shape, int compute_capability);
+
+}  // namespace cudalab::gemm_variants
