@@ -34,8 +34,9 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const flo
 // in FP32 on tensor cores, alpha and beta applied in FP32, the result rounded to nearest into C.
 // op(B) is B (k x n, ldb >= n) or, with transpose_b == Transpose::yes, B^T for B stored n x k
 // (ldb >= k). Any m, n, k >= 0 and leading dimensions; the kernel is chosen by GPU and shape
-// (Hopper: wgmma with TMA where the row pitches are multiples of 8 elements and the pointers
-// 16-byte aligned; else mma.sync). beta == 0 never reads C; k == 0 gives C = beta * C. Each result
+// (large outputs on Hopper: wgmma with TMA where the row pitches are multiples of 8 elements and
+// the pointers 16-byte aligned; small outputs and batches of small matrices: 64x64 mma.sync
+// tiles; otherwise larger mma.sync tiles). beta == 0 never reads C; k == 0 gives C = beta * C. Each result
 // is within about (k + 3) 2^-23 (|alpha| |A||op(B)| + |beta| |C|) of the exact value before its
 // final rounding to the element type. Needs compute capability 8.0 or newer. Throws
 // cudalab::Error (invalid_argument) for negative sizes, leading dimensions below the row length,

@@ -138,14 +138,15 @@ template <typename T>
 void check_half_gemm_shapes() {
   for (const Transpose t : {Transpose::no, Transpose::yes}) {
     check_half_gemm<T>(1, 1, 1, 1, 0, 0, 0.5f, t);
-    check_half_gemm<T>(1, 129, 67, 33, 3, 1, -0.5f, t);    // odd pitches and offsets: the any-alignment rung
-    check_half_gemm<T>(1, 256, 256, 64, 8, 8, 1.0f, t);    // 16-byte aligned pitches: cp.async / TMA rungs
-    check_half_gemm<T>(1, 300, 136, 0, 0, 0, 2.0f, t);     // k = 0: C = beta C
-    check_half_gemm<T>(1, 1000, 72, 520, 0, 0, 0.0f, t);   // beta = 0, partial tiles, aligned
-    check_half_gemm<T>(1, 127, 131, 131, 5, 0, -0.5f, t);  // pitches 136: K and N tails inside 16-byte chunks
-    check_half_gemm<T>(1, 70, 64, 24, 0, 0, 1.0f, t);      // K below one k-tile
-    check_half_gemm<T>(7, 65, 130, 72, 0, 0, -0.5f, t);    // a batch, aligned
-    check_half_gemm<T>(3, 33, 17, 9, 1, 3, 0.25f, t);      // a batch, misaligned
+    check_half_gemm<T>(1, 129, 67, 33, 3, 1, -0.5f, t);      // odd pitches and offsets: the any-alignment rung
+    check_half_gemm<T>(1, 256, 256, 64, 8, 8, 1.0f, t);      // 16-byte aligned pitches, small: mma_small
+    check_half_gemm<T>(1, 1100, 2048, 264, 8, 0, -0.5f, t);  // big and aligned: wgmma (Hopper) or cp.async tiles
+    check_half_gemm<T>(1, 300, 136, 0, 0, 0, 2.0f, t);       // k = 0: C = beta C
+    check_half_gemm<T>(1, 1000, 72, 520, 0, 0, 0.0f, t);     // beta = 0, partial tiles, aligned
+    check_half_gemm<T>(1, 127, 131, 131, 5, 0, -0.5f, t);    // pitches 136: K and N tails inside 16-byte chunks
+    check_half_gemm<T>(1, 70, 64, 24, 0, 0, 1.0f, t);        // K below one k-tile
+    check_half_gemm<T>(7, 65, 130, 72, 0, 0, -0.5f, t);      // a batch, aligned
+    check_half_gemm<T>(3, 33, 17, 9, 1, 3, 0.25f, t);        // a batch, misaligned
   }
 }
 

@@ -35,11 +35,10 @@ struct ConvertArgs {
 template <typename T>
 void one_per_thread(const ConvertArgs<T>& args, cudaStream_t stream);
 
-// A grid sized to resident capacity striding over 8-element chunks: 16-byte loads and stores on
-// both sides (two fp32 vectors per 16-bit vector) and pairwise conversions (__float22half2_rn,
-// __float22bfloat162_rn, __half22float2, __bfloat1622float2). A scalar head brings both pointers
-// to a 16-byte boundary and a scalar tail finishes n; pointers that never share one take
-// one_per_thread.
+// A grid sized to resident capacity striding over chunks of one 16-byte output vector (8 elements
+// narrowing: two 16-byte fp32 loads; 4 widening: one 8-byte load) and pairwise conversions
+// (__float22half2_rn, __float22bfloat162_rn, __half22float2, __bfloat1622float2). A scalar head
+// aligns both pointers and a scalar tail finishes n; pointers that never align take one_per_thread.
 template <typename T>
 void vectorized(const ConvertArgs<T>& args, cudaStream_t stream);
 

@@ -1,8 +1,9 @@
 // Pieces the Hopper (sm_90a) tensor-core rungs 5-8 (tensor_core_variants.hpp) share: tensor maps
 // encoded on the host, mbarriers, TMA loads (plain and multicast) and stores, wgmma descriptors and
 // instructions, register reallocation, cluster helpers, the k-loop of a consumer warpgroup, the two
-// epilogues (straight from registers; through swizzled shared memory and TMA stores), the
-// L2-ordered tile order of the persistent rungs and the host-side limits.
+// epilogues (straight from registers; through swizzled shared memory and TMA stores, with the old
+// C prefetched into L2 and loaded into registers in one batch), the L2-ordered tile order of the
+// persistent rungs and the host-side limits.
 //
 // The code exists only where the build defines CUDALAB_SM90A=1 (CMake compiles these files for
 // sm_90a alone); elsewhere the rungs' limits say they were not built and their launchers throw.
@@ -234,10 +235,12 @@ struct WgmmaLaunch {
   WgmmaParams<T> params;
 };
 
-// True when C can be written by TMA stores: 16-byte aligned rows and matrices.
+// True when C can be written by TMA stores: 16-byte aligned rows and matrices, and rows that end
+// on a 16-byte boundary: a box across C's last column was clipped as if in 16-byte units, not
+// elements (n = 131, ldc = 136: columns 131-135 of the padding written; H100, LibraryGemm test).
 template <typename T>
 bool c_storable_by_tma(const GemmArgs<T>& args) {
-  return is_aligned16(args.c) && args.ldc % 8 == 0 && (args.batch == 1 || args.stride_c % 8 == 0);
+  return is_aligned16(args.c) && args.ldc % 8 == 0 && args.n % 8 == 0 && (args.batch == 1 || args.stride_c % 8 == 0);
 }
 
 // Tensor maps and parameters of one launch. `a_box_rows` rows of A and `b_box_rows` rows of a
@@ -317,13 +320,17 @@ __device__ __forceinline__ void mbarrier_arrive(std::uint32_t barrier) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(barrier) : "memory");
 }
 
-// Arrives on the barrier at the same offset in CTA `cta` of the cluster (this one included).
+// Arrives on the barrier at the same offset in CTA `cta` of the cluster (this one included), with
+// the default release at CTA scope, as CUTLASS's ClusterBarrier::arrive does: what it orders (a
+// consumer's wgmma reads, complete at wgmma.wait_group, before the peer's TMA overwrites the slot)
+// needs no fence. An explicit .release.cluster compiles to MEMBAR.ALL.GPU before every arrival,
+// which stalled each consumer warpgroup once per k-tile (rung 8 ran ~30% behind rung 7).
 __device__ __forceinline__ void mbarrier_arrive_cluster(std::uint32_t barrier, std::uint32_t cta) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(barrier),
       "r"(cta)
       : "memory");
@@ -339,22 +346,6 @@ __device__ __forceinline__ void mbarrier_wait(std::uint32_t barrier, std::uint32
         "{\n"
         ".reg .pred complete;\n"
         "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, complete;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(barrier), "r"(parity)
-        : "memory");
-  } while (done == 0);
-}
-
-// As mbarrier_wait, acquiring at cluster scope: for barriers other CTAs arrive on.
-__device__ __forceinline__ void mbarrier_wait_cluster(std::uint32_t barrier, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred complete;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 complete, [%1], %2;\n"
         "selp.u32 %0, 1, 0, complete;\n"
         "}\n"
         : "=r"(done)
@@ -443,6 +434,13 @@ __device__ __forceinline__ void tma_store(const CUtensorMap* map, std::uint32_t 
       "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map_address(map)),
       "r"(source), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
+}
+
+// Asks L2 to fetch the box at (c0, c1, c2) for a later read; nothing waits for it.
+__device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap* map, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(map_address(map)), "r"(c0),
+               "r"(c1), "r"(c2)
+               : "memory");
 }
 
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
@@ -631,11 +629,9 @@ __device__ __forceinline__ std::uint32_t pack_pair(float lo, float hi) {
   }
 }
 
-// Two adjacent elements at a 4-byte aligned address, widened; one 32-bit load (through the
-// vector types the compiler splits it in two when a scalar load of the first element is near).
+// Two adjacent elements of C packed in a 32-bit word, widened.
 template <typename T>
-__device__ __forceinline__ float2 load_pair(const T* pointer) {
-  const std::uint32_t bits = *reinterpret_cast<const std::uint32_t*>(pointer);
+__device__ __forceinline__ float2 unpack_pair(std::uint32_t bits) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     return make_float2(__uint_as_float(bits << 16), __uint_as_float(bits & 0xFFFF0000u));
   } else {
@@ -644,56 +640,123 @@ __device__ __forceinline__ float2 load_pair(const T* pointer) {
   }
 }
 
+// The 32-bit word at global `pointer` when `in_bounds`, else 0: a predicated load, never a branch.
+// Volatile, so a batch of them stays in program order ahead of the epilogue's shared stores and
+// barriers, all in flight at once.
+__device__ __forceinline__ std::uint32_t load_word_if(const void* pointer, bool in_bounds) {
+  std::uint32_t word = 0;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %2, 0;\n"
+      "@p ld.global.b32 %0, [%1];\n"
+      "}\n"
+      : "+r"(word)
+      : "l"(pointer), "r"(static_cast<int>(in_bounds)));
+  return word;
+}
+
+// The old C under a warpgroup's accumulators at (row0, col0), for beta != 0: old[2 i + h] packs the
+// pair of acc[4 i + 2 h] and acc[4 i + 2 h + 1], zero where the pair lies outside C (n is even, so
+// a pair lies wholly inside or outside). All kRegisters / 2 loads issue before the first is used
+// (box 0's first): a tile waits for one memory latency, not one per pair.
+template <typename T, int kRegisters>
+__device__ __forceinline__ void load_old_pairs(const OutputMatrix<T>& out, int row0, int col0,
+                                               std::uint32_t (&old)[kRegisters / 2]) {
+  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
+  const std::int64_t row = static_cast<std::int64_t>(row0) + 16 * (t / 32) + lane / 4;
+  const std::int64_t col = static_cast<std::int64_t>(col0) + 2 * (lane % 4);
+  const int rows_left = static_cast<int>(out.m - row), columns_left = static_cast<int>(out.n - col);
+  const T* pairs = out.c + row * out.ldc + col;
+#pragma unroll
+  for (int i = 0; i < kRegisters / 4; ++i) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      old[2 * i + half] =
+          load_word_if(pairs + 8 * half * out.ldc + 8 * i, 8 * half < rows_left && 8 * i + 1 < columns_left);
+  }
+}
+
 constexpr std::uint32_t kStoreBoxBytes = 64 * kRowBytes;     // 64 rows x 64 columns of C, 128-byte swizzled
 constexpr std::uint32_t kStagingBytes = 2 * kStoreBoxBytes;  // per consumer warpgroup: two boxes
 
-// Through shared memory and TMA stores, 64 columns at a time: box j goes to staging buffer j % 2,
-// whose store of box j - 2 must have finished reading it first; the store of box j then overlaps
-// the writes of box j + 1 and, for the last boxes, the next tile's k-loop. TMA clips what lies
-// outside C. C must be storable by TMA (c_storable_by_tma): pairs are aligned. beta != 0 reads the
-// old pairs straight from global memory. `barrier_id` is this warpgroup's named barrier; the
-// leader (thread 0 of the warpgroup) must bulk_wait_all before the block exits.
+// How many k-tiles before a tile's last one its producer asks L2 for the tile's old C (beta != 0),
+// so that load_old_pairs hits L2: about 8 to 12 k-tiles (5 to 9 us at full rate) ahead of the
+// epilogue, enough for DRAM to deliver every block's 64 KiB, too little for L2 to evict them.
+constexpr int kOldCPrefetchKTiles = 8;
+
+// The producer's L2 prefetch of the old C of a kRows x kColumns tile at (row0, col0) of matrix z,
+// in the 64 x 64 boxes of `c_map`: those that start inside C (TMA skips the parts outside).
+template <typename T, int kRows, int kColumns>
+__device__ __forceinline__ void prefetch_old_c(const CUtensorMap* c_map, const OutputMatrix<T>& out, int row0, int col0,
+                                               int z) {
+#pragma unroll
+  for (int r = 0; r < kRows; r += 64) {
+#pragma unroll
+    for (int c = 0; c < kColumns; c += 64) {
+      if (row0 + r < out.m && col0 + c < out.n) tma_prefetch_l2(c_map, col0 + c, row0 + r, z);
+    }
+  }
+}
+
+// Box j (columns 64 j .. + 63) of a warpgroup's accumulators, scaled (and blended with the old
+// pairs when kBlend), into the 128-byte swizzled `buffer`: a warp's 8 rows per instruction hit 8
+// different bank groups. Two instances, so beta == 0 runs no blending instructions.
+template <typename T, bool kBlend, int kRegisters>
+__device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
+                                          const std::uint32_t (&old)[kRegisters / 2], std::uint32_t buffer, int j) {
+  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
+  const int quad = lane % 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = 16 * (t / 32) + lane / 4 + 8 * half;  // of the warpgroup's 64; row % 8 == lane / 4
+#pragma unroll
+    for (int chunk = 0; chunk < 8; ++chunk) {
+      const int i = 8 * j + chunk;
+      const float a0 = acc[4 * i + 2 * half], a1 = acc[4 * i + 2 * half + 1];
+      float v0 = out.alpha * a0, v1 = out.alpha * a1;
+      if constexpr (kBlend) {
+        const float2 pair = unpack_pair<T>(old[2 * i + half]);
+        v0 = fmaf(out.alpha, a0, out.beta * pair.x);
+        v1 = fmaf(out.alpha, a1, out.beta * pair.y);
+      }
+      const std::uint32_t address = buffer + row * kRowBytes + ((chunk ^ (row % 8)) << 4) + 4 * quad;
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(pack_pair<T>(v0, v1)));
+    }
+  }
+}
+
+// Through shared memory and TMA stores, 64 columns at a time: box j goes to staging buffer j % 2;
+// its store then overlaps the writes of box j + 1 and, for the last boxes, the next tile's k-loop.
+// One named barrier per box: just before it the leader (thread 0 of the warpgroup) waits until the
+// stores issued so far have read their buffers, so after it box j is complete and buffer (j + 1) % 2
+// is free (across tiles as well: box 0 follows box 3, whose barrier freed buffer 0). TMA clips what
+// lies outside C. C must be storable by TMA (c_storable_by_tma). beta != 0 blends the old C, loaded
+// into registers before the first box (load_old_pairs). `barrier_id` is this warpgroup's named
+// barrier; the leader must bulk_wait_all before the block exits.
 template <typename T, int kRegisters>
 __device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
                                                        const CUtensorMap* c_map, std::uint32_t staging, int row0,
                                                        int col0, int z, int barrier_id) {
-  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
-  const int quad = lane % 4;
+  const int t = static_cast<int>(threadIdx.x) % 128;
+  const bool blend = out.beta != 0.0f;
+  std::uint32_t old[kRegisters / 2];
+  if (blend) load_old_pairs<T, kRegisters>(out, row0, col0, old);
 #pragma unroll
   for (int j = 0; j < kRegisters / 32; ++j) {
     const std::uint32_t buffer = staging + (j % 2) * kStoreBoxBytes;
-    if (t == 0) bulk_wait_read<1>();
-    named_barrier_sync(barrier_id, 128);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = 16 * (t / 32) + lane / 4 + 8 * half;  // of the warpgroup's 64; row % 8 == lane / 4
-      const std::int64_t c_row = static_cast<std::int64_t>(row0) + row;
-#pragma unroll
-      for (int chunk = 0; chunk < 8; ++chunk) {
-        const int i = 8 * j + chunk;
-        const float a0 = acc[4 * i + 2 * half], a1 = acc[4 * i + 2 * half + 1];
-        float v0 = out.alpha * a0, v1 = out.alpha * a1;
-        if (out.beta != 0.0f) {
-          const std::int64_t c_col = static_cast<std::int64_t>(col0) + 8 * i + 2 * quad;
-          const T* old = out.c + c_row * out.ldc + c_col;
-          if (c_row < out.m && c_col + 1 < out.n) {
-            const float2 pair = load_pair(old);
-            v0 = fmaf(out.alpha, a0, out.beta * pair.x);
-            v1 = fmaf(out.alpha, a1, out.beta * pair.y);
-          } else if (c_row < out.m && c_col < out.n) {
-            v0 = fmaf(out.alpha, a0, out.beta * to_float(*old));
-          }
-        }
-        const std::uint32_t address = buffer + row * kRowBytes + ((chunk ^ (row % 8)) << 4) + 4 * quad;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(pack_pair<T>(v0, v1)));
-      }
+    if (blend) {
+      write_box<T, true>(out, acc, old, buffer, j);
+    } else {
+      write_box<T, false>(out, acc, old, buffer, j);
     }
     fence_async_shared();
+    if (t == 0) bulk_wait_read<0>();
     named_barrier_sync(barrier_id, 128);
-    if (t == 0) {
-      const int col = col0 + 64 * j;
-      if (row0 < out.m && col < out.n) tma_store(c_map, buffer, col, row0, z);
-      bulk_commit();  // an empty group when nothing was stored keeps "box j - 2" = "two groups back"
+    const int col = col0 + 64 * j;
+    if (t == 0 && row0 < out.m && col < out.n) {
+      tma_store(c_map, buffer, col, row0, z);
+      bulk_commit();
     }
   }
 }

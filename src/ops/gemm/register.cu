@@ -269,6 +269,8 @@ std::vector<Variant> tensor_core_ladder() {
                        v::mma_swizzled<bf16>, v::mma_swizzled<__half>, v::mma_swizzled_limits),
       tensor_core_rung(ids::kMmaPipelined, "as mma_swizzled, multistage cp.async pipeline, double-buffered fragments",
                        v::mma_pipelined<bf16>, v::mma_pipelined<__half>, v::mma_pipelined_limits),
+      tensor_core_rung(ids::kMmaSmall, "64x64x64 tiles of 4 warps for batches of small matrices: many CTAs per SM",
+                       v::mma_small<bf16>, v::mma_small<__half>, v::mma_small_limits),
       tensor_core_rung(ids::kWgmmaTma, "Hopper wgmma from TMA-loaded 128B-swizzled tiles, one consumer warpgroup",
                        v::wgmma_tma<bf16>, v::wgmma_tma<__half>, v::wgmma_tma_limits),
       tensor_core_rung(ids::kWgmmaSpecialized, "TMA producer warpgroup, two consumer warpgroups, setmaxnreg",
@@ -364,8 +366,8 @@ void register_gemm_batched(Registry& registry) {
   const std::vector<std::vector<std::int64_t>> bench = {
       {16, 128, 128, 128}, {1024, 64, 64, 64}, {1024, 128, 128, 128}, {512, 256, 256, 64}};
   op.bench_problems = cross(op, bench, op.dtypes) + cross(op, bench, half, nt);
-  const std::vector<std::vector<std::int64_t>> tests = {
-      {1, 17, 33, 65}, {3, 127, 129, 131}, {16, 64, 64, 64}, {5, 256, 256, 64}, {1024, 64, 64, 64}};
+  const std::vector<std::vector<std::int64_t>> tests = {{1, 17, 33, 65},  {3, 127, 129, 131}, {4, 72, 136, 200},
+                                                        {16, 64, 64, 64}, {5, 256, 256, 64},  {1024, 64, 64, 64}};
   op.test_problems = cross(op, tests, op.dtypes) + cross(op, tests, half, nt);
   op.variants = tensor_core_ladder();
   op.variants.push_back(tuned());
@@ -396,8 +398,9 @@ void register_gemm(Registry& registry) {
       cross(op, {{1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 8192, 8192}, {4095, 4097, 4093}}, half) +
       cross(op, {{4096, 4096, 4096}, {8192, 8192, 8192}}, half, nt);
   const std::vector<std::vector<std::int64_t>> half_tests = {
-      {1, 1, 1},          {17, 33, 65},    {127, 129, 131}, {256, 256, 8},      {129, 136, 40},    {64, 64, 24},
-      {1000, 1000, 1000}, {1, 8192, 8192}, {8192, 1, 8192}, {4095, 4097, 4093}, {4096, 4096, 4096}};
+      {1, 1, 1},       {17, 33, 65},       {127, 129, 131},   {256, 256, 8},      {129, 136, 40},
+      {129, 131, 64},  {200, 264, 136},    {64, 64, 24},      {1000, 1000, 1000}, {1, 8192, 8192},
+      {8192, 1, 8192}, {4095, 4097, 4093}, {4096, 4096, 4096}};
   op.test_problems =
       cross(op, {{1, 1, 1}, {17, 33, 65}, {127, 129, 131}, {1000, 1000, 1000}, {4096, 4096, 4096}, {8192, 64, 8192}},
             {DType::f32}) +

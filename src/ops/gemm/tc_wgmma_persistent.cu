@@ -8,15 +8,20 @@
 // warpgroup writes its 64 x 256 accumulators, 64 columns at a time, into two 8 KiB buffers with the
 // 128-byte swizzle (conflict-free: the 8 rows a warp writes per instruction hit 8 different bank
 // groups) and one thread hands each box to a TMA store, which clips rows and columns outside C and
-// proceeds while the warpgroup fills the other buffer and starts the next tile's k-loop. A C whose
-// rows or matrices are not 16-byte aligned (odd ldc, ...) takes rung 6's stores from registers.
+// proceeds while the warpgroup fills the other buffer and starts the next tile's k-loop; one named
+// barrier per box. With beta != 0 the producer asks L2 for the tile's old C (TMA prefetch) 8
+// k-tiles before the tile's last, and each consumer thread issues all 64 of its 4-byte loads of
+// the old C before its first box, so the epilogue waits for one L2 latency per tile (it used to
+// wait for each load in turn from DRAM: beta = -0.5 cost ~20% at 4096^3). A C whose rows or
+// matrices are not 16-byte aligned (odd ldc, ...) takes rung 6's stores from registers.
 // Fixes, relative to rung 6: no block launch, barrier setup or cold ring per tile; the loads of
 // the next tile overlap the epilogue; C leaves as whole 128-byte lines instead of 16-byte pieces
 // per row and warp instruction; L2 reuse by tile order rather than by launch order. Costs: the
 // tensor cores still idle while the consumers convert and stage their accumulators (one set of
 // accumulators per warpgroup; a ping-pong of two tiles per block would hide it); beta != 0 reads
-// the old C with 4-byte loads in the accumulators' layout (16 bytes per row per warp instruction);
-// the last wave of tiles still leaves SMs idle when the tile count is not a multiple of the SMs.
+// the old C with 4-byte loads in the accumulators' layout (16 bytes per row per warp instruction)
+// into 64 more registers per thread; the last wave of tiles still leaves SMs idle when the tile
+// count is not a multiple of the SMs.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -72,6 +77,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warpgroup == 0) {
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
+      // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
+      const int prefetch_kt = kTmaStore && p.out.beta != 0.0f ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
       RingPosition<kStages> ring;
       for (int tile = static_cast<int>(blockIdx.x); tile < tiles; tile += static_cast<int>(gridDim.x)) {
         const TileCoord at = grouped_tile(tile, p.tiles_m, p.tiles_n, kGroupM);
@@ -82,6 +89,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           tma_load(stage, &a_map, barrier, kt * kBlockK, at.m * kBlockM, at.batch * p.batch_step_a);
           load_b<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, at.n * kBlockN,
                                      at.batch * p.batch_step_b);
+          if (kt == prefetch_kt)
+            prefetch_old_c<T, kBlockM, kBlockN>(&c_map, p.out, at.m * kBlockM, at.n * kBlockN,
+                                                at.batch * p.batch_step_c);
           ring.advance();
         }
       }

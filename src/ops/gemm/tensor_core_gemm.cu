@@ -34,26 +34,46 @@ void require_valid(const v::GemmArgs<T>& p) {
   CUDALAB_REQUIRE(p.k == 0 || (p.a != nullptr && p.b != nullptr), "gemm: A or B is null");
 }
 
-int compute_capability() {
+struct Gpu {
+  int compute_capability = 0, sm_count = 0;
+};
+
+Gpu current_gpu() {
   int device = 0, major = 0, minor = 0;
+  Gpu gpu;
   CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
   CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major * 10 + minor;
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&gpu.sm_count, cudaDevAttrMultiProcessorCount, device));
+  gpu.compute_capability = major * 10 + minor;
+  return gpu;
 }
 
-// The rungs that copy 16-byte chunks (cp.async, TMA) need A, B and C 16-byte aligned besides the
-// pitches their limits check; the swizzled mma.sync rung takes anything.
+// The choice, from the H100 measurements in docs/gemm-tensor-cores.md (bf16, same process as
+// cuBLAS): the big-tile rungs (128x256 tiles, a deep pipeline) need about half a wave of those
+// tiles and a k long enough to fill the pipeline: at 2048^3 (128 tiles) wgmma_persistent ran
+// 543 TFLOP/s against mma_small's 229, while at 1024^3 (32 tiles) mma_small took 15.8 us against
+// 18.2, at 8192x1x8192 68 us against 139, and on batches of 64^3-256x256x64 (k <= 128) 1.0-1.02x
+// cuBLAS's time against persistent's 2.6-4.7x. Below that line the 64x64 tiles of mma_small win
+// and take any alignment. Above it: wgmma_persistent on Hopper (wgmma_cluster measured within 1%
+// of it at 4096^3 and 8192^3, 4% behind at 2048^3), mma_pipelined elsewhere, and mma_swizzled
+// for rows that are not 16-byte multiples (4095x4097x4093: 111 TFLOP/s against mma_small's 85).
+// The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
+// limits check; mma_swizzled and mma_small take anything.
 template <typename T>
 void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
   const v::GemmShape shape = v::shape_of(args);
-  const int cc = compute_capability();
+  const Gpu gpu = current_gpu();
+  const int cc = gpu.compute_capability;
+  const std::int64_t big_tiles = args.batch * ((args.m + 127) / 128) * ((args.n + 255) / 256);
+  const bool big = 2 * big_tiles >= gpu.sm_count && args.k >= 256 && args.m >= 64 && args.n >= 128;
   const bool aligned = is_aligned16(args.a) && is_aligned16(args.b) && is_aligned16(args.c);
-  if (aligned && v::wgmma_persistent_limits(shape, cc).empty()) return v::wgmma_persistent(args, stream);
-  if (aligned && v::mma_pipelined_limits(shape, cc).empty()) return v::mma_pipelined(args, stream);
-  const std::string why = v::mma_swizzled_limits(shape, cc);
+  if (big && aligned && v::wgmma_persistent_limits(shape, cc).empty()) return v::wgmma_persistent(args, stream);
+  if (big && aligned && v::mma_pipelined_limits(shape, cc).empty()) return v::mma_pipelined(args, stream);
+  if (big && v::mma_swizzled_limits(shape, cc).empty()) return v::mma_swizzled(args, stream);
+  const std::string why = v::mma_small_limits(shape, cc);
   CUDALAB_REQUIRE(why.empty(), "gemm: " + why);
-  v::mma_swizzled(args, stream);
+  v::mma_small(args, stream);
 }
 
 template <typename T>

@@ -49,6 +49,10 @@ std::string mma_swizzled_limits(const GemmShape& shape, int compute_capability);
 template <typename T>
 void mma_pipelined(const GemmArgs<T>& args, cudaStream_t stream);
 std::string mma_pipelined_limits(const GemmShape& shape, int compute_capability);
+// 4s. Small and batched problems: 64x64 tiles of 4 warps, k in tiles of 64, 8 blocks per SM, C staged in shared memory.
+template <typename T>
+void mma_small(const GemmArgs<T>& args, cudaStream_t stream);
+std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 
 // 5-8. Hopper (sm_90a): wgmma from TMA-loaded, 128-byte-swizzled shared memory.
 // 5. one consumer warpgroup, TMA loads completed on mbarriers.
