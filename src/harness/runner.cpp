@@ -23,10 +23,13 @@ const char* to_string(Outcome outcome) {
 
 namespace {
 
-std::vector<const Variant*> select_variants(const Op& op, const std::vector<std::string>& ids) {
+// The named variants, or (none named) every variant implemented for `dtype`: an op's other
+// dtypes' ladders (gemm's FP32 steps at bf16) would only add "not implemented" rows.
+std::vector<const Variant*> select_variants(const Op& op, const std::vector<std::string>& ids, DType dtype) {
   std::vector<const Variant*> selected;
   if (ids.empty()) {
-    for (const Variant& v : op.variants) selected.push_back(&v);
+    for (const Variant& v : op.variants)
+      if (v.supports(dtype)) selected.push_back(&v);
     return selected;
   }
   for (const std::string& id : ids) {
@@ -40,7 +43,7 @@ std::vector<const Variant*> select_variants(const Op& op, const std::vector<std:
 }  // namespace
 
 void require_fits(const Op& op, const Problem& problem, const std::vector<std::string>& variants) {
-  const std::size_t device_needed = workload_device_bytes(op, problem, select_variants(op, variants));
+  const std::size_t device_needed = workload_device_bytes(op, problem, select_variants(op, variants, problem.dtype));
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDALAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   // Keep a margin for the timer's flush buffer, cuBLAS workspaces and the runtime itself.
@@ -77,7 +80,7 @@ void keep_stream_ordered_memory() {
 
 std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunOptions& options,
                                 const Ceilings& ceilings, KernelTimer& timer, const Progress& progress) {
-  const std::vector<const Variant*> selected = select_variants(op, options.variants);
+  const std::vector<const Variant*> selected = select_variants(op, options.variants, problem.dtype);
   require_fits(op, problem, options.variants);
   const DeviceInfo device = device_info();
   const bool keep_inputs =
