@@ -55,9 +55,11 @@ Gpu current_gpu() {
 // 543 TFLOP/s against mma_small's 229, while at 1024^3 (32 tiles) mma_small took 15.8 us against
 // 18.2, at 8192x1x8192 68 us against 139, and on batches of 64^3-256x256x64 (k <= 128) 1.0-1.02x
 // cuBLAS's time against persistent's 2.6-4.7x. Below that line the 64x64 tiles of mma_small win
-// and take any alignment. Above it: wgmma_persistent on Hopper (wgmma_cluster measured within 1%
-// of it at 4096^3 and 8192^3, 4% behind at 2048^3), mma_pipelined elsewhere, and mma_swizzled
-// for rows that are not 16-byte multiples (4095x4097x4093: 111 TFLOP/s against mma_small's 85).
+// and take any alignment. Above it, on Hopper: wgmma_cluster from 6 waves of tiles up (8192^3,
+// 7.8 waves: 786.2 against persistent's 777.8 TFLOP/s in bf16, 749.8 against 741.6 in fp16; B as
+// N x K 785.9/785.6 and 751.9/747.7), wgmma_persistent below (4096^3, 3.9 waves: cluster 0.5-1%
+// behind; 2048^3: 4% behind); mma_pipelined on other GPUs; mma_swizzled for rows that are not
+// 16-byte multiples (4095x4097x4093: 111 TFLOP/s against mma_small's 85).
 // The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
 // limits check; mma_swizzled and mma_small take anything.
 template <typename T>
@@ -68,6 +70,8 @@ void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
   const std::int64_t big_tiles = args.batch * ((args.m + 127) / 128) * ((args.n + 255) / 256);
   const bool big = 2 * big_tiles >= gpu.sm_count && args.k >= 256 && args.m >= 64 && args.n >= 128;
   const bool aligned = is_aligned16(args.a) && is_aligned16(args.b) && is_aligned16(args.c);
+  if (big && aligned && big_tiles >= 6 * std::int64_t{gpu.sm_count} && v::wgmma_cluster_limits(shape, cc).empty())
+    return v::wgmma_cluster(args, stream);
   if (big && aligned && v::wgmma_persistent_limits(shape, cc).empty()) return v::wgmma_persistent(args, stream);
   if (big && aligned && v::mma_pipelined_limits(shape, cc).empty()) return v::mma_pipelined(args, stream);
   if (big && v::mma_swizzled_limits(shape, cc).empty()) return v::mma_swizzled(args, stream);
