@@ -43,7 +43,12 @@ PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m
   // 8192^3 (32.3, 46.4, 47.6 TFLOP/s), once its tiles come near one wave (1024^3 gives 128 tiles
   // on 132 SMs). Narrower outputs, or fewer tiles, leave SMs idle and waste half of each tile's
   // columns where n < 128; the 64x64 tile was fastest there (8192x64x8192: 29.5 vs 9.1).
-  // A batch's matrices are tiles of one grid.
+  // Since the copy-cursor rewrite that added batches (commit b387007) the 128x128x16 two-stage tile
+  // is the fastest at two waves of its tiles and up: 47.1 against 64x128's 45.8 TFLOP/s at 4096^3
+  // and 47.6 against 46.9 at 8192^3 (gemm.json, commit 61f8edc). A batch's matrices are tiles of
+  // one grid.
+  const std::int64_t square_tiles = batch * ceil_div<std::int64_t>(m, 128) * ceil_div<std::int64_t>(n, 128);
+  if (n >= 128 && square_tiles >= 2 * std::int64_t{sm_count}) return PipelineConfig{128, 128, 16, 2, 2, 2, true};
   const std::int64_t wide_tiles = batch * ceil_div<std::int64_t>(m, 64) * ceil_div<std::int64_t>(n, 128);
   const PipelineConfig config = n >= 128 && 10 * wide_tiles >= 9 * std::int64_t{sm_count}
                                     ? PipelineConfig{64, 128, 16, 2, 2, 3, true}
