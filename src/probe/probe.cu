@@ -250,10 +250,9 @@ Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(con
   say("probe: FP32 FMA throughput");
   measure_fp32(c, timer, stream.get(), device);
   say("probe: BF16, FP16 and TF32 tensor-core GEMMs through cuBLAS");
-  // The best of three interleaved rounds: a single TF32 measurement taken after the BF16 and FP16
-  // ones read 364-403 TFLOP/s across five processes on one H100 (clocks settle differently after
-  // each card-heating GEMM); interleaving gives each precision the same history, and the best
-  // round is the rate the card reaches, which is what a ceiling must be.
+  // The best of three interleaved rounds, so each precision has the same history and a ceiling
+  // is the rate the card reached. It steadies BF16 (785-811 TFLOP/s over twelve processes on one
+  // H100) but not TF32 (368-416): that spread is between processes, not rounds (docs/notes.md).
   for (int round = 0; round < 3; ++round) {
     c.bf16_tensor_tflops =
         std::max(c.bf16_tensor_tflops, measure_tensor_gemm(DType::bf16, CUBLAS_COMPUTE_32F, timer, stream.get()));

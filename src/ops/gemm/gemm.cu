@@ -7,6 +7,7 @@
 
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
+#include "ops/gemm/arguments.hpp"
 #include "ops/gemm/variants.hpp"
 
 namespace cudalab {
@@ -70,22 +71,8 @@ PipelineConfig tuned_config(int compute_capability, int sm_count, std::int64_t m
 namespace {
 
 void run_fp32(const gemm_variants::GemmArgs<float>& p, cudaStream_t stream) {
-  CUDALAB_REQUIRE(p.m >= 0 && p.n >= 0 && p.k >= 0 && p.batch >= 0,
-                  "gemm: negative size m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
-                      " k=" + std::to_string(p.k) + " batch=" + std::to_string(p.batch));
-  CUDALAB_REQUIRE(p.lda >= (p.k > 0 ? p.k : 1), "gemm: lda=" + std::to_string(p.lda) +
-                                                    " is below k=" + std::to_string(p.k) + " (A is row-major m x k)");
-  CUDALAB_REQUIRE(p.ldb >= (p.n > 0 ? p.n : 1), "gemm: ldb=" + std::to_string(p.ldb) +
-                                                    " is below n=" + std::to_string(p.n) + " (B is row-major k x n)");
-  CUDALAB_REQUIRE(p.ldc >= (p.n > 0 ? p.n : 1), "gemm: ldc=" + std::to_string(p.ldc) +
-                                                    " is below n=" + std::to_string(p.n) + " (C is row-major m x n)");
-  CUDALAB_REQUIRE(p.stride_a >= 0 && p.stride_b >= 0 && p.stride_c >= 0, "gemm_batched: negative batch stride");
-  CUDALAB_REQUIRE(
-      p.batch <= 1 || p.stride_c >= p.m * p.ldc || p.m == 0 || p.n == 0,
-      "gemm_batched: stride_c=" + std::to_string(p.stride_c) + " makes C's matrices overlap (below m * ldc)");
+  gemm_variants::validate_gemm_args(p);
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
-  CUDALAB_REQUIRE(p.c != nullptr, "gemm: C is null");
-  CUDALAB_REQUIRE(p.k == 0 || (p.a != nullptr && p.b != nullptr), "gemm: A or B is null");
   CUDALAB_REQUIRE(p.m <= std::int64_t{65535} * 64, "gemm: m=" + std::to_string(p.m) + " exceeds 65535 * 64 rows");
   int device = 0, sm_count = 0, major = 0, minor = 0;
   CUDALAB_CUDA_CHECK(cudaGetDevice(&device));

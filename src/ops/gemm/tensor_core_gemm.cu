@@ -5,34 +5,13 @@
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
 #include "cudalab/gemm.hpp"
+#include "ops/gemm/arguments.hpp"
 #include "ops/gemm/tensor_core_variants.hpp"
 
 namespace cudalab {
 namespace {
 
 namespace v = gemm_variants;
-
-template <typename T>
-void require_valid(const v::GemmArgs<T>& p) {
-  const std::string sizes = "m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k);
-  CUDALAB_REQUIRE(p.m >= 0 && p.n >= 0 && p.k >= 0 && p.batch >= 0,
-                  "gemm: negative size " + sizes + " batch=" + std::to_string(p.batch));
-  CUDALAB_REQUIRE(p.lda >= (p.k > 0 ? p.k : 1),
-                  "gemm: lda=" + std::to_string(p.lda) + " is below k=" + std::to_string(p.k) + " (A is m x k)");
-  const std::int64_t b_row = p.b_transposed ? p.k : p.n;
-  CUDALAB_REQUIRE(p.ldb >= (b_row > 0 ? b_row : 1), "gemm: ldb=" + std::to_string(p.ldb) +
-                                                        " is below the length of B's rows, " + std::to_string(b_row) +
-                                                        (p.b_transposed ? " (B is n x k)" : " (B is k x n)"));
-  CUDALAB_REQUIRE(p.ldc >= (p.n > 0 ? p.n : 1),
-                  "gemm: ldc=" + std::to_string(p.ldc) + " is below n=" + std::to_string(p.n) + " (C is m x n)");
-  CUDALAB_REQUIRE(p.stride_a >= 0 && p.stride_b >= 0 && p.stride_c >= 0, "gemm_batched: negative batch stride");
-  CUDALAB_REQUIRE(
-      p.batch <= 1 || p.stride_c >= p.m * p.ldc || p.m == 0 || p.n == 0,
-      "gemm_batched: stride_c=" + std::to_string(p.stride_c) + " makes C's matrices overlap (below m * ldc)");
-  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
-  CUDALAB_REQUIRE(p.c != nullptr, "gemm: C is null");
-  CUDALAB_REQUIRE(p.k == 0 || (p.a != nullptr && p.b != nullptr), "gemm: A or B is null");
-}
 
 struct Gpu {
   int compute_capability = 0, sm_count = 0;
@@ -82,7 +61,7 @@ void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
 
 template <typename T>
 void run(v::GemmArgs<T> args, cudaStream_t stream) {
-  require_valid(args);
+  validate_gemm_args(args);
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   if (args.batch == 1) args.stride_a = args.stride_b = args.stride_c = 0;
   pick_rung(args, stream);
