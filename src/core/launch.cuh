@@ -23,14 +23,30 @@ __device__ __forceinline__ std::int64_t global_thread_count() {
   return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
 }
 
+// The current device's compute capability (major * 10 + minor) and SM count: what a library call
+// picks its kernel and grid by.
+struct CurrentGpu {
+  int compute_capability = 0;
+  int sm_count = 0;
+};
+inline CurrentGpu current_gpu() {
+  int device = 0, major = 0, minor = 0;
+  CurrentGpu gpu;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&gpu.sm_count, cudaDevAttrMultiProcessorCount, device));
+  gpu.compute_capability = major * 10 + minor;
+  return gpu;
+}
+
 // Blocks for a grid-stride kernel: enough resident blocks to fill every SM, no more (extra blocks
 // only add scheduling work), and never more than the work needs. `dynamic_shared_bytes` is what
 // each block asks for at launch (it lowers how many blocks an SM holds).
 template <typename Kernel>
 int resident_grid_size(Kernel kernel, int block_size, std::int64_t work_items, std::size_t dynamic_shared_bytes = 0) {
-  int device = 0, sm_count = 0, blocks_per_sm = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  const int sm_count = current_gpu().sm_count;
+  int blocks_per_sm = 0;
   CUDALAB_CUDA_CHECK(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, block_size, dynamic_shared_bytes));
   const std::int64_t needed = ceil_div<std::int64_t>(work_items, block_size);

@@ -74,13 +74,9 @@ void run_fp32(const gemm_variants::GemmArgs<float>& p, cudaStream_t stream) {
   gemm_variants::validate_gemm_args(p);
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   CUDALAB_REQUIRE(p.m <= std::int64_t{65535} * 64, "gemm: m=" + std::to_string(p.m) + " exceeds 65535 * 64 rows");
-  int device = 0, sm_count = 0, major = 0, minor = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  gemm_variants::launch_pipelined(gemm_variants::tuned_config(major * 10 + minor, sm_count, p.m, p.n, p.k, p.batch), p,
-                                  stream);
+  const CurrentGpu gpu = current_gpu();
+  gemm_variants::launch_pipelined(
+      gemm_variants::tuned_config(gpu.compute_capability, gpu.sm_count, p.m, p.n, p.k, p.batch), p, stream);
 }
 
 }  // namespace

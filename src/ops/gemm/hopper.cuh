@@ -285,13 +285,6 @@ void set_shared_memory(Kernel kernel, int bytes) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
 }
 
-inline int current_sm_count() {
-  int device = 0, sm_count = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  return sm_count;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Device side: synchronization. Barriers and tiles are named by their 32-bit shared addresses.
 
@@ -309,6 +302,19 @@ __device__ __forceinline__ void mbarrier_init(std::uint32_t barrier, std::uint32
 // a block (or cluster) barrier must follow before anyone uses them.
 __device__ __forceinline__ void fence_barrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Thread 0 sets up a ring of `stages` slots: a full barrier per slot (one arrival: the producer's
+// expect_tx, completed by TMA bytes) and, when `empty_arrivals` > 0, an empty barrier per slot
+// (that many consumer arrivals); barriers are 8 bytes apart. The caller syncs the block after.
+__device__ __forceinline__ void init_ring_barriers(std::uint32_t full, std::uint32_t empty, int stages,
+                                                   std::uint32_t empty_arrivals) {
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < stages; ++s) {
+    mbarrier_init(full + 8 * s, 1);
+    if (empty_arrivals > 0) mbarrier_init(empty + 8 * s, empty_arrivals);
+  }
+  fence_barrier_init();
 }
 
 // Arrives once and adds `bytes` to the transaction count the current phase waits for.

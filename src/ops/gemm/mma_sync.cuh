@@ -40,17 +40,6 @@ namespace cudalab::gemm_variants {
 constexpr int kChunkElements = 8;  // one 16-byte chunk of a 16-bit element type
 constexpr int kElementBytes = 2;
 
-// ---------------------------------------------------------------------------------------------
-// Host side: limits every rung shares, and the device's compute capability for the launchers.
-
-inline int current_compute_capability() {
-  int device = 0, major = 0, minor = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major * 10 + minor;
-}
-
 // The architecture and the grid: x walks column tiles of `block_n`, y row tiles of `block_m`, z the
 // batch.
 inline std::string tensor_core_common_limits(const GemmShape& shape, int compute_capability, int block_m, int block_n) {

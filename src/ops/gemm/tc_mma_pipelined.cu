@@ -125,7 +125,7 @@ std::string mma_pipelined_limits(const GemmShape& shape, int compute_capability)
 template <typename T>
 void mma_pipelined(const GemmArgs<T>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  require_limits("mma_pipelined", mma_pipelined_limits(shape_of(args), current_compute_capability()));
+  require_limits("mma_pipelined", mma_pipelined_limits(shape_of(args), current_gpu().compute_capability));
   CUDALAB_REQUIRE(args.k == 0 || (is_aligned16(args.a) && is_aligned16(args.b)),
                   "mma_pipelined: A and B must be 16-byte aligned (cp.async sources)");
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kBlockN)),

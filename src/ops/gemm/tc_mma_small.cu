@@ -217,7 +217,7 @@ std::string mma_small_limits(const GemmShape& shape, int compute_capability) {
 template <typename T>
 void mma_small(const GemmArgs<T>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  require_limits("mma_small", mma_small_limits(shape_of(args), current_compute_capability()));
+  require_limits("mma_small", mma_small_limits(shape_of(args), current_gpu().compute_capability));
   const std::int64_t tiles_m = ceil_div<std::int64_t>(args.m, kBlock), tiles_n = ceil_div<std::int64_t>(args.n, kBlock);
   const bool vector_a = chunks_aligned(args.a, args.lda, args.batch, args.stride_a);
   const bool vector_b = chunks_aligned(args.b, args.ldb, args.batch, args.stride_b);

@@ -84,7 +84,7 @@ std::string mma_swizzled_limits(const GemmShape& shape, int compute_capability) 
 template <typename T>
 void mma_swizzled(const GemmArgs<T>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  require_limits("mma_swizzled", mma_swizzled_limits(shape_of(args), current_compute_capability()));
+  require_limits("mma_swizzled", mma_swizzled_limits(shape_of(args), current_gpu().compute_capability));
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kBlockN)),
                   static_cast<unsigned>(ceil_div<std::int64_t>(args.m, kBlockM)), static_cast<unsigned>(args.batch));
   auto* kernel = args.b_transposed ? mma_swizzled_kernel<T, true> : mma_swizzled_kernel<T, false>;

@@ -79,13 +79,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int clusters = static_cast<int>(gridDim.x) / kClusterSize;
   const int cluster_rows = (p.tiles_m + kClusterSize - 1) / kClusterSize;
   const int cluster_tiles = p.batch * cluster_rows * p.tiles_n;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(full + 8 * s, 1);
-      mbarrier_init(empty + 8 * s, kConsumers * kClusterSize);
-    }
-    fence_barrier_init();
-  }
+  init_ring_barriers(full, empty, kStages, kConsumers * kClusterSize);
   cluster_sync();  // the peer's barriers exist before any multicast or remote arrival reaches them
 
   if (warpgroup == 0) {
@@ -191,7 +185,7 @@ std::string wgmma_cluster_limits(const GemmShape& shape, int compute_capability)
 
 template <typename T>
 void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream) {
-  require_limits("wgmma_cluster", wgmma_cluster_limits(shape_of(args), current_compute_capability()));
+  require_limits("wgmma_cluster", wgmma_cluster_limits(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   const bool tma_store = hopper::c_storable_by_tma(args);

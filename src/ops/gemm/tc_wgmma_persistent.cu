@@ -68,13 +68,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::uint32_t empty = full + 8 * kStages;
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int tiles = p.batch * p.tiles_m * p.tiles_n;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(full + 8 * s, 1);
-      mbarrier_init(empty + 8 * s, kConsumers);
-    }
-    fence_barrier_init();
-  }
+  init_ring_barriers(full, empty, kStages, kConsumers);
   __syncthreads();
 
   if (warpgroup == 0) {
@@ -139,7 +133,7 @@ std::string wgmma_persistent_limits(const GemmShape& shape, int compute_capabili
 
 template <typename T>
 void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream) {
-  require_limits("wgmma_persistent", wgmma_persistent_limits(shape_of(args), current_compute_capability()));
+  require_limits("wgmma_persistent", wgmma_persistent_limits(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   const bool tma_store = hopper::c_storable_by_tma(args);
@@ -151,7 +145,7 @@ void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream) {
   hopper::set_shared_memory(kernel, kSharedBytes);
   const std::int64_t tiles =
       static_cast<std::int64_t>(launch.params.batch) * launch.params.tiles_m * launch.params.tiles_n;
-  const int grid = static_cast<int>(std::min<std::int64_t>(tiles, hopper::current_sm_count()));
+  const int grid = static_cast<int>(std::min<std::int64_t>(tiles, current_gpu().sm_count));
   kernel<<<grid, kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.params);
   CUDALAB_CHECK_LAUNCH();
 #else

@@ -55,13 +55,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int m0 = static_cast<int>(blockIdx.y) * kBlockM, n0 = static_cast<int>(blockIdx.x) * kBlockN;
   const int z = static_cast<int>(blockIdx.z);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(full + 8 * s, 1);
-      mbarrier_init(empty + 8 * s, kConsumers);
-    }
-    fence_barrier_init();
-  }
+  init_ring_barriers(full, empty, kStages, kConsumers);
   __syncthreads();
 
   if (warpgroup == 0) {
@@ -109,7 +103,7 @@ std::string wgmma_specialized_limits(const GemmShape& shape, int compute_capabil
 
 template <typename T>
 void wgmma_specialized(const GemmArgs<T>& args, cudaStream_t stream) {
-  require_limits("wgmma_specialized", wgmma_specialized_limits(shape_of(args), current_compute_capability()));
+  require_limits("wgmma_specialized", wgmma_specialized_limits(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   const hopper::WgmmaLaunch<T> launch =

@@ -51,10 +51,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const std::uint32_t full = stages + kStages * kStageBytes;  // one barrier per slot: its bytes have landed
   const int m0 = static_cast<int>(blockIdx.y) * kBlockM, n0 = static_cast<int>(blockIdx.x) * kBlockN;
   const int z = static_cast<int>(blockIdx.z);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) mbarrier_init(full + 8 * s, 1);
-    fence_barrier_init();
-  }
+  init_ring_barriers(full, 0, kStages, 0);
   __syncthreads();
 
   // k-tile kt into slot kt % kStages (thread 0 only).
@@ -110,7 +107,7 @@ std::string wgmma_tma_limits(const GemmShape& shape, int compute_capability) {
 
 template <typename T>
 void wgmma_tma(const GemmArgs<T>& args, cudaStream_t stream) {
-  require_limits("wgmma_tma", wgmma_tma_limits(shape_of(args), current_compute_capability()));
+  require_limits("wgmma_tma", wgmma_tma_limits(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   const hopper::WgmmaLaunch<T> launch =

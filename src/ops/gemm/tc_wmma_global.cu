@@ -78,7 +78,7 @@ std::string wmma_global_limits(const GemmShape& shape, int compute_capability) {
 template <typename T>
 void wmma_global(const GemmArgs<T>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  require_limits("wmma_global", wmma_global_limits(shape_of(args), current_compute_capability()));
+  require_limits("wmma_global", wmma_global_limits(shape_of(args), current_gpu().compute_capability));
   CUDALAB_REQUIRE(args.k == 0 || (reinterpret_cast<std::uintptr_t>(args.a) % 32 == 0 &&
                                   reinterpret_cast<std::uintptr_t>(args.b) % 32 == 0),
                   "wmma_global: A and B must be 32-byte aligned (WMMA fragment loads)");

@@ -108,7 +108,7 @@ std::string wmma_shared_limits(const GemmShape& shape, int compute_capability) {
 template <typename T>
 void wmma_shared(const GemmArgs<T>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  require_limits("wmma_shared", wmma_shared_limits(shape_of(args), current_compute_capability()));
+  require_limits("wmma_shared", wmma_shared_limits(shape_of(args), current_gpu().compute_capability));
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kBlockN)),
                   static_cast<unsigned>(ceil_div<std::int64_t>(args.m, kBlockM)), static_cast<unsigned>(args.batch));
   auto* kernel = args.b_transposed ? wmma_shared_kernel<T, true> : wmma_shared_kernel<T, false>;

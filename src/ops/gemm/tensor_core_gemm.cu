@@ -2,6 +2,7 @@
 // tensor-core rung that takes the shape on this GPU (measurements in the comment of pick_rung).
 #include <string>
 
+#include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
 #include "cudalab/gemm.hpp"
@@ -12,21 +13,6 @@ namespace cudalab {
 namespace {
 
 namespace v = gemm_variants;
-
-struct Gpu {
-  int compute_capability = 0, sm_count = 0;
-};
-
-Gpu current_gpu() {
-  int device = 0, major = 0, minor = 0;
-  Gpu gpu;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&gpu.sm_count, cudaDevAttrMultiProcessorCount, device));
-  gpu.compute_capability = major * 10 + minor;
-  return gpu;
-}
 
 // The choice, from the H100 measurements in docs/gemm-tensor-cores.md (bf16, same process as
 // cuBLAS): the big-tile rungs (128x256 tiles, a deep pipeline) need about half a wave of those
@@ -44,7 +30,7 @@ Gpu current_gpu() {
 template <typename T>
 void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
   const v::GemmShape shape = v::shape_of(args);
-  const Gpu gpu = current_gpu();
+  const CurrentGpu gpu = current_gpu();
   const int cc = gpu.compute_capability;
   const std::int64_t big_tiles = args.batch * ((args.m + 127) / 128) * ((args.n + 255) / 256);
   const bool big = 2 * big_tiles >= gpu.sm_count && args.k >= 256 && args.m >= 64 && args.n >= 128;
