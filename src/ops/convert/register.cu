@@ -119,10 +119,8 @@ void register_convert(Registry& registry) {
   op.variants = {
       variant(ids::kOnePerThread, "one element per thread, a 256-thread block per 256 elements, scalar conversions",
               Role::ladder, v::one_per_thread<__nv_bfloat16>, v::one_per_thread<__half>),
-      variant(
-          ids::kVectorized,
-          "resident grid striding over 4-element chunks: 16-byte fp32 and 8-byte 16-bit accesses, pairwise conversions",
-          Role::ladder, v::vectorized<__nv_bfloat16>, v::vectorized<__half>),
+      variant(ids::kVectorized, "resident grid striding over chunks of one 16-byte output vector, conversions in pairs",
+              Role::ladder, v::vectorized<__nv_bfloat16>, v::vectorized<__half>),
       variant(ids::kThrust, "thrust::transform (CCCL) with a conversion functor, the library baseline", Role::baseline,
               v::thrust_transform<__nv_bfloat16>, v::thrust_transform<__half>),
   };

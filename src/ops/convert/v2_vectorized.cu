@@ -1,15 +1,19 @@
-// Rung 2: one 16-byte access on the fp32 side and one 8-byte access on the 16-bit side per lane,
-// pairwise conversions, a resident grid striding over 4-element chunks. Fixes: rung 1's narrow
-// accesses and half the conversion instructions (one F2FP packs two floats when narrowing; a
-// half2/bf162 widens in one); block scheduling is paid once per resident block. Both sides of a
-// warp's access are contiguous: 8 values per lane instead (two adjacent 16-byte fp32 vectors, or
-// two adjacent 16-byte stores when widening) touched every other 16 bytes of the warp's span per
-// instruction and measured 2.97 TB/s narrowing at 2^28 (0.95x Thrust) and 2.16-2.25 TB/s widening
-// (0.78x) on the H100. Costs: a scalar head and tail (by the grid's first threads) and an
-// alignment search on the host; pointers whose phases never meet go to rung 1.
+// Rung 2: 16-byte vectors and pairwise conversions, a resident grid striding over chunks of one
+// 16-byte output vector. Fixes: rung 1's narrow accesses and a quarter as many conversion
+// instructions when narrowing (one F2FP packs two floats); block scheduling is paid once per
+// resident block. Narrowing reads a chunk's 8 floats as two adjacent 16-byte vectors (the second
+// load finds its sectors already fetched by the first) and writes one; widening reads 4 16-bit
+// values as one 8-byte access and writes one 16-byte vector, so both instructions are
+// warp-contiguous. Widening 8 values per lane instead (one 16-byte load, two adjacent 16-byte
+// stores) moved 2.16-2.25 TB/s against Thrust's 2.80-2.84 (H100, 2^24 and 2^28): each store
+// instruction wrote every other 16 bytes of the warp's span. The 4-element layout for narrowing
+// too (one 16-byte load, one 8-byte store per lane) measured slower, not faster: 2.93-2.94 against
+// 2.97 TB/s at 2^28 and 3.17 against 3.26 at 2^24 (commit a26c927, reverted), so the half-used
+// load instructions are not what holds narrowing at 0.95x Thrust. Costs: a scalar head and tail (by the
+// grid's first threads) and an alignment search on the host; pointers whose phases never meet go
+// to rung 1.
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
@@ -21,21 +25,37 @@ namespace {
 
 constexpr int kBlockSize = 256;
 
-// A chunk is 4 elements: 16 bytes on the fp32 side and 8 on the 16-bit side, each moved by one
-// access, so a warp's loads and its stores are both contiguous.
-constexpr int kChunk = 4;
-template <typename T>
-using ChunkBits = std::conditional_t<sizeof(T) == 4, uint4, uint2>;
+// A chunk is the elements of one 16-byte output vector: 8 when narrowing, 4 when widening.
+template <typename To>
+constexpr int kChunk = 16 / static_cast<int>(sizeof(To));
+// The alignment a chunk's input needs: 16 bytes (two float4s) narrowing, 8 (four halves) widening.
+template <typename From, typename To>
+constexpr int kInputAlignment = kChunk<To>* static_cast<int>(sizeof(From)) >= 16 ? 16 : 8;
 
-// Converts the chunk at x into y, each aligned to its chunk's size.
+// Converts the chunk at x into y (y 16-byte aligned, x aligned to kInputAlignment).
 template <typename From, typename To>
 __device__ __forceinline__ void convert_chunk(const From* x, To* y) {
-  alignas(16) Pair<From> in[2];
-  alignas(16) Pair<To> out[2];
-  *reinterpret_cast<ChunkBits<From>*>(in) = *reinterpret_cast<const ChunkBits<From>*>(x);
-  out[0] = Conversion<From, To>::two(in[0]);
-  out[1] = Conversion<From, To>::two(in[1]);
-  *reinterpret_cast<ChunkBits<To>*>(y) = *reinterpret_cast<const ChunkBits<To>*>(out);
+  constexpr int kPairs = kChunk<To> / 2;
+  using Out = Vector16<Pair<To>>;
+  static_assert(Out::kCount == kPairs, "one output vector per chunk");
+  Pair<From> in[kPairs];
+  if constexpr (sizeof(From) == 4) {  // two 16-byte loads of float2 pairs
+    using In = Vector16<Pair<From>>;
+#pragma unroll
+    for (int v = 0; v < kPairs / In::kCount; ++v) {
+      const In part = load_vector16(reinterpret_cast<const Pair<From>*>(x) + v * In::kCount);
+#pragma unroll
+      for (int p = 0; p < In::kCount; ++p) in[v * In::kCount + p] = part[p];
+    }
+  } else {  // one 8-byte load of two 16-bit pairs
+    static_assert(kPairs * sizeof(Pair<From>) == sizeof(uint2), "4 widened values per chunk");
+    const uint2 raw = *reinterpret_cast<const uint2*>(x);
+    *reinterpret_cast<uint2*>(in) = raw;
+  }
+  Out out;
+#pragma unroll
+  for (int p = 0; p < kPairs; ++p) out[p] = Conversion<From, To>::two(in[p]);
+  store_vector16(reinterpret_cast<Pair<To>*>(y), out);
 }
 
 // Elements [head, head + chunks * kChunk) in chunks, by every thread, striding; the `head`
@@ -46,11 +66,11 @@ __global__ void convert_vectorized_kernel(const From* __restrict__ x, To* __rest
   const std::int64_t thread = global_thread_index();
   const std::int64_t stride = global_thread_count();
   for (std::int64_t c = thread; c < chunks; c += stride) {
-    const std::int64_t i = head + c * kChunk;
+    const std::int64_t i = head + c * kChunk<To>;
     convert_chunk(x + i, y + i);
   }
   if (thread < head + tail) {
-    const std::int64_t i = thread < head ? thread : chunks * kChunk + thread;
+    const std::int64_t i = thread < head ? thread : chunks * kChunk<To> + thread;
     y[i] = Conversion<From, To>::one(x[i]);
   }
 }
@@ -59,10 +79,8 @@ __global__ void convert_vectorized_kernel(const From* __restrict__ x, To* __rest
 // their alignment every chunk, so if no index below one chunk is aligned, none is.
 template <typename From, typename To>
 int aligned_start(const From* x, const To* y) {
-  for (int i = 0; i < kChunk; ++i)
-    if (reinterpret_cast<std::uintptr_t>(x + i) % sizeof(ChunkBits<From>) == 0 &&
-        reinterpret_cast<std::uintptr_t>(y + i) % sizeof(ChunkBits<To>) == 0)
-      return i;
+  for (int i = 0; i < kChunk<To>; ++i)
+    if (reinterpret_cast<std::uintptr_t>(x + i) % kInputAlignment<From, To> == 0 && is_aligned16(y + i)) return i;
   return -1;
 }
 
@@ -73,8 +91,8 @@ bool try_launch(const From* x, To* y, std::int64_t n, cudaStream_t stream) {
   const int start = aligned_start(x, y);
   if (start < 0) return false;
   const int head = static_cast<int>(std::min<std::int64_t>(start, n));
-  const std::int64_t chunks = (n - head) / kChunk;
-  const int tail = static_cast<int>(n - head - chunks * kChunk);
+  const std::int64_t chunks = (n - head) / kChunk<To>;
+  const int tail = static_cast<int>(n - head - chunks * kChunk<To>);
   const int blocks = resident_grid_size(convert_vectorized_kernel<From, To>, kBlockSize, chunks);
   convert_vectorized_kernel<<<blocks, kBlockSize, 0, stream>>>(x, y, head, chunks, tail);
   CUDALAB_CHECK_LAUNCH();

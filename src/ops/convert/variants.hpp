@@ -35,8 +35,8 @@ struct ConvertArgs {
 template <typename T>
 void one_per_thread(const ConvertArgs<T>& args, cudaStream_t stream);
 
-// A grid sized to resident capacity striding over 4-element chunks (one 16-byte fp32 access and
-// one 8-byte 16-bit access per lane) and pairwise conversions
+// A grid sized to resident capacity striding over chunks of one 16-byte output vector (8 elements
+// narrowing: two 16-byte fp32 loads; 4 widening: one 8-byte load) and pairwise conversions
 // (__float22half2_rn, __float22bfloat162_rn, __half22float2, __bfloat1622float2). A scalar head
 // aligns both pointers and a scalar tail finishes n; pointers that never align take one_per_thread.
 template <typename T>
