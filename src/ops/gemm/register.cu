@@ -392,11 +392,28 @@ void register_gemm(Registry& registry) {
   describe_gemm(op);
   const std::vector<DType> half = {DType::bf16, DType::f16};
   const std::vector<Param> nt = {{"transpose_b", 1}};
-  op.bench_problems =
-      cross(op, {{1000, 1000, 1000}, {1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 64, 8192}},
-            {DType::f32}) +
-      cross(op, {{1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 8192, 8192}, {4095, 4097, 4093}}, half) +
-      cross(op, {{4096, 4096, 4096}, {8192, 8192, 8192}}, half, nt);
+  // The issue's sweeps: FP32 at small, skinny and square shapes; BF16/FP16 from 1024^3 to 8192^3,
+  // a short and a long k, an LLM MLP shape (4096x14336x4096) and rows of no 16-byte multiple.
+  op.bench_problems = cross(op,
+                            {{1000, 1000, 1000},
+                             {1024, 1024, 1024},
+                             {2048, 2048, 2048},
+                             {4096, 4096, 4096},
+                             {8192, 8192, 8192},
+                             {8192, 64, 8192},
+                             {64, 8192, 8192}},
+                            {DType::f32}) +
+                      cross(op,
+                            {{1024, 1024, 1024},
+                             {2048, 2048, 2048},
+                             {4096, 4096, 4096},
+                             {8192, 8192, 8192},
+                             {8192, 8192, 1024},
+                             {1024, 8192, 8192},
+                             {4096, 14336, 4096},
+                             {4095, 4097, 4093}},
+                            half) +
+                      cross(op, {{4096, 4096, 4096}, {8192, 8192, 8192}}, half, nt);
   const std::vector<std::vector<std::int64_t>> half_tests = {
       {1, 1, 1},       {17, 33, 65},       {127, 129, 131},   {256, 256, 8},      {129, 136, 40},
       {129, 131, 64},  {200, 264, 136},    {64, 64, 24},      {1000, 1000, 1000}, {1, 8192, 8192},
