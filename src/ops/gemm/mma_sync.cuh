@@ -53,6 +53,13 @@ inline std::string tensor_core_common_limits(const GemmShape& shape, int compute
   return "";
 }
 
+// That grid, for a launch whose shape passed tensor_core_common_limits.
+template <typename T>
+dim3 tile_grid(const GemmArgs<T>& args, int block_m, int block_n) {
+  return dim3(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, block_n)),
+              static_cast<unsigned>(ceil_div<std::int64_t>(args.m, block_m)), static_cast<unsigned>(args.batch));
+}
+
 // The launcher's check: `name`'s limits on this device, as an invalid_argument error.
 inline void require_limits(const char* name, const std::string& why) {
   CUDALAB_REQUIRE(why.empty(), std::string(name) + ": " + why);

@@ -128,8 +128,7 @@ void mma_pipelined(const GemmArgs<T>& args, cudaStream_t stream) {
   require_limits("mma_pipelined", mma_pipelined_limits(shape_of(args), current_gpu().compute_capability));
   CUDALAB_REQUIRE(args.k == 0 || (is_aligned16(args.a) && is_aligned16(args.b)),
                   "mma_pipelined: A and B must be 16-byte aligned (cp.async sources)");
-  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kBlockN)),
-                  static_cast<unsigned>(ceil_div<std::int64_t>(args.m, kBlockM)), static_cast<unsigned>(args.batch));
+  const dim3 grid = tile_grid(args, kBlockM, kBlockN);
   auto* kernel = args.b_transposed ? mma_pipelined_kernel<T, true> : mma_pipelined_kernel<T, false>;
   // Above 48 KiB a kernel must opt in; the attribute is per device, so set it on every launch.
   CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes));

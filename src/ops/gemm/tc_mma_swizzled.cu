@@ -85,8 +85,7 @@ template <typename T>
 void mma_swizzled(const GemmArgs<T>& args, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   require_limits("mma_swizzled", mma_swizzled_limits(shape_of(args), current_gpu().compute_capability));
-  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kBlockN)),
-                  static_cast<unsigned>(ceil_div<std::int64_t>(args.m, kBlockM)), static_cast<unsigned>(args.batch));
+  const dim3 grid = tile_grid(args, kBlockM, kBlockN);
   auto* kernel = args.b_transposed ? mma_swizzled_kernel<T, true> : mma_swizzled_kernel<T, false>;
   kernel<<<grid, kThreads, 0, stream>>>(args, chunks_aligned(args.a, args.lda, args.batch, args.stride_a),
                                         chunks_aligned(args.b, args.ldb, args.batch, args.stride_b),

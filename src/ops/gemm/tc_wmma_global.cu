@@ -82,8 +82,7 @@ void wmma_global(const GemmArgs<T>& args, cudaStream_t stream) {
   CUDALAB_REQUIRE(args.k == 0 || (reinterpret_cast<std::uintptr_t>(args.a) % 32 == 0 &&
                                   reinterpret_cast<std::uintptr_t>(args.b) % 32 == 0),
                   "wmma_global: A and B must be 32-byte aligned (WMMA fragment loads)");
-  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kBlockN)),
-                  static_cast<unsigned>(ceil_div<std::int64_t>(args.m, kBlockM)), static_cast<unsigned>(args.batch));
+  const dim3 grid = tile_grid(args, kBlockM, kBlockN);
   auto* kernel = args.b_transposed ? wmma_global_kernel<T, true> : wmma_global_kernel<T, false>;
   kernel<<<grid, kThreads, 0, stream>>>(args, c_pairs_aligned(args));
   CUDALAB_CHECK_LAUNCH();
