@@ -379,6 +379,11 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// bar.arrive on barrier `id`: counts this thread toward `threads` without waiting.
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ std::uint32_t cluster_cta_rank() {
   std::uint32_t rank;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
@@ -568,12 +573,14 @@ __device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t tile, int kk
 }
 
 // One k-tile (4 k-steps of 16) for a warpgroup: its 64 rows of A at `a_tile` times the B tile, issued
-// as one committed group.
-template <typename T, bool kBMnMajor, int kRegisters>
+// as one committed group; or only its k-steps [kFirstStep, kFirstStep + kSteps), when warpgroups
+// split each k-tile between them.
+template <typename T, bool kBMnMajor, int kFirstStep = 0, int kSteps = kBlockK / 16, int kRegisters>
 __device__ __forceinline__ void mma_k_tile(float (&acc)[kRegisters], std::uint32_t a_tile, std::uint32_t b_tile) {
+  static_assert(kFirstStep >= 0 && kSteps > 0 && kFirstStep + kSteps <= kBlockK / 16, "k-steps of one k-tile");
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < kBlockK / 16; ++kk)
+  for (int kk = kFirstStep; kk < kFirstStep + kSteps; ++kk)
     wgmma_m64k16<T, kBMnMajor>(acc, k_major_descriptor(a_tile, kk), b_descriptor<kBMnMajor>(b_tile, kk));
   wgmma_commit();
 }
@@ -581,8 +588,10 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[kRegisters], std::uint32
 // A consumer warpgroup's k-loop over `k_tiles` slots of a ring (stage s at stages + s * kStageBytes,
 // its A tile first, B at kATileBytes; full barriers 8 bytes apart from `full`). One group stays in
 // flight: after the group of k-tile kt is issued, the wait for kt - 1 lets release(stage of kt - 1)
-// hand that slot back to the producer. `ring` continues across calls (persistent kernels).
-template <typename T, bool kBMnMajor, int kStages, int kStageBytes, int kATileBytes, int kRegisters, typename Release>
+// hand that slot back to the producer. `ring` continues across calls (persistent kernels). kFirstStep
+// and kSteps pick this warpgroup's k-steps of each k-tile (all four by default).
+template <typename T, bool kBMnMajor, int kStages, int kStageBytes, int kATileBytes, int kFirstStep = 0,
+          int kSteps = kBlockK / 16, int kRegisters, typename Release>
 __device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_tiles, RingPosition<kStages>& ring,
                                                 std::uint32_t stages, std::uint32_t full, std::uint32_t a_offset,
                                                 Release&& release) {
@@ -594,7 +603,7 @@ __device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_
   for (int kt = 0; kt < k_tiles; ++kt) {
     mbarrier_wait(full + 8 * ring.stage, ring.phase);
     const std::uint32_t stage = stages + ring.stage * kStageBytes;
-    mma_k_tile<T, kBMnMajor>(acc, stage + a_offset, stage + kATileBytes);
+    mma_k_tile<T, kBMnMajor, kFirstStep, kSteps>(acc, stage + a_offset, stage + kATileBytes);
     wgmma_wait<1>();
     if (kt > 0) release(previous);
     previous = ring.stage;

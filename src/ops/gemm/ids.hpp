@@ -36,6 +36,7 @@ inline constexpr char kMmaSmall[] = "mma_small";
 inline constexpr char kWgmmaTma[] = "wgmma_tma";
 inline constexpr char kWgmmaSpecialized[] = "wgmma_specialized";
 inline constexpr char kWgmmaPersistent[] = "wgmma_persistent";
+inline constexpr char kWgmmaSmall[] = "wgmma_small";
 inline constexpr char kWgmmaCluster[] = "wgmma_cluster";
 
 // The cuBLAS baselines.

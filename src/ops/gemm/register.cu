@@ -277,6 +277,8 @@ std::vector<Variant> tensor_core_ladder() {
                        v::wgmma_specialized<bf16>, v::wgmma_specialized<__half>, v::wgmma_specialized_limits),
       tensor_core_rung(ids::kWgmmaPersistent, "persistent CTAs over an L2-ordered tile schedule",
                        v::wgmma_persistent<bf16>, v::wgmma_persistent<__half>, v::wgmma_persistent_limits),
+      tensor_core_rung(ids::kWgmmaSmall, "the persistent kernel on 64x128 tiles, one consumer warpgroup, 2 CTAs/SM",
+                       v::wgmma_small<bf16>, v::wgmma_small<__half>, v::wgmma_small_limits),
       tensor_core_rung(ids::kWgmmaCluster, "2-CTA clusters, the shared operand multicast by TMA",
                        v::wgmma_cluster<bf16>, v::wgmma_cluster<__half>, v::wgmma_cluster_limits),
   };

@@ -25,6 +25,11 @@
 // Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 764
 // TFLOP/s at 8192^3 (0.99x cuBLAS), 726 at 4096^3 (0.97x); 1024 x 64^3 batched in 28.2 us (cuBLAS
 // 15.0; gemm-batched.json at 6f4fdc7).
+// Rung 7s (wgmma_small) is the same kernel on 64 x 128 tiles whose two consumer warpgroups split
+// each k-tile (PersistentTiles below). Fixes: shapes with few large tiles, which left most SMs
+// idle. Costs: twice the A and B traffic per FLOP of the large tiles, and a 32 KiB hand-over of
+// partial sums per tile. Measured (same build, exploratory run): 1024^3 in 10.8 us (0.87x cuBLAS;
+// persistent 18.2), 256x4096x4096 in 22.0 us (1.01x), 500 TFLOP/s at 4096^3 (persistent 734).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -37,34 +42,82 @@
 
 namespace cudalab::gemm_variants {
 
-constexpr int kWgmmaPersistentBlockM = 128, kWgmmaPersistentBlockN = 256;
+// The two tile shapes of the one kernel below. Large (rung 7): 128 x 256 tiles, two consumer
+// warpgroups on 64 rows each, a 4-slot ring of 48 KiB. Small (rung 7s): 64 x 128 tiles, 8x as
+// many, for shapes with fewer than about two waves of large tiles (1024^3: 32 large tiles for 132
+// SMs, 128 small ones); its two consumer warpgroups share the tile and split every k-tile, two
+// k-steps of 16 each, so a tile gets the tensor throughput of two warpgroups, and the second hands
+// its fp32 partial sums to the first through 32 KiB of shared memory before the first stores C. A
+// 6-slot ring of 24 KiB. (One consumer warpgroup per 64 x 128 tile and two blocks per SM ran
+// 1024^3 in 12.5 us and 256x4096x4096 in 32.2 us: one warpgroup keeps too few wgmmas in flight.)
+template <int kConsumerCount, int kTileN, int kStageCount, bool kSplitKSteps>
+struct PersistentTiles {
+  static constexpr int kConsumers = kConsumerCount, kStages = kStageCount;
+  static constexpr bool kSplit = kSplitKSteps;
+  static constexpr int kBlockM = kSplit ? 64 : 64 * kConsumers, kBlockN = kTileN;
+  static constexpr int kStoringConsumers = kSplit ? 1 : kConsumers;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kATileBytes = kBlockM * hopper::kBlockK * 2;
+  static constexpr int kStageBytes = kATileBytes + kBlockN * hopper::kBlockK * 2;
+  static constexpr int kRingBytes = kStages * kStageBytes;
+  static constexpr int kReduceBytes = kSplit ? 64 * kBlockN * 4 : 0;
+};
+using LargeTiles = PersistentTiles<2, 256, 4, false>;
+using SmallTiles = PersistentTiles<2, 128, 6, true>;
 
 #if CUDALAB_SM90A
 namespace {
 
 using namespace hopper;
 
-constexpr int kBlockM = kWgmmaPersistentBlockM, kBlockN = kWgmmaPersistentBlockN;
-constexpr int kStages = 4;
-constexpr int kConsumers = 2;
-constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kGroupM = 16;  // tile rows per band: 132 running tiles span ~16 x 8 tiles, A and B panels balanced
-constexpr int kATileBytes = kBlockM * kBlockK * 2;                // 16 KiB
-constexpr int kStageBytes = kATileBytes + kBlockN * kBlockK * 2;  // + 32 KiB of B
-constexpr int kRingBytes = kStages * kStageBytes;                 // 192 KiB
-constexpr int kSharedBytes =
-    kRingBytes + kConsumers * static_cast<int>(kStagingBytes) + 2 * kStages * 8 + static_cast<int>(kAtomBytes);
-static_assert(kSharedBytes <= 227 * 1024, "one block per SM must fit");
+constexpr int kReduceFull = 3, kReduceFree = 4;  // named barriers of the split warpgroups (1, 2: the epilogues)
 
-template <typename T, bool kBMnMajor, bool kTmaStore>
-__global__ void __launch_bounds__(kThreads, 1)
+template <typename Tiles>
+constexpr int shared_bytes() {
+  return Tiles::kRingBytes + Tiles::kReduceBytes + Tiles::kStoringConsumers * static_cast<int>(kStagingBytes) +
+         2 * Tiles::kStages * 8 + static_cast<int>(kAtomBytes);
+}
+static_assert(shared_bytes<LargeTiles>() <= 227 * 1024 && shared_bytes<SmallTiles>() <= 227 * 1024,
+              "one block per SM must fit");
+
+// Split k-steps: the second consumer warpgroup's accumulators into `reduce` (element i of thread t
+// at float i * 128 + t: a warp's 32 stores hit 32 banks), added by the first. `first_tile` and
+// `more_tiles` pace the hand-over: the second waits until the first has read the previous tile's sums.
+template <int kRegisters>
+__device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters], int consumer, std::uint32_t reduce,
+                                                       bool first_tile, bool more_tiles) {
+  const std::uint32_t mine = reduce + 4 * (static_cast<std::uint32_t>(threadIdx.x) % 128);
+  if (consumer == 1) {
+    if (!first_tile) named_barrier_sync(kReduceFree, 256);
+#pragma unroll
+    for (int i = 0; i < kRegisters; ++i) asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(mine + 512 * i), "f"(acc[i]));
+    named_barrier_arrive(kReduceFull, 256);
+  } else {
+    named_barrier_sync(kReduceFull, 256);
+#pragma unroll
+    for (int i = 0; i < kRegisters; ++i) {
+      float partial;
+      asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(partial) : "r"(mine + 512 * i));
+      acc[i] += partial;
+    }
+    if (more_tiles) named_barrier_arrive(kReduceFree, 256);
+  }
+}
+
+template <typename T, typename Tiles, bool kBMnMajor, bool kTmaStore>
+__global__ void __launch_bounds__(Tiles::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                             const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p) {
 #if CUDALAB_SM90A_DEVICE
+  constexpr int kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN, kStages = Tiles::kStages;
+  constexpr int kConsumers = Tiles::kConsumers, kStageBytes = Tiles::kStageBytes;
+  constexpr int kATileBytes = Tiles::kATileBytes;
   extern __shared__ std::uint8_t dynamic_shared[];
   const std::uint32_t stages = aligned_shared_base(dynamic_shared);
-  const std::uint32_t staging = stages + kRingBytes;  // kStagingBytes per consumer warpgroup
-  const std::uint32_t full = staging + kConsumers * kStagingBytes;
+  const std::uint32_t reduce = stages + Tiles::kRingBytes;
+  const std::uint32_t staging = reduce + Tiles::kReduceBytes;  // kStagingBytes per storing consumer warpgroup
+  const std::uint32_t full = staging + Tiles::kStoringConsumers * kStagingBytes;
   const std::uint32_t empty = full + 8 * kStages;
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int tiles = p.batch * p.tiles_m * p.tiles_n;
@@ -105,11 +158,24 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int tile = static_cast<int>(blockIdx.x); tile < tiles; tile += static_cast<int>(gridDim.x)) {
       const TileCoord at = grouped_tile(tile, p.tiles_m, p.tiles_n, kGroupM);
       float acc[kBlockN / 2] = {};
-      consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes>(acc, p.k_tiles, ring, stages, full,
-                                                                       consumer * 64 * kRowBytes, release);
+      if constexpr (Tiles::kSplit) {
+        if (consumer == 0) {
+          consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes, 0, 2>(acc, p.k_tiles, ring, stages, full, 0,
+                                                                                 release);
+        } else {
+          consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes, 2, 2>(acc, p.k_tiles, ring, stages, full, 0,
+                                                                                 release);
+        }
+        hand_over_partial_sums(acc, consumer, reduce, tile == static_cast<int>(blockIdx.x),
+                               tile + static_cast<int>(gridDim.x) < tiles);
+        if (consumer == 1) continue;
+      } else {
+        consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes>(acc, p.k_tiles, ring, stages, full,
+                                                                         consumer * 64 * kRowBytes, release);
+      }
       OutputMatrix<T> out = p.out;
       out.c += at.batch * p.stride_c;
-      const int row0 = at.m * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
+      const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
       if constexpr (kTmaStore) {
         store_accumulators_tma(out, acc, &c_map, my_staging, row0, col0, at.batch * p.batch_step_c, 1 + consumer);
       } else {
@@ -126,33 +192,56 @@ __global__ void __launch_bounds__(kThreads, 1)
 }  // namespace
 #endif  // CUDALAB_SM90A
 
-std::string wgmma_persistent_limits(const GemmShape& shape, int compute_capability) {
+template <typename Tiles>
+std::string persistent_limits(const GemmShape& shape, int compute_capability) {
   const std::string why = hopper::wgmma_limits(shape, compute_capability);
-  return why.empty() ? hopper::tile_count_limits(shape, kWgmmaPersistentBlockM, kWgmmaPersistentBlockN) : why;
+  return why.empty() ? hopper::tile_count_limits(shape, Tiles::kBlockM, Tiles::kBlockN) : why;
 }
 
-template <typename T>
-void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream) {
-  require_limits("wgmma_persistent", wgmma_persistent_limits(shape_of(args), current_gpu().compute_capability));
+template <typename T, typename Tiles>
+void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t stream) {
+  require_limits(name, persistent_limits<Tiles>(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   const bool tma_store = hopper::c_storable_by_tma(args);
-  const hopper::WgmmaLaunch<T> launch =
-      hopper::prepare_launch(args, "wgmma_persistent", kBlockM, kBlockN, kBlockM, kBlockN, tma_store ? 64 : 0);
-  auto* kernel = args.b_transposed
-                     ? (tma_store ? wgmma_persistent_kernel<T, false, true> : wgmma_persistent_kernel<T, false, false>)
-                     : (tma_store ? wgmma_persistent_kernel<T, true, true> : wgmma_persistent_kernel<T, true, false>);
+  const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
+                                                               Tiles::kBlockM, Tiles::kBlockN, tma_store ? 64 : 0);
+  auto* kernel = args.b_transposed ? (tma_store ? wgmma_persistent_kernel<T, Tiles, false, true>
+                                                : wgmma_persistent_kernel<T, Tiles, false, false>)
+                                   : (tma_store ? wgmma_persistent_kernel<T, Tiles, true, true>
+                                                : wgmma_persistent_kernel<T, Tiles, true, false>);
+  constexpr int kSharedBytes = shared_bytes<Tiles>();
   hopper::set_shared_memory(kernel, kSharedBytes);
   const std::int64_t tiles =
       static_cast<std::int64_t>(launch.params.batch) * launch.params.tiles_m * launch.params.tiles_n;
   const int grid = static_cast<int>(std::min<std::int64_t>(tiles, current_gpu().sm_count));
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.params);
+  kernel<<<grid, Tiles::kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.params);
   CUDALAB_CHECK_LAUNCH();
 #else
-  (void)stream;
+  (void)name, (void)stream;
 #endif
 }
 
+std::string wgmma_persistent_limits(const GemmShape& shape, int compute_capability) {
+  return persistent_limits<LargeTiles>(shape, compute_capability);
+}
+
+std::string wgmma_small_limits(const GemmShape& shape, int compute_capability) {
+  return persistent_limits<SmallTiles>(shape, compute_capability);
+}
+
+template <typename T>
+void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream) {
+  launch_persistent<T, LargeTiles>(args, "wgmma_persistent", stream);
+}
+
+template <typename T>
+void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream) {
+  launch_persistent<T, SmallTiles>(args, "wgmma_small", stream);
+}
+
+template void wgmma_small<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void wgmma_small<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 template void wgmma_persistent<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_persistent<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 

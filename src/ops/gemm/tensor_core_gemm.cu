@@ -19,13 +19,15 @@ namespace v = gemm_variants;
 // tiles and a k long enough to fill the pipeline: at 2048^3 (128 tiles) wgmma_persistent ran
 // 543 TFLOP/s against mma_small's 229, while at 1024^3 (32 tiles) mma_small took 15.8 us against
 // 18.2, at 8192x1x8192 68 us against 139, and on batches of 64^3-256x256x64 (k <= 128) 1.0-1.02x
-// cuBLAS's time against persistent's 2.6-4.7x. Below that line the 64x64 tiles of mma_small win
-// and take any alignment. Above it, on Hopper: wgmma_cluster from 6 waves of tiles up (8192^3,
-// 7.8 waves: 786.2 against persistent's 777.8 TFLOP/s in bf16, 749.8 against 741.6 in fp16; B as
-// N x K 785.9/785.6 and 751.9/747.7), wgmma_persistent below (4096^3, 3.9 waves: cluster 0.5-1%
-// behind; 2048^3: 4% behind); mma_pipelined on other GPUs; mma_swizzled for rows that are not
-// 16-byte multiples (4095x4097x4093: 111 TFLOP/s against mma_small's 85).
-// The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
+// cuBLAS's time against persistent's 2.6-4.7x. Below that line, on Hopper with k >= 256,
+// wgmma_small's 64x128 tiles (1024^3: 10.8 us against mma_small's 16.0 and persistent's 18.2;
+// 256x4096x4096: 22.0 against 46.9 and 45.8; 1x8192x8192: 55.6 against 68.1; 1000^3: 16.7 against
+// 19.6); with k <= 128 (the batches) the 64x64 tiles of mma_small (1.3-1.7x faster than
+// wgmma_small there), which also take any alignment. Above it, on Hopper: wgmma_cluster from 6 waves of tiles up
+// (8192^3, 7.8 waves: 786.2 against persistent's 777.8 TFLOP/s in bf16, 749.8 against 741.6 in fp16; B as N x K
+// 785.9/785.6 and 751.9/747.7), wgmma_persistent below (4096^3, 3.9 waves: cluster 0.5-1% behind; 2048^3: 4% behind);
+// mma_pipelined on other GPUs; mma_swizzled for rows that are not 16-byte multiples (4095x4097x4093: 111 TFLOP/s
+// against mma_small's 85). The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
 // limits check; mma_swizzled and mma_small take anything.
 template <typename T>
 void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
@@ -40,6 +42,7 @@ void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
   if (big && aligned && v::wgmma_persistent_limits(shape, cc).empty()) return v::wgmma_persistent(args, stream);
   if (big && aligned && v::mma_pipelined_limits(shape, cc).empty()) return v::mma_pipelined(args, stream);
   if (big && v::mma_swizzled_limits(shape, cc).empty()) return v::mma_swizzled(args, stream);
+  if (!big && aligned && args.k >= 256 && v::wgmma_small_limits(shape, cc).empty()) return v::wgmma_small(args, stream);
   const std::string why = v::mma_small_limits(shape, cc);
   CUDALAB_REQUIRE(why.empty(), "gemm: " + why);
   v::mma_small(args, stream);

@@ -67,6 +67,11 @@ std::string wgmma_specialized_limits(const GemmShape& shape, int compute_capabil
 template <typename T>
 void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_persistent_limits(const GemmShape& shape, int compute_capability);
+
+// 7s. rung 7's kernel on 64x128 tiles, one consumer warpgroup, two blocks per SM: for shapes with few large tiles.
+template <typename T>
+void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wgmma_small_limits(const GemmShape& shape, int compute_capability);
 // 8. 2-CTA thread-block clusters sharing one operand's tile by TMA multicast.
 template <typename T>
 void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream);
