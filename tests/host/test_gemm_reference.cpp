@@ -169,6 +169,19 @@ TEST(GemmOp, PipelinedStepsRunTheirConfigurations) {
   EXPECT_EQ(op.find_variant(ids::kCublas)->engine, harness::Engine::cuda_cores);
 }
 
+// The FP32 library's choice on a 132-SM H100, shape class by shape class (gemm.cu's measurements).
+TEST(GemmOp, TunedConfigFollowsTheShapeClass) {
+  const auto pick = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return gemm_variants::tuned_config(90, 132, m, n, k).name();
+  };
+  EXPECT_EQ(pick(4096, 4096, 4096), "128x128x16_8x8_s2_warp");    // two waves of 128x128 tiles and up
+  EXPECT_EQ(pick(1024, 1024, 1024), "64x128x16_8x8_s3_warp_k4");  // 128 tiles, 4 short of a wave
+  EXPECT_EQ(pick(1000, 1000, 1000), "64x128x16_8x8_s3_warp_k4");
+  EXPECT_EQ(pick(64, 8192, 8192), "64x128x16_8x8_s3_warp_k4");  // 64 tiles, split 4 fills the SMs
+  EXPECT_EQ(pick(8192, 64, 8192), "64x64x16_4x8_s3_warp_k4");   // n < 128: half of every 64x128 tile idle
+  EXPECT_EQ(pick(64, 256, 64), "64x64x16_4x8_s3_warp");         // too short a k to split
+}
+
 TEST(GemmOp, ClaimsReadTheirProblems) {
   namespace ids = harness::gemm_ids;
   const harness::Registry& registry = harness::builtin_registry();
