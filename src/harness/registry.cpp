@@ -21,6 +21,9 @@ void register_memory(Registry& registry);
 void register_gemm(Registry& registry);
 void register_transfers(Registry& registry);
 void register_execution(Registry& registry);
+void register_norms(Registry& registry);
+void register_softmax(Registry& registry);
+void register_bias_act(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -204,6 +207,9 @@ const Registry& builtin_registry() {
     register_gemm(r);
     register_transfers(r);
     register_execution(r);
+    register_bias_act(r);
+    register_norms(r);
+    register_softmax(r);
     return r;
   }();
   return registry;

@@ -6,26 +6,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "core/vector.cuh"
+
 namespace cudalab::gemm_variants {
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
+using cudalab::from_float;  // core/vector.cuh; gemm_variants:: names them for the other ops too
+using cudalab::to_float;
 
 template <typename T>
 __device__ __forceinline__ void blend_store(T* c, float alpha, float beta, float acc) {

@@ -1,0 +1,74 @@
+// Bias + activation, the epilogue of a linear layer: y = act(x + bias) over a row-major
+// [rows, features] tensor, bias[features] broadcast over the rows, and its backward: dx = dy *
+// act'(x + bias) and dbias = the sum of dx over the rows. fp32, fp16 and bf16 tensors; the
+// arithmetic inside is fp32 (x + bias is formed in fp32, never rounded to the tensor's type).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+namespace cudalab {
+
+// The values are the bias_act ops' `activation` parameter.
+enum class Activation {
+  relu = 0,       // max(v, 0); its derivative at v == 0 is taken as 0, as PyTorch's is
+  gelu_tanh = 1,  // 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), PyTorch's approximate="tanh"
+  gelu_erf = 2,   // 0.5 v (1 + erf(v / sqrt(2))), PyTorch's default GELU
+};
+
+// y = act(x + bias), asynchronously on `stream`. x and y are rows x features, dense and
+// row-major; bias holds `features` values. Device pointers aligned to their element size, of any
+// other alignment (16-byte aligned x, y and bias with features a multiple of 16 bytes' worth of
+// elements take the fastest kernel; others a vector kernel that gathers the bias, or a scalar
+// one); y must not overlap x or bias. rows == 0 or features == 0 does nothing.
+// Accuracy: the fp32 result is within a few fp32 ulps of the exact activation of fl32(x + bias)
+// (GELU through fast exp and reciprocal instructions, see docs/activations.md), then rounded once
+// to the output type.
+// Throws cudalab::Error: invalid_argument for negative sizes, an activation outside the enum,
+// null or misaligned pointers with a non-empty tensor, or overlapping outputs; cuda when a launch
+// fails.
+void bias_act(const float* x, const float* bias, float* y, std::int64_t rows, std::int64_t features,
+              Activation activation, cudaStream_t stream = nullptr);
+void bias_act(const __half* x, const __half* bias, __half* y, std::int64_t rows, std::int64_t features,
+              Activation activation, cudaStream_t stream = nullptr);
+void bias_act(const __nv_bfloat16* x, const __nv_bfloat16* bias, __nv_bfloat16* y, std::int64_t rows,
+              std::int64_t features, Activation activation, cudaStream_t stream = nullptr);
+
+// Scratch bytes bias_act_backward needs at this shape (fp32 column partial sums, one row of
+// `features` per block of rows), for any element type.
+std::size_t bias_act_backward_workspace_bytes(std::int64_t rows, std::int64_t features);
+
+// dx = dy * act'(x + bias) (rows x features, like x) and dbias[j] = sum over the rows of dx[., j]
+// (`features` values), asynchronously on `stream`. dbias sums the fp32 values of dx (before they
+// are rounded to the output type) in fp32, in a fixed order: the same inputs give the same bits
+// on every run (no atomics). rows == 0 writes dbias = 0. Outputs must not overlap each other or
+// the inputs; alignment as for bias_act.
+// Scratch memory of bias_act_backward_workspace_bytes(rows, features) comes from the
+// stream-ordered allocator (cudaMallocAsync) and is released on the stream.
+// Throws cudalab::Error as bias_act does.
+void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
+                       std::int64_t features, Activation activation, cudaStream_t stream = nullptr);
+void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
+                       std::int64_t rows, std::int64_t features, Activation activation, cudaStream_t stream = nullptr);
+void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
+                       __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
+                       cudaStream_t stream = nullptr);
+
+// The same with the caller's scratch: `workspace` is device memory of at least
+// bias_act_backward_workspace_bytes(rows, features) bytes, 16-byte aligned, which the call may use
+// until it is done on the stream. A smaller buffer is refused (invalid_argument).
+void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
+                       std::int64_t features, Activation activation, void* workspace, std::size_t workspace_bytes,
+                       cudaStream_t stream = nullptr);
+void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
+                       std::int64_t rows, std::int64_t features, Activation activation, void* workspace,
+                       std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
+                       __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
+                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+
+}  // namespace cudalab

@@ -1,0 +1,99 @@
+// LayerNorm and RMSNorm over the last dimension of a row-major [rows, features] tensor, forward
+// and backward, for fp32, fp16 (__half) and bf16 (__nv_bfloat16) with fp32 arithmetic inside:
+//
+//   layer_norm: mean = sum(x) / F, var = sum((x - mean)^2) / F (biased, as torch.nn.LayerNorm),
+//               rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * gamma + beta
+//   rms_norm:   rstd = 1 / sqrt(sum(x^2) / F + eps), y = x * rstd * gamma (as torch.nn.RMSNorm)
+//
+// The forward saves mean and rstd per row in fp32, as PyTorch does; the backward takes them (with
+// x, dy and gamma) and returns dx, dgamma and (LayerNorm) dbeta. dgamma and dbeta are fp32 sums
+// over the rows in a fixed order, rounded once to the element type: the same bits on every run
+// on the same GPU. LayerNorm's statistics are computed shifted by each row's first element, so a
+// row far from zero (1e4 + noise) keeps its noise's digits in fp32.
+//
+// All pointers are device pointers aligned to their element; any other alignment is accepted
+// (rows whose starts are 16-byte aligned get 16-byte vector accesses, others element accesses).
+// Outputs must not overlap inputs. Every call is asynchronous on `stream` and validates its
+// arguments first: it throws cudalab::Error (invalid_argument for negative sizes, a non-positive
+// or non-finite eps, a row of zero features in the forward, a null pointer the sizes need, a
+// pointer not aligned to its element, or too small a workspace; cuda when a launch fails).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+namespace cudalab {
+
+// y = LayerNorm(x) with gamma, beta (features each); mean and rstd (rows each, fp32) may be null,
+// then they are not written. rows == 0 does nothing.
+void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                std::int64_t rows, std::int64_t features, float eps = 1e-5f, cudaStream_t stream = nullptr);
+void layer_norm(const __half* x, const __half* gamma, const __half* beta, __half* y, float* mean, float* rstd,
+                std::int64_t rows, std::int64_t features, float eps = 1e-5f, cudaStream_t stream = nullptr);
+void layer_norm(const __nv_bfloat16* x, const __nv_bfloat16* gamma, const __nv_bfloat16* beta, __nv_bfloat16* y,
+                float* mean, float* rstd, std::int64_t rows, std::int64_t features, float eps = 1e-5f,
+                cudaStream_t stream = nullptr);
+
+// Scratch bytes layer_norm_backward needs (fp32 column partial sums); the same for every dtype.
+std::size_t layer_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features);
+
+// dx (rows x features), dgamma and dbeta (features each) from x, dy, gamma and the forward's
+// mean and rstd. The statistics are used as given (they need not be x's). rows == 0 writes zeros
+// to dgamma and dbeta. The scratch comes from the stream-ordered allocator (cudaMallocAsync) and is
+// released on the stream.
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
+                         cudaStream_t stream = nullptr);
+void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
+                         __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
+                         cudaStream_t stream = nullptr);
+void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
+                         const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
+                         std::int64_t rows, std::int64_t features, cudaStream_t stream = nullptr);
+// The same with the caller's scratch: `workspace` holds at least
+// layer_norm_backward_workspace_bytes(rows, features) bytes of device memory, 16-byte aligned,
+// which the call may use until its work on the stream is done.
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
+                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
+                         __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
+                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
+                         const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
+                         std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
+                         cudaStream_t stream = nullptr);
+
+// y = RMSNorm(x) with gamma (features); rstd (rows, fp32) may be null. rows == 0 does nothing.
+void rms_norm(const float* x, const float* gamma, float* y, float* rstd, std::int64_t rows, std::int64_t features,
+              float eps = 1e-6f, cudaStream_t stream = nullptr);
+void rms_norm(const __half* x, const __half* gamma, __half* y, float* rstd, std::int64_t rows, std::int64_t features,
+              float eps = 1e-6f, cudaStream_t stream = nullptr);
+void rms_norm(const __nv_bfloat16* x, const __nv_bfloat16* gamma, __nv_bfloat16* y, float* rstd, std::int64_t rows,
+              std::int64_t features, float eps = 1e-6f, cudaStream_t stream = nullptr);
+
+std::size_t rms_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features);
+
+// dx and dgamma from x, dy, gamma and the forward's rstd (used as given).
+void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
+                       std::int64_t rows, std::int64_t features, cudaStream_t stream = nullptr);
+void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
+                       __half* dgamma, std::int64_t rows, std::int64_t features, cudaStream_t stream = nullptr);
+void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
+                       __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
+                       cudaStream_t stream = nullptr);
+void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
+                       std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
+                       cudaStream_t stream = nullptr);
+void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
+                       __half* dgamma, std::int64_t rows, std::int64_t features, void* workspace,
+                       std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
+                       __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
+                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+
+}  // namespace cudalab

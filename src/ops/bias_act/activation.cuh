@@ -1,0 +1,189 @@
+// What every bias + activation kernel shares: the activations and their derivatives in fp32, the
+// loads and stores of 16-byte vectors (or single elements) as fp32 values, and the host dispatch
+// from cudalab::Activation to a kernel instantiated for it.
+//
+// The GELU (tanh) of the ladder's own kernels is written as v * sigmoid(2z) with
+// z = sqrt(2/pi) (v + 0.044715 v^3), which equals 0.5 v (1 + tanh z) exactly: one __expf (MUFU.EX2)
+// and one __fdividef (MUFU.RCP) per element, 13 SASS instructions where tanhf takes about 24 (its
+// polynomial, a select and the same two MUFUs). At bf16 the forward must turn about 2.9 elements per
+// clock per SM at the copy rate, so instruction count matters there. The error: __expf is within
+// (2 + 1.173 |2z|) ulps and __fdividef within 2, and the form has no cancellation; with each
+// instruction at its documented worst, y stays within 3.5 u (|y| + |v|) of the exact value
+// (u = 2^-24), inside the check's 8 u (|y| + |v|) (reference.hpp). tanhf's 0.5 v (1 + tanh z) is
+// relatively no better for v < 0, where 1 + tanh z cancels. GELU (erf) uses erff (2 ulps,
+// branch-free on sm_90).
+#pragma once
+
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "core/vector.cuh"
+#include "cudalab/activations.hpp"
+#include "cudalab/error.hpp"
+#include "ops/convert/convert.cuh"
+#include "ops/gemm/epilogue.cuh"
+
+namespace cudalab::bias_act_variants {
+
+using convert_variants::Conversion;
+using convert_variants::Pair;
+using gemm_variants::from_float;
+using gemm_variants::to_float;
+
+inline constexpr float kSqrt2OverPi = 0.7978845608028654f;
+inline constexpr float kGeluCubic = 0.044715f;
+inline constexpr float kSqrtHalf = 0.7071067811865476f;
+inline constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+// x + bias passes through unchanged: the unfused baseline's first kernel.
+struct Identity {
+  static __device__ __forceinline__ float forward(float v) { return v; }
+};
+
+struct Relu {
+  static __device__ __forceinline__ float forward(float v) { return fmaxf(v, 0.0f); }
+  // 0 at v == 0, as PyTorch's threshold_backward takes it.
+  static __device__ __forceinline__ float derivative(float v) { return v > 0.0f ? 1.0f : 0.0f; }
+};
+
+// Below this GELU is -0 in fp32 (|GELU(-20)| < 1e-80); inputs under it are raised to it, so -inf (an
+// fp16 x + bias that overflowed, as the unfused baseline stores it) gives -0 rather than
+// -inf * 0 = NaN. A NaN input stays NaN (the comparison is false for it).
+inline constexpr float kGeluFloor = -20.0f;
+
+__device__ __forceinline__ float gelu_input(float v) { return v < kGeluFloor ? kGeluFloor : v; }
+
+struct GeluTanh {
+  static __device__ __forceinline__ float inner(float v) {
+    return v * fmaf(kSqrt2OverPi * kGeluCubic * v, v, kSqrt2OverPi);
+  }
+  // Past v ~ 1.8e19, z is inf: exp gives 0 and y is v (inf stays inf).
+  static __device__ __forceinline__ float forward(float v) {
+    v = gelu_input(v);
+    return __fdividef(v, 1.0f + __expf(-2.0f * inner(v)));
+  }
+  // d/dv [v s] with s = sigmoid(2z): s + 2 v z' s (1 - s), and 1 - s = e s with e = exp(-2z), so no
+  // term cancels. |v| is clamped to 9, where the derivative is already 1 or below 1e-26 in fp32:
+  // further out e heads for overflow (e^88.7) and e * s for inf * 0.
+  static __device__ __forceinline__ float derivative(float v) {
+    v = v < -9.0f ? -9.0f : (v > 9.0f ? 9.0f : v);  // a NaN stays NaN
+    const float e = __expf(-2.0f * inner(v));
+    const float s = __fdividef(1.0f, 1.0f + e);
+    const float dz = kSqrt2OverPi * fmaf(3.0f * kGeluCubic * v, v, 1.0f);
+    return s * fmaf(2.0f * v * dz, e * s, 1.0f);
+  }
+};
+
+struct GeluErf {
+  static __device__ __forceinline__ float forward(float v) {
+    v = gelu_input(v);
+    return 0.5f * v * (1.0f + erff(v * kSqrtHalf));
+  }
+  // Phi(v) + v phi(v); v * v overflows to inf for huge v, and exp(-inf) = 0 keeps the product 0.
+  static __device__ __forceinline__ float derivative(float v) {
+    return fmaf(0.5f, 1.0f + erff(v * kSqrtHalf), v * kInvSqrt2Pi * __expf(-0.5f * v * v));
+  }
+};
+
+// Calls launch(Act{}) with the activation's functor type, for a kernel templated on it.
+template <typename Launch>
+void with_activation(Activation activation, Launch&& launch) {
+  switch (activation) {
+    case Activation::relu: launch(Relu{}); return;
+    case Activation::gelu_tanh: launch(GeluTanh{}); return;
+    case Activation::gelu_erf: launch(GeluErf{}); return;
+  }
+  CUDALAB_REQUIRE(false, "bias_act: activation must be relu (0), gelu_tanh (1) or gelu_erf (2)");
+}
+
+// ---- V consecutive elements as one access ------------------------------------------------------
+
+// Elements per 16-byte vector: 4 fp32, 8 fp16 or bf16.
+template <typename T>
+inline constexpr int kVectorWidth = static_cast<int>(16 / sizeof(T));
+
+// What a 16-byte vector of T holds as words: floats, or pairs of 16-bit values (converted two at a
+// time, one instruction per pair).
+template <typename T>
+struct WordOf {
+  using type = Pair<T>;
+};
+template <>
+struct WordOf<float> {
+  using type = float;
+};
+template <typename T>
+using Word = typename WordOf<T>::type;
+
+// V consecutive elements of T moved by one load or store: a 16-byte vector (V = kVectorWidth<T>,
+// the address 16-byte aligned) or a single element (V = 1).
+template <typename T, int V>
+using Elements = std::conditional_t<V == 1, T, Vector16<Word<T>>>;
+
+template <int V, typename T>
+__device__ __forceinline__ Elements<T, V> load_elements(const T* p) {
+  static_assert(V == 1 || V == kVectorWidth<T>, "one element or one 16-byte vector");
+  if constexpr (V == 1) {
+    return *p;
+  } else {
+    return load_vector16(reinterpret_cast<const Word<T>*>(p));
+  }
+}
+
+template <int V, typename T>
+__device__ __forceinline__ void store_elements(T* p, const Elements<T, V>& e) {
+  if constexpr (V == 1) {
+    *p = e;
+  } else {
+    store_vector16(reinterpret_cast<Word<T>*>(p), e);
+  }
+}
+
+// The elements widened to fp32.
+template <int V, typename T>
+__device__ __forceinline__ void widen(const Elements<T, V>& e, float (&out)[V]) {
+  if constexpr (V == 1) {
+    out[0] = to_float(e);
+  } else if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) out[k] = e[k];
+  } else {
+#pragma unroll
+    for (int k = 0; k < V / 2; ++k) {
+      const float2 f = Conversion<T, float>::two(e[k]);
+      out[2 * k] = f.x;
+      out[2 * k + 1] = f.y;
+    }
+  }
+}
+
+// fp32 values rounded (to nearest even) to V elements of T.
+template <int V, typename T>
+__device__ __forceinline__ Elements<T, V> narrow(const float (&in)[V]) {
+  Elements<T, V> e;
+  if constexpr (V == 1) {
+    e = from_float<T>(in[0]);
+  } else if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) e[k] = in[k];
+  } else {
+#pragma unroll
+    for (int k = 0; k < V / 2; ++k) e[k] = Conversion<float, T>::two(make_float2(in[2 * k], in[2 * k + 1]));
+  }
+  return e;
+}
+
+template <int V, typename T>
+__device__ __forceinline__ void load_as_float(const T* p, float (&out)[V]) {
+  widen<V, T>(load_elements<V>(p), out);
+}
+
+template <int V, typename T>
+__device__ __forceinline__ void store_as(T* p, const float (&in)[V]) {
+  store_elements<V, T>(p, narrow<V, T>(in));
+}
+
+}  // namespace cudalab::bias_act_variants

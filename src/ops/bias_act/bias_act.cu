@@ -1,0 +1,182 @@
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "core/workspace.hpp"
+#include "cudalab/activations.hpp"
+#include "cudalab/error.hpp"
+#include "ops/bias_act/variants.hpp"
+
+namespace cudalab {
+namespace {
+
+using bias_act_variants::BiasActArgs;
+using bias_act_variants::BiasActBackwardArgs;
+
+// One array of the call: its device pointer, element count and name, for the argument checks.
+struct Span {
+  const void* data;
+  std::int64_t count;
+  std::size_t element_size;
+  const char* name;
+
+  std::uintptr_t begin() const { return reinterpret_cast<std::uintptr_t>(data); }
+  std::uintptr_t end() const { return begin() + static_cast<std::uintptr_t>(count) * element_size; }
+};
+
+// Sizes, activation, pointers (non-null and aligned to the element where the array is not empty),
+// and outputs that overlap nothing else.
+void validate(const char* call, std::int64_t rows, std::int64_t features, Activation activation,
+              std::initializer_list<Span> inputs, std::initializer_list<Span> outputs) {
+  const std::string prefix = std::string(call) + ": ";
+  CUDALAB_REQUIRE(rows >= 0 && features >= 0, prefix + "rows and features must be >= 0, got " + std::to_string(rows) +
+                                                  " and " + std::to_string(features));
+  const int value = static_cast<int>(activation);
+  CUDALAB_REQUIRE(value >= 0 && value <= 2,
+                  prefix + "activation must be relu, gelu_tanh or gelu_erf, got " + std::to_string(value));
+  for (const auto* list : {&inputs, &outputs}) {
+    for (const Span& s : *list) {
+      if (s.count == 0) continue;
+      CUDALAB_REQUIRE(s.data != nullptr, prefix + s.name + " must be a device pointer, got null");
+      CUDALAB_REQUIRE(s.begin() % s.element_size == 0, prefix + s.name + " must be aligned to its element size");
+    }
+  }
+  for (const Span& out : outputs) {
+    if (out.count == 0) continue;
+    for (const auto* list : {&inputs, &outputs}) {
+      for (const Span& other : *list) {
+        if (&other == &out || other.count == 0) continue;
+        CUDALAB_REQUIRE(out.end() <= other.begin() || other.end() <= out.begin(),
+                        prefix + out.name + " must not overlap " + other.name);
+      }
+    }
+  }
+}
+
+// Chosen by reasoning, not yet measured: `tiled` (bias in registers, one tile per block in address
+// order) where a row holds a warp's worth of 16-byte vectors or more (256 bf16/fp16 or 128 fp32
+// features), `vectorized` below that, where most of a tile's 32 lanes would idle; `tiled` hands rows
+// that are not 16-byte aligned to `vectorized` itself. The bench's numbers at 16384 x 8192 and
+// across the width sweep are to set this (docs/activations.md).
+template <typename T>
+void (*forward_rung(std::int64_t features))(const BiasActArgs<T>&, cudaStream_t) {
+  constexpr std::int64_t kWarpOfVectorElements = 32 * 16 / sizeof(T);
+  return features >= kWarpOfVectorElements ? bias_act_variants::tiled<T> : bias_act_variants::vectorized<T>;
+}
+
+template <typename T>
+void forward(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t features, Activation activation,
+             cudaStream_t stream) {
+  const std::int64_t elements = rows * features;
+  validate("bias_act", rows, features, activation,
+           {{x, elements, sizeof(T), "x"}, {bias, rows > 0 ? features : 0, sizeof(T), "bias"}},
+           {{y, elements, sizeof(T), "y"}});
+  if (elements == 0) return;
+  BiasActArgs<T> args;
+  args.x = x;
+  args.bias = bias;
+  args.y = y;
+  args.rows = rows;
+  args.features = features;
+  args.activation = activation;
+  forward_rung<T>(features)(args, stream);
+}
+
+// The fused rung is the backward's only candidate: the naive one and the unfused baseline read dx
+// back, and the naive one runs `features` threads in its column loop. `caller` is the caller's
+// scratch, or null for the stream-ordered allocator.
+template <typename T>
+void backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows, std::int64_t features,
+              Activation activation, void* caller, std::size_t caller_bytes, cudaStream_t stream) {
+  const std::int64_t elements = rows * features;
+  validate("bias_act_backward", rows, features, activation,
+           {{x, elements, sizeof(T), "x"},
+            {bias, rows > 0 ? features : 0, sizeof(T), "bias"},
+            {dy, elements, sizeof(T), "dy"}},
+           {{dx, elements, sizeof(T), "dx"}, {dbias, features, sizeof(T), "dbias"}});
+  if (features == 0) return;
+  BiasActBackwardArgs<T> args;
+  args.x = x;
+  args.bias = bias;
+  args.dy = dy;
+  args.dx = dx;
+  args.dbias = dbias;
+  args.rows = rows;
+  args.features = features;
+  args.activation = activation;
+  args.workspace_bytes = bias_act_variants::backward_workspace_bytes(rows, features);
+  // Handed back on the stream when the call ends, also when a launch below throws.
+  StreamOrderedWorkspace owned(stream);
+  CallerWorkspace given(caller, caller_bytes, "bias_act_backward", "bias_act_backward_workspace_bytes");
+  if (caller != nullptr) {
+    args.workspace = given.reserve(args.workspace_bytes);
+  } else if (args.workspace_bytes > 0) {
+    args.workspace = owned.reserve(args.workspace_bytes);
+  }
+  bias_act_variants::fused_backward(args, stream);
+}
+
+void require_workspace(const void* workspace) {
+  CUDALAB_REQUIRE(workspace != nullptr, "bias_act_backward: workspace must be a device pointer, got null");
+}
+
+}  // namespace
+
+void bias_act(const float* x, const float* bias, float* y, std::int64_t rows, std::int64_t features,
+              Activation activation, cudaStream_t stream) {
+  forward(x, bias, y, rows, features, activation, stream);
+}
+
+void bias_act(const __half* x, const __half* bias, __half* y, std::int64_t rows, std::int64_t features,
+              Activation activation, cudaStream_t stream) {
+  forward(x, bias, y, rows, features, activation, stream);
+}
+
+void bias_act(const __nv_bfloat16* x, const __nv_bfloat16* bias, __nv_bfloat16* y, std::int64_t rows,
+              std::int64_t features, Activation activation, cudaStream_t stream) {
+  forward(x, bias, y, rows, features, activation, stream);
+}
+
+std::size_t bias_act_backward_workspace_bytes(std::int64_t rows, std::int64_t features) {
+  CUDALAB_REQUIRE(rows >= 0 && features >= 0, "bias_act_backward_workspace_bytes: rows and features must be >= 0");
+  return bias_act_variants::backward_workspace_bytes(rows, features);
+}
+
+void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
+                       std::int64_t features, Activation activation, cudaStream_t stream) {
+  backward(x, bias, dy, dx, dbias, rows, features, activation, nullptr, 0, stream);
+}
+
+void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
+                       std::int64_t rows, std::int64_t features, Activation activation, cudaStream_t stream) {
+  backward(x, bias, dy, dx, dbias, rows, features, activation, nullptr, 0, stream);
+}
+
+void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
+                       __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
+                       cudaStream_t stream) {
+  backward(x, bias, dy, dx, dbias, rows, features, activation, nullptr, 0, stream);
+}
+
+void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
+                       std::int64_t features, Activation activation, void* workspace, std::size_t workspace_bytes,
+                       cudaStream_t stream) {
+  require_workspace(workspace);
+  backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
+}
+
+void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
+                       std::int64_t rows, std::int64_t features, Activation activation, void* workspace,
+                       std::size_t workspace_bytes, cudaStream_t stream) {
+  require_workspace(workspace);
+  backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
+}
+
+void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
+                       __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
+                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  require_workspace(workspace);
+  backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
+}
+
+}  // namespace cudalab

@@ -1,0 +1,34 @@
+// Backward baseline: the passes PyTorch's separate ops make, dx = act_backward(dy, x + bias) into
+// a tensor, then dbias = dx.sum(0) reading it back, here as the fused rung's own tile kernels
+// (column_tiles.cuh) run as two passes: TilePass::dx_only writes dx, TilePass::sum_only reads dx
+// and writes the column partials, which the same small kernel adds. So the comparison with the
+// fused rung measures the fusion alone: 4 tensor transfers instead of 3, and a column sum of dx
+// values already rounded to T (the check accepts a dbias that sums the dx a variant wrote:
+// reference.hpp).
+#include "core/workspace.hpp"
+#include "ops/bias_act/column_tiles.cuh"
+#include "ops/bias_act/variants.hpp"
+
+namespace cudalab::bias_act_variants {
+
+template <typename T>
+void unfused_backward(const BiasActBackwardArgs<T>& args, cudaStream_t stream) {
+  if (args.features == 0) return;
+  auto* partials = static_cast<float*>(
+      workspace_of(args, backward_workspace_bytes(args.rows, args.features), "bias_act_backward unfused"));
+  if (args.rows > 0) {
+    with_activation(args.activation, [&](auto activation) {
+      launch_column_tiles<T, decltype(activation), TilePass::dx_only>(args.x, args.bias, args.dy, args.dx, nullptr,
+                                                                      args.rows, args.features, stream);
+    });
+    launch_column_tiles<T, Identity, TilePass::sum_only>(nullptr, nullptr, args.dx, nullptr, partials, args.rows,
+                                                         args.features, stream);
+  }
+  launch_sum_partials(partials, args.rows, args.features, args.dbias, stream);
+}
+
+template void unfused_backward<float>(const BiasActBackwardArgs<float>&, cudaStream_t);
+template void unfused_backward<__half>(const BiasActBackwardArgs<__half>&, cudaStream_t);
+template void unfused_backward<__nv_bfloat16>(const BiasActBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace cudalab::bias_act_variants

@@ -1,0 +1,25 @@
+// The names the normalization ops own: their registry names, parameter and variant ids.
+// register.cu registers them, so a rename changes every use.
+#pragma once
+
+namespace cudalab::harness::norms_ids {
+
+inline constexpr char kLayerNorm[] = "layer_norm";
+inline constexpr char kLayerNormBackward[] = "layer_norm_backward";
+inline constexpr char kRmsNorm[] = "rms_norm";
+inline constexpr char kRmsNormBackward[] = "rms_norm_backward";
+inline constexpr char kEps[] = "eps";
+
+// Forward rungs.
+inline constexpr char kTutorialUnzeroed[] = "tutorial_unzeroed";
+inline constexpr char kTutorialFixed[] = "tutorial_fixed";
+inline constexpr char kWarpPerRow[] = "warp_per_row";
+inline constexpr char kBlockPerRow[] = "block_per_row";
+inline constexpr char kVectorRegisters[] = "vector_registers";
+inline constexpr char kCluster[] = "cluster";
+inline constexpr char kCubUnfused[] = "cub_unfused";
+// Backward rungs.
+inline constexpr char kUnfused[] = "unfused";
+inline constexpr char kFused[] = "fused";
+
+}  // namespace cudalab::harness::norms_ids

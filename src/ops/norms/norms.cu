@@ -1,0 +1,300 @@
+#include "cudalab/norms.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "core/workspace.hpp"
+#include "cudalab/error.hpp"
+#include "ops/norms/variants.hpp"
+
+namespace cudalab {
+namespace {
+
+using norms_variants::Norm;
+using norms_variants::NormBackwardArgs;
+using norms_variants::NormForwardArgs;
+
+const char* name_of(Norm norm, bool backward) {
+  if (norm == Norm::layer) return backward ? "layer_norm_backward" : "layer_norm";
+  return backward ? "rms_norm_backward" : "rms_norm";
+}
+
+// A pointer the sizes need: not null, aligned to its element.
+template <typename T>
+void require_pointer(const T* p, const char* call, const char* what) {
+  CUDALAB_REQUIRE(p != nullptr, std::string(call) + ": " + what + " must be a device pointer, got null");
+  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0,
+                  std::string(call) + ": " + what + " must be aligned to its element");
+}
+
+// A pointer that may be null (then unused), else aligned to its element.
+template <typename T>
+void require_optional_pointer(const T* p, const char* call, const char* what) {
+  if (p != nullptr) require_pointer(p, call, what);
+}
+
+enum class ForwardRung { vector_registers, cluster, block_per_row };
+
+// Chosen by reasoning, not yet measured (the lead sets it from the bench). Rows up to 8192
+// features: vector_registers (one read, a warp or a block of up to 512 threads a row, 1536
+// threads an SM). Wider rows on Hopper: the cluster rung (blocks of 512 threads holding 8192-16384
+// values, several to an SM, where vector_registers would need 1024-thread blocks holding an SM
+// alone). Without clusters: vector_registers up to 32768 features, then block_per_row (three
+// reads of the row, the only rung left that runs any width).
+ForwardRung forward_rung(std::int64_t features, bool vector_aligned, int compute_capability) {
+  const bool cluster_runs = norms_variants::cluster_limits(features, vector_aligned, compute_capability).empty();
+  if (cluster_runs && features > 8192) return ForwardRung::cluster;
+  if (norms_variants::vector_registers_limits(features, vector_aligned).empty()) return ForwardRung::vector_registers;
+  return cluster_runs ? ForwardRung::cluster : ForwardRung::block_per_row;
+}
+
+template <typename T>
+void forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
+  const char* call = name_of(a.norm, false);
+  CUDALAB_REQUIRE(a.rows >= 0 && a.features >= 0, std::string(call) + ": rows and features must be >= 0, got " +
+                                                      std::to_string(a.rows) + " and " + std::to_string(a.features));
+  CUDALAB_REQUIRE(std::isfinite(a.eps) && a.eps > 0.0f,
+                  std::string(call) + ": eps must be positive and finite, got " + std::to_string(a.eps));
+  const std::string why = norms_variants::forward_shape_limits(a.rows, a.features);
+  CUDALAB_REQUIRE(why.empty(), std::string(call) + ": " + why);
+  if (a.rows == 0) return;
+  require_pointer(a.x, call, "x");
+  require_pointer(a.gamma, call, "gamma");
+  require_pointer(a.y, call, "y");
+  if (a.norm == Norm::layer) require_pointer(a.beta, call, "beta");
+  require_optional_pointer(a.mean, call, "mean");
+  require_optional_pointer(a.rstd, call, "rstd");
+  const bool aligned = norms_variants::rows_vector_aligned(a.features, sizeof(T)) && is_aligned16(a.x) &&
+                       is_aligned16(a.y) && is_aligned16(a.gamma) && (a.norm == Norm::rms || is_aligned16(a.beta));
+  switch (forward_rung(a.features, aligned, current_gpu().compute_capability)) {
+    case ForwardRung::cluster: return norms_variants::cluster(a, stream);
+    case ForwardRung::vector_registers: return norms_variants::vector_registers(a, stream);
+    case ForwardRung::block_per_row: return norms_variants::block_per_row(a, stream);
+  }
+}
+
+// Chosen by reasoning, not yet measured: the fused rung (one read of x and dy) wherever it runs,
+// up to 16384 features; wider rows take the unfused kernels.
+// `caller` is the caller's scratch, or null for the stream-ordered allocator.
+template <typename T>
+void backward(NormBackwardArgs<T> a, void* caller, std::size_t caller_bytes, cudaStream_t stream) {
+  const char* call = name_of(a.norm, true);
+  CUDALAB_REQUIRE(a.rows >= 0 && a.features >= 0, std::string(call) + ": rows and features must be >= 0, got " +
+                                                      std::to_string(a.rows) + " and " + std::to_string(a.features));
+  const std::string why = norms_variants::backward_shape_limits(a.rows, a.features);
+  CUDALAB_REQUIRE(why.empty(), std::string(call) + ": " + why);
+  if (a.features == 0) return;
+  require_pointer(a.dgamma, call, "dgamma");
+  if (a.norm == Norm::layer) require_pointer(a.dbeta, call, "dbeta");
+  if (a.rows > 0) {
+    require_pointer(a.x, call, "x");
+    require_pointer(a.dy, call, "dy");
+    require_pointer(a.gamma, call, "gamma");
+    require_pointer(a.rstd, call, "rstd");
+    require_pointer(a.dx, call, "dx");
+    if (a.norm == Norm::layer) require_pointer(a.mean, call, "mean");
+  }
+  a.workspace_bytes = norms_variants::backward_workspace_bytes(a.norm, a.rows, a.features);
+  // Handed back on the stream when the call ends, also when a launch below throws.
+  StreamOrderedWorkspace owned(stream);
+  const std::string size_function = std::string(call) + "_workspace_bytes";
+  CallerWorkspace given(caller, caller_bytes, call, size_function.c_str());
+  if (a.workspace_bytes > 0)
+    a.workspace = caller != nullptr ? given.reserve(a.workspace_bytes) : owned.reserve(a.workspace_bytes);
+  if (norms_variants::backward_fused_limits(a.features).empty()) {
+    norms_variants::backward_fused(a, stream);
+  } else {
+    norms_variants::backward_unfused(a, stream);
+  }
+}
+
+template <typename T>
+void layer_norm_impl(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, std::int64_t rows,
+                     std::int64_t features, float eps, cudaStream_t stream) {
+  NormForwardArgs<T> a;
+  a.norm = Norm::layer;
+  a.x = x;
+  a.gamma = gamma;
+  a.beta = beta;
+  a.y = y;
+  a.mean = mean;
+  a.rstd = rstd;
+  a.rows = rows;
+  a.features = features;
+  a.eps = eps;
+  forward(a, stream);
+}
+
+template <typename T>
+void rms_norm_impl(const T* x, const T* gamma, T* y, float* rstd, std::int64_t rows, std::int64_t features, float eps,
+                   cudaStream_t stream) {
+  NormForwardArgs<T> a;
+  a.norm = Norm::rms;
+  a.x = x;
+  a.gamma = gamma;
+  a.y = y;
+  a.rstd = rstd;
+  a.rows = rows;
+  a.features = features;
+  a.eps = eps;
+  forward(a, stream);
+}
+
+template <typename T>
+void layer_norm_backward_impl(const T* x, const T* dy, const T* gamma, const float* mean, const float* rstd, T* dx,
+                              T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features, void* workspace,
+                              std::size_t workspace_bytes, cudaStream_t stream) {
+  NormBackwardArgs<T> a;
+  a.norm = Norm::layer;
+  a.x = x;
+  a.dy = dy;
+  a.gamma = gamma;
+  a.mean = mean;
+  a.rstd = rstd;
+  a.dx = dx;
+  a.dgamma = dgamma;
+  a.dbeta = dbeta;
+  a.rows = rows;
+  a.features = features;
+  backward(a, workspace, workspace_bytes, stream);
+}
+
+template <typename T>
+void rms_norm_backward_impl(const T* x, const T* dy, const T* gamma, const float* rstd, T* dx, T* dgamma,
+                            std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
+                            cudaStream_t stream) {
+  NormBackwardArgs<T> a;
+  a.norm = Norm::rms;
+  a.x = x;
+  a.dy = dy;
+  a.gamma = gamma;
+  a.rstd = rstd;
+  a.dx = dx;
+  a.dgamma = dgamma;
+  a.rows = rows;
+  a.features = features;
+  backward(a, workspace, workspace_bytes, stream);
+}
+
+std::size_t workspace_bytes(Norm norm, std::int64_t rows, std::int64_t features) {
+  CUDALAB_REQUIRE(rows >= 0 && features >= 0, std::string(name_of(norm, true)) +
+                                                  "_workspace_bytes: rows and features must be >= 0, got " +
+                                                  std::to_string(rows) + " and " + std::to_string(features));
+  return norms_variants::backward_workspace_bytes(norm, rows, features);
+}
+
+void require_workspace(const void* workspace, Norm norm) {
+  CUDALAB_REQUIRE(workspace != nullptr,
+                  std::string(name_of(norm, true)) + ": workspace must be a device pointer, got null");
+}
+
+}  // namespace
+
+void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
+  layer_norm_impl(x, gamma, beta, y, mean, rstd, rows, features, eps, stream);
+}
+void layer_norm(const __half* x, const __half* gamma, const __half* beta, __half* y, float* mean, float* rstd,
+                std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
+  layer_norm_impl(x, gamma, beta, y, mean, rstd, rows, features, eps, stream);
+}
+void layer_norm(const __nv_bfloat16* x, const __nv_bfloat16* gamma, const __nv_bfloat16* beta, __nv_bfloat16* y,
+                float* mean, float* rstd, std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
+  layer_norm_impl(x, gamma, beta, y, mean, rstd, rows, features, eps, stream);
+}
+
+std::size_t layer_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features) {
+  return workspace_bytes(Norm::layer, rows, features);
+}
+
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
+                         cudaStream_t stream) {
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, nullptr, 0, stream);
+}
+void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
+                         __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
+                         cudaStream_t stream) {
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, nullptr, 0, stream);
+}
+void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
+                         const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
+                         std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, nullptr, 0, stream);
+}
+void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
+                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  require_workspace(workspace, Norm::layer);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, workspace, workspace_bytes,
+                           stream);
+}
+void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
+                         __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
+                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  require_workspace(workspace, Norm::layer);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, workspace, workspace_bytes,
+                           stream);
+}
+void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
+                         const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
+                         std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
+                         cudaStream_t stream) {
+  require_workspace(workspace, Norm::layer);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, workspace, workspace_bytes,
+                           stream);
+}
+
+void rms_norm(const float* x, const float* gamma, float* y, float* rstd, std::int64_t rows, std::int64_t features,
+              float eps, cudaStream_t stream) {
+  rms_norm_impl(x, gamma, y, rstd, rows, features, eps, stream);
+}
+void rms_norm(const __half* x, const __half* gamma, __half* y, float* rstd, std::int64_t rows, std::int64_t features,
+              float eps, cudaStream_t stream) {
+  rms_norm_impl(x, gamma, y, rstd, rows, features, eps, stream);
+}
+void rms_norm(const __nv_bfloat16* x, const __nv_bfloat16* gamma, __nv_bfloat16* y, float* rstd, std::int64_t rows,
+              std::int64_t features, float eps, cudaStream_t stream) {
+  rms_norm_impl(x, gamma, y, rstd, rows, features, eps, stream);
+}
+
+std::size_t rms_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features) {
+  return workspace_bytes(Norm::rms, rows, features);
+}
+
+void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
+                       std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, nullptr, 0, stream);
+}
+void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
+                       __half* dgamma, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, nullptr, 0, stream);
+}
+void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
+                       __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
+                       cudaStream_t stream) {
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, nullptr, 0, stream);
+}
+void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
+                       std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
+                       cudaStream_t stream) {
+  require_workspace(workspace, Norm::rms);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, workspace, workspace_bytes, stream);
+}
+void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
+                       __half* dgamma, std::int64_t rows, std::int64_t features, void* workspace,
+                       std::size_t workspace_bytes, cudaStream_t stream) {
+  require_workspace(workspace, Norm::rms);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, workspace, workspace_bytes, stream);
+}
+void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
+                       __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
+                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  require_workspace(workspace, Norm::rms);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, workspace, workspace_bytes, stream);
+}
+
+}  // namespace cudalab

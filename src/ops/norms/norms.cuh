@@ -1,0 +1,202 @@
+// Device pieces every normalization rung shares: element conversions, the sum over a row group
+// (a warp or a block), a row slice held in registers, the row statistics (shifted by the row's
+// first element for LayerNorm, see variants.hpp) and the normalized output.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "core/vector.cuh"
+#include "core/warp.cuh"
+#include "core/warp_reduce.cuh"
+#include "ops/norms/variants.hpp"
+
+namespace cudalab::norms_variants {
+
+// Threads of a CTA holding row groups of kGroup threads: a block is one group; warp groups come
+// four to a CTA, so a CTA is not a single warp (an SM holds at most 32 CTAs).
+template <int kGroup>
+inline constexpr int kCtaThreads = kGroup == kWarpSize ? 4 * kWarpSize : kGroup;
+
+// CTAs of a row-group kernel an SM should hold at once (the second __launch_bounds__ argument):
+// 1536 threads when a thread holds at most 16 values in vectors (ptxas then fits the kernel in 40
+// registers), 1024 otherwise (64 registers: 32 values, or 16 with element loads and their
+// per-element bounds checks).
+template <int kGroup, int kItems, int kVec>
+inline constexpr int kMinCtasPerSm = ((kVec > 1 && kItems <= 16) ? 1536 : 1024) / kCtaThreads<kGroup> > 0
+                                         ? ((kVec > 1 && kItems <= 16) ? 1536 : 1024) / kCtaThreads<kGroup>
+                                         : 1;
+
+// The sum of `value` over a group of kThreads threads (a warp, or the whole block), returned to
+// every thread of the group. A block group parks one value per warp in scratch[0, kThreads / 32)
+// and the total in scratch[kThreads / 32]. Calls may follow one another with no barrier between
+// them: every thread reads a total before it arrives at the next call's barrier, and thread 0
+// overwrites the total only after that barrier.
+template <int kThreads>
+__device__ __forceinline__ float group_sum(float value, float* scratch) {
+  if constexpr (kThreads == kWarpSize) {
+    return warp_sum(value);
+  } else {
+    value = block_sum<kThreads>(value, scratch);
+    if (threadIdx.x == 0) scratch[kThreads / kWarpSize] = value;
+    __syncthreads();
+    return scratch[kThreads / kWarpSize];
+  }
+}
+
+// The part of a row one thread holds, widened to fp32: vectors first + k * kStride (k <
+// kItems / kVec) of kVec elements each, of which the first `present` exist in the row (the rest
+// hold zeros). Indices are in vectors from the row's start (a row has fewer than 2^31 elements);
+// a compile-time stride makes every vector's address a constant offset from the first one.
+template <int kItems, int kVec, int kStride>
+struct RowSlice {
+  static_assert(kItems % kVec == 0, "whole vectors");
+  static constexpr int kVectors = kItems / kVec;
+  float value[kItems];
+  int first;
+  int present;
+
+  // The slice of a thread whose first vector is `first`, in a row (or a cluster's share of one)
+  // that ends before vector `end`.
+  __device__ __forceinline__ RowSlice(int first_vector, int end)
+      : first(first_vector), present(first_vector < end ? (end - first_vector + kStride - 1) / kStride : 0) {}
+
+  __device__ __forceinline__ std::int64_t offset(int k) const {
+    return (static_cast<std::int64_t>(first) + k * kStride) * kVec;
+  }
+  __device__ __forceinline__ bool has(int k) const { return k < present; }
+
+  // All loads are issued before any is used: kVectors 16-byte requests in flight per thread.
+  template <typename T>
+  __device__ __forceinline__ void load(const T* row) {
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) {
+      if (has(k)) {
+        load_floats<kVec>(row + offset(k), &value[k * kVec]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) value[k * kVec + i] = 0.0f;
+      }
+    }
+  }
+};
+
+// A row's statistics as the kernels use them: LayerNorm's mean of the shifted values d = x - p
+// (the saved mean is p + mean_d) and rstd; RMSNorm's rstd (mean_d 0).
+struct RowStatistics {
+  float mean_d;
+  float rstd;
+};
+
+// The statistics of the row whose slices the threads hold. LayerNorm shifts the slice in place
+// (value = x - pivot) and takes two sums over registers: the shifted mean first, then the squared
+// deviations from it, so no sum cancels (sum(x^2) - F mean^2 would lose the noise of a row at
+// 1e4 + noise entirely). `reduce(v)` sums v over every thread holding part of the row.
+// `inverse_count` is 1 / features (a multiplication costs one more rounding than a division, and
+// none of the division's slow path).
+template <int kItems, int kVec, int kStride, typename Reduce>
+__device__ __forceinline__ RowStatistics row_statistics(Norm norm, RowSlice<kItems, kVec, kStride>& slice, float pivot,
+                                                        float inverse_count, float eps, Reduce reduce) {
+  if (norm == Norm::rms) {
+    float squares = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) squares = fmaf(slice.value[i], slice.value[i], squares);  // absent: zeros
+    return {0.0f, rsqrtf(reduce(squares) * inverse_count + eps)};
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < slice.kVectors; ++k) {
+    if (!slice.has(k)) continue;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      slice.value[k * kVec + i] -= pivot;
+      sum += slice.value[k * kVec + i];
+    }
+  }
+  const float mean_d = reduce(sum) * inverse_count;
+  float squares = 0.0f;
+#pragma unroll
+  for (int k = 0; k < slice.kVectors; ++k) {
+    if (!slice.has(k)) continue;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      const float deviation = slice.value[k * kVec + i] - mean_d;
+      squares = fmaf(deviation, deviation, squares);
+    }
+  }
+  return {mean_d, rsqrtf(reduce(squares) * inverse_count + eps)};
+}
+
+// y for the slice's elements: (d - mean_d) * rstd * gamma + beta, or x * rstd * gamma. gamma and
+// beta are read here, after the reductions, so they hold no registers while the row is summed
+// (they are features long and shared by every row: L1 and L2 serve them).
+template <int kItems, int kVec, int kStride, typename T>
+__device__ __forceinline__ void write_normalized(Norm norm, const RowSlice<kItems, kVec, kStride>& slice,
+                                                 RowStatistics statistics, const T* gamma, const T* beta, T* y_row) {
+#pragma unroll
+  for (int k = 0; k < slice.kVectors; ++k) {
+    if (!slice.has(k)) continue;
+    const std::int64_t offset = slice.offset(k);
+    float g[kVec], out[kVec];
+    load_floats<kVec>(gamma + offset, g);
+    if (norm == Norm::layer) {
+      float b[kVec];
+      load_floats<kVec>(beta + offset, b);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i)
+        out[i] = fmaf((slice.value[k * kVec + i] - statistics.mean_d) * statistics.rstd, g[i], b[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) out[i] = slice.value[k * kVec + i] * statistics.rstd * g[i];
+    }
+    store_floats<kVec>(y_row + offset, out);
+  }
+}
+
+// The multi-pass form the warp- and block-per-row rungs share: element loads, a group of
+// kGroup threads striding over the row, one pass per sum and one for y (three reads of the row
+// for LayerNorm, two for RMSNorm; the later ones mostly hit L1/L2). Each thread keeps four
+// accumulators: four loads in flight, and rounding chains a quarter as long on wide rows.
+template <int kGroup, typename T>
+__device__ __forceinline__ void normalize_row_in_passes(const NormForwardArgs<T>& a, std::int64_t row, int thread,
+                                                        float* scratch) {
+  constexpr int kUnroll = 4;
+  const std::int64_t features = a.features;
+  const T* x = a.x + row * features;
+  const bool layer = a.norm == Norm::layer;
+  const float pivot = layer ? to_float(x[0]) : 0.0f;
+  const auto count = static_cast<float>(features);
+  // Sum over the row of f(x - pivot).
+  const auto row_sum = [&](auto f) {
+    float partial[kUnroll] = {};
+    for (std::int64_t c = thread; c < features; c += kUnroll * kGroup) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t i = c + u * kGroup;
+        if (i < features) partial[u] += f(to_float(x[i]) - pivot);
+      }
+    }
+    return group_sum<kGroup>((partial[0] + partial[1]) + (partial[2] + partial[3]), scratch);
+  };
+  float mean_d = 0.0f, rstd = 0.0f;
+  if (layer) {
+    mean_d = row_sum([](float d) { return d; }) / count;
+    const float var = row_sum([mean_d](float d) { return (d - mean_d) * (d - mean_d); }) / count;
+    rstd = rsqrtf(var + a.eps);
+  } else {
+    rstd = rsqrtf(row_sum([](float v) { return v * v; }) / count + a.eps);
+  }
+  T* y = a.y + row * features;
+  for (std::int64_t c = thread; c < features; c += kGroup) {
+    const float g = to_float(a.gamma[c]);
+    y[c] = from_float<T>(layer ? fmaf((to_float(x[c]) - pivot - mean_d) * rstd, g, to_float(a.beta[c]))
+                               : to_float(x[c]) * rstd * g);
+  }
+  if (thread == 0) {
+    if (layer && a.mean != nullptr) a.mean[row] = pivot + mean_d;
+    if (a.rstd != nullptr) a.rstd[row] = rstd;
+  }
+}
+
+}  // namespace cudalab::norms_variants

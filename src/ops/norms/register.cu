@@ -1,0 +1,411 @@
+// The normalization ops: layer_norm, layer_norm_backward, rms_norm and rms_norm_backward over
+// [rows, features] (features the last, contiguous dimension) in f32, bf16 and f16. Their tensors,
+// inputs, checks against the double-precision CPU reference, work models, the ladders and the
+// baselines (CUB's segmented reductions for the forward, the unfused kernels for the backward:
+// no vendor library cudalab links has a LayerNorm or RMSNorm call).
+//
+// The backward ops take the forward's saved statistics as inputs. A fill sees its own seed and
+// the problem, not x, so mean and rstd are realistic values (inputs.hpp), not x's statistics;
+// the check applies the backward formula to the statistics given, which is what a backward
+// kernel computes whatever they are.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/registry.hpp"
+#include "ops/norms/ids.hpp"
+#include "ops/norms/inputs.hpp"
+#include "ops/norms/reference.hpp"
+#include "ops/norms/variants.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+namespace ids = norms_ids;
+namespace nv = norms_variants;
+using nv::Norm;
+
+constexpr char kX[] = "x";
+constexpr char kGamma[] = "gamma";
+constexpr char kBeta[] = "beta";
+constexpr char kY[] = "y";
+constexpr char kMean[] = "mean";
+constexpr char kRstd[] = "rstd";
+constexpr char kDy[] = "dy";
+constexpr char kDx[] = "dx";
+constexpr char kDgamma[] = "dgamma";
+constexpr char kDbeta[] = "dbeta";
+
+std::int64_t rows_of(const Problem& p) { return p.dim("rows"); }
+std::int64_t features_of(const Problem& p) { return p.dim("features"); }
+bool vector_aligned(const Problem& p) { return nv::rows_vector_aligned(features_of(p), size_of(p.dtype)); }
+
+template <Norm kNorm>
+struct ForwardBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args a;
+    a.norm = kNorm;
+    a.x = tensors.data<T>(kX);
+    a.gamma = tensors.data<T>(kGamma);
+    a.y = tensors.data<T>(kY);
+    a.rstd = tensors.data<float>(kRstd);
+    if (kNorm == Norm::layer) {
+      a.beta = tensors.data<T>(kBeta);
+      a.mean = tensors.data<float>(kMean);
+    }
+    a.rows = rows_of(problem);
+    a.features = features_of(problem);
+    a.eps = static_cast<float>(problem.param(ids::kEps));
+    a.workspace = tensors.workspace();
+    a.workspace_bytes = tensors.workspace_bytes();
+    return a;
+  }
+};
+
+template <Norm kNorm>
+struct BackwardBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args a;
+    a.norm = kNorm;
+    a.x = tensors.data<T>(kX);
+    a.dy = tensors.data<T>(kDy);
+    a.gamma = tensors.data<T>(kGamma);
+    a.rstd = tensors.data<float>(kRstd);
+    a.dx = tensors.data<T>(kDx);
+    a.dgamma = tensors.data<T>(kDgamma);
+    if (kNorm == Norm::layer) {
+      a.mean = tensors.data<float>(kMean);
+      a.dbeta = tensors.data<T>(kDbeta);
+    }
+    a.rows = rows_of(problem);
+    a.features = features_of(problem);
+    a.workspace = tensors.workspace();
+    a.workspace_bytes = tensors.workspace_bytes();
+    return a;
+  }
+};
+
+// A rung's own limits beyond the shape limits every rung has; null: none.
+using Limits = std::string (*)(const DeviceInfo&, const Problem&);
+
+std::string tutorial_limits(const DeviceInfo&, const Problem& p) {
+  return nv::tutorial_limits(rows_of(p), features_of(p));
+}
+std::string warp_per_row_limits(const DeviceInfo&, const Problem& p) { return nv::warp_per_row_limits(features_of(p)); }
+std::string vector_registers_limits(const DeviceInfo&, const Problem& p) {
+  return nv::vector_registers_limits(features_of(p), vector_aligned(p));
+}
+std::string cluster_limits(const DeviceInfo& device, const Problem& p) {
+  return nv::cluster_limits(features_of(p), vector_aligned(p), device.compute_capability());
+}
+std::string fused_limits(const DeviceInfo&, const Problem& p) { return nv::backward_fused_limits(features_of(p)); }
+
+template <Norm kNorm, typename... Args>
+Variant forward_variant(const char* id, const char* technique, Role role, Limits limits,
+                        void (*... launchers)(const Args&, cudaStream_t)) {
+  Variant v = make_variant<ForwardBinding<kNorm>>(id, technique, role, launchers...);
+  v.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
+    const std::string why = nv::forward_shape_limits(rows_of(p), features_of(p));
+    return why.empty() && limits != nullptr ? limits(device, p) : why;
+  };
+  return v;
+}
+
+template <Norm kNorm>
+Variant cub_variant() {
+  Variant v = forward_variant<kNorm>(
+      ids::kCubUnfused, "cub::DeviceSegmentedReduce per statistic, then cub::DeviceFor for y: a pass over x each",
+      Role::baseline, nullptr, nv::cub_unfused<float>, nv::cub_unfused<__nv_bfloat16>, nv::cub_unfused<__half>);
+  v.workspace_bytes = [](const Problem& p) {
+    switch (p.dtype) {
+      case DType::bf16: return nv::cub_unfused_workspace_bytes<__nv_bfloat16>(kNorm, rows_of(p), features_of(p));
+      case DType::f16: return nv::cub_unfused_workspace_bytes<__half>(kNorm, rows_of(p), features_of(p));
+      default: return nv::cub_unfused_workspace_bytes<float>(kNorm, rows_of(p), features_of(p));
+    }
+  };
+  return v;
+}
+
+template <Norm kNorm, typename... Args>
+Variant backward_variant(const char* id, const char* technique, Role role, Limits limits,
+                         void (*... launchers)(const Args&, cudaStream_t)) {
+  Variant v = make_variant<BackwardBinding<kNorm>>(id, technique, role, launchers...);
+  v.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
+    const std::string why = nv::backward_shape_limits(rows_of(p), features_of(p));
+    return why.empty() && limits != nullptr ? limits(device, p) : why;
+  };
+  v.workspace_bytes = [](const Problem& p) { return nv::backward_workspace_bytes(kNorm, rows_of(p), features_of(p)); };
+  return v;
+}
+
+// Tensor sizes and fills.
+std::int64_t matrix(const Problem& p) { return rows_of(p) * features_of(p); }
+std::int64_t per_feature(const Problem& p) { return features_of(p); }
+std::int64_t per_row(const Problem& p) { return rows_of(p); }
+
+void fill_x(void* device, std::int64_t count, std::uint64_t seed, Distribution d, const Problem& p, cudaStream_t s) {
+  fill_norm_x(p.dtype, device, count, features_of(p), seed, d, s);
+}
+void fill_dy(void* device, std::int64_t count, std::uint64_t seed, Distribution d, const Problem& p, cudaStream_t s) {
+  fill_norm_dy(p.dtype, device, count, seed, d, s);
+}
+void fill_gamma(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem& p, cudaStream_t s) {
+  fill_norm_gamma(p.dtype, device, count, seed, s);
+}
+void fill_beta(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem& p, cudaStream_t s) {
+  fill_norm_beta(p.dtype, device, count, seed, s);
+}
+void fill_mean(void* device, std::int64_t count, std::uint64_t seed, Distribution d, const Problem& p, cudaStream_t s) {
+  fill_norm_mean(static_cast<float*>(device), count, seed, d, p.dtype, s);
+}
+template <Norm kNorm>
+void fill_rstd(void* device, std::int64_t count, std::uint64_t seed, Distribution d, const Problem& p, cudaStream_t s) {
+  fill_norm_rstd(static_cast<float*>(device), count, seed, d, p.dtype, kNorm, s);
+}
+
+template <Norm kNorm>
+Comparison check_forward(const CheckContext& c) {
+  NormForwardHost h;
+  h.norm = kNorm;
+  h.dtype = c.problem.dtype;
+  h.rows = rows_of(c.problem);
+  h.features = features_of(c.problem);
+  h.eps = c.problem.param(ids::kEps);
+  h.x = c.tensors[kX].host();
+  h.gamma = c.tensors[kGamma].host();
+  h.y = c.tensors[kY].host();
+  h.rstd = c.tensors.host<float>(kRstd);
+  if (kNorm == Norm::layer) {
+    h.beta = c.tensors[kBeta].host();
+    h.mean = c.tensors.host<float>(kMean);
+  }
+  return check_norm_forward(h);
+}
+
+template <Norm kNorm>
+Comparison check_backward(const CheckContext& c) {
+  NormBackwardHost h;
+  h.norm = kNorm;
+  h.dtype = c.problem.dtype;
+  h.rows = rows_of(c.problem);
+  h.features = features_of(c.problem);
+  h.x = c.tensors[kX].host();
+  h.dy = c.tensors[kDy].host();
+  h.gamma = c.tensors[kGamma].host();
+  h.rstd = c.tensors.host<float>(kRstd);
+  h.dx = c.tensors[kDx].host();
+  h.dgamma = c.tensors[kDgamma].host();
+  if (kNorm == Norm::layer) {
+    h.mean = c.tensors.host<float>(kMean);
+    h.dbeta = c.tensors[kDbeta].host();
+  }
+  return check_norm_backward(h);
+}
+
+// Test shapes (rows, features): no rows; one feature; a warp -1 / +1; the width classes' edges
+// (128, 1000, 1023, 4096, 8192, 16384-32768: 20000) and past them (4097); the cluster rung's
+// shares (65536: 8 x 8192; 100000: 8 x 12500; 262144: 8 x 32768) and a row that is not 16-byte
+// aligned at that width (65539, element loads); then one parameter change, and last the one
+// large problem (2^24 elements, 2048 rows: more than the GPU holds 256-thread blocks at once,
+// which the broken tutorial rung needs to fail for certain; BrokenVariants checks the last test
+// problem).
+const std::vector<std::vector<std::int64_t>> kTestSizes = {
+    {0, 1000},   {1, 1},    {7, 3},      {300, 31},  {2, 33},    {300, 127}, {7, 128},    {300, 1000}, {2, 1023},
+    {300, 4096}, {7, 4097}, {300, 8192}, {5, 20000}, {3, 65536}, {2, 65539}, {2, 100000}, {2, 262144}};
+const std::vector<std::vector<std::int64_t>> kLargeTestSize = {{2048, 8192}};
+
+// The issue's bench: 16384 x 8192, and the width sweep at 2^28 elements (1 GiB in fp32).
+std::vector<std::vector<std::int64_t>> bench_sizes() {
+  std::vector<std::vector<std::int64_t>> sizes = {{16384, 8192}};
+  for (std::int64_t features : {1024, 4096, 8192, 16384, 65536, 262144})
+    sizes.push_back({(std::int64_t{1} << 28) / features, features});
+  return sizes;
+}
+
+Op norm_op(const char* name, const char* summary, std::vector<Param> params) {
+  Op op;
+  op.name = name;
+  op.summary = summary;
+  op.dim_names = {"rows", "features"};
+  op.dtypes = {DType::f32, DType::bf16, DType::f16};
+  op.params = std::move(params);
+  op.bench_problems = cross(op, bench_sizes(), op.dtypes);
+  op.test_problems = cross(op, kTestSizes, op.dtypes);
+  if (!op.params.empty()) {
+    // eps large enough to matter against a row's variance.
+    for (const Problem& p : cross(op, {{300, 1000}}, op.dtypes, {{ids::kEps, 0.5}})) op.test_problems.push_back(p);
+  }
+  for (const Problem& p : cross(op, kLargeTestSize, op.dtypes)) op.test_problems.push_back(p);
+  return op;
+}
+
+// The backward check's column sums: four doubles per column for each host worker.
+std::size_t backward_check_host_bytes(const Problem& p) {
+  return static_cast<std::size_t>(parallel_workers(std::max<std::int64_t>(matrix(p), rows_of(p)))) * 4 *
+         static_cast<std::size_t>(features_of(p)) * sizeof(double);
+}
+
+// The minimum traffic: x (and dy) read once, y (or dx) written once, gamma / beta / dgamma / dbeta
+// once each, the statistics once. Arithmetic, per element: LayerNorm forward ~8 (shift, sum,
+// deviation, square, normalize, scale, shift), RMSNorm ~4; backward ~12 and ~9.
+Work norm_work(const Problem& p, double matrices_read, double vectors_read, double matrices_written,
+               double vectors_written, double stats_read, double stats_written, double flops_per_element) {
+  const double element = static_cast<double>(size_of(p.dtype));
+  const double m = static_cast<double>(matrix(p)), f = static_cast<double>(features_of(p));
+  const double r = static_cast<double>(rows_of(p));
+  return Work{element * (matrices_read * m + vectors_read * f) + 4.0 * stats_read * r,
+              element * (matrices_written * m + vectors_written * f) + 4.0 * stats_written * r, flops_per_element * m};
+}
+
+void register_layer_norm(Registry& registry) {
+  Op op = norm_op(ids::kLayerNorm,
+                  "LayerNorm over the last dimension: y = (x - mean) * rstd * gamma + beta, rstd = 1/sqrt(var + eps) "
+                  "(biased variance); saves mean and rstd (fp32)",
+                  {{ids::kEps, 1e-5}});
+  op.tensors = {
+      {kX, TensorRole::input, {}, matrix, fill_x},
+      {kGamma, TensorRole::input, {}, per_feature, fill_gamma},
+      {kBeta, TensorRole::input, {}, per_feature, fill_beta},
+      {kY, TensorRole::output, {}, matrix, {}},
+      {kMean, TensorRole::output, DType::f32, per_row, {}},
+      {kRstd, TensorRole::output, DType::f32, per_row, {}},
+  };
+  op.work = [](const Problem& p) { return norm_work(p, 1, 2, 1, 0, 0, 2, 8); };
+  op.check = check_forward<Norm::layer>;
+  constexpr Norm kLayer = Norm::layer;
+  op.variants = {
+      forward_variant<kLayer>(ids::kTutorialUnzeroed,
+                              "seed 004's kernel as written: 256 threads a row, shared sums never zeroed (BROKEN)",
+                              Role::broken, tutorial_limits, nv::tutorial_unzeroed<float>,
+                              nv::tutorial_unzeroed<__nv_bfloat16>, nv::tutorial_unzeroed<__half>),
+      forward_variant<kLayer>(ids::kTutorialFixed,
+                              "the tutorial's kernel, sums zeroed and shifted by x[0]: 3 reads, 256 threads a row",
+                              Role::ladder, tutorial_limits, nv::tutorial_fixed<float>,
+                              nv::tutorial_fixed<__nv_bfloat16>, nv::tutorial_fixed<__half>),
+      forward_variant<kLayer>(ids::kWarpPerRow, "a warp per row, shuffle sums, element loads, 3 passes over the row",
+                              Role::ladder, warp_per_row_limits, nv::warp_per_row<float>, nv::warp_per_row<__nv_bfloat16>,
+                              nv::warp_per_row<__half>),
+      forward_variant<kLayer>(ids::kBlockPerRow, "a 512-thread block per row, block sums, element loads, 3 passes",
+                              Role::ladder, nullptr, nv::block_per_row<float>, nv::block_per_row<__nv_bfloat16>,
+                              nv::block_per_row<__half>),
+      forward_variant<kLayer>(ids::kVectorRegisters,
+                              "16-byte loads, the row read once into registers: a warp to 1024 features, a block "
+                              "to 32768",
+                              Role::ladder, vector_registers_limits, nv::vector_registers<float>,
+                              nv::vector_registers<__nv_bfloat16>, nv::vector_registers<__half>),
+      forward_variant<kLayer>(
+          ids::kCluster, "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
+          Role::ladder, cluster_limits, nv::cluster<float>, nv::cluster<__nv_bfloat16>, nv::cluster<__half>),
+      cub_variant<kLayer>(),
+  };
+  registry.add(std::move(op));
+}
+
+void register_rms_norm(Registry& registry) {
+  Op op = norm_op(ids::kRmsNorm,
+                  "RMSNorm over the last dimension: y = x * rstd * gamma, rstd = 1/sqrt(mean(x^2) + eps); saves rstd "
+                  "(fp32)",
+                  {{ids::kEps, 1e-6}});
+  op.tensors = {
+      {kX, TensorRole::input, {}, matrix, fill_x},
+      {kGamma, TensorRole::input, {}, per_feature, fill_gamma},
+      {kY, TensorRole::output, {}, matrix, {}},
+      {kRstd, TensorRole::output, DType::f32, per_row, {}},
+  };
+  op.work = [](const Problem& p) { return norm_work(p, 1, 1, 1, 0, 0, 1, 4); };
+  op.check = check_forward<Norm::rms>;
+  constexpr Norm kRms = Norm::rms;
+  op.variants = {
+      forward_variant<kRms>(ids::kWarpPerRow, "a warp per row, shuffle sums, element loads, 2 passes over the row",
+                            Role::ladder, warp_per_row_limits, nv::warp_per_row<float>, nv::warp_per_row<__nv_bfloat16>,
+                            nv::warp_per_row<__half>),
+      forward_variant<kRms>(ids::kBlockPerRow, "a 512-thread block per row, block sums, element loads, 2 passes",
+                            Role::ladder, nullptr, nv::block_per_row<float>, nv::block_per_row<__nv_bfloat16>,
+                            nv::block_per_row<__half>),
+      forward_variant<kRms>(ids::kVectorRegisters,
+                            "16-byte loads, the row read once into registers: a warp to 1024 features, a block to "
+                            "32768",
+                            Role::ladder, vector_registers_limits, nv::vector_registers<float>,
+                            nv::vector_registers<__nv_bfloat16>, nv::vector_registers<__half>),
+      forward_variant<kRms>(
+          ids::kCluster, "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
+          Role::ladder, cluster_limits, nv::cluster<float>, nv::cluster<__nv_bfloat16>, nv::cluster<__half>),
+      cub_variant<kRms>(),
+  };
+  registry.add(std::move(op));
+}
+
+void register_layer_norm_backward(Registry& registry) {
+  Op op = norm_op(ids::kLayerNormBackward,
+                  "LayerNorm's gradients: dx, dgamma, dbeta from x, dy, gamma and the saved mean and rstd", {});
+  op.tensors = {
+      {kX, TensorRole::input, {}, matrix, fill_x},
+      {kDy, TensorRole::input, {}, matrix, fill_dy},
+      {kGamma, TensorRole::input, {}, per_feature, fill_gamma},
+      {kMean, TensorRole::input, DType::f32, per_row, fill_mean},
+      {kRstd, TensorRole::input, DType::f32, per_row, fill_rstd<Norm::layer>},
+      {kDx, TensorRole::output, {}, matrix, {}},
+      {kDgamma, TensorRole::output, {}, per_feature, {}},
+      {kDbeta, TensorRole::output, {}, per_feature, {}},
+  };
+  op.work = [](const Problem& p) { return norm_work(p, 2, 1, 1, 2, 2, 0, 12); };
+  op.check = check_backward<Norm::layer>;
+  op.check_host_bytes = backward_check_host_bytes;
+  constexpr Norm kLayer = Norm::layer;
+  op.variants = {
+      backward_variant<kLayer>(ids::kUnfused,
+                               "dx by a block per row (2 passes), column partials re-reading x and dy, their sum",
+                               Role::baseline, nullptr, nv::backward_unfused<float>,
+                               nv::backward_unfused<__nv_bfloat16>, nv::backward_unfused<__half>),
+      backward_variant<kLayer>(ids::kFused,
+                               "x and dy read once into registers: dx, and column sums in shared memory; then their "
+                               "sum",
+                               Role::ladder, fused_limits, nv::backward_fused<float>, nv::backward_fused<__nv_bfloat16>,
+                               nv::backward_fused<__half>),
+  };
+  registry.add(std::move(op));
+}
+
+void register_rms_norm_backward(Registry& registry) {
+  Op op = norm_op(ids::kRmsNormBackward, "RMSNorm's gradients: dx, dgamma from x, dy, gamma and the saved rstd", {});
+  op.tensors = {
+      {kX, TensorRole::input, {}, matrix, fill_x},
+      {kDy, TensorRole::input, {}, matrix, fill_dy},
+      {kGamma, TensorRole::input, {}, per_feature, fill_gamma},
+      {kRstd, TensorRole::input, DType::f32, per_row, fill_rstd<Norm::rms>},
+      {kDx, TensorRole::output, {}, matrix, {}},
+      {kDgamma, TensorRole::output, {}, per_feature, {}},
+  };
+  op.work = [](const Problem& p) { return norm_work(p, 2, 1, 1, 1, 1, 0, 9); };
+  op.check = check_backward<Norm::rms>;
+  op.check_host_bytes = backward_check_host_bytes;
+  constexpr Norm kRms = Norm::rms;
+  op.variants = {
+      backward_variant<kRms>(ids::kUnfused,
+                             "dx by a block per row (2 passes), column partials re-reading x and dy, their sum",
+                             Role::baseline, nullptr, nv::backward_unfused<float>, nv::backward_unfused<__nv_bfloat16>,
+                             nv::backward_unfused<__half>),
+      backward_variant<kRms>(ids::kFused,
+                             "x and dy read once into registers: dx, and column sums in shared memory; then their sum",
+                             Role::ladder, fused_limits, nv::backward_fused<float>, nv::backward_fused<__nv_bfloat16>,
+                             nv::backward_fused<__half>),
+  };
+  registry.add(std::move(op));
+}
+
+}  // namespace
+
+void register_norms(Registry& registry) {
+  register_layer_norm(registry);
+  register_layer_norm_backward(registry);
+  register_rms_norm(registry);
+  register_rms_norm_backward(registry);
+}
+
+}  // namespace cudalab::harness

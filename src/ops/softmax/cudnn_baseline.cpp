@@ -1,0 +1,174 @@
+#include "ops/softmax/cudnn_baseline.hpp"
+
+#include <dlfcn.h>
+
+#include <climits>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cudalab/error.hpp"
+
+namespace cudalab::softmax_variants {
+namespace {
+
+// Opaque handles and int enums, with cudnn_graph.h's and cudnn_ops.h's values (cuDNN 9), so no
+// cuDNN header is needed to build.
+using Handle = void*;
+using Descriptor = void*;
+using Status = int;
+constexpr Status kSuccess = 0;
+constexpr int kLayoutNchw = 0;           // CUDNN_TENSOR_NCHW
+constexpr int kSoftmaxAccurate = 1;      // CUDNN_SOFTMAX_ACCURATE: the max is subtracted
+constexpr int kSoftmaxModeInstance = 0;  // CUDNN_SOFTMAX_MODE_INSTANCE: over C, H, W of each N
+
+template <typename T>
+constexpr int kDataType = 0;  // CUDNN_DATA_FLOAT
+template <>
+constexpr int kDataType<__half> = 2;  // CUDNN_DATA_HALF
+template <>
+constexpr int kDataType<__nv_bfloat16> = 9;  // CUDNN_DATA_BFLOAT16
+
+struct Api {
+  const char* (*error_string)(Status) = nullptr;
+  Status (*create)(Handle*) = nullptr;
+  Status (*set_stream)(Handle, cudaStream_t) = nullptr;
+  Status (*create_tensor)(Descriptor*) = nullptr;
+  Status (*set_tensor_4d)(Descriptor, int, int, int, int, int, int) = nullptr;
+  Status (*forward)(Handle, int, int, const void*, Descriptor, const void*, const void*, Descriptor, void*) = nullptr;
+  Status (*backward)(Handle, int, int, const void*, Descriptor, const void*, Descriptor, const void*, const void*,
+                     Descriptor, void*) = nullptr;
+  std::string missing;  // empty once loaded
+};
+
+template <typename Fn>
+bool bind(void* library, const char* name, Fn* slot) {
+  *slot = reinterpret_cast<Fn>(dlsym(library, name));
+  return *slot != nullptr;
+}
+
+Api load_api() {
+  Api api;
+  // Kept loaded for the life of the process, as cuDNN keeps threads and sub-libraries of its own.
+  void* library = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+  const char* directory = std::getenv("CUDALAB_CUDNN_DIR");
+  if (library == nullptr && directory != nullptr)
+    library = dlopen((std::string(directory) + "/libcudnn.so.9").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    api.missing = std::string("cuDNN not found: tried libcudnn.so.9") +
+                  (directory ? std::string(" and ") + directory + "/libcudnn.so.9"
+                             : " (set CUDALAB_CUDNN_DIR to the folder holding it to try there)");
+    return api;
+  }
+  const bool bound = bind(library, "cudnnGetErrorString", &api.error_string) &&
+                     bind(library, "cudnnCreate", &api.create) && bind(library, "cudnnSetStream", &api.set_stream) &&
+                     bind(library, "cudnnCreateTensorDescriptor", &api.create_tensor) &&
+                     bind(library, "cudnnSetTensor4dDescriptor", &api.set_tensor_4d) &&
+                     bind(library, "cudnnSoftmaxForward", &api.forward) &&
+                     bind(library, "cudnnSoftmaxBackward", &api.backward);
+  if (!bound) {
+    const char* why = dlerror();
+    api.missing = "cuDNN found but lacks the legacy softmax API (cuDNN 9 expected): " + std::string(why ? why : "");
+  }
+  return api;
+}
+
+const Api& api() {
+  static const Api loaded = load_api();
+  return loaded;
+}
+
+void check(Status status, const char* call) {
+  if (status != kSuccess)
+    throw Error(ErrorKind::library, std::string("cuDNN ") + call + " failed: " + api().error_string(status), __FILE__,
+                __LINE__);
+}
+
+// A handle on one device and the descriptor of one rows x features tensor of one dtype (x, y, dy
+// and dx share it). Plans are never destroyed: at exit the CUDA runtime and cuDNN may be gone.
+struct Plan {
+  int device;
+  int data_type;
+  std::int64_t rows, features;
+  Handle handle;
+  Descriptor tensor = nullptr;
+  std::mutex launch;  // the handle's stream is set before each call: one caller at a time
+};
+
+Plan& plan_for(int data_type, std::int64_t rows, std::int64_t features) {
+  const Api& a = api();
+  if (!a.missing.empty()) throw Error(ErrorKind::library, a.missing, __FILE__, __LINE__);
+  const std::string why = cudnn_shape_unsupported(rows, features);
+  if (!why.empty()) throw Error(ErrorKind::invalid_argument, why, __FILE__, __LINE__);
+  static std::mutex mutex;
+  static auto* plans = new std::vector<std::unique_ptr<Plan>>();
+  int device = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  Handle handle = nullptr;
+  for (const auto& p : *plans) {
+    if (p->device != device) continue;
+    if (p->data_type == data_type && p->rows == rows && p->features == features) return *p;
+    handle = p->handle;
+  }
+  if (handle == nullptr) check(a.create(&handle), "cudnnCreate");
+  auto plan = std::make_unique<Plan>();
+  plan->device = device;
+  plan->data_type = data_type;
+  plan->rows = rows;
+  plan->features = features;
+  plan->handle = handle;
+  check(a.create_tensor(&plan->tensor), "cudnnCreateTensorDescriptor");
+  check(a.set_tensor_4d(plan->tensor, kLayoutNchw, data_type, static_cast<int>(rows), static_cast<int>(features), 1, 1),
+        "cudnnSetTensor4dDescriptor");
+  plans->push_back(std::move(plan));
+  return *plans->back();
+}
+
+}  // namespace
+
+std::string cudnn_unavailable_reason() { return api().missing; }
+
+std::string cudnn_shape_unsupported(std::int64_t rows, std::int64_t features) {
+  if (rows > INT_MAX || features > INT_MAX || rows * features > INT_MAX)
+    return "cuDNN takes int dimensions and strides: " + std::to_string(rows) + " x " + std::to_string(features) +
+           " is too large";
+  return "";
+}
+
+template <typename T>
+void cudnn_softmax(const SoftmaxArgs<T>& args, cudaStream_t stream) {
+  if (args.rows == 0 || args.features == 0) return;
+  Plan& plan = plan_for(kDataType<T>, args.rows, args.features);
+  const float one = 1.0f, zero = 0.0f;  // fp32 scaling factors for fp32, fp16 and bf16 tensors
+  const std::lock_guard<std::mutex> lock(plan.launch);
+  check(api().set_stream(plan.handle, stream), "cudnnSetStream");
+  check(api().forward(plan.handle, kSoftmaxAccurate, kSoftmaxModeInstance, &one, plan.tensor, args.x, &zero,
+                      plan.tensor, args.y),
+        "cudnnSoftmaxForward");
+}
+
+template <typename T>
+void cudnn_softmax_backward(const SoftmaxBackwardArgs<T>& args, cudaStream_t stream) {
+  if (args.rows == 0 || args.features == 0) return;
+  Plan& plan = plan_for(kDataType<T>, args.rows, args.features);
+  const float one = 1.0f, zero = 0.0f;
+  const std::lock_guard<std::mutex> lock(plan.launch);
+  check(api().set_stream(plan.handle, stream), "cudnnSetStream");
+  check(api().backward(plan.handle, kSoftmaxAccurate, kSoftmaxModeInstance, &one, plan.tensor, args.y, plan.tensor,
+                       args.dy, &zero, plan.tensor, args.dx),
+        "cudnnSoftmaxBackward");
+}
+
+template void cudnn_softmax<float>(const SoftmaxArgs<float>&, cudaStream_t);
+template void cudnn_softmax<__half>(const SoftmaxArgs<__half>&, cudaStream_t);
+template void cudnn_softmax<__nv_bfloat16>(const SoftmaxArgs<__nv_bfloat16>&, cudaStream_t);
+template void cudnn_softmax_backward<float>(const SoftmaxBackwardArgs<float>&, cudaStream_t);
+template void cudnn_softmax_backward<__half>(const SoftmaxBackwardArgs<__half>&, cudaStream_t);
+template void cudnn_softmax_backward<__nv_bfloat16>(const SoftmaxBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace cudalab::softmax_variants

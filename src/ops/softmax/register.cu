@@ -1,0 +1,210 @@
+// The softmax ops over the last dimension of a row-major [rows, features] array: `softmax`
+// (x -> y = exp(x - max) / sum) and `softmax_backward` (y, dy -> dx = y * (dy - sum_j y_j dy_j)),
+// in f32, bf16 and f16 with fp32 arithmetic inside. Their tensors, inputs, checks and work models,
+// the two ladders and cuDNN's softmax beside each. The backward's y is a real softmax output: its fill turns random
+// logits into their softmax on the device (inputs.hpp), so the check tests the formula on inputs the forward can
+// produce.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/registry.hpp"
+#include "ops/softmax/cudnn_baseline.hpp"
+#include "ops/softmax/ids.hpp"
+#include "ops/softmax/inputs.hpp"
+#include "ops/softmax/reference.hpp"
+#include "ops/softmax/variants.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+namespace ids = softmax_ids;
+namespace v = softmax_variants;
+
+constexpr char kX[] = "x";
+constexpr char kY[] = "y";
+constexpr char kDy[] = "dy";
+constexpr char kDx[] = "dx";
+
+std::int64_t rows_of(const Problem& p) { return p.dim("rows"); }
+std::int64_t features_of(const Problem& p) { return p.dim("features"); }
+std::int64_t elements(const Problem& p) { return rows_of(p) * features_of(p); }
+
+struct ForwardBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args args;
+    args.x = tensors.data<T>(kX);
+    args.y = tensors.data<T>(kY);
+    args.rows = rows_of(problem);
+    args.features = features_of(problem);
+    args.workspace = tensors.workspace();
+    args.workspace_bytes = tensors.workspace_bytes();
+    return args;
+  }
+};
+
+struct BackwardBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args args;
+    args.y = tensors.data<T>(kY);
+    args.dy = tensors.data<T>(kDy);
+    args.dx = tensors.data<T>(kDx);
+    args.rows = rows_of(problem);
+    args.features = features_of(problem);
+    return args;
+  }
+};
+
+template <typename Binding, typename... Args>
+Variant variant(const char* id, const char* technique, void (*... launchers)(const Args&, cudaStream_t)) {
+  return make_variant<Binding>(id, technique, Role::ladder, launchers...);
+}
+
+// cuDNN's softmax, run where cuDNN loads and its int descriptors hold the shape.
+template <typename Binding, typename... Args>
+Variant cudnn_variant(const char* technique, void (*... launchers)(const Args&, cudaStream_t)) {
+  Variant v = make_variant<Binding>(ids::kCudnn, technique, Role::baseline, launchers...);
+  v.can_implement = [](const DeviceInfo&, const Problem& p) {
+    const std::string missing = v::cudnn_unavailable_reason();
+    return missing.empty() ? v::cudnn_shape_unsupported(rows_of(p), features_of(p)) : missing;
+  };
+  return v;
+}
+
+// Every width the issue names: 1, around a warp and a 16-byte vector (3, 31, 33, 127, 128), 1000,
+// around 1024 and 4096, 8192, past the register-resident rungs' 32768 (32776: a multiple of 8, so
+// the cluster rung takes it in every dtype, with its last CTA part full), 65536, 262144, and a
+// prime past 32768 (100003: no 16-byte rows, no register-resident rung). Rows 1, 2, 3, 7, 64, 300,
+// and one large problem with more rows than fit on the GPU at once (16384 x 1024 = 2^24); the rest
+// stay at or below 2^22 elements.
+const std::vector<std::vector<std::int64_t>> kTestSizes = {
+    {1, 1},    {2, 3},      {7, 31},    {300, 33},  {7, 127},    {300, 128},  {300, 1000}, {2, 1023},    {300, 4096},
+    {7, 4097}, {300, 8192}, {2, 32768}, {3, 32776}, {64, 65536}, {7, 262144}, {2, 100003}, {16384, 1024}};
+
+// 16384 x 8192, and the width sweep at 2^28 elements (1 GiB in fp32).
+std::vector<std::vector<std::int64_t>> bench_sizes() {
+  std::vector<std::vector<std::int64_t>> sizes = {{16384, 8192}};
+  for (const std::int64_t width : {1024, 4096, 8192, 16384, 65536, 262144})
+    sizes.push_back({(std::int64_t{1} << 28) / width, width});
+  return sizes;
+}
+
+Op shaped_op(const char* name, const char* summary) {
+  Op op;
+  op.name = name;
+  op.summary = summary;
+  op.dim_names = {"rows", "features"};
+  op.dtypes = {DType::f32, DType::bf16, DType::f16};
+  op.bench_problems = cross(op, bench_sizes(), op.dtypes);
+  op.test_problems = cross(op, kTestSizes, op.dtypes);
+  return op;
+}
+
+void register_forward(Registry& registry) {
+  Op op = shaped_op(ids::kForward, "y = softmax(x) over the last dimension, max subtracted, fp32 inside");
+  op.tensors = {
+      {kX,
+       TensorRole::input,
+       {},
+       elements,
+       [](void* device, std::int64_t, std::uint64_t seed, Distribution distribution, const Problem& p,
+          cudaStream_t stream) {
+         fill_softmax_logits(p.dtype, device, rows_of(p), features_of(p), seed, distribution, stream);
+       }},
+      {kY, TensorRole::output, {}, elements},
+  };
+  // Read x, write y; per element a max, a subtraction, a scaling, an exp, an add and a product.
+  op.work = [](const Problem& p) {
+    const double n = static_cast<double>(elements(p));
+    const double bytes = n * static_cast<double>(size_of(p.dtype));
+    return Work{bytes, bytes, 6 * n};
+  };
+  op.check = [](const CheckContext& c) {
+    return check_softmax(c.problem.dtype, c.tensors[kX].host(), c.tensors[kY].host(), rows_of(c.problem),
+                         features_of(c.problem));
+  };
+  Variant three_pass = variant<ForwardBinding>(
+      ids::kThreePass, "three kernels (row max, row sum of exp, normalize), a 256-thread block per row, x read 3 times",
+      v::three_pass<float>, v::three_pass<__nv_bfloat16>, v::three_pass<__half>);
+  three_pass.workspace_bytes = [](const Problem& p) { return v::three_pass_workspace_bytes(rows_of(p)); };
+  Variant vectorized = variant<ForwardBinding>(
+      ids::kVectorized, "row in registers, 16-byte loads, x read once; lane group, warp or block per row by width",
+      v::vectorized<float>, v::vectorized<__nv_bfloat16>, v::vectorized<__half>);
+  vectorized.can_implement = [](const DeviceInfo&, const Problem& p) { return v::vectorized_limits(features_of(p)); };
+  Variant cluster = variant<ForwardBinding>(
+      ids::kCluster, "row split over a 2-8 CTA cluster, (max, sum) through distributed shared memory, x read once",
+      v::cluster<float>, v::cluster<__nv_bfloat16>, v::cluster<__half>);
+  cluster.can_implement = [](const DeviceInfo& device, const Problem& p) {
+    return v::cluster_limits(features_of(p), size_of(p.dtype), device.compute_capability());
+  };
+  op.variants = {
+      three_pass,
+      variant<ForwardBinding>(ids::kWarpPerRow, "one fused kernel, a warp per row, shuffle reductions, 3 scalar passes",
+                              v::warp_per_row<float>, v::warp_per_row<__nv_bfloat16>, v::warp_per_row<__half>),
+      variant<ForwardBinding>(ids::kBlockPerRow,
+                              "one fused kernel, a 256-thread block per row, block reductions, 3 scalar passes",
+                              v::block_per_row<float>, v::block_per_row<__nv_bfloat16>, v::block_per_row<__half>),
+      vectorized,
+      variant<ForwardBinding>(ids::kOnline,
+                              "online softmax: running max and rescaled sum in one pass, then y; x read twice",
+                              v::online<float>, v::online<__nv_bfloat16>, v::online<__half>),
+      cluster,
+      cudnn_variant<ForwardBinding>(
+          "cudnnSoftmaxForward (ACCURATE: max subtracted; one instance per row), the library baseline",
+          v::cudnn_softmax<float>, v::cudnn_softmax<__nv_bfloat16>, v::cudnn_softmax<__half>),
+  };
+  registry.add(std::move(op));
+}
+
+void register_backward(Registry& registry) {
+  Op op = shaped_op(ids::kBackward, "dx = y * (dy - sum_j y_j dy_j) over the last dimension, fp32 inside");
+  op.tensors = {
+      {kY,
+       TensorRole::input,
+       {},
+       elements,
+       [](void* device, std::int64_t, std::uint64_t seed, Distribution distribution, const Problem& p,
+          cudaStream_t stream) {
+         fill_softmax_outputs(p.dtype, device, rows_of(p), features_of(p), seed, distribution, stream);
+       }},
+      {kDy, TensorRole::input, {}, elements},
+      {kDx, TensorRole::output, {}, elements},
+  };
+  // Read y and dy, write dx; per element a multiply-add for the dot, a subtraction and a product.
+  op.work = [](const Problem& p) {
+    const double n = static_cast<double>(elements(p));
+    const double bytes = n * static_cast<double>(size_of(p.dtype));
+    return Work{2 * bytes, bytes, 4 * n};
+  };
+  op.check = [](const CheckContext& c) {
+    return check_softmax_backward(c.problem.dtype, c.tensors[kY].host(), c.tensors[kDy].host(), c.tensors[kDx].host(),
+                                  rows_of(c.problem), features_of(c.problem));
+  };
+  Variant fused = variant<BackwardBinding>(
+      ids::kFused, "y and dy in registers, 16-byte loads, read once; lane group, warp or block per row by width",
+      v::backward_fused<float>, v::backward_fused<__nv_bfloat16>, v::backward_fused<__half>);
+  fused.can_implement = [](const DeviceInfo&, const Problem& p) { return v::fused_backward_limits(features_of(p)); };
+  op.variants = {
+      variant<BackwardBinding>(
+          ids::kTwoPass, "a 256-thread block per row: a scalar pass for the dot product, another for dx",
+          v::backward_two_pass<float>, v::backward_two_pass<__nv_bfloat16>, v::backward_two_pass<__half>),
+      fused,
+      cudnn_variant<BackwardBinding>("cudnnSoftmaxBackward (ACCURATE; one instance per row), the library baseline",
+                                     v::cudnn_softmax_backward<float>, v::cudnn_softmax_backward<__nv_bfloat16>,
+                                     v::cudnn_softmax_backward<__half>),
+  };
+  registry.add(std::move(op));
+}
+
+}  // namespace
+
+void register_softmax(Registry& registry) {
+  register_forward(registry);
+  register_backward(registry);
+}
+
+}  // namespace cudalab::harness

@@ -1,0 +1,112 @@
+#include "cudalab/softmax.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "cudalab/error.hpp"
+#include "ops/softmax/variants.hpp"
+
+namespace cudalab {
+namespace {
+
+namespace v = softmax_variants;
+
+// Validates the sizes; false when there is nothing to do.
+bool has_work(const char* call, std::int64_t rows, std::int64_t features) {
+  CUDALAB_REQUIRE(rows >= 0 && features >= 0, std::string(call) + ": rows and features must be >= 0, got " +
+                                                  std::to_string(rows) + " and " + std::to_string(features));
+  if (rows == 0 || features == 0) return false;
+  CUDALAB_REQUIRE(rows <= std::numeric_limits<std::int64_t>::max() / features,
+                  std::string(call) + ": rows * features overflows 64 bits");
+  return true;
+}
+
+template <typename T>
+void require_array(const char* call, const char* name, const T* array) {
+  CUDALAB_REQUIRE(array != nullptr, std::string(call) + ": " + name + " must be a device pointer, got null");
+  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(array) % alignof(T) == 0,
+                  std::string(call) + ": " + name + " must be aligned to its element size");
+}
+
+template <typename T>
+bool overlap(const T* a, const T* b, std::int64_t n) {
+  const auto a_begin = reinterpret_cast<std::uintptr_t>(a), b_begin = reinterpret_cast<std::uintptr_t>(b);
+  const auto bytes = static_cast<std::uintptr_t>(n) * sizeof(T);
+  return a_begin < b_begin + bytes && b_begin < a_begin + bytes;
+}
+
+// Chosen by reasoning, not yet measured (the lead sets it from the bench): rows of up to 16384
+// features take the register-resident rung (one read; up to 512 threads per row, so two blocks or
+// more share an SM and one's loads overlap another's reductions); wider rows that the cluster rung
+// runs take it (one read, the next row prefetched while this one is reduced); the register rung
+// still holds rows up to 32768 (one block of 1024 threads per SM, no such overlap); beyond that the
+// online rung (two reads).
+template <typename T>
+void forward(const T* x, T* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+  if (!has_work("softmax", rows, features)) return;
+  require_array("softmax", "x", x);
+  require_array("softmax", "y", y);
+  CUDALAB_REQUIRE(!overlap(x, y, rows * features), "softmax: x and y must not overlap");
+  v::SoftmaxArgs<T> args;
+  args.x = x;
+  args.y = y;
+  args.rows = rows;
+  args.features = features;
+  constexpr std::int64_t kNarrow = 16384;
+  if (features <= kNarrow) return v::vectorized(args, stream);
+  const bool clusters = is_aligned16(x) && is_aligned16(y) &&
+                        v::cluster_limits(features, sizeof(T), current_gpu().compute_capability).empty();
+  if (clusters) return v::cluster(args, stream);
+  if (v::vectorized_limits(features).empty()) return v::vectorized(args, stream);
+  v::online(args, stream);
+}
+
+// Chosen by reasoning, not yet measured: the fused rung (one read of y and dy) wherever it holds
+// the row, the two-pass rung beyond.
+template <typename T>
+void backward(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+  if (!has_work("softmax_backward", rows, features)) return;
+  require_array("softmax_backward", "y", y);
+  require_array("softmax_backward", "dy", dy);
+  require_array("softmax_backward", "dx", dx);
+  const std::int64_t n = rows * features;
+  CUDALAB_REQUIRE(!overlap(dx, y, n) && !overlap(dx, dy, n), "softmax_backward: dx must overlap neither y nor dy");
+  v::SoftmaxBackwardArgs<T> args;
+  args.y = y;
+  args.dy = dy;
+  args.dx = dx;
+  args.rows = rows;
+  args.features = features;
+  if (v::fused_backward_limits(features).empty()) return v::backward_fused(args, stream);
+  v::backward_two_pass(args, stream);
+}
+
+}  // namespace
+
+void softmax(const float* x, float* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+  forward(x, y, rows, features, stream);
+}
+void softmax(const __half* x, __half* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+  forward(x, y, rows, features, stream);
+}
+void softmax(const __nv_bfloat16* x, __nv_bfloat16* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+  forward(x, y, rows, features, stream);
+}
+
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t features,
+                      cudaStream_t stream) {
+  backward(y, dy, dx, rows, features, stream);
+}
+void softmax_backward(const __half* y, const __half* dy, __half* dx, std::int64_t rows, std::int64_t features,
+                      cudaStream_t stream) {
+  backward(y, dy, dx, rows, features, stream);
+}
+void softmax_backward(const __nv_bfloat16* y, const __nv_bfloat16* dy, __nv_bfloat16* dx, std::int64_t rows,
+                      std::int64_t features, cudaStream_t stream) {
+  backward(y, dy, dx, rows, features, stream);
+}
+
+}  // namespace cudalab

@@ -1,0 +1,273 @@
+// Device helpers every softmax kernel shares: the exponential, reductions over a lane group or a
+// block (max, sum, and the (max, sum) pairs of online softmax), loads and stores of 16-byte packs
+// widened to fp32, a thread's share of a row held in registers, and the host-side choice of how
+// many threads share a row.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "core/vector.cuh"
+#include "core/warp.cuh"
+
+namespace cudalab::softmax_variants {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// Blocks of the kernels whose rows are shared by lane groups; the most threads a block may have.
+inline constexpr int kGroupBlockThreads = 128;
+inline constexpr int kMaxBlockThreads = 1024;
+
+// exp(x - max) as 2^((x - max) * log2 e). The difference comes first: it is exact when x and max
+// are within a factor of two (rows offset by 1e4), where the FMA form x * log2e - max * log2e would
+// lose |max| * 2^-24 of the exponent, a relative error of 6e-4 at |max| = 1e4. What is left is
+// three roundings of the argument (3 |x - max| 2^-24 relative) and exp2f's 2 ulp. exp(-inf - max)
+// is 0; exp(-inf - -inf) is NaN, which callers whose padding can meet padding avoid.
+__device__ __forceinline__ float exp_shifted(float x, float max) { return exp2f((x - max) * kLog2e); }
+
+// The statistics online softmax carries: the largest value seen and the sum of exp(x - max) over
+// the values seen. {-inf, 0} is the empty set. 8-byte aligned: the cluster rung sends one as a
+// single 8-byte store.
+struct alignas(8) RowStats {
+  float max;
+  float sum;
+};
+
+__device__ __forceinline__ RowStats merge(RowStats a, RowStats b) {
+  const float max = fmaxf(a.max, b.max);
+  if (max == -INFINITY) return {max, 0.0f};  // both empty: exp(-inf - -inf) would be NaN
+  return {max, a.sum * exp_shifted(a.max, max) + b.sum * exp_shifted(b.max, max)};
+}
+
+struct MaxOf {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOf {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct MergeOf {
+  __device__ RowStats operator()(RowStats a, RowStats b) const { return merge(a, b); }
+};
+
+__device__ __forceinline__ float shuffle_xor(float value, int offset) {
+  return __shfl_xor_sync(kFullWarpMask, value, offset);
+}
+__device__ __forceinline__ RowStats shuffle_xor(RowStats value, int offset) {
+  return {shuffle_xor(value.max, offset), shuffle_xor(value.sum, offset)};
+}
+
+// Reduces over aligned groups of kWidth lanes (a power of two up to 32) by xor shuffles, so every
+// lane gets its group's result, in the same order on every lane. core/warp_reduce.cuh's warp_sum is
+// the 32-lane sum; this adds narrower groups and the max and merge operators. Every lane of the
+// warp must call it.
+template <int kWidth, typename V, typename Combine>
+__device__ __forceinline__ V group_reduce(V value, Combine combine) {
+  static_assert(kWidth >= 1 && kWidth <= kWarpSize && (kWidth & (kWidth - 1)) == 0, "a power of two up to 32");
+#pragma unroll
+  for (int offset = kWidth / 2; offset > 0; offset /= 2) value = combine(value, shuffle_xor(value, offset));
+  return value;
+}
+
+// Reduces over the block (blockDim.x a multiple of 32); every thread gets the result. `scratch`
+// holds 32 values. Each warp reduces the per-warp partials itself, so no broadcast step; the
+// second barrier lets the next call reuse `scratch`. Every thread must call it.
+template <typename V, typename Combine>
+__device__ __forceinline__ V block_all_reduce(V value, V identity, Combine combine, V* scratch) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  value = group_reduce<kWarpSize>(value, combine);
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  value = lane < static_cast<int>(blockDim.x / kWarpSize) ? scratch[lane] : identity;
+  value = group_reduce<kWarpSize>(value, combine);
+  __syncthreads();
+  return value;
+}
+
+// The reductions of a row shared by a group of kWidth lanes (kWidth <= 32) or by a whole block
+// (BlockReduce), behind one interface for kernels templated on how many threads share a row.
+template <int kWidth>
+struct GroupReduce {
+  __device__ float max(float v) const { return group_reduce<kWidth>(v, MaxOf{}); }
+  __device__ float sum(float v) const { return group_reduce<kWidth>(v, SumOf{}); }
+};
+
+struct BlockReduce {
+  float* scratch;  // 32 floats of shared memory
+  __device__ float max(float v) const { return block_all_reduce(v, -INFINITY, MaxOf{}, scratch); }
+  __device__ float sum(float v) const { return block_all_reduce(v, 0.0f, SumOf{}, scratch); }
+};
+
+// ---- a thread's share of a row in registers ------------------------------------------------------
+// `threads` threads share a row; thread `thread` holds kElements values, as kElements / kPack packs:
+// pack i starts at column (i * threads + thread) * kPack, so a warp's accesses are contiguous. Packs
+// at or past `features` are not read and hold `fill`. kPack > 1 needs features % kPack == 0 and a
+// 16-byte aligned row.
+
+template <int kPack, int kElements, typename T>
+__device__ __forceinline__ void load_fragment(const T* row, int features, int thread, int threads, float fill,
+                                              float (&values)[kElements]) {
+  static_assert(kElements % kPack == 0, "whole packs");
+#pragma unroll
+  for (int i = 0; i < kElements / kPack; ++i) {
+    const int column = (i * threads + thread) * kPack;
+    if (column < features) {
+      load_floats<kPack>(row + column, &values[i * kPack]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kPack; ++k) values[i * kPack + k] = fill;
+    }
+  }
+}
+
+template <int kPack, int kElements, typename T>
+__device__ __forceinline__ void store_fragment(T* row, int features, int thread, int threads,
+                                               const float (&values)[kElements]) {
+#pragma unroll
+  for (int i = 0; i < kElements / kPack; ++i) {
+    const int column = (i * threads + thread) * kPack;
+    if (column < features) store_floats<kPack>(row + column, &values[i * kPack]);
+  }
+}
+
+// Runs body(row, thread, threads, valid, reduce) for a kernel templated on kThreadsPerRow: 0 for
+// one block per row (block reductions), 4..32 for rows shared by groups of that many lanes in
+// blocks of kGroupBlockThreads (shuffle reductions). `valid` is false for a group past the last
+// row, which must still take part in its warp's shuffles and must not store.
+template <int kThreadsPerRow, typename Body>
+__device__ __forceinline__ void for_this_row(std::int64_t rows, Body&& body) {
+  if constexpr (kThreadsPerRow == 0) {
+    __shared__ float scratch[kWarpSize];
+    body(static_cast<std::int64_t>(blockIdx.x), static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), true,
+         BlockReduce{scratch});
+  } else {
+    const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (kGroupBlockThreads / kThreadsPerRow) +
+                             static_cast<int>(threadIdx.x) / kThreadsPerRow;
+    body(row, static_cast<int>(threadIdx.x) % kThreadsPerRow, kThreadsPerRow, row < rows,
+         GroupReduce<kThreadsPerRow>{});
+  }
+}
+
+// ---- scalar passes over a row: element j by thread j % threads (the first rungs) -----------------
+
+template <typename T>
+__device__ __forceinline__ float scalar_row_max(const T* row, std::int64_t features, int thread, int threads) {
+  float max = -INFINITY;
+  for (std::int64_t j = thread; j < features; j += threads) max = fmaxf(max, to_float(row[j]));
+  return max;
+}
+
+template <typename T>
+__device__ __forceinline__ float scalar_row_sum_exp(const T* row, std::int64_t features, float max, int thread,
+                                                    int threads) {
+  float sum = 0.0f;
+  for (std::int64_t j = thread; j < features; j += threads) sum += exp_shifted(to_float(row[j]), max);
+  return sum;
+}
+
+// y_j = exp(x_j - max) * scale, with scale = 1 / sum.
+template <typename T>
+__device__ __forceinline__ void scalar_row_normalize(const T* x_row, T* y_row, std::int64_t features, float max,
+                                                     float scale, int thread, int threads) {
+  for (std::int64_t j = thread; j < features; j += threads)
+    y_row[j] = from_float<T>(exp_shifted(to_float(x_row[j]), max) * scale);
+}
+
+// ---- host: how many threads share a row, and how many values each holds --------------------------
+
+// threads_per_row 4..32: a group of lanes per row, several rows per block of kGroupBlockThreads;
+// threads_per_row 0: one block of block_threads per row. `pack` is 16 / sizeof(T) for rows that
+// are 16-byte aligned, else 1 (scalar loads, the same registers).
+struct RowLayout {
+  int threads_per_row = 0;
+  int block_threads = 0;
+  int elements = 0;
+  int pack = 1;
+};
+
+inline int next_power_of_two(std::int64_t n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// The layout for rows of `features` values (1 <= features <= 1024 * max_elements) of an element
+// type with `vector_elements` per 16 bytes. Narrow rows (one 16-byte vector per lane) share a warp
+// with other rows; up to 32 * max_elements a warp per row; wider rows a block, with as few values
+// per thread (8, 16, 32) as keeps the block at 512 threads or less (more threads per row, more
+// registers left for more rows per SM), up to 1024 threads.
+inline RowLayout choose_row_layout(std::int64_t features, int vector_elements, int max_elements, bool aligned) {
+  RowLayout layout;
+  layout.pack = aligned ? vector_elements : 1;
+  if (features <= 32 * vector_elements) {
+    const std::int64_t lanes = (features + vector_elements - 1) / vector_elements;
+    layout.threads_per_row = next_power_of_two(lanes < 4 ? 4 : lanes);
+    layout.block_threads = kGroupBlockThreads;
+    layout.elements = vector_elements;
+  } else if (features <= 32 * max_elements) {
+    layout.threads_per_row = 32;
+    layout.block_threads = kGroupBlockThreads;
+    layout.elements = next_power_of_two((features + 31) / 32);
+  } else {
+    layout.threads_per_row = 0;
+    layout.elements = max_elements;
+    for (int e = 8; e < max_elements; e *= 2) {
+      if (e >= vector_elements && (features + e - 1) / e <= 512) {
+        layout.elements = e;
+        break;
+      }
+    }
+    layout.block_threads = static_cast<int>((features + layout.elements - 1) / layout.elements + 31) / 32 * 32;
+  }
+  return layout;
+}
+
+// Blocks a layout needs for `rows` rows.
+inline std::int64_t row_layout_blocks(const RowLayout& layout, std::int64_t rows) {
+  if (layout.threads_per_row == 0) return rows;
+  const int rows_per_block = kGroupBlockThreads / layout.threads_per_row;
+  return (rows + rows_per_block - 1) / rows_per_block;
+}
+
+// Calls f(std::integral_constant<int, P>) for the power of two P in [kFrom, kTo] equal to value;
+// false when there is none.
+template <int kFrom, int kTo, typename F>
+bool dispatch_power_of_two(int value, F&& f) {
+  if constexpr (kFrom > kTo) {
+    return false;
+  } else {
+    if (value == kFrom) {
+      f(std::integral_constant<int, kFrom>{});
+      return true;
+    }
+    return dispatch_power_of_two<kFrom * 2, kTo>(value, f);
+  }
+}
+
+// Calls launch(threads_per_row, elements, pack) with the layout's values as integral_constants, so
+// a kernel templated on them is instantiated for exactly the layouts choose_row_layout returns
+// (kVec = 16 / sizeof(T), kMaxElements its max_elements). False for any other layout.
+template <int kVec, int kMaxElements, typename Launch>
+bool dispatch_row_layout(const RowLayout& layout, Launch&& launch) {
+  auto with_pack = [&](auto pack) {
+    if (layout.threads_per_row == 0) {
+      return dispatch_power_of_two<(kVec > 8 ? kVec : 8), kMaxElements>(
+          layout.elements, [&](auto elements) { launch(std::integral_constant<int, 0>{}, elements, pack); });
+    }
+    if (layout.elements == kVec) {
+      return dispatch_power_of_two<4, 32>(
+          layout.threads_per_row, [&](auto threads) { launch(threads, std::integral_constant<int, kVec>{}, pack); });
+    }
+    return layout.threads_per_row == 32 &&
+           dispatch_power_of_two<2 * kVec, kMaxElements>(
+               layout.elements, [&](auto elements) { launch(std::integral_constant<int, 32>{}, elements, pack); });
+  };
+  return layout.pack == 1 ? with_pack(std::integral_constant<int, 1>{})
+                          : with_pack(std::integral_constant<int, kVec>{});
+}
+
+}  // namespace cudalab::softmax_variants

@@ -1,0 +1,172 @@
+// cudalab::bias_act and bias_act_backward as a program would call them: every dtype and
+// activation, rows 16-byte aligned or not, arrays at offsets that break the 16-byte alignment
+// (the vector-gather and scalar paths), no rows, no features; nothing outside the outputs is
+// written; the backward's two workspace forms agree bit for bit and repeat bit for bit.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cudalab/activations.hpp"
+#include "cudalab/memory.hpp"
+#include "gpu_test_support.hpp"
+#include "harness/random.hpp"
+#include "ops/bias_act/reference.hpp"
+
+namespace cudalab {
+namespace {
+
+constexpr Activation kActivations[] = {Activation::relu, Activation::gelu_tanh, Activation::gelu_erf};
+
+struct Shape {
+  std::int64_t rows, features;
+};
+// Aligned rows (4096), rows off every 16-byte boundary (33, 4097), one column, a single element.
+constexpr Shape kShapes[] = {{1, 1}, {7, 33}, {300, 4096}, {5, 4097}, {1000, 1}};
+
+template <typename T>
+std::vector<unsigned char> to_host(const T* device, std::int64_t count, cudaStream_t stream) {
+  std::vector<unsigned char> host(static_cast<std::size_t>(count) * sizeof(T));
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host.data(), device, host.size(), cudaMemcpyDeviceToHost, stream));
+  CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host;
+}
+
+// Device arrays of `count` elements starting `offset` elements into a buffer with 16 elements of
+// poison either side, so a write outside shows.
+template <typename T>
+struct Padded {
+  static constexpr std::int64_t kPad = 16;
+  DeviceBuffer<T> buffer;
+  std::int64_t offset, count;
+
+  Padded(std::int64_t n, std::int64_t at) : buffer(n + 2 * kPad), offset(kPad + at), count(n) {}
+  T* data() const { return buffer.data() + offset; }
+  void fill(std::uint64_t seed, cudaStream_t stream) {
+    harness::poison(buffer.data(), buffer.bytes(), stream);
+    harness::fill_random(dtype_of_v<T>, data(), count, seed, harness::Distribution::normal, stream);
+  }
+  void poison(cudaStream_t stream) { harness::poison(buffer.data(), buffer.bytes(), stream); }
+  std::vector<unsigned char> inside(cudaStream_t stream) const { return to_host(data(), count, stream); }
+  // Every byte outside [offset, offset + count) still holds the poison.
+  bool untouched_outside(cudaStream_t stream) const {
+    const std::vector<unsigned char> all = to_host(buffer.data(), buffer.size(), stream);
+    for (std::size_t b = 0; b < all.size(); ++b) {
+      const bool inside = b >= offset * sizeof(T) && b < (offset + count) * sizeof(T);
+      if (!inside && all[b] != harness::kFloatPoisonByte) return false;
+    }
+    return true;
+  }
+};
+
+template <typename T>
+void check_forward(Activation activation, Shape shape, std::int64_t at) {
+  SCOPED_TRACE(testing::Message() << to_string(dtype_of_v<T>) << " activation " << static_cast<int>(activation) << " "
+                                  << shape.rows << "x" << shape.features << " offset " << at);
+  Stream stream;
+  const std::int64_t n = shape.rows * shape.features;
+  Padded<T> x(n, at), bias(shape.features, at), y(n, at);
+  x.fill(1, stream.get());
+  bias.fill(2, stream.get());
+  y.poison(stream.get());
+  bias_act(x.data(), bias.data(), y.data(), shape.rows, shape.features, activation, stream.get());
+  const harness::Comparison c = harness::check_bias_act(dtype_of_v<T>, activation, x.inside(stream.get()).data(),
+                                                        bias.inside(stream.get()).data(), y.inside(stream.get()).data(),
+                                                        shape.rows, shape.features);
+  EXPECT_TRUE(c.passed()) << c.summary();
+  EXPECT_TRUE(y.untouched_outside(stream.get()));
+}
+
+template <typename T>
+void check_forward_everywhere() {
+  for (Activation activation : kActivations)
+    for (const Shape& shape : kShapes)
+      for (std::int64_t at : {0, 1}) check_forward<T>(activation, shape, at);
+}
+
+TEST(LibraryBiasAct, Fp32) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_forward_everywhere<float>();
+}
+
+TEST(LibraryBiasAct, Bf16) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_forward_everywhere<__nv_bfloat16>();
+}
+
+TEST(LibraryBiasAct, Fp16) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_forward_everywhere<__half>();
+}
+
+template <typename T>
+void check_backward(Activation activation, Shape shape, std::int64_t at) {
+  SCOPED_TRACE(testing::Message() << to_string(dtype_of_v<T>) << " activation " << static_cast<int>(activation) << " "
+                                  << shape.rows << "x" << shape.features << " offset " << at);
+  Stream stream;
+  const std::int64_t n = shape.rows * shape.features;
+  Padded<T> x(n, at), bias(shape.features, at), dy(n, at), dx(n, at), dbias(shape.features, at);
+  x.fill(3, stream.get());
+  bias.fill(4, stream.get());
+  dy.fill(5, stream.get());
+  dx.poison(stream.get());
+  dbias.poison(stream.get());
+  // The stream-ordered workspace, then the caller's: the same bits.
+  bias_act_backward(x.data(), bias.data(), dy.data(), dx.data(), dbias.data(), shape.rows, shape.features, activation,
+                    stream.get());
+  const std::vector<unsigned char> dx_first = dx.inside(stream.get()), dbias_first = dbias.inside(stream.get());
+  const harness::Comparison c = harness::check_bias_act_backward(
+      dtype_of_v<T>, activation, x.inside(stream.get()).data(), bias.inside(stream.get()).data(),
+      dy.inside(stream.get()).data(), dx_first.data(), dbias_first.data(), shape.rows, shape.features);
+  EXPECT_TRUE(c.passed()) << c.summary();
+  EXPECT_TRUE(dx.untouched_outside(stream.get()));
+  EXPECT_TRUE(dbias.untouched_outside(stream.get()));
+  const std::size_t bytes = bias_act_backward_workspace_bytes(shape.rows, shape.features);
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes > 0 ? bytes : 1));
+  dx.poison(stream.get());
+  dbias.poison(stream.get());
+  bias_act_backward(x.data(), bias.data(), dy.data(), dx.data(), dbias.data(), shape.rows, shape.features, activation,
+                    workspace.data(), bytes, stream.get());
+  EXPECT_EQ(dx.inside(stream.get()), dx_first);
+  EXPECT_EQ(dbias.inside(stream.get()), dbias_first);
+}
+
+template <typename T>
+void check_backward_everywhere() {
+  for (Activation activation : kActivations)
+    for (const Shape& shape : kShapes)
+      for (std::int64_t at : {0, 1}) check_backward<T>(activation, shape, at);
+}
+
+TEST(LibraryBiasActBackward, Fp32) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_backward_everywhere<float>();
+}
+
+TEST(LibraryBiasActBackward, Bf16) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_backward_everywhere<__nv_bfloat16>();
+}
+
+TEST(LibraryBiasActBackward, Fp16) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_backward_everywhere<__half>();
+}
+
+// No rows: dbias is written with zeros, dx and y are not touched; no features: nothing happens.
+TEST(LibraryBiasActBackward, NoRowsWritesZeroDbias) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  Stream stream;
+  Padded<__nv_bfloat16> bias(8, 0), dbias(8, 0);
+  bias.fill(6, stream.get());
+  dbias.poison(stream.get());
+  bias_act_backward(static_cast<const __nv_bfloat16*>(nullptr), bias.data(), nullptr, nullptr, dbias.data(), 0, 8,
+                    Activation::gelu_tanh, stream.get());
+  EXPECT_EQ(dbias.inside(stream.get()), std::vector<unsigned char>(16, 0));
+  EXPECT_TRUE(dbias.untouched_outside(stream.get()));
+  EXPECT_NO_THROW(bias_act_backward(static_cast<const float*>(nullptr), nullptr, nullptr, nullptr, nullptr, 5, 0,
+                                    Activation::relu, stream.get()));
+}
+
+}  // namespace
+}  // namespace cudalab
