@@ -4,8 +4,8 @@
 #include <cuda_fp16.h>
 
 #include "core/launch.cuh"
-#include "cudalab/error.hpp"
 #include "core/vector.cuh"
+#include "cudalab/error.hpp"
 
 namespace cudalab::harness {
 namespace {

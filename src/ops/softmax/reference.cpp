@@ -26,7 +26,7 @@ struct Tally {
   double error_squares = 0.0;
   double reference_squares = 0.0;
   double floor_squares = 0.0;  // of each element's absolute allowance, which no relative limit can meet
-  std::int64_t worst = -1;  // the finite element with the largest error
+  std::int64_t worst = -1;     // the finite element with the largest error
   double worst_error = -1.0, worst_out = 0.0, worst_ref = 0.0;
 
   // `bound` is the element's whole allowance; `floor` its part that does not scale with |ref| (the
