@@ -28,8 +28,9 @@
 // Rung 7s (wgmma_small) is the same kernel on 64 x 128 tiles whose two consumer warpgroups split
 // each k-tile (PersistentTiles below). Fixes: shapes with few large tiles, which left most SMs
 // idle. Costs: twice the A and B traffic per FLOP of the large tiles, and a 32 KiB hand-over of
-// partial sums per tile. Measured (same build, exploratory run): 1024^3 in 10.8 us (0.87x cuBLAS;
-// persistent 18.2), 256x4096x4096 in 22.0 us (1.01x), 500 TFLOP/s at 4096^3 (persistent 734).
+// partial sums per tile. Measured (gemm.json at b6e3911): 1024^3 in 10.8 us (cuBLAS 9.1, persistent
+// 18.0), 503 TFLOP/s at 4096^3 (persistent 735); 256x4096x4096 in 22.0 us (cuBLAS 22.3) in an
+// exploratory run of 9c921e2.
 #include <algorithm>
 #include <cstdint>
 #include <string>
