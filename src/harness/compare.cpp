@@ -16,6 +16,14 @@ Tolerance sum_tolerance(std::int64_t terms, double sum_abs, double eps) {
 }
 }  // namespace
 
+double output_rel_l2_limit(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return 4e-3;
+    case DType::f16: return 1e-3;
+    default: return 1e-5;
+  }
+}
+
 Tolerance Tolerance::fp32_sum(std::int64_t terms, double sum_abs) {
   return sum_tolerance(terms, sum_abs, std::numeric_limits<float>::epsilon());
 }

@@ -57,6 +57,33 @@ struct Comparison {
   std::string summary() const;  // one line, for tables and failure messages
 };
 
+// The fused ops' accuracy targets (issue 15) for an output as a whole: relative L2 error at most
+// 1e-5 in fp32, 4e-3 in bf16, 1e-3 in fp16, checked beside the per-element bounds.
+double output_rel_l2_limit(DType dtype);
+
+// An output's L2 error against such a limit: ||out - ref|| <= limit ||ref|| + ||floor||, where
+// floor_i is the part of element i's bound that does not scale with |ref_i| (a 16-bit output's
+// subnormal step, the error of a sum that cancels). Below the floors no relative limit can be
+// met: fp16 outputs of 1e-5 round by 3e-3 of themselves, and a gradient that is exactly 0 comes
+// out of the reference as 1e-11 from its inputs' rounding.
+struct L2Error {
+  double error_squares = 0.0, reference_squares = 0.0, floor_squares = 0.0;
+
+  void add(double error, double reference, double floor) {
+    error_squares += error * error;
+    reference_squares += reference * reference;
+    floor_squares += floor * floor;
+  }
+  void merge(const L2Error& other) {
+    error_squares += other.error_squares;
+    reference_squares += other.reference_squares;
+    floor_squares += other.floor_squares;
+  }
+  bool within(double limit) const {
+    return std::sqrt(error_squares) <= limit * std::sqrt(reference_squares) + std::sqrt(floor_squares);
+  }
+};
+
 // Accumulates element results; merge() lets parallel chunks combine.
 class ComparisonBuilder {
  public:

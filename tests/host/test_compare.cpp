@@ -91,5 +91,24 @@ TEST(Compare, EmptyOutputPasses) {
   EXPECT_EQ(c.count, 0);
 }
 
+// The L2 limit holds the error to limit * ||ref|| plus the floors' norm, and to nothing less.
+TEST(L2Error, FloorsExcuseOnlyTheirOwnPart) {
+  L2Error subnormal;  // an fp16 output of 6.6e-6 rounded by 2.6e-8: 4e-3 of itself
+  subnormal.add(2.6e-8, 6.6e-6, 0.0);
+  EXPECT_FALSE(subnormal.within(output_rel_l2_limit(DType::f16)));
+  L2Error excused;
+  excused.add(2.6e-8, 6.6e-6, std::ldexp(1.0, -25));  // half fp16's subnormal step
+  EXPECT_TRUE(excused.within(output_rel_l2_limit(DType::f16)));
+  L2Error beyond;
+  beyond.add(1e-6, 6.6e-6, std::ldexp(1.0, -25));  // 30x the floor: still a failure
+  EXPECT_FALSE(beyond.within(output_rel_l2_limit(DType::f16)));
+  L2Error merged;
+  merged.merge(excused);
+  merged.merge(beyond);
+  EXPECT_FALSE(merged.within(output_rel_l2_limit(DType::f16)));
+  EXPECT_EQ(output_rel_l2_limit(DType::f32), 1e-5);
+  EXPECT_EQ(output_rel_l2_limit(DType::bf16), 4e-3);
+}
+
 }  // namespace
 }  // namespace cudalab::harness

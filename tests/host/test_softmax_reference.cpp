@@ -117,7 +117,7 @@ TEST(SoftmaxReference, AcceptsAnFp32SoftmaxOfEveryRowKindAndDistribution) {
         const Array y = host_softmax(x, 8, features);
         const Comparison c = check_softmax(dtype, x.data(), y.data(), 8, features);
         EXPECT_TRUE(c.passed()) << c.summary();
-        EXPECT_LE(c.rel_l2_error, softmax_relative_l2_limit(dtype));
+        EXPECT_LE(c.rel_l2_error, output_rel_l2_limit(dtype));
       }
     }
   }

@@ -142,14 +142,6 @@ double activation_derivative_reference(Activation activation, double v) {
   return NAN;
 }
 
-double bias_act_relative_l2_limit(DType dtype) {
-  switch (dtype) {
-    case DType::bf16: return 4e-3;
-    case DType::f16: return 1e-3;
-    default: return 1e-5;
-  }
-}
-
 Comparison check_bias_act(DType dtype, Activation activation, const void* x, const void* bias, const void* y,
                           std::int64_t rows, std::int64_t features) {
   const OutputType type = output_type(dtype);
@@ -169,7 +161,7 @@ Comparison check_bias_act(DType dtype, Activation activation, const void* x, con
       if (++j == features) j = 0;
     }
   });
-  return limit_rel_l2(merged(builders).finish(), bias_act_relative_l2_limit(dtype));
+  return limit_rel_l2(merged(builders).finish(), output_rel_l2_limit(dtype));
 }
 
 std::size_t bias_act_backward_check_host_bytes(std::int64_t rows, std::int64_t features) {
@@ -234,7 +226,7 @@ Comparison check_bias_act_backward(DType dtype, Activation activation, const voi
     }
   }
   const ComparisonBuilder outputs = merged(builders);
-  const double limit = bias_act_relative_l2_limit(dtype);
+  const double limit = output_rel_l2_limit(dtype);
   return combined({outputs, sums}, {limit_rel_l2(outputs.finish(), limit), limit_rel_l2(sums.finish(), limit)});
 }
 

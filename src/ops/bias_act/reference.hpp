@@ -41,9 +41,6 @@ namespace cudalab::harness {
 double activation_reference(Activation activation, double v);
 double activation_derivative_reference(Activation activation, double v);
 
-// The relative L2 limit for an output of `dtype`: 1e-5 fp32, 4e-3 bf16, 1e-3 fp16.
-double bias_act_relative_l2_limit(DType dtype);
-
 // y (rows x features of `dtype`, host copy) against act(x + bias). Indices are y's.
 Comparison check_bias_act(DType dtype, Activation activation, const void* x, const void* bias, const void* y,
                           std::int64_t rows, std::int64_t features);

@@ -2,7 +2,7 @@
 // inputs as stored (fp16/bf16 widened exactly) and the eps the kernels use (the parameter rounded
 // to fp32). Each output element passes when it is within a bound derived from the fp32 arithmetic
 // of the kernels (below), and each of y, dx and rstd must also have a relative L2 error of at
-// most relative_l2_limit(its dtype): a check fails when either fails.
+// most output_rel_l2_limit(its dtype) (harness/compare.hpp): a check fails when either fails.
 //
 // The bounds (u = 2^-24, fp32's unit roundoff; every bound is doubled for slack, then the output's
 // own rounding is added: u_out (|ref| + error) plus half the dtype's smallest subnormal):
@@ -31,9 +31,6 @@
 #include "ops/norms/variants.hpp"
 
 namespace cudalab::harness {
-
-// The relative-L2 limits: 1e-5 for fp32 outputs, 1e-3 for fp16, 4e-3 for bf16.
-double relative_l2_limit(DType dtype);
 
 // Host copies of one forward problem's tensors: x (rows x features), gamma and beta (features;
 // beta LayerNorm's only) and y of `dtype`; mean (LayerNorm's) and rstd, fp32, one per row.

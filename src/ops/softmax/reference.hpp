@@ -41,9 +41,6 @@
 
 namespace cudalab::harness {
 
-// The relative L2 limit for outputs of `dtype`.
-double softmax_relative_l2_limit(DType dtype);
-
 // y (rows x features of `dtype`) against softmax(x) row by row. Elements still holding the
 // poison pattern count as never written.
 Comparison check_softmax(DType dtype, const void* x, const void* y, std::int64_t rows, std::int64_t features);
