@@ -68,7 +68,8 @@ template <typename T>
 void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_persistent_limits(const GemmShape& shape, int compute_capability);
 
-// 7s. rung 7's kernel on 64x128 tiles, one consumer warpgroup, two blocks per SM: for shapes with few large tiles.
+// 7s. rung 7's kernel on 64x128 tiles, its two consumer warpgroups splitting each k-tile: for shapes with few
+// large tiles.
 template <typename T>
 void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_small_limits(const GemmShape& shape, int compute_capability);
