@@ -1,12 +1,15 @@
-// The flat kernel of the `vectorized` rung, also both passes of the unfused baseline: a resident
-// grid strides over the tensor as one array of 16-byte vectors, whatever the row length, so x and y
-// always move in 16-byte accesses. Each vector's bias comes from the bias array at the vector's
-// column, a 16-byte load when rows are 16-byte aligned (an L1 hit: a warp's 32 vectors read 512
-// contiguous bias bytes) and element by element otherwise (a vector may then span a row end). The
-// column advances by a fixed step per stride, so the loop divides nothing. x and y not 16-byte
-// aligned take the same loop one element at a time.
+// The flat kernel of the `vectorized` rung, also both passes of the unfused baseline: the tensor
+// taken as one array of 16-byte vectors, whatever the row length, so x and y always move in 16-byte
+// accesses. Each block takes the next kFlatUnroll x 256 vectors (16 KiB of x), each thread
+// kFlatUnroll of them a block apart, all loaded before the first is used: four requests in flight
+// per thread, and the blocks in flight sweeping the tensor as one front. Each vector's bias comes
+// from the bias array at the vector's column, a 16-byte load when rows are 16-byte aligned (an L1
+// hit: a warp's 32 vectors read 512 contiguous bias bytes) and element by element otherwise (a
+// vector may then span a row end). One division per thread finds its first column; the rest
+// advance by a fixed step, `column_step`. x and y not 16-byte aligned take the same kernel one element at a time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/launch.cuh"
@@ -21,19 +24,28 @@ namespace cudalab::bias_act_variants {
 enum class BiasRead { none, vector, gather };
 
 inline constexpr int kFlatBlockSize = 256;
+inline constexpr int kFlatUnroll = 4;  // vectors per thread, loaded together
 
 // y[i] = Act(x[i] + bias[i % features]) for i < vectors * V in V-element accesses; the `tail`
-// elements after them (fewer than V) one each, by the grid's first threads.
+// elements after them (fewer than V) one each, by the first block's first threads.
 template <typename T, int V, typename Act, BiasRead kBias>
 __global__ void __launch_bounds__(kFlatBlockSize)
     bias_act_flat_kernel(const T* __restrict__ x, const T* __restrict__ bias, T* __restrict__ y, std::int64_t vectors,
                          int tail, std::int64_t features, std::int64_t column_step) {
-  const std::int64_t thread = global_thread_index();
-  const std::int64_t stride = global_thread_count();
-  std::int64_t column = thread * V % features;
-  for (std::int64_t q = thread; q < vectors; q += stride) {
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kFlatBlockSize * kFlatUnroll + threadIdx.x;
+  std::int64_t column = first * V % features;
+  Elements<T, V> in[kFlatUnroll] = {};
+#pragma unroll
+  for (int u = 0; u < kFlatUnroll; ++u) {
+    const std::int64_t q = first + u * kFlatBlockSize;
+    if (q < vectors) in[u] = load_elements<V>(x + q * V);
+  }
+#pragma unroll
+  for (int u = 0; u < kFlatUnroll; ++u) {
+    const std::int64_t q = first + u * kFlatBlockSize;
+    if (q >= vectors) continue;
     float v[V];
-    load_as_float<V>(x + q * V, v);
+    widen<V, T>(in[u], v);
     if constexpr (kBias == BiasRead::vector) {
       float b[V];
       load_as_float<V>(bias + column, b);
@@ -53,8 +65,8 @@ __global__ void __launch_bounds__(kFlatBlockSize)
     column += column_step;
     if (column >= features) column -= features;
   }
-  if (thread < tail) {
-    const std::int64_t i = vectors * V + thread;
+  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < tail) {
+    const std::int64_t i = vectors * V + threadIdx.x;
     float v = to_float(x[i]);
     if constexpr (kBias != BiasRead::none) v += to_float(bias[i % features]);
     y[i] = from_float<T>(Act::forward(v));
@@ -66,10 +78,11 @@ void launch_flat_kernel(const T* x, const T* bias, T* y, std::int64_t elements, 
                         cudaStream_t stream) {
   const std::int64_t vectors = elements / V;
   const int tail = static_cast<int>(elements % V);
-  auto* kernel = bias_act_flat_kernel<T, V, Act, kBias>;
-  const int blocks = resident_grid_size(kernel, kFlatBlockSize, vectors);
-  const std::int64_t column_step = static_cast<std::int64_t>(blocks) * kFlatBlockSize * V % features;
-  kernel<<<blocks, kFlatBlockSize, 0, stream>>>(x, bias, y, vectors, tail, features, column_step);
+  const std::int64_t blocks =
+      std::max<std::int64_t>(1, ceil_div<std::int64_t>(vectors, std::int64_t{kFlatBlockSize} * kFlatUnroll));
+  const std::int64_t column_step = std::int64_t{kFlatBlockSize} * V % features;
+  bias_act_flat_kernel<T, V, Act, kBias>
+      <<<static_cast<unsigned>(blocks), kFlatBlockSize, 0, stream>>>(x, bias, y, vectors, tail, features, column_step);
   CUDALAB_CHECK_LAUNCH();
 }
 

@@ -155,7 +155,7 @@ Op bias_act_op() {
       unfused,
       variant<ForwardBinding>(
           ids::kVectorized,
-          "resident grid striding over 16-byte vectors of the flat tensor, bias reloaded per vector "
+          "the flat tensor in 16-byte vectors, 4 per thread loaded together, bias reloaded per vector "
           "(gathered when rows are not 16-byte aligned), GELU as v*sigmoid(2z)",
           Role::ladder, v::vectorized<float>, v::vectorized<__nv_bfloat16>, v::vectorized<__half>),
       variant<ForwardBinding>(ids::kTiled,
