@@ -95,6 +95,14 @@ std::vector<Problem> cross(const Op& op, const std::vector<std::vector<std::int6
   return problems;
 }
 
+std::vector<Problem> row_op_bench_problems(const Op& op, const std::vector<Param>& params) {
+  std::vector<Problem> problems = cross(op, {{16384, 8192}}, op.dtypes, params);
+  std::vector<std::vector<std::int64_t>> sweep;
+  for (const std::int64_t width : {1024, 4096, 16384, 65536, 262144}) sweep.push_back({(1 << 28) / width, width});
+  for (const Problem& p : cross(op, sweep, {DType::f32, DType::bf16}, params)) problems.push_back(p);
+  return problems;
+}
+
 void Registry::add(Op op) {
   const std::string& name = op.name;
   CUDALAB_REQUIRE(!name.empty() && !op.summary.empty(), "registry: an op needs a name and a summary");

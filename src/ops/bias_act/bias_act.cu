@@ -53,17 +53,6 @@ void validate(const char* call, std::int64_t rows, std::int64_t features, Activa
   }
 }
 
-// Chosen by reasoning, not yet measured: `tiled` (bias in registers, one tile per block in address
-// order) where a row holds a warp's worth of 16-byte vectors or more (256 bf16/fp16 or 128 fp32
-// features), `vectorized` below that, where most of a tile's 32 lanes would idle; `tiled` hands rows
-// that are not 16-byte aligned to `vectorized` itself. The bench's numbers at 16384 x 8192 and
-// across the width sweep are to set this (docs/activations.md).
-template <typename T>
-void (*forward_rung(std::int64_t features))(const BiasActArgs<T>&, cudaStream_t) {
-  constexpr std::int64_t kWarpOfVectorElements = 32 * 16 / sizeof(T);
-  return features >= kWarpOfVectorElements ? bias_act_variants::tiled<T> : bias_act_variants::vectorized<T>;
-}
-
 template <typename T>
 void forward(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t features, Activation activation,
              cudaStream_t stream) {
@@ -79,7 +68,10 @@ void forward(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t fe
   args.rows = rows;
   args.features = features;
   args.activation = activation;
-  forward_rung<T>(features)(args, stream);
+  // `vectorized` at every width: in the bench at 87a50a2 (H100) it ran 3020-3045 GB/s at 16384 x 8192
+  // and across the width sweep where `tiled` ran 1680-3000 (its GELU tiles in bf16/fp16 reached
+  // 56%), and `tiled` was ahead nowhere.
+  bias_act_variants::vectorized(args, stream);
 }
 
 // The fused rung is the backward's only candidate: the naive one and the unfused baseline read dx

@@ -80,16 +80,12 @@ double forward_flops(Activation activation) { return activation == Activation::r
 double backward_flops(Activation activation) { return activation == Activation::relu ? 3 : 16; }
 
 // Bench: 16384 x 8192 for every dtype and activation (claim C32 reads the bf16 and fp32 ones), and
-// the width sweep 1024 ... 262144 with rows = 2^28 / features (1 GiB of fp32 x) for GELU (tanh),
-// the activation with the most arithmetic per byte.
+// the width sweep (row_op_bench_problems) for GELU (tanh), the activation with the most arithmetic
+// per byte.
 std::vector<Problem> bench_problems(const Op& op) {
-  std::vector<Problem> problems;
-  for (double activation : {0.0, 1.0, 2.0})
-    for (const Problem& p : cross(op, {{16384, 8192}}, op.dtypes, {{ids::kActivation, activation}}))
-      problems.push_back(p);
-  std::vector<std::vector<std::int64_t>> sweep;
-  for (std::int64_t width : {1024, 4096, 8192, 16384, 65536, 262144}) sweep.push_back({(1 << 28) / width, width});
-  for (const Problem& p : cross(op, sweep, op.dtypes, {{ids::kActivation, 1}})) problems.push_back(p);
+  std::vector<Problem> problems = cross(op, {{16384, 8192}}, op.dtypes, {{ids::kActivation, 0}});
+  for (const Problem& p : row_op_bench_problems(op, {{ids::kActivation, 1}})) problems.push_back(p);
+  for (const Problem& p : cross(op, {{16384, 8192}}, op.dtypes, {{ids::kActivation, 2}})) problems.push_back(p);
   return problems;
 }
 

@@ -220,14 +220,6 @@ const std::vector<std::vector<std::int64_t>> kTestSizes = {
     {300, 4096}, {7, 4097}, {300, 8192}, {5, 20000}, {3, 65536}, {2, 65539}, {2, 100000}, {2, 262144}};
 const std::vector<std::vector<std::int64_t>> kLargeTestSize = {{2048, 8192}};
 
-// The issue's bench: 16384 x 8192, and the width sweep at 2^28 elements (1 GiB in fp32).
-std::vector<std::vector<std::int64_t>> bench_sizes() {
-  std::vector<std::vector<std::int64_t>> sizes = {{16384, 8192}};
-  for (std::int64_t features : {1024, 4096, 8192, 16384, 65536, 262144})
-    sizes.push_back({(std::int64_t{1} << 28) / features, features});
-  return sizes;
-}
-
 Op norm_op(const char* name, const char* summary, std::vector<Param> params) {
   Op op;
   op.name = name;
@@ -235,7 +227,7 @@ Op norm_op(const char* name, const char* summary, std::vector<Param> params) {
   op.dim_names = {"rows", "features"};
   op.dtypes = {DType::f32, DType::bf16, DType::f16};
   op.params = std::move(params);
-  op.bench_problems = cross(op, bench_sizes(), op.dtypes);
+  op.bench_problems = row_op_bench_problems(op);
   op.test_problems = cross(op, kTestSizes, op.dtypes);
   if (!op.params.empty()) {
     // eps large enough to matter against a row's variance.

@@ -85,21 +85,13 @@ const std::vector<std::vector<std::int64_t>> kTestSizes = {
     {1, 1},    {2, 3},      {7, 31},    {300, 33},  {7, 127},    {300, 128},  {300, 1000}, {2, 1023},    {300, 4096},
     {7, 4097}, {300, 8192}, {2, 32768}, {3, 32776}, {64, 65536}, {7, 262144}, {2, 100003}, {16384, 1024}};
 
-// 16384 x 8192, and the width sweep at 2^28 elements (1 GiB in fp32).
-std::vector<std::vector<std::int64_t>> bench_sizes() {
-  std::vector<std::vector<std::int64_t>> sizes = {{16384, 8192}};
-  for (const std::int64_t width : {1024, 4096, 8192, 16384, 65536, 262144})
-    sizes.push_back({(std::int64_t{1} << 28) / width, width});
-  return sizes;
-}
-
 Op shaped_op(const char* name, const char* summary) {
   Op op;
   op.name = name;
   op.summary = summary;
   op.dim_names = {"rows", "features"};
   op.dtypes = {DType::f32, DType::bf16, DType::f16};
-  op.bench_problems = cross(op, bench_sizes(), op.dtypes);
+  op.bench_problems = row_op_bench_problems(op);
   op.test_problems = cross(op, kTestSizes, op.dtypes);
   return op;
 }
