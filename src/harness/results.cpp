@@ -1,8 +1,10 @@
 #include "harness/results.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "cudalab/error.hpp"
 #include "harness/registry.hpp"
@@ -21,6 +23,54 @@ void from_json(const nlohmann::json& j, Problem& p) {
                 __LINE__);
   p.dims = j.value("dims", std::vector<Dim>{});
   p.params = j.value("params", std::vector<Param>{});
+}
+
+namespace {
+
+nlohmann::json number_or_name(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double number_from(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) return 0.0;
+  const nlohmann::json& v = j.at(key);
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string() && v.get<std::string>() == "inf") return std::numeric_limits<double>::infinity();
+  if (v.is_string() && v.get<std::string>() == "-inf") return -std::numeric_limits<double>::infinity();
+  if (v.is_null() || (v.is_string() && v.get<std::string>() == "nan")) return std::numeric_limits<double>::quiet_NaN();
+  throw Error(ErrorKind::invalid_argument, std::string("a results record's comparison holds a non-number ") + key,
+              __FILE__, __LINE__);
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const Comparison& c) {
+  j = {{"count", c.count},
+       {"mismatches", c.mismatches},
+       {"unwritten", c.unwritten},
+       {"non_finite", c.non_finite},
+       {"first_mismatch", c.first_mismatch},
+       {"first_mismatch_out", number_or_name(c.first_mismatch_out)},
+       {"first_mismatch_ref", number_or_name(c.first_mismatch_ref)},
+       {"max_abs_error", number_or_name(c.max_abs_error)},
+       {"rel_l2_error", number_or_name(c.rel_l2_error)},
+       {"tolerance", c.tolerance}};
+}
+
+void from_json(const nlohmann::json& j, Comparison& c) {
+  c = Comparison{};
+  c.count = j.value("count", c.count);
+  c.mismatches = j.value("mismatches", c.mismatches);
+  c.unwritten = j.value("unwritten", c.unwritten);
+  c.non_finite = j.value("non_finite", c.non_finite);
+  c.first_mismatch = j.value("first_mismatch", c.first_mismatch);
+  c.first_mismatch_out = number_from(j, "first_mismatch_out");
+  c.first_mismatch_ref = number_from(j, "first_mismatch_ref");
+  c.max_abs_error = number_from(j, "max_abs_error");
+  c.rel_l2_error = number_from(j, "rel_l2_error");
+  c.tolerance = j.value("tolerance", c.tolerance);
 }
 
 void to_json(nlohmann::json& j, const Record& r) {

@@ -65,9 +65,6 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Dim, name, size)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Param, name, value)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Work, bytes_read, bytes_written, flops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Tolerance, rtol, atol)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Comparison, count, mismatches, unwritten, non_finite, first_mismatch,
-                                                first_mismatch_out, first_mismatch_ref, max_abs_error, rel_l2_error,
-                                                tolerance)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Summary, count, median, min, max, mean, stdrel)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RooflinePoint, gbps, tflops, memory_ceiling_gbps,
                                                 compute_ceiling_tflops, floor_seconds, bound, fraction)
@@ -86,6 +83,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, com
 // is written for readers and lookups; reading rebuilds the problem from its parts.
 void to_json(nlohmann::json& j, const Problem& p);
 void from_json(const nlohmann::json& j, Problem& p);
+
+// A failed check's values may be NaN or infinite, which JSON has no number for: they are written as
+// the strings "nan", "inf" and "-inf" (and null, what files written before this read back as NaN).
+void to_json(nlohmann::json& j, const Comparison& c);
+void from_json(const nlohmann::json& j, Comparison& c);
 
 void to_json(nlohmann::json& j, const Record& r);
 void from_json(const nlohmann::json& j, Record& r);

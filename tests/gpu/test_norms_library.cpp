@@ -62,8 +62,8 @@ struct Shape {
 };
 
 // Every class forward_rung picks from, aligned and not: a warp per row (1, 31, 1000), blocks
-// (4096, 8192), 16384-32768 (a cluster on Hopper, a block elsewhere), clusters of 2-8 CTAs
-// (65536-262144), and rows that never start on 16-byte boundaries (odd widths, offset pointers).
+// (4096-32768), clusters of 2-8 CTAs (65536-262144; a block elsewhere), and rows that never start
+// on 16-byte boundaries (odd widths, offset pointers).
 const Shape kForwardShapes[] = {{3, 1, 0},     {64, 31, 0},   {33, 1000, 0}, {17, 4096, 0},  {9, 8192, 0},
                                 {5, 16384, 0}, {3, 32768, 0}, {2, 65536, 0}, {2, 262144, 0}, {7, 4097, 0},
                                 {5, 1000, 1},  {3, 8192, 3},  {2, 20001, 0}, {2, 65539, 0}};

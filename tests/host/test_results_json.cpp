@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "claims_test_support.hpp"
 
 #include "cudalab/error.hpp"
@@ -76,6 +79,28 @@ TEST(ResultsJson, FailedRecordKeepsItsComparisonAndHasNoTime) {
   EXPECT_EQ(back.outcome, Outcome::failed);
   EXPECT_EQ(back.comparison.mismatches, 3);
   EXPECT_FALSE(back.timed);
+}
+
+// A check that saw NaN or inf outputs (the broken LayerNorm's) writes them in a form JSON holds and
+// reads them back; null, what earlier files hold there, reads as NaN.
+TEST(ResultsJson, NonFiniteComparisonValuesRoundTrip) {
+  Record failed = timed_record("broken", 33, 1.0);
+  failed.outcome = Outcome::failed;
+  failed.timed = false;
+  failed.comparison.first_mismatch_out = std::numeric_limits<double>::quiet_NaN();
+  failed.comparison.max_abs_error = std::numeric_limits<double>::infinity();
+  failed.comparison.rel_l2_error = -std::numeric_limits<double>::infinity();
+  const Record back = nlohmann::json::parse(nlohmann::json(failed).dump()).get<Record>();
+  EXPECT_TRUE(std::isnan(back.comparison.first_mismatch_out));
+  EXPECT_EQ(back.comparison.max_abs_error, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.comparison.rel_l2_error, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.comparison.first_mismatch_ref, failed.comparison.first_mismatch_ref);
+
+  nlohmann::json old = nlohmann::json(failed);
+  old["comparison"]["first_mismatch_out"] = nullptr;
+  EXPECT_TRUE(std::isnan(old.get<Record>().comparison.first_mismatch_out));
+  old["comparison"]["max_abs_error"] = "many";
+  EXPECT_THROW(old.get<Record>(), Error);
 }
 
 TEST(ResultsJson, ProvenanceAndCeilingsRoundTrip) {

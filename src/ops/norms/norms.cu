@@ -38,17 +38,14 @@ void require_optional_pointer(const T* p, const char* call, const char* what) {
 
 enum class ForwardRung { vector_registers, cluster, block_per_row };
 
-// Chosen by reasoning, not yet measured (the lead sets it from the bench). Rows up to 8192
-// features: vector_registers (one read, a warp or a block of up to 512 threads a row, 1536
-// threads an SM). Wider rows on Hopper: the cluster rung (blocks of 512 threads holding 8192-16384
-// values, several to an SM, where vector_registers would need 1024-thread blocks holding an SM
-// alone). Without clusters: vector_registers up to 32768 features, then block_per_row (three
-// reads of the row, the only rung left that runs any width).
+// From the bench at 7eeb1e5 (H100, norms.json): vector_registers wherever it holds the row (to
+// 32768 features), 2966-3049 GB/s at 1024-16384 features in fp32 and bf16, where the cluster rung
+// ran 305-2813; the cluster rung beyond, the only one-read rung left (1361-2537 GB/s at 65536 and
+// 262144, against 649-1387 for block_per_row); block_per_row where neither runs.
 ForwardRung forward_rung(std::int64_t features, bool vector_aligned, int compute_capability) {
-  const bool cluster_runs = norms_variants::cluster_limits(features, vector_aligned, compute_capability).empty();
-  if (cluster_runs && features > 8192) return ForwardRung::cluster;
   if (norms_variants::vector_registers_limits(features, vector_aligned).empty()) return ForwardRung::vector_registers;
-  return cluster_runs ? ForwardRung::cluster : ForwardRung::block_per_row;
+  if (norms_variants::cluster_limits(features, vector_aligned, compute_capability).empty()) return ForwardRung::cluster;
+  return ForwardRung::block_per_row;
 }
 
 template <typename T>
@@ -76,8 +73,8 @@ void forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
   }
 }
 
-// Chosen by reasoning, not yet measured: the fused rung (one read of x and dy) wherever it runs,
-// up to 16384 features; wider rows take the unfused kernels.
+// The fused rung (one read of x and dy) wherever it runs, up to 16384 features: 2549-2900 GB/s in
+// the bench at 7eeb1e5 against 832-1677 for the unfused kernels; wider rows take the unfused ones.
 // `caller` is the caller's scratch, or null for the stream-ordered allocator.
 template <typename T>
 void backward(NormBackwardArgs<T> a, void* caller, std::size_t caller_bytes, cudaStream_t stream) {
