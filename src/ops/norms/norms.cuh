@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include <cuda_pipeline_primitives.h>
 #include <cuda_runtime.h>
 
 #include "core/vector.cuh"
@@ -67,6 +68,34 @@ struct RowSlice {
   }
   __device__ __forceinline__ bool has(int k) const { return k < present; }
 
+  // Copies this thread's vectors of `row` into its own slots of `staged` (vector k at
+  // k * kStride + threadIdx.x) with cp.async, committed as one group; 16-byte vectors only.
+  template <typename T>
+  __device__ __forceinline__ void stage(const T* row, uint4* staged) const {
+    static_assert(kVec * sizeof(T) == 16, "cp.async copies 16-byte vectors");
+    const T* source = row + offset(0);
+    // Opaque to the compiler, so it adds each vector's constant offset to this base instead of
+    // keeping every loop-invariant address in a register pair (which spilled at 32 values a thread).
+    asm("" : "+l"(source));
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k)
+      if (has(k)) __pipeline_memcpy_async(&staged[k * kStride + threadIdx.x], source + k * kStride * kVec, 16);
+    __pipeline_commit();
+  }
+  // The slice from the slots stage() filled, once its copies are complete (cp.async's wait makes a
+  // thread's own copies visible to it: no block barrier).
+  template <typename T>
+  __device__ __forceinline__ void load_staged(const uint4* staged) {
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) {
+      if (has(k)) {
+        load_floats<kVec>(reinterpret_cast<const T*>(&staged[k * kStride + threadIdx.x]), &value[k * kVec]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) value[k * kVec + i] = 0.0f;
+      }
+    }
+  }
   // All loads are issued before any is used: kVectors 16-byte requests in flight per thread.
   template <typename T>
   __device__ __forceinline__ void load(const T* row) {

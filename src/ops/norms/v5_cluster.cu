@@ -1,24 +1,28 @@
 // Rung 5 (Hopper, sm_90): one row split over a thread-block cluster of up to 8 CTAs, for
 // LayerNorm and RMSNorm. Each CTA holds a contiguous share of the row in registers (rung 4's
-// slices, 16-byte loads), sums its share with a block sum, and publishes the result in its own
-// shared memory; after a cluster barrier every warp reads the CTAs' partials through distributed
-// shared memory (cluster.map_shared_rank, one lane per CTA) and adds them with the same
-// butterfly, so every thread of every CTA gets the same bits. LayerNorm takes two such rounds
-// (shifted mean, then squared deviations), RMSNorm one. Fixes, relative to vector_registers: a
-// row wider than one block's registers (32768 features) is still read once, and a wide row is
-// spread over up to 8 SMs instead of one, so a few hundred rows of 65536-262144 features fill the
-// GPU with blocks small enough to share an SM. Cluster sizes: ceil(features / 8192) CTAs, at most
-// 8, each holding up to 8192 values (512 threads x 16), 16384 (512 x 32) or 32768 (1024 x 32);
-// element loads (rows not on 16-byte boundaries) stop at 16 values a thread. Costs: a cluster
-// barrier per sum (every CTA of the row waits for the slowest, ~1 us) and one more before a CTA
-// exits (a peer may still be reading its partials); the cluster's CTAs must be co-scheduled on
-// one GPC; 1024-thread CTAs at 32 values a thread hold an SM alone.
+// slices, 16-byte loads), sums its share with a block sum, and sends the result to every CTA of
+// the cluster through distributed shared memory (st.async completing bytes on the receiver's
+// mbarrier, core/cluster.cuh); every CTA adds the partials in rank order, so all get the same bits.
+// LayerNorm takes two such exchanges per row (shifted mean, then squared deviations), RMSNorm one.
+// The clusters are persistent (as many as fit at once, each striding over rows), and on rows that
+// start on 16-byte boundaries each CTA copies its share of the next row into shared memory with
+// cp.async while it reduces and writes this one. Fixes, relative to vector_registers: a row wider
+// than one block's registers (32768 features) is still read once, and a wide row is spread over
+// up to 8 SMs, with CTAs small enough to share an SM. Relative to this rung's first form (a
+// cluster per row, a cluster barrier per sum: 1361-2537 GB/s at 65536-262144 features at
+// 7eeb1e5), no barrier.cluster per sum, whose arrive.release waits for the previous row's stores
+// to drain, and the next row's loads overlap this row's sums. Cluster sizes: ceil(features /
+// 8192) CTAs, at most 8, each holding up to 8192 values (512 threads x 16), 16384 (512 x 32) or
+// 32768 (1024 x 32); element loads (rows not on 16-byte boundaries) stop at 16 values a thread and
+// are not prefetched. Costs: the cluster's CTAs must be co-scheduled on one GPC; the staging
+// (16-128 KiB a CTA) and 1024-thread CTAs at 32 values a thread hold an SM alone.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include <cooperative_groups.h>
 
+#include "core/cluster.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
@@ -29,21 +33,11 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-// A cluster barrier whose arrive releases this thread's shared-memory writes to the cluster and
-// whose wait acquires the peers': the partials exchange. (cg::cluster_group::sync() is this
-// barrier too.)
-__device__ __forceinline__ void cluster_sync_release_acquire() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+// The shared memory a CTA stages the next row's share in: one 16-byte slot per vector it holds.
+template <int kThreads, int kItems, int kVec>
+constexpr std::size_t staging_bytes() {
+  return kVec > 1 ? static_cast<std::size_t>(kThreads) * (kItems / kVec) * sizeof(uint4) : 0;
 }
-
-// A cluster barrier that orders no memory: the exit barrier, which only keeps a CTA's shared
-// memory alive until every peer is past its last read of it (each read's value was used before
-// the peer arrived). Relaxed, the arrive does not wait for this CTA's y stores to drain first.
-__device__ __forceinline__ void cluster_sync_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-}
-#endif
 
 template <typename T, int kThreads, int kItems, int kVec>
 __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
@@ -51,34 +45,50 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // clusters need sm_90; the launcher refuses older GPUs
 #else
+  constexpr bool kPrefetch = kVec > 1;
+  extern __shared__ uint4 staged[];  // this CTA's share of the next row (aligned rows)
   __shared__ float scratch[kThreads / kWarpSize + 1];
-  // This CTA's partial of the current sum, one slot per round: a CTA writes round r + 1's slot
-  // while its peers may still read round r's, and a slot is reused only after the next round's
-  // barrier, by which time every peer has read it.
-  __shared__ float partials[2];
+  // One sum per CTA and exchange; group_sum's barriers stand between one exchange's reads and the
+  // next one's send, as the inbox requires.
+  __shared__ ClusterInbox<float, kMaxClusterSize> inbox;
   const cg::cluster_group cluster = cg::this_cluster();
   const int size = static_cast<int>(cluster.num_blocks());
   const int rank = static_cast<int>(cluster.block_rank());
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int vectors = static_cast<int>(a.features / kVec);
   const int first = rank * share_vectors;
   const int end = std::min(vectors, first + share_vectors);
   const float inverse_count = 1.0f / static_cast<float>(a.features);
   const std::int64_t clusters = gridDim.x / size;
-  int round = 0;
+  if (threadIdx.x == 0) inbox.init();
+  cluster.sync();  // every CTA's barriers exist before anyone sends to them
+  int exchanges = 0;
   const auto reduce = [&](float v) {
-    v = block_sum<kThreads>(v, scratch);
-    if (threadIdx.x == 0) partials[round] = v;
-    cluster_sync_release_acquire();
-    const float peer = lane < size ? *cluster.map_shared_rank(&partials[round], lane) : 0.0f;
-    round ^= 1;
-    return warp_sum(peer);
+    const float* partials = inbox.exchange(cluster, exchanges++, group_sum<kThreads>(v, scratch));
+    float total = 0.0f;
+    for (int r = 0; r < size; ++r) total += partials[r];
+    return total;
   };
-  for (std::int64_t row = blockIdx.x / size; row < a.rows; row += clusters) {
-    const T* x = a.x + row * a.features;
-    RowSlice<kItems, kVec, kThreads> slice(first + static_cast<int>(threadIdx.x), end);
-    slice.load(x);
-    const float pivot = a.norm == Norm::layer ? to_float(x[0]) : 0.0f;
+  using Slice = RowSlice<kItems, kVec, kThreads>;
+  std::int64_t row = blockIdx.x / size;
+  // LayerNorm's shift, the row's first element: loaded a row ahead, like the staged share.
+  float next_pivot = 0.0f;
+  if (row < a.rows) {
+    if (a.norm == Norm::layer) next_pivot = to_float(a.x[row * a.features]);
+    if constexpr (kPrefetch) Slice(first + static_cast<int>(threadIdx.x), end).stage(a.x + row * a.features, staged);
+  }
+  for (; row < a.rows; row += clusters) {
+    Slice slice(first + static_cast<int>(threadIdx.x), end);
+    const float pivot = next_pivot;
+    const std::int64_t next = row + clusters;
+    if constexpr (kPrefetch) {
+      __pipeline_wait_prior(0);
+      slice.template load_staged<T>(staged);
+      // The staged values are in registers: the slots take the next row's copies.
+      if (next < a.rows) slice.stage(a.x + next * a.features, staged);
+    } else {
+      slice.load(a.x + row * a.features);
+    }
+    if (a.norm == Norm::layer && next < a.rows) next_pivot = to_float(a.x[next * a.features]);
     const RowStatistics statistics = row_statistics(a.norm, slice, pivot, inverse_count, a.eps, reduce);
     write_normalized(a.norm, slice, statistics, a.gamma, a.beta, a.y + row * a.features);
     if (rank == 0 && threadIdx.x == 0) {
@@ -86,26 +96,28 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
       if (a.rstd != nullptr) a.rstd[row] = statistics.rstd;
     }
   }
-  cluster_sync_relaxed();  // no CTA exits while a peer may still read its partials
+  cluster.sync();  // no CTA leaves while a peer's last send may still target it
 #endif
 }
 
 template <typename T, int kThreads, int kItems, int kVec>
 void launch(const NormForwardArgs<T>& a, int size, int share_vectors, cudaStream_t stream) {
   auto* kernel = norm_cluster_kernel<T, kThreads, kItems, kVec>;
-  // One cluster per row, up to a grid of 2^30 CTAs; the kernel loops when there are more rows.
-  const std::int64_t clusters = std::min<std::int64_t>(a.rows, (std::int64_t{1} << 30) / size);
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeClusterDimension;
   attribute.val.clusterDim.x = static_cast<unsigned>(size);
   attribute.val.clusterDim.y = 1;
   attribute.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(clusters * size));
+  config.gridDim = dim3(static_cast<unsigned>(size));
   config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = staging_bytes<kThreads, kItems, kVec>();
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
+  // Persistent: as many clusters as fit at once, each striding over the rows.
+  const int resident = resident_clusters(reinterpret_cast<const void*>(kernel), config, size, "norms cluster");
+  config.gridDim = dim3(static_cast<unsigned>(std::min<std::int64_t>(a.rows, resident) * size));
   CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, share_vectors));
 }
 

@@ -19,14 +19,12 @@
 // another SM's shared memory per row, hidden only by the prefetch.
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include <cooperative_groups.h>
 #include <cuda_pipeline_primitives.h>
-#include <cuda/ptx>
 
+#include "core/cluster.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "ops/softmax/softmax.cuh"
@@ -49,12 +47,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kPack = kVector16<T>;
   extern __shared__ uint4 staged[];  // kVectors * kThreads vectors: this CTA's slice of the next row
-  // By row parity: CTA r's (max, sum) of the row lands in inbox[parity][r], and delivered[parity]
-  // completes when all of them have (a CTA sends row i + 2 only after it received this CTA's row
-  // i + 1, which this CTA sends after reading its inbox of row i, so a slot is never overwritten
-  // while it is read).
-  __shared__ RowStats inbox[2][kMaxClusterSize];
-  __shared__ std::uint64_t delivered[2];
+  // Each row's (max, sum) pairs, one per CTA (core/cluster.cuh); the block reductions between one
+  // row's reads of them and the next row's send are the barrier the inbox asks for.
+  __shared__ ClusterInbox<RowStats, kMaxClusterSize> inbox;
   __shared__ float scratch[kWarpSize];
   const BlockReduce reduce{scratch};
   const cg::cluster_group cluster = cg::this_cluster();
@@ -66,11 +61,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // This thread's first element in a row; vector i is a constant offset further.
   const std::int64_t thread_offset = static_cast<std::int64_t>(first_vector) * kPack;
 
-  if (threadIdx.x == 0) {
-    cuda::ptx::mbarrier_init(&delivered[0], 1);
-    cuda::ptx::mbarrier_init(&delivered[1], 1);
-    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-  }
+  if (threadIdx.x == 0) inbox.init();
   cluster.sync();  // every CTA's barriers exist before anyone sends to them
 
   // Each thread copies and later reads only its own staging slots: cp.async's wait makes its own
@@ -91,7 +82,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::int64_t row = blockIdx.x / ranks;
   if (row < rows) prefetch(row);
   for (int iteration = 0; row < rows; row += row_stride, ++iteration) {
-    const int parity = iteration & 1;
     __pipeline_wait_prior(0);
     float v[kVectors * kPack];
 #pragma unroll
@@ -118,24 +108,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       local_sum += v[i];
     }
     local_sum = reduce.sum(local_sum);
-    // Thread r sends this CTA's pair to CTA r with st.async, which completes bytes on CTA r's
-    // barrier: no cluster barrier per row, whose release would be a GPU-wide fence waiting for
-    // this thread's outstanding stores and copies.
-    if (static_cast<int>(threadIdx.x) < ranks) {
-      const float pair[2] = {local_max, local_sum};
-      cuda::ptx::st_async(cluster.map_shared_rank(&inbox[parity][rank].max, threadIdx.x), pair,
-                          cluster.map_shared_rank(&delivered[parity], threadIdx.x));
-    }
-    if (threadIdx.x == 0)
-      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                           &delivered[parity], static_cast<std::uint32_t>(ranks * sizeof(RowStats)));
-    const std::uint32_t phase = (iteration >> 1) & 1;
-    while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, &delivered[parity],
-                                                phase)) {
-    }
+    const RowStats* pairs = inbox.exchange(cluster, iteration, RowStats{local_max, local_sum});
     // Every CTA merges the pairs in rank order, so all of them scale by the same bits.
     RowStats total{-INFINITY, 0.0f};
-    for (int r = 0; r < ranks; ++r) total = merge(total, inbox[parity][r]);
+    for (int r = 0; r < ranks; ++r) total = merge(total, pairs[r]);
     const float scale = exp_shifted(shift, total.max) * __frcp_rn(total.sum);
     T* destination = y + (row * features + thread_offset);
 #pragma unroll
@@ -169,33 +145,6 @@ ClusterShape cluster_shape(std::int64_t features, int vector_elements) {
   return {ctas, next_power_of_two(ceil_div<std::int64_t>(vectors, static_cast<std::int64_t>(ctas) * kThreads))};
 }
 
-// How many clusters of `ctas` CTAs of `kernel` fit on the current device at once (its attribute
-// for the dynamic shared memory set on the way), asked of the runtime once per device, kernel and
-// cluster size: the occupancy query costs host time a timed launch would otherwise include.
-int resident_clusters(const void* kernel, const cudaLaunchConfig_t& config, int ctas) {
-  struct Entry {
-    int device;
-    const void* kernel;
-    int ctas;
-    int clusters;
-  };
-  static std::mutex mutex;
-  static std::vector<Entry> known;
-  int device = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry& e : known)
-    if (e.device == device && e.kernel == kernel && e.ctas == ctas) return e.clusters;
-  CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(config.dynamicSmemBytes)));
-  int clusters = 0;
-  CUDALAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-  CUDALAB_REQUIRE(clusters > 0, "softmax cluster: no cluster of " + std::to_string(ctas) + " CTAs of " +
-                                    std::to_string(kThreads) + " threads fits on this GPU");
-  known.push_back({device, kernel, ctas, clusters});
-  return clusters;
-}
-
 template <typename T, int kVectors>
 void launch(const SoftmaxArgs<T>& args, int ctas, cudaStream_t stream) {
   auto* kernel = softmax_cluster_kernel<T, kVectors>;
@@ -211,7 +160,7 @@ void launch(const SoftmaxArgs<T>& args, int ctas, cudaStream_t stream) {
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  const int resident = resident_clusters(reinterpret_cast<const void*>(kernel), config, ctas);
+  const int resident = resident_clusters(reinterpret_cast<const void*>(kernel), config, ctas, "softmax cluster");
   config.gridDim = dim3(static_cast<unsigned>(std::min<std::int64_t>(args.rows, resident) * ctas));
   CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args.x, args.y, args.rows, static_cast<int>(args.features)));
 }
