@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <cooperative_groups.h>
-#include <cuda/ptx>
 #include <cuda_runtime.h>
+#include <cuda/ptx>
 
 #include "cudalab/error.hpp"
 
@@ -54,7 +54,8 @@ inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& confi
 // Exchanges alternate between two slots. A CTA sends exchange e + 2 only after it has received
 // every peer's exchange e + 1, which each peer sends only after a block barrier that follows all
 // its threads' reads of exchange e: a slot is never overwritten while it is read, as long as a
-// block barrier separates each exchange's reads from the next exchange's send.
+// block barrier separates each exchange's reads from the next exchange's send. Clusters of two
+// CTAs or more: memcheck reports st.async in a one-CTA cluster as an invalid shared write.
 template <typename Value, int kMaxRanks>
 struct ClusterInbox {
   static_assert(sizeof(Value) == 4 || sizeof(Value) == 8, "st.async sends 4 or 8 bytes here");

@@ -1,21 +1,22 @@
 // Rung 5 (Hopper, sm_90): one row split over a thread-block cluster of up to 8 CTAs, for
 // LayerNorm and RMSNorm. Each CTA holds a contiguous share of the row in registers (rung 4's
-// slices, 16-byte loads), sums its share with a block sum, and sends the result to every CTA of
-// the cluster through distributed shared memory (st.async completing bytes on the receiver's
-// mbarrier, core/cluster.cuh); every CTA adds the partials in rank order, so all get the same bits.
-// LayerNorm takes two such exchanges per row (shifted mean, then squared deviations), RMSNorm one.
-// The clusters are persistent (as many as fit at once, each striding over rows), and on rows that
-// start on 16-byte boundaries each CTA copies its share of the next row into shared memory with
-// cp.async while it reduces and writes this one. Fixes, relative to vector_registers: a row wider
-// than one block's registers (32768 features) is still read once, and a wide row is spread over
-// up to 8 SMs, with CTAs small enough to share an SM. Relative to this rung's first form (a
-// cluster per row, a cluster barrier per sum: 1361-2537 GB/s at 65536-262144 features at
-// 7eeb1e5), no barrier.cluster per sum, whose arrive.release waits for the previous row's stores
-// to drain, and the next row's loads overlap this row's sums. Cluster sizes: ceil(features /
-// 8192) CTAs, at most 8, each holding up to 8192 values (512 threads x 16), 16384 (512 x 32) or
-// 32768 (1024 x 32); element loads (rows not on 16-byte boundaries) stop at 16 values a thread and
-// are not prefetched. Costs: the cluster's CTAs must be co-scheduled on one GPC; the staging
-// (16-128 KiB a CTA) and 1024-thread CTAs at 32 values a thread hold an SM alone.
+// slices, 16-byte loads) and sends one pair per row to every CTA of the cluster through
+// distributed shared memory (st.async completing bytes on the receiver's mbarrier,
+// core/cluster.cuh): RMSNorm's sum of squares of its share; LayerNorm's mean of its share (shifted
+// by the row's first element) and the squared deviations from it, which every CTA merges with
+// Chan's pairwise formula in rank order, so all get the same bits and no sum cancels. The clusters
+// are persistent (as many as fit at once, each striding over rows), and on rows that start on
+// 16-byte boundaries each CTA copies its share of the next row into shared memory with cp.async
+// while it reduces and writes this one. Fixes, relative to vector_registers: a row wider than one
+// block's registers (32768 features) is still read once, and a wide row is spread over up to 8
+// SMs. Relative to this rung's first form (a cluster per row, a cluster barrier per sum, two sums
+// per LayerNorm row: 1361-2537 GB/s at 65536-262144 features at 7eeb1e5): one exchange per row
+// and no barrier.cluster per row, whose arrive.release waited for the previous row's stores to
+// drain; the next row's loads overlap this row's sums. Sizes: 32 KiB of the row a CTA (8192 fp32
+// or 16384 bf16/fp16 values: 512 threads x 16 or 32), at most 8 CTAs (then up to 1024 threads x
+// 32); element loads (rows not on 16-byte boundaries) take 8192 values a CTA, at most 16 a
+// thread, and are not prefetched. Costs: the cluster's CTAs must be co-scheduled on one GPC; the
+// staging (32-128 KiB a CTA) and 1024-thread CTAs hold an SM alone.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -33,6 +34,14 @@ namespace {
 
 namespace cg = cooperative_groups;
 
+// What a CTA sends per row: RMSNorm's sum of squares of its share (m2 unused), or LayerNorm's mean
+// of its share's shifted values d = x - pivot and their squared deviations from that mean, which
+// Chan's formula merges without cancellation: one exchange per row for either norm.
+struct alignas(8) Moments {
+  float mean;
+  float m2;
+};
+
 // The shared memory a CTA stages the next row's share in: one 16-byte slot per vector it holds.
 template <int kThreads, int kItems, int kVec>
 constexpr std::size_t staging_bytes() {
@@ -48,9 +57,9 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   constexpr bool kPrefetch = kVec > 1;
   extern __shared__ uint4 staged[];  // this CTA's share of the next row (aligned rows)
   __shared__ float scratch[kThreads / kWarpSize + 1];
-  // One sum per CTA and exchange; group_sum's barriers stand between one exchange's reads and the
-  // next one's send, as the inbox requires.
-  __shared__ ClusterInbox<float, kMaxClusterSize> inbox;
+  // One Moments per CTA and row; group_sum's barriers stand between one row's reads and the next
+  // row's send, as the inbox requires.
+  __shared__ ClusterInbox<Moments, kMaxClusterSize> inbox;
   const cg::cluster_group cluster = cg::this_cluster();
   const int size = static_cast<int>(cluster.num_blocks());
   const int rank = static_cast<int>(cluster.block_rank());
@@ -61,12 +70,15 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   const std::int64_t clusters = gridDim.x / size;
   if (threadIdx.x == 0) inbox.init();
   cluster.sync();  // every CTA's barriers exist before anyone sends to them
+  // Every CTA's Moments, indexed by rank (null for a one-CTA cluster, which has no peer to send to:
+  // st.async needs one, and its own Moments are all there is).
   int exchanges = 0;
-  const auto reduce = [&](float v) {
-    const float* partials = inbox.exchange(cluster, exchanges++, group_sum<kThreads>(v, scratch));
-    float total = 0.0f;
-    for (int r = 0; r < size; ++r) total += partials[r];
-    return total;
+  const auto gather = [&](Moments mine) -> const Moments* {
+    return size == 1 ? nullptr : inbox.exchange(cluster, exchanges++, mine);
+  };
+  // Elements in CTA r's share of a row.
+  const auto share_count = [&](int r) {
+    return static_cast<float>(std::max(0, std::min(vectors, (r + 1) * share_vectors) - r * share_vectors) * kVec);
   };
   using Slice = RowSlice<kItems, kVec, kThreads>;
   std::int64_t row = blockIdx.x / size;
@@ -89,7 +101,56 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
       slice.load(a.x + row * a.features);
     }
     if (a.norm == Norm::layer && next < a.rows) next_pivot = to_float(a.x[next * a.features]);
-    const RowStatistics statistics = row_statistics(a.norm, slice, pivot, inverse_count, a.eps, reduce);
+    RowStatistics statistics;
+    if (a.norm == Norm::rms) {
+      float squares = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) squares = fmaf(slice.value[i], slice.value[i], squares);  // absent: zeros
+      const Moments mine{group_sum<kThreads>(squares, scratch), 0.0f};
+      const Moments* parts = gather(mine);
+      float total = 0.0f;
+      for (int r = 0; r < size; ++r) total += (parts != nullptr ? parts[r] : mine).mean;
+      statistics = {0.0f, rsqrtf(total * inverse_count + a.eps)};
+    } else {
+      float sum = 0.0f;
+#pragma unroll
+      for (int k = 0; k < Slice::kVectors; ++k) {
+        if (!slice.has(k)) continue;
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) {
+          slice.value[k * kVec + i] -= pivot;
+          sum += slice.value[k * kVec + i];
+        }
+      }
+      const float count = share_count(rank);
+      const float share_sum = group_sum<kThreads>(sum, scratch);
+      const float local_mean = count > 0.0f ? share_sum / count : 0.0f;
+      float squares = 0.0f;
+#pragma unroll
+      for (int k = 0; k < Slice::kVectors; ++k) {
+        if (!slice.has(k)) continue;
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) {
+          const float deviation = slice.value[k * kVec + i] - local_mean;
+          squares = fmaf(deviation, deviation, squares);
+        }
+      }
+      const Moments mine{local_mean, group_sum<kThreads>(squares, scratch)};
+      const Moments* parts = gather(mine);
+      // Chan et al.'s pairwise update, in rank order: every CTA gets the same bits.
+      float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+      for (int r = 0; r < size; ++r) {
+        const float nb = share_count(r);
+        if (nb == 0.0f) continue;
+        const Moments part = parts != nullptr ? parts[r] : mine;
+        const float delta = part.mean - mean;
+        const float total = n + nb;
+        mean = fmaf(delta, nb / total, mean);
+        m2 += part.m2 + delta * delta * (n * nb / total);
+        n = total;
+      }
+      statistics = {mean, rsqrtf(m2 * inverse_count + a.eps)};
+    }
     write_normalized(a.norm, slice, statistics, a.gamma, a.beta, a.y + row * a.features);
     if (rank == 0 && threadIdx.x == 0) {
       if (a.norm == Norm::layer && a.mean != nullptr) a.mean[row] = pivot + statistics.mean_d;
@@ -125,7 +186,11 @@ void launch(const NormForwardArgs<T>& a, int size, int share_vectors, cudaStream
 template <typename T, int kVec>
 void launch_for_width(const NormForwardArgs<T>& a, cudaStream_t stream) {
   const std::int64_t vectors = a.features / kVec;
-  const int size = static_cast<int>(std::min<std::int64_t>(kMaxClusterSize, ceil_div<std::int64_t>(a.features, 8192)));
+  // 32 KiB of the row a CTA on aligned rows (8192 fp32 or 16384 bf16/fp16 values: what the
+  // softmax cluster rung found an SM needs in flight), 8192 values with element loads.
+  constexpr std::int64_t kShareTarget = kVec > 1 ? 32768 / sizeof(T) : 8192;
+  const int size =
+      static_cast<int>(std::min<std::int64_t>(kMaxClusterSize, ceil_div<std::int64_t>(a.features, kShareTarget)));
   const int share = static_cast<int>(ceil_div<std::int64_t>(vectors, size));
   const std::int64_t share_elements = std::int64_t{share} * kVec;
   if (share_elements <= 8192) return launch<T, 512, 16, kVec>(a, size, share, stream);
