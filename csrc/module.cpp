@@ -1,0 +1,50 @@
+// The `cudalab` operator namespace: every op's schema, the CPU registration that refuses CPU
+// tensors, and the Python module stub whose import runs these registrations. The CUDA kernels of
+// each family register in their own file (fused.cpp).
+#include <Python.h>
+
+#include <string>
+
+#include <torch/library.h>
+
+namespace {
+
+// Functional schemas (new outputs, nothing mutated): what functionalization and torch.compile
+// handle without aliasing annotations. float is a C++ double, int an int64_t.
+constexpr const char* kSchemas[] = {
+    "bias_act(Tensor x, Tensor bias, int activation) -> Tensor",
+    "bias_act_backward(Tensor x, Tensor bias, Tensor dy, int activation) -> (Tensor, Tensor)",
+    "layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)",
+    "layer_norm_backward(Tensor x, Tensor dy, Tensor weight, Tensor mean, Tensor rstd) -> (Tensor, Tensor, Tensor)",
+    "rms_norm(Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)",
+    "rms_norm_backward(Tensor x, Tensor dy, Tensor weight, Tensor rstd) -> (Tensor, Tensor)",
+    "softmax(Tensor x) -> Tensor",
+    "softmax_backward(Tensor y, Tensor dy) -> Tensor",
+};
+
+std::string op_name(const std::string& schema) { return schema.substr(0, schema.find('(')); }
+
+// One boxed kernel for every op's CPU key: the name comes from the op's schema ("cudalab::softmax").
+void cpu_tensors_refused(const c10::OperatorHandle& op, torch::jit::Stack*) {
+  std::string name = op.schema().name();
+  name.replace(name.find("::"), 2, ".");
+  TORCH_CHECK(false, name, ": CUDA tensors only, got cpu");
+}
+
+}  // namespace
+
+TORCH_LIBRARY(cudalab, m) {
+  for (const char* schema : kSchemas) m.def(schema);
+}
+
+TORCH_LIBRARY_IMPL(cudalab, CPU, m) {
+  for (const char* schema : kSchemas)
+    m.impl(op_name(schema).c_str(), torch::CppFunction::makeFromBoxedFunction<&cpu_tensors_refused>());
+}
+
+// Importing cudalab._C loads this shared object, which runs the registrations above. Limited API
+// (abi3): one wheel for every CPython from 3.10.
+extern "C" PyObject* PyInit__C(void) {
+  static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  return PyModule_Create(&module);
+}
