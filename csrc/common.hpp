@@ -52,6 +52,13 @@ inline void check_vector(const char* op, const char* name, const at::Tensor& t, 
                     " must have shape [features] = [", features, "], got ", t.sizes());
 }
 
+// A gradient (or other companion) `name` of the same shape as `like_name`.
+inline void check_same_shape(const char* op, const char* name, const at::Tensor& t, const char* like_name,
+                             const at::Tensor& like) {
+  TORCH_CHECK_VALUE(t.sizes() == like.sizes(), "cudalab.", op, ": ", name, " must have ", like_name, "'s shape ",
+                    like.sizes(), ", got ", t.sizes());
+}
+
 // [rows, features] of a tensor whose last dimension holds the features.
 inline std::pair<std::int64_t, std::int64_t> rows_and_features(const char* op, const at::Tensor& x) {
   TORCH_CHECK_VALUE(x.dim() >= 1, "cudalab.", op, ": x must have at least one dimension, got a scalar");

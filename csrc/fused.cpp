@@ -56,8 +56,7 @@ std::tuple<at::Tensor, at::Tensor> bias_act_backward(const at::Tensor& x, const 
   check_tensor(op, "dy", dy, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
   check_vector(op, "bias", bias, features);
-  TORCH_CHECK_VALUE(dy.sizes() == x.sizes(), "cudalab.", op, ": dy must have x's shape ", x.sizes(), ", got ",
-                    dy.sizes());
+  check_same_shape(op, "dy", dy, "x", x);
   const Activation act = activation_of(op, activation);
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor dx = at::empty_like(x);
@@ -106,8 +105,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(const at::Ten
   check_tensor(op, "dy", dy, x.device(), x.scalar_type());
   check_tensor(op, "weight", weight, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
-  TORCH_CHECK_VALUE(dy.sizes() == x.sizes(), "cudalab.", op, ": dy must have x's shape ", x.sizes(), ", got ",
-                    dy.sizes());
+  check_same_shape(op, "dy", dy, "x", x);
   check_vector(op, "weight", weight, features);
   check_statistics(op, "mean", mean, x.device(), rows);
   check_statistics(op, "rstd", rstd, x.device(), rows);
@@ -155,8 +153,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const 
   check_tensor(op, "dy", dy, x.device(), x.scalar_type());
   check_tensor(op, "weight", weight, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
-  TORCH_CHECK_VALUE(dy.sizes() == x.sizes(), "cudalab.", op, ": dy must have x's shape ", x.sizes(), ", got ",
-                    dy.sizes());
+  check_same_shape(op, "dy", dy, "x", x);
   check_vector(op, "weight", weight, features);
   check_statistics(op, "rstd", rstd, x.device(), rows);
   const c10::cuda::CUDAGuard guard(x.device());
@@ -192,8 +189,7 @@ at::Tensor softmax_backward(const at::Tensor& y, const at::Tensor& dy) {
   constexpr const char* op = "softmax_backward";
   check_tensor(op, "y", y, y.device());
   check_tensor(op, "dy", dy, y.device(), y.scalar_type());
-  TORCH_CHECK_VALUE(dy.sizes() == y.sizes(), "cudalab.", op, ": dy must have y's shape ", y.sizes(), ", got ",
-                    dy.sizes());
+  check_same_shape(op, "dy", dy, "y", y);
   const auto [rows, features] = rows_and_features(op, y);
   const c10::cuda::CUDAGuard guard(y.device());
   at::Tensor dx = at::empty_like(y);
