@@ -1,6 +1,6 @@
 // The `cudalab` operator namespace: every op's schema, the CPU registration that refuses CPU
 // tensors, and the Python module stub whose import runs these registrations. The CUDA kernels of
-// each family register in their own file (fused.cpp).
+// each family register in their own file (fused.cpp, gemm.cpp).
 #include <Python.h>
 
 #include <string>
@@ -20,6 +20,7 @@ constexpr const char* kSchemas[] = {
     "rms_norm_backward(Tensor x, Tensor dy, Tensor weight, Tensor rstd) -> (Tensor, Tensor)",
     "softmax(Tensor x) -> Tensor",
     "softmax_backward(Tensor y, Tensor dy) -> Tensor",
+    "gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., bool b_transposed=False) -> Tensor",
 };
 
 std::string op_name(const std::string& schema) { return schema.substr(0, schema.find('(')); }

@@ -39,6 +39,16 @@ def softmax(x: Tensor) -> Tensor:
     return torch.ops.cudalab.softmax(x)
 
 
+def gemm(
+    a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta: float = 0.0, b_transposed: bool = False
+) -> Tensor:
+    """``alpha * a @ op(b) + beta * c`` for matrices ``a`` [m, k] or batches [batch, m, k]; ``op(b)``
+    is ``b`` ([k, n]) or, with ``b_transposed``, ``b.mT`` for ``b`` stored [n, k] (``nn.Linear``'s
+    weight; bfloat16 and float16 only). FP32 runs on CUDA cores (no TF32), 16-bit types on tensor
+    cores with FP32 accumulation."""
+    return torch.ops.cudalab.gemm(a, b, c, alpha, beta, b_transposed)
+
+
 # ---- fake kernels: outputs' shapes, dtypes and devices, for FakeTensor, torch.compile and export
 
 
@@ -84,6 +94,12 @@ def _(x):
 @torch.library.register_fake("cudalab::softmax_backward")
 def _(y, dy):
     return torch.empty_like(y)
+
+
+@torch.library.register_fake("cudalab::gemm")
+def _(a, b, c=None, alpha=1.0, beta=0.0, b_transposed=False):
+    n = b.shape[-2] if b_transposed else b.shape[-1]
+    return a.new_empty((*a.shape[:-1], n))
 
 
 # ---- autograd: each forward's gradient through its backward op
@@ -146,3 +162,34 @@ def _softmax_backward(ctx, dy):
 
 
 torch.library.register_autograd("cudalab::softmax", _softmax_backward, setup_context=_softmax_setup)
+
+
+def _gemm_setup(ctx, inputs, output):
+    a, b, c, alpha, beta, b_transposed = inputs
+    ctx.save_for_backward(a, b)
+    ctx.alpha, ctx.beta, ctx.b_transposed, ctx.has_c = alpha, beta, b_transposed, c is not None
+
+
+def _gemm_backward(ctx, dc):
+    # dA = alpha dC op(B)^T and dB = alpha A^T dC (or its transpose for B stored [n, k]), by cudalab's
+    # own gemm: the library has no transposed A, so A^T (and dC^T) are materialized.
+    a, b = ctx.saved_tensors
+    dc = dc.contiguous()
+    da = db = None
+    if ctx.needs_input_grad[0]:
+        if ctx.b_transposed:
+            da = torch.ops.cudalab.gemm(dc, b, None, ctx.alpha, 0.0, False)
+        elif dc.dtype == torch.float32:
+            da = torch.ops.cudalab.gemm(dc, b.mT.contiguous(), None, ctx.alpha, 0.0, False)
+        else:
+            da = torch.ops.cudalab.gemm(dc, b, None, ctx.alpha, 0.0, True)
+    if ctx.needs_input_grad[1]:
+        if ctx.b_transposed:
+            db = torch.ops.cudalab.gemm(dc.mT.contiguous(), a, None, ctx.alpha, 0.0, False)
+        else:
+            db = torch.ops.cudalab.gemm(a.mT.contiguous(), dc, None, ctx.alpha, 0.0, False)
+    dcin = dc * ctx.beta if ctx.has_c and ctx.needs_input_grad[2] else None
+    return da, db, dcin, None, None, None
+
+
+torch.library.register_autograd("cudalab::gemm", _gemm_backward, setup_context=_gemm_setup)

@@ -132,3 +132,32 @@ def test_compile_fullgraph_without_graph_breaks():
     torch.testing.assert_close(compiled(x), block(x))
     compiled(x).float().sum().backward()
     assert x.grad is not None and x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("b_transposed", [False, True])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (127, 129, 131), (3, 200, 264, 136), (1024, 1024, 1024)])
+def test_gemm_and_its_gradients_match_float64(dtype, b_transposed, shape):
+    if b_transposed and dtype == torch.float32:
+        pytest.skip("the fp32 kernels take b as [k, n] (b_transposed is refused, tested below)")
+    *batch, m, n, k = shape
+    torch.manual_seed(zlib.crc32(repr((dtype, b_transposed, shape)).encode()))
+    a = torch.randn(*batch, m, k, device="cuda").to(dtype).requires_grad_()
+    b = torch.randn(*batch, *((n, k) if b_transposed else (k, n)), device="cuda").to(dtype).requires_grad_()
+    c = torch.randn(*batch, m, n, device="cuda").to(dtype).requires_grad_()
+    out = ops.gemm(a, b, c, alpha=1.5, beta=-0.5, b_transposed=b_transposed)
+    op_b = b.double().mT if b_transposed else b.double()
+    ref = 1.5 * a.double() @ op_b - 0.5 * c.double()
+    assert out.shape == ref.shape and out.dtype == dtype
+    assert rel_l2(out, ref) <= REL_L2[dtype], f"rel L2 {rel_l2(out, ref):.3g}"
+    dout = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (a, b, c), dout)
+    refs = torch.autograd.grad(ref, (a, b, c), dout.double())
+    for g, r in zip(grads, refs):
+        assert rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
+
+
+def test_gemm_refuses_fp32_with_b_transposed():
+    a = torch.randn(4, 8, device="cuda")
+    with pytest.raises(TypeError, match="cudalab.gemm: b_transposed needs bfloat16 or float16"):
+        ops.gemm(a, torch.randn(6, 8, device="cuda"), b_transposed=True)

@@ -14,6 +14,8 @@ FORWARD = {
     "layer_norm": "cudalab::layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)",
     "rms_norm": "cudalab::rms_norm(Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)",
     "softmax": "cudalab::softmax(Tensor x) -> Tensor",
+    "gemm": "cudalab::gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., "
+    "bool b_transposed=False) -> Tensor",
 }
 BACKWARD = ["bias_act_backward", "layer_norm_backward", "rms_norm_backward", "softmax_backward"]
 
@@ -38,6 +40,9 @@ def arguments(name, device, dtype=torch.float32, shape=(3, 5, 16), requires_grad
         return (x, vector, 1e-6)
     if name == "softmax":
         return (x,)
+    if name == "gemm":  # x as a batch [..., m, k] of matrices, times [..., k, 8], plus beta * c
+        b = tensor(*shape[:-2], features, 8)
+        return (x, b, tensor(*shape[:-1], 8), 1.5, -0.5, False)
     dy = tensor(*shape, grad=False)
     statistics = torch.rand(shape[:-1], device=device, dtype=torch.float32) + 0.5
     if name == "bias_act_backward":
@@ -104,6 +109,15 @@ def test_export_traces_the_ops():
     graph = str(program.graph)
     for name in ("cudalab.layer_norm", "cudalab.bias_act", "cudalab.softmax"):
         assert name in graph
+
+
+@pytest.mark.parametrize("b_transposed", [False, True])
+def test_gemm_fake_shapes(b_transposed):
+    with FakeTensorMode():
+        a = torch.empty(4, 32, 64, dtype=torch.bfloat16, device="cuda")
+        b = torch.empty(4, *((48, 64) if b_transposed else (64, 48)), dtype=torch.bfloat16, device="cuda")
+        assert ops.gemm(a, b, b_transposed=b_transposed).shape == (4, 32, 48)
+        assert ops.gemm(a[0], b[0], b_transposed=b_transposed).shape == (32, 48)
 
 
 def test_bias_gelu_refuses_an_unknown_approximation():
