@@ -161,3 +161,16 @@ def test_gemm_refuses_fp32_with_b_transposed():
     a = torch.randn(4, 8, device="cuda")
     with pytest.raises(TypeError, match="cudalab.gemm: b_transposed needs bfloat16 or float16"):
         ops.gemm(a, torch.randn(6, 8, device="cuda"), b_transposed=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nn_modules_match_torch_nn(dtype):
+    import cudalab.nn
+
+    torch.manual_seed(5)
+    x = torch.randn(64, 1000, device="cuda", dtype=dtype)
+    for ours, theirs in [(cudalab.nn.LayerNorm(1000), torch.nn.LayerNorm(1000)), (cudalab.nn.RMSNorm(1000), torch.nn.RMSNorm(1000, eps=1e-6))]:
+        theirs.weight.data.uniform_(0.5, 1.5)
+        ours.load_state_dict(theirs.state_dict())
+        ours, theirs = ours.to("cuda", dtype), theirs.to("cuda", torch.float64)
+        assert rel_l2(ours(x), theirs(x.double())) <= REL_L2[dtype]

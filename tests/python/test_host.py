@@ -125,5 +125,27 @@ def test_bias_gelu_refuses_an_unknown_approximation():
         ops.bias_gelu(torch.empty(2, 4), torch.empty(4), approximate="sigmoid")
 
 
+@pytest.mark.parametrize("ours, theirs", [(cudalab.nn.LayerNorm, torch.nn.LayerNorm), (cudalab.nn.RMSNorm, torch.nn.RMSNorm)])
+def test_nn_modules_share_torch_state_dicts(ours, theirs):
+    mine, reference = ours(64), theirs(64)
+    assert mine.state_dict().keys() == reference.state_dict().keys()
+    reference.weight.data.uniform_()
+    mine.load_state_dict(reference.state_dict())
+    assert torch.equal(mine.weight, reference.weight)
+    with FakeTensorMode():
+        fake = ours(64, device="cuda", dtype=torch.bfloat16)
+        x = torch.empty(8, 64, device="cuda", dtype=torch.bfloat16)
+        assert fake(x).shape == x.shape
+
+
+def test_nn_modules_refuse_what_the_kernels_do_not_do():
+    with pytest.raises(ValueError, match="normalizes the last dimension only"):
+        cudalab.nn.LayerNorm((4, 64))
+    with pytest.raises(ValueError, match="needs elementwise_affine=True and bias=True"):
+        cudalab.nn.LayerNorm(64, bias=False)
+    with pytest.raises(ValueError, match="needs elementwise_affine=True"):
+        cudalab.nn.RMSNorm(64, elementwise_affine=False)
+
+
 def test_version():
     assert cudalab.__version__ == "0.1.0"

@@ -1,0 +1,42 @@
+"""Drop-in modules over cudalab's ops: the constructor arguments and state_dict keys of their
+torch.nn counterparts, so a model's weights load into either. They normalize over the last
+dimension with learnable affine parameters (what the kernels implement); other configurations are
+refused when the module is built."""
+
+import torch
+
+from . import ops
+
+
+def _last_dimension(name, normalized_shape):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) != 1:
+        raise ValueError(f"cudalab.nn.{name}: normalizes the last dimension only, got normalized_shape={shape}")
+    return shape
+
+
+class LayerNorm(torch.nn.LayerNorm):
+    """``torch.nn.LayerNorm`` over the last dimension, with weight and bias, by ``cudalab.ops.layer_norm``."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        shape = _last_dimension("LayerNorm", normalized_shape)
+        if not (elementwise_affine and bias):
+            raise ValueError("cudalab.nn.LayerNorm: needs elementwise_affine=True and bias=True (the kernel applies both)")
+        super().__init__(shape, eps, elementwise_affine, bias, device, dtype)
+
+    def forward(self, x):
+        return ops.layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(torch.nn.RMSNorm):
+    """``torch.nn.RMSNorm`` over the last dimension, with weight, by ``cudalab.ops.rms_norm``.
+    ``eps=None`` means 1e-6 here (torch's None means the dtype's machine epsilon)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        shape = _last_dimension("RMSNorm", normalized_shape)
+        if not elementwise_affine:
+            raise ValueError("cudalab.nn.RMSNorm: needs elementwise_affine=True (the kernel applies the weight)")
+        super().__init__(shape, 1e-6 if eps is None else eps, elementwise_affine, device, dtype)
+
+    def forward(self, x):
+        return ops.rms_norm(x, self.weight, self.eps)
