@@ -13,13 +13,13 @@
 namespace cudalab::torch_ops {
 namespace {
 
-at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c, double alpha,
-                double beta, bool b_transposed) {
+at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c, double alpha, double beta,
+                bool b_transposed) {
   constexpr const char* op = "gemm";
   check_tensor(op, "a", a, a.device());
   check_tensor(op, "b", b, a.device(), a.scalar_type());
-  TORCH_CHECK_VALUE(a.dim() == 2 || a.dim() == 3, "cudalab.gemm: a must be a matrix [m, k] or a batch [batch, m, k], got ",
-                    a.sizes());
+  TORCH_CHECK_VALUE(a.dim() == 2 || a.dim() == 3,
+                    "cudalab.gemm: a must be a matrix [m, k] or a batch [batch, m, k], got ", a.sizes());
   TORCH_CHECK_VALUE(b.dim() == a.dim(), "cudalab.gemm: b must have a's rank ", a.dim(), ", got ", b.sizes());
   const bool batched = a.dim() == 3;
   const std::int64_t batch = batched ? a.size(0) : 1;
