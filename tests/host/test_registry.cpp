@@ -5,6 +5,7 @@
 
 #include "cudalab/error.hpp"
 #include "harness/claims.hpp"
+#include "harness/cudnn_library.hpp"
 #include "harness/registry.hpp"
 #include "harness/workload.hpp"
 
@@ -224,3 +225,18 @@ TEST(MakeVariant, DispatchesOnTheProblemsDtype) {
 
 }  // namespace
 }  // namespace cudalab::harness
+
+// The cuDNN baselines' loader: either cuDNN 9 is there, or the reason says where it was sought
+// (the row is then skipped with it). Asked twice, it answers the same (loaded once per process).
+TEST(CudnnLibrary, LoadsOrSaysWhereItLooked) {
+  std::string missing;
+  void* library = cudalab::harness::cudnn_library(&missing);
+  if (library != nullptr) {
+    EXPECT_TRUE(missing.empty());
+  } else {
+    EXPECT_EQ(missing.rfind("cuDNN not found: tried libcudnn.so.9", 0), 0u) << missing;
+  }
+  std::string again;
+  EXPECT_EQ(cudalab::harness::cudnn_library(&again), library);
+  EXPECT_EQ(again, missing);
+}

@@ -1,7 +1,5 @@
 #include "ops/conv2d/cudnn_baseline.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -9,6 +7,7 @@
 #include <utility>
 
 #include "cudalab/error.hpp"
+#include "harness/cudnn_library.hpp"
 
 namespace cudalab::conv2d_variants {
 namespace {
@@ -61,46 +60,28 @@ struct Api {
   std::string missing;  // empty once loaded
 };
 
-template <typename Fn>
-bool bind(void* library, const char* name, Fn* slot) {
-  *slot = reinterpret_cast<Fn>(dlsym(library, name));
-  return *slot != nullptr;
-}
-
 Api load_api() {
   Api api;
-  std::string tried = "libcudnn.so.9";
-  // Kept loaded for the life of the process: cuDNN keeps its own threads and sub-libraries.
-  api.library = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-  if (api.library == nullptr) {
-    if (const char* directory = std::getenv("CUDALAB_CUDNN_DIR")) {
-      const std::string path = std::string(directory) + "/libcudnn.so.9";
-      tried += ", " + path;
-      api.library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    } else {
-      tried += " (set CUDALAB_CUDNN_DIR to the folder holding it to try there)";
-    }
-  }
-  if (api.library == nullptr) {
-    api.missing = "cuDNN not found: tried " + tried;
-    return api;
-  }
+  api.library = harness::cudnn_library(&api.missing);
+  if (api.library == nullptr) return api;
   void* l = api.library;
-  const bool bound = bind(l, "cudnnGetErrorString", &api.get_error_string) && bind(l, "cudnnCreate", &api.create) &&
-                     bind(l, "cudnnDestroy", &api.destroy) && bind(l, "cudnnSetStream", &api.set_stream) &&
-                     bind(l, "cudnnCreateTensorDescriptor", &api.create_tensor) &&
-                     bind(l, "cudnnSetTensor4dDescriptorEx", &api.set_tensor_4d_ex) &&
-                     bind(l, "cudnnDestroyTensorDescriptor", &api.destroy_tensor) &&
-                     bind(l, "cudnnCreateFilterDescriptor", &api.create_filter) &&
-                     bind(l, "cudnnSetFilter4dDescriptor", &api.set_filter_4d) &&
-                     bind(l, "cudnnDestroyFilterDescriptor", &api.destroy_filter) &&
-                     bind(l, "cudnnCreateConvolutionDescriptor", &api.create_convolution) &&
-                     bind(l, "cudnnSetConvolution2dDescriptor", &api.set_convolution_2d) &&
-                     bind(l, "cudnnSetConvolutionMathType", &api.set_math_type) &&
-                     bind(l, "cudnnDestroyConvolutionDescriptor", &api.destroy_convolution) &&
-                     bind(l, "cudnnFindConvolutionForwardAlgorithm", &api.find_forward) &&
-                     bind(l, "cudnnGetConvolutionForwardWorkspaceSize", &api.workspace_size) &&
-                     bind(l, "cudnnConvolutionForward", &api.forward);
+  const bool bound = harness::bind_cudnn(l, "cudnnGetErrorString", &api.get_error_string) &&
+                     harness::bind_cudnn(l, "cudnnCreate", &api.create) &&
+                     harness::bind_cudnn(l, "cudnnDestroy", &api.destroy) &&
+                     harness::bind_cudnn(l, "cudnnSetStream", &api.set_stream) &&
+                     harness::bind_cudnn(l, "cudnnCreateTensorDescriptor", &api.create_tensor) &&
+                     harness::bind_cudnn(l, "cudnnSetTensor4dDescriptorEx", &api.set_tensor_4d_ex) &&
+                     harness::bind_cudnn(l, "cudnnDestroyTensorDescriptor", &api.destroy_tensor) &&
+                     harness::bind_cudnn(l, "cudnnCreateFilterDescriptor", &api.create_filter) &&
+                     harness::bind_cudnn(l, "cudnnSetFilter4dDescriptor", &api.set_filter_4d) &&
+                     harness::bind_cudnn(l, "cudnnDestroyFilterDescriptor", &api.destroy_filter) &&
+                     harness::bind_cudnn(l, "cudnnCreateConvolutionDescriptor", &api.create_convolution) &&
+                     harness::bind_cudnn(l, "cudnnSetConvolution2dDescriptor", &api.set_convolution_2d) &&
+                     harness::bind_cudnn(l, "cudnnSetConvolutionMathType", &api.set_math_type) &&
+                     harness::bind_cudnn(l, "cudnnDestroyConvolutionDescriptor", &api.destroy_convolution) &&
+                     harness::bind_cudnn(l, "cudnnFindConvolutionForwardAlgorithm", &api.find_forward) &&
+                     harness::bind_cudnn(l, "cudnnGetConvolutionForwardWorkspaceSize", &api.workspace_size) &&
+                     harness::bind_cudnn(l, "cudnnConvolutionForward", &api.forward);
   if (!bound) {
     const char* why = dlerror();
     api.missing = "cuDNN found but lacks the legacy convolution API (cuDNN 9 expected): " + std::string(why ? why : "");

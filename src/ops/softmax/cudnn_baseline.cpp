@@ -1,7 +1,5 @@
 #include "ops/softmax/cudnn_baseline.hpp"
 
-#include <dlfcn.h>
-
 #include <climits>
 #include <cstdlib>
 #include <memory>
@@ -12,6 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "cudalab/error.hpp"
+#include "harness/cudnn_library.hpp"
 
 namespace cudalab::softmax_variants {
 namespace {
@@ -45,31 +44,17 @@ struct Api {
   std::string missing;  // empty once loaded
 };
 
-template <typename Fn>
-bool bind(void* library, const char* name, Fn* slot) {
-  *slot = reinterpret_cast<Fn>(dlsym(library, name));
-  return *slot != nullptr;
-}
-
 Api load_api() {
   Api api;
-  // Kept loaded for the life of the process, as cuDNN keeps threads and sub-libraries of its own.
-  void* library = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-  const char* directory = std::getenv("CUDALAB_CUDNN_DIR");
-  if (library == nullptr && directory != nullptr)
-    library = dlopen((std::string(directory) + "/libcudnn.so.9").c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    api.missing = std::string("cuDNN not found: tried libcudnn.so.9") +
-                  (directory ? std::string(" and ") + directory + "/libcudnn.so.9"
-                             : " (set CUDALAB_CUDNN_DIR to the folder holding it to try there)");
-    return api;
-  }
-  const bool bound = bind(library, "cudnnGetErrorString", &api.error_string) &&
-                     bind(library, "cudnnCreate", &api.create) && bind(library, "cudnnSetStream", &api.set_stream) &&
-                     bind(library, "cudnnCreateTensorDescriptor", &api.create_tensor) &&
-                     bind(library, "cudnnSetTensor4dDescriptor", &api.set_tensor_4d) &&
-                     bind(library, "cudnnSoftmaxForward", &api.forward) &&
-                     bind(library, "cudnnSoftmaxBackward", &api.backward);
+  void* library = harness::cudnn_library(&api.missing);
+  if (library == nullptr) return api;
+  const bool bound = harness::bind_cudnn(library, "cudnnGetErrorString", &api.error_string) &&
+                     harness::bind_cudnn(library, "cudnnCreate", &api.create) &&
+                     harness::bind_cudnn(library, "cudnnSetStream", &api.set_stream) &&
+                     harness::bind_cudnn(library, "cudnnCreateTensorDescriptor", &api.create_tensor) &&
+                     harness::bind_cudnn(library, "cudnnSetTensor4dDescriptor", &api.set_tensor_4d) &&
+                     harness::bind_cudnn(library, "cudnnSoftmaxForward", &api.forward) &&
+                     harness::bind_cudnn(library, "cudnnSoftmaxBackward", &api.backward);
   if (!bound) {
     const char* why = dlerror();
     api.missing = "cuDNN found but lacks the legacy softmax API (cuDNN 9 expected): " + std::string(why ? why : "");
