@@ -105,9 +105,10 @@ std::string provenance_line(const harness::Provenance& p) {
   return "Measured on " + p.gpu_name + " (" + std::to_string(p.sm_count) + " SMs, sm_" +
          std::to_string(p.compute_capability) + ", driver " + (p.driver_version.empty() ? "?" : p.driver_version) +
          ", CUDA runtime " + std::to_string(p.runtime_cuda_version / 1000) + "." +
-         std::to_string(p.runtime_cuda_version % 1000 / 10) + ") at cudalab commit `" + p.commit.substr(0, 12) + "`" +
-         (p.dirty ? " (with uncommitted changes)" : "") + " on " + p.date_utc + ", command `" + p.command_line +
-         "`; SM clock " + std::to_string(p.sm_clock_mhz_start) + " MHz at start, " +
+         std::to_string(p.runtime_cuda_version % 1000 / 10) +
+         (p.torch_version.empty() ? "" : ", PyTorch " + p.torch_version) + ") at cudalab commit `" +
+         p.commit.substr(0, 12) + "`" + (p.dirty ? " (with uncommitted changes)" : "") + " on " + p.date_utc +
+         ", command `" + p.command_line + "`; SM clock " + std::to_string(p.sm_clock_mhz_start) + " MHz at start, " +
          std::to_string(p.sm_clock_mhz_end) + " MHz at end.";
 }
 

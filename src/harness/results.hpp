@@ -37,6 +37,7 @@ struct Provenance {
   std::string date_utc;  // ISO 8601
   std::string command_line;
   std::string hostname;
+  std::string torch_version;  // set by the PyTorch package's benchmark (python -m cudalab.bench)
 };
 
 // "cudalab 0.1.0, commit <sha>[ with uncommitted changes]": what `cudalab --version` prints and
@@ -77,7 +78,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, com
                                                 compute_capability, sm_count, memory_gib, driver_version,
                                                 driver_cuda_version, runtime_cuda_version, max_sm_clock_mhz,
                                                 sm_clock_mhz_start, memory_clock_mhz_start, sm_clock_mhz_end,
-                                                memory_clock_mhz_end, date_utc, command_line, hostname)
+                                                memory_clock_mhz_end, date_utc, command_line, hostname, torch_version)
 
 // {"dtype": "f32", "dims": [{"name": "n", "size": 1024}], "params": [...], "key": "..."}: the key
 // is written for readers and lookups; reading rebuilds the problem from its parts.

@@ -365,25 +365,33 @@ TEST(BiasActRegistry, WorkspacesAndProblemSizes) {
 }
 
 // C32 from synthetic records: fused twice as fast as unfused in every part holds; a 2% gain does
-// not hold (the claim is taken as 1.05x). Parts: ReLU, GELU tanh, GELU erf, each bf16 then fp32.
-nlohmann::json c32_results(double fused_ms, double unfused_ms) {
+// not hold (the claim is taken as 1.05x). Parts: ReLU, GELU tanh, GELU erf, each bf16 then fp32,
+// and the same against eager PyTorch where the PyTorch benchmark's records (eager_ms > 0) are there.
+nlohmann::json c32_results(double fused_ms, double unfused_ms, double eager_ms = 0) {
   const Op& op = op_named(ids::kOp);
   nlohmann::json records = nlohmann::json::array();
   for (double a : {0.0, 1.0, 2.0}) {
     for (DType dtype : {DType::bf16, DType::f32}) {
       const Problem p = op.problem({16384, 8192}, dtype, {{ids::kActivation, a}});
-      auto record = [&](const char* variant, const char* role, double ms) {
-        return nlohmann::json{{"op", ids::kOp},
+      auto record = [&](const char* variant, const char* role, double ms, const char* op = ids::kOp,
+                        const char* distribution = "uniform") {
+        return nlohmann::json{{"op", op},
                               {"variant", variant},
                               {"role", role},
-                              {"distribution", "uniform"},
+                              {"distribution", distribution},
                               {"problem", {{"key", p.key()}}},
                               {"time_ms", {{"median", ms}}},
                               {"roofline", {{"gbps", 1000.0 / ms}}}};
       };
-      records.push_back(record(ids::kUnfused, "baseline", unfused_ms));
-      records.push_back(record(ids::kTiled, "ladder", fused_ms));
-      records.push_back(record(ids::kTutorial, "ladder", 3 * fused_ms));
+      if (unfused_ms > 0) {
+        records.push_back(record(ids::kUnfused, "baseline", unfused_ms));
+        records.push_back(record(ids::kTiled, "ladder", fused_ms));
+        records.push_back(record(ids::kTutorial, "ladder", 3 * fused_ms));
+      }
+      if (eager_ms > 0) {
+        records.push_back(record("eager", "baseline", eager_ms, "pytorch.bias_act", "normal"));
+        records.push_back(record("cudalab", "ladder", fused_ms, "pytorch.bias_act", "normal"));
+      }
     }
   }
   return {{"records", records}};
@@ -400,6 +408,14 @@ TEST(BiasActClaims, C32JudgesEachActivationAndDtype) {
   const nlohmann::json barely = c32.evaluate(c32_results(1.0, 1.02));
   EXPECT_EQ(test_support::outcomes(barely), test_support::Outcomes(6, kNot));
   EXPECT_TRUE(c32.evaluate(nlohmann::json{{"records", nlohmann::json::array()}}).is_null());
+  // The PyTorch benchmark's file alone: six parts against eager; beside the C++ records, twelve.
+  const nlohmann::json eager_only = c32.evaluate(c32_results(0.5, 0, 1.0));
+  EXPECT_EQ(test_support::outcomes(eager_only), test_support::Outcomes(6, kHolds));
+  EXPECT_NE(eager_only["parts"][0]["part"].get<std::string>().find("eager PyTorch"), std::string::npos);
+  const nlohmann::json both = c32.evaluate(c32_results(0.5, 1.0, 0.51));
+  test_support::Outcomes expected;
+  for (int i = 0; i < 6; ++i) expected.insert(expected.end(), {kHolds, kNot});
+  EXPECT_EQ(test_support::outcomes(both), expected);
 }
 
 TEST(BiasActLibrary, ValidatesBeforeTouchingTheGpu) {
