@@ -147,6 +147,32 @@ Table summary_table(const std::vector<Record>& records, const harness::Ceilings&
   return t;
 }
 
+// The best verified ladder variant of each configuration at its largest size against every
+// baseline measured beside it (the PyTorch benchmark has two: eager and torch.compile).
+Table baselines_table(const std::vector<Record>& records) {
+  Table t;
+  t.header = {"configuration", "size", "best variant", "median", "% of roofline", "baselines (best's speedup)"};
+  for (const std::string& configuration : configurations(records)) {
+    const auto [largest, primary] = headline_problem(records, configuration);
+    const Record* best = nullptr;
+    std::vector<const Record*> baselines;
+    for (const Record& r : records) {
+      if (configuration_id(r) != configuration || !r.timed || r.problem != largest || r.distribution != primary)
+        continue;
+      if (r.role == harness::Role::baseline) baselines.push_back(&r);
+      if (r.role == harness::Role::ladder && (best == nullptr || r.time_ms.median < best->time_ms.median)) best = &r;
+    }
+    if (best == nullptr || baselines.empty()) continue;
+    std::string against;
+    for (const Record* b : baselines)
+      against += (against.empty() ? "" : ", ") + b->variant + " " + format_time_ms(b->time_ms.median) + " (" +
+                 format_fixed(b->time_ms.median / best->time_ms.median, 2) + "x)";
+    t.rows.push_back({configuration, largest.size_label(), best->variant, format_time_ms(best->time_ms.median),
+                      format_fixed(100 * best->roofline_point.fraction, 1) + "%", against});
+  }
+  return t;
+}
+
 }  // namespace
 
 std::int64_t parse_element_count(const std::string& text) {
@@ -546,6 +572,7 @@ int command_report(const ReportArgs& args, Context& context) {
   blocks.emplace_back("provenance", provenance_line(provenance) + "\n");
   blocks.emplace_back("ceilings", ceilings_table(ceilings).markdown());
   blocks.emplace_back("summary", summary_table(records, ceilings).markdown());
+  blocks.emplace_back("baselines", baselines_table(records).markdown());
   std::vector<std::string> ops;
   for (const Record& r : records)
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);

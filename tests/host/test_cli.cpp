@@ -215,12 +215,19 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
       "records": [{"op": "vecadd", "variant": "one_per_thread", "technique": "t", "role": "ladder",
                    "problem": {"dtype": "f32", "dims": [{"name": "n", "size": 1024}]}, "outcome": "passed",
                    "time_ms": {"count": 10, "median": 0.5, "min": 0.4, "max": 0.6},
-                   "roofline": {"gbps": 100, "fraction": 0.1}}],
+                   "roofline": {"gbps": 100, "fraction": 0.1}},
+                  {"op": "vecadd", "variant": "library", "technique": "t", "role": "baseline",
+                   "problem": {"dtype": "f32", "dims": [{"name": "n", "size": 1024}]}, "outcome": "passed",
+                   "time_ms": {"count": 10, "median": 0.75, "min": 0.7, "max": 0.8},
+                   "roofline": {"gbps": 66, "fraction": 0.066}}],
       "experiments": []})";
   }
   const Outcome o = invoke({"report", path.c_str()});
   EXPECT_EQ(o.code, kExitOk) << o.err;
   EXPECT_NE(o.out.find("| one_per_thread |"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("| vecadd_f32 | n=1024 | one_per_thread | 500.00 us | 10.0% | library 750.00 us (1.50x) |"),
+            std::string::npos)
+      << "the baselines block: the best ladder variant against each baseline";
   EXPECT_NE(o.out.find("Test GPU"), std::string::npos);
   EXPECT_NE(o.out.find("ranking:vecadd_f32"), std::string::npos) << "blocks are per configuration";
   std::remove(path.c_str());
