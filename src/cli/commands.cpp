@@ -572,7 +572,10 @@ int command_report(const ReportArgs& args, Context& context) {
   blocks.emplace_back("provenance", provenance_line(provenance) + "\n");
   blocks.emplace_back("ceilings", ceilings_table(ceilings).markdown());
   blocks.emplace_back("summary", summary_table(records, ceilings).markdown());
-  blocks.emplace_back("baselines", baselines_table(records).markdown());
+  // Named by the file ("baselines:pytorch" for pytorch.json), so the README can hold one file's
+  // table while the main bench file, rendered last, keeps the generic blocks.
+  blocks.emplace_back("baselines:" + std::filesystem::path(args.results_path).stem().string(),
+                      baselines_table(records).markdown());
   std::vector<std::string> ops;
   for (const Record& r : records)
     if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);

@@ -228,6 +228,7 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
   EXPECT_NE(o.out.find("| vecadd_f32 | n=1024 | one_per_thread | 500.00 us | 10.0% | library 750.00 us (1.50x) |"),
             std::string::npos)
       << "the baselines block: the best ladder variant against each baseline";
+  EXPECT_NE(o.out.find("<!-- baselines:cudalab_report_test -->"), std::string::npos) << "named by the file";
   EXPECT_NE(o.out.find("Test GPU"), std::string::npos);
   EXPECT_NE(o.out.find("ranking:vecadd_f32"), std::string::npos) << "blocks are per configuration";
   std::remove(path.c_str());
