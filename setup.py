@@ -10,6 +10,7 @@ set anyway, because torch's arch detection fails (IndexError) on a machine witho
 """
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +26,19 @@ if not library.is_file():
     sys.exit(f"setup.py: {library} not found: build the library first "
              "(cmake --preset release && cmake --build --preset release) or set CUDALAB_LIBRARY")
 
+
+def checkout():
+    """The commit this package is built from, and whether the checkout has uncommitted changes
+    (what `cudalab --version` says of the C++ build); "unknown" outside a git checkout."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
+        return commit.stdout.strip(), int(bool(status.stdout.strip()))
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", 0
+
+
+commit, dirty = checkout()
 setup(
     ext_modules=[
         CUDAExtension(
@@ -35,6 +49,7 @@ setup(
             # Keep the static library's symbols out of the extension's exports; strip the rest.
             extra_link_args=["-Wl,--exclude-libs,ALL", "-s"],
             extra_compile_args={"cxx": ["-O2", "-std=c++17"]},
+            define_macros=[("CUDALAB_COMMIT", f'"{commit}"'), ("CUDALAB_DIRTY", str(dirty))],
             py_limited_api=True,
         )
     ],

@@ -2,12 +2,16 @@
 // onto the library's element types, the current stream, and library errors rethrown as torch's.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/ScalarType.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 
@@ -18,16 +22,30 @@
 
 namespace cudalab::torch_ops {
 
-// A CUDA tensor on `device` (the first tensor argument's), contiguous, of one of the float dtypes
-// (and of `dtype` when given): the checks every op runs on each tensor argument before it
+// The dtypes the fused ops and gemm take.
+inline constexpr at::ScalarType kFloatTypes[] = {at::kFloat, at::kHalf, at::kBFloat16};
+
+// torch's names for `dtypes` as a sentence lists them: "float32, float16 or bfloat16".
+inline std::string dtype_names(at::ArrayRef<at::ScalarType> dtypes) {
+  std::string names;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    if (i > 0) names += i + 1 == dtypes.size() ? " or " : ", ";
+    names += c10::getDtypeNames(dtypes[i]).first;
+  }
+  return names;
+}
+
+// A CUDA tensor on `device` (the first tensor argument's), contiguous, of one of the `allowed`
+// dtypes (and of `dtype` when given): the checks every op runs on each tensor argument before it
 // allocates or launches anything.
 inline void check_tensor(const char* op, const char* name, const at::Tensor& t, const at::Device& device,
-                         c10::optional<at::ScalarType> dtype = c10::nullopt) {
+                         c10::optional<at::ScalarType> dtype = c10::nullopt,
+                         at::ArrayRef<at::ScalarType> allowed = kFloatTypes) {
   TORCH_CHECK(t.is_cuda(), "cudalab.", op, ": ", name, " must be a CUDA tensor, got ", t.device());
   TORCH_CHECK(t.device() == device, "cudalab.", op, ": ", name, " is on ", t.device(), ", the other arguments on ",
               device);
-  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16,
-                   "cudalab.", op, ": ", name, " must be float32, float16 or bfloat16, got ", t.scalar_type());
+  TORCH_CHECK_TYPE(std::find(allowed.begin(), allowed.end(), t.scalar_type()) != allowed.end(), "cudalab.", op, ": ",
+                   name, " must be ", dtype_names(allowed), ", got ", dtype_names(t.scalar_type()));
   if (dtype.has_value())
     TORCH_CHECK_TYPE(t.scalar_type() == *dtype, "cudalab.", op, ": ", name, " must be ", *dtype, " like x, got ",
                      t.scalar_type());
@@ -87,6 +105,12 @@ T* mutable_data(at::Tensor& t) {
 
 inline cudaStream_t current_stream(const at::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
+// Scratch for a library call's workspace overload, from torch's caching allocator on `like`'s
+// device, so it follows torch's stream semantics and CUDA-graph capture.
+inline at::Tensor workspace(const at::Tensor& like, std::size_t bytes) {
+  return at::empty({static_cast<std::int64_t>(bytes)}, like.options().dtype(at::kByte));
 }
 
 // Runs a library call, rethrowing cudalab::Error as torch's error with the op's name in front.

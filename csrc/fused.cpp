@@ -20,10 +20,6 @@ at::Tensor statistics_like(const at::Tensor& x) {
   return at::empty(x.sizes().slice(0, x.dim() - 1), x.options().dtype(at::kFloat));
 }
 
-at::Tensor workspace(const at::Tensor& like, std::size_t bytes) {
-  return at::empty({static_cast<std::int64_t>(bytes)}, like.options().dtype(at::kByte));
-}
-
 Activation activation_of(const char* op, std::int64_t activation) {
   TORCH_CHECK_VALUE(activation >= 0 && activation <= 2, "cudalab.", op,
                     ": activation must be 0 (ReLU), 1 (GELU tanh) or 2 (GELU erf), got ", activation);

@@ -1,6 +1,6 @@
 // The `cudalab` operator namespace: every op's schema, the CPU registration that refuses CPU
 // tensors, and the Python module stub whose import runs these registrations. The CUDA kernels of
-// each family register in their own file (fused.cpp, gemm.cpp).
+// each family register in their own file (fused.cpp, gemm.cpp, primitives.cpp).
 #include <Python.h>
 
 #include <string>
@@ -21,6 +21,13 @@ constexpr const char* kSchemas[] = {
     "softmax(Tensor x) -> Tensor",
     "softmax_backward(Tensor y, Tensor dy) -> Tensor",
     "gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., bool b_transposed=False) -> Tensor",
+    "reduce_sum(Tensor x) -> Tensor",
+    "inclusive_scan(Tensor x) -> Tensor",
+    "exclusive_scan(Tensor x) -> Tensor",
+    "select_at_least(Tensor x, int threshold) -> Tensor",
+    "histogram(Tensor samples, int bins) -> Tensor",
+    "transpose(Tensor x) -> Tensor",
+    "conv2d(Tensor image, Tensor filter) -> Tensor",
 };
 
 std::string op_name(const std::string& schema) { return schema.substr(0, schema.find('(')); }
@@ -44,8 +51,15 @@ TORCH_LIBRARY_IMPL(cudalab, CPU, m) {
 }
 
 // Importing cudalab._C loads this shared object, which runs the registrations above. Limited API
-// (abi3): one wheel for every CPython from 3.10.
+// (abi3): one wheel for every CPython from 3.10. `commit` and `dirty` name the checkout setup.py
+// built (the benchmark's provenance).
 extern "C" PyObject* PyInit__C(void) {
   static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
-  return PyModule_Create(&module);
+  PyObject* m = PyModule_Create(&module);
+  if (m != nullptr && (PyModule_AddStringConstant(m, "commit", CUDALAB_COMMIT) != 0 ||
+                       PyModule_AddIntConstant(m, "dirty", CUDALAB_DIRTY) != 0)) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
 }

@@ -14,6 +14,8 @@ namespace cudalab {
 
 // Filter widths conv2d takes: odd, 1 to 7.
 inline constexpr int kMaxConv2dFilterWidth = 7;
+// The most image rows conv2d takes: its grid's y dimension (at most 65535) holds tiles of 32 rows.
+inline constexpr std::int64_t kMaxConv2dHeight = std::int64_t{65535} * 32;
 
 // Convolves the height x width image at `input` (device memory, rows input_pitch elements apart)
 // with the filter_width x filter_width filter at `filter` (device memory, row-major) into
@@ -24,7 +26,7 @@ inline constexpr int kMaxConv2dFilterWidth = 7;
 // (no __constant__ symbol), so calls on different streams may run concurrently. Needs no
 // workspace. Throws cudalab::Error: invalid_argument for negative sizes, a pitch below the width,
 // a filter width that is even or outside 1..7, a null pointer with a non-empty image, more than
-// 2,097,120 rows, or an output that overlaps the input or the filter; cuda when the launch fails.
+// kMaxConv2dHeight rows, or an output that overlaps the input or the filter; cuda when the launch fails.
 void conv2d(const float* input, std::int64_t height, std::int64_t width, std::int64_t input_pitch, const float* filter,
             int filter_width, float* output, std::int64_t output_pitch, cudaStream_t stream = nullptr);
 

@@ -1,7 +1,7 @@
 """Drop-in modules over cudalab's ops: the constructor arguments and state_dict keys of their
-torch.nn counterparts, so a model's weights load into either. They normalize over the last
+torch.nn counterparts, so a model's weights load into either. The norms normalize over the last
 dimension with learnable affine parameters (what the kernels implement); other configurations are
-refused when the module is built."""
+refused when the module is built. Linear runs its product on cudalab's GEMM."""
 
 import torch
 
@@ -40,3 +40,21 @@ class RMSNorm(torch.nn.RMSNorm):
 
     def forward(self, x):
         return ops.rms_norm(x, self.weight, self.eps)
+
+
+class Linear(torch.nn.Linear):
+    """``torch.nn.Linear`` (``y = x W^T + b``) by ``cudalab.ops.gemm``, x's leading dimensions taken
+    as rows. In bfloat16 and float16 the weight is used as stored ([out, in], ``b_transposed``); in
+    float32 a transposed copy is made per call, since the FP32 kernels take B as [k, n] only. The
+    bias is added by PyTorch (one more elementwise kernel): cudalab's GEMM has no bias epilogue, so
+    there is no fused bias+GELU either."""
+
+    def forward(self, x):
+        rows = x.reshape(-1, self.in_features)
+        if x.dtype == torch.float32:
+            y = ops.gemm(rows, self.weight.t().contiguous())
+        else:
+            y = ops.gemm(rows, self.weight, b_transposed=True)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)

@@ -1,8 +1,11 @@
 """Typed wrappers over ``torch.ops.cudalab``, and what torch.compile and autograd need of each op:
 a fake kernel (shapes and dtypes only) and a backward where one exists.
 
-Inputs must be contiguous CUDA tensors of float32, float16 or bfloat16 (the ops check and name the
-argument; nothing is copied behind your back). The normalized or activated dimension is the last.
+Inputs must be contiguous CUDA tensors (the ops check and name the argument; nothing is copied
+behind your back). The fused ops and gemm take float32, float16 or bfloat16 and work on the last
+dimension; the library's primitives (reduce_sum, the scans, select_at_least, histogram, transpose,
+conv2d) take the dtypes their docstrings name and read their input as one flat array, matrix or
+image.
 """
 
 import torch
@@ -47,6 +50,58 @@ def gemm(
     weight; bfloat16 and float16 only). FP32 runs on CUDA cores (no TF32), 16-bit types on tensor
     cores with FP32 accumulation."""
     return torch.ops.cudalab.gemm(a, b, c, alpha, beta, b_transposed)
+
+
+def reduce_sum(x: Tensor) -> Tensor:
+    """The sum of all of x's elements, a 0-dim tensor of x's dtype (float32 or int32):
+    ``torch.sum(x, dtype=x.dtype)``. float32 sums in fp32 by a deterministic tree, within about
+    ``2 log2(n) eps sum|x|``; int32 wraps around on overflow (``torch.sum`` would give int64).
+    An empty x sums to 0."""
+    return torch.ops.cudalab.reduce_sum(x)
+
+
+def inclusive_scan(x: Tensor) -> Tensor:
+    """Prefix sums over x as one flat array, in x's shape and dtype (float32 or int32):
+    ``torch.cumsum(x.flatten(), 0, dtype=x.dtype).view_as(x)``. float32 adds in an order that
+    changes from run to run (not bitwise reproducible; within about ``log2(n) eps`` times the
+    prefix's sum of magnitudes); int32 wraps around on overflow."""
+    return torch.ops.cudalab.inclusive_scan(x)
+
+
+def exclusive_scan(x: Tensor) -> Tensor:
+    """As :func:`inclusive_scan`, each element's sum leaving the element itself out (the first is
+    0): the inclusive scan shifted one place along the flat array."""
+    return torch.ops.cudalab.exclusive_scan(x)
+
+
+def select_at_least(x: Tensor, threshold: int) -> Tensor:
+    """The int32 elements of x that are ``>= threshold``, in their order, as a 1-D tensor:
+    ``torch.masked_select(x, x >= threshold)``. The output's size is counted on the GPU and read
+    back, so the call waits for the current stream (synchronizes), as masked_select does; under
+    torch.compile that size is data-dependent. threshold must fit in int32."""
+    return torch.ops.cudalab.select_at_least(x, threshold)
+
+
+def histogram(samples: Tensor, bins: int) -> Tensor:
+    """int32 counts [bins] of the values 0 to bins - 1 among ``samples`` (read flat):
+    ``torch.bincount(samples.long(), minlength=bins)[:bins].int()``. uint8 samples take
+    ``bins=256``; uint16 samples 1 to 65536 bins, samples ``>= bins`` not counted (where bincount
+    would grow its output). Fewer than 2^31 samples, so that no count overflows int32."""
+    return torch.ops.cudalab.histogram(samples, bins)
+
+
+def transpose(x: Tensor) -> Tensor:
+    """The float32 matrix x [rows, cols] transposed into a new contiguous [cols, rows]:
+    ``x.t().contiguous()``."""
+    return torch.ops.cudalab.transpose(x)
+
+
+def conv2d(image: Tensor, filter: Tensor) -> Tensor:
+    """One float32 channel ``image`` [H, W] filtered by a square ``filter`` [R, R], R odd, 1 to 7,
+    into [H, W]: ``F.conv2d(image[None, None], filter[None, None], padding=R // 2)[0, 0]``, a
+    cross-correlation (the filter is not flipped) with pixels outside the image read as 0. At most
+    2,097,120 rows. No autograd: the library has no backward, so a backward through it raises."""
+    return torch.ops.cudalab.conv2d(image, filter)
 
 
 # ---- fake kernels: outputs' shapes, dtypes and devices, for FakeTensor, torch.compile and export
@@ -100,6 +155,42 @@ def _(y, dy):
 def _(a, b, c=None, alpha=1.0, beta=0.0, b_transposed=False):
     n = b.shape[-2] if b_transposed else b.shape[-1]
     return a.new_empty((*a.shape[:-1], n))
+
+
+@torch.library.register_fake("cudalab::reduce_sum")
+def _(x):
+    return x.new_empty(())
+
+
+@torch.library.register_fake("cudalab::inclusive_scan")
+def _(x):
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("cudalab::exclusive_scan")
+def _(x):
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("cudalab::select_at_least")
+def _(x, threshold):
+    # As many elements as pass, which only running the op tells.
+    return x.new_empty(torch.library.get_ctx().new_dynamic_size())
+
+
+@torch.library.register_fake("cudalab::histogram")
+def _(samples, bins):
+    return samples.new_empty(bins, dtype=torch.int32)
+
+
+@torch.library.register_fake("cudalab::transpose")
+def _(x):
+    return x.new_empty((x.shape[1], x.shape[0]))
+
+
+@torch.library.register_fake("cudalab::conv2d")
+def _(image, filter):
+    return torch.empty_like(image)
 
 
 # ---- autograd: each forward's gradient through its backward op
@@ -193,3 +284,48 @@ def _gemm_backward(ctx, dc):
 
 
 torch.library.register_autograd("cudalab::gemm", _gemm_backward, setup_context=_gemm_setup)
+
+
+def _reduce_sum_setup(ctx, inputs, output):
+    (x,) = inputs
+    ctx.shape = x.shape
+
+
+def _reduce_sum_backward(ctx, dsum):
+    return dsum.expand(ctx.shape)
+
+
+torch.library.register_autograd("cudalab::reduce_sum", _reduce_sum_backward, setup_context=_reduce_sum_setup)
+
+
+def _reversed_scan(scan, dy):
+    # Each input reaches the outputs from its own place onwards (inclusive) or after it (exclusive):
+    # its gradient is the same scan of dy run from the last element back.
+    return scan(dy.flatten().flip(0)).flip(0).view(dy.shape)
+
+
+def _inclusive_scan_backward(ctx, dy):
+    return _reversed_scan(torch.ops.cudalab.inclusive_scan, dy)
+
+
+def _exclusive_scan_backward(ctx, dy):
+    return _reversed_scan(torch.ops.cudalab.exclusive_scan, dy)
+
+
+torch.library.register_autograd("cudalab::inclusive_scan", _inclusive_scan_backward)
+torch.library.register_autograd("cudalab::exclusive_scan", _exclusive_scan_backward)
+
+
+def _transpose_backward(ctx, dy):
+    return torch.ops.cudalab.transpose(dy.contiguous())
+
+
+torch.library.register_autograd("cudalab::transpose", _transpose_backward)
+
+
+def _conv2d_backward(ctx, dy):
+    # Registered so that a backward fails here: torch's fallback would only warn and give no gradient.
+    raise NotImplementedError("cudalab.conv2d has no backward (the library has none): use torch.nn.functional.conv2d")
+
+
+torch.library.register_autograd("cudalab::conv2d", _conv2d_backward)

@@ -2,6 +2,7 @@
 
 #include "core/vector.cuh"
 #include "core/warp.cuh"
+#include "cudalab/conv2d.hpp"
 #include "ops/conv2d/common.cuh"
 
 namespace cudalab::conv2d_variants {
@@ -130,5 +131,6 @@ void register_tiled(const Conv2dArgs<float>& args, cudaStream_t stream) { launch
 void register_tiled_tall(const Conv2dArgs<float>& args, cudaStream_t stream) { launch_for_width<8>(args, stream); }
 
 std::int64_t register_tiled_max_height() { return std::int64_t{65535} * kBlockY * 4; }
+static_assert(std::int64_t{65535} * kBlockY * 4 == kMaxConv2dHeight, "conv2d.hpp's row limit is this grid's");
 
 }  // namespace cudalab::conv2d_variants
