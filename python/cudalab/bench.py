@@ -30,7 +30,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from . import ops
+from . import __version__, _C, ops
 
 SCHEMA = "cudalab-results/2"
 # The C++ timer's StoppingRule (src/harness/statistics.hpp).
@@ -741,8 +741,6 @@ def nvidia_smi(index):
 
 
 def provenance(command_line):
-    from . import _C, __version__
-
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
     driver, sm, mem, max_sm = nvidia_smi(index)
@@ -811,7 +809,8 @@ def save(document, path):
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
     try:
         if not torch.cuda.is_available():
             raise BenchError("no CUDA device: torch.cuda.is_available() is False")
@@ -832,7 +831,7 @@ def main(argv=None):
     torch.backends.cudnn.allow_tf32 = False
     document = {
         "schema": SCHEMA,
-        "provenance": provenance(" ".join(["python -m cudalab.bench", *(argv or sys.argv[1:])])),
+        "provenance": provenance(" ".join(["python -m cudalab.bench", *argv])),
         "ceilings": ceilings,
         "records": [],
         "experiments": [],
