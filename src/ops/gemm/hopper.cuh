@@ -633,17 +633,6 @@ __device__ __forceinline__ void store_accumulators_direct(const OutputMatrix<T>&
   }
 }
 
-template <typename T>
-__device__ __forceinline__ std::uint32_t pack_pair(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&pair);
-  } else {
-    const __half2 pair = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&pair);
-  }
-}
-
 // Two adjacent elements of C packed in a 32-bit word, widened.
 template <typename T>
 __device__ __forceinline__ float2 unpack_pair(std::uint32_t bits) {
