@@ -13,17 +13,15 @@
 #include "ops/gemm/epilogue.cuh"
 
 namespace cudalab::gemm_variants {
-namespace {
 
-void check(cublasStatus_t status, const char* what) {
+void check_cublas(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS)
     throw Error(ErrorKind::library, std::string(what) + " failed: " + cublasGetStatusString(status), __FILE__,
                 __LINE__);
 }
 
-// One handle per host thread and device, created on first use and kept for the process (creating
-// a handle costs milliseconds; the timed launches must not pay it).
-cublasHandle_t handle_on(cudaStream_t stream) {
+// One handle per host thread and device (64 device ordinals at most).
+cublasHandle_t cublas_handle(cudaStream_t stream) {
   struct Handles {
     cublasHandle_t per_device[64] = {};
     ~Handles() {
@@ -36,10 +34,12 @@ cublasHandle_t handle_on(cudaStream_t stream) {
   CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
   CUDALAB_REQUIRE(device < 64, "cuBLAS handles: device ordinal above 63");
   cublasHandle_t& h = handles.per_device[device];
-  if (h == nullptr) check(cublasCreate(&h), "cublasCreate");
-  check(cublasSetStream(h, stream), "cublasSetStream");
+  if (h == nullptr) check_cublas(cublasCreate(&h), "cublasCreate");
+  check_cublas(cublasSetStream(h, stream), "cublasSetStream");
   return h;
 }
+
+namespace {
 
 int as_int(std::int64_t value, const char* what) {
   CUDALAB_REQUIRE(value <= 0x7fffffff, std::string("cuBLAS takes 32-bit ") + what);
@@ -74,10 +74,10 @@ void widen(DType dtype, const void* in, double* out, std::int64_t count, bool ab
 
 void dgemm_row_major(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a, const double* b,
                      bool b_transposed, double beta, double* c, cudaStream_t stream) {
-  check(cublasDgemm(handle_on(stream), b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"),
-                    as_int(m, "m"), as_int(k, "k"), &alpha, b, as_int(b_transposed ? k : n, "ldb"), a, as_int(k, "lda"),
-                    &beta, c, as_int(n, "ldc")),
-        "cublasDgemm");
+  check_cublas(cublasDgemm(cublas_handle(stream), b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"),
+                           as_int(m, "m"), as_int(k, "k"), &alpha, b, as_int(b_transposed ? k : n, "ldb"), a,
+                           as_int(k, "lda"), &beta, c, as_int(n, "ldc")),
+               "cublasDgemm");
 }
 
 template <typename T>
@@ -99,24 +99,24 @@ void cublas_sgemm(const GemmArgs<float>& p, cudaStream_t stream) {
   const int m = as_int(p.m, "m"), n = as_int(p.n, "n"), k = as_int(p.k, "k");
   const int lda = as_int(p.lda, "lda"), ldb = as_int(p.ldb, "ldb"), ldc = as_int(p.ldc, "ldc");
   if (p.batch == 1) {
-    check(cublasSgemm(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b, ldb, p.a,
-                      lda, &p.beta, p.c, ldc),
-          "cublasSgemm");
+    check_cublas(cublasSgemm(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b,
+                             ldb, p.a, lda, &p.beta, p.c, ldc),
+                 "cublasSgemm");
   } else {
-    check(cublasSgemmStridedBatched(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b,
-                                    ldb, p.stride_b, p.a, lda, p.stride_a, &p.beta, p.c, ldc, p.stride_c,
-                                    as_int(p.batch, "batch")),
-          "cublasSgemmStridedBatched");
+    check_cublas(cublasSgemmStridedBatched(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k,
+                                           &p.alpha, p.b, ldb, p.stride_b, p.a, lda, p.stride_a, &p.beta, p.c, ldc,
+                                           p.stride_c, as_int(p.batch, "batch")),
+                 "cublasSgemmStridedBatched");
   }
 }
 
 void cublas_sgemm_tf32(const GemmArgs<float>& p, cudaStream_t stream) {
   CUDALAB_REQUIRE(p.batch == 1, "cublas_sgemm_tf32: one matrix at a time");
-  check(cublasGemmEx(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, as_int(p.n, "n"), as_int(p.m, "m"),
-                     as_int(p.k, "k"), &p.alpha, p.b, CUDA_R_32F, as_int(p.ldb, "ldb"), p.a, CUDA_R_32F,
-                     as_int(p.lda, "lda"), &p.beta, p.c, CUDA_R_32F, as_int(p.ldc, "ldc"), CUBLAS_COMPUTE_32F_FAST_TF32,
-                     CUBLAS_GEMM_DEFAULT),
-        "cublasGemmEx (TF32)");
+  check_cublas(cublasGemmEx(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, as_int(p.n, "n"),
+                            as_int(p.m, "m"), as_int(p.k, "k"), &p.alpha, p.b, CUDA_R_32F, as_int(p.ldb, "ldb"), p.a,
+                            CUDA_R_32F, as_int(p.lda, "lda"), &p.beta, p.c, CUDA_R_32F, as_int(p.ldc, "ldc"),
+                            CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx (TF32)");
 }
 
 template <typename T>
@@ -125,14 +125,16 @@ void cublas_gemm_ex(const GemmArgs<T>& p, cudaStream_t stream) {
   const int m = as_int(p.m, "m"), n = as_int(p.n, "n"), k = as_int(p.k, "k");
   const int lda = as_int(p.lda, "lda"), ldb = as_int(p.ldb, "ldb"), ldc = as_int(p.ldc, "ldc");
   if (p.batch == 1) {
-    check(cublasGemmEx(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b, type, ldb,
-                       p.a, type, lda, &p.beta, p.c, type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
+    check_cublas(
+        cublasGemmEx(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b, type, ldb,
+                     p.a, type, lda, &p.beta, p.c, type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx");
   } else {
-    check(cublasGemmStridedBatchedEx(handle_on(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha,
-                                     p.b, type, ldb, p.stride_b, p.a, type, lda, p.stride_a, &p.beta, p.c, type, ldc,
-                                     p.stride_c, as_int(p.batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmStridedBatchedEx");
+    check_cublas(
+        cublasGemmStridedBatchedEx(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha,
+                                   p.b, type, ldb, p.stride_b, p.a, type, lda, p.stride_a, &p.beta, p.c, type, ldc,
+                                   p.stride_c, as_int(p.batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
   }
 }
 template void cublas_gemm_ex<__half>(const GemmArgs<__half>&, cudaStream_t);
@@ -142,17 +144,17 @@ void cublas_aat_syrk(const float* a, std::int64_t rows, std::int64_t depth, floa
   const float one = 1.0f, zero = 0.0f;
   // Row-major A (rows x depth) is column-major A^T; C = A A^T = (A^T)^T (A^T): trans = T.
   // Column-major lower triangle = row-major upper triangle; only that half is written.
-  check(cublasSsyrk(handle_on(stream), CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, as_int(rows, "n"), as_int(depth, "k"), &one,
-                    a, as_int(depth, "lda"), &zero, c, as_int(rows, "ldc")),
-        "cublasSsyrk");
+  check_cublas(cublasSsyrk(cublas_handle(stream), CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, as_int(rows, "n"),
+                           as_int(depth, "k"), &one, a, as_int(depth, "lda"), &zero, c, as_int(rows, "ldc")),
+               "cublasSsyrk");
 }
 
 void cublas_aat_gemm(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream) {
   const float one = 1.0f, zero = 0.0f;
-  check(
-      cublasSgemm(handle_on(stream), CUBLAS_OP_T, CUBLAS_OP_N, as_int(rows, "m"), as_int(rows, "n"), as_int(depth, "k"),
-                  &one, a, as_int(depth, "lda"), a, as_int(depth, "ldb"), &zero, c, as_int(rows, "ldc")),
-      "cublasSgemm (A A^T)");
+  check_cublas(cublasSgemm(cublas_handle(stream), CUBLAS_OP_T, CUBLAS_OP_N, as_int(rows, "m"), as_int(rows, "n"),
+                           as_int(depth, "k"), &one, a, as_int(depth, "lda"), a, as_int(depth, "ldb"), &zero, c,
+                           as_int(rows, "ldc")),
+               "cublasSgemm (A A^T)");
 }
 
 void dgemm_reference(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const void* a,

@@ -6,12 +6,20 @@
 
 #include <cstdint>
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "cudalab/dtype.hpp"
 #include "ops/gemm/variants.hpp"
 
 namespace cudalab::gemm_variants {
+
+// The calling host thread's handle on the current device, created on first use and kept for the
+// process (creating one costs milliseconds; timed launches must not pay it), bound to `stream`.
+// Every cuBLAS call of the harness goes through it.
+cublasHandle_t cublas_handle(cudaStream_t stream);
+// Throws cudalab::Error (ErrorKind::library) naming `what` unless `status` is success.
+void check_cublas(cublasStatus_t status, const char* what);
 
 // cublasSgemm (cublasSgemmStridedBatched for a batch) with the handle's default math mode: FP32
 // inputs, FP32 FMAs.
