@@ -24,6 +24,7 @@ void register_execution(Registry& registry);
 void register_norms(Registry& registry);
 void register_softmax(Registry& registry);
 void register_bias_act(Registry& registry);
+void register_attention(Registry& registry);
 
 const char* to_string(Role role) {
   switch (role) {
@@ -218,6 +219,7 @@ const Registry& builtin_registry() {
     register_bias_act(r);
     register_norms(r);
     register_softmax(r);
+    register_attention(r);
     return r;
   }();
   return registry;

@@ -1,0 +1,101 @@
+#include "cudalab/attention.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "cudalab/error.hpp"
+#include "ops/attention/variants.hpp"
+
+namespace cudalab {
+namespace {
+
+namespace v = attention_variants;
+
+template <typename A, typename B>
+bool overlap(const A* a, std::int64_t a_count, const B* b, std::int64_t b_count) {
+  const auto a_begin = reinterpret_cast<std::uintptr_t>(a), b_begin = reinterpret_cast<std::uintptr_t>(b);
+  return a_begin < b_begin + static_cast<std::uintptr_t>(b_count) * sizeof(B) &&
+         b_begin < a_begin + static_cast<std::uintptr_t>(a_count) * sizeof(A);
+}
+
+template <typename T>
+void require_array(const char* name, const T* array) {
+  CUDALAB_REQUIRE(array != nullptr, std::string("attention_forward: ") + name + " must be a device pointer, got null");
+  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(array) % alignof(T) == 0,
+                  std::string("attention_forward: ") + name + " must be aligned to its element size");
+}
+
+// The tensor-core kernel with overlapped copies and causal tiles skipped (mma_pipelined) wherever it
+// runs; elsewhere (fp32, other head dims, older GPUs) the CUDA-core FlashAttention-2 split (tiled).
+template <typename T>
+void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttentionDims& d,
+             const AttentionOptions& options, cudaStream_t stream) {
+  CUDALAB_REQUIRE(d.batch >= 0 && d.heads >= 0 && d.kv_heads >= 0 && d.seq >= 0 && d.head_dim >= 0,
+                  "attention_forward: batch, heads, kv_heads, seq and head_dim must be >= 0");
+  CUDALAB_REQUIRE(d.kv_heads > 0 ? d.heads % d.kv_heads == 0 : d.heads == 0,
+                  "attention_forward: heads (" + std::to_string(d.heads) + ") must be a multiple of kv_heads (" +
+                      std::to_string(d.kv_heads) + ")");
+  CUDALAB_REQUIRE(std::isfinite(options.scale) && options.scale >= 0.0f,
+                  "attention_forward: scale must be finite and >= 0 (0 means 1/sqrt(head_dim))");
+  if (d.batch == 0 || d.heads == 0 || d.seq == 0 || d.head_dim == 0) return;
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  CUDALAB_REQUIRE(d.batch <= kMax / d.heads && d.batch * d.heads <= kMax / d.seq &&
+                      d.batch * d.heads * d.seq <= kMax / d.head_dim,
+                  "attention_forward: batch * heads * seq * head_dim overflows 64 bits");
+  require_array("q", q);
+  require_array("k", k);
+  require_array("v", v);
+  require_array("o", o);
+  require_array("lse", lse);
+  const std::int64_t rows = d.batch * d.heads * d.seq, kv_rows = d.batch * d.kv_heads * d.seq;
+  const std::int64_t q_count = rows * d.head_dim, kv_count = kv_rows * d.head_dim;
+  for (const T* input : {q, k, v}) {
+    const std::int64_t count = input == q ? q_count : kv_count;
+    CUDALAB_REQUIRE(!overlap(o, q_count, input, count) && !overlap(lse, rows, input, count),
+                    "attention_forward: o and lse must overlap no input");
+  }
+  CUDALAB_REQUIRE(!overlap(o, q_count, lse, rows), "attention_forward: o and lse must not overlap");
+
+  v::AttentionArgs<T> args;
+  args.q = q;
+  args.k = k;
+  args.v = v;
+  args.o = o;
+  args.lse = lse;
+  args.batch = d.batch;
+  args.heads = d.heads;
+  args.kv_heads = d.kv_heads;
+  args.seq = d.seq;
+  args.head_dim = d.head_dim;
+  args.scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d.head_dim));
+  args.causal = options.causal;
+  if constexpr (sizeof(T) == 2) {
+    const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o);
+    if (aligned && v::mma_limits(v::shape_of(args, current_gpu().compute_capability)).empty())
+      return v::mma_pipelined(args, stream);
+  }
+  const std::string why = v::tiled_limits(v::shape_of(args, current_gpu().compute_capability));
+  CUDALAB_REQUIRE(why.empty(), "attention_forward: " + why);
+  v::tiled(args, stream);
+}
+
+}  // namespace
+
+void attention_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
+                       float* lse, const AttentionDims& dims, const AttentionOptions& options, cudaStream_t stream) {
+  forward(q, k, v, o, lse, dims, options, stream);
+}
+void attention_forward(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
+                       const AttentionDims& dims, const AttentionOptions& options, cudaStream_t stream) {
+  forward(q, k, v, o, lse, dims, options, stream);
+}
+void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse, const AttentionDims& dims,
+                       const AttentionOptions& options, cudaStream_t stream) {
+  forward(q, k, v, o, lse, dims, options, stream);
+}
+
+}  // namespace cudalab

@@ -1,0 +1,108 @@
+// The cuBLAS baseline (see cublas_unfused.hpp). cuBLAS is column-major: a row-major matrix is its
+// transpose, so row-major C = A B is computed as column-major C^T = B^T A^T, B passed first.
+#include "ops/attention/cublas_unfused.hpp"
+
+#include <climits>
+#include <limits>
+#include <type_traits>
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cudalab/error.hpp"
+#include "ops/attention/scores_softmax.cuh"
+#include "ops/gemm/cublas_gemm.hpp"
+
+namespace cudalab::attention_variants {
+namespace {
+
+using gemm_variants::check_cublas;
+using gemm_variants::cublas_handle;
+
+template <typename T>
+constexpr cudaDataType_t data_type() {
+  if constexpr (std::is_same_v<T, float>) return CUDA_R_32F;
+  if constexpr (std::is_same_v<T, __half>) return CUDA_R_16F;
+  return CUDA_R_16BF;
+}
+
+// a * b > INT_MAX, for a, b >= 0, without overflowing.
+bool product_above_int(std::int64_t a, std::int64_t b) { return a != 0 && b > INT_MAX / a; }
+
+}  // namespace
+
+std::size_t cublas_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq, std::size_t element_size) {
+  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+  const std::size_t scores = naive_workspace_bytes(batch, heads, seq);
+  if (element_size >= sizeof(float) || scores == kMax) return scores;
+  const std::size_t probabilities = scores / sizeof(float) * element_size;
+  return scores > kMax - probabilities ? kMax : scores + probabilities;
+}
+
+std::string cublas_limits(const AttentionShape& shape) {
+  const std::int64_t group = shape.kv_heads > 0 ? shape.heads / shape.kv_heads : 1;
+  if (shape.head_dim > INT_MAX) return "head_dim above 2^31 - 1 (cuBLAS's k and leading dimensions are int)";
+  if (product_above_int(group, shape.seq))
+    return "heads / kv_heads * seq above 2^31 - 1 (a (batch, kv head)'s query rows are one GEMM's int n in cuBLAS)";
+  if (product_above_int(shape.batch, shape.kv_heads))
+    return "batch * kv_heads above 2^31 - 1 (cuBLAS's batch count is an int)";
+  // Both factors are below 2^31 now, so the product cannot overflow.
+  const std::string why = attention_softmax_limits((shape.batch * shape.kv_heads) * (group * shape.seq));
+  if (!why.empty()) return why;
+  if (cublas_workspace_bytes(shape.batch, shape.heads, shape.seq, shape.element_size) ==
+      std::numeric_limits<std::size_t>::max())
+    return "the workspace, batch * heads * seq^2 scores, overflows 64 bits";
+  return "";
+}
+
+template <typename T>
+void cublas_unfused(const AttentionArgs<T>& args, cudaStream_t stream) {
+  if (args.batch == 0 || args.heads == 0 || args.seq == 0 || args.head_dim == 0) return;
+  CUDALAB_REQUIRE(args.kv_heads > 0 && args.heads % args.kv_heads == 0,
+                  "attention cublas: heads must be a multiple of kv_heads");
+  const std::string why = cublas_limits(shape_of(args, 0));
+  CUDALAB_REQUIRE(why.empty(), "attention cublas: " + why);
+  const std::size_t needed = cublas_workspace_bytes(args.batch, args.heads, args.seq, sizeof(T));
+  CUDALAB_REQUIRE(args.workspace != nullptr && args.workspace_bytes >= needed,
+                  "attention cublas: needs a workspace of cublas_workspace_bytes(batch, heads, seq, sizeof(T)) = " +
+                      std::to_string(needed) + " bytes");
+  auto* scores = static_cast<float*>(args.workspace);
+  T* probabilities = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    probabilities = scores;
+  } else {
+    probabilities = reinterpret_cast<T*>(scores + args.batch * args.heads * args.seq * args.seq);
+  }
+  constexpr cudaDataType_t type = data_type<T>();
+  // One GEMM per (batch, kv head): its group query heads' rows, contiguous in Q, O, S and P.
+  const std::int64_t group = args.heads / args.kv_heads;
+  const int seq = static_cast<int>(args.seq), head_dim = static_cast<int>(args.head_dim);
+  const int rows = static_cast<int>(group * args.seq), count = static_cast<int>(args.batch * args.kv_heads);
+  const long long kv_stride = args.seq * args.head_dim, query_stride = rows * args.head_dim;
+  const long long score_stride = rows * args.seq;
+  const float one = 1.0f, zero = 0.0f;
+  cublasHandle_t handle = cublas_handle(stream);
+
+  // S (rows x seq) = scale Q K^T: column-major S^T = K Q^T, K (column-major head_dim x seq) transposed.
+  check_cublas(
+      cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, seq, rows, head_dim, &args.scale, args.k, type,
+                                 head_dim, kv_stride, args.q, type, head_dim, query_stride, &zero, scores, CUDA_R_32F,
+                                 seq, score_stride, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx (S = scale Q K^T)");
+
+  attention_softmax(static_cast<const float*>(scores), probabilities, args.lse, args.batch * args.heads * args.seq,
+                    args.seq, args.causal, stream);
+
+  // O (rows x head_dim) = P V: column-major O^T = V^T P^T.
+  check_cublas(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, head_dim, rows, seq, &one, args.v, type,
+                                          head_dim, kv_stride, probabilities, type, seq, score_stride, &zero, args.o,
+                                          type, head_dim, query_stride, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx (O = P V)");
+}
+
+template void cublas_unfused<float>(const AttentionArgs<float>&, cudaStream_t);
+template void cublas_unfused<__half>(const AttentionArgs<__half>&, cudaStream_t);
+template void cublas_unfused<__nv_bfloat16>(const AttentionArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace cudalab::attention_variants

@@ -1,0 +1,268 @@
+// The attention op: O = softmax(scale * Q K^T [causal mask]) V and the rows' log-sum-exp L over
+// {batch, heads, seq, head_dim}, with parameters causal (0 or 1) and kv_heads (0: as many as heads;
+// else a divisor of heads, grouped-query attention), in bf16, f16 and f32 with fp32 arithmetic
+// inside. Its tensors, inputs (rows with one dominant score planted in Q and K, inputs.hpp), check
+// (reference.hpp: every row of small problems, a sample of every (batch, head)'s rows of large
+// ones), work model and ladder. The scale is always the library's default, 1 / sqrt(head_dim).
+//
+// A problem whose parameters are not of this form (kv_heads that does not divide heads, causal
+// other than 0 or 1) is refused by every variant's can_implement, with the reason: Op::problem
+// builds problems for every op and knows nothing of these rules. Its tensors are still sized (for
+// kv_heads clamped to heads), so the runner's memory estimate and allocation never see a negative
+// or absurd size.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/registry.hpp"
+#include "ops/attention/cublas_unfused.hpp"
+#include "ops/attention/ids.hpp"
+#include "ops/attention/inputs.hpp"
+#include "ops/attention/reference.hpp"
+#include "ops/attention/variants.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+namespace ids = attention_ids;
+namespace v = attention_variants;
+
+constexpr char kQ[] = "q";
+constexpr char kK[] = "k";
+constexpr char kV[] = "v";
+constexpr char kO[] = "o";
+constexpr char kLse[] = "lse";
+
+std::int64_t batch_of(const Problem& p) { return p.dim("batch"); }
+std::int64_t heads_of(const Problem& p) { return p.dim("heads"); }
+std::int64_t seq_of(const Problem& p) { return p.dim("seq"); }
+std::int64_t head_dim_of(const Problem& p) { return p.dim("head_dim"); }
+bool causal_of(const Problem& p) { return p.param(ids::kCausal) != 0; }
+float scale_of(const Problem& p) { return attention_default_scale(head_dim_of(p)); }
+
+// Empty when the parameters are of the op's form, else why not.
+std::string parameters_unsupported(const Problem& p) {
+  const double causal = p.param(ids::kCausal), kv_heads = p.param(ids::kKvHeads);
+  const std::int64_t heads = heads_of(p);
+  if (causal != 0 && causal != 1) return "causal is 0 or 1, got " + format_param(causal);
+  const bool whole = kv_heads == std::floor(kv_heads) && kv_heads >= 0 && kv_heads <= static_cast<double>(heads);
+  if (!whole || (kv_heads > 0 && heads % static_cast<std::int64_t>(kv_heads) != 0))
+    return "kv_heads must be 0 (as many as heads) or a divisor of heads (" + std::to_string(heads) + "), got " +
+           format_param(kv_heads);
+  return "";
+}
+
+// The kv heads K and V hold: the parameter, or heads when it is 0 (or not a divisor of heads, which
+// every variant refuses; heads keeps the tensors' sizes sane for the memory estimate).
+std::int64_t kv_heads_of(const Problem& p) {
+  if (!parameters_unsupported(p).empty()) return heads_of(p);
+  const auto kv_heads = static_cast<std::int64_t>(p.param(ids::kKvHeads));
+  return kv_heads == 0 ? heads_of(p) : kv_heads;
+}
+
+std::int64_t query_elements(const Problem& p) { return batch_of(p) * heads_of(p) * seq_of(p) * head_dim_of(p); }
+std::int64_t kv_elements(const Problem& p) { return batch_of(p) * kv_heads_of(p) * seq_of(p) * head_dim_of(p); }
+std::int64_t query_rows(const Problem& p) { return batch_of(p) * heads_of(p) * seq_of(p); }
+
+v::AttentionShape shape_of(const DeviceInfo& device, const Problem& p) {
+  return {batch_of(p),
+          heads_of(p),
+          kv_heads_of(p),
+          seq_of(p),
+          head_dim_of(p),
+          size_of(p.dtype),
+          device.compute_capability()};
+}
+
+struct AttentionBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args args;
+    args.q = tensors.data<T>(kQ);
+    args.k = tensors.data<T>(kK);
+    args.v = tensors.data<T>(kV);
+    args.o = tensors.data<T>(kO);
+    args.lse = tensors.data<float>(kLse);
+    args.batch = batch_of(problem);
+    args.heads = heads_of(problem);
+    args.kv_heads = kv_heads_of(problem);
+    args.seq = seq_of(problem);
+    args.head_dim = head_dim_of(problem);
+    args.scale = scale_of(problem);
+    args.causal = causal_of(problem);
+    args.workspace = tensors.workspace();
+    args.workspace_bytes = tensors.workspace_bytes();
+    return args;
+  }
+};
+
+template <typename... Args>
+Variant variant(const char* id, const char* technique, Role role, Engine engine,
+                std::string (*limits)(const v::AttentionShape&), void (*... launchers)(const Args&, cudaStream_t)) {
+  Variant out = make_variant<AttentionBinding>(id, technique, role, launchers...);
+  out.engine = engine;
+  out.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
+    const std::string why = parameters_unsupported(p);
+    return why.empty() ? limits(shape_of(device, p)) : why;
+  };
+  return out;
+}
+
+// The tensor fill of Q or K: fill_attention_queries or fill_attention_keys at the problem's seq,
+// head_dim and scale.
+using ScoreFill = void (*)(DType, void*, std::int64_t, std::uint64_t, Distribution, std::int64_t, std::int64_t, float,
+                           cudaStream_t);
+TensorFill score_fill(ScoreFill fill) {
+  return [fill](void* device, std::int64_t count, std::uint64_t seed, Distribution distribution, const Problem& p,
+                cudaStream_t stream) {
+    fill(p.dtype, device, count, seed, distribution, seq_of(p), head_dim_of(p), scale_of(p), stream);
+  };
+}
+
+Comparison check(const CheckContext& c) {
+  AttentionTensors t;
+  t.dtype = c.problem.dtype;
+  t.q = c.tensors[kQ].host();
+  t.k = c.tensors[kK].host();
+  t.v = c.tensors[kV].host();
+  t.o = c.tensors[kO].host();
+  t.lse = c.tensors.host<float>(kLse);
+  t.batch = batch_of(c.problem);
+  t.heads = heads_of(c.problem);
+  t.kv_heads = kv_heads_of(c.problem);
+  t.seq = seq_of(c.problem);
+  t.head_dim = head_dim_of(c.problem);
+  t.scale = scale_of(c.problem);
+  t.causal = causal_of(c.problem);
+  return check_attention(t);
+}
+
+// The minimum traffic: Q, K and V read once, O and L written once. Arithmetic: Q K^T and P V, two
+// multiply-adds per (query, key, dimension), over half the pairs when causal.
+Work work(const Problem& p) {
+  const double element = static_cast<double>(size_of(p.dtype));
+  const double pairs = static_cast<double>(batch_of(p) * heads_of(p)) * static_cast<double>(seq_of(p)) *
+                       static_cast<double>(seq_of(p)) * (causal_of(p) ? 0.5 : 1.0);
+  return Work{element * static_cast<double>(query_elements(p) + 2 * kv_elements(p)),
+              element * static_cast<double>(query_elements(p)) + 4.0 * static_cast<double>(query_rows(p)),
+              4.0 * pairs * static_cast<double>(head_dim_of(p))};
+}
+
+struct Shape {
+  std::vector<std::int64_t> dims;  // batch, heads, seq, head_dim
+  int causal;
+  int kv_heads;
+};
+
+std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape>& shapes) {
+  std::vector<Problem> out;
+  for (const Shape& s : shapes)
+    out.push_back(op.problem(s.dims, dtype, {{ids::kCausal, double(s.causal)}, {ids::kKvHeads, double(s.kv_heads)}}));
+  return out;
+}
+
+// Test shapes: seq 1, 2, around a warp and the 64-row tiles (17, 63, 64, 65, 127, 129), 200 with
+// grouped-query heads (8 over 2 kv heads), 1000 with one kv head (multi-query), head_dims 64 and
+// 128 (the tensor-core rungs') and 80 and 40 (padded by tiled, refused by the tensor-core rungs),
+// causal and not; each small enough for the CPU to check every row in well under a second. Last,
+// one problem checked on sampled rows (1 x 4 x 4096 x 128), causal: the largest, which the GPU
+// tests also run the broken tutorial rung at.
+const std::vector<Shape> kTestShapes = {
+    {{1, 1, 1, 64}, 0, 0},   {{2, 3, 2, 128}, 1, 0},   {{1, 2, 17, 64}, 0, 0},    {{2, 2, 63, 128}, 1, 0},
+    {{1, 2, 64, 80}, 0, 0},  {{2, 2, 65, 64}, 1, 0},   {{1, 3, 127, 128}, 0, 0},  {{1, 2, 129, 40}, 1, 0},
+    {{2, 8, 200, 64}, 1, 2}, {{1, 2, 1000, 64}, 0, 1}, {{1, 4, 4096, 128}, 1, 0},
+};
+
+// Bench: bf16 at 4 x 16 x 4096 (head_dim 128, causal and not; head_dim 64), and the sequence sweep
+// at head_dim 128 with batch * seq = 16384 (the same number of query rows), causal and not; fp16
+// at the first; f32 at 4 x 16 x 1024 x 64 (the CUDA-core rungs only).
+std::vector<Problem> bench_problems(const Op& op) {
+  std::vector<Shape> bf16 = {{{4, 16, 4096, 128}, 0, 0}, {{4, 16, 4096, 128}, 1, 0}, {{4, 16, 4096, 64}, 0, 0}};
+  for (const std::int64_t seq : {512, 1024, 2048, 8192, 16384})
+    for (const int causal : {0, 1}) bf16.push_back({{16384 / seq, 16, seq, 128}, causal, 0});
+  std::vector<Problem> out = problems(op, DType::bf16, bf16);
+  for (const Problem& p : problems(op, DType::f16, {{{4, 16, 4096, 128}, 0, 0}})) out.push_back(p);
+  for (const Problem& p : problems(op, DType::f32, {{{4, 16, 1024, 64}, 0, 0}})) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+void register_attention(Registry& registry) {
+  Op op;
+  op.name = ids::kForward;
+  op.summary =
+      "O = softmax(scale Q K^T [causal]) V and L = log-sum-exp of each row, Q/O [batch, heads, seq, head_dim], "
+      "K/V [batch, kv_heads, seq, head_dim], scale 1/sqrt(head_dim), fp32 inside";
+  op.dim_names = {"batch", "heads", "seq", "head_dim"};
+  op.dtypes = {DType::bf16, DType::f16, DType::f32};
+  op.params = {{ids::kCausal, 0}, {ids::kKvHeads, 0}};
+  op.tensors = {
+      {kQ, TensorRole::input, {}, query_elements, score_fill(fill_attention_queries)},
+      {kK, TensorRole::input, {}, kv_elements, score_fill(fill_attention_keys)},
+      {kV, TensorRole::input, {}, kv_elements},
+      {kO, TensorRole::output, {}, query_elements},
+      {kLse, TensorRole::output, DType::f32, query_rows},
+  };
+  op.work = work;
+  op.check = check;
+  op.check_host_bytes = [](const Problem& p) {
+    return attention_check_host_bytes(batch_of(p), heads_of(p), seq_of(p), head_dim_of(p));
+  };
+  op.bench_problems = bench_problems(op);
+  for (DType dtype : op.dtypes)
+    for (const Problem& p : problems(op, dtype, kTestShapes)) op.test_problems.push_back(p);
+
+  constexpr Engine kCuda = Engine::cuda_cores;
+  Variant naive =
+      variant(ids::kNaive,
+              "three kernels: S = scale Q K^T into an fp32 seq x seq workspace, a block-per-row softmax "
+              "in place, O = P V; 16x16 shared-memory tiles",
+              Role::ladder, kCuda, v::naive_limits, v::naive<__nv_bfloat16>, v::naive<__half>, v::naive<float>);
+  naive.workspace_bytes = [](const Problem& p) {
+    return v::naive_workspace_bytes(batch_of(p), heads_of(p), seq_of(p));
+  };
+  // The baseline's GEMMs run on tensor cores for bf16/fp16 and, with CUBLAS_COMPUTE_32F (no TF32),
+  // on CUDA cores for f32: by_dtype holds each to its unit's ceiling.
+  Variant cublas = variant(ids::kCublas,
+                           "unfused through cuBLAS: S = scale Q K^T by cublasGemmStridedBatchedEx into fp32, the naive "
+                           "rung's row softmax, O = P V by a second batched GEMM, fp32 compute (no TF32), keeping "
+                           "O(seq^2) memory",
+                           Role::baseline, Engine::by_dtype, v::cublas_limits, v::cublas_unfused<__nv_bfloat16>,
+                           v::cublas_unfused<__half>, v::cublas_unfused<float>);
+  cublas.workspace_bytes = [](const Problem& p) {
+    return v::cublas_workspace_bytes(batch_of(p), heads_of(p), seq_of(p), size_of(p.dtype));
+  };
+  op.variants = {
+      naive,
+      variant(ids::kTutorial,
+              "seed 004's flashAttentionForward as written: a thread per query row, tile maxima only, the V update "
+              "a comment, O and L never written (BROKEN)",
+              Role::broken, kCuda, v::tutorial_limits, v::tutorial<__nv_bfloat16>, v::tutorial<__half>,
+              v::tutorial<float>),
+      variant(ids::kTutorialFixed,
+              "the tutorial's kernel completed: a thread per query row, online softmax over 32-key shared tiles, "
+              "O accumulated in local memory",
+              Role::ladder, kCuda, v::tutorial_limits, v::tutorial_fixed<__nv_bfloat16>, v::tutorial_fixed<__half>,
+              v::tutorial_fixed<float>),
+      variant(ids::kTiled,
+              "FlashAttention-2's split on CUDA cores: 64 query rows a block, 16 a warp, K/V tiles in shared "
+              "memory, scores and O in registers, causal tiles skipped",
+              Role::ladder, kCuda, v::tiled_limits, v::tiled<__nv_bfloat16>, v::tiled<__half>, v::tiled<float>),
+      variant(ids::kMma,
+              "tensor cores: Q K^T and P V by mma.sync m16n8k16 from ldmatrix, P kept in registers, exp2 with the "
+              "scale folded in",
+              Role::ladder, Engine::tensor_cores, v::mma_limits, v::mma<__nv_bfloat16>, v::mma<__half>),
+      variant(ids::kMmaPipelined,
+              "mma plus cp.async K/V copies overlapped with the arithmetic and causal tiles above the diagonal "
+              "skipped",
+              Role::ladder, Engine::tensor_cores, v::mma_limits, v::mma_pipelined<__nv_bfloat16>,
+              v::mma_pipelined<__half>),
+      cublas,
+  };
+  registry.add(std::move(op));
+}
+
+}  // namespace cudalab::harness

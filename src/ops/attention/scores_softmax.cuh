@@ -1,0 +1,62 @@
+// The row softmax of the unfused rungs, which materialize the scores S = scale Q K^T of every
+// (batch, head) in fp32: rung `naive` (its own matmuls) and the `cublas` baseline (cuBLAS GEMMs).
+// A block per row of S, all (batch, head)s' rows in order ([batch, heads, seq, seq]): the row max
+// and the sum of exp(s - max) over the visible keys, then p = exp(s - max) / sum; keys past the
+// causal diagonal (key > query = row % seq) get p = 0, so the P V product that follows reads whole
+// rows. The row's L = max + log(sum) is written here.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "core/vector.cuh"
+#include "core/warp.cuh"
+#include "cudalab/error.hpp"
+#include "ops/softmax/softmax.cuh"
+
+namespace cudalab::attention_variants {
+
+constexpr int kSoftmaxThreads = 256;  // a block per row of S
+
+// P is written as TP: in place over S when TP is float (`probabilities` == `scores`; each thread
+// rewrites only the elements it read, so the pass needs no barrier), or rounded to the 16-bit
+// input type into a second buffer, the A operand of a 16-bit P V GEMM.
+template <typename TP>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    attention_softmax_kernel(const float* scores, TP* probabilities, float* __restrict__ lse, std::int64_t seq,
+                             bool causal) {
+  __shared__ float scratch[kWarpSize];
+  const softmax_variants::BlockReduce reduce{scratch};
+  const std::int64_t row = blockIdx.x;
+  const std::int64_t query = row % seq;
+  const std::int64_t visible = causal ? query + 1 : seq;
+  const float* s = scores + row * seq;
+  TP* p = probabilities + row * seq;
+  const int thread = static_cast<int>(threadIdx.x);
+  const float max = reduce.max(softmax_variants::scalar_row_max(s, visible, thread, kSoftmaxThreads));
+  const float sum = reduce.sum(softmax_variants::scalar_row_sum_exp(s, visible, max, thread, kSoftmaxThreads));
+  const float inverse = 1.0f / sum;
+  for (std::int64_t j = thread; j < visible; j += kSoftmaxThreads)
+    p[j] = from_float<TP>(softmax_variants::exp_shifted(s[j], max) * inverse);
+  for (std::int64_t j = visible + thread; j < seq; j += kSoftmaxThreads) p[j] = from_float<TP>(0.0f);
+  if (thread == 0) lse[row] = max + logf(sum);
+}
+
+// "" when the softmax can take `rows` rows of S (a block each, on grid x), else why not.
+inline std::string attention_softmax_limits(std::int64_t rows) {
+  return rows > 0x7fffffffLL ? "batch * heads * seq above 2^31 - 1 rows (a block per row of the softmax)" : "";
+}
+
+// `rows` (batch * heads * seq, within attention_softmax_limits) rows of S of `seq` scores each.
+template <typename TP>
+void attention_softmax(const float* scores, TP* probabilities, float* lse, std::int64_t rows, std::int64_t seq,
+                       bool causal, cudaStream_t stream) {
+  attention_softmax_kernel<TP>
+      <<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(scores, probabilities, lse, seq, causal);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+}  // namespace cudalab::attention_variants

@@ -1,0 +1,89 @@
+// The attention ladder: O = softmax(scale * Q K^T [+ causal mask]) V and the rows' log-sum-exp L,
+// for Q [batch, heads, seq, head_dim], K and V [batch, kv_heads, seq, head_dim] (heads a multiple of
+// kv_heads: query head h reads kv head h / (heads / kv_heads)), O like Q, L [batch, heads, seq] in
+// fp32 (natural log: L = max + log(sum exp(s - max)) of the scaled scores s). Every rung accumulates
+// in fp32; the 16-bit rungs round P to the input type before P V, as FlashAttention does.
+// Each launcher is templated on the element type and takes AttentionArgs; the library entry
+// (attention.cu) and the registry (register.cu) fill the same struct. The `*_limits` functions say,
+// in one sentence, why a rung cannot run a problem ("" when it can).
+//
+// The rungs and what each fixes:
+//   naive           S = scale Q K^T materialized in fp32 (workspace batch*heads*seq^2 floats), a
+//                   softmax kernel over S's rows, O = P V: three kernels, O(seq^2) memory.
+//   tutorial        the zero-to-hero tutorial's flashAttentionForward as written: one thread per
+//                   query row, the V update left a comment, O and L never written (broken on
+//                   purpose; the harness shows it failing).
+//   tutorial_fixed  the same kernel completed: online softmax per query row (running max and sum,
+//                   O rescaled), K and V tiles in shared memory, fp32 arithmetic; O and L written.
+//   tiled           FlashAttention-2's work split on CUDA cores: a block per query tile, warps over
+//                   query rows, K/V tiles in shared memory, scores and P V in registers.
+//   mma             tensor cores: Q K^T and P V with mma.sync m16n8k16 from ldmatrix, P kept in
+//                   registers as the A operand of P V, exp2 with the scale folded in.
+//   mma_pipelined   mma plus cp.async double-buffered K/V tiles and causal tiles above the
+//                   diagonal skipped entirely.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+namespace cudalab::attention_variants {
+
+// Dense row-major tensors: Q, O [batch, heads, seq, head_dim]; K, V [batch, kv_heads, seq,
+// head_dim]; L [batch, heads, seq]. O and L overlap no input. `scale` multiplies the scores
+// (1/sqrt(head_dim) by default); `causal` masks key j > query i.
+template <typename T>
+struct AttentionArgs {
+  using Element = T;
+  const T* q = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  T* o = nullptr;
+  float* lse = nullptr;
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+  float scale = 0.0f;
+  bool causal = false;
+  void* workspace = nullptr;  // naive only: naive_workspace_bytes(batch, heads, seq)
+  std::size_t workspace_bytes = 0;
+};
+
+// What a rung's limits depend on.
+struct AttentionShape {
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+  std::size_t element_size = 0;  // sizeof(T)
+  int compute_capability = 0;    // major * 10 + minor
+};
+template <typename T>
+AttentionShape shape_of(const AttentionArgs<T>& args, int compute_capability) {
+  return {args.batch, args.heads, args.kv_heads, args.seq, args.head_dim, sizeof(T), compute_capability};
+}
+
+// The scores of every (batch, head) in fp32: batch * heads * seq^2 * 4 bytes.
+std::size_t naive_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq);
+
+template <typename T>
+void naive(const AttentionArgs<T>& args, cudaStream_t stream);
+std::string naive_limits(const AttentionShape& shape);
+
+template <typename T>
+void tutorial(const AttentionArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void tutorial_fixed(const AttentionArgs<T>& args, cudaStream_t stream);
+std::string tutorial_limits(const AttentionShape& shape);
+
+template <typename T>
+void tiled(const AttentionArgs<T>& args, cudaStream_t stream);
+std::string tiled_limits(const AttentionShape& shape);
+
+// Tensor-core rungs: bf16 and fp16 only.
+template <typename T>
+void mma(const AttentionArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void mma_pipelined(const AttentionArgs<T>& args, cudaStream_t stream);
+std::string mma_limits(const AttentionShape& shape);
+
+}  // namespace cudalab::attention_variants
