@@ -1,6 +1,7 @@
 // The `cudalab` operator namespace: every op's schema, the CPU registration that refuses CPU
 // tensors, and the Python module stub whose import runs these registrations. The CUDA kernels of
-// each family register in their own file (fused.cpp, gemm.cpp, primitives.cpp).
+// each family register in their own file (fused.cpp, gemm.cpp, primitives.cpp,
+// attention.cpp).
 #include <Python.h>
 
 #include <string>
@@ -28,6 +29,7 @@ constexpr const char* kSchemas[] = {
     "histogram(Tensor samples, int bins) -> Tensor",
     "transpose(Tensor x) -> Tensor",
     "conv2d(Tensor image, Tensor filter) -> Tensor",
+    "attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)",
 };
 
 std::string op_name(const std::string& schema) { return schema.substr(0, schema.find('(')); }

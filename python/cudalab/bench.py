@@ -1,6 +1,6 @@
 """``python -m cudalab.bench``: each cudalab op against eager PyTorch and ``torch.compile`` of the
-same eager code, in one process on one GPU, written as a cudalab results file (schema
-cudalab-results/2) that ``cudalab report`` renders.
+same eager code (attention: against PyTorch's SDPA with each backend forced), in one process on one
+GPU, written as a cudalab results file (schema cudalab-results/2) that ``cudalab report`` renders.
 
 Method (the C++ harness's, src/harness/timer.cu): every variant is verified against a float64
 reference before it is timed, and one that fails reports the failure, not a time. Each sample is one
@@ -25,10 +25,12 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from . import __version__, _C, ops
 
@@ -164,7 +166,7 @@ class Case:
     make_inputs: Callable  # (generator) -> dict of tensors
     reference: Callable  # (inputs) -> tuple of float64 (or exact) outputs
     variants: list
-    tolerance: float  # relative L2 of each output; 0: exact
+    tolerance: object  # relative L2 of each output (a float, or a tuple: one per output); 0: exact
     distribution: str = "normal"
 
 
@@ -182,12 +184,17 @@ def number_or_name(value):
 
 def compare(outputs, references, tolerance):
     """The harness's comparison record for the outputs as a whole: with a tolerance, each output's
-    relative L2 error against float64 must be within it; without one, outputs must be equal."""
+    relative L2 error against float64 must be within it; without one, outputs must be equal. A
+    tuple gives each output its own tolerance (the record names the largest). A variant that
+    returns fewer outputs than the references (SDPA: no log-sum-exp) is compared on those it has."""
+    references = references[: len(outputs)]
+    tolerances = tuple(tolerance) if isinstance(tolerance, (tuple, list)) else (tolerance,) * len(references)
+    tolerance = max(tolerances, default=0.0)
     count = sum(r.numel() for r in references)
     non_finite = sum(int((~torch.isfinite(o.double())).sum()) for o in outputs if o.is_floating_point())
     worst = max_abs = 0.0
     mismatches = 0
-    for o, r in zip(outputs, references):
+    for o, r, bound in zip(outputs, references, tolerances):
         if o.shape != r.shape:
             return {
                 "count": count,
@@ -207,9 +214,9 @@ def compare(outputs, references, tolerance):
         # NaN wins: max() would drop it (every comparison with NaN is false).
         max_abs = largest if math.isnan(largest) or largest > max_abs else max_abs
         worst = error if math.isnan(error) or error > worst else worst
-        if tolerance == 0:
+        if bound == 0:
             mismatches += int((diff != 0).sum())
-        elif not error <= tolerance:
+        elif not error <= bound:
             mismatches += int(o.numel())  # the whole output fails its relative L2 bound
     return {
         "count": count,
@@ -610,6 +617,167 @@ def primitive_cases(n):
     return cases
 
 
+# ---- attention against PyTorch's SDPA backends
+
+# Relative L2 of attention's O against float64. The 16-bit kernels (cudalab's and SDPA's) round two
+# things: the probabilities P to the input type before P V, and O at the end; each rounding is a
+# relative error of at most u (2^-8 bf16, 2^-11 f16) that the weighted sum over keys does not
+# amplify (error and O average over the same weights), so rel L2 stays below sqrt(2) u / sqrt(3):
+# 3.2e-3 bf16, 4.0e-4 f16 (Q K^T's products are exact in fp32). Emulating the two roundings in
+# float64 on normal inputs gives 1.7-2.3e-3 bf16 and 2.1-2.9e-4 f16 at seq 17 to 4096 (worst row
+# 1.4x that). The bounds leave 3x (bf16) and 5x (f16) above the estimate; a wrong mask, scale or tile
+# gives errors of order 1. fp32 (CUDA cores, fp32 exp and sums): 1e-5. The log-sum-exp is fp32
+# arithmetic on exact products whatever the dtype: 1e-5.
+ATTENTION_REL_L2 = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}
+ATTENTION_LSE_REL_L2 = 1e-5
+# The largest seq the SDPA math backend runs at: it materializes batch x heads x seq^2 scores.
+SDPA_MATH_MAX_SEQ = 2048
+SDPA_BACKENDS = [  # (variant, backend, technique)
+    (
+        "sdpa_flash",
+        SDPBackend.FLASH_ATTENTION,
+        "F.scaled_dot_product_attention, FLASH_ATTENTION forced (FlashAttention-2)",
+    ),
+    ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION, "F.scaled_dot_product_attention, EFFICIENT_ATTENTION forced"),
+    ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION, "F.scaled_dot_product_attention, CUDNN_ATTENTION forced (cuDNN)"),
+    (
+        "sdpa_math",
+        SDPBackend.MATH,
+        "F.scaled_dot_product_attention, MATH forced: matmul, softmax, matmul over the materialized scores, in "
+        "fp32 for 16-bit inputs (torch's default; TF32 off)",
+    ),
+]
+
+
+def attention_reference(q, k, v, scale=None, causal=False, max_scores=1 << 27):
+    """float64 (O, L) of attention over q [B, H, S, D] and k, v [B, Hkv, S, D] (query head h reads kv
+    head h // (H // Hkv)), on q's device: O = softmax(scale * q k^T [causal mask]) v and L each row's
+    log-sum-exp. (batch, head) slices are taken a few at a time and their query rows in chunks, so
+    that at most max_scores float64 scores exist at once (2^27: 1 GiB; one slice at seq 16384 would be
+    2 GiB)."""
+    batch, heads, seq, head_dim = q.shape
+    kv_heads = k.shape[1]
+    group = heads // kv_heads if kv_heads else 1
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    q_slices = q.reshape(batch * heads, seq, head_dim)
+    k_slices, v_slices = (t.reshape(batch * kv_heads, seq, head_dim) for t in (k, v))
+    o = torch.empty(q.shape, dtype=torch.float64, device=q.device)
+    lse = torch.empty(q.shape[:-1], dtype=torch.float64, device=q.device)
+    o_slices, lse_slices = o.view(batch * heads, seq, head_dim), lse.view(batch * heads, seq)
+    slices_at_once = max(1, max_scores // max(1, seq * seq))
+    rows_at_once = max(1, min(seq, max_scores // max(1, seq)))
+    for first in range(0, batch * heads, slices_at_once):
+        index = torch.arange(first, min(first + slices_at_once, batch * heads), device=q.device)
+        kv_index = index // heads * kv_heads + index % heads // group
+        keys, values = k_slices[kv_index].double(), v_slices[kv_index].double()
+        for row in range(0, seq, rows_at_once):
+            rows = slice(row, min(row + rows_at_once, seq))
+            scores = q_slices[index, rows].double() @ keys.mT * scale
+            if causal:
+                query = torch.arange(rows.start, rows.stop, device=q.device)[:, None]
+                scores.masked_fill_(torch.arange(seq, device=q.device)[None, :] > query, -math.inf)
+            row_lse = torch.logsumexp(scores, -1)
+            o_slices[index, rows] = torch.exp(scores - row_lse[..., None]) @ values
+            lse_slices[index, rows] = row_lse
+            del scores
+    return o, lse
+
+
+def sdpa(backend, causal):
+    """A variant running F.scaled_dot_product_attention with only `backend` allowed. A backend that
+    refuses the case raises RuntimeError ("No available kernel") and says why in warnings: prepare
+    runs it once and raises their text in one line, which run_case records as the skip reason."""
+
+    def prepare(inputs):
+        q, k, v = inputs["q"], inputs["k"], inputs["v"]
+        gqa = k.shape[1] != q.shape[1]
+
+        def run():
+            with sdpa_kernel([backend]):
+                return (F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa),)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                run()
+            except RuntimeError as error:
+                why = " ".join(" ".join(str(w.message).split()) for w in caught) or " ".join(str(error).split())
+                raise RuntimeError(f"SDPA's {backend.name} backend refuses this case: {why}"[:400]) from None
+        return run
+
+    return prepare
+
+
+def attention_case(dtype, batch, heads, seq, head_dim, causal):
+    def make_inputs(g):
+        return {name: normal(g, (batch, heads, seq, head_dim), dtype, 1.0, 0.0) for name in ("q", "k", "v")}
+
+    variants = []
+    for name, backend, technique in SDPA_BACKENDS:
+        if backend == SDPBackend.MATH and seq > SDPA_MATH_MAX_SEQ:
+            gib = batch * heads * seq * seq * 4 / 2**30
+            why = (
+                f"not run above seq {SDPA_MATH_MAX_SEQ}: the math backend materializes the batch x heads x seq^2 "
+                f"scores ({gib:.0f} GiB in fp32 here), so it times that matrix's traffic, not attention; it stands "
+                "in the shorter sequences as the unfused composition"
+            )
+            variants.append(Variant(name, technique, None, why))
+        else:
+            variants.append(Variant(name, technique, sdpa(backend, causal)))
+    variants.append(
+        Variant(
+            "compile",
+            COMPILE_TECHNIQUE,
+            None,
+            "not timed: torch.compile hands F.scaled_dot_product_attention to the same SDPA kernels the sdpa_* "
+            "rows time (there is nothing around it to fuse)",
+        )
+    )
+    variants.append(
+        Variant(
+            "cudalab",
+            "cudalab.ops.attention: the library's kernel for the shape (O and the log-sum-exp; SDPA's public "
+            "API returns O only, so only cudalab's L is checked)",
+            forward(lambda q, k, v: ops.attention(q, k, v, causal=causal)),
+        )
+    )
+    e = torch.tensor([], dtype=dtype).element_size()
+    elements = batch * heads * seq * head_dim
+    # Two matrix products of 2 S^2 D flops per (batch, head); causal halves them (FlashAttention's
+    # count: the diagonal's extra S D is left out). Bytes: q, k, v read, O and L written, once each.
+    flops = 4 * batch * heads * seq * seq * head_dim // (2 if causal else 1)
+    return Case(
+        "attention",
+        [("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
+        dtype,
+        [("causal", int(causal)), ("kv_heads", 0)],
+        work(3 * e * elements, e * elements + 4 * batch * heads * seq, flops),
+        TENSOR_CORE_UNIT[dtype],
+        make_inputs,
+        lambda inputs: attention_reference(**inputs, causal=causal),
+        variants,
+        (ATTENTION_REL_L2[dtype], ATTENTION_LSE_REL_L2),
+    )
+
+
+def attention_cases(quick):
+    """Attention's forward against SDPA's backends, q, k and v standard normal: bf16 [4, 16, 4096,
+    128] non-causal and causal, head_dim 64, f16; and bf16 head_dim 128 over seq 512 to 16384 at
+    batch x seq = 16384 (16 heads), causal and not. --quick: the same kinds at [2, 4, 512, D]."""
+    if quick:
+        shapes = [(torch.bfloat16, 2, 4, 512, 128, False), (torch.bfloat16, 2, 4, 512, 128, True)]
+        shapes += [(torch.bfloat16, 2, 4, 512, 64, False), (torch.float16, 2, 4, 512, 128, False)]
+    else:
+        shapes = [(torch.bfloat16, 4, 16, 4096, 128, causal) for causal in (False, True)]
+        shapes += [(torch.bfloat16, 4, 16, 4096, 64, False), (torch.float16, 4, 16, 4096, 128, False)]
+        shapes += [
+            (torch.bfloat16, 16384 // seq, 16, seq, 128, causal)
+            for seq in (512, 1024, 2048, 8192, 16384)  # 4096 is the first two cases
+            for causal in (False, True)
+        ]
+    return [attention_case(*shape) for shape in shapes]
+
+
 # ---- running
 
 
@@ -768,6 +936,7 @@ def provenance(command_line):
 
 
 FAMILIES = {
+    "attention": attention_cases,
     "fused": lambda quick: row_op_cases(
         *((256, 1024) if quick else (16384, 8192)), [torch.float32, torch.bfloat16, torch.float16]
     ),
@@ -779,9 +948,10 @@ FAMILIES = {
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m cudalab.bench",
-        description="Times each cudalab op against eager PyTorch and torch.compile in one process, each variant "
-        "verified against float64 first, and writes a cudalab results file (render it with "
-        "`cudalab report FILE --update docs/pytorch.md`). Needs a CUDA GPU and `cudalab probe`'s ceilings.",
+        description="Times each cudalab op against eager PyTorch and torch.compile (attention: against SDPA's "
+        "backends) in one process, each variant verified against float64 first, and writes a cudalab results file "
+        "(render it with `cudalab report FILE --update docs/pytorch.md`). Needs a CUDA GPU and `cudalab probe`'s "
+        "ceilings.",
     )
     parser.add_argument("--out", default="pytorch-bench.json", help="results file to write (default: %(default)s)")
     parser.add_argument("--only", action="append", choices=sorted(FAMILIES), help="run only this family (repeatable)")

@@ -3,9 +3,9 @@ a fake kernel (shapes and dtypes only) and a backward where one exists.
 
 Inputs must be contiguous CUDA tensors (the ops check and name the argument; nothing is copied
 behind your back). The fused ops and gemm take float32, float16 or bfloat16 and work on the last
-dimension; the library's primitives (reduce_sum, the scans, select_at_least, histogram, transpose,
-conv2d) take the dtypes their docstrings name and read their input as one flat array, matrix or
-image.
+dimension; attention takes the same dtypes as [batch, heads, seq, head_dim]; the library's
+primitives (reduce_sum, the scans, select_at_least, histogram, transpose, conv2d) take the dtypes
+their docstrings name and read their input as one flat array, matrix or image.
 """
 
 import torch
@@ -104,6 +104,26 @@ def conv2d(image: Tensor, filter: Tensor) -> Tensor:
     return torch.ops.cudalab.conv2d(image, filter)
 
 
+def attention(
+    q: Tensor, k: Tensor, v: Tensor, scale: float | None = None, causal: bool = False
+) -> tuple[Tensor, Tensor]:
+    """Scaled dot-product attention's forward: ``(o, lse)`` with ``o = softmax(scale * q @ k.mT) @ v``
+    (``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+    enable_gqa=True)``) and ``lse`` each query row's natural log-sum-exp of its scaled, masked scores,
+    float32 [batch, heads, seq].
+
+    q is [batch, heads, seq, head_dim]; k and v [batch, kv_heads, seq, head_dim] with heads a
+    multiple of kv_heads (grouped-query attention: query head h reads kv head h // (heads //
+    kv_heads)); one dtype, bfloat16, float16 or float32; contiguous (nothing is copied: a
+    [batch, seq, heads, head_dim] layout must be ``.transpose(1, 2).contiguous()``'d first). The
+    library takes one sequence length for queries and keys, so q, k and v share seq. ``scale``
+    defaults to ``1 / sqrt(head_dim)``; ``causal`` lets query i attend to keys j <= i. Arithmetic is
+    fp32; the 16-bit inputs' probabilities are rounded to the input type before ``@ v``, as
+    FlashAttention does. bf16/f16 with head_dim 64 or 128 run on tensor cores (compute capability
+    8.0+), the rest on CUDA cores. No backward yet: differentiating through it raises."""
+    return torch.ops.cudalab.attention(q, k, v, scale, causal)
+
+
 # ---- fake kernels: outputs' shapes, dtypes and devices, for FakeTensor, torch.compile and export
 
 
@@ -191,6 +211,11 @@ def _(x):
 @torch.library.register_fake("cudalab::conv2d")
 def _(image, filter):
     return torch.empty_like(image)
+
+
+@torch.library.register_fake("cudalab::attention")
+def _(q, k, v, scale=None, causal=False):
+    return torch.empty_like(q), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 
 # ---- autograd: each forward's gradient through its backward op
@@ -329,3 +354,16 @@ def _conv2d_backward(ctx, dy):
 
 
 torch.library.register_autograd("cudalab::conv2d", _conv2d_backward)
+
+
+def _attention_backward(ctx, do, dlse):
+    # As for conv2d: without a registration torch's fallback would only warn when differentiating
+    # through the op. Under torch.compile with inputs that require grad, AOTAutograd traces this
+    # backward ahead of time, so the error comes at compile time there.
+    raise NotImplementedError(
+        "cudalab.attention: backward is not implemented yet (the library has no attention backward): "
+        "use torch.nn.functional.scaled_dot_product_attention to train"
+    )
+
+
+torch.library.register_autograd("cudalab::attention", _attention_backward)

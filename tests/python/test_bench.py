@@ -10,6 +10,8 @@ import sys
 
 import pytest
 import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend
 
 from cudalab import bench
 from conftest import requires_cuda
@@ -92,13 +94,81 @@ def test_ceilings_errors_name_the_file(tmp_path):
         bench.load_ceilings(str(missing))
 
 
+def test_comparison_takes_a_tolerance_per_output_and_only_the_outputs_given():
+    ref = (torch.tensor([1.0, 2.0], dtype=torch.float64), torch.tensor([3.0, 4.0], dtype=torch.float64))
+    loose = (ref[0].float() * 1.001, ref[1].float())
+    assert bench.compare(loose, ref, (1e-2, 1e-5))["mismatches"] == 0
+    assert bench.compare(loose, ref, (1e-5, 1e-2))["mismatches"] == 2
+    only_first = bench.compare(loose[:1], ref, (1e-2, 1e-5))  # SDPA gives O, not the log-sum-exp
+    assert only_first["mismatches"] == 0 and only_first["count"] == 2
+    assert only_first["tolerance"]["rtol"] == 1e-2
+
+
+def test_attention_family_cases():
+    assert "attention" in bench.FAMILIES
+    quick = bench.FAMILIES["attention"](True)
+    assert len(quick) == 4 and all(c.op == "attention" and c.dims[2] == ("seq", 512) for c in quick)
+    cases = bench.FAMILIES["attention"](False)
+    shapes = {(bench.DTYPE_NAMES[c.dtype], *(s for _, s in c.dims), dict(c.params)["causal"]) for c in cases}
+    assert {("bf16", 4, 16, 4096, 128, 0), ("bf16", 4, 16, 4096, 128, 1), ("bf16", 4, 16, 4096, 64, 0)} <= shapes
+    assert ("f16", 4, 16, 4096, 128, 0) in shapes
+    for seq in (512, 1024, 2048, 4096, 8192, 16384):  # the sequence sweep at batch x seq = 16384
+        for causal in (0, 1):
+            assert ("bf16", 16384 // seq, 16, seq, 128, causal) in shapes
+    assert len(cases) == len(shapes) == 14
+    for c in cases:
+        batch, heads, seq, head_dim = (s for _, s in c.dims)
+        causal = dict(c.params)["causal"]
+        assert c.unit == bench.TENSOR_CORE_UNIT[c.dtype]
+        assert c.work["flops"] == 4 * batch * heads * seq * seq * head_dim / (2 if causal else 1)
+        assert c.tolerance == (bench.ATTENTION_REL_L2[c.dtype], bench.ATTENTION_LSE_REL_L2)
+        variants = {v.name: v for v in c.variants}
+        assert list(variants) == ["sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math", "compile", "cudalab"]
+        assert "not timed" in variants["compile"].skip_reason and variants["compile"].prepare is None
+        math_skipped = bool(variants["sdpa_math"].skip_reason)
+        assert math_skipped == (seq > bench.SDPA_MATH_MAX_SEQ)
+        assert all(variants[n].prepare is not None for n in ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "cudalab"))
+    problem = bench.problem_json(cases[0].dims, cases[0].dtype, cases[0].params)
+    assert problem["key"] == "dtype=bf16;batch=4;heads=16;seq=4096;head_dim=128;causal=0;kv_heads=0"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("kv_heads", [4, 2, 1])
+@pytest.mark.parametrize("max_scores", [1, 100, 1 << 27])  # a row at a time, a few rows, everything at once
+def test_attention_reference_in_chunks_is_sdpa_in_float64(causal, kv_heads, max_scores):
+    torch.manual_seed(7)
+    q = torch.randn(2, 4, 37, 16, dtype=torch.float64)
+    k, v = torch.randn(2, 2, kv_heads, 37, 16, dtype=torch.float64).unbind(0)
+    o, lse = bench.attention_reference(q, k, v, scale=0.3, causal=causal, max_scores=max_scores)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.3, enable_gqa=True)
+    torch.testing.assert_close(o, expected, rtol=1e-12, atol=1e-12)
+    scores = q @ k.repeat_interleave(4 // kv_heads, 1).mT * 0.3
+    if causal:
+        scores = scores.masked_fill(torch.ones(37, 37, dtype=torch.bool).triu(1), -math.inf)
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1), rtol=1e-12, atol=1e-12)
+    empty = bench.attention_reference(q[:, :, :0], k[:, :, :0], v[:, :, :0], causal=causal)
+    assert empty[0].shape == (2, 4, 0, 16) and empty[1].shape == (2, 4, 0)
+
+
+def test_a_refusing_sdpa_backend_says_why_in_one_line():
+    # On CPU tensors cuDNN's backend cannot run: the variant raises its reason, which run_case
+    # records as the skip reason (first line).
+    inputs = {name: torch.randn(1, 2, 8, 16) for name in ("q", "k", "v")}
+    with pytest.raises(RuntimeError, match="SDPA's CUDNN_ATTENTION backend refuses this case: .") as caught:
+        bench.sdpa(SDPBackend.CUDNN_ATTENTION, False)(inputs)
+    assert "\n" not in str(caught.value)
+    run = bench.sdpa(SDPBackend.MATH, True)(inputs)  # the math backend runs anywhere
+    (o,) = run()
+    assert o.shape == (1, 2, 8, 16)
+
+
 @requires_cuda
 def test_quick_run_verifies_and_times_every_family(tmp_path):
     # An op or two of each family (every one compiles its own graphs: all of them take minutes).
     probe = tmp_path / "probe.json"
     probe.write_text(json.dumps({"schema": "cudalab-probe/1", "ceilings": committed("softmax.json")["ceilings"]}))
     out = tmp_path / "bench.json"
-    chosen = ["layer_norm", "layer_norm_backward", "gemm", "histogram", "transpose"]
+    chosen = ["layer_norm", "layer_norm_backward", "gemm", "histogram", "transpose", "attention"]
     assert bench.main(["--quick", "--ceilings", str(probe), "--out", str(out), *(f"--op={op}" for op in chosen)]) == 0
     document = json.loads(out.read_text())
     assert document["schema"] == "cudalab-results/2"

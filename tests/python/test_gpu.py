@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import cudalab.nn
-from cudalab import ops
+from cudalab import bench, ops
 from conftest import requires_cuda
 from test_host import BACKWARD, DIFFERENTIABLE, FORWARD, arguments, dtypes_of
 
@@ -420,3 +420,127 @@ SQUARE = r"filter must be square \[R, R\] with R odd, 1 to 7"
 def test_primitives_name_what_they_refuse(call, error, message):
     with pytest.raises(error, match=f"cudalab.{message}"):
         call()
+
+
+# ---- attention
+
+# bench.ATTENTION_REL_L2 says where these bounds come from; the log-sum-exp is fp32 arithmetic on
+# exact products (a few hundred roundings at these lengths).
+ATTENTION_SEQS = [1, 17, 65, 129, 200]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seq", ATTENTION_SEQS)
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("heads, kv_heads", [(4, 4), (8, 2), (4, 1)])
+def test_attention_matches_float64_on_every_row(dtype, seq, head_dim, causal, heads, kv_heads):
+    seed("attention", dtype, seq, head_dim, causal, heads, kv_heads)
+    q = torch.randn(2, heads, seq, head_dim, device="cuda").to(dtype)
+    k, v = torch.randn(2, 2, kv_heads, seq, head_dim, device="cuda").to(dtype).unbind(0)
+    o, lse = ops.attention(q, k, v, causal=causal)
+    ref_o, ref_lse = bench.attention_reference(q, k, v, causal=causal)
+    assert o.shape == q.shape and o.dtype == dtype and lse.shape == q.shape[:-1] and lse.dtype == torch.float32
+    assert torch.isfinite(o).all() and torch.isfinite(lse).all()
+    bound = bench.ATTENTION_REL_L2[dtype]
+    assert rel_l2(o, ref_o) <= bound, f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    # Every row on its own (a wrong mask, a skipped tile or an unwritten row can hide in the total):
+    # within 4x the total's bound, which leaves room for the spread of 64 or 128 elements' errors.
+    row_error = (o.double() - ref_o).norm(dim=-1) / ref_o.norm(dim=-1)
+    assert row_error.max().item() <= 4 * bound, f"worst row rel L2 {row_error.max().item():.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=bench.ATTENTION_LSE_REL_L2, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_scale_and_longer_sequences(dtype, causal):
+    seed("attention scale", dtype, causal)
+    q, k, v = torch.randn(3, 1, 3, 1000, 128, device="cuda").to(dtype).unbind(0)
+    o, lse = ops.attention(q, k, v, scale=0.25, causal=causal)
+    ref_o, ref_lse = bench.attention_reference(q, k, v, scale=0.25, causal=causal)
+    assert rel_l2(o, ref_o) <= bench.ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=bench.ATTENTION_LSE_REL_L2, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("layout", ["head_dim 40", "head_dim 256", "misaligned"])
+def test_attention_on_the_cuda_core_kernel(dtype, layout):
+    # The tensor-core kernel takes 16-bit head_dim 64 and 128 at 16-byte aligned addresses; the rest
+    # runs on the CUDA-core kernel (a view one element into its storage is contiguous, not aligned).
+    seed("attention cuda cores", dtype, layout)
+    head_dim = {"head_dim 40": 40, "head_dim 256": 256}.get(layout, 64)
+    shape = (2, 4, 129, head_dim)
+    numel = math.prod(shape)
+    storage = torch.randn(3 * numel + 1, device="cuda").to(dtype)
+    offset = 1 if layout == "misaligned" else 0
+    q, k, v = (storage[offset + i * numel : offset + (i + 1) * numel].view(shape) for i in range(3))
+    o, lse = ops.attention(q, k, v, causal=True)
+    ref_o, ref_lse = bench.attention_reference(q, k, v, causal=True)
+    assert rel_l2(o, ref_o) <= bench.ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=bench.ATTENTION_LSE_REL_L2, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(0, 4, 16, 64), (2, 4, 0, 64), (2, 0, 16, 64)])
+def test_attention_of_nothing(shape):
+    q = torch.empty(shape, device="cuda", dtype=torch.bfloat16)
+    o, lse = ops.attention(q, q, q)
+    assert o.shape == shape and lse.shape == shape[:-1]
+
+
+def test_attention_compiles_without_graph_breaks():
+    def block(q, k, v):
+        o, lse = ops.attention(q, k, v, causal=True)
+        return o.float() * 2 + 1, lse.exp()
+
+    torch.manual_seed(3)
+    q = torch.randn(2, 8, 100, 64, device="cuda", dtype=torch.bfloat16)
+    k, v = torch.randn(2, 2, 2, 100, 64, device="cuda", dtype=torch.bfloat16).unbind(0)
+    compiled = torch.compile(block, fullgraph=True)
+    for got, expected in zip(compiled(q, k, v), block(q, k, v)):
+        torch.testing.assert_close(got, expected)
+
+
+def test_attention_has_no_backward_yet():
+    q = torch.randn(1, 2, 16, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    o, lse = ops.attention(q, q.detach(), q.detach())
+    with pytest.raises(NotImplementedError, match="cudalab.attention: backward is not implemented yet"):
+        o.float().sum().backward()
+
+
+def qkv(q=(2, 4, 16, 64), k=(2, 4, 16, 64), v=None, dtype=torch.bfloat16, k_dtype=None):
+    return empty(*q, dtype=dtype), empty(*k, dtype=k_dtype or dtype), empty(*(v or k), dtype=k_dtype or dtype)
+
+
+A = "cudalab.attention"
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: ops.attention(*qkv(k_dtype=torch.float16)), TypeError, f"{A}: k must be bfloat16 like q, got float16"),
+        (lambda: ops.attention(*qkv(dtype=torch.float64)), TypeError, f"{A}: q must be float32, float16 or bfloat16"),
+        (lambda: ops.attention(*qkv(q=(4, 16, 64))), ValueError, rf"{A}: q must be \[batch, heads, seq, head_dim\]"),
+        (lambda: ops.attention(*qkv(k=(2, 4, 16, 64, 1))), ValueError, rf"{A}: k must be \[batch, kv_heads, seq"),
+        (lambda: ops.attention(*qkv(q=(2, 6, 16, 64))), ValueError, rf"{A}: q's heads \(6\) must be a multiple of k"),
+        (lambda: ops.attention(*qkv(k=(2, 0, 16, 64))), ValueError, rf"{A}: q's heads \(4\) must be a multiple of k"),
+        (lambda: ops.attention(*qkv(k=(1, 4, 16, 64))), ValueError, f"{A}: k must have q's batch 2"),
+        (lambda: ops.attention(*qkv(k=(2, 4, 8, 64))), ValueError, f"{A}: k must have q's seq 16 .the library takes"),
+        (lambda: ops.attention(*qkv(k=(2, 4, 16, 128))), ValueError, f"{A}: k must have q's head_dim 64"),
+        (lambda: ops.attention(*qkv(v=(2, 2, 16, 64))), ValueError, rf"{A}: v must have k's shape \[2, 4, 16, 64\]"),
+        (lambda: ops.attention(*qkv(q=(2, 4, 16, 0), k=(2, 4, 16, 0))), ValueError, f"{A}: head_dim must be at least"),
+        (lambda: ops.attention(*qkv(), scale=0.0), ValueError, f"{A}: scale must be > 0 and finite"),
+        (lambda: ops.attention(*qkv(), scale=math.inf), ValueError, f"{A}: scale must be > 0 and finite"),
+        (lambda: ops.attention(*qkv(), scale=1e300), ValueError, f"{A}: scale must be > 0 and finite in float32"),
+    ],
+)
+def test_attention_names_what_it_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_attention_refuses_noncontiguous_and_cpu_arguments():
+    q, k, v = qkv()
+    with pytest.raises(RuntimeError, match=f"{A}: q must be contiguous"):
+        ops.attention(q.transpose(1, 2).contiguous().transpose(1, 2), k, v)
+    with pytest.raises(RuntimeError, match=f"{A}: v must be a CUDA tensor, got cpu"):
+        ops.attention(q, k, v.cpu())

@@ -25,11 +25,13 @@ FORWARD = {
     "histogram": "cudalab::histogram(Tensor samples, int bins) -> Tensor",
     "transpose": "cudalab::transpose(Tensor x) -> Tensor",
     "conv2d": "cudalab::conv2d(Tensor image, Tensor filter) -> Tensor",
+    "attention": "cudalab::attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) "
+    "-> (Tensor, Tensor)",
 }
 BACKWARD = ["bias_act_backward", "layer_norm_backward", "rms_norm_backward", "softmax_backward"]
-# The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
-# backward raises (the library has none).
-DIFFERENTIABLE = [name for name in FORWARD if name not in ("select_at_least", "histogram", "conv2d")]
+# The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's and
+# attention's backwards raise (the library has none yet).
+DIFFERENTIABLE = [name for name in FORWARD if name not in ("select_at_least", "histogram", "conv2d", "attention")]
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 # The dtypes of the library's primitives' first argument; the fused ops and gemm take FLOATS.
 PRIMITIVE_DTYPES = {
@@ -49,7 +51,8 @@ def dtypes_of(name):
 
 def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
     """Arguments for op `name` on `device`: x of `shape` (the first dtype the op takes unless given),
-    vectors of its last dimension; matrices [rows, features] for transpose and conv2d."""
+    vectors of its last dimension; matrices [rows, features] for transpose and conv2d; for attention
+    q [shape[0], 4, shape[1], 64] and k, v with 2 heads (grouped-query), causal."""
     dtype = dtype or dtypes_of(name)[0]
     features = shape[-1]
     rows = 1
@@ -69,6 +72,9 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (tensor(rows, features),)
     if name == "conv2d":
         return (tensor(rows, features), tensor(3, 3))
+    if name == "attention":
+        batch, seq = shape[0], shape[1]
+        return (tensor(batch, 4, seq, 64), tensor(batch, 2, seq, 64), tensor(batch, 2, seq, 64), None, True)
     x = tensor(*shape)
     if name in PRIMITIVE_DTYPES:
         return (x,)
@@ -156,6 +162,27 @@ def test_primitives_fake_shapes():
     with FakeTensorMode(shape_env=ShapeEnv()):
         kept = ops.select_at_least(torch.empty(4, 8, dtype=torch.int32, device="cuda"), 0)
         assert kept.dim() == 1 and kept.dtype == torch.int32 and isinstance(kept.shape[0], torch.SymInt)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("kv_heads", [8, 2, 1])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_fake_shapes(dtype, kv_heads, causal):
+    with FakeTensorMode():
+        q = torch.empty(2, 8, 129, 64, dtype=dtype, device="cuda")
+        k = torch.empty(2, kv_heads, 129, 64, dtype=dtype, device="cuda")
+        o, lse = ops.attention(q, k, torch.empty_like(k), scale=0.5, causal=causal)
+        assert o.shape == q.shape and o.dtype == dtype and o.device.type == "cuda"
+        assert lse.shape == (2, 8, 129) and lse.dtype == torch.float32 and lse.device.type == "cuda"
+
+
+def test_attention_backward_raises_by_name():
+    # No backward yet: the registered autograd raises (without it torch's fallback would only warn).
+    q, k, v, scale, causal = arguments("attention", "meta", requires_grad=True)
+    o, lse = ops.attention(q, k, v, scale, causal)
+    assert o.requires_grad and o.shape == q.shape and lse.shape == q.shape[:-1]
+    with pytest.raises(NotImplementedError, match="cudalab.attention: backward is not implemented yet"):
+        o.sum().backward()
 
 
 def test_export_traces_the_ops():
