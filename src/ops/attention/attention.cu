@@ -43,9 +43,9 @@ void forward(const T* q, const T* k, const T* v, T* o, float* lse, const Attenti
                   "attention_forward: scale must be finite and >= 0 (0 means 1/sqrt(head_dim))");
   if (d.batch == 0 || d.heads == 0 || d.seq == 0 || d.head_dim == 0) return;
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  CUDALAB_REQUIRE(d.batch <= kMax / d.heads && d.batch * d.heads <= kMax / d.seq &&
-                      d.batch * d.heads * d.seq <= kMax / d.head_dim,
-                  "attention_forward: batch * heads * seq * head_dim overflows 64 bits");
+  CUDALAB_REQUIRE(
+      d.batch <= kMax / d.heads && d.batch * d.heads <= kMax / d.seq && d.batch * d.heads * d.seq <= kMax / d.head_dim,
+      "attention_forward: batch * heads * seq * head_dim overflows 64 bits");
   require_array("q", q);
   require_array("k", k);
   require_array("v", v);

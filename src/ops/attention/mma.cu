@@ -17,13 +17,14 @@ std::string mma_limits(const AttentionShape& shape) {
   if (shape.head_dim != 64 && shape.head_dim != 128)
     return "head_dim " + std::to_string(shape.head_dim) + ": the kernel is built for head_dim 64 and 128";
   if (shape.heads > 65535 || shape.batch > 65535) return "heads and batch above 65535 (grid y and z)";
-  if (ceil_div<std::int64_t>(shape.seq, MmaRungConfig::kBlockM) > 0x7fffffffLL) return "seq too long for the grid's x dimension";
+  if (ceil_div<std::int64_t>(shape.seq, MmaNarrowConfig::kBlockM) > 0x7fffffffLL)
+    return "seq too long for the grid's x dimension";
   return "";
 }
 
 template <typename T>
 void mma(const AttentionArgs<T>& args, cudaStream_t stream) {
-  launch_attention_mma<T, false, MmaRungConfig>("attention mma", args, stream);
+  launch_attention_mma<T, false>("attention mma", args, stream);
 }
 
 template void mma<__nv_bfloat16>(const AttentionArgs<__nv_bfloat16>&, cudaStream_t);

@@ -24,7 +24,9 @@
 //
 // Measured at 4x16x4096x128 bf16 on the H100 (a standalone sweep of configurations, one process,
 // TFLOP/s non-causal / causal): 8 warps x 1 m-tile 221 / 205, 4 x 1 240 / 223, 4 x 2 272 / 236,
-// 8 x 2 281 / 232; at head_dim 64: 4 x 2 256, 8 x 2 228. ex2.approx instead of exp2f: +2-5%.
+// 8 x 2 281 / 232; at head_dim 64: 4 x 2 256, 8 x 2 228. ex2.approx instead of exp2f: +2-5%. Not
+// kept: 32-key tiles (249-253 non-causal), and skipping O's rescale in warps whose row maxima did not
+// move (266 against 272: the vote costs what the multiplies did).
 #pragma once
 
 #include <cmath>
@@ -58,9 +60,11 @@ struct MmaConfig {
   }
 };
 
-// The configuration both tensor-core rungs run: the best at head_dim 64 and for causal attention, 3%
-// behind 8 x 2 at non-causal head_dim 128 (measurements above).
-using MmaRungConfig = MmaConfig<4, 2>;
+// The configurations the tensor-core rungs run (measurements above): 8 x 2 for non-causal head_dim
+// 128, 4 x 2 elsewhere (head_dim 64, and causal attention, whose diagonal blocks a 256-row block
+// would make coarser).
+using MmaWideConfig = MmaConfig<8, 2>;
+using MmaNarrowConfig = MmaConfig<4, 2>;
 
 #if CUDALAB_TENSOR_CORE_SM80
 // 2^x by the SFU's ex2.approx.ftz (relative error below 2^-22, inputs and outputs flushed below
@@ -173,7 +177,7 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
       for (int ks = 0; ks < kDimSteps; ++ks) {
         std::uint32_t a[kMTiles][4];
         if constexpr (!kQInRegisters) load_a_fragments<kMTiles, kRowChunks>(a, q_tile, warp_row, ks);
-        // K's fragments two n8 tiles at a time: four live registers instead of sixteen.
+          // K's fragments two n8 tiles at a time: four live registers instead of sixteen.
 #pragma unroll
         for (int jj = 0; jj < kKeyTiles / 2; ++jj) {
           std::uint32_t k_fragments[2][2];
@@ -291,15 +295,9 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
 #endif  // CUDALAB_TENSOR_CORE_SM80
 }
 
-// Launches the kernel for args' head_dim (64 or 128), after mma_limits.
+// Launches the kernel for args' head_dim (64 or 128) in one configuration.
 template <typename T, bool kPipelined, typename Config>
-void launch_attention_mma(const char* name, const AttentionArgs<T>& args, cudaStream_t stream) {
-  static_assert(sizeof(T) == 2, "bf16 or f16");
-  const std::string why = mma_limits(shape_of(args, current_gpu().compute_capability));
-  CUDALAB_REQUIRE(why.empty(), std::string(name) + ": " + why);
-  CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.o),
-                  std::string(name) + ": q, k, v and o must be 16-byte aligned");
-  if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
+void launch_attention_mma_config(const AttentionArgs<T>& args, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, Config::kBlockM)),
                   static_cast<unsigned>(args.heads), static_cast<unsigned>(args.batch));
   const auto run = [&](auto kernel, int head_dim) {
@@ -314,6 +312,20 @@ void launch_attention_mma(const char* name, const AttentionArgs<T>& args, cudaSt
   } else {
     run(attention_mma_kernel<T, 128, kPipelined, Config>, 128);
   }
+}
+
+// A rung's launcher: checks, then the configuration for the shape.
+template <typename T, bool kPipelined>
+void launch_attention_mma(const char* name, const AttentionArgs<T>& args, cudaStream_t stream) {
+  static_assert(sizeof(T) == 2, "bf16 or f16");
+  const std::string why = mma_limits(shape_of(args, current_gpu().compute_capability));
+  CUDALAB_REQUIRE(why.empty(), std::string(name) + ": " + why);
+  CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.o),
+                  std::string(name) + ": q, k, v and o must be 16-byte aligned");
+  if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
+  if (args.head_dim == 128 && !args.causal)
+    return launch_attention_mma_config<T, kPipelined, MmaWideConfig>(args, stream);
+  launch_attention_mma_config<T, kPipelined, MmaNarrowConfig>(args, stream);
 }
 
 }  // namespace cudalab::attention_variants

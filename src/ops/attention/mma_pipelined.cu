@@ -10,7 +10,7 @@ namespace cudalab::attention_variants {
 
 template <typename T>
 void mma_pipelined(const AttentionArgs<T>& args, cudaStream_t stream) {
-  launch_attention_mma<T, true, MmaRungConfig>("attention mma_pipelined", args, stream);
+  launch_attention_mma<T, true>("attention mma_pipelined", args, stream);
 }
 
 template void mma_pipelined<__nv_bfloat16>(const AttentionArgs<__nv_bfloat16>&, cudaStream_t);
