@@ -54,6 +54,14 @@ const nlohmann::json* experiment(const nlohmann::json& results, const std::strin
   return nullptr;
 }
 
+int column_index(const nlohmann::json& table, const std::string& column) {
+  if (!table.contains("columns")) return -1;
+  const auto& columns = table["columns"];
+  for (std::size_t k = 0; k < columns.size(); ++k)
+    if (columns[k] == column) return static_cast<int>(k);
+  return -1;
+}
+
 nlohmann::json claim_verdict(const std::string& id, const std::string& predicted, const std::string& measured,
                              const std::vector<PartVerdict>& parts) {
   const ClaimText* text = find_claim_text(id);

@@ -32,6 +32,9 @@ double gbps(const nlohmann::json& record);
 
 // The experiment table called `name`, or nullptr.
 const nlohmann::json* experiment(const nlohmann::json& results, const std::string& name);
+// The index of `column` in an experiment table's "columns", or -1 when the table has none such (a
+// file written before the column existed).
+int column_index(const nlohmann::json& table, const std::string& column);
 
 // A judged claim: {"id", "claim", "source" (from the catalog), "predicted", "measured" (in words,
 // naming the variants and the problem), "parts": [each part's verdict], "ratio" (the first part's

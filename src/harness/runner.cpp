@@ -117,13 +117,7 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
     if (progress) progress(what + ": checking");
     const BoundLaunch launch = [&] {
       const NvtxRange range(range_name + " check");
-      workload.generate(r.seed, options.distribution, stream.get());
-      workload.poison(stream.get());
-      workload.reset_workspace(variant, stream.get());
-      workload.prepare(variant, stream.get());
-      BoundLaunch bound = workload.bind(variant);
-      bound(stream.get());
-      stream.synchronize();
+      BoundLaunch bound = workload.launch_once(variant, r.seed, options.distribution, stream.get());
       r.comparison = workload.check(variant, options.distribution, stream.get());
       return bound;
     }();

@@ -91,6 +91,18 @@ void Workload::reset_workspace(const Variant& variant, cudaStream_t stream) {
 
 BoundLaunch Workload::bind(const Variant& variant) { return variant.bind(problem_, tensors_); }
 
+BoundLaunch Workload::launch_once(const Variant& variant, std::uint64_t seed, Distribution distribution,
+                                  cudaStream_t stream) {
+  generate(seed, distribution, stream);
+  poison(stream);
+  reset_workspace(variant, stream);
+  prepare(variant, stream);
+  BoundLaunch bound = bind(variant);
+  bound(stream);
+  CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return bound;
+}
+
 Comparison Workload::check(const Variant& variant, Distribution distribution, cudaStream_t stream) {
   for (std::size_t i = 0; i < op_.tensors.size(); ++i)
     if (op_.tensors[i].role != TensorRole::input) tensors_.all()[i].copy_to_host(stream);

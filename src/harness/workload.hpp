@@ -33,6 +33,10 @@ class Workload {
   // Zeroes (growing if needed) the workspace `variant` asks for at this problem.
   void reset_workspace(const Variant& variant, cudaStream_t stream);
   BoundLaunch bind(const Variant& variant);
+  // The launch a check looks at: fresh inputs from `seed`, poisoned outputs, the variant's zeroed
+  // workspace, restored inputs, then one launch, synchronized. Returns the bound launch (the
+  // runner times it); check() then compares what it wrote.
+  BoundLaunch launch_once(const Variant& variant, std::uint64_t seed, Distribution distribution, cudaStream_t stream);
   // Copies the outputs back and runs the op's check.
   Comparison check(const Variant& variant, Distribution distribution, cudaStream_t stream);
 

@@ -22,4 +22,17 @@ inline constexpr char kMmaPipelined[] = "mma_pipelined";
 // The vendor-library baseline: unfused attention through cuBLAS.
 inline constexpr char kCublas[] = "cublas";
 
+// The experiment measuring the device memory a run holds against seq (claim C33), on the op's page.
+inline constexpr char kMemoryExperiment[] = "attention_memory";
+// Its rows' status: the run was checked and its memory measured, or its estimate exceeds the free
+// memory and it was not attempted.
+inline constexpr char kMemoryVerified[] = "verified";
+inline constexpr char kMemoryDoesNotFit[] = "does not fit";
+// Its columns that claims.cpp reads: seq, variant, status, the measured GiB and the estimate's.
+inline constexpr char kSeqColumn[] = "seq";
+inline constexpr char kVariantColumn[] = "variant";
+inline constexpr char kStatusColumn[] = "status";
+inline constexpr char kHeldColumn[] = "device_gib";
+inline constexpr char kNeededColumn[] = "needed_gib";
+
 }  // namespace cudalab::harness::attention_ids

@@ -10,6 +10,9 @@
 // builds problems for every op and knows nothing of these rules. Its tensors are still sized (for
 // kv_heads clamped to heads), so the runner's memory estimate and allocation never see a negative
 // or absurd size.
+//
+// Beside the op: the attention_memory experiment (memory_experiment.cpp) and claim C33 that its
+// table answers (claims.cpp).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -190,6 +193,9 @@ std::vector<Problem> bench_problems(const Op& op) {
 
 }  // namespace
 
+void register_attention_memory(Registry& registry);
+void register_attention_claims(Registry& registry);
+
 void register_attention(Registry& registry) {
   Op op;
   op.name = ids::kForward;
@@ -263,6 +269,8 @@ void register_attention(Registry& registry) {
       cublas,
   };
   registry.add(std::move(op));
+  register_attention_memory(registry);
+  register_attention_claims(registry);
 }
 
 }  // namespace cudalab::harness

@@ -335,14 +335,6 @@ nlohmann::json run_occupancy(const ExperimentContext& context) {
       {"notes", notes}};
 }
 
-// Cells of a table by column name.
-int column(const nlohmann::json& table, const std::string& name) {
-  const auto& columns = table.at("columns");
-  for (std::size_t i = 0; i < columns.size(); ++i)
-    if (columns[i] == name) return static_cast<int>(i);
-  return -1;
-}
-
 // C23: three parts. (1) The tutorial's <<<10,64>>> 100 ms against <<<80,256>>> 35 ms is a 2.86x
 // slowdown, judged on the stream kernel's two tutorial shapes. (2) "64 registers/thread halves
 // occupancy": the theoretical occupancy of the 16-load stream capped at 32 registers over the same
@@ -352,9 +344,9 @@ int column(const nlohmann::json& table, const std::string& name) {
 nlohmann::json claim_c23(const nlohmann::json& results) {
   const auto* table = experiment(results, execution_ids::kOccupancy);
   if (table == nullptr) return nullptr;
-  const int kernel = column(*table, "kernel"), sweep = column(*table, "sweep"), launch = column(*table, "launch"),
-            registers = column(*table, "registers"), occupancy = column(*table, "theoretical_occupancy_pct"),
-            median = column(*table, "median_us");
+  const int kernel = column_index(*table, "kernel"), sweep = column_index(*table, "sweep"),
+            launch = column_index(*table, "launch"), registers = column_index(*table, "registers"),
+            occupancy = column_index(*table, "theoretical_occupancy_pct"), median = column_index(*table, "median_us");
   if (kernel < 0 || sweep < 0 || launch < 0 || registers < 0 || occupancy < 0 || median < 0) return nullptr;
   auto find = [&](const std::string& k, const std::string& sw, const std::string& l) -> const nlohmann::json* {
     for (const auto& row : (*table)["rows"])

@@ -46,6 +46,7 @@ std::size_t free_device_bytes() {
 
 namespace {
 
+using harness::column_index;
 using harness::experiment;
 using harness::judge_range;
 using harness::judge_ratio;
@@ -56,13 +57,6 @@ using harness::PartVerdict;
 constexpr double kNearLow = 0.8;
 constexpr double kNearHigh = 1.25;
 constexpr double kSlower = 1.25;
-
-int column_index(const nlohmann::json& table, const std::string& column) {
-  const auto& columns = table["columns"];
-  for (std::size_t k = 0; k < columns.size(); ++k)
-    if (columns[k] == column) return static_cast<int>(k);
-  return -1;
-}
 
 bool has_column(const nlohmann::json& table, const std::string& column) { return column_index(table, column) >= 0; }
 
