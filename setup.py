@@ -46,6 +46,9 @@ setup(
             sorted(str(p.relative_to(root)) for p in (root / "csrc").glob("*.cpp")),
             include_dirs=[str(root / "include")],
             extra_objects=[str(library)],
+            # setuptools relinks only when a listed dependency is newer than the extension; the
+            # static library is not a source, so a rebuilt libcudalab.a must be named here.
+            depends=[str(library)],
             # Keep the static library's symbols out of the extension's exports; strip the rest.
             extra_link_args=["-Wl,--exclude-libs,ALL", "-s"],
             extra_compile_args={"cxx": ["-O2", "-std=c++17"]},
