@@ -19,6 +19,7 @@
 #include "ops/attention/ids.hpp"
 #include "ops/attention/inputs.hpp"
 #include "ops/attention/reference.hpp"
+#include "typed_array.hpp"
 
 namespace cudalab::harness {
 namespace {
@@ -27,16 +28,7 @@ namespace ids = attention_ids;
 
 constexpr std::uint64_t kSeed = 0xA77E;
 
-// Values of `dtype` as raw bytes, written and read through double.
-struct Array {
-  DType dtype;
-  std::vector<unsigned char> bytes;
-  Array(DType type, std::int64_t n) : dtype(type), bytes(static_cast<std::size_t>(n) * size_of(type)) {}
-  void set(std::int64_t i, double value) { element_from_double(dtype, value, bytes.data(), i); }
-  double get(std::int64_t i) const { return element_to_double(dtype, bytes.data(), i); }
-  const void* data() const { return bytes.data(); }
-  void poison(std::int64_t i) { std::memset(bytes.data() + i * size_of(dtype), kFloatPoisonByte, size_of(dtype)); }
-};
+using Array = cudalab::test_support::TypedArray;
 
 // A problem's tensors on the host: q, k, v as given, o and lse as a test sets them.
 struct HostAttention {

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "claims_test_support.hpp"
+#include "typed_array.hpp"
 
 #include "cudalab/activations.hpp"
 #include "cudalab/dtype.hpp"
@@ -32,19 +33,7 @@ namespace ids = bias_act_ids;
 constexpr Activation kActivations[] = {Activation::relu, Activation::gelu_tanh, Activation::gelu_erf};
 constexpr DType kDtypes[] = {DType::f32, DType::bf16, DType::f16};
 
-// A host array of `dtype` elements, written and read through double.
-struct Array {
-  DType dtype;
-  std::vector<unsigned char> bytes;
-
-  Array(DType type, std::int64_t n) : dtype(type), bytes(static_cast<std::size_t>(n) * size_of(type)) {}
-  void set(std::int64_t i, double value) { element_from_double(dtype, value, bytes.data(), i); }
-  double get(std::int64_t i) const { return element_to_double(dtype, bytes.data(), i); }
-  const void* data() const { return bytes.data(); }
-  void poison(std::int64_t i) {
-    std::memset(&bytes[static_cast<std::size_t>(i) * size_of(dtype)], 0xFF, size_of(dtype));
-  }
-};
+using Array = cudalab::test_support::TypedArray;
 
 // Uniform values in [-2, 2) of `dtype`, from a seeded stream.
 Array random_array(DType dtype, std::int64_t n, std::uint64_t seed) {

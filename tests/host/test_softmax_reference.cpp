@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "error_kind.hpp"
+#include "typed_array.hpp"
 
 #include "cudalab/dtype.hpp"
 #include "cudalab/softmax.hpp"
@@ -32,15 +33,7 @@ namespace ids = softmax_ids;
 
 constexpr std::uint64_t kSeed = 0x50F7;
 
-// Values of `dtype` as raw bytes, written and read through double.
-struct Array {
-  DType dtype;
-  std::vector<unsigned char> bytes;
-  Array(DType type, std::int64_t n) : dtype(type), bytes(static_cast<std::size_t>(n) * size_of(type)) {}
-  void set(std::int64_t i, double value) { element_from_double(dtype, value, bytes.data(), i); }
-  double get(std::int64_t i) const { return element_to_double(dtype, bytes.data(), i); }
-  const void* data() const { return bytes.data(); }
-};
+using Array = cudalab::test_support::TypedArray;
 
 // x as the forward's fill makes it: the distribution's values rounded to the dtype, then the row
 // kinds, rounded again. (fill_random draws fp16's large magnitudes from its own range; the tests
