@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "core/arguments.hpp"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
@@ -14,20 +15,6 @@ namespace cudalab {
 namespace {
 
 namespace v = attention_variants;
-
-template <typename A, typename B>
-bool overlap(const A* a, std::int64_t a_count, const B* b, std::int64_t b_count) {
-  const auto a_begin = reinterpret_cast<std::uintptr_t>(a), b_begin = reinterpret_cast<std::uintptr_t>(b);
-  return a_begin < b_begin + static_cast<std::uintptr_t>(b_count) * sizeof(B) &&
-         b_begin < a_begin + static_cast<std::uintptr_t>(a_count) * sizeof(A);
-}
-
-template <typename T>
-void require_array(const char* name, const T* array) {
-  CUDALAB_REQUIRE(array != nullptr, std::string("attention_forward: ") + name + " must be a device pointer, got null");
-  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(array) % alignof(T) == 0,
-                  std::string("attention_forward: ") + name + " must be aligned to its element size");
-}
 
 // The tensor-core kernel with overlapped copies and causal tiles skipped (mma_pipelined) wherever it
 // runs; elsewhere (fp32, other head dims, older GPUs) the CUDA-core FlashAttention-2 split (tiled).
@@ -46,19 +33,11 @@ void forward(const T* q, const T* k, const T* v, T* o, float* lse, const Attenti
   CUDALAB_REQUIRE(
       d.batch <= kMax / d.heads && d.batch * d.heads <= kMax / d.seq && d.batch * d.heads * d.seq <= kMax / d.head_dim,
       "attention_forward: batch * heads * seq * head_dim overflows 64 bits");
-  require_array("q", q);
-  require_array("k", k);
-  require_array("v", v);
-  require_array("o", o);
-  require_array("lse", lse);
-  const std::int64_t rows = d.batch * d.heads * d.seq, kv_rows = d.batch * d.kv_heads * d.seq;
-  const std::int64_t q_count = rows * d.head_dim, kv_count = kv_rows * d.head_dim;
-  for (const T* input : {q, k, v}) {
-    const std::int64_t count = input == q ? q_count : kv_count;
-    CUDALAB_REQUIRE(!overlap(o, q_count, input, count) && !overlap(lse, rows, input, count),
-                    "attention_forward: o and lse must overlap no input");
-  }
-  CUDALAB_REQUIRE(!overlap(o, q_count, lse, rows), "attention_forward: o and lse must not overlap");
+  const std::int64_t rows = d.batch * d.heads * d.seq, q_count = rows * d.head_dim;
+  const std::int64_t kv_count = d.batch * d.kv_heads * d.seq * d.head_dim;
+  require_arrays("attention_forward",
+                 {{q, q_count, sizeof(T), "q"}, {k, kv_count, sizeof(T), "k"}, {v, kv_count, sizeof(T), "v"}},
+                 {{o, q_count, sizeof(T), "o"}, {lse, rows, sizeof(float), "lse"}});
 
   v::AttentionArgs<T> args;
   args.q = q;

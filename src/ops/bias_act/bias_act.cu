@@ -2,6 +2,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "core/arguments.hpp"
 #include "core/workspace.hpp"
 #include "cudalab/activations.hpp"
 #include "cudalab/error.hpp"
@@ -13,44 +14,16 @@ namespace {
 using bias_act_variants::BiasActArgs;
 using bias_act_variants::BiasActBackwardArgs;
 
-// One array of the call: its device pointer, element count and name, for the argument checks.
-struct Span {
-  const void* data;
-  std::int64_t count;
-  std::size_t element_size;
-  const char* name;
-
-  std::uintptr_t begin() const { return reinterpret_cast<std::uintptr_t>(data); }
-  std::uintptr_t end() const { return begin() + static_cast<std::uintptr_t>(count) * element_size; }
-};
-
-// Sizes, activation, pointers (non-null and aligned to the element where the array is not empty),
-// and outputs that overlap nothing else.
+// Sizes, activation, and the arrays (core/arguments.hpp).
 void validate(const char* call, std::int64_t rows, std::int64_t features, Activation activation,
-              std::initializer_list<Span> inputs, std::initializer_list<Span> outputs) {
+              std::initializer_list<ArraySpan> inputs, std::initializer_list<ArraySpan> outputs) {
   const std::string prefix = std::string(call) + ": ";
   CUDALAB_REQUIRE(rows >= 0 && features >= 0, prefix + "rows and features must be >= 0, got " + std::to_string(rows) +
                                                   " and " + std::to_string(features));
   const int value = static_cast<int>(activation);
   CUDALAB_REQUIRE(value >= 0 && value <= 2,
                   prefix + "activation must be relu, gelu_tanh or gelu_erf, got " + std::to_string(value));
-  for (const auto* list : {&inputs, &outputs}) {
-    for (const Span& s : *list) {
-      if (s.count == 0) continue;
-      CUDALAB_REQUIRE(s.data != nullptr, prefix + s.name + " must be a device pointer, got null");
-      CUDALAB_REQUIRE(s.begin() % s.element_size == 0, prefix + s.name + " must be aligned to its element size");
-    }
-  }
-  for (const Span& out : outputs) {
-    if (out.count == 0) continue;
-    for (const auto* list : {&inputs, &outputs}) {
-      for (const Span& other : *list) {
-        if (&other == &out || other.count == 0) continue;
-        CUDALAB_REQUIRE(out.end() <= other.begin() || other.end() <= out.begin(),
-                        prefix + out.name + " must not overlap " + other.name);
-      }
-    }
-  }
+  require_arrays(call, inputs, outputs);
 }
 
 template <typename T>

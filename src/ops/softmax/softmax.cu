@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "core/arguments.hpp"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
@@ -24,20 +25,6 @@ bool has_work(const char* call, std::int64_t rows, std::int64_t features) {
   return true;
 }
 
-template <typename T>
-void require_array(const char* call, const char* name, const T* array) {
-  CUDALAB_REQUIRE(array != nullptr, std::string(call) + ": " + name + " must be a device pointer, got null");
-  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(array) % alignof(T) == 0,
-                  std::string(call) + ": " + name + " must be aligned to its element size");
-}
-
-template <typename T>
-bool overlap(const T* a, const T* b, std::int64_t n) {
-  const auto a_begin = reinterpret_cast<std::uintptr_t>(a), b_begin = reinterpret_cast<std::uintptr_t>(b);
-  const auto bytes = static_cast<std::uintptr_t>(n) * sizeof(T);
-  return a_begin < b_begin + bytes && b_begin < a_begin + bytes;
-}
-
 // Rows of up to 16384 features take the register-resident rung (one read; up to 512 threads per
 // row, so blocks share an SM and one's loads overlap another's reductions): 2869-3059 GB/s in the
 // bench at 7eeb1e5 (H100, softmax.json) in fp32 and bf16 at 1024-16384 features. Wider rows that
@@ -48,9 +35,8 @@ bool overlap(const T* a, const T* b, std::int64_t n) {
 template <typename T>
 void forward(const T* x, T* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
   if (!has_work("softmax", rows, features)) return;
-  require_array("softmax", "x", x);
-  require_array("softmax", "y", y);
-  CUDALAB_REQUIRE(!overlap(x, y, rows * features), "softmax: x and y must not overlap");
+  const std::int64_t n = rows * features;
+  require_arrays("softmax", {{x, n, sizeof(T), "x"}}, {{y, n, sizeof(T), "y"}});
   v::SoftmaxArgs<T> args;
   args.x = x;
   args.y = y;
@@ -70,11 +56,9 @@ void forward(const T* x, T* y, std::int64_t rows, std::int64_t features, cudaStr
 template <typename T>
 void backward(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
   if (!has_work("softmax_backward", rows, features)) return;
-  require_array("softmax_backward", "y", y);
-  require_array("softmax_backward", "dy", dy);
-  require_array("softmax_backward", "dx", dx);
   const std::int64_t n = rows * features;
-  CUDALAB_REQUIRE(!overlap(dx, y, n) && !overlap(dx, dy, n), "softmax_backward: dx must overlap neither y nor dy");
+  // y and dy may be one array; dx overlaps neither.
+  require_arrays("softmax_backward", {{y, n, sizeof(T), "y"}, {dy, n, sizeof(T), "dy"}}, {{dx, n, sizeof(T), "dx"}});
   v::SoftmaxBackwardArgs<T> args;
   args.y = y;
   args.dy = dy;

@@ -1,0 +1,48 @@
+// The array checks library entries share: each array of a call as a span (pointer, element count,
+// element size, name); every non-empty one non-null and aligned to its element, and every output
+// overlapping no other array of the call. The messages name the call and the array.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "cudalab/error.hpp"
+
+namespace cudalab {
+
+struct ArraySpan {
+  const void* data;
+  std::int64_t count;
+  std::size_t element_size;
+  const char* name;
+
+  std::uintptr_t begin() const { return reinterpret_cast<std::uintptr_t>(data); }
+  std::uintptr_t end() const { return begin() + static_cast<std::uintptr_t>(count) * element_size; }
+};
+
+// Throws invalid_argument "<call>: <what>" for the first array that breaks a rule.
+inline void require_arrays(const char* call, std::initializer_list<ArraySpan> inputs,
+                           std::initializer_list<ArraySpan> outputs) {
+  const std::string prefix = std::string(call) + ": ";
+  for (const auto* list : {&inputs, &outputs}) {
+    for (const ArraySpan& s : *list) {
+      if (s.count == 0) continue;
+      CUDALAB_REQUIRE(s.data != nullptr, prefix + s.name + " must be a device pointer, got null");
+      CUDALAB_REQUIRE(s.begin() % s.element_size == 0, prefix + s.name + " must be aligned to its element size");
+    }
+  }
+  for (const ArraySpan& out : outputs) {
+    if (out.count == 0) continue;
+    for (const auto* list : {&inputs, &outputs}) {
+      for (const ArraySpan& other : *list) {
+        if (&other == &out || other.count == 0) continue;
+        CUDALAB_REQUIRE(out.end() <= other.begin() || other.end() <= out.begin(),
+                        prefix + out.name + " must not overlap " + other.name);
+      }
+    }
+  }
+}
+
+}  // namespace cudalab
