@@ -434,7 +434,7 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
   std::vector<std::string> order;
   for (const Variant& v : op->variants) order.push_back(v.id);
   EXPECT_EQ(order, (std::vector<std::string>{ids::kNaive, ids::kTutorial, ids::kTutorialFixed, ids::kTiled, ids::kMma,
-                                             ids::kMmaPipelined, ids::kCublas}));
+                                             ids::kMmaPipelined, ids::kWgmma, ids::kWgmmaPingPong, ids::kCublas}));
   EXPECT_EQ(op->find_variant(ids::kTutorial)->role, Role::broken);
   EXPECT_FALSE(op->find_variant(ids::kMma)->supports(DType::f32));
   EXPECT_EQ(op->find_variant(ids::kMmaPipelined)->engine, Engine::tensor_cores);
@@ -460,7 +460,16 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
       EXPECT_EQ(why_not(*op->find_variant(id), hopper, p), "") << id << " " << p.label();
     if (p.dim("head_dim") == 80 && p.dtype != DType::f32) {
       EXPECT_NE(why_not(*op->find_variant(ids::kMma), hopper, p), "");
+      EXPECT_NE(why_not(*op->find_variant(ids::kWgmma), hopper, p), "");
     }
+  }
+  // The Hopper rungs refuse any other GPU, with the reason (or, in a build without sm_90a code, say so).
+  DeviceInfo ampere;
+  ampere.compute_major = 8;
+  for (const char* id : {ids::kWgmma, ids::kWgmmaPingPong}) {
+    const std::string why = why_not(*op->find_variant(id), ampere, with(0, 0));
+    EXPECT_TRUE(why.find("9.0") != std::string::npos || why.find("sm_90a") != std::string::npos) << id << ": " << why;
+    EXPECT_FALSE(op->find_variant(id)->supports(DType::f32)) << id;
   }
 
   // 4 B H S^2 D flops, halved when causal; Q, K, V read; O and fp32 L written.

@@ -16,8 +16,9 @@ namespace {
 
 namespace v = attention_variants;
 
-// The tensor-core kernel with overlapped copies and causal tiles skipped (mma_pipelined) wherever it
-// runs; elsewhere (fp32, other head dims, older GPUs) the CUDA-core FlashAttention-2 split (tiled).
+// The fastest rung that runs the problem: the Hopper kernel (wgmma_pingpong) on sm_90a builds and
+// compute capability 9.0; else the mma.sync kernel with overlapped copies (mma_pipelined, sm_80 and
+// newer); elsewhere (fp32, other head dims, older GPUs) the CUDA-core FlashAttention-2 split (tiled).
 template <typename T>
 void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttentionDims& d,
              const AttentionOptions& options, cudaStream_t stream) {
@@ -54,8 +55,9 @@ void forward(const T* q, const T* k, const T* v, T* o, float* lse, const Attenti
   args.causal = options.causal;
   if constexpr (sizeof(T) == 2) {
     const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o);
-    if (aligned && v::mma_limits(v::shape_of(args, current_gpu().compute_capability)).empty())
-      return v::mma_pipelined(args, stream);
+    const v::AttentionShape shape = v::shape_of(args, current_gpu().compute_capability);
+    if (aligned && v::wgmma_limits(shape).empty()) return v::wgmma_pingpong(args, stream);
+    if (aligned && v::mma_limits(shape).empty()) return v::mma_pipelined(args, stream);
   }
   const std::string why = v::tiled_limits(v::shape_of(args, current_gpu().compute_capability));
   CUDALAB_REQUIRE(why.empty(), "attention_forward: " + why);

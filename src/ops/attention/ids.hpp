@@ -18,6 +18,8 @@ inline constexpr char kTutorialFixed[] = "tutorial_fixed";
 inline constexpr char kTiled[] = "tiled";
 inline constexpr char kMma[] = "mma";
 inline constexpr char kMmaPipelined[] = "mma_pipelined";
+inline constexpr char kWgmma[] = "wgmma";
+inline constexpr char kWgmmaPingPong[] = "wgmma_pingpong";
 
 // The vendor-library baseline: unfused attention through cuBLAS.
 inline constexpr char kCublas[] = "cublas";

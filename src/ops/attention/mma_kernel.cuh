@@ -35,6 +35,7 @@
 
 #include <cuda_runtime.h>
 
+#include "core/fast_math.cuh"
 #include "core/launch.cuh"
 #include "core/mma_sync.cuh"
 #include "core/vector.cuh"
@@ -67,14 +68,6 @@ using MmaWideConfig = MmaConfig<8, 2>;
 using MmaNarrowConfig = MmaConfig<4, 2>;
 
 #if CUDALAB_TENSOR_CORE_SM80
-// 2^x by the SFU's ex2.approx.ftz (relative error below 2^-22, inputs and outputs flushed below
-// 2^-126): exp2f without fast-math adds range scaling around the same instruction.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // Copies rows [row0, row0 + kRows) of a [seq, kHeadDim] matrix into a swizzled shared tile by
 // cp.async, kThreads threads sharing the chunks; rows at or past `seq` are zero-filled (a zero V row
 // times a zero probability stays 0, where uninitialised shared memory could hold NaN).

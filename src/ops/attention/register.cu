@@ -168,14 +168,15 @@ std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape
 
 // Test shapes: seq 1, 2, around a warp and the 64-row tiles (17, 63, 64, 65, 127, 129), 200 with
 // grouped-query heads (8 over 2 kv heads), 1000 with one kv head (multi-query), head_dims 64 and
-// 128 (the tensor-core rungs') and 80 and 40 (padded by tiled, refused by the tensor-core rungs),
+// 128 (the tensor-core rungs'), 385 at head_dim 128 with one kv head (four 128-key tiles of the
+// wgmma rungs, the last partial), and 80 and 40 (padded by tiled, refused by the tensor-core rungs),
 // causal and not; each small enough for the CPU to check every row in well under a second. Last,
 // one problem checked on sampled rows (1 x 4 x 4096 x 128), causal: the largest, which the GPU
 // tests also run the broken tutorial rung at.
 const std::vector<Shape> kTestShapes = {
-    {{1, 1, 1, 64}, 0, 0},   {{2, 3, 2, 128}, 1, 0},   {{1, 2, 17, 64}, 0, 0},    {{2, 2, 63, 128}, 1, 0},
-    {{1, 2, 64, 80}, 0, 0},  {{2, 2, 65, 64}, 1, 0},   {{1, 3, 127, 128}, 0, 0},  {{1, 2, 129, 40}, 1, 0},
-    {{2, 8, 200, 64}, 1, 2}, {{1, 2, 1000, 64}, 0, 1}, {{1, 4, 4096, 128}, 1, 0},
+    {{1, 1, 1, 64}, 0, 0},   {{2, 3, 2, 128}, 1, 0},   {{1, 2, 17, 64}, 0, 0},   {{2, 2, 63, 128}, 1, 0},
+    {{1, 2, 64, 80}, 0, 0},  {{2, 2, 65, 64}, 1, 0},   {{1, 3, 127, 128}, 0, 0}, {{1, 2, 129, 40}, 1, 0},
+    {{2, 8, 200, 64}, 1, 2}, {{1, 2, 1000, 64}, 0, 1}, {{1, 2, 385, 128}, 0, 1}, {{1, 4, 4096, 128}, 1, 0},
 };
 
 // Bench: bf16 at 4 x 16 x 4096 (head_dim 128, causal and not; head_dim 64), and the sequence sweep
@@ -266,6 +267,15 @@ void register_attention(Registry& registry) {
               "skipped",
               Role::ladder, Engine::tensor_cores, v::mma_limits, v::mma_pipelined<__nv_bfloat16>,
               v::mma_pipelined<__half>),
+      variant(ids::kWgmma,
+              "Hopper: Q K^T and P V by wgmma from shared memory, K/V by TMA from a producer warpgroup into "
+              "mbarrier rings, two consumer warpgroups overlapping each tile's softmax with the previous P V",
+              Role::ladder, Engine::tensor_cores, v::wgmma_limits, v::wgmma<__nv_bfloat16>, v::wgmma<__half>),
+      variant(ids::kWgmmaPingPong,
+              "wgmma plus FlashAttention-3's ping-pong: named barriers make the two consumer warpgroups take "
+              "turns at the tensor cores",
+              Role::ladder, Engine::tensor_cores, v::wgmma_limits, v::wgmma_pingpong<__nv_bfloat16>,
+              v::wgmma_pingpong<__half>),
       cublas,
   };
   registry.add(std::move(op));

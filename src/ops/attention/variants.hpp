@@ -21,6 +21,11 @@
 //                   registers as the A operand of P V, exp2 with the scale folded in.
 //   mma_pipelined   mma plus cp.async double-buffered K/V tiles and causal tiles above the
 //                   diagonal skipped entirely.
+//   wgmma           Hopper: wgmma from shared memory, K/V by TMA from a producer warpgroup into
+//                   mbarrier rings, two consumer warpgroups each overlapping its softmax with the
+//                   P V of the previous tile (FlashAttention-3's intra-warpgroup overlap).
+//   wgmma_pingpong  wgmma plus FlashAttention-3's ping-pong: the consumers take turns at the
+//                   tensor cores, one's softmax under the other's GEMMs.
 #pragma once
 
 #include <cstddef>
@@ -85,5 +90,12 @@ void mma(const AttentionArgs<T>& args, cudaStream_t stream);
 template <typename T>
 void mma_pipelined(const AttentionArgs<T>& args, cudaStream_t stream);
 std::string mma_limits(const AttentionShape& shape);
+
+// Hopper rungs (sm_90a builds, compute capability 9.0): bf16 and fp16, head_dim 64 and 128.
+template <typename T>
+void wgmma(const AttentionArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void wgmma_pingpong(const AttentionArgs<T>& args, cudaStream_t stream);
+std::string wgmma_limits(const AttentionShape& shape);
 
 }  // namespace cudalab::attention_variants

@@ -1,0 +1,363 @@
+// The Hopper (sm_90a) attention kernel behind rungs `wgmma` and `wgmma_pingpong`, after
+// FlashAttention-3's forward (Dao-AILab/flash-attention hopper/, paper arXiv 2407.08608 section 3):
+// a block of three warpgroups takes 128 query rows of one (batch, head) and walks its key tiles of
+// 128 from the last to the first (the only tile that needs a mask, the sequence's end or the causal
+// diagonal, comes first).
+//   Warpgroup 0, the producer, gives its registers back (setmaxnreg.dec 24); one thread loads Q once
+//     and then K and V tiles by TMA into two rings of 2 slots each, in the order the consumers use
+//     them (K_j, then V of the tile before), each slot with a full barrier (TMA's bytes landed) and
+//     an empty barrier (both consumers done with it).
+//   Warpgroups 1 and 2, the consumers (setmaxnreg.inc 240), own 64 query rows each. Per key tile j:
+//     S_j = Q K_j^T by wgmma from shared memory (SS), issued together with O += P_{j-1} V_{j-1}
+//     (RS: P from registers in the accumulator's layout, V MN-major from shared memory); the softmax
+//     of S_j (row max over a quad, ex2 with the scale folded in, row sum) runs while P V is still
+//     on the tensor cores; only after P V completes is O rescaled and P_j = S_j rounded to T.
+//     Registers per consumer thread: S 64 + P 32 + O head_dim / 2 floats.
+// kPingPong (rung wgmma_pingpong) adds FA-3's inter-warpgroup schedule: named barriers make the two
+// consumers issue their GEMMs in turn, so one warpgroup's softmax runs while the other's GEMMs hold
+// the tensor cores.
+// Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
+// 128 x head_dim each: 160 KiB at head_dim 128, 80 KiB at 64. O is written from registers.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "core/fast_math.cuh"
+#include "core/hopper.cuh"
+#include "core/launch.cuh"
+#include "core/mma_sync.cuh"
+#include "core/vector.cuh"
+#include "cudalab/error.hpp"
+#include "ops/attention/variants.hpp"
+
+namespace cudalab::attention_variants {
+
+constexpr int kWgmmaBlockM = 128;  // query rows per block: 64 per consumer warpgroup
+
+#if CUDALAB_SM90A
+namespace wgmma_detail {
+
+using namespace hopper;
+
+template <int kHeadDim>
+struct Layout {
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kBlockN = 128;                                    // keys per tile
+  static constexpr int kStages = 2;                                      // slots of each of the K and V rings
+  static constexpr int kBoxes = kHeadDim / kBlockK;                      // 64-dimension boxes a row spans
+  static constexpr std::uint32_t kQBoxBytes = 64 * kRowBytes;            // 64 rows of one consumer
+  static constexpr std::uint32_t kQConsumerBytes = kBoxes * kQBoxBytes;  // a consumer's Q rows
+  static constexpr std::uint32_t kKvBoxBytes = kBlockN * kRowBytes;      // 128 keys x 64 dimensions
+  static constexpr std::uint32_t kKvTileBytes = kBoxes * kKvBoxBytes;    // one K or V slot
+  static constexpr std::uint32_t kK = kConsumers * kQConsumerBytes;      // offsets from the base
+  static constexpr std::uint32_t kV = kK + kStages * kKvTileBytes;
+  static constexpr std::uint32_t kBarriers = kV + kStages * kKvTileBytes;
+  static constexpr int kBarrierCount = 1 + 4 * kStages;  // Q full; K full, K empty, V full, V empty
+  static constexpr int kSharedBytes = static_cast<int>(kBarriers + 8 * kBarrierCount + kAtomBytes);
+};
+
+struct WgmmaAttentionParams {
+  float* lse;
+  std::int64_t seq;
+  int heads, kv_group;  // kv_group = heads / kv_heads
+  float scale;
+  bool causal;
+};
+
+// A producer's ring: which slot comes next and its barriers.
+template <int kStages>
+struct Ring {
+  std::uint32_t tiles, full, empty;  // slot 0's tile and barriers (8 bytes apart)
+  std::uint32_t tile_bytes;
+  RingPosition<kStages> position;
+  __device__ __forceinline__ std::uint32_t tile() const { return tiles + position.stage * tile_bytes; }
+  __device__ __forceinline__ std::uint32_t full_barrier() const { return full + 8 * position.stage; }
+  __device__ __forceinline__ std::uint32_t empty_barrier() const { return empty + 8 * position.stage; }
+};
+
+// Producer: the next slot of `ring` gets keys [key0, key0 + 128) of matrix z, once both consumers
+// released it.
+template <typename L>
+__device__ __forceinline__ void load_kv(Ring<L::kStages>& ring, const CUtensorMap* map, int key0, int z) {
+  mbarrier_wait(ring.empty_barrier(), ring.position.phase ^ 1);
+  mbarrier_arrive_expect_tx(ring.full_barrier(), L::kKvTileBytes);
+#pragma unroll
+  for (int b = 0; b < L::kBoxes; ++b)
+    tma_load(ring.tile() + b * L::kKvBoxBytes, map, ring.full_barrier(), kBlockK * b, key0, z);
+  ring.position.advance();
+}
+
+// S = Q K^T for one consumer: head_dim / 16 k-steps, one committed group. K-step kk lies in box
+// kk / 4 of both tiles, 32 bytes per k-step into its 128-byte rows.
+template <typename T, typename L, int kHeadDim>
+__device__ __forceinline__ void issue_scores(float (&s)[64], std::uint32_t q_tile, std::uint32_t k_tile) {
+  wgmma_fence();
+  wgmma_ss_m64n128k16<T, false>(s, k_major_descriptor(q_tile, 0), k_major_descriptor(k_tile, 0));
+#pragma unroll
+  for (int kk = 1; kk < kHeadDim / 16; ++kk)
+    wgmma_ss_m64n128k16<T, true>(s, k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4),
+                                 k_major_descriptor(k_tile + (kk / 4) * L::kKvBoxBytes, kk % 4));
+  wgmma_commit();
+}
+
+// O += P V for one consumer: 128 / 16 k-steps over the keys. V's tile is B stored k x n (keys x
+// dimensions), MN-major: k-step kk starts 16 rows (2048 bytes) in, the 64-dimension boxes are
+// kKvBoxBytes apart (LBO), 8-key groups 1024 bytes (SBO). P's k-step kk is p[4 kk .. 4 kk + 3].
+template <typename T, typename L, int kHeadDim>
+__device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 2], const std::uint32_t (&p)[32],
+                                             std::uint32_t v_tile) {
+#pragma unroll
+  for (int kk = 0; kk < L::kBlockN / 16; ++kk) {
+    const std::uint32_t a[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+    wgmma_rs_m64k16<T>(o, a, descriptor(v_tile + 16 * kRowBytes * kk, L::kKvBoxBytes, kAtomBytes));
+  }
+  wgmma_commit();
+}
+
+// One consumer thread's share of the online softmax: rows g and g + 8 of its warp's 16 (g = lane /
+// 4); S's register 4i + 2r + e is row g + 8r, key 8i + 2(lane % 4) + e of the tile.
+struct RowState {
+  float max[2] = {-INFINITY, -INFINITY};
+  float sum[2] = {0.0f, 0.0f};  // this lane's part; the quad's total at the end
+};
+
+// Turns S into unnormalized probabilities 2^(S c - m c) (c = scale log2 e) against the updated row
+// maxima, adds them to the row sums, and returns each row's factor for O (2^((m_old - m_new) c)).
+__device__ __forceinline__ float2 softmax_step(float (&s)[64], RowState& rows, float exponent_scale) {
+  float correction[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) tile_max = fmaxf(tile_max, fmaxf(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    const float new_max = fmaxf(rows.max[r], tile_max);
+    // A row whose keys so far are all masked keeps max -inf; 0 stands in so that no (-inf) - (-inf)
+    // appears (its probabilities are 0 either way).
+    const float max_scaled = new_max == -INFINITY ? 0.0f : new_max * exponent_scale;
+    correction[r] = fast_exp2(rows.max[r] * exponent_scale - max_scaled);
+    rows.max[r] = new_max;
+    float tile_sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = s[4 * i + 2 * r + e];
+        x = fast_exp2(fmaf(x, exponent_scale, -max_scaled));
+        tile_sum += x;
+      }
+    rows.sum[r] = rows.sum[r] * correction[r] + tile_sum;
+  }
+  return make_float2(correction[0], correction[1]);
+}
+
+template <typename T, int kHeadDim, bool kPingPong>
+__global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
+    attention_wgmma_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                           const __grid_constant__ CUtensorMap v_map, T* __restrict__ o_out,
+                           const WgmmaAttentionParams p) {
+#if CUDALAB_SM90A_DEVICE
+  using L = Layout<kHeadDim>;
+  constexpr int kBlockN = L::kBlockN;
+  extern __shared__ std::uint8_t dynamic_shared[];
+  const std::uint32_t base = aligned_shared_base(dynamic_shared);
+  const std::uint32_t q_full = base + L::kBarriers;
+  const std::uint32_t k_full = q_full + 8, k_empty = k_full + 8 * L::kStages;
+  const std::uint32_t v_full = k_empty + 8 * L::kStages, v_empty = v_full + 8 * L::kStages;
+  if (threadIdx.x == 0) mbarrier_init(q_full, 1);
+  init_ring_barriers(k_full, k_empty, L::kStages, L::kConsumers);
+  init_ring_barriers(v_full, v_empty, L::kStages, L::kConsumers);
+  __syncthreads();
+
+  // Causal blocks near the end of the sequence have the most key tiles: they start first.
+  const int q0 = static_cast<int>(p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * kWgmmaBlockM;
+  const int head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
+  const int zq = batch * p.heads + head;
+  const int zkv = batch * (p.heads / p.kv_group) + head / p.kv_group;
+  // Keys past the block's last row are masked for all of its rows when causal.
+  const std::int64_t key_end = p.causal ? min(p.seq, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : p.seq;
+  const int tiles = static_cast<int>(ceil_div<std::int64_t>(key_end, kBlockN));
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+
+  if (warpgroup == 0) {
+    setmaxnreg_dec<24>();
+    if (threadIdx.x == 0) {
+      mbarrier_arrive_expect_tx(q_full, L::kConsumers * L::kQConsumerBytes);
+#pragma unroll
+      for (int c = 0; c < L::kConsumers; ++c)
+#pragma unroll
+        for (int b = 0; b < L::kBoxes; ++b)
+          tma_load(base + c * L::kQConsumerBytes + b * L::kQBoxBytes, &q_map, q_full, kBlockK * b, q0 + 64 * c, zq);
+      Ring<L::kStages> k_ring{base + L::kK, k_full, k_empty, L::kKvTileBytes, {}};
+      Ring<L::kStages> v_ring{base + L::kV, v_full, v_empty, L::kKvTileBytes, {}};
+      // The consumers' order: K of the last tile, then K of each next tile before V of the one
+      // before it; V of tile 0 last.
+      load_kv<L>(k_ring, &k_map, (tiles - 1) * kBlockN, zkv);
+      for (int j = tiles - 2; j >= 0; --j) {
+        load_kv<L>(k_ring, &k_map, j * kBlockN, zkv);
+        load_kv<L>(v_ring, &v_map, (j + 1) * kBlockN, zkv);
+      }
+      load_kv<L>(v_ring, &v_map, 0, zkv);
+    }
+    return;
+  }
+
+  setmaxnreg_inc<240>();
+  const int consumer = warpgroup - 1;
+  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
+  const bool leader = t == 0;
+  const std::uint32_t q_tile = base + consumer * L::kQConsumerBytes;
+  RingPosition<L::kStages> k_ring, v_ring;
+  const auto release = [&](std::uint32_t empty, const RingPosition<L::kStages>& ring) {
+    if (leader) mbarrier_arrive(empty + 8 * ring.stage);
+  };
+  const std::uint32_t k_tiles = base + L::kK, v_tiles = base + L::kV;
+  // Ping-pong: this consumer waits on barrier 1 + consumer before issuing its GEMMs and, once
+  // issued, lets the other go (its barrier). Consumer 1 opens the first turn, so barrier 1 gets one
+  // arrival more than consumer 0 waits for in the loop; consumer 0 takes it at the end. No branch
+  // inside the loop: ptxas serializes every wgmma when a barrier sits on a path it sees as
+  // divergent (C7520).
+  const int own_barrier = 1 + consumer, other_barrier = 2 - consumer;
+  if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
+
+  const float exponent_scale = p.scale * 1.4426950408889634f;               // scale * log2(e)
+  const std::int64_t row0 = q0 + 64 * consumer + 16 * (t / 32) + lane / 4;  // row g; row g + 8 is + 8
+  float s[64];
+  float o[kHeadDim / 2];
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
+  std::uint32_t pr[32];
+  RowState rows;
+
+  // The first tile (the last keys): scores, the mask, the softmax.
+  mbarrier_wait(q_full, 0);
+  mbarrier_wait(k_full + 8 * k_ring.stage, k_ring.phase);
+  issue_scores<T, L, kHeadDim>(s, q_tile, k_tiles + k_ring.stage * L::kKvTileBytes);
+  wgmma_wait<0>();
+  fence_accumulators(s);
+  release(k_empty, k_ring);
+  k_ring.advance();
+  {
+    const std::int64_t key0 = static_cast<std::int64_t>(tiles - 1) * kBlockN + 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const std::int64_t key = key0 + 8 * i + (e & 1), row = row0 + 8 * (e / 2);
+        if (key >= p.seq || (p.causal && key > row)) s[4 * i + e] = -INFINITY;
+      }
+  }
+  softmax_step(s, rows, exponent_scale);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) pr[i] = pack_pair<T>(s[2 * i], s[2 * i + 1]);
+
+  for (int j = 1; j < tiles; ++j) {
+    if constexpr (kPingPong) named_barrier_sync(own_barrier, 256);
+    // O's rescale and P's packing stay above the fence issue_scores starts with (left to itself
+    // the compiler sinks them to the P V wgmma, and ptxas injects a fence there).
+    fence_accumulators(o);
+    fence_registers(pr);
+    // Both tiles are waited for before the first wgmma: a wait loop between the two GEMMs makes
+    // ptxas inject another fence before the second (C7519).
+    mbarrier_wait(k_full + 8 * k_ring.stage, k_ring.phase);
+    mbarrier_wait(v_full + 8 * v_ring.stage, v_ring.phase);
+    issue_scores<T, L, kHeadDim>(s, q_tile, k_tiles + k_ring.stage * L::kKvTileBytes);
+    issue_values<T, L, kHeadDim>(o, pr, v_tiles + v_ring.stage * L::kKvTileBytes);
+    if constexpr (kPingPong) named_barrier_arrive(other_barrier, 256);
+    wgmma_wait<1>();  // S_j is ready; P V still runs
+    fence_accumulators(s);
+    release(k_empty, k_ring);
+    k_ring.advance();
+    const float2 correction = softmax_step(s, rows, exponent_scale);
+    wgmma_wait<0>();  // P V is done: O and P may change
+    fence_accumulators(o);
+    release(v_empty, v_ring);
+    v_ring.advance();
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 8; ++i) {
+      o[4 * i] *= correction.x;
+      o[4 * i + 1] *= correction.x;
+      o[4 * i + 2] *= correction.y;
+      o[4 * i + 3] *= correction.y;
+    }
+#pragma unroll
+    for (int i = 0; i < 32; ++i) pr[i] = pack_pair<T>(s[2 * i], s[2 * i + 1]);
+  }
+  // The last P V (tile 0).
+  fence_accumulators(o);
+  fence_registers(pr);
+  mbarrier_wait(v_full + 8 * v_ring.stage, v_ring.phase);
+  wgmma_fence();
+  issue_values<T, L, kHeadDim>(o, pr, v_tiles + v_ring.stage * L::kKvTileBytes);
+  wgmma_wait<0>();
+  fence_accumulators(o);
+  release(v_empty, v_ring);
+  if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
+
+  // Normalize and store rows inside the sequence: the thread's pairs at columns 8i + 2(lane % 4).
+  const std::int64_t row_base = static_cast<std::int64_t>(zq) * p.seq;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = rows.sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const std::int64_t row = row0 + 8 * r;
+    if (row >= p.seq) continue;
+    const float inverse = 1.0f / sum;
+    T* out = o_out + (row_base + row) * kHeadDim + 2 * (lane % 4);
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 8; ++i)
+      *reinterpret_cast<std::uint32_t*>(out + 8 * i) =
+          pack_pair<T>(o[4 * i + 2 * r] * inverse, o[4 * i + 2 * r + 1] * inverse);
+    if (lane % 4 == 0) p.lse[row_base + row] = rows.max[r] * p.scale + logf(sum);
+  }
+#else
+  __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
+#endif
+}
+
+template <typename T, int kHeadDim, bool kPingPong>
+void launch_wgmma_head_dim(const AttentionArgs<T>& args, cudaStream_t stream) {
+  using L = Layout<kHeadDim>;
+  const std::int64_t zq = args.batch * args.heads, zkv = args.batch * args.kv_heads;
+  const CUtensorMap q_map = make_tensor_map(args.q, args.seq, kHeadDim, kHeadDim, zq, args.seq * kHeadDim, 64);
+  const CUtensorMap k_map = make_tensor_map(args.k, args.seq, kHeadDim, kHeadDim, zkv, args.seq * kHeadDim, L::kBlockN);
+  const CUtensorMap v_map = make_tensor_map(args.v, args.seq, kHeadDim, kHeadDim, zkv, args.seq * kHeadDim, L::kBlockN);
+  const WgmmaAttentionParams params{
+      args.lse,   args.seq,   static_cast<int>(args.heads), static_cast<int>(args.heads / args.kv_heads),
+      args.scale, args.causal};
+  auto* kernel = attention_wgmma_kernel<T, kHeadDim, kPingPong>;
+  set_shared_memory(kernel, L::kSharedBytes);
+  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, kWgmmaBlockM)),
+                  static_cast<unsigned>(args.heads), static_cast<unsigned>(args.batch));
+  kernel<<<grid, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, args.o, params);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+}  // namespace wgmma_detail
+#endif  // CUDALAB_SM90A
+
+// A rung's launcher: checks, then the kernel for args' head_dim.
+template <typename T, bool kPingPong>
+void launch_attention_wgmma(const char* name, const AttentionArgs<T>& args, cudaStream_t stream) {
+  static_assert(sizeof(T) == 2, "bf16 or f16");
+  const std::string why = wgmma_limits(shape_of(args, current_gpu().compute_capability));
+  CUDALAB_REQUIRE(why.empty(), std::string(name) + ": " + why);
+  CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.o),
+                  std::string(name) + ": q, k, v and o must be 16-byte aligned (TMA)");
+#if CUDALAB_SM90A
+  if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
+  if (args.head_dim == 64) return wgmma_detail::launch_wgmma_head_dim<T, 64, kPingPong>(args, stream);
+  wgmma_detail::launch_wgmma_head_dim<T, 128, kPingPong>(args, stream);
+#else
+  (void)stream;
+#endif
+}
+
+}  // namespace cudalab::attention_variants
