@@ -1,11 +1,11 @@
-# cudalab_add_op(NAME LIBRARY files... HARNESS files...)
+# cudalab_add_op(NAME LIBRARY files... HARNESS files... [HOPPER files...])
 #
 # Called from src/ops/<op>/CMakeLists.txt, so an op's files are listed once, in its own folder:
 # LIBRARY files (kernels, launchers, the public library entry) go into cudalab_library, the
 # installable libcudalab; HARNESS files (the op spec, its registration, claims, experiments,
 # vendor baselines that need the harness) go into cudalab_harness.
 function(cudalab_add_op name)
-  cmake_parse_arguments(PARSE_ARGV 1 op "" "" "LIBRARY;HARNESS")
+  cmake_parse_arguments(PARSE_ARGV 1 op "" "" "LIBRARY;HARNESS;HOPPER")
   if(op_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "cudalab_add_op(${name}): unexpected arguments ${op_UNPARSED_ARGUMENTS}")
   endif()
@@ -13,4 +13,19 @@ function(cudalab_add_op name)
   list(TRANSFORM op_HARNESS PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
   target_sources(cudalab_library PRIVATE ${op_LIBRARY})
   target_sources(cudalab_harness PRIVATE ${op_HARNESS})
+  # HOPPER files (wgmma, TMA) use instructions that exist only in arch-specific sm_90a code: when the
+  # build targets Hopper they compile as their own object library for 90a (and run only on compute
+  # capability 9.0); otherwise as plain library files whose limits say they were not built.
+  if(op_HOPPER)
+    list(TRANSFORM op_HOPPER PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
+    if(CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90")
+      add_library(cudalab_${name}_sm90a OBJECT ${op_HOPPER})
+      set_target_properties(cudalab_${name}_sm90a PROPERTIES CUDA_ARCHITECTURES 90a)
+      target_include_directories(cudalab_${name}_sm90a PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+      target_compile_definitions(cudalab_${name}_sm90a PRIVATE CUDALAB_SM90A=1)
+      target_sources(cudalab_library PRIVATE $<TARGET_OBJECTS:cudalab_${name}_sm90a>)
+    else()
+      target_sources(cudalab_library PRIVATE ${op_HOPPER})
+    endif()
+  endif()
 endfunction()
