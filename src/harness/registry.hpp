@@ -88,6 +88,10 @@ struct Op {
   std::vector<DType> dtypes;           // what --dtype may name; the first is the default
   std::vector<Param> params;           // the named scalar parameters with their defaults
   std::vector<TensorSpec> tensors;
+  // Inputs that are functions of the others (the attention backward's O and L, the forward of its
+  // Q, K and V): run once the fills are done and before the inputs' host copies are taken, so the
+  // check sees them as the variants do. Empty for most ops.
+  std::function<void(const Problem&, Tensors&, cudaStream_t)> derive_inputs;
   std::vector<Problem> bench_problems;  // what `cudalab bench` times
   // Input distributions `bench` times each problem on, reported separately (e.g. a histogram's
   // uniform input and its all-one-value worst case).

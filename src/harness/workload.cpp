@@ -56,7 +56,12 @@ void Workload::generate(std::uint64_t seed, Distribution distribution, cudaStrea
       fill_random(tensor.dtype(), tensor.device(), tensor.count(), stream_seed, distribution, stream);
     }
     stream_seed = mix64(stream_seed);
-    if (tensor.bytes() == 0) continue;
+  }
+  if (op_.derive_inputs) op_.derive_inputs(problem_, tensors_, stream);
+  for (std::size_t i = 0; i < op_.tensors.size(); ++i) {
+    const TensorSpec& spec = op_.tensors[i];
+    Tensor& tensor = tensors_.all()[i];
+    if (spec.role == TensorRole::output || tensor.bytes() == 0) continue;
     void* host = spec.role == TensorRole::input_output ? tensor.initial_host() : tensor.host();
     CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host, tensor.device(), tensor.bytes(), cudaMemcpyDeviceToHost, stream));
     if (pristine_[i].bytes() > 0)

@@ -472,6 +472,18 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
     EXPECT_FALSE(op->find_variant(id)->supports(DType::f32)) << id;
   }
 
+  // The backward: its rungs and baseline, O and L as inputs computed from Q, K and V, 2.5x the
+  // forward's flops.
+  const Op* backward = builtin_registry().find_op(ids::kBackward);
+  ASSERT_NE(backward, nullptr);
+  std::vector<std::string> backward_order;
+  for (const Variant& v : backward->variants) backward_order.push_back(v.id);
+  EXPECT_EQ(backward_order, (std::vector<std::string>{ids::kNaive, ids::kCublas}));
+  EXPECT_TRUE(backward->derive_inputs);
+  const Problem backward_problem =
+      backward->problem({2, 8, 100, 64}, DType::bf16, {{ids::kCausal, 1}, {ids::kKvHeads, 2}});
+  EXPECT_DOUBLE_EQ(backward->work(backward_problem).flops, 2.5 * op->work(with(1, 2)).flops);
+
   // 4 B H S^2 D flops, halved when causal; Q, K, V read; O and fp32 L written.
   const Work full = op->work(with(0, 2)), causal = op->work(with(1, 2));
   EXPECT_DOUBLE_EQ(full.flops, 4.0 * 2 * 8 * 100 * 100 * 64);

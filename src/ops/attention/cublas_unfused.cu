@@ -19,13 +19,7 @@ namespace {
 
 using gemm_variants::check_cublas;
 using gemm_variants::cublas_handle;
-
-template <typename T>
-constexpr cudaDataType_t data_type() {
-  if constexpr (std::is_same_v<T, float>) return CUDA_R_32F;
-  if constexpr (std::is_same_v<T, __half>) return CUDA_R_16F;
-  return CUDA_R_16BF;
-}
+using gemm_variants::cuda_data_type;
 
 // a * b > INT_MAX, for a, b >= 0, without overflowing.
 bool product_above_int(std::int64_t a, std::int64_t b) { return a != 0 && b > INT_MAX / a; }
@@ -74,7 +68,7 @@ void cublas_unfused(const AttentionArgs<T>& args, cudaStream_t stream) {
   } else {
     probabilities = reinterpret_cast<T*>(scores + args.batch * args.heads * args.seq * args.seq);
   }
-  constexpr cudaDataType_t type = data_type<T>();
+  constexpr cudaDataType_t type = cuda_data_type<T>();
   // One GEMM per (batch, kv head): its group query heads' rows, contiguous in Q, O, S and P.
   const std::int64_t group = args.heads / args.kv_heads;
   const int seq = static_cast<int>(args.seq), head_dim = static_cast<int>(args.head_dim);

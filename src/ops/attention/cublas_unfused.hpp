@@ -35,4 +35,12 @@ std::string cublas_limits(const AttentionShape& shape);
 template <typename T>
 void cublas_unfused(const AttentionArgs<T>& args, cudaStream_t stream);
 
+// The backward's baseline (cublas_backward.cu): S and dP in fp32, then P and dS in the input type
+// when it is 16-bit; SIZE_MAX when that overflows.
+std::size_t cublas_backward_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq,
+                                            std::size_t element_size);
+std::string cublas_backward_limits(const AttentionShape& shape);
+template <typename T>
+void cublas_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
+
 }  // namespace cudalab::attention_variants

@@ -5,6 +5,7 @@
 namespace cudalab::harness::attention_ids {
 
 inline constexpr char kForward[] = "attention";
+inline constexpr char kBackward[] = "attention_backward";
 
 // Scalar parameters: causal (0 or 1) and kv_heads (0: as many as heads; else a divisor of heads,
 // grouped-query attention).

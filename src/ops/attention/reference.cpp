@@ -28,7 +28,8 @@ double probability_underflow(DType dtype) { return dtype == DType::f16 ? 0x1p-25
 struct KvHead {
   std::vector<double> k, v;
 
-  void load(const AttentionTensors& t, std::int64_t kv_batch_head) {
+  template <typename Tensors>
+  void load(const Tensors& t, std::int64_t kv_batch_head) {
     const std::int64_t count = t.seq * t.head_dim, first = kv_batch_head * count;
     k.resize(static_cast<std::size_t>(count));
     v.resize(static_cast<std::size_t>(count));
@@ -39,7 +40,8 @@ struct KvHead {
   }
 };
 
-std::int64_t kv_batch_head_of(const AttentionTensors& t, std::int64_t batch_index, std::int64_t head) {
+template <typename Tensors>
+std::int64_t kv_batch_head_of(const Tensors& t, std::int64_t batch_index, std::int64_t head) {
   return batch_index * t.kv_heads + head / (t.heads / t.kv_heads);
 }
 
@@ -174,6 +176,107 @@ std::int64_t work_per_head(std::int64_t seq, std::int64_t head_dim, bool every_r
   return std::max<std::int64_t>(1, rows * seq * head_dim);
 }
 
+// One (batch, head)'s Q, dO and O in double, with each row's D_i = dO_i . O_i and that dot
+// product's fp32 error bound (reference.hpp).
+struct QueryHead {
+  std::vector<double> q, d_o, o, delta, delta_error;
+
+  void load(const AttentionBackwardTensors& t, std::int64_t batch_head) {
+    const std::int64_t count = t.seq * t.head_dim, first = batch_head * count;
+    q.resize(static_cast<std::size_t>(count));
+    d_o.resize(static_cast<std::size_t>(count));
+    o.resize(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) {
+      const auto ii = static_cast<std::size_t>(i);
+      q[ii] = element_to_double(t.dtype, t.q, first + i);
+      d_o[ii] = element_to_double(t.dtype, t.d_o, first + i);
+      o[ii] = element_to_double(t.dtype, t.o, first + i);
+    }
+    delta.assign(static_cast<std::size_t>(t.seq), 0.0);
+    delta_error.assign(static_cast<std::size_t>(t.seq), 0.0);
+    for (std::int64_t row = 0; row < t.seq; ++row) {
+      double sum = 0.0, magnitude = 0.0;
+      for (std::int64_t d = 0; d < t.head_dim; ++d) {
+        const auto i = static_cast<std::size_t>(row * t.head_dim + d);
+        sum += d_o[i] * o[i];
+        magnitude += std::fabs(d_o[i] * o[i]);
+      }
+      delta[static_cast<std::size_t>(row)] = sum;
+      delta_error[static_cast<std::size_t>(row)] = 2.0 * static_cast<double>(t.head_dim) * kUnit * magnitude;
+    }
+  }
+};
+
+// Query row i's and key j's term of the gradients, with the errors reference.hpp allows it.
+struct PairTerm {
+  double p, ds;              // P_ij and dS_ij
+  double p_error, ds_error;  // P as rounded for dV, and dS, each with what the scores move them by
+};
+
+PairTerm pair_term(const AttentionBackwardTensors& t, const QueryHead& qh, const KvHead& kv, std::int64_t row,
+                   std::int64_t key, double lse, double u_t, double eta) {
+  const std::int64_t dim = t.head_dim;
+  const double* q = qh.q.data() + row * dim;
+  const double* d_o = qh.d_o.data() + row * dim;
+  const double* k = kv.k.data() + key * dim;
+  const double* v = kv.v.data() + key * dim;
+  double dot = 0.0, dot_magnitude = 0.0, dp = 0.0, dp_magnitude = 0.0;
+  for (std::int64_t d = 0; d < dim; ++d) {
+    dot += q[d] * k[d];
+    dot_magnitude += std::fabs(q[d] * k[d]);
+    dp += d_o[d] * v[d];
+    dp_magnitude += std::fabs(d_o[d] * v[d]);
+  }
+  const double scale = t.scale, s = scale * dot;
+  const double score_error = 2.0 * static_cast<double>(dim) * kUnit * scale * dot_magnitude +
+                             4.0 * kUnit * (std::fabs(s) + std::fabs(lse)) + 4.0 * kUnit;
+  const auto r = static_cast<std::size_t>(row);
+  const double p = std::exp(s - lse), centred = dp - qh.delta[r], ds = p * centred;
+  const double dp_error = 2.0 * static_cast<double>(dim) * kUnit * dp_magnitude;
+  return {p, ds, p * (score_error + u_t) + eta,
+          p * score_error * std::fabs(centred) + p * (dp_error + qh.delta_error[r]) +
+              (u_t + 2.0 * kUnit) * std::fabs(ds) + eta};
+}
+
+// One output row's sums: value, the terms' errors and magnitudes, and how many terms.
+struct GradientRow {
+  std::vector<double> value, error, magnitude;
+  std::int64_t terms = 0;
+
+  explicit GradientRow(std::int64_t dim)
+      : value(static_cast<std::size_t>(dim)),
+        error(static_cast<std::size_t>(dim)),
+        magnitude(static_cast<std::size_t>(dim)) {}
+
+  void add(const double* x, double weight, double weight_error, double scale, std::int64_t dim) {
+    for (std::int64_t d = 0; d < dim; ++d) {
+      const auto dd = static_cast<std::size_t>(d);
+      value[dd] += scale * weight * x[d];
+      error[dd] += scale * weight_error * std::fabs(x[d]);
+      magnitude[dd] += scale * std::fabs(weight * x[d]);
+    }
+  }
+
+  // Each element against its bound; `first` is the row's first element index in the Comparison.
+  void tally(Tally& tally, DType dtype, const void* out, std::int64_t out_first, std::int64_t index_first) const {
+    const double u_out = traits(dtype).unit_roundoff;
+    const double sums = (attention_sum_factor(terms) + 4.0) * kUnit;
+    const unsigned char pattern = poison_byte(dtype);
+    for (std::size_t d = 0; d < value.size(); ++d) {
+      const auto i = out_first + static_cast<std::int64_t>(d);
+      const double bound = absolute_floor(dtype) + 2.0 * u_out * std::fabs(value[d]) + error[d] + sums * magnitude[d];
+      tally.add(index_first + static_cast<std::int64_t>(d), element_to_double(dtype, out, i), value[d], bound, 0.0,
+                is_poison(size_of(dtype), pattern, out, i), false);
+    }
+  }
+};
+
+// The rows a (batch, kv head) checks, times the work of one: how the backward check splits.
+std::int64_t backward_work_per_kv_head(const AttentionBackwardTensors& t, bool every_row) {
+  const std::int64_t rows = every_row ? t.seq : std::min<std::int64_t>(t.seq, kAttentionSampledRows + 2);
+  return std::max<std::int64_t>(1, (t.heads / t.kv_heads) * (2 * rows + 1) * t.seq * t.head_dim);
+}
+
 }  // namespace
 
 float attention_default_scale(std::int64_t head_dim) {
@@ -277,6 +380,79 @@ std::size_t attention_check_host_bytes(std::int64_t batch, std::int64_t heads, s
       static_cast<std::size_t>(parallel_workers(batch * heads * work_per_head(seq, head_dim, every_row)));
   // K and V in double, and the row's per-key and per-dimension scratch.
   const auto per_worker = static_cast<std::size_t>(2 * seq * head_dim + 2 * seq + 6 * head_dim) * sizeof(double);
+  return workers * per_worker;
+}
+
+Comparison check_attention_backward(const AttentionBackwardTensors& t) {
+  const std::int64_t q_count = t.batch * t.heads * t.seq * t.head_dim;
+  const std::int64_t kv_count = t.batch * t.kv_heads * t.seq * t.head_dim;
+  const double u_t = traits(t.dtype).unit_roundoff, eta = probability_underflow(t.dtype);
+  const Tolerance shown{2 * u_t + 2 * u_t + 6 * kUnit, absolute_floor(t.dtype)};
+  Comparison total;
+  total.tolerance = shown;
+  if (q_count == 0 || t.kv_heads == 0) return total;
+  const bool every_row = attention_checks_every_row(t.batch, t.heads, t.seq, t.head_dim);
+  const std::int64_t group = t.heads / t.kv_heads, dim = t.head_dim;
+  const std::int64_t per_unit = backward_work_per_kv_head(t, every_row);
+  const std::int64_t n = t.batch * t.kv_heads * per_unit;
+  std::vector<Tally> tallies(static_cast<std::size_t>(parallel_workers(n)));
+  parallel_chunks(n, [&](int worker, std::int64_t begin, std::int64_t end) {
+    Tally& tally = tallies[static_cast<std::size_t>(worker)];
+    KvHead kv;
+    QueryHead qh;
+    for (std::int64_t unit = (begin + per_unit - 1) / per_unit; unit * per_unit < end; ++unit) {
+      const std::int64_t batch_index = unit / t.kv_heads, kv_head = unit % t.kv_heads;
+      kv.load(t, unit);
+      const std::vector<std::int64_t> keys = attention_checked_rows(t.seq, batch_index, kv_head, every_row);
+      std::vector<GradientRow> dk(keys.size(), GradientRow(dim)), dv(keys.size(), GradientRow(dim));
+      for (std::int64_t head = kv_head * group; head < (kv_head + 1) * group; ++head) {
+        const std::int64_t batch_head = batch_index * t.heads + head;
+        qh.load(t, batch_head);
+        const float* lse = t.lse + batch_head * t.seq;
+        for (std::size_t c = 0; c < keys.size(); ++c) {
+          const std::int64_t key = keys[c];
+          for (std::int64_t row = t.causal ? key : 0; row < t.seq; ++row) {
+            const PairTerm term = pair_term(t, qh, kv, row, key, lse[row], u_t, eta);
+            dv[c].add(qh.d_o.data() + row * dim, term.p, term.p_error, 1.0, dim);
+            dk[c].add(qh.q.data() + row * dim, term.ds, term.ds_error, t.scale, dim);
+            ++dv[c].terms;
+            ++dk[c].terms;
+          }
+        }
+        for (const std::int64_t row : attention_checked_rows(t.seq, batch_index, head, every_row)) {
+          GradientRow dq(dim);
+          for (std::int64_t key = 0; key <= (t.causal ? row : t.seq - 1); ++key) {
+            const PairTerm term = pair_term(t, qh, kv, row, key, lse[row], u_t, eta);
+            dq.add(kv.k.data() + key * dim, term.ds, term.ds_error, t.scale, dim);
+            ++dq.terms;
+          }
+          const std::int64_t first = (batch_head * t.seq + row) * dim;
+          dq.tally(tally, t.dtype, t.dq, first, first);
+        }
+      }
+      for (std::size_t c = 0; c < keys.size(); ++c) {
+        const std::int64_t first = (unit * t.seq + keys[c]) * dim;
+        dk[c].tally(tally, t.dtype, t.dk, first, q_count + first);
+        dv[c].tally(tally, t.dtype, t.dv, first, q_count + kv_count + first);
+      }
+    }
+  });
+  Tally all;
+  for (const Tally& tally : tallies) all.merge(tally);
+  total = all.verdicts.finish();
+  total.tolerance = shown;
+  return total;
+}
+
+std::size_t attention_backward_check_host_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq,
+                                                std::int64_t head_dim) {
+  const bool every_row = attention_checks_every_row(batch, heads, seq, head_dim);
+  const std::int64_t rows = every_row ? seq : std::min<std::int64_t>(seq, kAttentionSampledRows + 2);
+  const auto workers =
+      static_cast<std::size_t>(parallel_workers(batch * heads * std::max<std::int64_t>(1, rows * seq * head_dim)));
+  // K, V, Q, dO and O in double, D_i and its error, and dK's and dV's sums at the checked keys.
+  const auto per_worker =
+      static_cast<std::size_t>(5 * seq * head_dim + 2 * seq + 6 * rows * head_dim + 3 * head_dim) * sizeof(double);
   return workers * per_worker;
 }
 

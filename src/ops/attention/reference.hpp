@@ -124,4 +124,47 @@ Comparison check_attention(const AttentionTensors& t);
 // Host memory the check takes beyond the tensors: each worker's K and V of one kv head in double.
 std::size_t attention_check_host_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq, std::int64_t head_dim);
 
+// The backward: dQ, dK and dV from Q, K, V, O, dO and L (all as stored; L in fp32). For query row i
+// and key j of (batch b, head h) with j visible: s_ij = scale q_i . k_j, P_ij = exp(s_ij - L_i),
+// dP_ij = dO_i . v_j, D_i = dO_i . O_i, dS_ij = P_ij (dP_ij - D_i); then dQ_i = scale sum_j dS_ij
+// k_j, and for kv head g, dK_j = scale sum over g's query heads and rows i of dS_ij q_i, dV_j = the
+// same sum of P_ij dO_i. In double, the formula applied to the O and L given, as a kernel does.
+//
+// Which rows: dQ at attention_checked_rows of each (batch, head); dK and dV at those of each
+// (batch, kv head); every row of small problems (attention_checks_every_row). Elements: dQ's
+// checked, then dK's (index + dQ's size), then dV's (index + dQ's and dK's sizes).
+//
+// Tolerance, first order in u = 2^-24 and u_T (the dtype's unit roundoff: the 16-bit kernels round
+// P before dV = P^T dO and dS before dK and dQ, as FlashAttention-2 does), per (i, j) term:
+//   s_ij, and so P_ij, carries the forward's score error ds_ij = 2 head_dim u scale a_ij + 4 u
+//     (|s_ij| + |L_i|) + 4 u (a_ij = sum_d |q_id k_jd|): |dP_ij| <= P_ij ds_ij;
+//   dP_ij and D_i are fp32 dot products: 2 head_dim u sum_d |dO_id v_jd| and 2 head_dim u sum_d
+//     |dO_id O_id|;
+//   dS_ij: P_ij ds_ij |dP_ij - D_i| + P_ij (those two) + (u_T + 2 u) |dS_ij| + eta (the rounding to
+//     T, and eta_P of the forward for values below its normal range);
+//   P as rounded for dV: P_ij (ds_ij + u_T) + eta.
+// Each output sums n such terms (the visible keys for dQ; the visible rows of every query head of
+// the group for dK and dV) in fp32, in any order (atomics allowed): c(n) u times the sum of the
+// terms' magnitudes, as the forward's O; 4 u of it for the products and the scale; and one
+// rounding to the output dtype, 2 u_out |ref|, above atol. The result: bound = atol + 2 u_out |ref|
+// + sum of the terms' errors + (c(n) + 4) u sum of |terms|. No L2 limit: dS sums to 0 over a row,
+// so dQ and dK cancel, and a relative limit on them would hold the inputs' rounding, not the
+// kernel's.
+struct AttentionBackwardTensors {
+  DType dtype = DType::f32;
+  const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *d_o = nullptr;
+  const float* lse = nullptr;
+  const void *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+  float scale = 0.0f;
+  bool causal = false;
+};
+
+Comparison check_attention_backward(const AttentionBackwardTensors& t);
+
+// Host memory the backward check takes beyond the tensors: each worker's K and V of one kv head,
+// and Q, dO and O of one head, in double, with its accumulators.
+std::size_t attention_backward_check_host_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq,
+                                                std::int64_t head_dim);
+
 }  // namespace cudalab::harness

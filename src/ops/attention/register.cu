@@ -11,12 +11,19 @@
 // kv_heads clamped to heads), so the runner's memory estimate and allocation never see a negative
 // or absurd size.
 //
-// Beside the op: the attention_memory experiment (memory_experiment.cpp) and claim C33 that its
+// The backward op, attention_backward: dQ, dK, dV from Q, K, V, dO and the forward's O and L, which
+// the harness computes from Q, K and V by the library's forward (Op::derive_inputs), so that P is a
+// softmax; checked by reference.hpp's backward check.
+//
+// Beside the ops: the attention_memory experiment (memory_experiment.cpp) and claim C33 that its
 // table answers (claims.cpp).
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include "cudalab/attention.hpp"
 
 #include "harness/registry.hpp"
 #include "ops/attention/cublas_unfused.hpp"
@@ -36,6 +43,10 @@ constexpr char kK[] = "k";
 constexpr char kV[] = "v";
 constexpr char kO[] = "o";
 constexpr char kLse[] = "lse";
+constexpr char kDo[] = "do";
+constexpr char kDq[] = "dq";
+constexpr char kDk[] = "dk";
+constexpr char kDv[] = "dv";
 
 std::int64_t batch_of(const Problem& p) { return p.dim("batch"); }
 std::int64_t heads_of(const Problem& p) { return p.dim("heads"); }
@@ -78,6 +89,8 @@ v::AttentionShape shape_of(const DeviceInfo& device, const Problem& p) {
           device.compute_capability()};
 }
 
+// Fills the forward's AttentionArgs or the backward's AttentionBackwardArgs (whose O and L are
+// inputs, beside dO, and whose outputs are dQ, dK and dV).
 struct AttentionBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
@@ -88,6 +101,12 @@ struct AttentionBinding {
     args.v = tensors.data<T>(kV);
     args.o = tensors.data<T>(kO);
     args.lse = tensors.data<float>(kLse);
+    if constexpr (std::is_same_v<Args, v::AttentionBackwardArgs<T>>) {
+      args.d_o = tensors.data<T>(kDo);
+      args.dq = tensors.data<T>(kDq);
+      args.dk = tensors.data<T>(kDk);
+      args.dv = tensors.data<T>(kDv);
+    }
     args.batch = batch_of(problem);
     args.heads = heads_of(problem);
     args.kv_heads = kv_heads_of(problem);
@@ -124,8 +143,32 @@ TensorFill score_fill(ScoreFill fill) {
   };
 }
 
-Comparison check(const CheckContext& c) {
-  AttentionTensors t;
+// What the forward and the backward share: dims, dtypes, parameters.
+Op attention_op(const char* name) {
+  Op op;
+  op.name = name;
+  op.dim_names = {"batch", "heads", "seq", "head_dim"};
+  op.dtypes = {DType::bf16, DType::f16, DType::f32};
+  op.params = {{ids::kCausal, 0}, {ids::kKvHeads, 0}};
+  return op;
+}
+
+// Q, K and V (with the dominant-score fills), then O and L: the forward's outputs, the backward's
+// inputs.
+std::vector<TensorSpec> attention_tensors(TensorRole o_and_lse) {
+  return {
+      {kQ, TensorRole::input, {}, query_elements, score_fill(fill_attention_queries)},
+      {kK, TensorRole::input, {}, kv_elements, score_fill(fill_attention_keys)},
+      {kV, TensorRole::input, {}, kv_elements},
+      {kO, o_and_lse, {}, query_elements},
+      {kLse, o_and_lse, DType::f32, query_rows},
+  };
+}
+
+// The host copies and the problem's dims as the forward's or the backward's check takes them.
+template <typename HostTensors>
+HostTensors host_tensors(const CheckContext& c) {
+  HostTensors t;
   t.dtype = c.problem.dtype;
   t.q = c.tensors[kQ].host();
   t.k = c.tensors[kK].host();
@@ -139,8 +182,10 @@ Comparison check(const CheckContext& c) {
   t.head_dim = head_dim_of(c.problem);
   t.scale = scale_of(c.problem);
   t.causal = causal_of(c.problem);
-  return check_attention(t);
+  return t;
 }
+
+Comparison check(const CheckContext& c) { return check_attention(host_tensors<AttentionTensors>(c)); }
 
 // The minimum traffic: Q, K and V read once, O and L written once. Arithmetic: Q K^T and P V, two
 // multiply-adds per (query, key, dimension), over half the pairs when causal.
@@ -192,27 +237,99 @@ std::vector<Problem> bench_problems(const Op& op) {
   return out;
 }
 
+Comparison check_backward(const CheckContext& c) {
+  auto t = host_tensors<AttentionBackwardTensors>(c);
+  t.d_o = c.tensors[kDo].host();
+  t.dq = c.tensors[kDq].host();
+  t.dk = c.tensors[kDk].host();
+  t.dv = c.tensors[kDv].host();
+  return check_attention_backward(t);
+}
+
+// The backward's O and L: the library's forward of the problem's Q, K and V, so that P is a
+// softmax and dO . O the value a training step would see.
+void derive_forward_outputs(const Problem& p, Tensors& tensors, cudaStream_t stream) {
+  if (!parameters_unsupported(p).empty() || query_elements(p) == 0) return;
+  const AttentionDims dims{batch_of(p), heads_of(p), kv_heads_of(p), seq_of(p), head_dim_of(p)};
+  AttentionOptions options;
+  options.scale = scale_of(p);
+  options.causal = causal_of(p);
+  float* lse = tensors.data<float>(kLse);
+  const auto run = [&](auto type) {
+    using T = decltype(type);
+    attention_forward(tensors.data<T>(kQ), tensors.data<T>(kK), tensors.data<T>(kV), tensors.data<T>(kO), lse, dims,
+                      options, stream);
+  };
+  switch (p.dtype) {
+    case DType::bf16: return run(__nv_bfloat16{});
+    case DType::f16: return run(__half{});
+    default: return run(float{});
+  }
+}
+
+// The backward's minimum traffic: Q, K, V, O and dO read once (L too), dQ, dK and dV written once.
+// Arithmetic: FlashAttention's count for the backward, 2.5 times the forward's: five products of
+// seq x seq x head_dim (S again, dP, dV, dK, dQ), over half the pairs when causal.
+Work backward_work(const Problem& p) {
+  const double element = static_cast<double>(size_of(p.dtype));
+  const double pairs = static_cast<double>(batch_of(p) * heads_of(p)) * static_cast<double>(seq_of(p)) *
+                       static_cast<double>(seq_of(p)) * (causal_of(p) ? 0.5 : 1.0);
+  return Work{element * static_cast<double>(3 * query_elements(p) + 2 * kv_elements(p)) +
+                  4.0 * static_cast<double>(query_rows(p)),
+              element * static_cast<double>(query_elements(p) + 2 * kv_elements(p)),
+              10.0 * pairs * static_cast<double>(head_dim_of(p))};
+}
+
+void register_attention_backward(Registry& registry) {
+  Op op = attention_op(ids::kBackward);
+  op.summary =
+      "attention's gradients dQ, dK, dV from Q, K, V, dO and the forward's O and L (computed from Q, K, V by the "
+      "library's forward), dK and dV summed over each kv head's query heads, scale 1/sqrt(head_dim), fp32 inside";
+  op.tensors = attention_tensors(TensorRole::input);
+  op.tensors.push_back({kDo, TensorRole::input, {}, query_elements});
+  op.tensors.push_back({kDq, TensorRole::output, {}, query_elements});
+  op.tensors.push_back({kDk, TensorRole::output, {}, kv_elements});
+  op.tensors.push_back({kDv, TensorRole::output, {}, kv_elements});
+  op.derive_inputs = derive_forward_outputs;
+  op.work = backward_work;
+  op.check = check_backward;
+  op.check_host_bytes = [](const Problem& p) {
+    return attention_backward_check_host_bytes(batch_of(p), heads_of(p), seq_of(p), head_dim_of(p));
+  };
+  op.bench_problems = problems(op, DType::bf16, {{{4, 16, 4096, 128}, 0, 0}, {{4, 16, 4096, 128}, 1, 0}});
+  for (DType dtype : op.dtypes)
+    for (const Problem& p : problems(op, dtype, kTestShapes)) op.test_problems.push_back(p);
+  Variant naive = variant(ids::kNaive,
+                          "P and dS of every (row, key) into fp32 seq x seq workspaces by a thread each, then dK and "
+                          "dV by a thread per (key, dimension) and dQ by a thread per (row, dimension)",
+                          Role::ladder, Engine::cuda_cores, v::naive_backward_limits, v::naive_backward<__nv_bfloat16>,
+                          v::naive_backward<__half>, v::naive_backward<float>);
+  naive.workspace_bytes = [](const Problem& p) {
+    return v::naive_backward_workspace_bytes(batch_of(p), heads_of(p), seq_of(p));
+  };
+  Variant cublas = variant(ids::kCublas,
+                           "unfused through cuBLAS: S and dP by batched GEMMs into fp32, P and dS by a block per row, "
+                           "then dV, dK and dQ by three more GEMMs, fp32 compute (no TF32), O(seq^2) memory",
+                           Role::baseline, Engine::by_dtype, v::cublas_backward_limits,
+                           v::cublas_backward<__nv_bfloat16>, v::cublas_backward<__half>, v::cublas_backward<float>);
+  cublas.workspace_bytes = [](const Problem& p) {
+    return v::cublas_backward_workspace_bytes(batch_of(p), heads_of(p), seq_of(p), size_of(p.dtype));
+  };
+  op.variants = {naive, cublas};
+  registry.add(std::move(op));
+}
+
 }  // namespace
 
 void register_attention_memory(Registry& registry);
 void register_attention_claims(Registry& registry);
 
 void register_attention(Registry& registry) {
-  Op op;
-  op.name = ids::kForward;
+  Op op = attention_op(ids::kForward);
   op.summary =
       "O = softmax(scale Q K^T [causal]) V and L = log-sum-exp of each row, Q/O [batch, heads, seq, head_dim], "
       "K/V [batch, kv_heads, seq, head_dim], scale 1/sqrt(head_dim), fp32 inside";
-  op.dim_names = {"batch", "heads", "seq", "head_dim"};
-  op.dtypes = {DType::bf16, DType::f16, DType::f32};
-  op.params = {{ids::kCausal, 0}, {ids::kKvHeads, 0}};
-  op.tensors = {
-      {kQ, TensorRole::input, {}, query_elements, score_fill(fill_attention_queries)},
-      {kK, TensorRole::input, {}, kv_elements, score_fill(fill_attention_keys)},
-      {kV, TensorRole::input, {}, kv_elements},
-      {kO, TensorRole::output, {}, query_elements},
-      {kLse, TensorRole::output, DType::f32, query_rows},
-  };
+  op.tensors = attention_tensors(TensorRole::output);
   op.work = work;
   op.check = check;
   op.check_host_bytes = [](const Problem& p) {
@@ -279,6 +396,7 @@ void register_attention(Registry& registry) {
       cublas,
   };
   registry.add(std::move(op));
+  register_attention_backward(registry);
   register_attention_memory(registry);
   register_attention_claims(registry);
 }

@@ -56,15 +56,37 @@ struct AttentionArgs {
   std::size_t workspace_bytes = 0;
 };
 
+// The backward's arguments: Q, K, V, O, dO and L as the forward's (O and L from it), dQ like Q,
+// dK and dV like K and V (each kv head's gradient summed over the query heads that read it).
+template <typename T>
+struct AttentionBackwardArgs {
+  using Element = T;
+  const T* q = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  const T* o = nullptr;
+  const T* d_o = nullptr;
+  const float* lse = nullptr;
+  T* dq = nullptr;
+  T* dk = nullptr;
+  T* dv = nullptr;
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
+  float scale = 0.0f;
+  bool causal = false;
+  void* workspace = nullptr;  // naive_backward only: naive_backward_workspace_bytes(batch, heads, seq)
+  std::size_t workspace_bytes = 0;
+};
+
 // What a rung's limits depend on.
 struct AttentionShape {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   std::size_t element_size = 0;  // sizeof(T)
   int compute_capability = 0;    // major * 10 + minor
 };
-template <typename T>
-AttentionShape shape_of(const AttentionArgs<T>& args, int compute_capability) {
-  return {args.batch, args.heads, args.kv_heads, args.seq, args.head_dim, sizeof(T), compute_capability};
+template <typename Args>
+AttentionShape shape_of(const Args& args, int compute_capability) {
+  return {args.batch,        args.heads, args.kv_heads, args.seq, args.head_dim, sizeof(typename Args::Element),
+          compute_capability};
 }
 
 // The scores of every (batch, head) in fp32: batch * heads * seq^2 * 4 bytes.
@@ -97,5 +119,12 @@ void wgmma(const AttentionArgs<T>& args, cudaStream_t stream);
 template <typename T>
 void wgmma_pingpong(const AttentionArgs<T>& args, cudaStream_t stream);
 std::string wgmma_limits(const AttentionShape& shape);
+
+// Backward rungs.
+// P and dS of every (batch, head) in fp32: 2 * batch * heads * seq^2 * 4 bytes.
+std::size_t naive_backward_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq);
+template <typename T>
+void naive_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
+std::string naive_backward_limits(const AttentionShape& shape);
 
 }  // namespace cudalab::attention_variants

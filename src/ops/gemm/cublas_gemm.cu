@@ -80,17 +80,6 @@ void dgemm_row_major(std::int64_t m, std::int64_t n, std::int64_t k, double alph
                "cublasDgemm");
 }
 
-template <typename T>
-constexpr cudaDataType_t cuda_data_type();
-template <>
-constexpr cudaDataType_t cuda_data_type<__half>() {
-  return CUDA_R_16F;
-}
-template <>
-constexpr cudaDataType_t cuda_data_type<__nv_bfloat16>() {
-  return CUDA_R_16BF;
-}
-
 cublasOperation_t b_operation(bool b_transposed) { return b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 }  // namespace

@@ -6,7 +6,11 @@
 
 #include <cstdint>
 
+#include <type_traits>
+
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include "cudalab/dtype.hpp"
@@ -20,6 +24,16 @@ namespace cudalab::gemm_variants {
 cublasHandle_t cublas_handle(cudaStream_t stream);
 // Throws cudalab::Error (ErrorKind::library) naming `what` unless `status` is success.
 void check_cublas(cublasStatus_t status, const char* what);
+
+// cuBLAS's name for an element type: float, __half or __nv_bfloat16.
+template <typename T>
+constexpr cudaDataType_t cuda_data_type() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>,
+                "float, __half or __nv_bfloat16");
+  if constexpr (std::is_same_v<T, float>) return CUDA_R_32F;
+  if constexpr (std::is_same_v<T, __half>) return CUDA_R_16F;
+  return CUDA_R_16BF;
+}
 
 // cublasSgemm (cublasSgemmStridedBatched for a batch) with the handle's default math mode: FP32
 // inputs, FP32 FMAs.
