@@ -153,13 +153,21 @@ Op attention_op(const char* name) {
   return op;
 }
 
-// Q, K and V (with the dominant-score fills), then O and L: the forward's outputs, the backward's
-// inputs.
-std::vector<TensorSpec> attention_tensors(TensorRole o_and_lse) {
+// fill_random from attention_score_distribution (normal for large_magnitude): the backward's V
+// and dO. Values of 1e30 in both would overflow every fp32 product dO . V, and fp16's largest
+// values give gradients past fp16's range: no kernel could return what the reference computes.
+void moderate_fill(void* device, std::int64_t count, std::uint64_t seed, Distribution distribution, const Problem& p,
+                   cudaStream_t stream) {
+  fill_random(p.dtype, device, count, seed, attention_score_distribution(distribution), stream);
+}
+
+// Q, K and V (Q and K with the dominant-score fills; V by `v_fill`, fill_random's when empty), then
+// O and L: the forward's outputs, the backward's inputs.
+std::vector<TensorSpec> attention_tensors(TensorRole o_and_lse, TensorFill v_fill) {
   return {
       {kQ, TensorRole::input, {}, query_elements, score_fill(fill_attention_queries)},
       {kK, TensorRole::input, {}, kv_elements, score_fill(fill_attention_keys)},
-      {kV, TensorRole::input, {}, kv_elements},
+      {kV, TensorRole::input, {}, kv_elements, v_fill},
       {kO, o_and_lse, {}, query_elements},
       {kLse, o_and_lse, DType::f32, query_rows},
   };
@@ -285,8 +293,8 @@ void register_attention_backward(Registry& registry) {
   op.summary =
       "attention's gradients dQ, dK, dV from Q, K, V, dO and the forward's O and L (computed from Q, K, V by the "
       "library's forward), dK and dV summed over each kv head's query heads, scale 1/sqrt(head_dim), fp32 inside";
-  op.tensors = attention_tensors(TensorRole::input);
-  op.tensors.push_back({kDo, TensorRole::input, {}, query_elements});
+  op.tensors = attention_tensors(TensorRole::input, moderate_fill);
+  op.tensors.push_back({kDo, TensorRole::input, {}, query_elements, moderate_fill});
   op.tensors.push_back({kDq, TensorRole::output, {}, query_elements});
   op.tensors.push_back({kDk, TensorRole::output, {}, kv_elements});
   op.tensors.push_back({kDv, TensorRole::output, {}, kv_elements});
@@ -329,7 +337,7 @@ void register_attention(Registry& registry) {
   op.summary =
       "O = softmax(scale Q K^T [causal]) V and L = log-sum-exp of each row, Q/O [batch, heads, seq, head_dim], "
       "K/V [batch, kv_heads, seq, head_dim], scale 1/sqrt(head_dim), fp32 inside";
-  op.tensors = attention_tensors(TensorRole::output);
+  op.tensors = attention_tensors(TensorRole::output, nullptr);
   op.work = work;
   op.check = check;
   op.check_host_bytes = [](const Problem& p) {
