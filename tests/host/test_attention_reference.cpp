@@ -478,7 +478,7 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
   ASSERT_NE(backward, nullptr);
   std::vector<std::string> backward_order;
   for (const Variant& v : backward->variants) backward_order.push_back(v.id);
-  EXPECT_EQ(backward_order, (std::vector<std::string>{ids::kNaive, ids::kCublas}));
+  EXPECT_EQ(backward_order, (std::vector<std::string>{ids::kNaive, ids::kMma, ids::kCublas}));
   EXPECT_TRUE(backward->derive_inputs);
   const Problem backward_problem =
       backward->problem({2, 8, 100, 64}, DType::bf16, {{ids::kCausal, 1}, {ids::kKvHeads, 2}});

@@ -323,7 +323,16 @@ void register_attention_backward(Registry& registry) {
   cublas.workspace_bytes = [](const Problem& p) {
     return v::cublas_backward_workspace_bytes(batch_of(p), heads_of(p), seq_of(p), size_of(p.dtype));
   };
-  op.variants = {naive, cublas};
+  Variant mma = variant(ids::kMma,
+                        "FlashAttention-2's backward on mma.sync: a block per 64 keys walks the query tiles of its "
+                        "group's heads, dK and dV in registers, P^T and dS^T as A fragments, dQ through shared "
+                        "memory and fp32 atomics",
+                        Role::ladder, Engine::tensor_cores, v::mma_backward_limits, v::mma_backward<__nv_bfloat16>,
+                        v::mma_backward<__half>);
+  mma.workspace_bytes = [](const Problem& p) {
+    return v::mma_backward_workspace_bytes(batch_of(p), heads_of(p), seq_of(p), head_dim_of(p));
+  };
+  op.variants = {naive, mma, cublas};
   registry.add(std::move(op));
 }
 
