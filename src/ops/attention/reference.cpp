@@ -234,7 +234,7 @@ PairTerm pair_term(const AttentionBackwardTensors& t, const QueryHead& qh, const
   const double p = std::exp(s - lse), centred = dp - qh.delta[r], ds = p * centred;
   const double dp_error = 2.0 * static_cast<double>(dim) * kUnit * dp_magnitude;
   return {p, ds, p * (score_error + u_t) + eta,
-          p * score_error * std::fabs(centred) + p * (dp_error + qh.delta_error[r]) +
+          (p * score_error + eta) * std::fabs(centred) + p * (dp_error + qh.delta_error[r]) +
               (u_t + 2.0 * kUnit) * std::fabs(ds) + eta};
 }
 

@@ -140,8 +140,11 @@ std::size_t attention_check_host_bytes(std::int64_t batch, std::int64_t heads, s
 //     (|s_ij| + |L_i|) + 4 u (a_ij = sum_d |q_id k_jd|): |dP_ij| <= P_ij ds_ij;
 //   dP_ij and D_i are fp32 dot products: 2 head_dim u sum_d |dO_id v_jd| and 2 head_dim u sum_d
 //     |dO_id O_id|;
-//   dS_ij: P_ij ds_ij |dP_ij - D_i| + P_ij (those two) + (u_T + 2 u) |dS_ij| + eta (the rounding to
-//     T, and eta_P of the forward for values below its normal range);
+//   dS_ij: (P_ij ds_ij + eta) |dP_ij - D_i| + P_ij (those two) + (u_T + 2 u) |dS_ij| + eta: P's
+//     error, a P below the normal range flushed (eta_P of the forward: ex2.approx.ftz returns 0
+//     below 2^-126) included, times the factor it multiplies; the rounding to T; eta again for a
+//     dS below the normal range. The flushed P matters: integer inputs give |dP - D| in the
+//     thousands, and P = 2^-130 flushed then moves dS by 1e-36 (the mma rung on the H100, 4ba715a);
 //   P as rounded for dV: P_ij (ds_ij + u_T) + eta.
 // Each output sums n such terms (the visible keys for dQ; the visible rows of every query head of
 // the group for dK and dV) in fp32, in any order (atomics allowed): c(n) u times the sum of the
