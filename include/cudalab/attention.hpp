@@ -1,14 +1,20 @@
-// Scaled dot-product attention, forward: O = softmax(scale * Q K^T [causal mask]) V and each query
-// row's log-sum-exp L, for bf16 (__nv_bfloat16), fp16 (__half) and fp32 inputs. Arithmetic is fp32
-// whatever the element type (the 16-bit paths round the probabilities to the element type before
-// multiplying V, as FlashAttention does). Memory is O(seq): no seq x seq matrix is ever stored.
+// Scaled dot-product attention: the forward, O = softmax(scale * Q K^T [causal mask]) V and each
+// query row's log-sum-exp L, and its backward, dQ, dK and dV from dO and the forward's O and L; for
+// bf16 (__nv_bfloat16), fp16 (__half) and fp32 inputs. Arithmetic is fp32 whatever the element type
+// (the 16-bit paths round the probabilities to the element type before multiplying V, and the
+// backward rounds P and dS before the products that take them, as FlashAttention does). The
+// forward's memory is O(seq): no seq x seq matrix is ever stored; the backward's is O(seq) on its
+// tensor-core path and O(seq^2) on its fallback (attention_backward_workspace_bytes).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
+
+#include "cudalab/dtype.hpp"
 
 namespace cudalab {
 
@@ -38,5 +44,57 @@ void attention_forward(const __half* q, const __half* k, const __half* v, __half
                        const AttentionDims& dims, const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
 void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse, const AttentionDims& dims,
                        const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
+
+// Scratch bytes attention_backward takes for `dims` and `dtype` (f32, bf16 or f16) on the current
+// GPU, on the path it takes there:
+//   - bf16/fp16 with head_dim 64 or 128, compute capability 8.0+ and `aligned` (q, k, v, o, d_o,
+//     dq, dk and dv all at 16-byte aligned addresses): the tensor-core kernel (FlashAttention-2's
+//     backward), which needs dQ's fp32 accumulator and each row's D = rowsum(dO o O):
+//     4 * batch * heads * seq * (head_dim + 1) bytes, O(seq) memory;
+//   - everything else: the CUDA-core fallback, which materializes P and dS of every (batch, head)
+//     in fp32: 8 * batch * heads * seq^2 bytes, O(seq^2) memory (8 GiB at 4 x 16 x 4096).
+// 0 when a size is 0. Throws cudalab::Error: invalid_argument for another dtype, negative sizes,
+// heads not a multiple of kv_heads, sizes whose products overflow 64 bits, or a shape no kernel
+// takes (the message says why).
+std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType dtype, bool aligned = true);
+
+// The gradients of O (L's gradient is not taken) with respect to Q, K and V, given the forward's O
+// and L (as attention_forward returns them for these q, k, v, dims and options) and O's gradient
+// d_o [batch, heads, seq, head_dim]: dq like q, dk and dv like k and v, each kv head's dk and dv
+// summed over the query heads that read it. The scale and mask are the forward's (scale 0 = 1 /
+// sqrt(head_dim)). Asynchronous on `stream`. Arrays are device memory aligned to their element;
+// dq, dk and dv overlap no other array. The kernel and its scratch are the ones
+// attention_backward_workspace_bytes describes; the tensor-core kernel adds dq up by fp32 atomics,
+// so its dq may differ in the last bits from run to run (dk and dv do not). Any size of 0 does
+// nothing. Throws cudalab::Error: invalid_argument for negative sizes, heads not a multiple of
+// kv_heads, a non-finite or negative scale, null, misaligned or overlapping arrays, too small a
+// workspace, or a shape no kernel takes (the message says why); cuda when a launch fails. These
+// overloads take the scratch from the stream-ordered allocator (cudaMallocAsync) and release it on
+// the stream.
+void attention_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* o,
+                        const float* lse, const __nv_bfloat16* d_o, __nv_bfloat16* dq, __nv_bfloat16* dk,
+                        __nv_bfloat16* dv, const AttentionDims& dims, const AttentionOptions& options = {},
+                        cudaStream_t stream = nullptr);
+void attention_backward(const __half* q, const __half* k, const __half* v, const __half* o, const float* lse,
+                        const __half* d_o, __half* dq, __half* dk, __half* dv, const AttentionDims& dims,
+                        const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
+void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* lse,
+                        const float* d_o, float* dq, float* dk, float* dv, const AttentionDims& dims,
+                        const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
+// The same with the caller's scratch: `workspace` holds at least attention_backward_workspace_bytes(
+// dims, dtype, aligned) bytes of device memory, 16-byte aligned (null when that is 0), which the
+// call may use until its work on the stream is done.
+void attention_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* o,
+                        const float* lse, const __nv_bfloat16* d_o, __nv_bfloat16* dq, __nv_bfloat16* dk,
+                        __nv_bfloat16* dv, const AttentionDims& dims, const AttentionOptions& options, void* workspace,
+                        std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+void attention_backward(const __half* q, const __half* k, const __half* v, const __half* o, const float* lse,
+                        const __half* d_o, __half* dq, __half* dk, __half* dv, const AttentionDims& dims,
+                        const AttentionOptions& options, void* workspace, std::size_t workspace_bytes,
+                        cudaStream_t stream = nullptr);
+void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* lse,
+                        const float* d_o, float* dq, float* dk, float* dv, const AttentionDims& dims,
+                        const AttentionOptions& options, void* workspace, std::size_t workspace_bytes,
+                        cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

@@ -1,13 +1,16 @@
-// cudalab::attention_forward as a program would call it, for bf16, fp16 and fp32: both kernels it
-// chooses between (tensor cores for 16-bit head_dim 64 / 128 on 16-byte aligned arrays, CUDA cores
-// otherwise: fp32, other head dims, arrays off a 16-byte boundary), causal and not, grouped-query
-// heads, sequences that are no multiple of any tile, an explicit scale, empty shapes, argument
-// errors; and nothing outside O and L is written.
+// cudalab::attention_forward and attention_backward as a program would call them, for bf16, fp16
+// and fp32: the kernels each chooses between (tensor cores for 16-bit head_dim 64 / 128 on 16-byte
+// aligned arrays, CUDA cores otherwise: fp32, other head dims, arrays off a 16-byte boundary), causal
+// and not, grouped-query heads, sequences that are no multiple of any tile, an explicit scale, the
+// backward's two workspace overloads, empty shapes, argument errors; and nothing outside the
+// outputs (O and L; dQ, dK and dV) is written.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "cudalab/attention.hpp"
+#include "cudalab/device.hpp"
 #include "cudalab/memory.hpp"
 #include "error_kind.hpp"
 #include "gpu_test_support.hpp"
@@ -29,8 +32,11 @@ std::vector<unsigned char> to_host(const void* device, std::size_t bytes, cudaSt
 
 // Fails when a byte of `out` outside [begin, end) is not the poison pattern.
 void expect_untouched_outside(const std::vector<unsigned char>& out, std::size_t begin, std::size_t end) {
-  for (std::size_t b = 0; b < out.size(); ++b)
-    if (b < begin || b >= end) ASSERT_EQ(out[b], harness::kFloatPoisonByte) << "wrote outside the output at byte " << b;
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    if (b < begin || b >= end) {
+      ASSERT_EQ(out[b], harness::kFloatPoisonByte) << "wrote outside the output at byte " << b;
+    }
+  }
 }
 
 struct Case {
@@ -53,51 +59,91 @@ const std::vector<Case> kCases = {
     {{1, 2, 2, 130, 40}, true, 0, 0.0f},  {{1, 2, 1, 257, 64}, false, 0, 0.05f}, {{1, 2, 2, 2500, 128}, true, 0, 0.0f},
 };
 
+// Q, K and V of a case as the harness fills them (rows with a dominant score planted in Q and K;
+// V from the scores' distribution, as the backward op's), O and L poisoned, then written by
+// attention_forward: the forward's test and the backward's inputs. Every array starts `offset`
+// elements into a buffer with 8 elements of poisoned room after it.
+template <typename T>
+struct ForwardRun {
+  const Case& c;
+  const std::int64_t rows, q_count, kv_count;
+  const float scale;  // as the kernels get it
+  DeviceBuffer<T> q, k, v, o;
+  DeviceBuffer<float> lse;
+
+  ForwardRun(const Case& c_, harness::Distribution distribution, cudaStream_t stream)
+      : c(c_),
+        rows(c.dims.batch * c.dims.heads * c.dims.seq),
+        q_count(rows * c.dims.head_dim),
+        kv_count(c.dims.batch * c.dims.kv_heads * c.dims.seq * c.dims.head_dim),
+        scale(c.scale > 0.0f ? c.scale : harness::attention_default_scale(c.dims.head_dim)),
+        q(q_count + c.offset + 8),
+        k(kv_count + c.offset + 8),
+        v(kv_count + c.offset + 8),
+        o(q_count + c.offset + 8),
+        lse(rows + 8) {
+    const AttentionDims& d = c.dims;
+    const DType dtype = dtype_of_v<T>;
+    harness::fill_attention_queries(dtype, at(q), q_count, kSeed, distribution, d.seq, d.head_dim, scale, stream);
+    harness::fill_attention_keys(dtype, at(k), kv_count, kSeed + 1, distribution, d.seq, d.head_dim, scale, stream);
+    harness::fill_random(dtype, at(v), kv_count, kSeed + 2, harness::attention_score_distribution(distribution),
+                         stream);
+    harness::poison(o.data(), o.bytes(), stream);
+    harness::poison(lse.data(), lse.bytes(), stream);
+    attention_forward(at(q), at(k), at(v), at(o), lse.data(), d, options(), stream);
+  }
+
+  T* at(const DeviceBuffer<T>& buffer) const { return buffer.data() + c.offset; }
+  AttentionOptions options() const {
+    AttentionOptions out;
+    out.scale = c.scale;
+    out.causal = c.causal;
+    return out;
+  }
+  // Bytes a host copy of a T buffer skips to reach the array.
+  std::size_t skip() const { return static_cast<std::size_t>(c.offset) * sizeof(T); }
+
+  // Host copies of the buffers of Q, K, V, O and L, poisoned room included.
+  struct Host {
+    std::vector<unsigned char> q, k, v, o, lse;
+  };
+  Host copy_to_host(cudaStream_t stream) const {
+    return {to_host(q.data(), q.bytes(), stream), to_host(k.data(), k.bytes(), stream),
+            to_host(v.data(), v.bytes(), stream), to_host(o.data(), o.bytes(), stream),
+            to_host(lse.data(), lse.bytes(), stream)};
+  }
+  // The forward's or the backward's host tensors over `h`: its Q, K, V, O and L, dims, scale, mask.
+  template <typename HostTensors>
+  HostTensors host_tensors(const Host& h) const {
+    HostTensors t;
+    t.dtype = dtype_of_v<T>;
+    t.q = h.q.data() + skip();
+    t.k = h.k.data() + skip();
+    t.v = h.v.data() + skip();
+    t.o = h.o.data() + skip();
+    t.lse = reinterpret_cast<const float*>(h.lse.data());
+    t.batch = c.dims.batch;
+    t.heads = c.dims.heads;
+    t.kv_heads = c.dims.kv_heads;
+    t.seq = c.dims.seq;
+    t.head_dim = c.dims.head_dim;
+    t.scale = scale;
+    t.causal = c.causal;
+    return t;
+  }
+};
+
 template <typename T>
 void check_case(const Case& c, harness::Distribution distribution) {
   SCOPED_TRACE(std::string(to_string(dtype_of_v<T>)) + " " + label(c) + " " + harness::to_string(distribution));
-  const AttentionDims& d = c.dims;
-  const std::int64_t rows = d.batch * d.heads * d.seq, q_count = rows * d.head_dim;
-  const std::int64_t kv_count = d.batch * d.kv_heads * d.seq * d.head_dim, room = c.offset + 8;
-  DeviceBuffer<T> q(q_count + room), k(kv_count + room), v(kv_count + room), o(q_count + room);
-  DeviceBuffer<float> lse(rows + 8);
   Stream stream;
-  const float scale = c.scale > 0.0f ? c.scale : harness::attention_default_scale(d.head_dim);
-  const DType dtype = dtype_of_v<T>;
-  harness::fill_attention_queries(dtype, q.data() + c.offset, q_count, kSeed, distribution, d.seq, d.head_dim, scale,
-                                  stream.get());
-  harness::fill_attention_keys(dtype, k.data() + c.offset, kv_count, kSeed + 1, distribution, d.seq, d.head_dim, scale,
-                               stream.get());
-  harness::fill_random(dtype, v.data() + c.offset, kv_count, kSeed + 2, distribution, stream.get());
-  harness::poison(o.data(), o.bytes(), stream.get());
-  harness::poison(lse.data(), lse.bytes(), stream.get());
-  AttentionOptions options;
-  options.scale = c.scale;
-  options.causal = c.causal;
-  attention_forward(q.data() + c.offset, k.data() + c.offset, v.data() + c.offset, o.data() + c.offset, lse.data(), d,
-                    options, stream.get());
-  const auto hq = to_host(q.data(), q.bytes(), stream.get()), hk = to_host(k.data(), k.bytes(), stream.get());
-  const auto hv = to_host(v.data(), v.bytes(), stream.get()), ho = to_host(o.data(), o.bytes(), stream.get());
-  const auto hl = to_host(lse.data(), lse.bytes(), stream.get());
-  const std::size_t skip = static_cast<std::size_t>(c.offset) * sizeof(T);
-  harness::AttentionTensors t;
-  t.dtype = dtype;
-  t.q = hq.data() + skip;
-  t.k = hk.data() + skip;
-  t.v = hv.data() + skip;
-  t.o = ho.data() + skip;
-  t.lse = reinterpret_cast<const float*>(hl.data());
-  t.batch = d.batch;
-  t.heads = d.heads;
-  t.kv_heads = d.kv_heads;
-  t.seq = d.seq;
-  t.head_dim = d.head_dim;
-  t.scale = scale;
-  t.causal = c.causal;
-  const harness::Comparison result = harness::check_attention(t);
+  const ForwardRun<T> run(c, distribution, stream.get());
+  const auto host = run.copy_to_host(stream.get());
+  const harness::Comparison result =
+      harness::check_attention(run.template host_tensors<harness::AttentionTensors>(host));
   EXPECT_TRUE(result.passed()) << result.summary();
-  expect_untouched_outside(ho, skip, skip + static_cast<std::size_t>(q_count) * sizeof(T));
-  expect_untouched_outside(hl, 0, static_cast<std::size_t>(rows) * sizeof(float));
+  expect_untouched_outside(host.o, run.skip(), run.skip() + static_cast<std::size_t>(run.q_count) * sizeof(T));
+  expect_untouched_outside(host.lse, 0, static_cast<std::size_t>(run.rows) * sizeof(float));
 }
 
 template <typename T>
@@ -147,6 +193,145 @@ TEST(LibraryAttention, ArgumentErrors) {
   EXPECT_EQ(kind(good, {}, q.data(), l.data()), ErrorKind::invalid_argument);               // o is q
   EXPECT_EQ(kind(good, {}, o.data(), reinterpret_cast<float*>(o.data())), ErrorKind::invalid_argument);  // L in O
   EXPECT_EQ(kind({1, 2, 2, 8, 300}, {}, o.data(), l.data()), ErrorKind::invalid_argument);  // head_dim no kernel takes
+}
+
+// ---- backward
+
+// attention_backward of a case on the forward's O and L and a random dO (from the scores'
+// distribution, as the backward op's), through the stream-ordered overload or a caller workspace
+// of exactly attention_backward_workspace_bytes; checked against the double reference, and every
+// byte around dQ, dK and dV still poisoned.
+template <typename T>
+void check_backward_case(const Case& c, harness::Distribution distribution, bool caller_workspace) {
+  SCOPED_TRACE(std::string(to_string(dtype_of_v<T>)) + " " + label(c) + " " + harness::to_string(distribution) +
+               (caller_workspace ? ", caller workspace" : ", stream-ordered workspace"));
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  const ForwardRun<T> run(c, distribution, st);
+  const DType dtype = dtype_of_v<T>;
+  DeviceBuffer<T> d_o(run.q.size()), dq(run.q.size()), dk(run.k.size()), dv(run.v.size());
+  harness::fill_random(dtype, run.at(d_o), run.q_count, kSeed + 3, harness::attention_score_distribution(distribution),
+                       st);
+  for (const DeviceBuffer<T>* out : {&dq, &dk, &dv}) harness::poison(out->data(), out->bytes(), st);
+  if (caller_workspace) {
+    const std::size_t bytes = attention_backward_workspace_bytes(c.dims, dtype, run.skip() % 16 == 0);
+    DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes));
+    attention_backward(run.at(run.q), run.at(run.k), run.at(run.v), run.at(run.o), run.lse.data(), run.at(d_o),
+                       run.at(dq), run.at(dk), run.at(dv), c.dims, run.options(), workspace.data(), bytes, st);
+    CUDALAB_CUDA_CHECK(cudaStreamSynchronize(st));  // before the workspace is freed
+  } else {
+    attention_backward(run.at(run.q), run.at(run.k), run.at(run.v), run.at(run.o), run.lse.data(), run.at(d_o),
+                       run.at(dq), run.at(dk), run.at(dv), c.dims, run.options(), st);
+  }
+  const auto host = run.copy_to_host(st), hdo = to_host(d_o.data(), d_o.bytes(), st);
+  const auto hdq = to_host(dq.data(), dq.bytes(), st), hdk = to_host(dk.data(), dk.bytes(), st);
+  const auto hdv = to_host(dv.data(), dv.bytes(), st);
+  const std::size_t skip = run.skip();
+  auto t = run.template host_tensors<harness::AttentionBackwardTensors>(host);
+  t.d_o = hdo.data() + skip;
+  t.dq = hdq.data() + skip;
+  t.dk = hdk.data() + skip;
+  t.dv = hdv.data() + skip;
+  const harness::Comparison result = harness::check_attention_backward(t);
+  EXPECT_TRUE(result.passed()) << result.summary();
+  expect_untouched_outside(hdq, skip, skip + static_cast<std::size_t>(run.q_count) * sizeof(T));
+  expect_untouched_outside(hdk, skip, skip + static_cast<std::size_t>(run.kv_count) * sizeof(T));
+  expect_untouched_outside(hdv, skip, skip + static_cast<std::size_t>(run.kv_count) * sizeof(T));
+}
+
+// Every case through both overloads: the stream-ordered one on uniform inputs, the caller's
+// workspace on normal ones (the CPU check is what costs; each case is checked twice, not four times).
+template <typename T>
+void check_every_backward_case() {
+  for (const Case& c : kCases) {
+    check_backward_case<T>(c, harness::Distribution::uniform, false);
+    check_backward_case<T>(c, harness::Distribution::normal, true);
+  }
+}
+
+TEST(LibraryAttentionBackward, Bf16ShapesCausalGroupedAndUnaligned) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_every_backward_case<__nv_bfloat16>();
+}
+
+TEST(LibraryAttentionBackward, Fp16ShapesCausalGroupedAndUnaligned) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_every_backward_case<__half>();
+}
+
+TEST(LibraryAttentionBackward, Fp32ShapesCausalGroupedAndUnaligned) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_every_backward_case<float>();
+}
+
+// The tensor-core path's scratch is O(seq) (dQ's fp32 accumulator and D); the fallback's (fp32,
+// head_dim 40, arrays off 16 bytes) is P and dS in fp32, O(seq^2).
+TEST(LibraryAttentionBackward, WorkspaceBytesFollowThePath) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const auto bytes = [](std::int64_t head_dim, DType dtype, bool aligned) {
+    return attention_backward_workspace_bytes({2, 4, 2, 300, head_dim}, dtype, aligned);
+  };
+  const std::size_t materialized = 8u * 2 * 4 * 300 * 300;
+  EXPECT_EQ(bytes(64, DType::f32, true), materialized);
+  EXPECT_EQ(bytes(64, DType::bf16, false), materialized);
+  EXPECT_EQ(bytes(40, DType::f16, true), materialized);
+  if (device_info().compute_capability() >= 80) {
+    EXPECT_EQ(bytes(64, DType::bf16, true), 4u * 2 * 4 * 300 * 65);
+    EXPECT_EQ(bytes(128, DType::f16, true), 4u * 2 * 4 * 300 * 129);
+  }
+}
+
+TEST(LibraryAttentionBackward, EmptyShapesDoNothing) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  DeviceBuffer<__nv_bfloat16> x(8);
+  DeviceBuffer<float> l(8);
+  // head_dim 0 leaves dQ, dK and dV with no elements: nothing to write.
+  for (const AttentionDims& d : {AttentionDims{0, 2, 2, 8, 64}, AttentionDims{1, 2, 2, 0, 64},
+                                 AttentionDims{1, 0, 0, 8, 64}, AttentionDims{1, 2, 2, 8, 0}}) {
+    EXPECT_EQ(attention_backward_workspace_bytes(d, DType::bf16), 0u);
+    EXPECT_NO_THROW(attention_backward(x.data(), x.data(), x.data(), x.data(), l.data(), x.data(), x.data(), x.data(),
+                                       x.data(), d));
+    EXPECT_NO_THROW(attention_backward(x.data(), x.data(), x.data(), x.data(), l.data(), x.data(), x.data(), x.data(),
+                                       x.data(), d, {}, nullptr, 0));
+  }
+}
+
+TEST(LibraryAttentionBackward, ArgumentErrors) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  DeviceBuffer<__nv_bfloat16> q(4096), k(4096), v(4096), o(4096), d_o(4096), dq(4096), dk(4096), dv(4096);
+  DeviceBuffer<float> l(64);
+  const AttentionDims good{1, 2, 2, 8, 64};
+  const std::size_t bytes = attention_backward_workspace_bytes(good, DType::bf16);
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes));
+  const auto kind = [&](AttentionDims d, AttentionOptions options, __nv_bfloat16* grad_q, void* scratch,
+                        std::size_t scratch_bytes) {
+    return test_support::thrown_kind([&] {
+      attention_backward(q.data(), k.data(), v.data(), o.data(), l.data(), d_o.data(), grad_q, dk.data(), dv.data(), d,
+                         options, scratch, scratch_bytes);
+    });
+  };
+  const auto invalid = ErrorKind::invalid_argument;
+  void* w = workspace.data();
+  EXPECT_EQ(kind(good, {}, dq.data(), w, bytes - 4), invalid);           // a workspace 4 bytes short
+  EXPECT_EQ(kind(good, {}, dq.data(), nullptr, bytes), invalid);         // workspace null
+  EXPECT_EQ(kind(good, {}, q.data(), w, bytes), invalid);                // dq is q
+  EXPECT_EQ(kind(good, {}, nullptr, w, bytes), invalid);                 // dq null
+  EXPECT_EQ(kind({1, 3, 2, 8, 64}, {}, dq.data(), w, bytes), invalid);   // 3 heads over 2 kv heads
+  EXPECT_EQ(kind({1, -2, 2, 8, 64}, {}, dq.data(), w, bytes), invalid);  // negative heads
+  EXPECT_EQ(kind(good, {-1.0f, false}, dq.data(), w, bytes), invalid);   // negative scale
+  EXPECT_EQ(test_support::thrown_kind([&] { attention_backward_workspace_bytes(good, DType::i32); }), invalid);
+  EXPECT_EQ(test_support::thrown_kind([&] {
+              attention_backward_workspace_bytes({1, -1, 1, 8, 64}, DType::f32);
+            }),
+            invalid);
+  // 70000 (batch, head)s: past the fallback's grid, and fp32 has no other kernel.
+  EXPECT_EQ(test_support::thrown_kind([&] {
+              attention_backward_workspace_bytes({70000, 1, 1, 8, 64}, DType::f32);
+            }),
+            invalid);
+  EXPECT_NO_THROW(attention_backward(q.data(), k.data(), v.data(), o.data(), l.data(), d_o.data(), dq.data(), dk.data(),
+                                     dv.data(), good, {}, w, bytes));
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 }  // namespace

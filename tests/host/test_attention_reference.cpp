@@ -1,8 +1,9 @@
 // The attention op without a GPU: the reference against hand-computed rows (one key, two keys,
 // causal row 0, grouped-query head mapping), the check accepting the reference's own outputs and
 // rejecting one perturbed past its bound (and an unwritten one), the sampled rows of large
-// problems, the dominant-score fill's host twin making rows one-hot, and the op's registration
-// (ladder order, parameter validation, work model).
+// problems, the dominant-score fill's host twin making rows one-hot, the op's registration
+// (ladder order, parameter validation, work model), and the library calls' argument checks, which
+// come before anything touches a GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,7 +14,9 @@
 
 #include <gtest/gtest.h>
 
+#include "cudalab/attention.hpp"
 #include "cudalab/dtype.hpp"
+#include "error_kind.hpp"
 #include "harness/random.hpp"
 #include "harness/registry.hpp"
 #include "ops/attention/ids.hpp"
@@ -490,6 +493,42 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
   EXPECT_DOUBLE_EQ(causal.flops, full.flops / 2);
   EXPECT_DOUBLE_EQ(full.bytes_read, 2.0 * (2 * 8 * 100 * 64 + 2 * 2 * 2 * 100 * 64));
   EXPECT_DOUBLE_EQ(full.bytes_written, 2.0 * 2 * 8 * 100 * 64 + 4.0 * 2 * 8 * 100);
+}
+
+// ---- library argument checks ----
+
+TEST(AttentionLibrary, ValidatesBeforeTouchingTheGpu) {
+  using test_support::thrown_kind;
+  const auto kInvalid = ErrorKind::invalid_argument;
+  // Addresses that are never dereferenced: every call below throws (or returns) before a launch.
+  const auto at = [](std::uintptr_t address) { return reinterpret_cast<__nv_bfloat16*>(address); };
+  __nv_bfloat16 *q = at(0x100000), *k = at(0x200000), *v = at(0x300000), *o = at(0x400000), *d_o = at(0x500000);
+  __nv_bfloat16 *dq = at(0x600000), *dk = at(0x700000), *dv = at(0x800000);
+  auto* lse = reinterpret_cast<float*>(std::uintptr_t{0x900000});
+  const AttentionDims good{1, 2, 2, 8, 64};
+  const auto backward = [&](const AttentionDims& d, AttentionOptions options, const __nv_bfloat16* query,
+                            __nv_bfloat16* grad_q) {
+    return thrown_kind([&] { attention_backward(query, k, v, o, lse, d_o, grad_q, dk, dv, d, options); });
+  };
+  EXPECT_EQ(backward({1, -2, 2, 8, 64}, {}, q, dq), kInvalid) << "negative heads";
+  EXPECT_EQ(backward({1, 3, 2, 8, 64}, {}, q, dq), kInvalid) << "3 heads over 2 kv heads";
+  EXPECT_EQ(backward({1, 2, 0, 8, 64}, {}, q, dq), kInvalid) << "no kv heads";
+  EXPECT_EQ(backward({1 << 20, 1 << 20, 1 << 20, 1 << 20, 64}, {}, q, dq), kInvalid) << "sizes past 64 bits";
+  EXPECT_EQ(backward(good, {NAN, false}, q, dq), kInvalid) << "a NaN scale";
+  EXPECT_EQ(backward(good, {-0.5f, true}, q, dq), kInvalid) << "a negative scale";
+  EXPECT_EQ(backward(good, {}, q, nullptr), kInvalid) << "dq null";
+  EXPECT_EQ(backward(good, {}, q, q), kInvalid) << "dq is q";
+  EXPECT_EQ(backward(good, {}, at(0x100001), dq), kInvalid) << "q off its element's alignment";
+  EXPECT_EQ(thrown_kind([&] { attention_backward(q, k, v, o, lse, d_o, dq, dk, dk, good); }), kInvalid) << "dv is dk";
+  EXPECT_EQ(thrown_kind([&] { attention_forward(q, k, v, o, lse, {1, 3, 2, 8, 64}); }), kInvalid);
+  // Empty problems take no workspace and do nothing, null pointers included.
+  for (const AttentionDims& d : {AttentionDims{0, 2, 2, 8, 64}, AttentionDims{1, 2, 2, 8, 0}}) {
+    EXPECT_EQ(attention_backward_workspace_bytes(d, DType::f32), 0u);
+    EXPECT_NO_THROW(attention_backward(static_cast<const float*>(nullptr), nullptr, nullptr, nullptr, nullptr, nullptr,
+                                       nullptr, nullptr, nullptr, d, {}, nullptr, 0));
+  }
+  EXPECT_EQ(thrown_kind([&] { attention_backward_workspace_bytes(good, DType::i32); }), kInvalid);
+  EXPECT_EQ(thrown_kind([&] { attention_backward_workspace_bytes({-1, 2, 2, 8, 64}, DType::bf16); }), kInvalid);
 }
 
 }  // namespace
