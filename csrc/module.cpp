@@ -30,6 +30,8 @@ constexpr const char* kSchemas[] = {
     "transpose(Tensor x) -> Tensor",
     "conv2d(Tensor image, Tensor filter) -> Tensor",
     "attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)",
+    "attention_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, Tensor do, float? scale=None, "
+    "bool causal=False) -> (Tensor, Tensor, Tensor)",
 };
 
 std::string op_name(const std::string& schema) { return schema.substr(0, schema.find('(')); }

@@ -120,7 +120,14 @@ def attention(
     defaults to ``1 / sqrt(head_dim)``; ``causal`` lets query i attend to keys j <= i. Arithmetic is
     fp32; the 16-bit inputs' probabilities are rounded to the input type before ``@ v``, as
     FlashAttention does. bf16/f16 with head_dim 64 or 128 run on tensor cores (compute capability
-    8.0+), the rest on CUDA cores. No backward yet: differentiating through it raises."""
+    8.0+), the rest on CUDA cores.
+
+    Differentiable in q, k and v (``lse`` is not): the backward (``cudalab::attention_backward``)
+    takes the saved q, k, v, o and lse and runs FlashAttention-2's backward on tensor cores for the
+    same inputs the forward's tensor-core kernel takes (scratch O(seq), dq summed by fp32 atomics, so
+    its last bits may vary from run to run), and a CUDA-core fallback everywhere else, which
+    materializes the probabilities and their gradients in fp32: 8 * batch * heads * seq^2 bytes of
+    scratch (8 GiB at 4 x 16 x 4096)."""
     return torch.ops.cudalab.attention(q, k, v, scale, causal)
 
 
@@ -216,6 +223,11 @@ def _(image, filter):
 @torch.library.register_fake("cudalab::attention")
 def _(q, k, v, scale=None, causal=False):
     return torch.empty_like(q), q.new_empty(q.shape[:-1], dtype=torch.float32)
+
+
+@torch.library.register_fake("cudalab::attention_backward")
+def _(q, k, v, o, lse, do, scale=None, causal=False):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 # ---- autograd: each forward's gradient through its backward op
@@ -356,14 +368,20 @@ def _conv2d_backward(ctx, dy):
 torch.library.register_autograd("cudalab::conv2d", _conv2d_backward)
 
 
+def _attention_setup(ctx, inputs, output):
+    q, k, v, scale, causal = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.mark_non_differentiable(lse)
+    ctx.scale, ctx.causal = scale, causal
+
+
 def _attention_backward(ctx, do, dlse):
-    # As for conv2d: without a registration torch's fallback would only warn when differentiating
-    # through the op. Under torch.compile with inputs that require grad, AOTAutograd traces this
-    # backward ahead of time, so the error comes at compile time there.
-    raise NotImplementedError(
-        "cudalab.attention: backward is not implemented yet (the library has no attention backward): "
-        "use torch.nn.functional.scaled_dot_product_attention to train"
-    )
+    # dlse is unused: lse is marked non-differentiable, so O's gradient is the whole of it (as in
+    # FlashAttention's backward).
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.cudalab.attention_backward(q, k, v, o, lse, do.contiguous(), ctx.scale, ctx.causal)
+    return dq, dk, dv, None, None
 
 
-torch.library.register_autograd("cudalab::attention", _attention_backward)
+torch.library.register_autograd("cudalab::attention", _attention_backward, setup_context=_attention_setup)

@@ -3,6 +3,7 @@ a float64 reference, and torch.compile(fullgraph=True) over a block that uses th
 the reason, where torch sees no CUDA device."""
 
 import math
+import warnings
 import zlib
 
 import pytest
@@ -500,11 +501,103 @@ def test_attention_compiles_without_graph_breaks():
         torch.testing.assert_close(got, expected)
 
 
-def test_attention_has_no_backward_yet():
-    q = torch.randn(1, 2, 16, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    o, lse = ops.attention(q, q.detach(), q.detach())
-    with pytest.raises(NotImplementedError, match="cudalab.attention: backward is not implemented yet"):
-        o.float().sum().backward()
+# ---- attention's gradients
+
+# FlashAttention's test of its gradients: each one's largest error against a float64 reference (the
+# math attention in float64 on the same inputs) within twice that of PyTorch's SDPA (its default
+# backend) in the same dtype, plus an allowance of a few units of the dtype's rounding at the
+# gradients' size (about 1), for gradients SDPA happens to get exact: at seq 1, dS = P (dP - D) is
+# 0 up to the rounding of two equal fp32 dot products.
+GRADIENT_EPS = {torch.bfloat16: 1e-3, torch.float16: 1e-4, torch.float32: 1e-5}
+
+
+def attention_gradients(attend, q, k, v, do):
+    # detach() keeps the storage and so the addresses: an unaligned view stays unaligned.
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    return torch.autograd.grad(attend(q, k, v), (q, k, v), do)
+
+
+def assert_gradients_within_sdpa_bound(q, k, v, do, causal, scale=None):
+    def sdpa(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+
+    def cudalab_attention(q, k, v):
+        return ops.attention(q, k, v, scale=scale, causal=causal)[0]
+
+    ours = attention_gradients(cudalab_attention, q, k, v, do)
+    theirs = attention_gradients(sdpa, q, k, v, do)
+    exact = attention_gradients(sdpa, *(t.double() for t in (q, k, v, do)))
+    for name, g, s, r in zip(("dq", "dk", "dv"), ours, theirs, exact):
+        assert g.shape == r.shape and g.dtype == q.dtype and torch.isfinite(g).all(), name
+        error = (g.double() - r).abs().max().item()
+        bound = 2 * (s.double() - r).abs().max().item() + GRADIENT_EPS[q.dtype]
+        assert error <= bound, f"{name}: max error {error:.3g}, allowed {bound:.3g} (2x SDPA's + eps)"
+
+
+@pytest.mark.parametrize(
+    "dtype, head_dim",
+    [
+        (torch.bfloat16, 64),  # the tensor-core backward
+        (torch.bfloat16, 128),
+        (torch.float16, 64),
+        (torch.float16, 128),
+        (torch.float32, 64),  # the CUDA-core fallback
+        (torch.bfloat16, 40),
+    ],
+)
+@pytest.mark.parametrize("seq", [1, 17, 300])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("heads, kv_heads", [(4, 4), (4, 2)])
+def test_attention_gradients_within_twice_sdpas_error(dtype, head_dim, seq, causal, heads, kv_heads):
+    seed("attention backward", dtype, head_dim, seq, causal, heads, kv_heads)
+    q = torch.randn(2, heads, seq, head_dim, device="cuda").to(dtype)
+    k, v = torch.randn(2, 2, kv_heads, seq, head_dim, device="cuda").to(dtype).unbind(0)
+    assert_gradients_within_sdpa_bound(q, k, v, torch.randn_like(q), causal)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_attention_gradients_of_unaligned_views_and_an_explicit_scale(dtype):
+    # Views one element into their storage are contiguous but off 16 bytes: the op must see it
+    # (from the data pointers) and size the CUDA-core fallback's scratch, not the tensor cores'.
+    seed("attention backward unaligned", dtype)
+    shape = (1, 4, 129, 64)
+    numel = math.prod(shape)
+    storage = torch.randn(4 * numel + 1, device="cuda").to(dtype)
+    q, k, v, do = (storage[1 + i * numel : 1 + (i + 1) * numel].view(shape) for i in range(4))
+    assert q.data_ptr() % 16 != 0
+    assert_gradients_within_sdpa_bound(q, k, v, do, causal=True, scale=0.3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_gradcheck_in_float32(causal):
+    # Finite differences through the CUDA-core fallback, in float32 (the ops refuse float64): the
+    # tolerances cover float32's rounding of f(x +- eps) / (2 eps), about 1e-7 / 1e-3.
+    seed("attention gradcheck", causal)
+    q = torch.randn(1, 2, 5, 8, device="cuda", requires_grad=True)
+    k, v = (torch.randn(1, 1, 5, 8, device="cuda", requires_grad=True) for _ in range(2))
+
+    def attend(q, k, v):
+        return ops.attention(q, k, v, causal=causal)[0]
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not a double precision floating point.*")
+        assert torch.autograd.gradcheck(attend, (q, k, v), eps=1e-3, atol=1e-2, rtol=1e-2)
+
+
+def test_attention_trains_under_compile_without_graph_breaks():
+    # AOTAutograd traces the registered backward through attention_backward's fake kernel.
+    def step(q, k, v):
+        o, lse = ops.attention(q, k, v, causal=True)
+        return (o.float() ** 2).sum()
+
+    seed("attention compile backward")
+    q = torch.randn(2, 8, 100, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn(2, 2, 100, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+    expected = torch.autograd.grad(step(q, k, v), (q, k, v))
+    got = torch.autograd.grad(torch.compile(step, fullgraph=True)(q, k, v), (q, k, v))
+    for g, e in zip(got, expected):
+        # dq's fp32 atomics add in any order: a last-bit difference is allowed.
+        torch.testing.assert_close(g, e, rtol=1e-2, atol=1e-2)
 
 
 def qkv(q=(2, 4, 16, 64), k=(2, 4, 16, 64), v=None, dtype=torch.bfloat16, k_dtype=None):
@@ -534,6 +627,35 @@ A = "cudalab.attention"
     ],
 )
 def test_attention_names_what_it_refuses(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+AB = "cudalab.attention_backward"
+
+
+def attention_backward(
+    kv=(2, 4, 16, 64), o=(2, 4, 16, 64), lse=(2, 4, 16), do=(2, 4, 16, 64), lse_dtype=torch.float32, do_dtype=None
+):
+    """The backward op on empty bfloat16 q [2, 4, 16, 64] and the other shapes and dtypes given."""
+    q, k, v = qkv(k=kv)
+    o, lse = empty(*o, dtype=q.dtype), empty(*lse, dtype=lse_dtype)
+    return torch.ops.cudalab.attention_backward(q, k, v, o, lse, empty(*do, dtype=do_dtype or q.dtype))
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: attention_backward(o=(2, 4, 16, 32)), ValueError, rf"{AB}: o must have q's shape \[2, 4, 16, 64\]"),
+        (lambda: attention_backward(do=(2, 4, 15, 64)), ValueError, f"{AB}: do must have q's shape"),
+        (lambda: attention_backward(do_dtype=torch.float16), TypeError, f"{AB}: do must be bfloat16 like q, got"),
+        (lambda: attention_backward(lse_dtype=torch.bfloat16), TypeError, f"{AB}: lse must be float32"),
+        (lambda: attention_backward(lse=(2, 4, 17)), RuntimeError, f"{AB}: lse must be contiguous with 128 elements"),
+        (lambda: attention_backward(lse=(8, 16)), ValueError, rf"{AB}: lse must be \[batch, heads, seq\] = \[2, 4"),
+        (lambda: attention_backward(kv=(2, 3, 16, 64)), ValueError, rf"{AB}: q's heads \(4\) must be a multiple of k"),
+    ],
+)
+def test_attention_backward_names_what_it_refuses(call, error, message):
     with pytest.raises(error, match=message):
         call()
 

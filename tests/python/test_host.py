@@ -28,10 +28,10 @@ FORWARD = {
     "attention": "cudalab::attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) "
     "-> (Tensor, Tensor)",
 }
-BACKWARD = ["bias_act_backward", "layer_norm_backward", "rms_norm_backward", "softmax_backward"]
-# The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's and
-# attention's backwards raise (the library has none yet).
-DIFFERENTIABLE = [name for name in FORWARD if name not in ("select_at_least", "histogram", "conv2d", "attention")]
+BACKWARD = ["bias_act_backward", "layer_norm_backward", "rms_norm_backward", "softmax_backward", "attention_backward"]
+# The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
+# backward raises (the library has none).
+DIFFERENTIABLE = [name for name in FORWARD if name not in ("select_at_least", "histogram", "conv2d")]
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 # The dtypes of the library's primitives' first argument; the fused ops and gemm take FLOATS.
 PRIMITIVE_DTYPES = {
@@ -52,7 +52,9 @@ def dtypes_of(name):
 def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
     """Arguments for op `name` on `device`: x of `shape` (the first dtype the op takes unless given),
     vectors of its last dimension; matrices [rows, features] for transpose and conv2d; for attention
-    q [shape[0], 4, shape[1], 64] and k, v with 2 heads (grouped-query), causal."""
+    q [shape[0], 4, shape[1], 64] and k, v with 2 heads (grouped-query), causal, and for its backward
+    the same with O and L from cudalab's forward on CUDA (uninitialized elsewhere, where only
+    shapes and refusals are tested) and dO like q."""
     dtype = dtype or dtypes_of(name)[0]
     features = shape[-1]
     rows = 1
@@ -72,9 +74,16 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (tensor(rows, features),)
     if name == "conv2d":
         return (tensor(rows, features), tensor(3, 3))
-    if name == "attention":
+    if name in ("attention", "attention_backward"):
         batch, seq = shape[0], shape[1]
-        return (tensor(batch, 4, seq, 64), tensor(batch, 2, seq, 64), tensor(batch, 2, seq, 64), None, True)
+        q, k, v = tensor(batch, 4, seq, 64), tensor(batch, 2, seq, 64), tensor(batch, 2, seq, 64)
+        if name == "attention":
+            return (q, k, v, None, True)
+        if q.is_cuda:
+            o, lse = torch.ops.cudalab.attention(q, k, v, None, True)
+        else:
+            o, lse = torch.empty_like(q), q.new_empty(q.shape[:-1], dtype=torch.float32)
+        return (q, k, v, o, lse, tensor(*q.shape), None, True)
     x = tensor(*shape)
     if name in PRIMITIVE_DTYPES:
         return (x,)
@@ -174,15 +183,18 @@ def test_attention_fake_shapes(dtype, kv_heads, causal):
         o, lse = ops.attention(q, k, torch.empty_like(k), scale=0.5, causal=causal)
         assert o.shape == q.shape and o.dtype == dtype and o.device.type == "cuda"
         assert lse.shape == (2, 8, 129) and lse.dtype == torch.float32 and lse.device.type == "cuda"
+        dq, dk, dv = torch.ops.cudalab.attention_backward(q, k, torch.empty_like(k), o, lse, o, 0.5, causal)
+        assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == k.shape
+        assert dq.dtype == dk.dtype == dv.dtype == dtype and dk.device.type == "cuda"
 
 
-def test_attention_backward_raises_by_name():
-    # No backward yet: the registered autograd raises (without it torch's fallback would only warn).
+def test_attention_log_sum_exp_is_not_differentiable():
+    # Its gradient is not taken (O's is the whole of the backward): autograd says so by name.
     q, k, v, scale, causal = arguments("attention", "meta", requires_grad=True)
     o, lse = ops.attention(q, k, v, scale, causal)
-    assert o.requires_grad and o.shape == q.shape and lse.shape == q.shape[:-1]
-    with pytest.raises(NotImplementedError, match="cudalab.attention: backward is not implemented yet"):
-        o.sum().backward()
+    assert o.requires_grad and not lse.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        lse.sum().backward()
 
 
 def test_export_traces_the_ops():
