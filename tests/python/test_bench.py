@@ -107,8 +107,10 @@ def test_comparison_takes_a_tolerance_per_output_and_only_the_outputs_given():
 def test_attention_family_cases():
     assert "attention" in bench.FAMILIES
     quick = bench.FAMILIES["attention"](True)
-    assert len(quick) == 4 and all(c.op == "attention" and c.dims[2] == ("seq", 512) for c in quick)
-    cases = bench.FAMILIES["attention"](False)
+    assert [c.op for c in quick] == ["attention"] * 4 + ["attention_backward"] * 3
+    assert all(c.dims[2] == ("seq", 512) for c in quick)
+    every = bench.FAMILIES["attention"](False)
+    cases = [c for c in every if c.op == "attention"]
     shapes = {(bench.DTYPE_NAMES[c.dtype], *(s for _, s in c.dims), dict(c.params)["causal"]) for c in cases}
     assert {("bf16", 4, 16, 4096, 128, 0), ("bf16", 4, 16, 4096, 128, 1), ("bf16", 4, 16, 4096, 64, 0)} <= shapes
     assert ("f16", 4, 16, 4096, 128, 0) in shapes
@@ -130,6 +132,19 @@ def test_attention_family_cases():
         assert all(variants[n].prepare is not None for n in ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "cudalab"))
     problem = bench.problem_json(cases[0].dims, cases[0].dtype, cases[0].params)
     assert problem["key"] == "dtype=bf16;batch=4;heads=16;seq=4096;head_dim=128;causal=0;kv_heads=0"
+    backward = [c for c in every if c.op == "attention_backward"]
+    shapes = [(bench.DTYPE_NAMES[c.dtype], *(s for _, s in c.dims), dict(c.params)["causal"]) for c in backward]
+    assert shapes == [("bf16", 4, 16, 4096, 128, 0), ("bf16", 4, 16, 4096, 128, 1), ("bf16", 4, 16, 4096, 64, 0)]
+    assert len(every) == len(cases) + len(backward)
+    for c in backward:
+        batch, heads, seq, head_dim = (s for _, s in c.dims)
+        causal = dict(c.params)["causal"]
+        assert c.unit == bench.TENSOR_CORE_UNIT[c.dtype]
+        assert c.work["flops"] == 10 * batch * heads * seq * seq * head_dim / (2 if causal else 1)  # 2.5x the forward
+        assert c.tolerance == 2 * bench.ATTENTION_REL_L2[c.dtype]
+        variants = {v.name: v for v in c.variants}
+        assert list(variants) == ["sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math", "compile", "cudalab"]
+        assert bool(variants["sdpa_math"].skip_reason) and variants["compile"].prepare is None
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -150,6 +165,32 @@ def test_attention_reference_in_chunks_is_sdpa_in_float64(causal, kv_heads, max_
     assert empty[0].shape == (2, 4, 0, 16) and empty[1].shape == (2, 4, 0)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("kv_heads", [4, 2, 1])
+@pytest.mark.parametrize("max_scores", [1, 100, 1 << 27])
+def test_attention_backward_reference_in_chunks_is_autograd_of_sdpa_in_float64(causal, kv_heads, max_scores):
+    torch.manual_seed(8)
+    q, dy = torch.randn(2, 2, 4, 37, 16, dtype=torch.float64).unbind(0)
+    k, v = torch.randn(2, 2, kv_heads, 37, 16, dtype=torch.float64).unbind(0)
+    grads = bench.attention_backward_reference(q, k, v, dy, scale=0.3, causal=causal, max_scores=max_scores)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    o = F.scaled_dot_product_attention(*leaves, is_causal=causal, scale=0.3, enable_gqa=True)
+    for got, expected in zip(grads, torch.autograd.grad(o, leaves, dy)):
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    empty = bench.attention_backward_reference(q[:, :, :0], k[:, :, :0], v[:, :, :0], dy[:, :, :0], causal=causal)
+    assert [g.shape for g in empty] == [(2, 4, 0, 16), (2, kv_heads, 0, 16), (2, kv_heads, 0, 16)]
+
+
+def test_sdpa_backward_variant_differentiates_the_forced_backend():
+    # On CPU the math backend runs: the variant gives dq, dk, dv, each sample from the same graph.
+    inputs = {name: torch.randn(1, 2, 8, 16) for name in ("q", "k", "v", "dy")}
+    run = bench.sdpa(SDPBackend.MATH, True, lambda fn: bench.backward(fn, ["q", "k", "v"]))(inputs)
+    first, again = run(), run()
+    assert [g.shape for g in first] == [(1, 2, 8, 16)] * 3
+    for a, b in zip(first, again):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
 def test_a_refusing_sdpa_backend_says_why_in_one_line():
     # On CPU tensors cuDNN's backend cannot run: the variant raises its reason, which run_case
     # records as the skip reason (first line).
@@ -168,7 +209,7 @@ def test_quick_run_verifies_and_times_every_family(tmp_path):
     probe = tmp_path / "probe.json"
     probe.write_text(json.dumps({"schema": "cudalab-probe/1", "ceilings": committed("softmax.json")["ceilings"]}))
     out = tmp_path / "bench.json"
-    chosen = ["layer_norm", "layer_norm_backward", "gemm", "histogram", "transpose", "attention"]
+    chosen = ["layer_norm", "layer_norm_backward", "gemm", "histogram", "transpose", "attention", "attention_backward"]
     assert bench.main(["--quick", "--ceilings", str(probe), "--out", str(out), *(f"--op={op}" for op in chosen)]) == 0
     document = json.loads(out.read_text())
     assert document["schema"] == "cudalab-results/2"
