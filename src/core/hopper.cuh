@@ -427,6 +427,23 @@ __device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], std::uint64_
   }
 }
 
+// d (f32) = A B or d += A B (kAccumulate) for a 64 x 16 K-major A and a 16 x 64 B, both from shared
+// memory, B K-major (stored n x k) or MN-major (kBMnMajor: stored k x n): the attention backward's
+// S^T = K Q^T and dQ = dS K.
+#define CUDALAB_WGMMA_SS_M64N64(TYPE)                                                                   \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_31 \
+               "}, %32, %33, %34, 1, 1, 0, %35;\n"                                                      \
+               : CUDALAB_WGMMA_ACC32(0)                                                                 \
+               : "l"(a), "l"(b), "n"(static_cast<int>(kAccumulate)), "n"(static_cast<int>(kBMnMajor)))
+template <typename T, bool kAccumulate, bool kBMnMajor>
+__device__ __forceinline__ void wgmma_ss_m64n64k16(float (&d)[32], std::uint64_t a, std::uint64_t b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    CUDALAB_WGMMA_SS_M64N64("bf16");
+  } else {
+    CUDALAB_WGMMA_SS_M64N64("f16");
+  }
+}
+
 // d (f32, N = 2 * kRegisters: 64 or 128) += A B with A's 64 x 16 in registers, four 32-bit pairs a
 // thread in the accumulator's layout (a[0]: row l/4, columns 2(l%4)..+1; a[1]: row + 8; a[2], a[3]:
 // columns + 8), and B 16 x N from shared memory, MN-major (imm-trans-b 1): O += P V.
@@ -462,6 +479,7 @@ __device__ __forceinline__ void wgmma_rs_m64k16(float (&d)[kRegisters], const st
 #undef CUDALAB_WGMMA_RS_M64N128
 #undef CUDALAB_WGMMA_RS_M64N64
 #undef CUDALAB_WGMMA_SS_M64N128
+#undef CUDALAB_WGMMA_SS_M64N64
 #undef CUDALAB_WGMMA_M64N256
 #undef CUDALAB_WGMMA_M64N128
 #undef CUDALAB_WGMMA_ACC64

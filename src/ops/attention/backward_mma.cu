@@ -15,9 +15,7 @@
 // at the first query tile that can see their keys. What it costs: Q and dO are copied, then
 // waited for, in every step (no overlap); each dQ element takes an atomic per key block; at
 // head_dim 128 the dK and dV accumulators fill half the registers.
-#include <cmath>
 #include <cstdint>
-#include <limits>
 #include <string>
 
 #include "core/fast_math.cuh"
@@ -25,6 +23,7 @@
 #include "core/mma_sync.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
+#include "ops/attention/backward_fused.cuh"
 #include "ops/attention/mma_kernel.cuh"
 #include "ops/attention/variants.hpp"
 
@@ -41,28 +40,6 @@ constexpr std::size_t backward_shared_bytes() {
   // K, V, Q, dO tiles, the dS tile (64 x 64), L and D of the step's rows.
   return static_cast<std::size_t>(2 * kBlockN + 2 * kBlockM) * kHeadDim * kElementBytes +
          static_cast<std::size_t>(kBlockM) * kBlockN * kElementBytes + 2 * kBlockM * sizeof(float);
-}
-
-// D_i = dO_i . O_i in fp32, a warp per row.
-template <typename T>
-__global__ void __launch_bounds__(256)
-    attention_backward_delta_kernel(const T* __restrict__ o, const T* __restrict__ d_o, float* __restrict__ delta,
-                                    std::int64_t rows, std::int64_t dim) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  if (row >= rows) return;
-  float sum = 0.0f;
-  for (std::int64_t d = lane; d < dim; d += 32) sum += to_float(d_o[row * dim + d]) * to_float(o[row * dim + d]);
-  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  if (lane == 0) delta[row] = sum;
-}
-
-// dQ = scale * the fp32 accumulator, rounded to T.
-template <typename T>
-__global__ void __launch_bounds__(256) attention_backward_dq_kernel(const float* __restrict__ accumulator,
-                                                                    T* __restrict__ dq, std::int64_t n, float scale) {
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * 256 + threadIdx.x;
-  if (i < n) dq[i] = from_float<T>(scale * accumulator[i]);
 }
 
 template <typename T, int kHeadDim>
@@ -261,34 +238,14 @@ std::string mma_backward_limits(const AttentionShape& shape) {
 
 template <typename T>
 void mma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
-  const std::string why = mma_backward_limits(shape_of(args, current_gpu().compute_capability));
-  CUDALAB_REQUIRE(why.empty(), "attention backward mma: " + why);
-  CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.d_o) &&
-                      is_aligned16(args.dk) && is_aligned16(args.dv),
-                  "attention backward mma: q, k, v, do, dk and dv must be 16-byte aligned");
-  if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
-  CUDALAB_REQUIRE(args.kv_heads > 0 && args.heads % args.kv_heads == 0,
-                  "attention backward mma: heads must be a multiple of kv_heads");
-  const std::size_t needed = mma_backward_workspace_bytes(args.batch, args.heads, args.seq, args.head_dim);
-  CUDALAB_REQUIRE(args.workspace != nullptr && args.workspace_bytes >= needed,
-                  "attention backward mma: needs a workspace of mma_backward_workspace_bytes(batch, heads, seq, "
-                  "head_dim) = " +
-                      std::to_string(needed) + " bytes");
-  const std::int64_t rows = args.batch * args.heads * args.seq, dq_count = rows * args.head_dim;
-  auto* dq_accumulator = static_cast<float*>(args.workspace);
-  float* delta = dq_accumulator + dq_count;
-  CUDALAB_CUDA_CHECK(cudaMemsetAsync(dq_accumulator, 0, static_cast<std::size_t>(dq_count) * sizeof(float), stream));
-  attention_backward_delta_kernel<T><<<static_cast<unsigned>(ceil_div<std::int64_t>(rows, 8)), 256, 0, stream>>>(
-      args.o, args.d_o, delta, rows, args.head_dim);
-  CUDALAB_CHECK_LAUNCH();
-  if (args.head_dim == 64) {
-    launch_backward_mma<T, 64>(args, delta, dq_accumulator, stream);
-  } else {
-    launch_backward_mma<T, 128>(args, delta, dq_accumulator, stream);
-  }
-  attention_backward_dq_kernel<T><<<static_cast<unsigned>(ceil_div<std::int64_t>(dq_count, 256)), 256, 0, stream>>>(
-      dq_accumulator, args.dq, dq_count, args.scale);
-  CUDALAB_CHECK_LAUNCH();
+  fused_backward::run("attention backward mma", mma_backward_limits(shape_of(args, current_gpu().compute_capability)),
+                      args, stream, [&](float* delta, float* dq_accumulator) {
+                        if (args.head_dim == 64) {
+                          launch_backward_mma<T, 64>(args, delta, dq_accumulator, stream);
+                        } else {
+                          launch_backward_mma<T, 128>(args, delta, dq_accumulator, stream);
+                        }
+                      });
 }
 
 template void mma_backward<__nv_bfloat16>(const AttentionBackwardArgs<__nv_bfloat16>&, cudaStream_t);

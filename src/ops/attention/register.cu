@@ -332,7 +332,14 @@ void register_attention_backward(Registry& registry) {
   mma.workspace_bytes = [](const Problem& p) {
     return v::mma_backward_workspace_bytes(batch_of(p), heads_of(p), seq_of(p), head_dim_of(p));
   };
-  op.variants = {naive, mma, cublas};
+  Variant wgmma = variant(ids::kWgmma,
+                          "Hopper: the mma rung's algorithm on wgmma, 128 keys a block (64 a warpgroup), S^T and dP^T "
+                          "from shared memory, dV and dK with P^T and dS^T in registers, dQ from a shared dS tile, "
+                          "Q and dO by TMA one tile ahead",
+                          Role::ladder, Engine::tensor_cores, v::wgmma_backward_limits,
+                          v::wgmma_backward<__nv_bfloat16>, v::wgmma_backward<__half>);
+  wgmma.workspace_bytes = mma.workspace_bytes;
+  op.variants = {naive, mma, wgmma, cublas};
   registry.add(std::move(op));
 }
 

@@ -127,11 +127,18 @@ template <typename T>
 void naive_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
 std::string naive_backward_limits(const AttentionShape& shape);
 
-// dQ's fp32 accumulator (batch * heads * seq * head_dim floats) and D_i (batch * heads * seq).
+// The fused rungs' workspace: dQ's fp32 accumulator (batch * heads * seq * head_dim floats) and
+// D_i (batch * heads * seq).
 std::size_t mma_backward_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq,
                                          std::int64_t head_dim);
 template <typename T>
 void mma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
 std::string mma_backward_limits(const AttentionShape& shape);
+
+// Hopper (sm_90a builds, compute capability 9.0): the mma rung's algorithm on wgmma and TMA, the
+// same workspace (mma_backward_workspace_bytes).
+template <typename T>
+void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
+std::string wgmma_backward_limits(const AttentionShape& shape);
 
 }  // namespace cudalab::attention_variants

@@ -1,0 +1,343 @@
+// Backward rung 3, `wgmma`: FlashAttention-2's backward (the `mma` rung's algorithm) on Hopper's
+// warpgroup instructions, sm_90a only. A block of two warpgroups owns 128 keys of one (batch, kv
+// head), 64 per warpgroup, and walks 64-row query tiles of every query head of the group. Per tile,
+// each warpgroup:
+//   S^T = K Q^T, dP^T = V dO^T   wgmma m64n64 from shared memory (keys as rows, so P^T and dS^T come
+//                                out in the accumulator layout that the RS form takes as A);
+//   P^T, dS^T                    exp2 with the scale folded in, L and D of the tile's rows from
+//                                shared memory, rounded to T in registers;
+//   dV += P^T dO, dK += dS^T Q   wgmma RS, dO and Q read MN-major (the forward's P V layout);
+//   dQ += dS K                   dS^T goes to shared memory transposed (dS, K-major), then each
+//                                warpgroup multiplies it by K for half of the dimensions (head_dim
+//                                128) or by its own 64 keys (head_dim 64) and adds the result to the
+//                                fp32 accumulator by float2 atomics.
+// Thread 0 issues TMA loads of the next tile's Q and dO into the other slot of a 2-slot ring while
+// the current tile is computed. Fixes, relative to `mma`: no ldmatrix traffic or fragment registers
+// for shared operands (the mma rung's shared-memory reads, 256-384 bytes per mma.sync against the
+// SM's 128 a clock, bounded it), the next tile's copy overlapped, half the atomics per dQ element
+// (128 keys a block). Costs: 146 KiB of shared memory at head_dim 128 (one block per SM), two block
+// barriers per tile, no warp specialization.
+#include <cstdint>
+#include <string>
+
+#include "core/fast_math.cuh"
+#include "core/hopper.cuh"
+#include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "cudalab/error.hpp"
+#include "ops/attention/backward_fused.cuh"
+#include "ops/attention/variants.hpp"
+
+namespace cudalab::attention_variants {
+
+#if CUDALAB_SM90A
+namespace {
+
+using namespace hopper;
+
+template <int kHeadDim>
+struct BackwardLayout {
+  static constexpr int kThreads = 256;  // two warpgroups
+  static constexpr int kBlockN = 128;   // keys per block, 64 per warpgroup
+  static constexpr int kBlockM = 64;    // query rows per tile
+  static constexpr int kBoxes = kHeadDim / kBlockK;
+  static constexpr std::uint32_t kKvBoxBytes = kBlockN * kRowBytes;
+  static constexpr std::uint32_t kKvTileBytes = kBoxes * kKvBoxBytes;
+  static constexpr std::uint32_t kQBoxBytes = kBlockM * kRowBytes;
+  static constexpr std::uint32_t kQTileBytes = kBoxes * kQBoxBytes;
+  static constexpr std::uint32_t kDsBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 64 keys
+  // Offsets from the aligned base: K, V, two slots of Q, two of dO, dS (two boxes of 64 keys), two
+  // slots of the tile's L log2(e) and D (64 floats each), then the barriers (K and V; Q slots).
+  static constexpr std::uint32_t kK = 0;
+  static constexpr std::uint32_t kV = kK + kKvTileBytes;
+  static constexpr std::uint32_t kQ = kV + kKvTileBytes;
+  static constexpr std::uint32_t kDo = kQ + 2 * kQTileBytes;
+  static constexpr std::uint32_t kDs = kDo + 2 * kQTileBytes;
+  static constexpr std::uint32_t kStats = kDs + 2 * kDsBoxBytes;
+  static constexpr std::uint32_t kBarriers = kStats + 2 * 2 * kBlockM * sizeof(float);
+  static constexpr int kSharedBytes = static_cast<int>(kBarriers + 3 * 8 + kAtomBytes);
+};
+
+struct BackwardParams {
+  const float* lse;
+  const float* delta;
+  float* dq_accumulator;
+  std::int64_t seq;
+  int heads, kv_heads;
+  float scale;
+  bool causal;
+};
+
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(256, 1)
+    attention_backward_wgmma_kernel(const __grid_constant__ CUtensorMap q_map,
+                                    const __grid_constant__ CUtensorMap k_map,
+                                    const __grid_constant__ CUtensorMap v_map,
+                                    const __grid_constant__ CUtensorMap do_map, T* __restrict__ dk_out,
+                                    T* __restrict__ dv_out, const BackwardParams p) {
+#if CUDALAB_SM90A_DEVICE
+  using L = BackwardLayout<kHeadDim>;
+  constexpr float kLog2e = 1.4426950408889634f;
+  extern __shared__ std::uint8_t dynamic_shared[];
+  const std::uint32_t base = aligned_shared_base(dynamic_shared);
+  std::uint8_t* shared_bytes = dynamic_shared + (base - shared_address(dynamic_shared));
+  auto* stats = reinterpret_cast<float*>(shared_bytes + L::kStats);
+  const std::uint32_t kv_full = base + L::kBarriers, q_full = kv_full + 8;  // slot s: q_full + 8 s
+
+  const int key0 = static_cast<int>(blockIdx.x) * L::kBlockN;
+  const int kv_head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
+  const int group = p.heads / p.kv_heads, zkv = batch * p.kv_heads + kv_head;
+  const int seq = static_cast<int>(p.seq);
+  // Causal: query tiles before the block's first key see none of its keys.
+  const int first_tile = p.causal ? key0 / L::kBlockM : 0;
+  const int tiles_per_head = static_cast<int>(ceil_div<std::int64_t>(seq, L::kBlockM)) - first_tile;
+  const int steps = group * tiles_per_head;
+  const auto matrix_of = [&](int step) { return batch * p.heads + kv_head * group + step / tiles_per_head; };
+  const auto row_of = [&](int step) { return (first_tile + step % tiles_per_head) * L::kBlockM; };
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(kv_full, 1);
+    mbarrier_init(q_full, 1);
+    mbarrier_init(q_full + 8, 1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  // Step `step`'s Q and dO into its slot (thread 0, by TMA), and its rows' L log2(e) and D (threads
+  // 0-127, by plain loads; visible to all after the next block barrier).
+  const auto load_step = [&](int step) {
+    const int slot = step & 1, z = matrix_of(step), q0 = row_of(step);
+    if (threadIdx.x == 0) {
+      const std::uint32_t full = q_full + 8 * slot;
+      mbarrier_arrive_expect_tx(full, 2 * L::kQTileBytes);
+#pragma unroll
+      for (int b = 0; b < L::kBoxes; ++b) {
+        tma_load(base + L::kQ + slot * L::kQTileBytes + b * L::kQBoxBytes, &q_map, full, kBlockK * b, q0, z);
+        tma_load(base + L::kDo + slot * L::kQTileBytes + b * L::kQBoxBytes, &do_map, full, kBlockK * b, q0, z);
+      }
+    }
+    if (threadIdx.x < 2 * L::kBlockM) {
+      const int r = static_cast<int>(threadIdx.x) % L::kBlockM;
+      const std::int64_t row = q0 + r, at = static_cast<std::int64_t>(z) * seq + row;
+      float value = 0.0f;
+      if (row < seq) value = threadIdx.x < L::kBlockM ? p.lse[at] * kLog2e : p.delta[at];
+      stats[slot * 2 * L::kBlockM + threadIdx.x] = value;
+    }
+  };
+  if (threadIdx.x == 0) {
+    mbarrier_arrive_expect_tx(kv_full, 2 * L::kKvTileBytes);
+#pragma unroll
+    for (int b = 0; b < L::kBoxes; ++b) {
+      tma_load(base + L::kK + b * L::kKvBoxBytes, &k_map, kv_full, kBlockK * b, key0, zkv);
+      tma_load(base + L::kV + b * L::kKvBoxBytes, &v_map, kv_full, kBlockK * b, key0, zkv);
+    }
+  }
+  load_step(0);
+  __syncthreads();
+
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128, warp = static_cast<int>(threadIdx.x) % 128 / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32, quad = lane % 4;
+  // This thread's keys (accumulator rows) are key_g and key_g + 8 of the warpgroup's 64.
+  const int key_in_group = 16 * warp + lane / 4;
+  const int key_g = key0 + 64 * warpgroup + key_in_group;
+  // The warpgroup's 64 keys start 64 rows into each box of K and V for warpgroup 1.
+  const std::uint32_t k_rows = base + L::kK + warpgroup * 64 * kRowBytes;
+  const std::uint32_t v_rows = base + L::kV + warpgroup * 64 * kRowBytes;
+  const float exponent_scale = p.scale * kLog2e;
+  float dk[kHeadDim / 2], dv[kHeadDim / 2];
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 2; ++i) dk[i] = dv[i] = 0.0f;
+  mbarrier_wait(kv_full, 0);
+
+  for (int step = 0; step < steps; ++step) {
+    const int slot = step & 1, z = matrix_of(step), q0 = row_of(step);
+    if (step + 1 < steps) load_step(step + 1);
+    const std::uint32_t q_tile = base + L::kQ + slot * L::kQTileBytes;
+    const std::uint32_t do_tile = base + L::kDo + slot * L::kQTileBytes;
+    const float* lse_scaled = stats + slot * 2 * L::kBlockM;
+    const float* row_delta = lse_scaled + L::kBlockM;
+    mbarrier_wait(q_full + 8 * slot, (step >> 1) & 1);
+
+    // S^T and dP^T: k-step kk lies in box kk / 4 of every tile, 32 bytes into its rows.
+    float s[32], dp[32];
+    wgmma_fence();
+    wgmma_ss_m64n64k16<T, false, false>(s, k_major_descriptor(k_rows, 0), k_major_descriptor(q_tile, 0));
+#pragma unroll
+    for (int kk = 1; kk < kHeadDim / 16; ++kk)
+      wgmma_ss_m64n64k16<T, true, false>(s, k_major_descriptor(k_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
+                                         k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
+    wgmma_commit();
+    wgmma_ss_m64n64k16<T, false, false>(dp, k_major_descriptor(v_rows, 0), k_major_descriptor(do_tile, 0));
+#pragma unroll
+    for (int kk = 1; kk < kHeadDim / 16; ++kk)
+      wgmma_ss_m64n64k16<T, true, false>(dp, k_major_descriptor(v_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
+                                         k_major_descriptor(do_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
+    wgmma_commit();
+
+    // Register 4i + 2r + e: key key_g + 8r, query q0 + 8i + 2 quad + e. Keys and queries past seq,
+    // and keys after the query when causal, get P = 0 (TMA's zero rows would give exp(-L) there).
+    // P^T is computed while dP^T is still in flight. Indices are 32-bit (the limits keep seq < 2^31).
+    wgmma_wait<1>();
+    fence_accumulators(s);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int column = 8 * i + 2 * quad + (e & 1), key = key_g + 8 * (e / 2), query = q0 + column;
+        const bool visible = key < seq && query < seq && (!p.causal || key <= query);
+        s[4 * i + e] = visible ? fast_exp2(fmaf(s[4 * i + e], exponent_scale, -lse_scaled[column])) : 0.0f;
+      }
+    wgmma_wait<0>();
+    fence_accumulators(dp);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        dp[4 * i + e] = s[4 * i + e] * (dp[4 * i + e] - row_delta[8 * i + 2 * quad + (e & 1)]);
+    // The RS form's A for k-step kk (queries 16 kk ..) is registers 8 kk .. 8 kk + 7 in pairs.
+    std::uint32_t pf[16], dsf[16];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      pf[j] = pack_pair<T>(s[2 * j], s[2 * j + 1]);
+      dsf[j] = pack_pair<T>(dp[2 * j], dp[2 * j + 1]);
+    }
+    // dS (query rows, keys along k) into box `warpgroup` of the dS tile, swizzled as TMA would;
+    // stored before dV and dK are issued, so that S^T and dP^T are dead while they run.
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int column = 8 * i + 2 * quad + (e & 1), key = key_in_group + 8 * (e / 2);
+        const std::uint32_t at = L::kDs + warpgroup * L::kDsBoxBytes + column * kRowBytes +
+                                 (((key / 8) ^ (column % 8)) * 16) + (key % 8) * 2;
+        *reinterpret_cast<T*>(shared_bytes + at) = from_float<T>(dp[4 * i + e]);
+      }
+    fence_async_shared();  // the generic stores before wgmma's (async proxy) reads
+    fence_registers(pf);
+    fence_registers(dsf);
+    fence_accumulators(dv);
+    fence_accumulators(dk);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < L::kBlockM / 16; ++kk) {
+      const std::uint32_t a[4] = {pf[4 * kk], pf[4 * kk + 1], pf[4 * kk + 2], pf[4 * kk + 3]};
+      wgmma_rs_m64k16<T>(dv, a, descriptor(do_tile + 16 * kRowBytes * kk, L::kQBoxBytes, kAtomBytes));
+    }
+#pragma unroll
+    for (int kk = 0; kk < L::kBlockM / 16; ++kk) {
+      const std::uint32_t a[4] = {dsf[4 * kk], dsf[4 * kk + 1], dsf[4 * kk + 2], dsf[4 * kk + 3]};
+      wgmma_rs_m64k16<T>(dk, a, descriptor(q_tile + 16 * kRowBytes * kk, L::kQBoxBytes, kAtomBytes));
+    }
+    wgmma_commit();
+
+    __syncthreads();
+
+    // dQ: head_dim 128 -> this warpgroup's 64 dimensions (box `warpgroup` of K) over all 128 keys;
+    // head_dim 64 -> all 64 dimensions over the warpgroup's own keys (both warpgroups add).
+    constexpr int kKeySteps = kHeadDim == 128 ? L::kBlockN / 16 : 64 / 16;
+    const int key_step0 = kHeadDim == 128 ? 0 : 4 * warpgroup;
+    const std::uint32_t k_box = base + L::kK + (kHeadDim == 128 ? warpgroup * L::kKvBoxBytes : 0);
+    float dq[32];
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kKeySteps; ++kk) {
+      const int ks = key_step0 + kk;
+      const std::uint64_t a = k_major_descriptor(base + L::kDs + (ks / 4) * L::kDsBoxBytes, ks % 4);
+      const std::uint64_t b = descriptor(k_box + 16 * kRowBytes * ks, L::kKvBoxBytes, kAtomBytes);
+      if (kk == 0) {
+        wgmma_ss_m64n64k16<T, false, true>(dq, a, b);
+      } else {
+        wgmma_ss_m64n64k16<T, true, true>(dq, a, b);
+      }
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators(dq);
+    fence_accumulators(dv);
+    fence_accumulators(dk);
+    // Register 4i + 2r + e: query q0 + 16 warp + lane / 4 + 8r, dimension 8i + 2 quad + e.
+    const int dim0 = kHeadDim == 128 ? 64 * warpgroup : 0;
+    float* dq_rows = p.dq_accumulator + static_cast<std::int64_t>(z) * seq * kHeadDim;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const std::int64_t row = q0 + 16 * warp + lane / 4 + 8 * r;
+      if (row >= seq) continue;
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        atomicAdd(reinterpret_cast<float2*>(dq_rows + row * kHeadDim + dim0 + 8 * i + 2 * quad),
+                  make_float2(dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]));
+    }
+    __syncthreads();  // the slot, its statistics and dS are free for the next steps
+  }
+
+  // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
+  T* dk_rows = dk_out + static_cast<std::int64_t>(zkv) * seq * kHeadDim;
+  T* dv_rows = dv_out + static_cast<std::int64_t>(zkv) * seq * kHeadDim;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const std::int64_t key = key_g + 8 * r;
+    if (key >= seq) continue;
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 8; ++i) {
+      const std::int64_t at = key * kHeadDim + 8 * i + 2 * quad;
+      *reinterpret_cast<std::uint32_t*>(dk_rows + at) =
+          pack_pair<T>(p.scale * dk[4 * i + 2 * r], p.scale * dk[4 * i + 2 * r + 1]);
+      *reinterpret_cast<std::uint32_t*>(dv_rows + at) = pack_pair<T>(dv[4 * i + 2 * r], dv[4 * i + 2 * r + 1]);
+    }
+  }
+#else
+  __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
+#endif
+}
+
+template <typename T, int kHeadDim>
+void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, float* dq_accumulator,
+                           cudaStream_t stream) {
+  using L = BackwardLayout<kHeadDim>;
+  const std::int64_t zq = args.batch * args.heads, zkv = args.batch * args.kv_heads, matrix = args.seq * kHeadDim;
+  const CUtensorMap q_map = make_tensor_map(args.q, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kBlockM);
+  const CUtensorMap do_map = make_tensor_map(args.d_o, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kBlockM);
+  const CUtensorMap k_map = make_tensor_map(args.k, args.seq, kHeadDim, kHeadDim, zkv, matrix, L::kBlockN);
+  const CUtensorMap v_map = make_tensor_map(args.v, args.seq, kHeadDim, kHeadDim, zkv, matrix, L::kBlockN);
+  const BackwardParams params{
+      args.lse,   delta,      dq_accumulator, args.seq, static_cast<int>(args.heads), static_cast<int>(args.kv_heads),
+      args.scale, args.causal};
+  auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim>;
+  set_shared_memory(kernel, L::kSharedBytes);
+  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, L::kBlockN)),
+                  static_cast<unsigned>(args.kv_heads), static_cast<unsigned>(args.batch));
+  kernel<<<grid, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, do_map, args.dk, args.dv, params);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+}  // namespace
+#endif  // CUDALAB_SM90A
+
+std::string wgmma_backward_limits(const AttentionShape& shape) {
+  const std::string why = wgmma_limits(shape);
+  if (!why.empty()) return why;
+  if (shape.kv_heads > 65535) return "kv_heads above 65535 (grid y)";
+  return "";
+}
+
+template <typename T>
+void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
+  fused_backward::run("attention backward wgmma",
+                      wgmma_backward_limits(shape_of(args, current_gpu().compute_capability)), args, stream,
+                      [&](float* delta, float* dq_accumulator) {
+#if CUDALAB_SM90A
+                        if (args.head_dim == 64) {
+                          launch_backward_wgmma<T, 64>(args, delta, dq_accumulator, stream);
+                        } else {
+                          launch_backward_wgmma<T, 128>(args, delta, dq_accumulator, stream);
+                        }
+#else
+                        (void)delta;  // not reached: the limits say the rung was not built
+                        (void)dq_accumulator;
+#endif
+                      });
+}
+
+template void wgmma_backward<__nv_bfloat16>(const AttentionBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+template void wgmma_backward<__half>(const AttentionBackwardArgs<__half>&, cudaStream_t);
+
+}  // namespace cudalab::attention_variants
