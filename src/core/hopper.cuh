@@ -104,14 +104,16 @@ inline TensorMapEncodeTiled tensor_map_encoder() {
 
 template <typename T>
 constexpr CUtensorMapDataType tensor_map_type() {
-  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "bf16 or f16 elements");
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half> || std::is_same_v<T, float>,
+                "bf16, f16 or f32 elements");
+  if constexpr (std::is_same_v<T, float>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   return std::is_same_v<T, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
 // One operand as TMA sees it: `batch` row-major matrices of rows x cols elements, rows `ld` apart,
-// matrix z at base + z * batch_stride, moved in boxes of box_rows x 64 columns (one 128-byte
-// swizzled row each). Dimensions run {column, row, matrix}; elements outside them read as zero and
-// are never written. A batch that shares one matrix (batch_stride 0) gets a matrix dimension of 1,
+// matrix z at base + z * batch_stride, moved in boxes of box_rows x 128 bytes of columns (64 16-bit
+// elements or 32 floats: one 128-byte swizzled row each). Dimensions run {column, row, matrix}; elements outside them
+// read as zero and are never written. A batch that shares one matrix (batch_stride 0) gets a matrix dimension of 1,
 // which the kernels address at z = 0 (batch_step 0).
 template <typename T>
 CUtensorMap make_tensor_map(const T* base, std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t batch,
@@ -121,7 +123,7 @@ CUtensorMap make_tensor_map(const T* base, std::int64_t rows, std::int64_t cols,
                               static_cast<cuuint64_t>(batched ? batch : 1)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * sizeof(T),
                                  static_cast<cuuint64_t>(batched ? batch_stride : ld * rows) * sizeof(T)};
-  const cuuint32_t box[3] = {kBlockK, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(kRowBytes / sizeof(T)), static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t element_strides[3] = {1, 1, 1};
   CUtensorMap map;
   const CUresult status =
@@ -304,6 +306,16 @@ __device__ __forceinline__ void tma_load_multicast(std::uint32_t destination, co
 __device__ __forceinline__ void tma_store(const CUtensorMap* map, std::uint32_t source, int c0, int c1, int c2) {
   asm volatile(
       "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(map_address(map)),
+      "r"(source), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// Adds the box at shared `source` to the tensor at (c0, c1, c2), element by element in L2 (f32 add);
+// the parts outside the tensor are not touched.
+__device__ __forceinline__ void tma_reduce_add(const CUtensorMap* map, std::uint32_t source, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          map_address(map)),
       "r"(source), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
