@@ -49,7 +49,8 @@ void attention_forward(const float* q, const float* k, const float* v, float* o,
 // GPU, on the path it takes there:
 //   - bf16/fp16 with head_dim 64 or 128, compute capability 8.0+ and `aligned` (q, k, v, o, d_o,
 //     dq, dk and dv all at 16-byte aligned addresses): the tensor-core kernel (FlashAttention-2's
-//     backward), which needs dQ's fp32 accumulator and each row's D = rowsum(dO o O):
+//     backward; on wgmma and TMA on compute capability 9.0 with sm_90a code, on mma.sync
+//     elsewhere), which needs dQ's fp32 accumulator and each row's D = rowsum(dO o O):
 //     4 * batch * heads * seq * (head_dim + 1) bytes, O(seq) memory;
 //   - everything else: the CUDA-core fallback, which materializes P and dS of every (batch, head)
 //     in fp32: 8 * batch * heads * seq^2 bytes, O(seq^2) memory (8 GiB at 4 x 16 x 4096).
@@ -64,10 +65,10 @@ std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType 
 // summed over the query heads that read it. The scale and mask are the forward's (scale 0 = 1 /
 // sqrt(head_dim)). Asynchronous on `stream`. Arrays are device memory aligned to their element;
 // dq, dk and dv overlap no other array. The kernel and its scratch are the ones
-// attention_backward_workspace_bytes describes; the tensor-core kernel adds dq up by fp32 atomics,
-// so its dq may differ in the last bits from run to run (dk and dv do not). Any size of 0 does
-// nothing. Throws cudalab::Error: invalid_argument for negative sizes, heads not a multiple of
-// kv_heads, a non-finite or negative scale, null, misaligned or overlapping arrays, too small a
+// attention_backward_workspace_bytes describes; the tensor-core kernels add dq up in fp32 by
+// atomics (mma.sync) or L2 reductions (wgmma), so dq may differ in the last bits from run to run
+// (dk and dv do not). Any size of 0 does nothing. Throws cudalab::Error: invalid_argument for negative sizes, heads not
+// a multiple of kv_heads, a non-finite or negative scale, null, misaligned or overlapping arrays, too small a
 // workspace, or a shape no kernel takes (the message says why); cuda when a launch fails. These
 // overloads take the scratch from the stream-ordered allocator (cudaMallocAsync) and release it on
 // the stream.

@@ -94,28 +94,32 @@ void forward(const T* q, const T* k, const T* v, T* o, float* lse, const Attenti
 }
 
 // The backward's kernel and the scratch it takes, for a problem require_dims passed with work to
-// do: mma_backward (FlashAttention-2's backward on tensor cores, O(seq) scratch) wherever it runs
-// the shape and every array is 16-byte aligned, 126 TFLOP/s against naive_backward's 0.97 at
-// 4 x 16 x 4096 x 128 bf16 (H100, dbf0ed6, docs/attention.md); else naive_backward, the one other
-// library rung, which takes any dtype and head_dim at the price of P and dS materialized (O(seq^2)
-// scratch). Throws, naming `call`, when neither runs the shape.
+// do. Where every array is 16-byte aligned: wgmma_backward on sm_90a builds and compute capability
+// 9.0, else mma_backward (sm_80 and newer); both are FlashAttention-2's backward on tensor cores
+// with the same O(seq) scratch, at 308 and 126 TFLOP/s against naive_backward's 0.97 at 4 x 16 x
+// 4096 x 128 bf16 (H100, docs/attention.md). Elsewhere naive_backward, the one other library rung,
+// which takes any dtype and head_dim at the price of P and dS materialized (O(seq^2) scratch).
+// Throws, naming `call`, when none runs the shape.
+enum class BackwardKernel { wgmma, mma, naive };
 struct BackwardPlan {
-  bool mma = false;
+  BackwardKernel kernel = BackwardKernel::naive;
   std::size_t workspace_bytes = 0;
 };
 
 BackwardPlan plan_backward(const char* call, const AttentionDims& d, std::size_t element_size, bool aligned) {
   const v::AttentionShape shape = shape_of(d, element_size);
-  if (aligned && v::mma_backward_limits(shape).empty()) {
+  const bool hopper = aligned && v::wgmma_backward_limits(shape).empty();
+  if (hopper || (aligned && v::mma_backward_limits(shape).empty())) {
     // head_dim is 64 or 128 here: head_dim + 1 cannot overflow.
     CUDALAB_REQUIRE(
         d.batch * d.heads * d.seq <= std::numeric_limits<std::int64_t>::max() / 4 / (d.head_dim + 1),
         std::string(call) + ": the workspace, batch * heads * seq * (head_dim + 1) floats, overflows 64 bits");
-    return {true, v::mma_backward_workspace_bytes(d.batch, d.heads, d.seq, d.head_dim)};
+    return {hopper ? BackwardKernel::wgmma : BackwardKernel::mma,
+            v::mma_backward_workspace_bytes(d.batch, d.heads, d.seq, d.head_dim)};
   }
   const std::string why = v::naive_backward_limits(shape);
   CUDALAB_REQUIRE(why.empty(), std::string(call) + ": " + why);
-  return {false, v::naive_backward_workspace_bytes(d.batch, d.heads, d.seq)};
+  return {BackwardKernel::naive, v::naive_backward_workspace_bytes(d.batch, d.heads, d.seq)};
 }
 
 // Both attention_backward overloads: `scratch` is the stream-ordered allocator or the caller's buffer.
@@ -155,7 +159,8 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   CUDALAB_REQUIRE(args.workspace != nullptr, std::string(kBackward) + ": workspace must be a device pointer, got null");
   CUDALAB_REQUIRE(is_aligned16(args.workspace), std::string(kBackward) + ": workspace must be 16-byte aligned");
   if constexpr (sizeof(T) == 2) {
-    if (plan.mma) return v::mma_backward(args, stream);
+    if (plan.kernel == BackwardKernel::wgmma) return v::wgmma_backward(args, stream);
+    if (plan.kernel == BackwardKernel::mma) return v::mma_backward(args, stream);
   }
   v::naive_backward(args, stream);
 }
