@@ -67,11 +67,11 @@ std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType 
 // dq, dk and dv overlap no other array. The kernel and its scratch are the ones
 // attention_backward_workspace_bytes describes; the tensor-core kernels add dq up in fp32 by
 // atomics (mma.sync) or L2 reductions (wgmma), so dq may differ in the last bits from run to run
-// (dk and dv do not). Any size of 0 does nothing. Throws cudalab::Error: invalid_argument for negative sizes, heads not
-// a multiple of kv_heads, a non-finite or negative scale, null, misaligned or overlapping arrays, too small a
-// workspace, or a shape no kernel takes (the message says why); cuda when a launch fails. These
-// overloads take the scratch from the stream-ordered allocator (cudaMallocAsync) and release it on
-// the stream.
+// (dk and dv do not). Any size of 0 does nothing. Throws cudalab::Error: invalid_argument for
+// negative sizes, heads not a multiple of kv_heads, a non-finite or negative scale, null,
+// misaligned or overlapping arrays, too small a workspace, or a shape no kernel takes (the message
+// says why); cuda when a launch fails. These overloads take the scratch from the stream-ordered
+// allocator (cudaMallocAsync) and release it on the stream.
 void attention_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* o,
                         const float* lse, const __nv_bfloat16* d_o, __nv_bfloat16* dq, __nv_bfloat16* dk,
                         __nv_bfloat16* dv, const AttentionDims& dims, const AttentionOptions& options = {},
