@@ -22,6 +22,7 @@
 #include "ops/attention/ids.hpp"
 #include "ops/attention/inputs.hpp"
 #include "ops/attention/reference.hpp"
+#include "ops/attention/variants.hpp"
 #include "typed_array.hpp"
 
 namespace cudalab::harness {
@@ -529,6 +530,12 @@ TEST(AttentionLibrary, ValidatesBeforeTouchingTheGpu) {
   }
   EXPECT_EQ(thrown_kind([&] { attention_backward_workspace_bytes(good, DType::i32); }), kInvalid);
   EXPECT_EQ(thrown_kind([&] { attention_backward_workspace_bytes({-1, 2, 2, 8, 64}, DType::bf16); }), kInvalid);
+}
+
+// seq^2 of a long sequence would overflow 64 bits inside the check itself: seq is refused first.
+TEST(AttentionBackwardLimits, NaiveRefusesASequenceWhoseSquareOverflows) {
+  const attention_variants::AttentionShape shape{1, 1, 1, std::int64_t{1} << 33, 64, 2, 90};
+  EXPECT_FALSE(attention_variants::naive_backward_limits(shape).empty());
 }
 
 }  // namespace

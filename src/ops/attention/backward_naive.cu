@@ -103,7 +103,8 @@ std::size_t naive_backward_workspace_bytes(std::int64_t batch, std::int64_t head
 
 std::string naive_backward_limits(const AttentionShape& shape) {
   if (shape.batch * shape.heads > kMaxGridY) return "batch * heads above 65535 (a (batch, head) per grid y index)";
-  if (ceil_div<std::int64_t>(shape.seq * shape.seq, kThreads) > 0x7fffffffLL)
+  // seq is bounded first so that seq^2 stays inside 64 bits.
+  if (shape.seq > 0x7fffffffLL || ceil_div<std::int64_t>(shape.seq * shape.seq, kThreads) > 0x7fffffffLL)
     return "seq^2 / 256 above 2^31 - 1 (the scores kernel's grid x)";
   if (naive_backward_workspace_bytes(shape.batch, shape.heads, shape.seq) == std::numeric_limits<std::size_t>::max())
     return "the workspace, 2 * batch * heads * seq^2 floats, overflows 64 bits";
