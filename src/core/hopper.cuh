@@ -340,6 +340,15 @@ __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wa
 // Orders this thread's shared-memory writes before later async-proxy (TMA) reads of them.
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// Four 8 x 8 16-bit matrices from the warp's registers into shared memory, transposed: r[j] holds
+// matrix j in the mma fragment layout (row lane / 4, columns 2 (lane % 4) and + 1), and lane l
+// names the address of stored row l % 8 of matrix l / 8, which is the fragment's column l % 8.
+__device__ __forceinline__ void stmatrix_x4_trans(std::uint32_t address, const std::uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Device side: wgmma.
 

@@ -21,6 +21,7 @@
 // per SM), two block barriers a tile that keep the warpgroups in step, no warp specialization.
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/fast_math.cuh"
 #include "core/hopper.cuh"
@@ -183,16 +184,25 @@ __global__ void __launch_bounds__(256, 1)
     // Register 4i + 2r + e: key key_g + 8r, query q0 + 8i + 2 quad + e. Keys and queries past seq,
     // and keys after the query when causal, get P = 0 (TMA's zero rows would give exp(-L) there).
     // P^T is computed while dP^T is still in flight. Indices are 32-bit (the limits keep seq < 2^31).
+    // Tiles inside the sequence and wholly below the diagonal skip the mask.
     wgmma_wait<1>();
     fence_accumulators(s);
+    const auto probabilities = [&](auto masked) {
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < 8; ++i)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int column = 8 * i + 2 * quad + (e & 1), key = key_g + 8 * (e / 2), query = q0 + column;
-        const bool visible = key < seq && query < seq && (!p.causal || key <= query);
-        s[4 * i + e] = visible ? fast_exp2(fmaf(s[4 * i + e], exponent_scale, -lse_scaled[column])) : 0.0f;
-      }
+        for (int e = 0; e < 4; ++e) {
+          const int column = 8 * i + 2 * quad + (e & 1), key = key_g + 8 * (e / 2), query = q0 + column;
+          const bool visible = !masked || (key < seq && query < seq && (!p.causal || key <= query));
+          s[4 * i + e] = visible ? fast_exp2(fmaf(s[4 * i + e], exponent_scale, -lse_scaled[column])) : 0.0f;
+        }
+    };
+    const bool interior = key0 + L::kBlockN <= seq && q0 + L::kBlockM <= seq && (!p.causal || q0 >= key0 + L::kBlockN);
+    if (interior) {
+      probabilities(std::false_type{});
+    } else {
+      probabilities(std::true_type{});
+    }
     wgmma_wait<0>();
     fence_accumulators(dp);
 #pragma unroll
@@ -207,17 +217,18 @@ __global__ void __launch_bounds__(256, 1)
       pf[j] = pack_pair<T>(s[2 * j], s[2 * j + 1]);
       dsf[j] = pack_pair<T>(dp[2 * j], dp[2 * j + 1]);
     }
-    // dS (query rows, keys along k) into box `warpgroup` of the dS tile, swizzled as TMA would;
-    // stored before dV and dK are issued, so that S^T and dP^T are dead while they run.
+    // dS (query rows, keys along k) into box `warpgroup` of the dS tile, swizzled as TMA would,
+    // by stmatrix.trans from dS^T's packed fragments: call a stores matrices j = 0..3, queries
+    // 8 (2a + j / 2) .., keys 16 warp + 8 (j % 2) .., which are dsf[4a + j]. 4 instructions where
+    // 2-byte stores took 32. Stored before dV and dK are issued, so that S^T and dP^T are dead
+    // while they run.
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int column = 8 * i + 2 * quad + (e & 1), key = key_in_group + 8 * (e / 2);
-        const std::uint32_t at = L::kDs + warpgroup * L::kDsBoxBytes + column * kRowBytes +
-                                 (((key / 8) ^ (column % 8)) * 16) + (key % 8) * 2;
-        *reinterpret_cast<T*>(shared_bytes + at) = from_float<T>(dp[4 * i + e]);
-      }
+    for (int a = 0; a < 4; ++a) {
+      const int matrix = lane / 8, query = 8 * (2 * a + matrix / 2) + lane % 8, chunk = 2 * warp + matrix % 2;
+      const std::uint32_t fragments[4] = {dsf[4 * a], dsf[4 * a + 1], dsf[4 * a + 2], dsf[4 * a + 3]};
+      stmatrix_x4_trans(base + L::kDs + warpgroup * L::kDsBoxBytes + query * kRowBytes + ((chunk ^ (query % 8)) * 16),
+                        fragments);
+    }
     fence_async_shared();  // the generic stores before wgmma's (async proxy) reads
     fence_registers(pf);
     fence_registers(dsf);
