@@ -96,7 +96,7 @@ void forward(const T* q, const T* k, const T* v, T* o, float* lse, const Attenti
 // The backward's kernel and the scratch it takes, for a problem require_dims passed with work to
 // do. Where every array is 16-byte aligned: wgmma_backward on sm_90a builds and compute capability
 // 9.0, else mma_backward (sm_80 and newer); both are FlashAttention-2's backward on tensor cores
-// with the same O(seq) scratch, at 308 and 126 TFLOP/s against naive_backward's 0.97 at 4 x 16 x
+// with the same O(seq) scratch, at 426 and 125 TFLOP/s against naive_backward's 0.97 at 4 x 16 x
 // 4096 x 128 bf16 (H100, docs/attention.md). Elsewhere naive_backward, the one other library rung,
 // which takes any dtype and head_dim at the price of P and dS materialized (O(seq^2) scratch).
 // Throws, naming `call`, when none runs the shape.
