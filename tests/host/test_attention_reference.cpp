@@ -482,8 +482,13 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
   ASSERT_NE(backward, nullptr);
   std::vector<std::string> backward_order;
   for (const Variant& v : backward->variants) backward_order.push_back(v.id);
-  EXPECT_EQ(backward_order, (std::vector<std::string>{ids::kNaive, ids::kMma, ids::kCublas}));
+  EXPECT_EQ(backward_order, (std::vector<std::string>{ids::kNaive, ids::kMma, ids::kWgmma, ids::kCublas}));
   EXPECT_TRUE(backward->derive_inputs);
+  // The Hopper backward runs where the forward's Hopper rungs do: not on an sm_80 GPU, not in f32.
+  const Variant* hopper_backward = backward->find_variant(ids::kWgmma);
+  ASSERT_NE(hopper_backward, nullptr);
+  EXPECT_FALSE(hopper_backward->supports(DType::f32));
+  EXPECT_NE(attention_variants::wgmma_backward_limits({2, 8, 2, 100, 64, 2, 80}), "");
   const Problem backward_problem =
       backward->problem({2, 8, 100, 64}, DType::bf16, {{ids::kCausal, 1}, {ids::kKvHeads, 2}});
   EXPECT_DOUBLE_EQ(backward->work(backward_problem).flops, 2.5 * op->work(with(1, 2)).flops);
