@@ -42,18 +42,11 @@ __global__ void __launch_bounds__(256)
 template <typename T, typename Main>
 void run(const char* name, const std::string& why, const AttentionBackwardArgs<T>& args, cudaStream_t stream,
          Main&& main) {
-  const std::string prefix = std::string(name) + ": ";
-  CUDALAB_REQUIRE(why.empty(), prefix + why);
+  if (!ready_to_launch(name, why, args, mma_backward_workspace_bytes(args.batch, args.heads, args.seq, args.head_dim)))
+    return;
   CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.d_o) &&
                       is_aligned16(args.dk) && is_aligned16(args.dv),
-                  prefix + "q, k, v, do, dk and dv must be 16-byte aligned");
-  if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
-  CUDALAB_REQUIRE(args.kv_heads > 0 && args.heads % args.kv_heads == 0,
-                  prefix + "heads must be a multiple of kv_heads");
-  const std::size_t needed = mma_backward_workspace_bytes(args.batch, args.heads, args.seq, args.head_dim);
-  CUDALAB_REQUIRE(args.workspace != nullptr && args.workspace_bytes >= needed,
-                  prefix + "needs a workspace of mma_backward_workspace_bytes(batch, heads, seq, head_dim) = " +
-                      std::to_string(needed) + " bytes");
+                  std::string(name) + ": q, k, v, do, dk and dv must be 16-byte aligned");
   const std::int64_t rows = args.batch * args.heads * args.seq, dq_count = rows * args.head_dim;
   auto* dq_accumulator = static_cast<float*>(args.workspace);
   float* delta = dq_accumulator + dq_count;

@@ -113,16 +113,9 @@ std::string naive_backward_limits(const AttentionShape& shape) {
 
 template <typename T>
 void naive_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
-  if (args.batch == 0 || args.heads == 0 || args.seq == 0 || args.head_dim == 0) return;
-  const std::string why = naive_backward_limits(shape_of(args, 0));
-  CUDALAB_REQUIRE(why.empty(), "attention backward naive: " + why);
-  CUDALAB_REQUIRE(args.kv_heads > 0 && args.heads % args.kv_heads == 0,
-                  "attention backward naive: heads must be a multiple of kv_heads");
-  const std::size_t needed = naive_backward_workspace_bytes(args.batch, args.heads, args.seq);
-  CUDALAB_REQUIRE(
-      args.workspace != nullptr && args.workspace_bytes >= needed,
-      "attention backward naive: needs a workspace of naive_backward_workspace_bytes(batch, heads, seq) = " +
-          std::to_string(needed) + " bytes");
+  if (!ready_to_launch("attention backward naive", naive_backward_limits(shape_of(args, 0)), args,
+                       naive_backward_workspace_bytes(args.batch, args.heads, args.seq)))
+    return;
   const std::int64_t batch_heads = args.batch * args.heads, seq = args.seq;
   auto* p = static_cast<float*>(args.workspace);
   float* ds = p + batch_heads * seq * seq;

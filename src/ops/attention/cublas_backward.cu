@@ -77,16 +77,9 @@ std::string cublas_backward_limits(const AttentionShape& shape) {
 
 template <typename T>
 void cublas_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
-  if (args.batch == 0 || args.heads == 0 || args.seq == 0 || args.head_dim == 0) return;
-  CUDALAB_REQUIRE(args.kv_heads > 0 && args.heads % args.kv_heads == 0,
-                  "attention backward cublas: heads must be a multiple of kv_heads");
-  const std::string why = cublas_backward_limits(shape_of(args, 0));
-  CUDALAB_REQUIRE(why.empty(), "attention backward cublas: " + why);
-  const std::size_t needed = cublas_backward_workspace_bytes(args.batch, args.heads, args.seq, sizeof(T));
-  CUDALAB_REQUIRE(args.workspace != nullptr && args.workspace_bytes >= needed,
-                  "attention backward cublas: needs a workspace of cublas_backward_workspace_bytes(batch, heads, seq, "
-                  "sizeof(T)) = " +
-                      std::to_string(needed) + " bytes");
+  if (!ready_to_launch("attention backward cublas", cublas_backward_limits(shape_of(args, 0)), args,
+                       cublas_backward_workspace_bytes(args.batch, args.heads, args.seq, sizeof(T))))
+    return;
   const std::int64_t matrix = args.batch * args.heads * args.seq * args.seq;
   auto* scores = static_cast<float*>(args.workspace);
   float* dp = scores + matrix;

@@ -52,15 +52,9 @@ std::string cublas_limits(const AttentionShape& shape) {
 
 template <typename T>
 void cublas_unfused(const AttentionArgs<T>& args, cudaStream_t stream) {
-  if (args.batch == 0 || args.heads == 0 || args.seq == 0 || args.head_dim == 0) return;
-  CUDALAB_REQUIRE(args.kv_heads > 0 && args.heads % args.kv_heads == 0,
-                  "attention cublas: heads must be a multiple of kv_heads");
-  const std::string why = cublas_limits(shape_of(args, 0));
-  CUDALAB_REQUIRE(why.empty(), "attention cublas: " + why);
-  const std::size_t needed = cublas_workspace_bytes(args.batch, args.heads, args.seq, sizeof(T));
-  CUDALAB_REQUIRE(args.workspace != nullptr && args.workspace_bytes >= needed,
-                  "attention cublas: needs a workspace of cublas_workspace_bytes(batch, heads, seq, sizeof(T)) = " +
-                      std::to_string(needed) + " bytes");
+  if (!ready_to_launch("attention cublas", cublas_limits(shape_of(args, 0)), args,
+                       cublas_workspace_bytes(args.batch, args.heads, args.seq, sizeof(T))))
+    return;
   auto* scores = static_cast<float*>(args.workspace);
   T* probabilities = nullptr;
   if constexpr (std::is_same_v<T, float>) {

@@ -93,15 +93,9 @@ std::string naive_limits(const AttentionShape& shape) {
 
 template <typename T>
 void naive(const AttentionArgs<T>& args, cudaStream_t stream) {
-  if (args.batch == 0 || args.heads == 0 || args.seq == 0 || args.head_dim == 0) return;
-  const std::string why = naive_limits(shape_of(args, 0));
-  CUDALAB_REQUIRE(why.empty(), "attention naive: " + why);
-  CUDALAB_REQUIRE(args.kv_heads > 0 && args.heads % args.kv_heads == 0,
-                  "attention naive: heads must be a multiple of kv_heads");
-  const std::size_t needed = naive_workspace_bytes(args.batch, args.heads, args.seq);
-  CUDALAB_REQUIRE(args.workspace != nullptr && args.workspace_bytes >= needed,
-                  "attention naive: needs a workspace of naive_workspace_bytes(batch, heads, seq) = " +
-                      std::to_string(needed) + " bytes");
+  if (!ready_to_launch("attention naive", naive_limits(shape_of(args, 0)), args,
+                       naive_workspace_bytes(args.batch, args.heads, args.seq)))
+    return;
   auto* scores = static_cast<float*>(args.workspace);
   const std::int64_t batch_heads = args.batch * args.heads;
   const std::int64_t group = args.heads / args.kv_heads;

@@ -36,6 +36,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "core/workspace.hpp"
+#include "cudalab/error.hpp"
+
 namespace cudalab::attention_variants {
 
 // Dense row-major tensors: Q, O [batch, heads, seq, head_dim]; K, V [batch, kv_heads, seq,
@@ -87,6 +90,19 @@ template <typename Args>
 AttentionShape shape_of(const Args& args, int compute_capability) {
   return {args.batch,        args.heads, args.kv_heads, args.seq, args.head_dim, sizeof(typename Args::Element),
           compute_capability};
+}
+
+// What every launcher checks before its kernels, for rung `name` whose limits gave `why`: false
+// for an empty problem (nothing to launch); otherwise throws invalid_argument unless the limits
+// pass, heads is a multiple of kv_heads and the workspace holds `needed` bytes, and returns true.
+template <typename Args>
+bool ready_to_launch(const char* name, const std::string& why, const Args& args, std::size_t needed) {
+  if (args.batch == 0 || args.heads == 0 || args.seq == 0 || args.head_dim == 0) return false;
+  CUDALAB_REQUIRE(why.empty(), std::string(name) + ": " + why);
+  CUDALAB_REQUIRE(args.kv_heads > 0 && args.heads % args.kv_heads == 0,
+                  std::string(name) + ": heads must be a multiple of kv_heads");
+  workspace_of(args, needed, name);
+  return true;
 }
 
 // The scores of every (batch, head) in fp32: batch * heads * seq^2 * 4 bytes.
