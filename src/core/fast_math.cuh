@@ -1,8 +1,11 @@
 // Device math through the SFU, for kernels whose error budget allows it (the attention rungs'
-// exponentials: a probability rounded to bf16 or f16 afterwards loses far more than these do).
+// exponentials, GELU (erf) with 16-bit outputs: a value rounded to bf16 or f16 afterwards loses far
+// more than these do).
 #pragma once
 
 namespace cudalab {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
 
 // 2^x by ex2.approx.ftz (relative error below 2^-22, inputs and outputs flushed below 2^-126):
 // exp2f without fast-math adds range scaling around the same instruction (the attention rung mma
@@ -10,6 +13,14 @@ namespace cudalab {
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// 1/x by rcp.approx.ftz (within 1 ulp, subnormals flushed): one MUFU.RCP where 1.0f / x compiles
+// to a Newton step and a slow-path branch around it.
+__device__ __forceinline__ float fast_reciprocal(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
 

@@ -1,7 +1,9 @@
 // cudalab::bias_act and bias_act_backward as a program would call them: every dtype and
 // activation, rows 16-byte aligned or not, arrays at offsets that break the 16-byte alignment
 // (the vector-gather and scalar paths), no rows, no features; nothing outside the outputs is
-// written; the backward's two workspace forms agree bit for bit and repeat bit for bit.
+// written; the backward's two workspace forms agree bit for bit and repeat bit for bit; every finite
+// 16-bit input value.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -97,6 +99,51 @@ TEST(LibraryBiasAct, Bf16) {
 TEST(LibraryBiasAct, Fp16) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   check_forward_everywhere<__half>();
+}
+
+// Every finite value of a 16-bit type as x (bias 0), through each activation forward and backward:
+// GELU (erf) takes Phi from an erfc form with SFU instructions for 16-bit outputs (activation.cuh),
+// whose error must hold everywhere, not only where random inputs fall.
+template <typename T>
+void check_every_finite_input() {
+  static_assert(sizeof(T) == 2, "16-bit types");
+  std::vector<std::uint16_t> bits;
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const std::uint16_t pattern = static_cast<std::uint16_t>(b);
+    T value;
+    std::memcpy(&value, &pattern, sizeof(value));
+    if (std::isfinite(static_cast<float>(value))) bits.push_back(pattern);
+  }
+  const auto n = static_cast<std::int64_t>(bits.size());
+  Stream stream;
+  DeviceBuffer<T> x(n), bias(n), y(n), dy(n), dx(n), dbias(n);
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(x.data(), bits.data(), n * sizeof(T), cudaMemcpyHostToDevice, stream.get()));
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(bias.data(), 0, n * sizeof(T), stream.get()));
+  harness::fill_random(dtype_of_v<T>, dy.data(), n, 6, harness::Distribution::normal, stream.get());
+  const auto host_x = to_host(x.data(), n, stream.get()), host_bias = to_host(bias.data(), n, stream.get()),
+             host_dy = to_host(dy.data(), n, stream.get());
+  for (Activation activation : kActivations) {
+    SCOPED_TRACE(testing::Message() << to_string(dtype_of_v<T>) << " activation " << static_cast<int>(activation));
+    bias_act(x.data(), bias.data(), y.data(), 1, n, activation, stream.get());
+    const harness::Comparison forward = harness::check_bias_act(
+        dtype_of_v<T>, activation, host_x.data(), host_bias.data(), to_host(y.data(), n, stream.get()).data(), 1, n);
+    EXPECT_TRUE(forward.passed()) << forward.summary();
+    bias_act_backward(x.data(), bias.data(), dy.data(), dx.data(), dbias.data(), 1, n, activation, stream.get());
+    const harness::Comparison backward = harness::check_bias_act_backward(
+        dtype_of_v<T>, activation, host_x.data(), host_bias.data(), host_dy.data(),
+        to_host(dx.data(), n, stream.get()).data(), to_host(dbias.data(), n, stream.get()).data(), 1, n);
+    EXPECT_TRUE(backward.passed()) << backward.summary();
+  }
+}
+
+TEST(LibraryBiasAct, EveryFiniteBf16Input) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_every_finite_input<__nv_bfloat16>();
+}
+
+TEST(LibraryBiasAct, EveryFiniteFp16Input) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_every_finite_input<__half>();
 }
 
 template <typename T>

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int warp_key = 16 * warp;                  // the warp's keys in the block
   const std::int64_t key_g = key0 + warp_key + g;  // this lane's keys: key_g and key_g + 8
-  const float exponent_scale = p.scale * 1.4426950408889634f;
+  const float exponent_scale = p.scale * kLog2e;
   float dk[kDimTiles][4] = {}, dv[kDimTiles][4] = {};
   const std::int64_t first_tile = p.causal ? key0 / kBlockM : 0;
 
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
       cp_async_commit();
       if (threadIdx.x < kBlockM) {
         const std::int64_t row = q0 + threadIdx.x;
-        lse_scaled[threadIdx.x] = row < seq ? p.lse[batch_head * seq + row] * 1.4426950408889634f : 0.0f;
+        lse_scaled[threadIdx.x] = row < seq ? p.lse[batch_head * seq + row] * kLog2e : 0.0f;
         row_delta[threadIdx.x] = row < seq ? delta[batch_head * seq + row] : 0.0f;
       }
       cp_async_wait<0>();

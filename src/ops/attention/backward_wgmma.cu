@@ -84,7 +84,6 @@ __global__ void __launch_bounds__(256, 1)
                                     T* __restrict__ dv_out, const BackwardParams p) {
 #if CUDALAB_SM90A_DEVICE
   using L = BackwardLayout<kHeadDim>;
-  constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ std::uint8_t dynamic_shared[];
   const std::uint32_t base = aligned_shared_base(dynamic_shared);
   std::uint8_t* shared_bytes = dynamic_shared + (base - shared_address(dynamic_shared));

@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
 
   const std::int64_t row_first = q0 + warp_row + lane / 4;  // row g of m-tile 0
   const std::int64_t warp_first_row = q0 + warp_row, warp_last_row = warp_first_row + 16 * kMTiles - 1;
-  const float exponent_scale = p.scale * 1.4426950408889634f;  // scale * log2(e)
+  const float exponent_scale = p.scale * kLog2e;
   float o[kMTiles][kDimTiles][4] = {};
   float row_max[kMTiles][2], row_sum[kMTiles][2];  // row_sum: this lane's part; the quad's total at the end
 #pragma unroll

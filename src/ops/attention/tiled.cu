@@ -38,7 +38,6 @@ namespace cudalab::attention_variants {
 namespace {
 
 using softmax_variants::group_reduce;
-using softmax_variants::kLog2e;
 using softmax_variants::MaxOf;
 using softmax_variants::SumOf;
 

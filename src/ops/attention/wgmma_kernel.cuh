@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const int own_barrier = 1 + consumer, other_barrier = 2 - consumer;
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
 
-  const float exponent_scale = p.scale * 1.4426950408889634f;               // scale * log2(e)
+  const float exponent_scale = p.scale * kLog2e;
   const std::int64_t row0 = q0 + 64 * consumer + 16 * (t / 32) + lane / 4;  // row g; row g + 8 is + 8
   float s[64];
   float o[kHeadDim / 2];

@@ -54,7 +54,7 @@ void naive_backward(const BiasActBackwardArgs<T>& args, cudaStream_t stream) {
   if (elements > 0) {
     const std::int64_t blocks = ceil_div<std::int64_t>(elements, kBlockSize);
     CUDALAB_REQUIRE(blocks <= 0x7fffffff, "bias_act_backward naive: rows * features needs more than 2^31-1 blocks");
-    with_activation(args.activation, [&](auto activation) {
+    with_activation<T>(args.activation, [&](auto activation) {
       bias_act_backward_naive_dx_kernel<T, decltype(activation)>
           <<<static_cast<unsigned>(blocks), kBlockSize, 0, stream>>>(args.x, args.bias, args.dy, args.dx, elements,
                                                                      args.features);

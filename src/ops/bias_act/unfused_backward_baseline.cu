@@ -17,7 +17,7 @@ void unfused_backward(const BiasActBackwardArgs<T>& args, cudaStream_t stream) {
   auto* partials = static_cast<float*>(
       workspace_of(args, backward_workspace_bytes(args.rows, args.features), "bias_act_backward unfused"));
   if (args.rows > 0) {
-    with_activation(args.activation, [&](auto activation) {
+    with_activation<T>(args.activation, [&](auto activation) {
       launch_column_tiles<T, decltype(activation), TilePass::dx_only>(args.x, args.bias, args.dy, args.dx, nullptr,
                                                                       args.rows, args.features, stream);
     });

@@ -20,7 +20,7 @@ void unfused(const BiasActArgs<T>& args, cudaStream_t stream) {
   T* sum = static_cast<T*>(
       workspace_of(args, unfused_workspace_bytes(args.rows, args.features, sizeof(T)), "bias_act unfused"));
   launch_flat<T, Identity>(args.x, args.bias, sum, args.rows, args.features, stream);
-  with_activation(args.activation, [&](auto activation) {
+  with_activation<T>(args.activation, [&](auto activation) {
     launch_flat<T, decltype(activation)>(sum, nullptr, args.y, args.rows, args.features, stream);
   });
 }

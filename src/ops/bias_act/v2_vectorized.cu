@@ -13,7 +13,7 @@ namespace cudalab::bias_act_variants {
 
 template <typename T>
 void vectorized(const BiasActArgs<T>& args, cudaStream_t stream) {
-  with_activation(args.activation, [&](auto activation) {
+  with_activation<T>(args.activation, [&](auto activation) {
     launch_flat<T, decltype(activation)>(args.x, args.bias, args.y, args.rows, args.features, stream);
   });
 }

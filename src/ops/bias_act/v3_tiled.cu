@@ -70,7 +70,7 @@ void tiled(const BiasActArgs<T>& args, cudaStream_t stream) {
   const std::int64_t row_tiles = std::min<std::int64_t>(ceil_div<std::int64_t>(args.rows, kTileRows), kMaxGridY);
   const dim3 grid(static_cast<unsigned>(column_tiles), static_cast<unsigned>(row_tiles));
   const dim3 block(kLanes, kRowLanes);
-  with_activation(args.activation, [&](auto activation) {
+  with_activation<T>(args.activation, [&](auto activation) {
     bias_act_tiled_kernel<T, decltype(activation)>
         <<<grid, block, 0, stream>>>(args.x, args.bias, args.y, args.rows, args.features);
   });

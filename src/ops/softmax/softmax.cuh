@@ -11,12 +11,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "core/fast_math.cuh"
 #include "core/vector.cuh"
 #include "core/warp.cuh"
 
 namespace cudalab::softmax_variants {
-
-inline constexpr float kLog2e = 1.4426950408889634f;
 
 // Blocks of the kernels whose rows are shared by lane groups; the most threads a block may have.
 inline constexpr int kGroupBlockThreads = 128;
