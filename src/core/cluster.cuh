@@ -3,6 +3,7 @@
 // distributed shared memory that needs no cluster barrier per exchange.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -18,29 +19,33 @@
 namespace cudalab {
 
 // How many clusters of `kernel` launched with `config` (its cluster dimension and dynamic shared
-// memory set) fit on the current device at once, asked of the runtime once per device, kernel and
-// cluster size: the occupancy query costs host time a timed launch would otherwise include.
+// memory set) fit on the current device at once, asked of the runtime once per device, kernel,
+// cluster size and dynamic shared memory size: the occupancy query costs host time a timed launch
+// would otherwise include. The kernel's dynamic shared memory limit is set to config's on every
+// call, since one kernel may be launched with several sizes.
 inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& config, int ctas, const char* caller) {
   struct Entry {
     int device;
     const void* kernel;
     int ctas;
+    std::size_t bytes;
     int clusters;
   };
   static std::mutex mutex;
   static std::vector<Entry> known;
   int device = 0;
   CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry& e : known)
-    if (e.device == device && e.kernel == kernel && e.ctas == ctas) return e.clusters;
   CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(config.dynamicSmemBytes)));
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (const Entry& e : known)
+    if (e.device == device && e.kernel == kernel && e.ctas == ctas && e.bytes == config.dynamicSmemBytes)
+      return e.clusters;
   int clusters = 0;
   CUDALAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
   CUDALAB_REQUIRE(clusters > 0, std::string(caller) + ": no cluster of " + std::to_string(ctas) + " CTAs of " +
                                     std::to_string(config.blockDim.x) + " threads fits on this GPU");
-  known.push_back({device, kernel, ctas, clusters});
+  known.push_back({device, kernel, ctas, config.dynamicSmemBytes, clusters});
   return clusters;
 }
 

@@ -69,7 +69,8 @@ struct RowSlice {
   __device__ __forceinline__ bool has(int k) const { return k < present; }
 
   // Copies this thread's vectors of `row` into its own slots of `staged` (vector k at
-  // k * kStride + threadIdx.x) with cp.async, committed as one group; 16-byte vectors only.
+  // k * kStride + threadIdx.x) with cp.async, committed as one group; 16-byte vectors only. `row`
+  // may be any array laid out as a row: gamma and beta too.
   template <typename T>
   __device__ __forceinline__ void stage(const T* row, uint4* staged) const {
     static_assert(kVec * sizeof(T) == 16, "cp.async copies 16-byte vectors");
@@ -157,21 +158,54 @@ __device__ __forceinline__ RowStatistics row_statistics(Norm norm, RowSlice<kIte
   return {mean_d, rsqrtf(reduce(squares) * inverse_count + eps)};
 }
 
-// y for the slice's elements: (d - mean_d) * rstd * gamma + beta, or x * rstd * gamma. gamma and
-// beta are read here, after the reductions, so they hold no registers while the row is summed
-// (they are features long and shared by every row: L1 and L2 serve them).
-template <int kItems, int kVec, int kStride, typename T>
+// Where write_normalized finds gamma and beta. `global`: loaded as each vector is written, L1 and
+// L2 serving them (features long and shared by every row), so they hold no registers while the
+// row is summed: enough where other CTAs on the SM hide the wait. `global_prefetched`: the same,
+// each vector's lines asked into L1 two vectors ahead (prefetch.global.L1: no registers held).
+// Without it a CTA alone on its SM waited a full L2 round trip per vector: a load cannot move
+// above the previous vector's store to memory the compiler cannot prove apart (the cluster rung
+// at 262144 fp32 features: 63% of stall cycles on L1TEX); loading a vector ahead into registers
+// instead spilled 100-450 bytes at the rung's 64-register budget. `resident`: a persistent CTA
+// holding the same share of every row keeps them in shared memory, in slots laid out as stage()
+// lays out a row, gamma's then beta's.
+enum class Parameters { global, global_prefetched, resident };
+
+__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+
+// y for the slice's elements: (d - mean_d) * rstd * gamma + beta, or x * rstd * gamma.
+template <Parameters kParameters = Parameters::global, int kItems, int kVec, int kStride, typename T>
 __device__ __forceinline__ void write_normalized(Norm norm, const RowSlice<kItems, kVec, kStride>& slice,
-                                                 RowStatistics statistics, const T* gamma, const T* beta, T* y_row) {
+                                                 RowStatistics statistics, const T* gamma, const T* beta, T* y_row,
+                                                 const uint4* resident = nullptr) {
+  constexpr int kAhead = 2;
+  const auto prefetch = [&](int k) {
+    if constexpr (kParameters == Parameters::global_prefetched) {
+      if (k < slice.kVectors && slice.has(k)) {
+        prefetch_l1(gamma + slice.offset(k));
+        if (norm == Norm::layer) prefetch_l1(beta + slice.offset(k));
+      }
+    }
+  };
+#pragma unroll
+  for (int k = 0; k < kAhead; ++k) prefetch(k);
 #pragma unroll
   for (int k = 0; k < slice.kVectors; ++k) {
     if (!slice.has(k)) continue;
+    prefetch(k + kAhead);
     const std::int64_t offset = slice.offset(k);
+    const auto load_parameter = [&](const T* global, int array, float(&out)[kVec]) {
+      if constexpr (kParameters == Parameters::resident) {
+        load_floats<kVec>(reinterpret_cast<const T*>(&resident[(array * slice.kVectors + k) * kStride + threadIdx.x]),
+                          out);
+      } else {
+        load_floats<kVec>(global + offset, out);
+      }
+    };
     float g[kVec], out[kVec];
-    load_floats<kVec>(gamma + offset, g);
+    load_parameter(gamma, 0, g);
     if (norm == Norm::layer) {
       float b[kVec];
-      load_floats<kVec>(beta + offset, b);
+      load_parameter(beta, 1, b);
 #pragma unroll
       for (int i = 0; i < kVec; ++i)
         out[i] = fmaf((slice.value[k * kVec + i] - statistics.mean_d) * statistics.rstd, g[i], b[i]);
