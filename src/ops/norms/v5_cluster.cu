@@ -7,7 +7,9 @@
 // Chan's pairwise formula in rank order, so all get the same bits and no sum cancels. The clusters
 // are persistent (as many as fit at once, each striding over rows), and on rows that start on
 // 16-byte boundaries each CTA copies its share of the next row into shared memory with cp.async
-// while it reduces and writes this one. Fixes, relative to vector_registers: a row wider than one
+// while it reduces and writes this one; such a CTA's share of gamma and beta is the same every row,
+// so 16-bit ones stay in shared memory when they fit and fp32 ones are prefetched into L1
+// (write_normalized's Parameters). Fixes, relative to vector_registers: a row wider than one
 // block's registers (32768 features) is still read once, and a wide row is spread over up to 8
 // SMs. Relative to this rung's first form (a cluster per row, a cluster barrier per sum, two sums
 // per LayerNorm row: 1361-2537 GB/s at 65536-262144 features at 7eeb1e5): one exchange per row
