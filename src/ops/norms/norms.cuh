@@ -172,12 +172,16 @@ enum class Parameters { global, global_prefetched, resident };
 
 __device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 
-// y for the slice's elements: (d - mean_d) * rstd * gamma + beta, or x * rstd * gamma.
+// y for the slice's elements: (d - mean_d) * rstd * gamma + beta, or x * rstd * gamma. LayerNorm
+// takes it as d * rstd + shift, shift = -mean_d * rstd once a row: two instructions an element, not
+// three (mean_d is the mean of the shifted values, a few standard deviations at most unless the
+// row's first element is an outlier, so the shift's rounding stays below the output's).
 template <Parameters kParameters = Parameters::global, int kItems, int kVec, int kStride, typename T>
 __device__ __forceinline__ void write_normalized(Norm norm, const RowSlice<kItems, kVec, kStride>& slice,
                                                  RowStatistics statistics, const T* gamma, const T* beta, T* y_row,
                                                  const uint4* resident = nullptr) {
   constexpr int kAhead = 2;
+  const float shift = -statistics.mean_d * statistics.rstd;
   const auto prefetch = [&](int k) {
     if constexpr (kParameters == Parameters::global_prefetched) {
       if (k < slice.kVectors && slice.has(k)) {
@@ -207,8 +211,7 @@ __device__ __forceinline__ void write_normalized(Norm norm, const RowSlice<kItem
       float b[kVec];
       load_parameter(beta, 1, b);
 #pragma unroll
-      for (int i = 0; i < kVec; ++i)
-        out[i] = fmaf((slice.value[k * kVec + i] - statistics.mean_d) * statistics.rstd, g[i], b[i]);
+      for (int i = 0; i < kVec; ++i) out[i] = fmaf(fmaf(slice.value[k * kVec + i], statistics.rstd, shift), g[i], b[i]);
     } else {
 #pragma unroll
       for (int i = 0; i < kVec; ++i) out[i] = slice.value[k * kVec + i] * statistics.rstd * g[i];

@@ -45,11 +45,12 @@ __global__ void __launch_bounds__(kCtaThreads<kGroup>, kMinCtasPerSm<kGroup, kIt
     slice.load(x);
     const float pivot = a.norm == Norm::layer ? to_float(x[0]) : 0.0f;
     const RowStatistics statistics = row_statistics(a.norm, slice, pivot, inverse_count, a.eps, reduce);
-    write_normalized(a.norm, slice, statistics, a.gamma, a.beta, a.y + row * a.features);
+    // Saved first, so pivot and mean_d hold no registers through the output loop.
     if (thread == 0) {
       if (a.norm == Norm::layer && a.mean != nullptr) a.mean[row] = pivot + statistics.mean_d;
       if (a.rstd != nullptr) a.rstd[row] = statistics.rstd;
     }
+    write_normalized(a.norm, slice, statistics, a.gamma, a.beta, a.y + row * a.features);
   }
 }
 
