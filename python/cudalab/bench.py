@@ -319,7 +319,7 @@ def not_compiled(eager_technique, eager, cudalab_technique, cudalab):
 @dataclasses.dataclass
 class RowOp:
     """One of the fused ops over [rows, features], with what its forward and backward move and compute
-    (the C++ ops' work, src/ops/*/register.cu), as functions of (element size, m = rows x features,
+    (the C++ ops' work, src/ops/*/register.*), as functions of (element size, m = rows x features,
     features, rows)."""
 
     op: str

@@ -8,7 +8,7 @@
 
 namespace cudalab::harness {
 
-// One registration function per op family (src/ops/<op>/register.cu).
+// One registration function per op family (src/ops/<op>/register.cpp, or register.cu where it holds device code).
 void register_vecadd(Registry& registry);
 void register_convert(Registry& registry);
 void register_reduce(Registry& registry);

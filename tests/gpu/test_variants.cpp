@@ -104,9 +104,10 @@ TEST(BrokenVariants, AreShownFailing) {
   if (broken == 0) GTEST_SKIP() << "no variant is broken on purpose";
 }
 
-// gtest names take letters, digits and underscores only.
+// gtest names take letters, digits and underscores only. "__" after the op puts each op's cases in
+// a test process of their own (cmake/GTestGroups.cmake); op names hold single underscores only.
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.op + "_" + info.param.variant + "_" + info.param.problem.key();
+  std::string name = info.param.op + "__" + info.param.variant + "__" + info.param.problem.key();
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;

@@ -1,4 +1,4 @@
-// The names the attention op owns: its registry name, parameter names and variant ids. register.cu
+// The names the attention op owns: its registry name, parameter names and variant ids. register.cpp
 // registers them and claims.cpp reads records through them, so a rename changes every use.
 #pragma once
 

@@ -4,7 +4,7 @@
 // fp32 (natural log: L = max + log(sum exp(s - max)) of the scaled scores s). Every rung accumulates
 // in fp32; the 16-bit rungs round P to the input type before P V, as FlashAttention does.
 // Each launcher is templated on the element type and takes AttentionArgs; the library entry
-// (attention.cu) and the registry (register.cu) fill the same struct. The `*_limits` functions say,
+// (attention.cu) and the registry (register.cpp) fill the same struct. The `*_limits` functions say,
 // in one sentence, why a rung cannot run a problem ("" when it can).
 //
 // The rungs and what each fixes:

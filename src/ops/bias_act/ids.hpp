@@ -1,5 +1,5 @@
 // The names the bias+activation ops own: their registry names, the `activation` parameter and the
-// variant ids. register.cu registers them and claims.cpp reads records through them, so a rename
+// variant ids. register.cpp registers them and claims.cpp reads records through them, so a rename
 // changes every use.
 #pragma once
 

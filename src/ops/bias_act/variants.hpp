@@ -1,6 +1,6 @@
 // The bias + activation ladders, forward and backward. Every launcher is templated on the element
 // type (float, __half, __nv_bfloat16), takes the op's argument struct and enqueues on `stream`; the
-// library entry (bias_act.cu) and the registry (register.cu) fill the same structs. Tensors are
+// library entry (bias_act.cpp) and the registry (register.cpp) fill the same structs. Tensors are
 // row-major [rows, features]; arithmetic is fp32 inside. Launchers accept any shape (rows or
 // features 0: nothing to do, except that the backward writes dbias = 0 when rows == 0) and any
 // pointer aligned to its element: a kernel that needs 16-byte rows falls back to one that does not.

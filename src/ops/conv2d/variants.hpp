@@ -3,7 +3,7 @@
 // CUDNN_CROSS_CORRELATION computes it:
 //   out[y][x] = sum over i, j in [0, R) of in[y + i - R/2][x + j - R/2] * filter[i][j],
 // with pixels outside the image read as 0. Every launcher takes the op's argument struct and runs
-// on `stream`; the kernels are fp32 only. The library entry (conv2d.cu) and the registry
+// on `stream`; the kernels are fp32 only. The library entry (conv2d.cpp) and the registry
 // (register.cu) fill the same struct.
 #pragma once
 

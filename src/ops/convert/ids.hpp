@@ -1,4 +1,4 @@
-// The names the convert op owns: its registry name, parameter and variant ids. register.cu
+// The names the convert op owns: its registry name, parameter and variant ids. register.cpp
 // registers them, so a rename changes every use.
 #pragma once
 

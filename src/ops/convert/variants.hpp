@@ -1,6 +1,6 @@
 // The conversion ladder: fp32 <-> a 16-bit float type (__half or __nv_bfloat16), both ways. Each
 // launcher is templated on the 16-bit type and takes the op's argument struct, whose `direction`
-// picks the way; the library entry (convert.cu) and the registry (register.cu) fill the same struct.
+// picks the way; the library entry (convert.cpp) and the registry (register.cpp) fill the same struct.
 // Narrowing rounds to nearest even (overflow to +-inf, subnormals kept, NaN stays NaN); widening is
 // exact. Either way a conversion is a copy that changes the element size: 6 bytes per element.
 #pragma once

@@ -1,5 +1,5 @@
 // The names the matrix-multiply op owns: its registry name, variant ids, and the experiment's name
-// and row labels. register.cu and the experiment register them and claims.cpp reads records and
+// and row labels. register.cpp and the experiment register them and claims.cpp reads records and
 // rows through them, so a rename changes all three.
 #pragma once
 

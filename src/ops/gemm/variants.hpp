@@ -1,7 +1,7 @@
 // The matrix-multiply ladder on CUDA cores: C = alpha * A * B + beta * C, row-major, any M, N, K
 // and any leading dimensions (lda >= K, ldb >= N, ldc >= N). Every launcher takes the op's
 // argument struct, enqueues on `stream` and handles partial tiles; beta == 0 never reads C (BLAS
-// semantics: C may hold NaN then). The library entry (gemm.cu) and the registry (register.cu)
+// semantics: C may hold NaN then). The library entry (gemm.cu) and the registry (register.cpp)
 // fill the same struct. The FP32 kernels here take B as K x N, and only the pipelined family takes
 // strided batches; the tensor-core ladder (tensor_core_variants.hpp) takes both layouts of B and
 // strided batches on every rung.

@@ -1,7 +1,7 @@
 // The histogram ladder: one launcher per technique, each templated on the sample type (8-bit
 // samples into 256 bins, 16-bit samples into `bins` bins over [0, bins), samples >= bins not
 // counted) and taking the op's argument struct. Every launcher zeroes the counts and counts the n
-// samples on `stream`; n == 0 leaves the counts zero. The library entry (histogram.cu) and the
+// samples on `stream`; n == 0 leaves the counts zero. The library entry (histogram.cpp) and the
 // registry (register.cu) fill the same struct.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The names the normalization ops own: their registry names, parameter and variant ids.
-// register.cu registers them, so a rename changes every use.
+// register.cpp registers them, so a rename changes every use.
 #pragma once
 
 namespace cudalab::harness::norms_ids {

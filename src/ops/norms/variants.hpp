@@ -1,7 +1,7 @@
 // The normalization ladders: LayerNorm and RMSNorm over the last dimension of a [rows, features]
 // row-major tensor, forward and backward, in fp32, bf16 and fp16 with fp32 arithmetic inside.
 // One argument struct per direction serves both norms (`norm` says which); the library entry
-// (norms.cu), the registry (register.cu) and a PyTorch binding fill the same structs.
+// (norms.cu), the registry (register.cpp) and a PyTorch binding fill the same structs.
 //
 //   LayerNorm: mean = sum(x) / F, var = sum((x - mean)^2) / F (biased, as torch.nn.LayerNorm),
 //              rstd = 1 / sqrt(var + eps), y = (x - mean) * rstd * gamma + beta

@@ -1,4 +1,4 @@
-// The names the reduction ops own: their registry names and variant ids. register.cu registers
+// The names the reduction ops own: their registry names and variant ids. register.cpp registers
 // them and claims.cpp reads records through them, so a rename changes both.
 #pragma once
 

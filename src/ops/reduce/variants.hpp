@@ -1,7 +1,7 @@
 // The reduction ladder (sum): the tutorial's global-memory in-place kernels, the classic seven
 // shared-memory steps, two modern kernels and CUB. Every launcher takes the op's argument struct
 // and enqueues on `stream`: the sum of in[0, n) lands in *out (device memory); n == 0 writes 0.
-// The library entry (reduce.cu) and the registry (register.cu) fill the same structs.
+// The library entry (reduce.cpp) and the registry (register.cpp) fill the same structs.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The names the scan op owns: its registry name, its parameter and its variant ids. register.cu
+// The names the scan op owns: its registry name, its parameter and its variant ids. register.cpp
 // registers them and claims.cpp reads records through them, so a rename changes both.
 #pragma once
 

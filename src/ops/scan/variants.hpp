@@ -2,7 +2,7 @@
 // (int32 and fp32) and taking the op's argument struct. out[i] = x[0] + ... + x[i] (inclusive) or
 // x[0] + ... + x[i-1] (exclusive, out[0] = 0); int32 sums wrap around (two's complement), as CUB's
 // do. Every launcher enqueues on `stream`, does nothing for n == 0, and accepts out == in (an
-// in-place scan). The library entry (scan.cu) and the registry (register.cu) fill the same struct.
+// in-place scan). The library entry (scan.cu) and the registry (register.cpp) fill the same struct.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // The names the stream compaction op owns: its registry name, its parameter and its variant ids,
-// used by register.cu (and by any claim that reads its records), so a rename changes them all.
+// used by register.cpp (and by any claim that reads its records), so a rename changes them all.
 #pragma once
 
 namespace cudalab::harness::select_ids {

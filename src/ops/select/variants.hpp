@@ -2,7 +2,7 @@
 // keeping their order, and write how many there are to *count (int64, on the device). One
 // launcher per technique, each taking the op's argument struct and enqueuing on `stream`; n == 0
 // writes *count = 0. Only the first *count elements of out are written. The library entry
-// (select.cu) and the registry (register.cu) fill the same struct.
+// (select.cu) and the registry (register.cpp) fill the same struct.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The names the softmax ops own: their registry names and variant ids. register.cu registers them,
+// The names the softmax ops own: their registry names and variant ids. register.cpp registers them,
 // so a rename changes every use.
 #pragma once
 

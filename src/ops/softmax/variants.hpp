@@ -1,9 +1,9 @@
 // The softmax ladders over the last dimension of a row-major [rows, features] array, forward
 // (y = softmax(x)) and backward (dx = y * (dy - sum_j y_j dy_j)), for float, __half and
 // __nv_bfloat16 with fp32 arithmetic inside. Each launcher is templated on the element type and
-// takes the op's argument struct; the library entry (softmax.cu) and the registry (register.cu)
+// takes the op's argument struct; the library entry (softmax.cu) and the registry (register.cpp)
 // fill the same structs. The `*_limits` functions say, in one sentence, why a rung cannot run a
-// shape ("" when it can); register.cu's can_implement, the launchers' checks and the library's
+// shape ("" when it can); register.cpp's can_implement, the launchers' checks and the library's
 // choice all read them.
 //
 // Which regime each forward rung targets:

@@ -1,7 +1,7 @@
 // The transpose ladder (row-major rows x cols in, row-major cols x rows out): one launcher per
 // technique, each taking the op's argument struct and enqueuing on `stream`. The tiles' bank
 // arithmetic is for 4-byte elements, so the launchers are fp32 only. The library entry
-// (transpose.cu) and the registry (register.cu) fill the same struct.
+// (transpose.cpp) and the registry (register.cu) fill the same struct.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The vector-add ladder: one launcher per technique, each templated on the element type (float,
 // __half, __nv_bfloat16: the half types add in their own precision, two lanes per instruction
-// where the compiler pairs them, as __hadd2 would) and taking the op's argument struct. The library entry (vecadd.cu)
-// and the registry (register.cu) fill the same struct.
+// where the compiler pairs them, as __hadd2 would) and taking the op's argument struct. The library entry (vecadd.cpp)
+// and the registry (register.cpp) fill the same struct.
 #pragma once
 
 #include <cstdint>
