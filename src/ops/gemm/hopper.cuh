@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "core/hopper.cuh"
+#include "core/hopper/pipeline.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
@@ -214,15 +215,16 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[kRegisters], std::uint32
   wgmma_commit();
 }
 
-// A consumer warpgroup's k-loop over `k_tiles` slots of a ring (stage s at stages + s * kStageBytes,
-// its A tile first, B at kATileBytes; full barriers 8 bytes apart from `full`). One group stays in
-// flight: after the group of k-tile kt is issued, the wait for kt - 1 lets release(stage of kt - 1)
-// hand that slot back to the producer. `ring` continues across calls (persistent kernels). kFirstStep
-// and kSteps pick this warpgroup's k-steps of each k-tile (all four by default).
-template <typename T, bool kBMnMajor, int kStages, int kStageBytes, int kATileBytes, int kFirstStep = 0,
-          int kSteps = kBlockK / 16, int kRegisters, typename Release>
-__device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_tiles, RingPosition<kStages>& ring,
-                                                std::uint32_t stages, std::uint32_t full, std::uint32_t a_offset,
+// A consumer warpgroup's k-loop over `k_tiles` slots of the pipeline (each slot's A tile first, B
+// at kATileBytes). One group stays in flight: after the group of k-tile kt is issued, the wait for
+// kt - 1 lets release(stage of kt - 1) hand that slot back to the producer. `ring` continues across
+// calls (persistent kernels). kFirstStep and kSteps pick this warpgroup's k-steps of each k-tile
+// (all four by default); a_offset, its rows of the A tile.
+template <typename T, bool kBMnMajor, int kATileBytes, int kFirstStep = 0, int kSteps = kBlockK / 16, int kStages,
+          int kSlotBytes, int kRegisters, typename Release>
+__device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_tiles,
+                                                const TmaPipeline<kStages, kSlotBytes>& pipeline,
+                                                RingPosition<kStages>& ring, std::uint32_t a_offset,
                                                 Release&& release) {
   // Pins the accumulators' initial values before the loop: left to itself the compiler re-creates
   // them on the k_tiles == 0 path, and ptxas then sees non-wgmma writes reaching the final wait and
@@ -230,8 +232,8 @@ __device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_
   fence_accumulators(acc);
   int previous = 0;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    mbarrier_wait(full + 8 * ring.stage, ring.phase);
-    const std::uint32_t stage = stages + ring.stage * kStageBytes;
+    pipeline.consumer_wait(ring);
+    const std::uint32_t stage = pipeline.slot(ring.stage);
     mma_k_tile<T, kBMnMajor, kFirstStep, kSteps>(acc, stage + a_offset, stage + kATileBytes);
     wgmma_wait<1>();
     if (kt > 0) release(previous);
@@ -310,6 +312,13 @@ __device__ __forceinline__ void load_old_pairs(const OutputMatrix<T>& out, int r
   }
 }
 
+// The GEMM rungs' named barriers (0 is __syncthreads): one per storing consumer warpgroup for its
+// epilogue's boxes, and the split-k-steps hand-over's two.
+enum NamedBarrier : int { kEpilogueBarrier = 1, kReduceFullBarrier = 3, kReduceFreeBarrier = 4 };
+
+// The epilogue barrier of consumer warpgroup `consumer` (0 or 1).
+__device__ __forceinline__ int epilogue_barrier(int consumer) { return kEpilogueBarrier + consumer; }
+
 constexpr std::uint32_t kStoreBoxBytes = 64 * kRowBytes;     // 64 rows x 64 columns of C, 128-byte swizzled
 constexpr std::uint32_t kStagingBytes = 2 * kStoreBoxBytes;  // per consumer warpgroup: two boxes
 
@@ -366,7 +375,7 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
 // is free (across tiles as well: box 0 follows box 3, whose barrier freed buffer 0). TMA clips what
 // lies outside C. C must be storable by TMA (c_storable_by_tma). beta != 0 blends the old C, loaded
 // into registers before the first box (load_old_pairs). `barrier_id` is this warpgroup's named
-// barrier; the leader must bulk_wait_all before the block exits.
+// barrier (epilogue_barrier); the leader must bulk_wait_all before the block exits.
 template <typename T, int kRegisters>
 __device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
                                                        const CUtensorMap* c_map, std::uint32_t staging, int row0,

@@ -26,6 +26,7 @@
 // 15.0; gemm-batched.json at 6f4fdc7).
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -55,11 +56,18 @@ constexpr int kATileBytes = kBlockM * kBlockK * 2;                // 16 KiB
 constexpr int kBPartColumns = kBlockN / kClusterSize;             // the B columns one block loads
 constexpr int kBPartBytes = kBPartColumns * kBlockK * 2;          // 16 KiB
 constexpr int kStageBytes = kATileBytes + kBlockN * kBlockK * 2;  // + 32 KiB of B
-constexpr int kRingBytes = kStages * kStageBytes;
-constexpr int kSharedBytes =
-    kRingBytes + kConsumers * static_cast<int>(kStagingBytes) + 2 * kStages * 8 + static_cast<int>(kAtomBytes);
+
+// Every block's storage sits at the same shared offset: multicast writes and remote arrivals use
+// this block's offsets in the peer.
+struct SharedStorage {
+  alignas(1024) std::uint8_t ring[kStages][kStageBytes];
+  alignas(1024) std::uint8_t staging[kConsumers][kStagingBytes];
+  PipelineBarriers<kStages> barriers;  // empty: both consumers of both blocks are done with the slot
+};
+constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
 constexpr std::uint16_t kClusterMask = (1 << kClusterSize) - 1;
 static_assert(kSharedBytes <= 227 * 1024, "one block per SM must fit");
+using Pipeline = TmaPipeline<kStages, kStageBytes>;
 
 template <typename T, bool kBMnMajor, bool kTmaStore>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -67,19 +75,16 @@ __global__ void __launch_bounds__(kThreads, 1)
                          const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p) {
 #if CUDALAB_SM90A_DEVICE
   extern __shared__ std::uint8_t dynamic_shared[];
-  // Every block's ring starts at the same shared offset: multicast writes and remote arrivals use
-  // this block's offsets in the peer.
-  const std::uint32_t stages = aligned_shared_base(dynamic_shared);
-  const std::uint32_t staging = stages + kRingBytes;
-  const std::uint32_t full = staging + kConsumers * kStagingBytes;
-  const std::uint32_t empty = full + 8 * kStages;
+  const std::uint32_t shared = aligned_shared_base(dynamic_shared);
+  const Pipeline pipeline(shared + offsetof(SharedStorage, ring), shared + offsetof(SharedStorage, barriers));
+  const std::uint32_t staging = shared + offsetof(SharedStorage, staging);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int rank = static_cast<int>(cluster_cta_rank());
   const int cluster = static_cast<int>(blockIdx.x) / kClusterSize;
   const int clusters = static_cast<int>(gridDim.x) / kClusterSize;
   const int cluster_rows = (p.tiles_m + kClusterSize - 1) / kClusterSize;
   const int cluster_tiles = p.batch * cluster_rows * p.tiles_n;
-  init_ring_barriers(full, empty, kStages, kConsumers * kClusterSize);
+  pipeline.init(kConsumers * kClusterSize);
   cluster_sync();  // the peer's barriers exist before any multicast or remote arrival reaches them
 
   if (warpgroup == 0) {
@@ -88,44 +93,40 @@ __global__ void __launch_bounds__(kThreads, 1)
       // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
       const int prefetch_kt = kTmaStore && p.out.beta != 0.0f ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
       RingPosition<kStages> ring;
-      for (int tile = cluster; tile < cluster_tiles; tile += clusters) {
+      for_each_persistent(cluster, clusters, cluster_tiles, [&](int tile) {
         const TileCoord at = grouped_tile(tile, cluster_rows, p.tiles_n, kGroupM);
         const int m0 = (at.m * kClusterSize + rank) * kBlockM, n0 = at.n * kBlockN;
-        for (int kt = 0; kt < p.k_tiles; ++kt) {
-          mbarrier_wait(empty + 8 * ring.stage, ring.phase ^ 1);  // arrivals from both blocks
-          const std::uint32_t stage = stages + ring.stage * kStageBytes, barrier = full + 8 * ring.stage;
-          mbarrier_arrive_expect_tx(barrier, kStageBytes);
+        // Each slot's empty barrier collects the arrivals of both blocks' consumers.
+        produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
           tma_load(stage, &a_map, barrier, kt * kBlockK, m0, at.batch * p.batch_step_a);
           load_b<kBPartColumns, kBMnMajor>(stage + kATileBytes + rank * kBPartBytes, &b_map, barrier, kt * kBlockK,
                                            n0 + rank * kBPartColumns, at.batch * p.batch_step_b, kClusterMask);
           if (kt == prefetch_kt) prefetch_old_c<T, kBlockM, kBlockN>(&c_map, p.out, m0, n0, at.batch * p.batch_step_c);
-          ring.advance();
-        }
-      }
+        });
+      });
     }
   } else {
     setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x) % 128;
-    const std::uint32_t my_staging = staging + consumer * kStagingBytes;
     const auto release = [&](int stage) {  // thread r of the warpgroup frees the slot in block r
-      if (thread < kClusterSize) mbarrier_arrive_cluster(empty + 8 * stage, thread);
+      if (thread < kClusterSize) pipeline.consumer_release_in(stage, thread);
     };
     RingPosition<kStages> ring;
-    for (int tile = cluster; tile < cluster_tiles; tile += clusters) {
+    for_each_persistent(cluster, clusters, cluster_tiles, [&](int tile) {
       const TileCoord at = grouped_tile(tile, cluster_rows, p.tiles_n, kGroupM);
       float acc[kBlockN / 2] = {};
-      consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes>(acc, p.k_tiles, ring, stages, full,
-                                                                       consumer * 64 * kRowBytes, release);
+      consumer_k_loop<T, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes, release);
       OutputMatrix<T> out = p.out;
       out.c += at.batch * p.stride_c;
       const int row0 = (at.m * kClusterSize + rank) * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
       if constexpr (kTmaStore) {
-        store_accumulators_tma(out, acc, &c_map, my_staging, row0, col0, at.batch * p.batch_step_c, 1 + consumer);
+        store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,
+                               at.batch * p.batch_step_c, epilogue_barrier(consumer));
       } else {
         store_accumulators_direct(out, acc, row0, col0);
       }
-    }
+    });
     if (kTmaStore && thread == 0) bulk_wait_all();
   }
   cluster_sync();  // no block leaves while its peer may still arrive on its barriers

@@ -32,6 +32,7 @@
 // 18.0), 503 TFLOP/s at 4096^3 (persistent 735); 256x4096x4096 in 22.0 us (cuBLAS 22.3) in an
 // exploratory run of 9c921e2.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -72,14 +73,25 @@ namespace {
 using namespace hopper;
 
 constexpr int kGroupM = 16;  // tile rows per band: 132 running tiles span ~16 x 8 tiles, A and B panels balanced
-constexpr int kReduceFull = 3, kReduceFree = 4;  // named barriers of the split warpgroups (1, 2: the epilogues)
+
+// The split warpgroups' hand-over buffer (64 x kBlockN fp32); one byte for the large tiles, which
+// have none (it comes last, so it moves no tile).
+template <int kBytes>
+struct ReduceBuffer {
+  alignas(16) float sums[kBytes / 4];
+};
+template <>
+struct ReduceBuffer<0> {};
 
 template <typename Tiles>
-constexpr int shared_bytes() {
-  return Tiles::kRingBytes + Tiles::kReduceBytes + Tiles::kStoringConsumers * static_cast<int>(kStagingBytes) +
-         2 * Tiles::kStages * 8 + static_cast<int>(kAtomBytes);
-}
-static_assert(shared_bytes<LargeTiles>() <= 227 * 1024 && shared_bytes<SmallTiles>() <= 227 * 1024,
+struct SharedStorage {
+  alignas(1024) std::uint8_t ring[Tiles::kStages][Tiles::kStageBytes];
+  alignas(1024) std::uint8_t staging[Tiles::kStoringConsumers][kStagingBytes];
+  PipelineBarriers<Tiles::kStages> barriers;
+  ReduceBuffer<Tiles::kReduceBytes> reduce;
+};
+static_assert(shared_storage_bytes<SharedStorage<LargeTiles>>() <= 227 * 1024 &&
+                  shared_storage_bytes<SharedStorage<SmallTiles>>() <= 227 * 1024,
               "one block per SM must fit");
 
 // Split k-steps: the second consumer warpgroup's accumulators into `reduce` (element i of thread t
@@ -90,19 +102,19 @@ __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters],
                                                        bool first_tile, bool more_tiles) {
   const std::uint32_t mine = reduce + 4 * (static_cast<std::uint32_t>(threadIdx.x) % 128);
   if (consumer == 1) {
-    if (!first_tile) named_barrier_sync(kReduceFree, 256);
+    if (!first_tile) named_barrier_sync(kReduceFreeBarrier, 256);
 #pragma unroll
     for (int i = 0; i < kRegisters; ++i) asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(mine + 512 * i), "f"(acc[i]));
-    named_barrier_arrive(kReduceFull, 256);
+    named_barrier_arrive(kReduceFullBarrier, 256);
   } else {
-    named_barrier_sync(kReduceFull, 256);
+    named_barrier_sync(kReduceFullBarrier, 256);
 #pragma unroll
     for (int i = 0; i < kRegisters; ++i) {
       float partial;
       asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(partial) : "r"(mine + 512 * i));
       acc[i] += partial;
     }
-    if (more_tiles) named_barrier_arrive(kReduceFree, 256);
+    if (more_tiles) named_barrier_arrive(kReduceFreeBarrier, 256);
   }
 }
 
@@ -112,17 +124,17 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
                             const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p) {
 #if CUDALAB_SM90A_DEVICE
   constexpr int kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN, kStages = Tiles::kStages;
-  constexpr int kConsumers = Tiles::kConsumers, kStageBytes = Tiles::kStageBytes;
   constexpr int kATileBytes = Tiles::kATileBytes;
+  using Storage = SharedStorage<Tiles>;
   extern __shared__ std::uint8_t dynamic_shared[];
-  const std::uint32_t stages = aligned_shared_base(dynamic_shared);
-  const std::uint32_t reduce = stages + Tiles::kRingBytes;
-  const std::uint32_t staging = reduce + Tiles::kReduceBytes;  // kStagingBytes per storing consumer warpgroup
-  const std::uint32_t full = staging + Tiles::kStoringConsumers * kStagingBytes;
-  const std::uint32_t empty = full + 8 * kStages;
+  const std::uint32_t shared = aligned_shared_base(dynamic_shared);
+  const TmaPipeline<kStages, Tiles::kStageBytes> pipeline(shared + offsetof(Storage, ring),
+                                                          shared + offsetof(Storage, barriers));
+  const std::uint32_t staging = shared + offsetof(Storage, staging);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int tiles = p.batch * p.tiles_m * p.tiles_n;
-  init_ring_barriers(full, empty, kStages, kConsumers);
+  const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
+  pipeline.init(Tiles::kConsumers);
   __syncthreads();
 
   if (warpgroup == 0) {
@@ -131,58 +143,50 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
       const int prefetch_kt = kTmaStore && p.out.beta != 0.0f ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
       RingPosition<kStages> ring;
-      for (int tile = static_cast<int>(blockIdx.x); tile < tiles; tile += static_cast<int>(gridDim.x)) {
+      for_each_persistent(first, step, tiles, [&](int tile) {
         const TileCoord at = grouped_tile(tile, p.tiles_m, p.tiles_n, kGroupM);
-        for (int kt = 0; kt < p.k_tiles; ++kt) {
-          mbarrier_wait(empty + 8 * ring.stage, ring.phase ^ 1);
-          const std::uint32_t stage = stages + ring.stage * kStageBytes, barrier = full + 8 * ring.stage;
-          mbarrier_arrive_expect_tx(barrier, kStageBytes);
+        produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
           tma_load(stage, &a_map, barrier, kt * kBlockK, at.m * kBlockM, at.batch * p.batch_step_a);
           load_b<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, at.n * kBlockN,
                                      at.batch * p.batch_step_b);
           if (kt == prefetch_kt)
             prefetch_old_c<T, kBlockM, kBlockN>(&c_map, p.out, at.m * kBlockM, at.n * kBlockN,
                                                 at.batch * p.batch_step_c);
-          ring.advance();
-        }
-      }
+        });
+      });
     }
   } else {
     setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
     const bool leader = threadIdx.x % 128 == 0;
-    const std::uint32_t my_staging = staging + consumer * kStagingBytes;
     const auto release = [&](int stage) {
-      if (leader) mbarrier_arrive(empty + 8 * stage);
+      if (leader) pipeline.consumer_release(stage);
     };
     RingPosition<kStages> ring;
-    for (int tile = static_cast<int>(blockIdx.x); tile < tiles; tile += static_cast<int>(gridDim.x)) {
+    for_each_persistent(first, step, tiles, [&](int tile) {
       const TileCoord at = grouped_tile(tile, p.tiles_m, p.tiles_n, kGroupM);
       float acc[kBlockN / 2] = {};
       if constexpr (Tiles::kSplit) {
         if (consumer == 0) {
-          consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes, 0, 2>(acc, p.k_tiles, ring, stages, full, 0,
-                                                                                 release);
+          consumer_k_loop<T, kBMnMajor, kATileBytes, 0, 2>(acc, p.k_tiles, pipeline, ring, 0, release);
         } else {
-          consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes, 2, 2>(acc, p.k_tiles, ring, stages, full, 0,
-                                                                                 release);
+          consumer_k_loop<T, kBMnMajor, kATileBytes, 2, 2>(acc, p.k_tiles, pipeline, ring, 0, release);
         }
-        hand_over_partial_sums(acc, consumer, reduce, tile == static_cast<int>(blockIdx.x),
-                               tile + static_cast<int>(gridDim.x) < tiles);
-        if (consumer == 1) continue;
+        hand_over_partial_sums(acc, consumer, shared + offsetof(Storage, reduce), tile == first, tile + step < tiles);
+        if (consumer == 1) return;
       } else {
-        consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes>(acc, p.k_tiles, ring, stages, full,
-                                                                         consumer * 64 * kRowBytes, release);
+        consumer_k_loop<T, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes, release);
       }
       OutputMatrix<T> out = p.out;
       out.c += at.batch * p.stride_c;
       const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
       if constexpr (kTmaStore) {
-        store_accumulators_tma(out, acc, &c_map, my_staging, row0, col0, at.batch * p.batch_step_c, 1 + consumer);
+        store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,
+                               at.batch * p.batch_step_c, epilogue_barrier(consumer));
       } else {
         store_accumulators_direct(out, acc, row0, col0);
       }
-    }
+    });
     if (kTmaStore && leader) bulk_wait_all();  // the staging buffers must outlive their last stores
   }
 #else
@@ -211,7 +215,7 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
                                                 : wgmma_persistent_kernel<T, Tiles, false, false>)
                                    : (tma_store ? wgmma_persistent_kernel<T, Tiles, true, true>
                                                 : wgmma_persistent_kernel<T, Tiles, true, false>);
-  constexpr int kSharedBytes = shared_bytes<Tiles>();
+  constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<Tiles>>();
   hopper::set_shared_memory(kernel, kSharedBytes);
   const std::int64_t tiles =
       static_cast<std::int64_t>(launch.params.batch) * launch.params.tiles_m * launch.params.tiles_n;

@@ -17,6 +17,7 @@
 // Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 498
 // TFLOP/s at 8192^3 (0.65x cuBLAS), 535 at 4096^3 (0.72x); 1024 x 64^3 batched in 71.7 us (cuBLAS
 // 15.0; gemm-batched.json at 6f4fdc7).
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -41,7 +42,13 @@ constexpr int kConsumers = 2;  // warpgroups 1 and 2, 64 rows each
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kATileBytes = kBlockM * kBlockK * 2;                // 16 KiB
 constexpr int kStageBytes = kATileBytes + kBlockN * kBlockK * 2;  // + 32 KiB of B
-constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + static_cast<int>(kAtomBytes);
+
+struct SharedStorage {
+  alignas(1024) std::uint8_t ring[kStages][kStageBytes];
+  PipelineBarriers<kStages> barriers;  // empty: both consumers are done with the slot
+};
+constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
+using Pipeline = TmaPipeline<kStages, kStageBytes>;
 
 template <typename T, bool kBMnMajor>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -49,27 +56,22 @@ __global__ void __launch_bounds__(kThreads, 1)
                              const WgmmaParams<T> p) {
 #if CUDALAB_SM90A_DEVICE
   extern __shared__ std::uint8_t dynamic_shared[];
-  const std::uint32_t stages = aligned_shared_base(dynamic_shared);
-  const std::uint32_t full = stages + kStages * kStageBytes;  // the slot's bytes have landed
-  const std::uint32_t empty = full + 8 * kStages;             // both consumers are done with the slot
+  const std::uint32_t shared = aligned_shared_base(dynamic_shared);
+  const Pipeline pipeline(shared + offsetof(SharedStorage, ring), shared + offsetof(SharedStorage, barriers));
   const int m0 = static_cast<int>(blockIdx.y) * kBlockM, n0 = static_cast<int>(blockIdx.x) * kBlockN;
   const int z = static_cast<int>(blockIdx.z);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
-  init_ring_barriers(full, empty, kStages, kConsumers);
+  pipeline.init(kConsumers);
   __syncthreads();
 
   if (warpgroup == 0) {
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       RingPosition<kStages> ring;
-      for (int kt = 0; kt < p.k_tiles; ++kt) {
-        mbarrier_wait(empty + 8 * ring.stage, ring.phase ^ 1);
-        const std::uint32_t stage = stages + ring.stage * kStageBytes, barrier = full + 8 * ring.stage;
-        mbarrier_arrive_expect_tx(barrier, kStageBytes);
+      produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
         tma_load(stage, &a_map, barrier, kt * kBlockK, m0, z * p.batch_step_a);
         load_b<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, n0, z * p.batch_step_b);
-        ring.advance();
-      }
+      });
     }
   } else {
     setmaxnreg_inc<232>();
@@ -77,11 +79,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool leader = threadIdx.x % 128 == 0;
     float acc[kBlockN / 2] = {};
     const auto release = [&](int stage) {
-      if (leader) mbarrier_arrive(empty + 8 * stage);
+      if (leader) pipeline.consumer_release(stage);
     };
     RingPosition<kStages> ring;
-    consumer_k_loop<T, kBMnMajor, kStages, kStageBytes, kATileBytes>(acc, p.k_tiles, ring, stages, full,
-                                                                     consumer * 64 * kRowBytes, release);
+    consumer_k_loop<T, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes, release);
     OutputMatrix<T> out = p.out;
     out.c += z * p.stride_c;
     store_accumulators_direct(out, acc, m0 + 64 * consumer, n0);
