@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -28,6 +29,7 @@
 
 #include "core/fast_math.cuh"
 #include "core/hopper.cuh"
+#include "core/hopper/pipeline.cuh"
 #include "core/launch.cuh"
 #include "core/mma_sync.cuh"
 #include "core/vector.cuh"
@@ -54,12 +56,20 @@ struct Layout {
   static constexpr std::uint32_t kQConsumerBytes = kBoxes * kQBoxBytes;  // a consumer's Q rows
   static constexpr std::uint32_t kKvBoxBytes = kBlockN * kRowBytes;      // 128 keys x 64 dimensions
   static constexpr std::uint32_t kKvTileBytes = kBoxes * kKvBoxBytes;    // one K or V slot
-  static constexpr std::uint32_t kK = kConsumers * kQConsumerBytes;      // offsets from the base
-  static constexpr std::uint32_t kV = kK + kStages * kKvTileBytes;
-  static constexpr std::uint32_t kBarriers = kV + kStages * kKvTileBytes;
-  static constexpr int kBarrierCount = 1 + 4 * kStages;  // Q full; K full, K empty, V full, V empty
-  static constexpr int kSharedBytes = static_cast<int>(kBarriers + 8 * kBarrierCount + kAtomBytes);
+  struct Storage {
+    alignas(1024) std::uint8_t q[kConsumers][kQConsumerBytes];
+    alignas(1024) std::uint8_t k[kStages][kKvTileBytes];
+    alignas(1024) std::uint8_t v[kStages][kKvTileBytes];
+    std::uint64_t q_full;
+    PipelineBarriers<kStages> k_barriers, v_barriers;
+  };
+  static constexpr int kSharedBytes = shared_storage_bytes<Storage>();
+  using KvPipeline = TmaPipeline<kStages, kKvTileBytes>;
 };
+
+// The consumers' named barriers (0 is __syncthreads): with kPingPong, consumer c waits on
+// kTurnBarrier + c for its turn at the tensor cores.
+enum NamedBarrier : int { kTurnBarrier = 1 };
 
 struct WgmmaAttentionParams {
   float* lse;
@@ -69,27 +79,16 @@ struct WgmmaAttentionParams {
   bool causal;
 };
 
-// A producer's ring: which slot comes next and its barriers.
-template <int kStages>
-struct Ring {
-  std::uint32_t tiles, full, empty;  // slot 0's tile and barriers (8 bytes apart)
-  std::uint32_t tile_bytes;
-  RingPosition<kStages> position;
-  __device__ __forceinline__ std::uint32_t tile() const { return tiles + position.stage * tile_bytes; }
-  __device__ __forceinline__ std::uint32_t full_barrier() const { return full + 8 * position.stage; }
-  __device__ __forceinline__ std::uint32_t empty_barrier() const { return empty + 8 * position.stage; }
-};
-
-// Producer: the next slot of `ring` gets keys [key0, key0 + 128) of matrix z, once both consumers
-// released it.
+// Producer: the next slot of a K or V pipeline gets keys [key0, key0 + 128) of matrix z, once both
+// consumers released it.
 template <typename L>
-__device__ __forceinline__ void load_kv(Ring<L::kStages>& ring, const CUtensorMap* map, int key0, int z) {
-  mbarrier_wait(ring.empty_barrier(), ring.position.phase ^ 1);
-  mbarrier_arrive_expect_tx(ring.full_barrier(), L::kKvTileBytes);
+__device__ __forceinline__ void load_kv(const typename L::KvPipeline& pipeline, RingPosition<L::kStages>& at,
+                                        const CUtensorMap* map, int key0, int z) {
+  const std::uint32_t barrier = pipeline.producer_acquire(at);
 #pragma unroll
   for (int b = 0; b < L::kBoxes; ++b)
-    tma_load(ring.tile() + b * L::kKvBoxBytes, map, ring.full_barrier(), kBlockK * b, key0, z);
-  ring.position.advance();
+    tma_load(pipeline.slot(at.stage) + b * L::kKvBoxBytes, map, barrier, kBlockK * b, key0, z);
+  at.advance();
 }
 
 // S = Q K^T for one consumer: head_dim / 16 k-steps, one committed group. K-step kk lies in box
@@ -166,13 +165,14 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   using L = Layout<kHeadDim>;
   constexpr int kBlockN = L::kBlockN;
   extern __shared__ std::uint8_t dynamic_shared[];
+  using Storage = typename L::Storage;
   const std::uint32_t base = aligned_shared_base(dynamic_shared);
-  const std::uint32_t q_full = base + L::kBarriers;
-  const std::uint32_t k_full = q_full + 8, k_empty = k_full + 8 * L::kStages;
-  const std::uint32_t v_full = k_empty + 8 * L::kStages, v_empty = v_full + 8 * L::kStages;
+  const std::uint32_t q_full = base + offsetof(Storage, q_full);
+  const typename L::KvPipeline k_pipeline(base + offsetof(Storage, k), base + offsetof(Storage, k_barriers));
+  const typename L::KvPipeline v_pipeline(base + offsetof(Storage, v), base + offsetof(Storage, v_barriers));
   if (threadIdx.x == 0) mbarrier_init(q_full, 1);
-  init_ring_barriers(k_full, k_empty, L::kStages, L::kConsumers);
-  init_ring_barriers(v_full, v_empty, L::kStages, L::kConsumers);
+  k_pipeline.init(L::kConsumers);
+  v_pipeline.init(L::kConsumers);
   __syncthreads();
 
   // Causal blocks near the end of the sequence have the most key tiles: they start first.
@@ -193,17 +193,17 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
       for (int c = 0; c < L::kConsumers; ++c)
 #pragma unroll
         for (int b = 0; b < L::kBoxes; ++b)
-          tma_load(base + c * L::kQConsumerBytes + b * L::kQBoxBytes, &q_map, q_full, kBlockK * b, q0 + 64 * c, zq);
-      Ring<L::kStages> k_ring{base + L::kK, k_full, k_empty, L::kKvTileBytes, {}};
-      Ring<L::kStages> v_ring{base + L::kV, v_full, v_empty, L::kKvTileBytes, {}};
+          tma_load(base + offsetof(Storage, q) + c * L::kQConsumerBytes + b * L::kQBoxBytes, &q_map, q_full,
+                   kBlockK * b, q0 + 64 * c, zq);
+      RingPosition<L::kStages> k_at, v_at;
       // The consumers' order: K of the last tile, then K of each next tile before V of the one
       // before it; V of tile 0 last.
-      load_kv<L>(k_ring, &k_map, (tiles - 1) * kBlockN, zkv);
+      load_kv<L>(k_pipeline, k_at, &k_map, (tiles - 1) * kBlockN, zkv);
       for (int j = tiles - 2; j >= 0; --j) {
-        load_kv<L>(k_ring, &k_map, j * kBlockN, zkv);
-        load_kv<L>(v_ring, &v_map, (j + 1) * kBlockN, zkv);
+        load_kv<L>(k_pipeline, k_at, &k_map, j * kBlockN, zkv);
+        load_kv<L>(v_pipeline, v_at, &v_map, (j + 1) * kBlockN, zkv);
       }
-      load_kv<L>(v_ring, &v_map, 0, zkv);
+      load_kv<L>(v_pipeline, v_at, &v_map, 0, zkv);
     }
     return;
   }
@@ -212,18 +212,17 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const int consumer = warpgroup - 1;
   const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
   const bool leader = t == 0;
-  const std::uint32_t q_tile = base + consumer * L::kQConsumerBytes;
+  const std::uint32_t q_tile = base + offsetof(Storage, q) + consumer * L::kQConsumerBytes;
   RingPosition<L::kStages> k_ring, v_ring;
-  const auto release = [&](std::uint32_t empty, const RingPosition<L::kStages>& ring) {
-    if (leader) mbarrier_arrive(empty + 8 * ring.stage);
+  const auto release = [&](const typename L::KvPipeline& pipeline, const RingPosition<L::kStages>& ring) {
+    if (leader) pipeline.consumer_release(ring.stage);
   };
-  const std::uint32_t k_tiles = base + L::kK, v_tiles = base + L::kV;
-  // Ping-pong: this consumer waits on barrier 1 + consumer before issuing its GEMMs and, once
-  // issued, lets the other go (its barrier). Consumer 1 opens the first turn, so barrier 1 gets one
-  // arrival more than consumer 0 waits for in the loop; consumer 0 takes it at the end. No branch
-  // inside the loop: ptxas serializes every wgmma when a barrier sits on a path it sees as
+  // Ping-pong: this consumer waits on its turn barrier before issuing its GEMMs and, once issued,
+  // lets the other go (its barrier). Consumer 1 opens the first turn, so consumer 0's barrier gets
+  // one arrival more than consumer 0 waits for in the loop; consumer 0 takes it at the end. No
+  // branch inside the loop: ptxas serializes every wgmma when a barrier sits on a path it sees as
   // divergent (C7520).
-  const int own_barrier = 1 + consumer, other_barrier = 2 - consumer;
+  const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
 
   const float exponent_scale = p.scale * kLog2e;
@@ -237,11 +236,11 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 
   // The first tile (the last keys): scores, the mask, the softmax.
   mbarrier_wait(q_full, 0);
-  mbarrier_wait(k_full + 8 * k_ring.stage, k_ring.phase);
-  issue_scores<T, L, kHeadDim>(s, q_tile, k_tiles + k_ring.stage * L::kKvTileBytes);
+  k_pipeline.consumer_wait(k_ring);
+  issue_scores<T, L, kHeadDim>(s, q_tile, k_pipeline.slot(k_ring.stage));
   wgmma_wait<0>();
   fence_accumulators(s);
-  release(k_empty, k_ring);
+  release(k_pipeline, k_ring);
   k_ring.advance();
   {
     const std::int64_t key0 = static_cast<std::int64_t>(tiles - 1) * kBlockN + 2 * (lane % 4);
@@ -265,19 +264,19 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     fence_registers(pr);
     // Both tiles are waited for before the first wgmma: a wait loop between the two GEMMs makes
     // ptxas inject another fence before the second (C7519).
-    mbarrier_wait(k_full + 8 * k_ring.stage, k_ring.phase);
-    mbarrier_wait(v_full + 8 * v_ring.stage, v_ring.phase);
-    issue_scores<T, L, kHeadDim>(s, q_tile, k_tiles + k_ring.stage * L::kKvTileBytes);
-    issue_values<T, L, kHeadDim>(o, pr, v_tiles + v_ring.stage * L::kKvTileBytes);
+    k_pipeline.consumer_wait(k_ring);
+    v_pipeline.consumer_wait(v_ring);
+    issue_scores<T, L, kHeadDim>(s, q_tile, k_pipeline.slot(k_ring.stage));
+    issue_values<T, L, kHeadDim>(o, pr, v_pipeline.slot(v_ring.stage));
     if constexpr (kPingPong) named_barrier_arrive(other_barrier, 256);
     wgmma_wait<1>();  // S_j is ready; P V still runs
     fence_accumulators(s);
-    release(k_empty, k_ring);
+    release(k_pipeline, k_ring);
     k_ring.advance();
     const float2 correction = softmax_step(s, rows, exponent_scale);
     wgmma_wait<0>();  // P V is done: O and P may change
     fence_accumulators(o);
-    release(v_empty, v_ring);
+    release(v_pipeline, v_ring);
     v_ring.advance();
 #pragma unroll
     for (int i = 0; i < kHeadDim / 8; ++i) {
@@ -292,12 +291,12 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   // The last P V (tile 0).
   fence_accumulators(o);
   fence_registers(pr);
-  mbarrier_wait(v_full + 8 * v_ring.stage, v_ring.phase);
+  v_pipeline.consumer_wait(v_ring);
   wgmma_fence();
-  issue_values<T, L, kHeadDim>(o, pr, v_tiles + v_ring.stage * L::kKvTileBytes);
+  issue_values<T, L, kHeadDim>(o, pr, v_pipeline.slot(v_ring.stage));
   wgmma_wait<0>();
   fence_accumulators(o);
-  release(v_empty, v_ring);
+  release(v_pipeline, v_ring);
   if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
 
   // Normalize and store rows inside the sequence: the thread's pairs at columns 8i + 2(lane % 4).
