@@ -1,6 +1,7 @@
-// The array checks library entries share: each array of a call as a span (pointer, element count,
-// element size, name); every non-empty one non-null and aligned to its element, and every output
-// overlapping no other array of the call. The messages name the call and the array.
+// The argument checks library entries share: a product of sizes that must fit 64 bits, and each
+// array of a call as a span (pointer, element count, element size, name); every non-empty one
+// non-null and aligned to its element, and every output overlapping no other array of the call.
+// The messages name the call and the argument.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,18 @@
 #include "cudalab/error.hpp"
 
 namespace cudalab {
+
+// The product of `sizes` (each >= 0, checked by the caller), or invalid_argument "<call>: <what>
+// overflows 64 bits". A zero size makes it 0 whatever the others are: an empty problem.
+inline std::int64_t checked_product(const char* call, const char* what, std::initializer_list<std::int64_t> sizes) {
+  for (std::int64_t size : sizes)
+    if (size == 0) return 0;
+  std::int64_t product = 1;
+  for (std::int64_t size : sizes)
+    CUDALAB_REQUIRE(!__builtin_mul_overflow(product, size, &product),
+                    std::string(call) + ": " + what + " overflows 64 bits");
+  return product;
+}
 
 struct ArraySpan {
   const void* data;

@@ -427,6 +427,10 @@ TEST(BiasActLibrary, ValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(thrown_kind([&] { bias_act(f, b, b, 4, 4, relu); }), ErrorKind::invalid_argument);
   const __half* no_half = nullptr;
   EXPECT_NO_THROW(bias_act(no_half, no_half, static_cast<__half*>(nullptr), 0, 4, relu));
+  // rows * features = 2^64 wraps to 0 in 64 bits: refused, not run as an empty problem.
+  constexpr std::int64_t kHuge = std::int64_t{1} << 32;
+  EXPECT_EQ(thrown_kind([&] { bias_act(f, b, y, kHuge, kHuge, relu); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { bias_act_backward(f, b, g, y, db, kHuge, kHuge, relu); }), ErrorKind::invalid_argument);
   // Backward: dbias overlapping dx, a null dbias, a workspace smaller than the call needs.
   EXPECT_EQ(thrown_kind([&] { bias_act_backward(f, b, g, y, y + 15, 4, 4, relu); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { bias_act_backward(f, b, g, y, static_cast<float*>(nullptr), 4, 4, relu); }),

@@ -12,6 +12,7 @@
 
 #include "claims_test_support.hpp"
 
+#include "core/arguments.hpp"
 #include "cudalab/transpose.hpp"
 #include "error_kind.hpp"
 #include "harness/registry.hpp"
@@ -75,6 +76,22 @@ TEST(TransposeArguments, AreChecked) {
   EXPECT_EQ(thrown_kind([&] { transpose(fake, fake, 4, 4); }), ErrorKind::invalid_argument);
   transpose(nullptr, nullptr, 0, 5);  // nothing to move: no pointer needed
   transpose(nullptr, nullptr, 5, 0);
+  constexpr std::int64_t kHuge = std::int64_t{1} << 32;  // 2^64 elements: refused, not wrapped to 0
+  EXPECT_EQ(thrown_kind([&] { transpose(fake, other, kHuge, kHuge); }), ErrorKind::invalid_argument);
+}
+
+TEST(LibraryArguments, CheckedProductRefusesWhatOverflows) {
+  EXPECT_EQ(checked_product("call", "a * b", {3, 5, 7}), 105);
+  EXPECT_EQ(checked_product("call", "a * b", {std::int64_t{1} << 62, 0}), 0) << "an empty problem";
+  EXPECT_EQ(checked_product("call", "a * b", {std::int64_t{1} << 31, std::int64_t{1} << 31}), std::int64_t{1} << 62);
+  try {
+    checked_product("bias_act", "rows * features", {std::int64_t{1} << 32, std::int64_t{1} << 32});
+    FAIL() << "2^64 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("bias_act: rows * features overflows 64 bits"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(thrown_kind([] { checked_product("call", "a", {3, std::int64_t{1} << 62}); }), ErrorKind::invalid_argument);
 }
 
 TEST(TransposeRegistry, IsShapedAndTestedOffTheTile) {

@@ -415,6 +415,11 @@ TEST(NormsLibrary, ValidatesBeforeTouchingTheGpu) {
       kInvalid)
       << "x not aligned to its element";
   EXPECT_NO_THROW(layer_norm(static_cast<const float*>(nullptr), nullptr, nullptr, nullptr, nullptr, nullptr, 0, 8));
+  // rows * features past 64 bits (features within a row's limit).
+  constexpr std::int64_t kManyRows = std::int64_t{1} << 40, kWide = std::int64_t{1} << 30;
+  EXPECT_EQ(thrown_kind([&] { rms_norm(f16, f16, f16, stats, kManyRows, kWide); }), kInvalid);
+  EXPECT_EQ(thrown_kind([&] { layer_norm_backward(f32, f32, f32, stats, stats, f32, f32, f32, kManyRows, kWide); }),
+            kInvalid);
   // Backward: a null output, too small a workspace, negative sizes.
   EXPECT_EQ(thrown_kind([&] {
               layer_norm_backward(f32, f32, f32, stats, stats, f32, f32, static_cast<float*>(nullptr), 4, 8);

@@ -32,12 +32,7 @@ bool require_dims(const char* call, const AttentionDims& d) {
   CUDALAB_REQUIRE(d.kv_heads > 0 ? d.heads % d.kv_heads == 0 : d.heads == 0,
                   prefix + "heads (" + std::to_string(d.heads) + ") must be a multiple of kv_heads (" +
                       std::to_string(d.kv_heads) + ")");
-  if (d.batch == 0 || d.heads == 0 || d.seq == 0 || d.head_dim == 0) return false;
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  CUDALAB_REQUIRE(
-      d.batch <= kMax / d.heads && d.batch * d.heads <= kMax / d.seq && d.batch * d.heads * d.seq <= kMax / d.head_dim,
-      prefix + "batch * heads * seq * head_dim overflows 64 bits");
-  return true;
+  return checked_product(call, "batch * heads * seq * head_dim", {d.batch, d.heads, d.seq, d.head_dim}) > 0;
 }
 
 void require_scale(const char* call, const AttentionOptions& options) {

@@ -14,25 +14,23 @@ namespace {
 using bias_act_variants::BiasActArgs;
 using bias_act_variants::BiasActBackwardArgs;
 
-// Sizes, activation, and the arrays (core/arguments.hpp).
-void validate(const char* call, std::int64_t rows, std::int64_t features, Activation activation,
-              std::initializer_list<ArraySpan> inputs, std::initializer_list<ArraySpan> outputs) {
+// The element count rows * features, after the sizes and the activation are checked.
+std::int64_t checked_elements(const char* call, std::int64_t rows, std::int64_t features, Activation activation) {
   const std::string prefix = std::string(call) + ": ";
   CUDALAB_REQUIRE(rows >= 0 && features >= 0, prefix + "rows and features must be >= 0, got " + std::to_string(rows) +
                                                   " and " + std::to_string(features));
   const int value = static_cast<int>(activation);
   CUDALAB_REQUIRE(value >= 0 && value <= 2,
                   prefix + "activation must be relu, gelu_tanh or gelu_erf, got " + std::to_string(value));
-  require_arrays(call, inputs, outputs);
+  return checked_product(call, "rows * features", {rows, features});
 }
 
 template <typename T>
 void forward(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t features, Activation activation,
              cudaStream_t stream) {
-  const std::int64_t elements = rows * features;
-  validate("bias_act", rows, features, activation,
-           {{x, elements, sizeof(T), "x"}, {bias, rows > 0 ? features : 0, sizeof(T), "bias"}},
-           {{y, elements, sizeof(T), "y"}});
+  const std::int64_t elements = checked_elements("bias_act", rows, features, activation);
+  require_arrays("bias_act", {{x, elements, sizeof(T), "x"}, {bias, rows > 0 ? features : 0, sizeof(T), "bias"}},
+                 {{y, elements, sizeof(T), "y"}});
   if (elements == 0) return;
   BiasActArgs<T> args;
   args.x = x;
@@ -53,12 +51,12 @@ void forward(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t fe
 template <typename T>
 void backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows, std::int64_t features,
               Activation activation, void* caller, std::size_t caller_bytes, cudaStream_t stream) {
-  const std::int64_t elements = rows * features;
-  validate("bias_act_backward", rows, features, activation,
-           {{x, elements, sizeof(T), "x"},
-            {bias, rows > 0 ? features : 0, sizeof(T), "bias"},
-            {dy, elements, sizeof(T), "dy"}},
-           {{dx, elements, sizeof(T), "dx"}, {dbias, features, sizeof(T), "dbias"}});
+  const std::int64_t elements = checked_elements("bias_act_backward", rows, features, activation);
+  require_arrays("bias_act_backward",
+                 {{x, elements, sizeof(T), "x"},
+                  {bias, rows > 0 ? features : 0, sizeof(T), "bias"},
+                  {dy, elements, sizeof(T), "dy"}},
+                 {{dx, elements, sizeof(T), "dx"}, {dbias, features, sizeof(T), "dbias"}});
   if (features == 0) return;
   BiasActBackwardArgs<T> args;
   args.x = x;

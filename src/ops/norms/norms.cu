@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/arguments.hpp"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "core/workspace.hpp"
@@ -57,6 +58,7 @@ void forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
                   std::string(call) + ": eps must be positive and finite, got " + std::to_string(a.eps));
   const std::string why = norms_variants::forward_shape_limits(a.rows, a.features);
   CUDALAB_REQUIRE(why.empty(), std::string(call) + ": " + why);
+  checked_product(call, "rows * features", {a.rows, a.features});
   if (a.rows == 0) return;
   require_pointer(a.x, call, "x");
   require_pointer(a.gamma, call, "gamma");
@@ -83,6 +85,7 @@ void backward(NormBackwardArgs<T> a, void* caller, std::size_t caller_bytes, cud
                                                       std::to_string(a.rows) + " and " + std::to_string(a.features));
   const std::string why = norms_variants::backward_shape_limits(a.rows, a.features);
   CUDALAB_REQUIRE(why.empty(), std::string(call) + ": " + why);
+  checked_product(call, "rows * features", {a.rows, a.features});
   if (a.features == 0) return;
   require_pointer(a.dgamma, call, "dgamma");
   if (a.norm == Norm::layer) require_pointer(a.dbeta, call, "dbeta");

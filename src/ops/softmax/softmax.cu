@@ -1,7 +1,6 @@
 #include "cudalab/softmax.hpp"
 
 #include <cstdint>
-#include <limits>
 #include <string>
 
 #include "core/arguments.hpp"
@@ -19,10 +18,7 @@ namespace v = softmax_variants;
 bool has_work(const char* call, std::int64_t rows, std::int64_t features) {
   CUDALAB_REQUIRE(rows >= 0 && features >= 0, std::string(call) + ": rows and features must be >= 0, got " +
                                                   std::to_string(rows) + " and " + std::to_string(features));
-  if (rows == 0 || features == 0) return false;
-  CUDALAB_REQUIRE(rows <= std::numeric_limits<std::int64_t>::max() / features,
-                  std::string(call) + ": rows * features overflows 64 bits");
-  return true;
+  return checked_product(call, "rows * features", {rows, features}) > 0;
 }
 
 // Rows of up to 16384 features take the register-resident rung (one read; up to 512 threads per

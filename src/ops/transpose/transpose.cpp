@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/arguments.hpp"
 #include "cudalab/error.hpp"
 #include "ops/transpose/variants.hpp"
 
@@ -14,7 +15,7 @@ namespace cudalab {
 void transpose(const float* in, float* out, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
   CUDALAB_REQUIRE(rows >= 0 && cols >= 0,
                   "transpose: rows and cols must be >= 0, got " + std::to_string(rows) + "x" + std::to_string(cols));
-  if (rows == 0 || cols == 0) return;
+  if (checked_product("transpose", "rows * cols", {rows, cols}) == 0) return;
   CUDALAB_REQUIRE(in != nullptr && out != nullptr, "transpose: in and out must be device pointers, got a null pointer");
   CUDALAB_REQUIRE(in != out, "transpose: in and out must be distinct arrays (no in-place transpose)");
   transpose_variants::TransposeArgs<float> args;
