@@ -20,4 +20,15 @@ ErrorKind thrown_kind(Call&& call) {
   return ErrorKind::cuda;
 }
 
+// For a call that must pass its argument checks: it may still throw where there is no GPU (the
+// work itself needs one), but never invalid_argument.
+template <typename Call>
+void expect_arguments_accepted(Call&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    EXPECT_NE(e.kind(), ErrorKind::invalid_argument) << e.what();
+  }
+}
+
 }  // namespace cudalab::test_support

@@ -46,6 +46,7 @@ class StreamOrderedWorkspace final : public Workspace {
     if (data_ != nullptr) cudaFreeAsync(data_, stream_);
   }
   void* reserve(std::size_t bytes) override {
+    if (bytes == 0) return nullptr;
     CUDALAB_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream_));
     return data_;
   }
@@ -56,13 +57,18 @@ class StreamOrderedWorkspace final : public Workspace {
 };
 
 // A buffer someone else owns: a library caller's, or a piece of a larger reservation. Asking for
-// more than it holds is the caller's error; the message names the call and the function that
-// sizes its workspace.
+// more than it holds, or for any bytes of a null one, is the caller's error; the message names the
+// call and the function that sizes its workspace.
 class CallerWorkspace final : public Workspace {
  public:
   CallerWorkspace(void* data, std::size_t bytes, const char* call, const char* size_function)
       : data_(data), bytes_(bytes), call_(call), size_function_(size_function) {}
   void* reserve(std::size_t bytes) override {
+    if (bytes == 0) return data_;  // null is fine where nothing is needed
+    CUDALAB_REQUIRE(data_ != nullptr, std::string(call_) +
+                                          ": workspace must be a device pointer, got null (the call "
+                                          "needs " +
+                                          std::to_string(bytes) + " bytes; see " + size_function_ + ")");
     CUDALAB_REQUIRE(bytes <= bytes_, std::string(call_) + ": the workspace holds " + std::to_string(bytes_) +
                                          " bytes, the call needs " + std::to_string(bytes) + " (see " + size_function_ +
                                          ")");

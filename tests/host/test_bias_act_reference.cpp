@@ -442,6 +442,10 @@ TEST(BiasActLibrary, ValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(thrown_kind([&] { bias_act_backward(f, b, g, y, db, 300, 4, relu, nullptr, needed); }),
             ErrorKind::invalid_argument);
   EXPECT_NO_THROW(bias_act_backward(f, b, g, y, db, 3, 0, relu));
+  // No rows: dbias is zeros and needs no workspace, so a null one is no error.
+  ASSERT_EQ(bias_act_backward_workspace_bytes(0, 4), 0u);
+  test_support::expect_arguments_accepted(
+      [&] { bias_act_backward(static_cast<const float*>(nullptr), b, nullptr, nullptr, db, 0, 4, relu, nullptr, 0); });
 }
 
 }  // namespace

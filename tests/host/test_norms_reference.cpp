@@ -431,6 +431,12 @@ TEST(NormsLibrary, ValidatesBeforeTouchingTheGpu) {
       thrown_kind([&] { rms_norm_backward(f16, f16, f16, stats, f16, f16, 4, 8, static_cast<void*>(nullptr), 1024); }),
       kInvalid);
   EXPECT_EQ(thrown_kind([&] { layer_norm_backward_workspace_bytes(-1, 8); }), kInvalid);
+  // No rows: dgamma and dbeta are zeros and need no workspace, so a null one is no error.
+  ASSERT_EQ(layer_norm_backward_workspace_bytes(0, 8), 0u);
+  test_support::expect_arguments_accepted([&] {
+    layer_norm_backward(static_cast<const float*>(nullptr), nullptr, nullptr, nullptr, nullptr, nullptr, f32, f32 + 8,
+                        0, 8, static_cast<void*>(nullptr), 0);
+  });
 }
 
 }  // namespace

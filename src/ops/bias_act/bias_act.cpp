@@ -46,11 +46,11 @@ void forward(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t fe
 }
 
 // The fused rung is the backward's only candidate: the naive one and the unfused baseline read dx
-// back, and the naive one runs `features` threads in its column loop. `caller` is the caller's
-// scratch, or null for the stream-ordered allocator.
+// back, and the naive one runs `features` threads in its column loop. `scratch` is the caller's
+// workspace or the stream-ordered allocator.
 template <typename T>
 void backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows, std::int64_t features,
-              Activation activation, void* caller, std::size_t caller_bytes, cudaStream_t stream) {
+              Activation activation, Workspace& scratch, cudaStream_t stream) {
   const std::int64_t elements = checked_elements("bias_act_backward", rows, features, activation);
   require_arrays("bias_act_backward",
                  {{x, elements, sizeof(T), "x"},
@@ -68,19 +68,23 @@ void backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int6
   args.features = features;
   args.activation = activation;
   args.workspace_bytes = bias_act_variants::backward_workspace_bytes(rows, features);
-  // Handed back on the stream when the call ends, also when a launch below throws.
-  StreamOrderedWorkspace owned(stream);
-  CallerWorkspace given(caller, caller_bytes, "bias_act_backward", "bias_act_backward_workspace_bytes");
-  if (caller != nullptr) {
-    args.workspace = given.reserve(args.workspace_bytes);
-  } else if (args.workspace_bytes > 0) {
-    args.workspace = owned.reserve(args.workspace_bytes);
-  }
+  args.workspace = scratch.reserve(args.workspace_bytes);
   bias_act_variants::fused_backward(args, stream);
 }
 
-void require_workspace(const void* workspace) {
-  CUDALAB_REQUIRE(workspace != nullptr, "bias_act_backward: workspace must be a device pointer, got null");
+// The stream-ordered allocator's scratch (handed back on the stream when the call ends, also when
+// a launch throws), or a caller's workspace (checked when the call reserves it).
+template <typename T>
+void backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows, std::int64_t features,
+              Activation activation, cudaStream_t stream) {
+  StreamOrderedWorkspace scratch(stream);
+  backward(x, bias, dy, dx, dbias, rows, features, activation, scratch, stream);
+}
+template <typename T>
+void backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows, std::int64_t features,
+              Activation activation, void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  CallerWorkspace scratch(workspace, workspace_bytes, "bias_act_backward", "bias_act_backward_workspace_bytes");
+  backward(x, bias, dy, dx, dbias, rows, features, activation, scratch, stream);
 }
 
 }  // namespace
@@ -107,38 +111,35 @@ std::size_t bias_act_backward_workspace_bytes(std::int64_t rows, std::int64_t fe
 
 void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
                        std::int64_t features, Activation activation, cudaStream_t stream) {
-  backward(x, bias, dy, dx, dbias, rows, features, activation, nullptr, 0, stream);
+  backward(x, bias, dy, dx, dbias, rows, features, activation, stream);
 }
 
 void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
                        std::int64_t rows, std::int64_t features, Activation activation, cudaStream_t stream) {
-  backward(x, bias, dy, dx, dbias, rows, features, activation, nullptr, 0, stream);
+  backward(x, bias, dy, dx, dbias, rows, features, activation, stream);
 }
 
 void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
                        __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
                        cudaStream_t stream) {
-  backward(x, bias, dy, dx, dbias, rows, features, activation, nullptr, 0, stream);
+  backward(x, bias, dy, dx, dbias, rows, features, activation, stream);
 }
 
 void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
                        std::int64_t features, Activation activation, void* workspace, std::size_t workspace_bytes,
                        cudaStream_t stream) {
-  require_workspace(workspace);
   backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
 }
 
 void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
                        std::int64_t rows, std::int64_t features, Activation activation, void* workspace,
                        std::size_t workspace_bytes, cudaStream_t stream) {
-  require_workspace(workspace);
   backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
 }
 
 void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
                        __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
                        void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  require_workspace(workspace);
   backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
 }
 

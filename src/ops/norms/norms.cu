@@ -77,9 +77,9 @@ void forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
 
 // The fused rung (one read of x and dy) wherever it runs, up to 16384 features: 2549-2900 GB/s in
 // the bench at 7eeb1e5 against 832-1677 for the unfused kernels; wider rows take the unfused ones.
-// `caller` is the caller's scratch, or null for the stream-ordered allocator.
+// `scratch` is the caller's workspace or the stream-ordered allocator.
 template <typename T>
-void backward(NormBackwardArgs<T> a, void* caller, std::size_t caller_bytes, cudaStream_t stream) {
+void backward(NormBackwardArgs<T> a, Workspace& scratch, cudaStream_t stream) {
   const char* call = name_of(a.norm, true);
   CUDALAB_REQUIRE(a.rows >= 0 && a.features >= 0, std::string(call) + ": rows and features must be >= 0, got " +
                                                       std::to_string(a.rows) + " and " + std::to_string(a.features));
@@ -98,12 +98,7 @@ void backward(NormBackwardArgs<T> a, void* caller, std::size_t caller_bytes, cud
     if (a.norm == Norm::layer) require_pointer(a.mean, call, "mean");
   }
   a.workspace_bytes = norms_variants::backward_workspace_bytes(a.norm, a.rows, a.features);
-  // Handed back on the stream when the call ends, also when a launch below throws.
-  StreamOrderedWorkspace owned(stream);
-  const std::string size_function = std::string(call) + "_workspace_bytes";
-  CallerWorkspace given(caller, caller_bytes, call, size_function.c_str());
-  if (a.workspace_bytes > 0)
-    a.workspace = caller != nullptr ? given.reserve(a.workspace_bytes) : owned.reserve(a.workspace_bytes);
+  a.workspace = scratch.reserve(a.workspace_bytes);
   if (norms_variants::backward_fused_limits(a.features).empty()) {
     norms_variants::backward_fused(a, stream);
   } else {
@@ -145,8 +140,8 @@ void rms_norm_impl(const T* x, const T* gamma, T* y, float* rstd, std::int64_t r
 
 template <typename T>
 void layer_norm_backward_impl(const T* x, const T* dy, const T* gamma, const float* mean, const float* rstd, T* dx,
-                              T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features, void* workspace,
-                              std::size_t workspace_bytes, cudaStream_t stream) {
+                              T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features, Workspace& scratch,
+                              cudaStream_t stream) {
   NormBackwardArgs<T> a;
   a.norm = Norm::layer;
   a.x = x;
@@ -159,13 +154,12 @@ void layer_norm_backward_impl(const T* x, const T* dy, const T* gamma, const flo
   a.dbeta = dbeta;
   a.rows = rows;
   a.features = features;
-  backward(a, workspace, workspace_bytes, stream);
+  backward(a, scratch, stream);
 }
 
 template <typename T>
 void rms_norm_backward_impl(const T* x, const T* dy, const T* gamma, const float* rstd, T* dx, T* dgamma,
-                            std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
-                            cudaStream_t stream) {
+                            std::int64_t rows, std::int64_t features, Workspace& scratch, cudaStream_t stream) {
   NormBackwardArgs<T> a;
   a.norm = Norm::rms;
   a.x = x;
@@ -176,7 +170,7 @@ void rms_norm_backward_impl(const T* x, const T* dy, const T* gamma, const float
   a.dgamma = dgamma;
   a.rows = rows;
   a.features = features;
-  backward(a, workspace, workspace_bytes, stream);
+  backward(a, scratch, stream);
 }
 
 std::size_t workspace_bytes(Norm norm, std::int64_t rows, std::int64_t features) {
@@ -186,9 +180,11 @@ std::size_t workspace_bytes(Norm norm, std::int64_t rows, std::int64_t features)
   return norms_variants::backward_workspace_bytes(norm, rows, features);
 }
 
-void require_workspace(const void* workspace, Norm norm) {
-  CUDALAB_REQUIRE(workspace != nullptr,
-                  std::string(name_of(norm, true)) + ": workspace must be a device pointer, got null");
+// A caller's workspace for `norm`'s backward (checked when the call reserves it).
+CallerWorkspace caller_workspace(Norm norm, void* workspace, std::size_t bytes) {
+  return CallerWorkspace(
+      workspace, bytes, name_of(norm, true),
+      norm == Norm::layer ? "layer_norm_backward_workspace_bytes" : "rms_norm_backward_workspace_bytes");
 }
 
 }  // namespace
@@ -213,39 +209,39 @@ std::size_t layer_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t 
 void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
                          float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
                          cudaStream_t stream) {
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, nullptr, 0, stream);
+  StreamOrderedWorkspace scratch(stream);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
 }
 void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
                          __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
                          cudaStream_t stream) {
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, nullptr, 0, stream);
+  StreamOrderedWorkspace scratch(stream);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
 }
 void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
                          const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
                          std::int64_t rows, std::int64_t features, cudaStream_t stream) {
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, nullptr, 0, stream);
+  StreamOrderedWorkspace scratch(stream);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
 }
 void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
                          float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
                          void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  require_workspace(workspace, Norm::layer);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, workspace, workspace_bytes,
-                           stream);
+  CallerWorkspace scratch = caller_workspace(Norm::layer, workspace, workspace_bytes);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
 }
 void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
                          __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
                          void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  require_workspace(workspace, Norm::layer);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, workspace, workspace_bytes,
-                           stream);
+  CallerWorkspace scratch = caller_workspace(Norm::layer, workspace, workspace_bytes);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
 }
 void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
                          const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
                          std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
                          cudaStream_t stream) {
-  require_workspace(workspace, Norm::layer);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, workspace, workspace_bytes,
-                           stream);
+  CallerWorkspace scratch = caller_workspace(Norm::layer, workspace, workspace_bytes);
+  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
 }
 
 void rms_norm(const float* x, const float* gamma, float* y, float* rstd, std::int64_t rows, std::int64_t features,
@@ -267,34 +263,37 @@ std::size_t rms_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t fe
 
 void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
                        std::int64_t rows, std::int64_t features, cudaStream_t stream) {
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, nullptr, 0, stream);
+  StreamOrderedWorkspace scratch(stream);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
 }
 void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
                        __half* dgamma, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, nullptr, 0, stream);
+  StreamOrderedWorkspace scratch(stream);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
 }
 void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
                        __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
                        cudaStream_t stream) {
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, nullptr, 0, stream);
+  StreamOrderedWorkspace scratch(stream);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
 }
 void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
                        std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
                        cudaStream_t stream) {
-  require_workspace(workspace, Norm::rms);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, workspace, workspace_bytes, stream);
+  CallerWorkspace scratch = caller_workspace(Norm::rms, workspace, workspace_bytes);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
 }
 void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
                        __half* dgamma, std::int64_t rows, std::int64_t features, void* workspace,
                        std::size_t workspace_bytes, cudaStream_t stream) {
-  require_workspace(workspace, Norm::rms);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, workspace, workspace_bytes, stream);
+  CallerWorkspace scratch = caller_workspace(Norm::rms, workspace, workspace_bytes);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
 }
 void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
                        __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
                        void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  require_workspace(workspace, Norm::rms);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, workspace, workspace_bytes, stream);
+  CallerWorkspace scratch = caller_workspace(Norm::rms, workspace, workspace_bytes);
+  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
 }
 
 }  // namespace cudalab
