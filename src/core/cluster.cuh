@@ -1,13 +1,15 @@
-// What the thread-block-cluster rungs share (softmax and the norms, Hopper): a persistent grid of
-// as many clusters as fit at once, and an all-to-all exchange of one small value per CTA through
-// distributed shared memory that needs no cluster barrier per exchange.
+// What the thread-block-cluster rungs share (softmax, the norms and the GEMM's cluster rung,
+// Hopper): a persistent grid of as many clusters as fit at once, and an all-to-all exchange of one small value per CTA
+// through distributed shared memory that needs no cluster barrier per exchange.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cooperative_groups.h>
@@ -47,6 +49,30 @@ inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& confi
                                     std::to_string(config.blockDim.x) + " threads fits on this GPU");
   known.push_back({device, kernel, ctas, config.dynamicSmemBytes, clusters});
   return clusters;
+}
+
+// Launches `kernel(args...)` as a persistent grid of clusters of `ctas` CTAs along x, `threads`
+// each with `dynamic_bytes` of dynamic shared memory: as many clusters as fit at once
+// (resident_clusters), or `work` of them when there is less work than that; each cluster strides
+// over the work items. `caller` names the launch in errors.
+template <typename... Params, typename... Args>
+void launch_persistent_clusters(void (*kernel)(Params...), int ctas, int threads, std::size_t dynamic_bytes,
+                                std::int64_t work, cudaStream_t stream, const char* caller, Args&&... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(ctas);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(ctas));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = dynamic_bytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  const int resident = resident_clusters(reinterpret_cast<const void*>(kernel), config, ctas, caller);
+  config.gridDim = dim3(static_cast<unsigned>(std::min<std::int64_t>(work, resident) * ctas));
+  CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900

@@ -25,11 +25,11 @@
 // TFLOP/s at 8192^3 (1.00x cuBLAS), 722 at 4096^3 (0.97x); 1024 x 64^3 batched in 51.4 us (cuBLAS
 // 15.0; gemm-batched.json at 6f4fdc7).
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "core/cluster.cuh"
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
 #include "ops/gemm/hopper.cuh"
@@ -135,46 +135,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// The configuration of a launch of `clusters` clusters of kClusterSize blocks (it points into itself:
-// not copyable).
-struct ClusterLaunch {
-  cudaLaunchAttribute cluster_dims{};
-  cudaLaunchConfig_t config{};
-
-  ClusterLaunch(int clusters, cudaStream_t stream) {
-    cluster_dims.id = cudaLaunchAttributeClusterDimension;
-    cluster_dims.val.clusterDim.x = kClusterSize;
-    cluster_dims.val.clusterDim.y = 1;
-    cluster_dims.val.clusterDim.z = 1;
-    config.gridDim = dim3(clusters * kClusterSize);
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = kSharedBytes;
-    config.stream = stream;
-    config.attrs = &cluster_dims;
-    config.numAttrs = 1;
-  }
-  ClusterLaunch(const ClusterLaunch&) = delete;
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
-};
-
-// Clusters of `kernel` that fit on the GPU at once. Every instantiation needs the same threads,
-// shared memory and registers, so the answer is kept per device.
-template <typename Kernel>
-int max_active_clusters(Kernel kernel, cudaStream_t stream) {
-  constexpr int kDevices = 64;
-  static std::atomic<int> known[kDevices] = {};
-  int device = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  if (device < kDevices && known[device].load() > 0) return known[device].load();
-  const ClusterLaunch launch(1, stream);
-  int clusters = 0;
-  CUDALAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config));
-  CUDALAB_REQUIRE(clusters > 0, "wgmma_cluster: no cluster of two blocks with " + std::to_string(kSharedBytes) +
-                                    " bytes of shared memory each fits on this GPU");
-  if (device < kDevices) known[device].store(clusters);
-  return clusters;
-}
-
 }  // namespace
 #endif  // CUDALAB_SM90A
 
@@ -198,10 +158,8 @@ void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream) {
   hopper::set_shared_memory(kernel, kSharedBytes);
   const std::int64_t cluster_tiles = static_cast<std::int64_t>(launch.params.batch) *
                                      ceil_div(launch.params.tiles_m, kClusterSize) * launch.params.tiles_n;
-  const int clusters = static_cast<int>(std::min<std::int64_t>(cluster_tiles, max_active_clusters(kernel, stream)));
-  const ClusterLaunch cluster_launch(clusters, stream);
-  CUDALAB_CUDA_CHECK(
-      cudaLaunchKernelEx(&cluster_launch.config, kernel, launch.a_map, launch.b_map, launch.c_map, launch.params));
+  launch_persistent_clusters(kernel, kClusterSize, kThreads, kSharedBytes, cluster_tiles, stream, "wgmma_cluster",
+                             launch.a_map, launch.b_map, launch.c_map, launch.params);
 #else
   (void)stream;
 #endif

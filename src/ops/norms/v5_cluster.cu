@@ -207,23 +207,9 @@ bool fits_per_sm(std::size_t dynamic_bytes, int ctas) {
 template <typename T, int kThreads, int kItems, int kVec, bool kResidentParameters>
 void launch_kernel(const NormForwardArgs<T>& a, int size, int share_vectors, std::size_t shared_bytes,
                    cudaStream_t stream) {
-  auto* kernel = norm_cluster_kernel<T, kThreads, kItems, kVec, kResidentParameters>;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(size);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(size));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
   // Persistent: as many clusters as fit at once, each striding over the rows.
-  const int resident = resident_clusters(reinterpret_cast<const void*>(kernel), config, size, "norms cluster");
-  config.gridDim = dim3(static_cast<unsigned>(std::min<std::int64_t>(a.rows, resident) * size));
-  CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a, share_vectors));
+  launch_persistent_clusters(norm_cluster_kernel<T, kThreads, kItems, kVec, kResidentParameters>, size, kThreads,
+                             shared_bytes, a.rows, stream, "norms cluster", a, share_vectors);
 }
 
 template <typename T, int kThreads, int kItems, int kVec>

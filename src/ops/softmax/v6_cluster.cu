@@ -147,22 +147,9 @@ ClusterShape cluster_shape(std::int64_t features, int vector_elements) {
 
 template <typename T, int kVectors>
 void launch(const SoftmaxArgs<T>& args, int ctas, cudaStream_t stream) {
-  auto* kernel = softmax_cluster_kernel<T, kVectors>;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(ctas);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(ctas));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<std::size_t>(kVectors) * kThreads * sizeof(uint4);  // the staging
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  const int resident = resident_clusters(reinterpret_cast<const void*>(kernel), config, ctas, "softmax cluster");
-  config.gridDim = dim3(static_cast<unsigned>(std::min<std::int64_t>(args.rows, resident) * ctas));
-  CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args.x, args.y, args.rows, static_cast<int>(args.features)));
+  const std::size_t staging = static_cast<std::size_t>(kVectors) * kThreads * sizeof(uint4);
+  launch_persistent_clusters(softmax_cluster_kernel<T, kVectors>, ctas, kThreads, staging, args.rows, stream,
+                             "softmax cluster", args.x, args.y, args.rows, static_cast<int>(args.features));
 }
 
 }  // namespace
