@@ -229,6 +229,12 @@ template <int kStages>
 struct RingPosition {
   int stage = 0;
   std::uint32_t phase = 0;
+  // The position of the ring's `index`-th use (index >= 0), for a loop that counts its uses rather
+  // than carrying a position from one to the next.
+  __device__ __forceinline__ static RingPosition at(int index) {
+    const auto uses = static_cast<std::uint32_t>(index);
+    return {static_cast<int>(uses % kStages), (uses / kStages) & 1};
+  }
   __device__ __forceinline__ void advance() {
     if (++stage == kStages) {
       stage = 0;

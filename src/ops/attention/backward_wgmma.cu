@@ -19,12 +19,14 @@
 // reductions instead of a thread's atomics per 64 (measured against float2 atomics from registers:
 // +4% at head_dim 128, +19% at 64). Costs: 178 KiB of shared memory at head_dim 128 (one block
 // per SM), two block barriers a tile that keep the warpgroups in step, no warp specialization.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 
 #include "core/fast_math.cuh"
 #include "core/hopper.cuh"
+#include "core/hopper/pipeline.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
@@ -51,19 +53,30 @@ struct BackwardLayout {
   static constexpr std::uint32_t kDsBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 64 keys
   static constexpr std::uint32_t kDqBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 32 fp32 dimensions
   static constexpr std::uint32_t kDqGroupBytes = 2 * kDqBoxBytes;    // a warpgroup's 64 dimensions
-  // Offsets from the aligned base: K, V, two slots of Q, two of dO, dS (two boxes of 64 keys), each
-  // warpgroup's fp32 dQ tile, two slots of the tile's L log2(e) and D (64 floats each), then the
-  // barriers (K and V; Q slots).
-  static constexpr std::uint32_t kK = 0;
-  static constexpr std::uint32_t kV = kK + kKvTileBytes;
-  static constexpr std::uint32_t kQ = kV + kKvTileBytes;
-  static constexpr std::uint32_t kDo = kQ + 2 * kQTileBytes;
-  static constexpr std::uint32_t kDs = kDo + 2 * kQTileBytes;
-  static constexpr std::uint32_t kDq = kDs + 2 * kDsBoxBytes;
-  static constexpr std::uint32_t kStats = kDq + 2 * kDqGroupBytes;
-  static constexpr std::uint32_t kBarriers = kStats + 2 * 2 * kBlockM * sizeof(float);
-  static constexpr int kSharedBytes = static_cast<int>(kBarriers + 3 * 8 + kAtomBytes);
+  // Shared memory: K, V, two slots of Q, two of dO, dS (two boxes of 64 keys), each warpgroup's
+  // fp32 dQ tile, two slots of the tile's L log2(e) and D (64 floats each), then the barriers (K and
+  // V; Q slots).
+  struct Storage {
+    alignas(1024) std::uint8_t k[kKvTileBytes];
+    alignas(1024) std::uint8_t v[kKvTileBytes];
+    alignas(1024) std::uint8_t q[2][kQTileBytes];
+    alignas(1024) std::uint8_t d_o[2][kQTileBytes];
+    alignas(1024) std::uint8_t ds[2][kDsBoxBytes];
+    alignas(1024) std::uint8_t dq[2][kDqGroupBytes];
+    float stats[2][2 * kBlockM];
+    std::uint64_t kv_full;
+    std::uint64_t q_full[2];
+  };
+  static constexpr std::uint32_t kK = offsetof(Storage, k), kV = offsetof(Storage, v);
+  static constexpr std::uint32_t kQ = offsetof(Storage, q), kDo = offsetof(Storage, d_o);
+  static constexpr std::uint32_t kDs = offsetof(Storage, ds), kDq = offsetof(Storage, dq);
+  static constexpr std::uint32_t kStats = offsetof(Storage, stats);
+  static constexpr std::uint32_t kKvFull = offsetof(Storage, kv_full), kQFull = offsetof(Storage, q_full);
+  static constexpr int kSharedBytes = shared_storage_bytes<Storage>();
 };
+
+// The named barrier of warpgroup w's dQ hand-over is kDqBarrier + w (0 is __syncthreads).
+enum NamedBarrier : int { kDqBarrier = 1 };
 
 struct BackwardParams {
   const float* lse;
@@ -88,7 +101,7 @@ __global__ void __launch_bounds__(256, 1)
   const std::uint32_t base = aligned_shared_base(dynamic_shared);
   std::uint8_t* shared_bytes = dynamic_shared + (base - shared_address(dynamic_shared));
   auto* stats = reinterpret_cast<float*>(shared_bytes + L::kStats);
-  const std::uint32_t kv_full = base + L::kBarriers, q_full = kv_full + 8;  // slot s: q_full + 8 s
+  const std::uint32_t kv_full = base + L::kKvFull, q_full = base + L::kQFull;  // slot s: q_full + 8 s
 
   const int key0 = static_cast<int>(blockIdx.x) * L::kBlockN;
   const int kv_head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
@@ -111,7 +124,7 @@ __global__ void __launch_bounds__(256, 1)
   // Step `step`'s Q and dO into its slot (thread 0, by TMA), and its rows' L log2(e) and D (threads
   // 0-127, by plain loads; visible to all after the next block barrier).
   const auto load_step = [&](int step) {
-    const int slot = step & 1, z = matrix_of(step), q0 = row_of(step);
+    const int slot = RingPosition<2>::at(step).stage, z = matrix_of(step), q0 = row_of(step);
     if (threadIdx.x == 0) {
       const std::uint32_t full = q_full + 8 * slot;
       mbarrier_arrive_expect_tx(full, 2 * L::kQTileBytes);
@@ -156,13 +169,14 @@ __global__ void __launch_bounds__(256, 1)
   mbarrier_wait(kv_full, 0);
 
   for (int step = 0; step < steps; ++step) {
-    const int slot = step & 1, z = matrix_of(step), q0 = row_of(step);
+    const RingPosition<2> at = RingPosition<2>::at(step);  // this step's Q and dO slot
+    const int slot = at.stage, z = matrix_of(step), q0 = row_of(step);
     if (step + 1 < steps) load_step(step + 1);
     const std::uint32_t q_tile = base + L::kQ + slot * L::kQTileBytes;
     const std::uint32_t do_tile = base + L::kDo + slot * L::kQTileBytes;
     const float* lse_scaled = stats + slot * 2 * L::kBlockM;
     const float* row_delta = lse_scaled + L::kBlockM;
-    mbarrier_wait(q_full + 8 * slot, (step >> 1) & 1);
+    mbarrier_wait(q_full + 8 * slot, at.phase);
 
     // S^T and dP^T: k-step kk lies in box kk / 4 of every tile, 32 bytes into its rows.
     float s[32], dp[32];
@@ -289,7 +303,7 @@ __global__ void __launch_bounds__(256, 1)
       }
     }
     fence_async_shared();
-    named_barrier_sync(1 + warpgroup, 128);
+    named_barrier_sync(kDqBarrier + warpgroup, 128);
     if (dq_leader) {
       const int dim0 = kHeadDim == 128 ? 64 * warpgroup : 0;
 #pragma unroll
