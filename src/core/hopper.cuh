@@ -1,4 +1,4 @@
-// The Hopper (sm_90a) building blocks that the wgmma/TMA kernels share (the GEMM's rungs 5-8 in
+// The Hopper (sm_90a) building blocks that the wgmma/TMA kernels share (the GEMM's rungs wgmma_tma to wgmma_cluster in
 // ops/gemm/hopper.cuh, the attention rungs in ops/attention/wgmma_kernel.cuh): tensor maps encoded
 // on the host, mbarriers and rings of them, named barriers, cluster helpers, register reallocation,
 // TMA loads (plain and multicast), stores and L2 prefetches, wgmma descriptors and instructions.
@@ -193,7 +193,7 @@ __device__ __forceinline__ void mbarrier_arrive(std::uint32_t barrier) {
 // the default release at CTA scope, as CUTLASS's ClusterBarrier::arrive does: what it orders (a
 // consumer's wgmma reads, complete at wgmma.wait_group, before the peer's TMA overwrites the slot)
 // needs no fence. An explicit .release.cluster compiles to MEMBAR.ALL.GPU before every arrival,
-// which stalled each consumer warpgroup once per k-tile (rung 8 ran ~30% behind rung 7).
+// which stalled each consumer warpgroup once per k-tile (wgmma_cluster ran ~30% behind wgmma_persistent).
 __device__ __forceinline__ void mbarrier_arrive_cluster(std::uint32_t barrier, std::uint32_t cta) {
   asm volatile(
       "{\n"

@@ -1,4 +1,4 @@
-// The mma.sync building blocks the 16-bit tensor-core kernels share (the GEMM's rungs 1-4, the
+// The mma.sync building blocks the 16-bit tensor-core kernels share (the GEMM's rungs wmma_global to mma_pipelined, the
 // attention rungs): PTX wrappers for ldmatrix, mma.sync m16n8k16 and cp.async, the XOR swizzle of
 // shared tiles whose rows are 16-byte chunks, and the warp-level fragment loads built on them.
 //

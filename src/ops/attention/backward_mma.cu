@@ -1,4 +1,4 @@
-// Backward rung 2, `mma`: FlashAttention-2's backward on mma.sync m16n8k16 (its algorithm 2). A
+// Backward rung `mma`: FlashAttention-2's backward on mma.sync m16n8k16 (its algorithm 2). A
 // block owns 64 keys of one (batch, kv head) and walks the query rows of every query head of the
 // kv head's group in tiles of 64, so dK and dV stay in registers and are written once, with no
 // atomics. Per query tile, each warp (16 of the block's keys):

@@ -1,4 +1,4 @@
-// Backward rung 1, `naive`: the gradients of attention as the textbook writes them, with P and dS
+// Backward rung `naive`: the gradients of attention as the textbook writes them, with P and dS
 // of every (batch, head) materialized in fp32 in the workspace:
 //   P, dS      a thread per (query i, key j): s = scale q_i . k_j, P = exp(s - L_i), dP = dO_i . v_j,
 //              D_i = dO_i . O_i, dS = P (dP - D_i); 0 where causal hides key j from row i;

@@ -1,4 +1,4 @@
-// Backward rung 3, `wgmma`: FlashAttention-2's backward (the `mma` rung's algorithm) on Hopper's
+// Backward rung `wgmma`: FlashAttention-2's backward (the `mma` rung's algorithm) on Hopper's
 // warpgroup instructions, sm_90a only. A block of two warpgroups owns 128 keys of one (batch, kv
 // head), 64 per warpgroup, and walks 64-row query tiles of every query head of the group. Per tile,
 // each warpgroup:

@@ -1,4 +1,4 @@
-// Rung 4, `mma`: attention on tensor cores (mma_kernel.cuh). Fixes the CUDA-core rungs' arithmetic
+// Rung `mma`: attention on tensor cores (mma_kernel.cuh). Fixes the CUDA-core rungs' arithmetic
 // rate: Q K^T and P V run as mma.sync m16n8k16 (fp32 accumulators) from ldmatrix'd fragments, P
 // stays in registers, exponents are exp2 with the scale folded in. Costs: no overlap of the K/V
 // copies with arithmetic (each tile is waited for before any mma), and causal tiles above the

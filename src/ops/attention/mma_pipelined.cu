@@ -1,4 +1,4 @@
-// Rung 5, `mma_pipelined`: rung 4's kernel (mma_kernel.cuh) with the copies overlapped and causal
+// Rung `mma_pipelined`: rung `mma`'s kernel (mma_kernel.cuh) with the copies overlapped and causal
 // work skipped. Fixes: V's tile is copied by cp.async while S = Q K^T and the softmax run, the next
 // K tile while P V runs, so each copy hides behind arithmetic; causal key tiles wholly above the
 // block's last query row are never loaded or computed (about half the work), and in the diagonal

@@ -1,4 +1,4 @@
-// Rung 1, `naive`: attention as three textbook steps, each its own kernel, with the whole score
+// Rung `naive`: attention as three textbook steps, each its own kernel, with the whole score
 // matrix of every (batch, head) materialized in fp32 in the workspace:
 //   S = scale Q K^T      a 16 x 16 shared-memory tiled matmul (K read as K^T);
 //   P = softmax(S)       a block per row, in place over S (scores_softmax.cuh, shared with the cuBLAS

@@ -1,4 +1,4 @@
-// Rung 3, `tiled`: FlashAttention-2's work split (Dao 2023) on CUDA cores. A block of 4 warps takes
+// Rung `tiled`: FlashAttention-2's work split (Dao 2023) on CUDA cores. A block of 4 warps takes
 // 64 query rows of one (batch, head); each warp 16 of them. Q's tile stays in shared memory for the
 // whole walk; K and V tiles of kBlockN keys pass through shared memory one at a time. Per tile, each
 // warp computes its 16 x kBlockN scores in registers, updates the online softmax, and adds P V into

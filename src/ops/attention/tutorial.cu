@@ -1,4 +1,4 @@
-// Rung 2: the zero-to-hero tutorial's flashAttentionForward (seed 004, section 10.2), and the same
+// Rung `tutorial`: the zero-to-hero tutorial's flashAttentionForward (seed 004, section 10.2), and the same
 // kernel completed.
 //
 // `tutorial` (BROKEN on purpose) keeps the tutorial's kernel as it stands: a block per BLOCK_N = 32
@@ -25,7 +25,7 @@
 // tutorial divides by sqrt(D), which is only the default scale), causal rows stop at the diagonal
 // (tiles past the block's last row are not loaded), kv heads are mapped, and Q's shared rows are
 // padded to an odd stride (the tutorial's stride of D floats puts the 32 threads' reads of one
-// column in one bank: a 32-way conflict). Costs, which rung 3 removes: o_acc[head_dim] is indexed by
+// column in one bank: a 32-way conflict). Costs, which rung `tiled` removes: o_acc[head_dim] is indexed by
 // a runtime dimension, so it lives in local memory (L1, spilling to L2), each thread does head_dim
 // FMAs per key serially, and 32 rows a block keep only one warp per block.
 //

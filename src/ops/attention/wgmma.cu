@@ -1,4 +1,4 @@
-// Rung 6, `wgmma`: attention on Hopper's warpgroup tensor-core instructions (wgmma_kernel.cuh),
+// Rung `wgmma`: attention on Hopper's warpgroup tensor-core instructions (wgmma_kernel.cuh),
 // sm_90a only. Fixes, relative to mma_pipelined: wgmma takes its B operands (K, V) and Q straight
 // from shared memory, so no ldmatrix traffic and no fragment registers; TMA moves K and V tiles by a
 // producer warpgroup into 2-slot rings that run ahead of the consumers, with mbarriers instead of

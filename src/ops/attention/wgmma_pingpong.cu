@@ -1,4 +1,4 @@
-// Rung 7, `wgmma_pingpong`: rung 6 (wgmma_kernel.cuh) with FlashAttention-3's schedule between the
+// Rung `wgmma_pingpong`: rung `wgmma` (wgmma_kernel.cuh) with FlashAttention-3's schedule between the
 // two consumer warpgroups. Fixes: left alone, both warpgroups tend to reach their GEMMs and their
 // softmax at the same time, so the tensor cores idle while both compute exponentials; two named
 // barriers make them issue their GEMMs in turn, one warpgroup's softmax running under the other's

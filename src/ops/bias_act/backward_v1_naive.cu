@@ -1,4 +1,4 @@
-// Backward rung 1: the obvious two kernels. dx one element per thread (a block of 256 per 256
+// Backward rung `naive`: the obvious two kernels. dx one element per thread (a block of 256 per 256
 // elements, 2- or 4-byte accesses, a 64-bit modulo for the column); then dbias by one thread per
 // column, looping down its column of dx: a warp reads 32 adjacent columns of one row per step, so
 // the reads coalesce, but only `features` threads run (8192 for 8192 features, 3% of the 270,336

@@ -1,9 +1,9 @@
-// Backward rung 2: one pass over x and dy (column_tiles.cuh, TilePass::fused). Blocks of 32 x 8
+// Backward rung `fused`: one pass over x and dy (column_tiles.cuh, TilePass::fused). Blocks of 32 x 8
 // threads take tiles of 128 rows by 32 16-byte column vectors in address order; each thread keeps
 // its bias vector in registers, has 4 rows' x and dy vectors in flight, writes dx and adds its fp32
 // dx values into one running sum per column; the block's 8 row lanes meet in shared memory and
 // write one fp32 partial per column, and a second small kernel adds each column's partials in a
-// fixed order and rounds dbias once. Fixes: rung 1's second pass (the column sums ride along the dx
+// fixed order and rounds dbias once. Fixes: rung `naive`'s second pass (the column sums ride along the dx
 // pass, so x and dy are read once and dx is never read back) and its latency-bound column loop; dx
 // moves in 16-byte accesses. Costs: the partials, 4 bytes per column per 128 rows written and read
 // back (1% of the bf16 traffic, 0.5% of fp32's), and a second launch. Deterministic: the same inputs

@@ -1,6 +1,6 @@
 // Baseline for claim C32: bias add and activation as two separate kernels, the way two PyTorch ops
 // (x + bias, then relu or gelu) run: the first writes x + bias, rounded to T, to a tensor in global
-// memory (the workspace here), the second reads it back and writes y. Both passes are rung 2's
+// memory (the workspace here), the second reads it back and writes y. Both passes are rung `vectorized`'s
 // flat 16-byte-vector kernel (flat.cuh), so the comparison with the fused rungs measures the fusion
 // alone: 4 tensor transfers instead of 2, and the extra rounding of x + bias to T (the check's
 // bound allows it: reference.hpp).

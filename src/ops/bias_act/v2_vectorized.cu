@@ -1,4 +1,4 @@
-// Rung 2: fused, 16-byte vectors over the tensor as one flat array (flat.cuh). Fixes: rung 1's
+// Rung `vectorized`: fused, 16-byte vectors over the tensor as one flat array (flat.cuh). Fixes: rung `tutorial`'s
 // 2- and 4-byte accesses (a warp now moves 512 bytes of x and of y per instruction) and its
 // one-element-per-thread blocks (a block now takes 16 KiB of bf16 x, four vectors a thread, all
 // loaded before the first is used); GELU (tanh) in 13 instructions instead of 24 (activation.cuh).

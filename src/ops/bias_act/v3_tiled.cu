@@ -1,12 +1,12 @@
-// Rung 3: fused, 2-D tiles of 32 rows by 32 16-byte column vectors (32 x 256 bf16/fp16 or 32 x 128
-// fp32 elements), one tile per block, blocks numbered column-tile fastest. Fixes: rung 2's bias
+// Rung `tiled`: fused, 2-D tiles of 32 rows by 32 16-byte column vectors (32 x 256 bf16/fp16 or 32 x 128
+// fp32 elements), one tile per block, blocks numbered column-tile fastest. Fixes: rung `vectorized`'s bias
 // reload (each thread's column is fixed, so its bias vector is loaded once and kept in registers)
 // and its spread-out request window (blocks are dispatched in address order, a band of 32 rows at a
 // time, so the GPU streams through x and y as one front, the pattern that gave the reduce ladder
 // its last few percent), with 4 rows' x vectors per thread issued before the first is used. Costs:
 // a block launch per 16 KiB (bf16) of x; lanes past the row end idle when features / (16 / sizeof T)
 // is not a multiple of 32 (at 1000 bf16 features, 3 of 128 lanes); rows that are not 16-byte
-// aligned (features not a multiple of 16 / sizeof T) go to rung 2, which gathers the bias.
+// aligned (features not a multiple of 16 / sizeof T) go to rung `vectorized`, which gathers the bias.
 #include <algorithm>
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// Rung 1: one element per thread, a 256-thread block per 256 elements, one scalar conversion each.
+// Rung `one_per_thread`: one element per thread, a 256-thread block per 256 elements, one scalar conversion each.
 // Fixes: nothing yet; it is the textbook kernel, with a 64-bit index so it works past 2^31
 // elements. Costs: a block per 256 elements, and 2-byte accesses on the 16-bit side (a warp moves
 // 64 bytes there per instruction, 128 on the fp32 side), where a 16-byte vector per lane moves 512.

@@ -1,5 +1,5 @@
-// Rung 2: 16-byte vectors and pairwise conversions, a resident grid striding over chunks of one
-// 16-byte output vector. Fixes: rung 1's narrow accesses and a quarter as many conversion
+// Rung `vectorized`: 16-byte vectors and pairwise conversions, a resident grid striding over chunks of one
+// 16-byte output vector. Fixes: rung `one_per_thread`'s narrow accesses and a quarter as many conversion
 // instructions when narrowing (one F2FP packs two floats); block scheduling is paid once per
 // resident block. Narrowing reads a chunk's 8 floats as two adjacent 16-byte vectors (the second
 // load finds its sectors already fetched by the first) and writes one; widening reads 4 16-bit
@@ -11,7 +11,7 @@
 // 2.97 TB/s at 2^28 and 3.17 against 3.26 at 2^24 (commit a26c927, reverted), so the half-used
 // load instructions are not what holds narrowing at 0.95x Thrust. Costs: a scalar head and tail (by the
 // grid's first threads) and an alignment search on the host; pointers whose phases never meet go
-// to rung 1.
+// to rung `one_per_thread`.
 #include <algorithm>
 #include <cstdint>
 

@@ -1,5 +1,5 @@
-// What the Hopper (sm_90a) GEMM rungs 5-8 (tensor_core_variants.hpp) share beyond core/hopper.cuh:
-// the host-side limits, the L2-ordered tile order of the persistent rungs, launch parameters and
+// What the GEMM's Hopper (sm_90a) rungs, wgmma_tma to wgmma_cluster (tensor_core_variants.hpp), share beyond
+// core/hopper.cuh: the host-side limits, the L2-ordered tile order of the persistent rungs, launch parameters and
 // tensor maps of A, B and C, B's MN-major tiles, the k-loop of a consumer warpgroup, and the two
 // epilogues (straight from registers; through swizzled shared memory and TMA stores, with the old
 // C prefetched into L2 and loaded into registers in one batch).

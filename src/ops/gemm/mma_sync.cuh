@@ -1,6 +1,6 @@
-// Pieces the BF16/FP16 tensor-core rungs 1-4 (tensor_core_variants.hpp) share beyond the
+// Pieces the BF16/FP16 tensor-core rungs wmma_global to mma_pipelined (tensor_core_variants.hpp) share beyond the
 // mma.sync building blocks of core/mma_sync.cuh: the 16-byte chunk copies of A and B tiles (rungs
-// 2-4), the epilogues that blend accumulators into C (rungs 1-4) and the host-side limits every
+// 2-4), the epilogues that blend accumulators into C (those rungs) and the host-side limits every
 // rung shares.
 #pragma once
 
@@ -110,7 +110,7 @@ class TileCopy {
   __device__ static int row() { return static_cast<int>(threadIdx.x) / kRowChunks; }
   __device__ static int chunk() { return static_cast<int>(threadIdx.x) % kRowChunks; }
 
-  // Rungs 2-3, through registers: every load is issued before the first store. `rows_in` and
+  // wmma_shared and mma_swizzled, through registers: every load is issued before the first store. `rows_in` and
   // `cols_in`: how many of the tile's rows and columns lie inside the matrix.
   __device__ void load(uint4 (&staged)[kPerThread], int rows_in, int cols_in, bool vector) const {
     const int count = chunk_count(cols_in);
@@ -126,7 +126,7 @@ class TileCopy {
       *reinterpret_cast<uint4*>(tile + offset(row() + i * kRowStep, chunk())) = staged[i];
   }
 
-  // Rung 4: cp.async into the swizzled tile at shared address `tile`. A chunk partly or wholly past
+  // Rung `mma_pipelined`: cp.async into the swizzled tile at shared address `tile`. A chunk partly or wholly past
   // the matrix reads only its elements inside (src-size) and is zero-filled; a chunk wholly past it
   // names `inside`, any element of the operand, as its (unread) source. Sources must be 16-byte
   // aligned.
@@ -168,7 +168,7 @@ class BlockCopy {
         m_in_(static_cast<int>(min(p.m - row0, static_cast<std::int64_t>(kBlockM)))),
         n_in_(static_cast<int>(min(p.n - col0, static_cast<std::int64_t>(kBlockN)))) {}
 
-  // Rung 4: the next k tile by cp.async into swizzled tiles at shared addresses a_tile, b_tile.
+  // Rung `mma_pipelined`: the next k tile by cp.async into swizzled tiles at shared addresses a_tile, b_tile.
   __device__ void copy_async(std::uint32_t a_tile, std::uint32_t b_tile, const GemmArgs<T>& p) {
     const int k_in = static_cast<int>(min(k_left_, static_cast<std::int64_t>(kBlockK)));
     a_.copy_async(a_tile, m_in_, k_in, p.a);
@@ -180,7 +180,7 @@ class BlockCopy {
     next(p);
   }
 
-  // Rungs 2-3: the next k tile through registers; a_offset / b_offset(row, chunk) place chunks.
+  // wmma_shared and mma_swizzled: the next k tile through registers; a_offset / b_offset(row, chunk) place chunks.
   template <typename AOffset, typename BOffset>
   __device__ void copy_through_registers(T* a_tile, T* b_tile, const GemmArgs<T>& p, bool vector_a, bool vector_b,
                                          AOffset a_offset, BOffset b_offset) {

@@ -1,4 +1,4 @@
-// Tensor-core rung 4: rung 3's mma.sync/ldmatrix/swizzle core behind a multistage cp.async
+// Tensor-core rung `mma_pipelined`: rung `mma_swizzled`'s mma.sync/ldmatrix/swizzle core behind a multistage cp.async
 // pipeline. A 256-thread block computes a 128x256 tile of C (8 warps of 64x64: 4x8 m16n8k16
 // products per 16 of k); k advances 32 at a time through 4 shared-memory stages (24 KiB each): the
 // copies of tiles t+1..t+3 are in flight (cp.async, 16 bytes, global -> shared without registers,
@@ -6,7 +6,7 @@
 // tile t is multiplied, one barrier per tile. Fragments are double-buffered in registers: k-step
 // i+1's ldmatrix loads are issued before k-step i's mma.sync, and the last k-step of a tile loads
 // the next tile's first fragments, so the tensor cores do not wait on shared memory either.
-// Fixes, relative to rung 3: copy latency overlaps math, there are no staging registers, and the
+// Fixes, relative to rung `mma_swizzled`: copy latency overlaps math, there are no staging registers, and the
 // 64x64 warp tile halves the shared-memory traffic per product (8 ldmatrix.x4 per 32 mma.sync,
 // against 6 per 16), which on an H100 would otherwise cap mma.sync below its peak.
 // Costs: 96 KiB of shared memory and about 240 registers per thread (one block of 8 warps per SM),

@@ -1,23 +1,21 @@
-// Tensor-core rung 4s: rungs 3-4's mma.sync/ldmatrix/swizzle core cut down for small, batched and
-// few-tile problems, which are memory-bound: the kernel has to stream A, B and C (read and
-// written) at the copy rate, and the big-tile rungs cannot. A 128-thread block computes a 64x64
-// tile of C (4 warps of 32x32: 2x4 m16n8k16 products per 16 of k) with k in tiles of 64, so a
-// 64x64x64 matrix is one k tile (A and B tiles 8 KiB each). Shared memory is sized per launch to
-// the k tiles that exist, up to 3 cp.async stages: with k <= 64 a block takes 24 KiB (C's tile
-// included) and 64 registers, so 8 blocks (32 warps) share an SM; k <= 128 takes 40 KiB (5
-// blocks). Longer k refills the stages in the main loop (56 KiB, up to 111 registers, 4 blocks).
-// C's tile is fetched by cp.async in the same group as the first k tile, so the read of C overlaps
-// A's and B's instead of following the main loop. The epilogue blends the accumulators into that
-// tile in shared memory (4-byte pairs, conflict-free through the swizzle), then each row of 64
-// outputs leaves as 128 contiguous bytes of 16-byte stores. The grid is 1-D over batch x row tiles
+// Tensor-core rung `mma_small`: mma_swizzled's and mma_pipelined's mma.sync/ldmatrix/swizzle core cut down for small,
+// batched and few-tile problems, which are memory-bound: the kernel has to stream A, B and C (read and written) at the
+// copy rate, and the big-tile rungs cannot. A 128-thread block computes a 64x64 tile of C (4 warps of 32x32: 2x4
+// m16n8k16 products per 16 of k) with k in tiles of 64, so a 64x64x64 matrix is one k tile (A and B tiles 8 KiB each).
+// Shared memory is sized per launch to the k tiles that exist, up to 3 cp.async stages: with k <= 64 a block takes 24
+// KiB (C's tile included) and 64 registers, so 8 blocks (32 warps) share an SM; k <= 128 takes 40 KiB (5 blocks).
+// Longer k refills the stages in the main loop (56 KiB, up to 111 registers, 4 blocks). C's tile is fetched by cp.async
+// in the same group as the first k tile, so the read of C overlaps A's and B's instead of following the main loop. The
+// epilogue blends the accumulators into that tile in shared memory (4-byte pairs, conflict-free through the swizzle),
+// then each row of 64 outputs leaves as 128 contiguous bytes of 16-byte stores. The grid is 1-D over batch x row tiles
 // x column tiles, so any batch fits. Operands whose rows or batch strides are not 16-byte
-// multiples take the same pipeline with rung 3's copy through registers (zero-filling element
+// multiples take the same pipeline with rung `mma_swizzled`'s copy through registers (zero-filling element
 // loads) instead of cp.async, so every shape runs.
-// Fixes, relative to rungs 3-4: no work wasted on 64x64 matrices (a 128x128 tile computes 4x the
+// Fixes, relative to mma_swizzled and mma_pipelined: no work wasted on 64x64 matrices (a 128x128 tile computes 4x the
 // outputs), 4-8x the blocks per SM to keep enough bytes in flight, no pipeline to fill, and C read
 // and written in full 128-byte lines.
 // Costs: a 32x32 warp tile reads 4 ldmatrix.x4 per 8 mma.sync, so large compute-bound shapes are
-// capped well below rung 4 and the Hopper rungs; unaligned operands copy synchronously.
+// capped well below rung `mma_pipelined` and the Hopper rungs; unaligned operands copy synchronously.
 // Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 185
 // TFLOP/s at 8192^3 (0.24x cuBLAS), 255 at 4096^3 (0.34x); 1024 x 64^3 batched in 14.4 us (cuBLAS
 // 15.0; gemm-batched.json at 6f4fdc7).

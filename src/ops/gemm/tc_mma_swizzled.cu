@@ -1,14 +1,14 @@
-// Tensor-core rung 3: mma.sync m16n8k16 fed by ldmatrix from XOR-swizzled shared memory. The block
-// and copy are rung 2's (128x128 tile of C, 256 threads, k in steps of 32, A and B tiles copied
+// Tensor-core rung `mma_swizzled`: mma.sync m16n8k16 fed by ldmatrix from XOR-swizzled shared memory. The block
+// and copy are rung `wmma_shared`'s (128x128 tile of C, 256 threads, k in steps of 32, A and B tiles copied
 // through registers with 16-byte loads where the rows allow and zero-filling element loads
 // otherwise); what changes is below WMMA: each warp's 64x32 sub-tile is 4x4 mma.sync m16n8k16
 // products per 16 of k, their operands loaded by ldmatrix.x4 (4 for A, 2 for B: .trans when B is
 // K x N, plain when it is N x K) and the accumulators written to C straight from registers. The
 // tiles are unpadded; XORing each 16-byte chunk's column index with the row (swizzle) keeps the
 // 8 rows one ldmatrix matrix reads in 8 distinct bank groups, and the copies' 16-byte stores too.
-// Fixes, relative to rung 2: the fragments' layout is known, so no shared scratch in the epilogue
+// Fixes, relative to rung `wmma_shared`: the fragments' layout is known, so no shared scratch in the epilogue
 // and no padding (16 KiB of shared memory per block against 27-28 KiB); every shared load is one
-// conflict-free ldmatrix.x4 (rung 2's BF16 WMMA loads compile to four 32-bit generic loads per
+// conflict-free ldmatrix.x4 (rung `wmma_shared`'s BF16 WMMA loads compile to four 32-bit generic loads per
 // fragment with nvcc 13.0; its FP16 ones to ldmatrix).
 // Costs: the copy is still synchronous (registers, then a barrier), so each warp stalls on global
 // memory once per tile unless the SM's other block covers it.

@@ -1,22 +1,20 @@
-// Tensor-core rung 8 (Hopper, sm_90a): rung 7's persistent blocks in clusters of two. The two
-// blocks of a cluster compute vertically adjacent 128 x 256 tiles (rows m0 and m0 + 128 of one
-// 256 x 256 cluster tile), which need the same 256 x 64 slice of B per k-tile. Each block loads
-// its own A tile and one half of B (128 columns), and multicasts that half to both blocks: a
-// block's full barrier completes on 16 KiB of A from its own producer, 16 KiB of B from its own
-// and 16 KiB from its peer's. Because the peer writes into this block's ring, a slot is free only
-// when the consumers of both blocks have released it: each consumer warpgroup arrives on the
-// empty barrier of its slot in both blocks (4 arrivals per phase), and the producers wait on it at
-// CTA scope, as CUTLASS does. Cluster tiles follow rung 7's L2 order in bands of 8 cluster rows; the
-// grid is as many clusters as can be resident at once (cudaOccupancyMaxActiveClusters), so no
-// cluster waits for an SM pair to free up. The epilogue is rung 7's.
-// The first version ran ~30% behind rung 7 (502 vs 744 TFLOP/s at 4096^3, beta = 0); the cause,
-// seen in its SASS and confirmed by the fix (764 vs 767 after it): its remote arrivals were
-// mbarrier.arrive.release.cluster, which ptxas compiles to MEMBAR.ALL.GPU before the arrive, so once per k-tile each
-// consumer warpgroup stalled on a GPU-scope fence between wgmma.wait_group and its next wgmma (and the producer's
+// Tensor-core rung `wgmma_cluster` (Hopper, sm_90a): rung `wgmma_persistent`'s persistent blocks in clusters of two.
+// The two blocks of a cluster compute vertically adjacent 128 x 256 tiles (rows m0 and m0 + 128 of one 256 x 256
+// cluster tile), which need the same 256 x 64 slice of B per k-tile. Each block loads its own A tile and one half of B
+// (128 columns), and multicasts that half to both blocks: a block's full barrier completes on 16 KiB of A from its own
+// producer, 16 KiB of B from its own and 16 KiB from its peer's. Because the peer writes into this block's ring, a slot
+// is free only when the consumers of both blocks have released it: each consumer warpgroup arrives on the empty barrier
+// of its slot in both blocks (4 arrivals per phase), and the producers wait on it at CTA scope, as CUTLASS does.
+// Cluster tiles follow rung `wgmma_persistent`'s L2 order in bands of 8 cluster rows; the grid is as many clusters as
+// can be resident at once (cudaOccupancyMaxActiveClusters), so no cluster waits for an SM pair to free up. The epilogue
+// is rung `wgmma_persistent`'s. The first version ran ~30% behind rung `wgmma_persistent` (502 vs 744 TFLOP/s at
+// 4096^3, beta = 0); the cause, seen in its SASS and confirmed by the fix (764 vs 767 after it): its remote arrivals
+// were mbarrier.arrive.release.cluster, which ptxas compiles to MEMBAR.ALL.GPU before the arrive, so once per k-tile
+// each consumer warpgroup stalled on a GPU-scope fence between wgmma.wait_group and its next wgmma (and the producer's
 // acquire.cluster waits invalidated L1, CCTL.IVALL). The ordering they bought is not needed: the
 // slot's readers are the consumers' wgmmas, complete at wgmma.wait_group before the arrival, and the
 // producer only issues TMA writes after its wait. Both now use the default (CTA-scope) semantics.
-// Fixes, relative to rung 7: B's tiles cross from L2 to the SMs once per cluster instead of once
+// Fixes, relative to rung `wgmma_persistent`: B's tiles cross from L2 to the SMs once per cluster instead of once
 // per block, a third less L2-to-SM traffic per k-tile (32 instead of 48 KiB per block) at the
 // same 128 x 256 x 64 block tile. Costs: the two blocks advance in lockstep (a slow block stalls
 // its peer's producer); a cluster's second tile row is computed even when it lies past m (its A
@@ -51,8 +49,8 @@ constexpr int kClusterSize = kWgmmaClusterSize;
 constexpr int kStages = 4;
 constexpr int kConsumers = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kGroupM = 8;                                        // cluster rows per band: 16 tile rows, as rung 7
-constexpr int kATileBytes = kBlockM * kBlockK * 2;                // 16 KiB
+constexpr int kGroupM = 8;                          // cluster rows per band: 16 tile rows, as rung `wgmma_persistent`
+constexpr int kATileBytes = kBlockM * kBlockK * 2;  // 16 KiB
 constexpr int kBPartColumns = kBlockN / kClusterSize;             // the B columns one block loads
 constexpr int kBPartBytes = kBPartColumns * kBlockK * 2;          // 16 KiB
 constexpr int kStageBytes = kATileBytes + kBlockN * kBlockK * 2;  // + 32 KiB of B

@@ -1,10 +1,9 @@
-// Tensor-core rung 7 (Hopper, sm_90a): persistent blocks. Rung 6's block (one TMA producer
-// warpgroup, two consumer warpgroups on a 128 x 256 tile, 4-slot ring of 48 KiB) now stays on its
-// SM for the whole launch: the grid is one block per SM, and block b takes tiles b, b + grid, ...
-// of an order that walks bands of 16 tile rows column by column (grouped_tile), so the tiles that
-// run at one time share their A and B panels in L2. The producer's ring position carries across
-// tiles: while the consumers finish one tile's epilogue, the producer is already filling the ring
-// with the next tile's first k-tiles. The epilogue goes through shared memory: each consumer
+// Tensor-core rung `wgmma_persistent` (Hopper, sm_90a): persistent blocks. Rung `wgmma_specialized`'s block (one TMA
+// producer warpgroup, two consumer warpgroups on a 128 x 256 tile, 4-slot ring of 48 KiB) now stays on its SM for the
+// whole launch: the grid is one block per SM, and block b takes tiles b, b + grid, ... of an order that walks bands of
+// 16 tile rows column by column (grouped_tile), so the tiles that run at one time share their A and B panels in L2. The
+// producer's ring position carries across tiles: while the consumers finish one tile's epilogue, the producer is
+// already filling the ring with the next tile's first k-tiles. The epilogue goes through shared memory: each consumer
 // warpgroup writes its 64 x 256 accumulators, 64 columns at a time, into two 8 KiB buffers with the
 // 128-byte swizzle (conflict-free: the 8 rows a warp writes per instruction hit 8 different bank
 // groups) and one thread hands each box to a TMA store, which clips rows and columns outside C and
@@ -13,8 +12,8 @@
 // k-tiles before the tile's last, and each consumer thread issues all 64 of its 4-byte loads of
 // the old C before its first box, so the epilogue waits for one L2 latency per tile (it used to
 // wait for each load in turn from DRAM: beta = -0.5 cost ~20% at 4096^3). A C whose rows or
-// matrices are not 16-byte aligned (odd ldc, ...) takes rung 6's stores from registers.
-// Fixes, relative to rung 6: no block launch, barrier setup or cold ring per tile; the loads of
+// matrices are not 16-byte aligned (odd ldc, ...) takes rung `wgmma_specialized`'s stores from registers.
+// Fixes, relative to rung `wgmma_specialized`: no block launch, barrier setup or cold ring per tile; the loads of
 // the next tile overlap the epilogue; C leaves as whole 128-byte lines instead of 16-byte pieces
 // per row and warp instruction; L2 reuse by tile order rather than by launch order. Costs: the
 // tensor cores still idle while the consumers convert and stage their accumulators (one set of
@@ -25,7 +24,7 @@
 // Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 764
 // TFLOP/s at 8192^3 (0.99x cuBLAS), 726 at 4096^3 (0.97x); 1024 x 64^3 batched in 28.2 us (cuBLAS
 // 15.0; gemm-batched.json at 6f4fdc7).
-// Rung 7s (wgmma_small) is the same kernel on 64 x 128 tiles whose two consumer warpgroups split
+// Rung `wgmma_small` is the same kernel on 64 x 128 tiles whose two consumer warpgroups split
 // each k-tile (PersistentTiles below). Fixes: shapes with few large tiles, which left most SMs
 // idle. Costs: twice the A and B traffic per FLOP of the large tiles, and a 32 KiB hand-over of
 // partial sums per tile. Measured (gemm.json at b6e3911): 1024^3 in 10.8 us (cuBLAS 9.1, persistent
@@ -44,8 +43,8 @@
 
 namespace cudalab::gemm_variants {
 
-// The two tile shapes of the one kernel below. Large (rung 7): 128 x 256 tiles, two consumer
-// warpgroups on 64 rows each, a 4-slot ring of 48 KiB. Small (rung 7s): 64 x 128 tiles, 8x as
+// The two tile shapes of the one kernel below. Large (rung `wgmma_persistent`): 128 x 256 tiles, two consumer
+// warpgroups on 64 rows each, a 4-slot ring of 48 KiB. Small (rung `wgmma_small`): 64 x 128 tiles, 8x as
 // many, for shapes with fewer than about two waves of large tiles (1024^3: 32 large tiles for 132
 // SMs, 128 small ones); its two consumer warpgroups share the tile and split every k-tile, two
 // k-steps of 16 each, so a tile gets the tensor throughput of two warpgroups, and the second hands

@@ -1,4 +1,4 @@
-// Tensor-core rung 6 (Hopper, sm_90a): warp specialization. A block of three warpgroups owns a
+// Tensor-core rung `wgmma_specialized` (Hopper, sm_90a): warp specialization. A block of three warpgroups owns a
 // 128 x 256 tile of C. Warpgroup 0 is the producer: it gives most of its registers back
 // (setmaxnreg.dec to 40) and one of its threads only issues TMA loads into a 4-slot ring (48 KiB
 // per k-tile: A 128 x 64, B 256 x 64). Warpgroups 1 and 2 are consumers (setmaxnreg.inc to 232):
@@ -6,9 +6,9 @@
 // flight, and when the previous group has completed arrives on that slot's empty barrier. Each
 // slot has a full barrier (the producer's expected bytes have landed) and an empty barrier (both
 // consumers are done with it): no block-wide barrier in the k-loop.
-// Fixes, relative to rung 5: the loads no longer wait for the slowest warp at a __syncthreads; the
+// Fixes, relative to rung `wgmma_tma`: the loads no longer wait for the slowest warp at a __syncthreads; the
 // producer refills a slot the moment both consumers release it, up to 4 k-tiles ahead; the wider
-// 128 x 256 tile reads 48 KiB per 4.2 MFLOP (rung 5: 32 KiB per 2.1 MFLOP), and m64n256k16 is
+// 128 x 256 tile reads 48 KiB per 4.2 MFLOP (rung `wgmma_tma`: 32 KiB per 2.1 MFLOP), and m64n256k16 is
 // the largest wgmma, so the tensor cores see fewer, longer instructions. The register budget
 // moves to where the accumulators are: 256 x 232 + 128 x 40 is exactly the 384 x 168 registers the
 // block is launched with (__launch_bounds__(384, 1)).

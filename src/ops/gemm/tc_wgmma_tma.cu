@@ -1,11 +1,11 @@
-// Tensor-core rung 5 (Hopper, sm_90a): one warpgroup per 128 x 128 block tile multiplies with
+// Tensor-core rung `wgmma_tma` (Hopper, sm_90a): one warpgroup per 128 x 128 block tile multiplies with
 // wgmma straight from shared memory, fed by TMA. Per 64-wide k-tile, thread 0 issues one TMA load
 // of A's 128 x 64 tile and one (b_transposed) or two (B as k x n, 64-column boxes) of B's, all
 // 128-byte swizzled, into a 3-slot ring; each slot's mbarrier completes when its bytes have landed.
 // The warpgroup waits on the barrier, issues 2 x 4 wgmma.m64n128k16 (two 64-row halves of the tile,
 // four k-steps of 16) as one group, and keeps that group in flight while it waits for the previous
 // one; then a block barrier lets thread 0 refill the previous k-tile's slot.
-// Fixes, relative to rung 4: no thread moves operand data (TMA copies whole tiles, zero-filling
+// Fixes, relative to rung `mma_pipelined`: no thread moves operand data (TMA copies whole tiles, zero-filling
 // what lies outside the matrices, so any m, n, k needs no predicated copies) and no fragment is
 // loaded into registers (wgmma reads both operands from shared memory through descriptors), so the
 // 128 threads spend their issue slots on nothing but waiting and issuing 8 wgmmas per k-tile.

@@ -1,4 +1,4 @@
-// Tensor-core rung 1: WMMA straight from global memory. Each warp owns one 16x16 tile of C and
+// Tensor-core rung `wmma_global`: WMMA straight from global memory. Each warp owns one 16x16 tile of C and
 // walks k in steps of 16: wmma::load_matrix_sync reads A's and B's 16x16 fragments from global
 // memory and one 16x16x16 product runs on the tensor cores, accumulated in FP32; the epilogue goes
 // through a per-warp 1 KiB shared scratch (the accumulator's register layout is unspecified) to

@@ -1,11 +1,11 @@
-// Tensor-core rung 2: WMMA from shared-memory tiles. A 256-thread block computes a 128x128 tile of
+// Tensor-core rung `wmma_shared`: WMMA from shared-memory tiles. A 256-thread block computes a 128x128 tile of
 // C; per 32-wide step of k it copies A's 128x32 and B's 32x128 (or 128x32) tile into shared memory
 // (16-byte loads where the operand's rows allow, element loads that zero-fill past the matrix
 // otherwise), then each of the 8 warps multiplies its 64x32 sub-tile as 4x2 WMMA 16x16x16 products
 // per 16 of k. Rows are padded by 8 elements (16 bytes), so the 8 rows a fragment load reads per
 // 16-byte column sit in distinct bank groups. The epilogue goes fragment by fragment through a
 // per-warp shared scratch to C, with row and column predicates.
-// Fixes, relative to rung 1: every element loaded from global memory feeds 128 outputs instead of
+// Fixes, relative to rung `wmma_global`: every element loaded from global memory feeds 128 outputs instead of
 // 16, and any m, n, k and leading dimension works. Costs: the copy goes through registers and the
 // block waits for it (one barrier before and one after each tile, no overlap within the block),
 // and WMMA hides how fragments are loaded.

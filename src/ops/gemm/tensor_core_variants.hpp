@@ -30,50 +30,50 @@ GemmShape shape_of(const GemmArgs<T>& args) {
           args.batch, args.stride_a, args.stride_b, args.stride_c};
 }
 
-// 1. WMMA 16x16x16 fragments loaded straight from global memory, one warp per 16x16 output tile.
+// WMMA 16x16x16 fragments loaded straight from global memory, one warp per 16x16 output tile.
 template <typename T>
 void wmma_global(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wmma_global_limits(const GemmShape& shape, int compute_capability);
 
-// 2. WMMA with A and B tiles staged through shared memory.
+// WMMA with A and B tiles staged through shared memory.
 template <typename T>
 void wmma_shared(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wmma_shared_limits(const GemmShape& shape, int compute_capability);
 
-// 3. mma.sync m16n8k16 with ldmatrix from XOR-swizzled shared memory (no bank conflicts).
+// mma.sync m16n8k16 with ldmatrix from XOR-swizzled shared memory (no bank conflicts).
 template <typename T>
 void mma_swizzled(const GemmArgs<T>& args, cudaStream_t stream);
 std::string mma_swizzled_limits(const GemmShape& shape, int compute_capability);
 
-// 4. As 3, with a multistage cp.async pipeline and register double-buffered fragments.
+// As mma_swizzled, with a multistage cp.async pipeline and register double-buffered fragments.
 template <typename T>
 void mma_pipelined(const GemmArgs<T>& args, cudaStream_t stream);
 std::string mma_pipelined_limits(const GemmShape& shape, int compute_capability);
-// 4s. Small and batched problems: 64x64 tiles of 4 warps, k in tiles of 64, 8 blocks per SM, C staged in shared memory.
+// Small and batched problems: 64x64 tiles of 4 warps, k in tiles of 64, 8 blocks per SM, C staged in shared memory.
 template <typename T>
 void mma_small(const GemmArgs<T>& args, cudaStream_t stream);
 std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 
-// 5-8. Hopper (sm_90a): wgmma from TMA-loaded, 128-byte-swizzled shared memory.
-// 5. one consumer warpgroup, TMA loads completed on mbarriers.
+// The Hopper rungs (sm_90a): wgmma from TMA-loaded, 128-byte-swizzled shared memory.
+// One consumer warpgroup, TMA loads completed on mbarriers.
 template <typename T>
 void wgmma_tma(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_tma_limits(const GemmShape& shape, int compute_capability);
-// 6. producer/consumer warp specialization: a TMA producer warpgroup, two consumer warpgroups, setmaxnreg.
+// Producer/consumer warp specialization: a TMA producer warpgroup, two consumer warpgroups, setmaxnreg.
 template <typename T>
 void wgmma_specialized(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_specialized_limits(const GemmShape& shape, int compute_capability);
-// 7. persistent: one CTA per SM walking an L2-ordered tile schedule, epilogue through shared memory.
+// Persistent: one CTA per SM walking an L2-ordered tile schedule, epilogue through shared memory.
 template <typename T>
 void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_persistent_limits(const GemmShape& shape, int compute_capability);
 
-// 7s. rung 7's kernel on 64x128 tiles, its two consumer warpgroups splitting each k-tile: for shapes with few
+// wgmma_persistent's kernel on 64x128 tiles, its two consumer warpgroups splitting each k-tile: for shapes with few
 // large tiles.
 template <typename T>
 void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_small_limits(const GemmShape& shape, int compute_capability);
-// 8. 2-CTA thread-block clusters sharing one operand's tile by TMA multicast.
+// 2-CTA thread-block clusters sharing one operand's tile by TMA multicast.
 template <typename T>
 void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_cluster_limits(const GemmShape& shape, int compute_capability);

@@ -1,14 +1,12 @@
-// Rung 1: the tutorial's LayerNorm with its faults fixed. Fixes, relative to rung 0: thread 0 sets
-// shared_mean and shared_var to zero before the first atomicAdd (a barrier orders the zeroing
-// before every warp's add); and the sums run over d = x - x[0] (the row's first element), with
-// mean = x[0] + sum(d) / F, so that a row at 1e4 + noise keeps its noise in fp32: the tutorial's
-// sum(x) / F is off by up to half an fp32 ulp of 1e4 (2^-11), which (x - mean) * rstd turns into
-// a relative error of ~1e-3 in y, a hundred times the 1e-5 fp32 outputs are held to. What it
-// still costs: the row is read three times (mean, variance, output; the second and third reads
-// come from L1/L2 only while the row is narrow), and one 256-thread block per row whatever the
-// width: a 31-feature row leaves 7 warps idle, a 262144-feature row has its 256 threads walk 1024
-// elements each per pass with one 4-byte (or 2-byte) load at a time, and each sum waits on
-// shared-memory atomics.
+// Rung `tutorial_fixed`: the tutorial's LayerNorm with its faults fixed. Fixes, relative to rung `tutorial_unzeroed`:
+// thread 0 sets shared_mean and shared_var to zero before the first atomicAdd (a barrier orders the zeroing before
+// every warp's add); and the sums run over d = x - x[0] (the row's first element), with mean = x[0] + sum(d) / F, so
+// that a row at 1e4 + noise keeps its noise in fp32: the tutorial's sum(x) / F is off by up to half an fp32 ulp of 1e4
+// (2^-11), which (x - mean) * rstd turns into a relative error of ~1e-3 in y, a hundred times the 1e-5 fp32 outputs are
+// held to. What it still costs: the row is read three times (mean, variance, output; the second and third reads come
+// from L1/L2 only while the row is narrow), and one 256-thread block per row whatever the width: a 31-feature row
+// leaves 7 warps idle, a 262144-feature row has its 256 threads walk 1024 elements each per pass with one 4-byte (or
+// 2-byte) load at a time, and each sum waits on shared-memory atomics.
 #include <string>
 
 #include "cudalab/error.hpp"

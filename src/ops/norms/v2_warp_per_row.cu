@@ -1,4 +1,4 @@
-// Rung 2: one warp per row, warp-shuffle sums (no shared memory, no barrier, no atomics), for
+// Rung `warp_per_row`: one warp per row, warp-shuffle sums (no shared memory, no barrier, no atomics), for
 // LayerNorm and RMSNorm. Fixes, relative to tutorial_fixed: narrow rows use 32 threads instead
 // of 256 (a 128-feature row no longer idles 7 of 8 warps), the sums are register shuffles, and
 // each lane keeps four loads in flight (four accumulators). Costs: still element loads (4 or 2

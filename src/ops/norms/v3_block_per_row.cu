@@ -1,4 +1,4 @@
-// Rung 3: one 512-thread block per row, block sums (warp shuffles, one value per warp in shared
+// Rung `block_per_row`: one 512-thread block per row, block sums (warp shuffles, one value per warp in shared
 // memory, the first warp adds them), for LayerNorm and RMSNorm. Fixes, relative to
 // warp_per_row: a wide row is shared by 16 warps instead of one (at 262144 features each thread
 // walks 512 elements per pass, not 8192), and a few wide rows fill more of the GPU. Costs: each

@@ -1,4 +1,4 @@
-// Rung 4: the row read once, with 16-byte vector loads, and held in registers for both sums and
+// Rung `vector_registers`: the row read once, with 16-byte vector loads, and held in registers for both sums and
 // the output, for LayerNorm and RMSNorm. A row group sized to the width holds it: a warp for up
 // to 256 features (8 a lane) or 1024 (32 a lane), four warps to a CTA; a block of 128, 256 or 512
 // threads for up to 2048, 4096 or 8192 (16 a thread); of 512 or 1024 threads for up to 16384 or
@@ -6,13 +6,13 @@
 // bytes, or an offset pointer) take element loads, at most 16 a thread: a warp up to 512, a
 // 1024-thread block up to 16384. Launch bounds ask for 1536 threads an SM at 16 values a thread
 // (40 registers), 1024 at 32 (64 registers). Fixes, relative to block_per_row: x crosses from
-// memory to the SM once (the sums run over registers: rung 3 reads a row three times, which only
+// memory to the SM once (the sums run over registers: rung `block_per_row` reads a row three times, which only
 // L1/L2 keep from costing three times the traffic), a warp instruction moves 512 bytes instead of
 // 64-128, all of a thread's loads are in flight before the first add, and the group fits the width
 // (no idle warps on narrow rows, no 8192-element walks on wide ones). The two LayerNorm sums still
 // run one after the other (mean first, then squared deviations from it, see norms.cuh): two group
 // sums per row, each two barriers for block groups. Costs: one kernel per width class, vector
-// width and dtype; a row wider than 32768 features (16384 with element loads) does not fit (rung 5
+// width and dtype; a row wider than 32768 features (16384 with element loads) does not fit (rung `cluster`
 // splits it over a cluster); at 32 values a thread, a 1024-thread block holds an SM alone, and a
 // CTA loads, sums and stores one row with nothing of its own to overlap (only the other CTAs on
 // the SM fill the gaps).

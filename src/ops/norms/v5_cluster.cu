@@ -1,5 +1,5 @@
-// Rung 5 (Hopper, sm_90): one row split over a thread-block cluster of up to 8 CTAs, for
-// LayerNorm and RMSNorm. Each CTA holds a contiguous share of the row in registers (rung 4's
+// Rung `cluster` (Hopper, sm_90): one row split over a thread-block cluster of up to 8 CTAs, for
+// LayerNorm and RMSNorm. Each CTA holds a contiguous share of the row in registers (rung `vector_registers`'s
 // slices, 16-byte loads) and sends one pair per row to every CTA of the cluster through
 // distributed shared memory (st.async completing bytes on the receiver's mbarrier,
 // core/cluster.cuh): RMSNorm's sum of squares of its share; LayerNorm's mean of its share (shifted

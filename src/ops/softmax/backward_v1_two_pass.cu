@@ -1,4 +1,4 @@
-// Backward rung 1: one block of 256 threads per row, two scalar passes: the first reduces the dot
+// Backward rung `two_pass`: one block of 256 threads per row, two scalar passes: the first reduces the dot
 // product sum_j(y_j dy_j) across the block, the second reads y and dy again and writes
 // dx = y * (dy - dot). Fixes: nothing yet; it is the straightforward kernel (one launch, no
 // workspace), any width. Costs: y and dy are read twice (the second time from L1/L2 while the row

@@ -1,8 +1,8 @@
-// Backward rung 2: y and dy held in registers, read once with 16-byte vectors; the dot product
+// Backward rung `fused`: y and dy held in registers, read once with 16-byte vectors; the dot product
 // sum_j(y_j dy_j) reduced across the threads sharing the row, then dx = y * (dy - dot) written from
 // the registers. The threads per row follow the width as in the forward's vectorized rung: a group
 // of 4-32 lanes, a warp (up to 512 features) or a block of up to 1024 threads, up to 16 values of
-// each of y and dy per thread. Fixes: rung 1's second read of y and dy (now the minimum: read both
+// each of y and dy per thread. Fixes: rung `two_pass`'s second read of y and dy (now the minimum: read both
 // once, write dx once) and its 2-4 byte accesses. Costs: at most 16384 features (twice the
 // registers per value of the forward); a template instance per layout; rows that are not 16-byte
 // aligned take the same layout with scalar loads.

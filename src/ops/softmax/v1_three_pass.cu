@@ -1,4 +1,4 @@
-// Rung 1: the unfused baseline, three kernels as a framework's separate ops would run them: the row
+// Rung `three_pass`: the unfused baseline, three kernels as a framework's separate ops would run them: the row
 // maxima, then the row sums of exp(x - max), then y = exp(x - max) / sum; a block of 256 threads
 // per row each time, one scalar element per thread per step, max and sum parked in the workspace
 // between kernels. Fixes: nothing yet; it is numerically safe (max subtracted) and any width runs.

@@ -1,5 +1,5 @@
-// Rung 2: one fused kernel, a warp per row, 8 rows per 256-thread block: the row max and the row sum
-// of exp(x - max) by xor shuffles (no shared memory, no barrier), then y. Fixes: rung 1's three
+// Rung `warp_per_row`: one fused kernel, a warp per row, 8 rows per 256-thread block: the row max and the row sum
+// of exp(x - max) by xor shuffles (no shared memory, no barrier), then y. Fixes: rung `three_pass`'s three
 // launches, its workspace round trip and its 256 threads per row (narrow rows keep a warp busy, and
 // 64 rows are in flight per SM). Costs: still three scalar passes over x (2- and 4-byte loads, 64 to
 // 128 bytes per warp instruction); the second and third reads come from L1/L2 only while the row is

@@ -1,5 +1,5 @@
-// Rung 3: one fused kernel, a block of 256 threads per row, the max and the sum reduced across the
-// block (warp shuffles, then one value per warp through shared memory). Fixes: rung 2's one warp on
+// Rung `block_per_row`: one fused kernel, a block of 256 threads per row, the max and the sum reduced across the
+// block (warp shuffles, then one value per warp through shared memory). Fixes: rung `warp_per_row`'s one warp on
 // a wide row (8192 features is 256 loads per lane there, 32 here, and a row's loads come from 8
 // warps at once). Costs: still three scalar passes over x, the re-reads from L1/L2 at best; four
 // barriers per row; narrow rows leave most of the block idle.

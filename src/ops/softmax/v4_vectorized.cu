@@ -1,8 +1,8 @@
-// Rung 4: the row held in registers, read once with 16-byte vectors. A thread holds up to 32 fp32
+// Rung `vectorized`: the row held in registers, read once with 16-byte vectors. A thread holds up to 32 fp32
 // values of its row; the number of threads per row follows the width: a group of 4-32 lanes (rows
 // of up to one vector per lane, several rows per warp), a warp (up to 1024 features), or a block of
 // up to 1024 threads (up to 32768 features). The max and the sum come from those registers, then y
-// is written from them. Fixes: rungs 2-3's three passes over x (now exactly one read and one
+// is written from them. Fixes: warp_per_row's and block_per_row's three passes over x (now exactly one read and one
 // write, the copy roofline) and their 2-4 byte accesses (one 16-byte vector per lane and
 // instruction, 512 bytes per warp). Costs: a register budget per width (a template instance per
 // layout: sub-warp, warp, block with 8/16/32 values per thread), at most 32768 features; rows that

@@ -1,13 +1,12 @@
-// Rung 5: online softmax (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax")
+// Rung `online`: online softmax (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax")
 // for rows too long to hold on chip. A block of 512 threads streams its row once, each thread
 // carrying a running max m and the sum s of exp(x - m) over what it has seen: a step of two 16-byte
 // vectors per thread takes the step's max, rescales s by exp(m_old - m_new) when the max grew, and
 // adds the step's exponentials; the per-thread (m, s) pairs then merge across the block. A second
-// pass reads x again and writes y = exp(x - m) / s. Fixes: rungs 2-3's three passes over long rows
-// (two here; the re-read comes from L2 when the rows in flight fit in it) and their scalar loads,
-// with no width limit (rung 4 stops at 32768). Costs: x read twice, so 2/3 of the copy rate at best
-// when the re-read misses L2; one extra exp per rescale; rows that are not 16-byte aligned take
-// scalar loads.
+// pass reads x again and writes y = exp(x - m) / s. Fixes: warp_per_row's and block_per_row's three passes over long
+// rows (two here; the re-read comes from L2 when the rows in flight fit in it) and their scalar loads, with no width
+// limit (rung `vectorized` stops at 32768). Costs: x read twice, so 2/3 of the copy rate at best when the re-read
+// misses L2; one extra exp per rescale; rows that are not 16-byte aligned take scalar loads.
 #include <cstdint>
 
 #include "core/launch.cuh"

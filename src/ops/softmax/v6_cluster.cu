@@ -1,4 +1,4 @@
-// Rung 6 (Hopper, compute capability 9.0+): a row split over a thread-block cluster of 2-8 CTAs of
+// Rung `cluster` (Hopper, compute capability 9.0+): a row split over a thread-block cluster of 2-8 CTAs of
 // 1024 threads, for very wide rows (32k-262k features). Each CTA holds its slice of the row in
 // registers (up to 32 values per thread: 262144 features over 8 CTAs), reduces its slice's max and
 // sum of exp(x - max) across the block, and sends the pair to every CTA of the cluster through
@@ -11,7 +11,7 @@
 // before anyone sends) and the end (no CTA leaves while a peer may send to it): its arrive.release
 // compiles to MEMBAR.ALL.GPU, which would wait for this thread's outstanding stores and copies on
 // every row.
-// Fixes: rung 4 stops at 32768 features and rung 5 reads long rows twice; here x is read once at
+// Fixes: rung `vectorized` stops at 32768 features and rung `online` reads long rows twice; here x is read once at
 // any width up to 262144. Costs: rows must be a multiple of 16 bytes (features a multiple of 4 fp32
 // or 8 bf16/fp16 values) for the 16-byte copies; one CTA per SM at the widest slices (60-62
 // registers per thread, up to 128 KiB of staging per CTA); a cluster needs its CTAs free together
