@@ -12,9 +12,7 @@
 // Costs: 96 KiB of shared memory and about 240 registers per thread (one block of 8 warps per SM),
 // 16-byte aligned rows for cp.async (see mma_pipelined_limits), and a 128x256 tile wastes work on
 // small or thin outputs.
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 353
-// TFLOP/s at 8192^3 (0.46x cuBLAS), 322 at 4096^3 (0.43x); 1024 x 64^3 batched in 135.4 us (cuBLAS
-// 15.0; gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 #include <cstdint>
 #include <string>
 

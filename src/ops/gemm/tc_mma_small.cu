@@ -16,9 +16,7 @@
 // and written in full 128-byte lines.
 // Costs: a 32x32 warp tile reads 4 ldmatrix.x4 per 8 mma.sync, so large compute-bound shapes are
 // capped well below rung `mma_pipelined` and the Hopper rungs; unaligned operands copy synchronously.
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 185
-// TFLOP/s at 8192^3 (0.24x cuBLAS), 255 at 4096^3 (0.34x); 1024 x 64^3 batched in 14.4 us (cuBLAS
-// 15.0; gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 #include <algorithm>
 #include <cstdint>
 #include <string>

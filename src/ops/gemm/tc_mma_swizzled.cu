@@ -12,9 +12,7 @@
 // fragment with nvcc 13.0; its FP16 ones to ldmatrix).
 // Costs: the copy is still synchronous (registers, then a barrier), so each warp stalls on global
 // memory once per tile unless the SM's other block covers it.
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 221
-// TFLOP/s at 8192^3 (0.29x cuBLAS), 209 at 4096^3 (0.28x); 1024 x 64^3 batched in 51.6 us (cuBLAS
-// 15.0; gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 #include <cstdint>
 #include <string>
 

@@ -19,9 +19,7 @@
 // same 128 x 256 x 64 block tile. Costs: the two blocks advance in lockstep (a slow block stalls
 // its peer's producer); a cluster's second tile row is computed even when it lies past m (its A
 // loads arrive as zeros, its stores are clipped); a GPC whose SM count is odd leaves an SM idle.
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 773
-// TFLOP/s at 8192^3 (1.00x cuBLAS), 722 at 4096^3 (0.97x); 1024 x 64^3 batched in 51.4 us (cuBLAS
-// 15.0; gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

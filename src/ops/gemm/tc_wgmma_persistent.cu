@@ -21,15 +21,11 @@
 // the old C with 4-byte loads in the accumulators' layout (16 bytes per row per warp instruction)
 // into 64 more registers per thread; the last wave of tiles still leaves SMs idle when the tile
 // count is not a multiple of the SMs.
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 764
-// TFLOP/s at 8192^3 (0.99x cuBLAS), 726 at 4096^3 (0.97x); 1024 x 64^3 batched in 28.2 us (cuBLAS
-// 15.0; gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 // Rung `wgmma_small` is the same kernel on 64 x 128 tiles whose two consumer warpgroups split
 // each k-tile (PersistentTiles below). Fixes: shapes with few large tiles, which left most SMs
 // idle. Costs: twice the A and B traffic per FLOP of the large tiles, and a 32 KiB hand-over of
-// partial sums per tile. Measured (gemm.json at b6e3911): 1024^3 in 10.8 us (cuBLAS 9.1, persistent
-// 18.0), 503 TFLOP/s at 4096^3 (persistent 735); 256x4096x4096 in 22.0 us (cuBLAS 22.3) in an
-// exploratory run of 9c921e2.
+// partial sums per tile.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

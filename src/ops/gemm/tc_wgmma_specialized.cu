@@ -14,9 +14,7 @@
 // block is launched with (__launch_bounds__(384, 1)).
 // Costs: one block per SM (192 KiB of ring); the epilogue still stores from registers while the
 // tensor cores idle, and each block fills its ring from cold.
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 498
-// TFLOP/s at 8192^3 (0.65x cuBLAS), 535 at 4096^3 (0.72x); 1024 x 64^3 batched in 71.7 us (cuBLAS
-// 15.0; gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -14,9 +14,7 @@
 // accumulators' registers, 16 bytes per row per warp instruction.
 // Written out by hand (its ring's barriers, slot arithmetic and phases) as the ladder's "before":
 // the rungs after it run on the pipeline object of core/hopper/pipeline.cuh.
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 440
-// TFLOP/s at 8192^3 (0.57x cuBLAS), 484 at 4096^3 (0.65x); 1024 x 64^3 batched in 35.9 us (cuBLAS
-// 15.0; gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 #include <cstdint>
 #include <string>
 

@@ -7,9 +7,7 @@
 // inputs). Costs: no reuse beyond the 16x16 tile, so every product needs 1 KiB of fresh fragments
 // from L1/L2 (32 flops per byte loaded per warp), and WMMA's whole-fragment, 32-byte aligned loads
 // restrict the shapes it can take (see wmma_global_limits).
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 29 TFLOP/s
-// at 8192^3 (0.04x cuBLAS), 28 at 4096^3 (0.04x); 1024 x 64^3 batched in 44.9 us (cuBLAS 15.0;
-// gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 #include <cstdint>
 #include <string>
 #include <type_traits>

@@ -9,9 +9,7 @@
 // 16, and any m, n, k and leading dimension works. Costs: the copy goes through registers and the
 // block waits for it (one barrier before and one after each tile, no overlap within the block),
 // and WMMA hides how fragments are loaded.
-// Measured (H100, bf16, B as K x N, results/nvidia-h100-80gb-hbm3/gemm.json at f09762a): 174
-// TFLOP/s at 8192^3 (0.23x cuBLAS), 158 at 4096^3 (0.21x); 1024 x 64^3 batched in 57.5 us (cuBLAS
-// 15.0; gemm-batched.json at 6f4fdc7).
+// Its measured speed, beside cuBLAS's: docs/gemm-tensor-cores.md.
 #include <cstdint>
 #include <string>
 #include <type_traits>

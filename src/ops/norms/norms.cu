@@ -39,10 +39,10 @@ void require_optional_pointer(const T* p, const char* call, const char* what) {
 
 enum class ForwardRung { vector_registers, cluster, block_per_row };
 
-// From the bench at 7eeb1e5 (H100, norms.json): vector_registers wherever it holds the row (to
-// 32768 features), 2966-3049 GB/s at 1024-16384 features in fp32 and bf16, where the cluster rung
-// ran 305-2813; the cluster rung beyond, the only one-read rung left (1361-2537 GB/s at 65536 and
-// 262144, against 649-1387 for block_per_row); block_per_row where neither runs.
+// Chosen by the bench (docs/norms.md has the numbers): vector_registers wherever it holds the row
+// (to 32768 features), well ahead of the cluster rung at 1024-16384 features; the cluster rung
+// beyond, the only one-read rung left, about twice block_per_row at 65536 and 262144 features;
+// block_per_row where neither runs.
 ForwardRung forward_rung(std::int64_t features, bool vector_aligned, int compute_capability) {
   if (norms_variants::vector_registers_limits(features, vector_aligned).empty()) return ForwardRung::vector_registers;
   if (norms_variants::cluster_limits(features, vector_aligned, compute_capability).empty()) return ForwardRung::cluster;
@@ -75,8 +75,8 @@ void forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
   }
 }
 
-// The fused rung (one read of x and dy) wherever it runs, up to 16384 features: 2549-2900 GB/s in
-// the bench at 7eeb1e5 against 832-1677 for the unfused kernels; wider rows take the unfused ones.
+// The fused rung (one read of x and dy) wherever it runs, up to 16384 features, well ahead of the
+// unfused kernels in the bench (docs/norms.md); wider rows take the unfused ones.
 // `scratch` is the caller's workspace or the stream-ordered allocator.
 template <typename T>
 void backward(NormBackwardArgs<T> a, Workspace& scratch, cudaStream_t stream) {

@@ -22,12 +22,10 @@ bool has_work(const char* call, std::int64_t rows, std::int64_t features) {
 }
 
 // Rows of up to 16384 features take the register-resident rung (one read; up to 512 threads per
-// row, so blocks share an SM and one's loads overlap another's reductions): 2869-3059 GB/s in the
-// bench at 7eeb1e5 (H100, softmax.json) in fp32 and bf16 at 1024-16384 features. Wider rows that
-// the cluster rung runs take it (one read, the next row prefetched while this one is reduced):
-// 2635-2776 GB/s at 65536 and 262144, against 1957-2004 for online. Beyond that the register rung
-// still holds rows up to 32768 (one block of 1024 threads per SM, no such overlap), then the online
-// rung (two reads).
+// row, so blocks share an SM and one's loads overlap another's reductions): the bench's choice at 1024-16384 features
+// (docs/softmax.md). Wider rows that the cluster rung runs take it (one read, the next row prefetched while this one is
+// reduced; ahead of online at 65536 and 262144 features). Beyond that the register rung still holds rows up to 32768
+// (one block of 1024 threads per SM, no such overlap), then the online rung (two reads).
 template <typename T>
 void forward(const T* x, T* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
   if (!has_work("softmax", rows, features)) return;
