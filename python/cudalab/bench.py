@@ -37,7 +37,7 @@ from . import __version__, _C, ops
 SCHEMA = "cudalab-results/2"
 # The C++ timer's StoppingRule (src/harness/statistics.hpp).
 MIN_SAMPLES, MAX_SAMPLES, TARGET_STDREL, BUDGET_SECONDS = 10, 1000, 0.01, 1.0
-# Relative L2 of an output against float64, by dtype: the fused-ops issue's accuracy targets. A
+# Relative L2 of an output against float64, by dtype: cudalab's accuracy targets for the fused ops. A
 # gradient is allowed twice that (one more fp32 reduction before the rounding to the dtype).
 REL_L2 = {torch.float32: 1e-5, torch.bfloat16: 4e-3, torch.float16: 1e-3}
 DTYPE_NAMES = {

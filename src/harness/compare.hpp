@@ -57,7 +57,7 @@ struct Comparison {
   std::string summary() const;  // one line, for tables and failure messages
 };
 
-// The fused ops' accuracy targets (issue 15) for an output as a whole: relative L2 error at most
+// The fused ops' accuracy targets for an output as a whole: relative L2 error at most
 // 1e-5 in fp32, 4e-3 in bf16, 1e-3 in fp16, checked beside the per-element bounds.
 double output_rel_l2_limit(DType dtype);
 

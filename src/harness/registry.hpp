@@ -120,9 +120,9 @@ std::vector<Problem> cross(const Op& op, const std::vector<std::vector<std::int6
                            const std::vector<DType>& dtypes, const std::vector<Param>& params = {});
 
 // The fused row ops' bench (bias_act, the norms, softmax): 16384 x 8192 in every dtype of the op,
-// then the width sweep 1024, 4096, 16384, 65536, 262144 at 2^28 elements (1 GiB of fp32, the
-// issue's "~1 GiB") in fp32 and bf16 only. Width 8192 is the first problem's; fp16 moves the same
-// bytes as bf16, and each sweep problem costs about 20 s of host-side checking on the H100 machine.
+// then the width sweep 1024, 4096, 16384, 65536, 262144 at 2^28 elements (1 GiB of fp32) in fp32 and bf16 only. Width
+// 8192 is the first problem's; fp16 moves the same bytes as bf16, and each sweep problem costs about 20 s of host-side
+// checking on the H100 machine.
 std::vector<Problem> row_op_bench_problems(const Op& op, const std::vector<Param>& params = {});
 
 // A variant from one typed launcher per dtype: `launchers` are instantiations of one templated

@@ -17,7 +17,7 @@ from test_host import BACKWARD, DIFFERENTIABLE, FORWARD, arguments, dtypes_of
 
 pytestmark = requires_cuda
 
-# The accuracy targets for the outputs as a whole (relative L2 against a float64
+# cudalab's accuracy targets for the outputs as a whole (relative L2 against a float64
 # reference), by dtype.
 REL_L2 = {torch.float32: 1e-5, torch.bfloat16: 4e-3, torch.float16: 1e-3}
 EPS32 = torch.finfo(torch.float32).eps

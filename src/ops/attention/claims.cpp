@@ -1,5 +1,5 @@
 // The tutorial claim the attention op answers: C33, "flash attention cuts attention memory from
-// O(N^2) to O(N)" (seed 004), judged from the attention_memory experiment (memory_experiment.cpp)
+// O(N^2) to O(N)" (tutorial 004), judged from the attention_memory experiment (memory_experiment.cpp)
 // by the one verdict rule (harness/verdict.hpp).
 //
 // The claim is about how memory grows with seq, so each part compares growth exponents over a

@@ -386,7 +386,7 @@ void register_attention(Registry& registry) {
   op.variants = {
       naive,
       variant(ids::kTutorial,
-              "seed 004's flashAttentionForward as written: a thread per query row, tile maxima only, the V update "
+              "tutorial 004's flashAttentionForward as written: a thread per query row, tile maxima only, the V update "
               "a comment, O and L never written (BROKEN)",
               Role::broken, kCuda, v::tutorial_limits, v::tutorial<__nv_bfloat16>, v::tutorial<__half>,
               v::tutorial<float>),

@@ -1,4 +1,4 @@
-// Rung `tutorial`: the zero-to-hero tutorial's flashAttentionForward (seed 004, section 10.2), and the same
+// Rung `tutorial`: the zero-to-hero tutorial's flashAttentionForward (tutorial 004, section 10.2), and the same
 // kernel completed.
 //
 // `tutorial` (BROKEN on purpose) keeps the tutorial's kernel as it stands: a block per BLOCK_N = 32

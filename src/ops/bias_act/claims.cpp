@@ -1,5 +1,5 @@
 // The tutorial claim the bias + activation ops answer on the C++ side: C32, "fused bias+GELU /
-// bias+ReLU kernels are faster than separate PyTorch ops" (seed 004, section 10.1). The tutorial
+// bias+ReLU kernels are faster than separate PyTorch ops" (tutorial 004, section 10.1). The tutorial
 // prints a "Speedup" from its own benchmark but states no number, so "faster" is taken as 1.05x, as
 // C02 and C21 take an unsized "faster" and "wins". Here the separate ops are the `unfused` baseline
 // (x + bias to memory, then the activation: two vectorized kernels, what two PyTorch elementwise

@@ -74,7 +74,7 @@ bool is_poison(DType dtype, const void* values, std::int64_t index) {
 // fp16 moves it by more than 1e-3. Over a thousand values the well-conditioned ones dominate.
 constexpr std::int64_t kRelL2MinElements = 1024;
 
-// The limit on relative L2 error, applied after the elementwise bounds: a tensor past it
+// cudalab's limit on relative L2 error, applied after the elementwise bounds: a tensor past it
 // fails as one more mismatch, reported (when it is the first) at index -1 with the tensor's error
 // as the value got and the limit as the value expected.
 Comparison limit_rel_l2(Comparison c, double limit) {

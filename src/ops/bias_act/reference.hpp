@@ -1,6 +1,6 @@
 // The bias + activation ops' CPU reference in double, and their checks: every output element
 // within a bound derived from the fp32 arithmetic the kernels do (below), AND each output tensor
-// of 1024 elements or more within the relative L2 limit for its dtype; a check that fails
+// of 1024 elements or more within cudalab's relative L2 limit for its dtype; a check that fails
 // either fails. (Below 1024 elements the relative L2 error is that of the few largest values, which
 // the elementwise bound already governs.)
 //

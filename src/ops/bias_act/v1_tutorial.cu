@@ -1,4 +1,4 @@
-// Rung `tutorial`: the tutorial's fused kernels as written (seed 004, section 10.1: fusedBiasReluKernel,
+// Rung `tutorial`: the tutorial's fused kernels as written (tutorial 004, section 10.1: fusedBiasReluKernel,
 // fusedBiasGeluKernel and gelu_approx), with the tutorial's launch: blocks of 256 threads, grid
 // (batch_size, ceil(features / 256)), one element per thread, a 32-bit index b * features + f.
 // Fixes: the separate bias-add and activation passes (one read of x, one write of y). Costs: 2- or

@@ -4,7 +4,7 @@
 // included), C34 (tensor cores against CUDA cores), read at fixed bench problems through the op's
 // ids, and C11, C12 (shared-memory staging with K = 32), read from the staging experiment's table.
 //
-// The variants the claims are about: the tutorials' naive kernel (seeds 000 and 004) puts
+// The variants the claims are about: the tutorials' naive kernel (tutorials 000 and 004) puts
 // threadIdx.x along the columns of C, which is the ladder's `coalesced` step (the ladder's `naive`
 // step walks rows and is only quoted); their tiled kernel is TILE_SIZE 16, `shared_16`.
 #include <cstdint>

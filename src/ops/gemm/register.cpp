@@ -395,7 +395,7 @@ void register_gemm(Registry& registry) {
   describe_gemm(op);
   const std::vector<DType> half = {DType::bf16, DType::f16};
   const std::vector<Param> nt = {{"transpose_b", 1}};
-  // The sweeps: FP32 at small, skinny and square shapes; BF16/FP16 from 1024^3 to 8192^3,
+  // The sweeps: FP32 at small, skinny and square shapes; BF16/FP16 from 1024^3 to 8192^3,
   // a short and a long k, an LLM MLP shape (4096x14336x4096) and rows of no 16-byte multiple.
   op.bench_problems = cross(op,
                             {{1000, 1000, 1000},

@@ -273,7 +273,7 @@ void register_layer_norm(Registry& registry) {
   constexpr Norm kLayer = Norm::layer;
   op.variants = {
       forward_variant<kLayer>(ids::kTutorialUnzeroed,
-                              "seed 004's kernel as written: 256 threads a row, shared sums never zeroed (BROKEN)",
+                              "tutorial 004's kernel as written: 256 threads a row, shared sums never zeroed (BROKEN)",
                               Role::broken, tutorial_limits, nv::tutorial_unzeroed<float>,
                               nv::tutorial_unzeroed<__nv_bfloat16>, nv::tutorial_unzeroed<__half>),
       forward_variant<kLayer>(ids::kTutorialFixed,

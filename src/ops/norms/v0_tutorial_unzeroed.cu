@@ -1,4 +1,4 @@
-// Rung `tutorial_unzeroed` (BROKEN on purpose): the tutorial's LayerNorm kernel (seed 004, layerNormKernel) as
+// Rung `tutorial_unzeroed` (BROKEN on purpose): the tutorial's LayerNorm kernel (tutorial 004, layerNormKernel) as
 // written: one block per row, each warp's partial sums added into __shared__ shared_mean and
 // shared_var with atomicAdd, which nothing ever sets to zero. Shared memory is not cleared between
 // blocks or kernels: a block starts from whatever was there, which for every block after the first

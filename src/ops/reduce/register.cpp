@@ -115,7 +115,7 @@ Op reduce_op(const char* name, const char* summary, std::vector<DType> dtypes, s
   op.dtypes = std::move(dtypes);
   op.tensors = {{kIn, TensorRole::input, {}, [](const Problem& p) { return p.dim("n"); }, {}},
                 {kOut, TensorRole::output, out_dtype, [](const Problem&) { return std::int64_t{1}; }, {}}};
-  // 2^10: the classic ladder's size (claim C18); 2^28: the comparison size.
+  // 2^10: the classic ladder's size (claim C18); 2^28: the size compared with CUB.
   op.bench_problems = cross(op, {{1 << 10}, {1 << 20}, {1 << 28}}, op.dtypes);
   op.test_problems = cross(op, {{0}, {1}, {31}, {32}, {33}, {1000003}, {1 << 24}, {1 << 28}}, op.dtypes);
   // Whole-number inputs: the check is exact for fp32 too (see check_sum).

@@ -1,6 +1,6 @@
 // The softmax ops' CPU reference and check: every output against the formula evaluated in double on
 // the inputs as stored (the dtype's values widened exactly), element by element with a tolerance
-// derived from the fp32 arithmetic the kernels do, AND the relative L2 limits for the
+// derived from the fp32 arithmetic the kernels do, AND cudalab's relative L2 limits for the
 // output dtype (fp32 1e-5, bf16 4e-3, fp16 1e-3): a check that fails either fails. Rows are checked
 // in parallel (parallel_chunks over the elements, each worker taking the rows that start in its
 // range).

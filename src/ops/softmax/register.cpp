@@ -75,7 +75,7 @@ Variant cudnn_variant(const char* technique, void (*... launchers)(const Args&, 
   return v;
 }
 
-// Every width the issue names: 1, around a warp and a 16-byte vector (3, 31, 33, 127, 128), 1000,
+// Every width tested: 1, around a warp and a 16-byte vector (3, 31, 33, 127, 128), 1000,
 // around 1024 and 4096, 8192, past the register-resident rungs' 32768 (32776: a multiple of 8, so
 // the cluster rung takes it in every dtype, with its last CTA part full), 65536, 262144, and a
 // prime past 32768 (100003: no 16-byte rows, no register-resident rung). Rows 1, 2, 3, 7, 64, 300,
