@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -323,6 +324,15 @@ TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {
   EXPECT_THROW(cudalab::reduce_sum_workspace_bytes(-1), Error);
   EXPECT_THROW(cudalab::reduce_sum(static_cast<const float*>(nullptr), 5, static_cast<float*>(nullptr), nullptr, 0),
                Error);
+  // A null workspace, however many bytes it claims: every sum needs its tickets.
+  const auto* in = reinterpret_cast<const float*>(std::uintptr_t{0x10000});
+  auto* out = reinterpret_cast<float*>(std::uintptr_t{0x20000});
+  try {
+    cudalab::reduce_sum(in, 5, out, nullptr, std::size_t{1} << 20);
+    FAIL() << "a null workspace was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+  }
 }
 
 }  // namespace
