@@ -24,6 +24,7 @@
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
 #include "ops/attention/backward_fused.cuh"
+#include "ops/attention/fragment_softmax.cuh"
 #include "ops/attention/mma_kernel.cuh"
 #include "ops/attention/variants.hpp"
 
@@ -116,30 +117,12 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
       // P^T and dS^T: lane holds keys key_g (e < 2) and key_g + 8, queries q0 + 8i + 2 quad + (e & 1).
-#pragma unroll
-      for (int i = 0; i < kQueryTiles; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int column = 8 * i + 2 * quad + (e & 1);
-          const std::int64_t key = key_g + 8 * (e / 2), query = q0 + column;
-          const bool visible = key < seq && query < seq && (!p.causal || key <= query);
-          const float probability = visible ? fast_exp2(fmaf(s[i][e], exponent_scale, -lse_scaled[column])) : 0.0f;
-          s[i][e] = probability;
-          dp[i][e] = probability * (dp[i][e] - row_delta[column]);
-        }
+      backward_probabilities<true>(s, key_g, q0, seq, p.causal, quad, lse_scaled, exponent_scale);
+      score_gradients(dp, s, row_delta, quad);
       // S^T's C fragments of n8 tiles 2j and 2j + 1 are the A fragment of k-step j (16 queries).
       std::uint32_t p_fragments[kQuerySteps][4], ds_fragments[kQuerySteps][4];
-#pragma unroll
-      for (int j = 0; j < kQuerySteps; ++j) {
-        p_fragments[j][0] = pack_pair<T>(s[2 * j][0], s[2 * j][1]);
-        p_fragments[j][1] = pack_pair<T>(s[2 * j][2], s[2 * j][3]);
-        p_fragments[j][2] = pack_pair<T>(s[2 * j + 1][0], s[2 * j + 1][1]);
-        p_fragments[j][3] = pack_pair<T>(s[2 * j + 1][2], s[2 * j + 1][3]);
-        ds_fragments[j][0] = pack_pair<T>(dp[2 * j][0], dp[2 * j][1]);
-        ds_fragments[j][1] = pack_pair<T>(dp[2 * j][2], dp[2 * j][3]);
-        ds_fragments[j][2] = pack_pair<T>(dp[2 * j + 1][0], dp[2 * j + 1][1]);
-        ds_fragments[j][3] = pack_pair<T>(dp[2 * j + 1][2], dp[2 * j + 1][3]);
-      }
+      pack_fragment<T>(p_fragments, s);
+      pack_fragment<T>(ds_fragments, dp);
 #pragma unroll
       for (int j = 0; j < kQuerySteps; ++j)
 #pragma unroll
@@ -190,20 +173,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   // dK (scaled) and dV of the warp's keys inside the sequence.
-  T* dk_out = p.dk + kv_batch_head * seq * kHeadDim;
-  T* dv_out = p.dv + kv_batch_head * seq * kHeadDim;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const std::int64_t key = key_g + 8 * r;
-    if (key >= seq) continue;
-#pragma unroll
-    for (int dj = 0; dj < kDimTiles; ++dj) {
-      const std::int64_t at = key * kHeadDim + 8 * dj + 2 * quad;
-      *reinterpret_cast<std::uint32_t*>(dk_out + at) =
-          pack_pair<T>(p.scale * dk[dj][2 * r], p.scale * dk[dj][2 * r + 1]);
-      *reinterpret_cast<std::uint32_t*>(dv_out + at) = pack_pair<T>(dv[dj][2 * r], dv[dj][2 * r + 1]);
-    }
-  }
+  store_key_gradients<T, kHeadDim>(dk, dv, p.dk + kv_batch_head * seq * kHeadDim, p.dv + kv_batch_head * seq * kHeadDim,
+                                   key_g, seq, p.scale, quad);
 #else
   __trap();
 #endif  // CUDALAB_TENSOR_CORE_SM80

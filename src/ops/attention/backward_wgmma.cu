@@ -22,7 +22,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "core/fast_math.cuh"
 #include "core/hopper.cuh"
@@ -31,6 +30,7 @@
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
 #include "ops/attention/backward_fused.cuh"
+#include "ops/attention/fragment_softmax.cuh"
 #include "ops/attention/variants.hpp"
 
 namespace cudalab::attention_variants {
@@ -200,36 +200,19 @@ __global__ void __launch_bounds__(256, 1)
     // Tiles inside the sequence and wholly below the diagonal skip the mask.
     wgmma_wait<1>();
     fence_accumulators(s);
-    const auto probabilities = [&](auto masked) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int column = 8 * i + 2 * quad + (e & 1), key = key_g + 8 * (e / 2), query = q0 + column;
-          const bool visible = !masked || (key < seq && query < seq && (!p.causal || key <= query));
-          s[4 * i + e] = visible ? fast_exp2(fmaf(s[4 * i + e], exponent_scale, -lse_scaled[column])) : 0.0f;
-        }
-    };
     const bool interior = key0 + L::kBlockN <= seq && q0 + L::kBlockM <= seq && (!p.causal || q0 >= key0 + L::kBlockN);
     if (interior) {
-      probabilities(std::false_type{});
+      backward_probabilities<false>(s, key_g, q0, seq, p.causal, quad, lse_scaled, exponent_scale);
     } else {
-      probabilities(std::true_type{});
+      backward_probabilities<true>(s, key_g, q0, seq, p.causal, quad, lse_scaled, exponent_scale);
     }
     wgmma_wait<0>();
     fence_accumulators(dp);
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        dp[4 * i + e] = s[4 * i + e] * (dp[4 * i + e] - row_delta[8 * i + 2 * quad + (e & 1)]);
+    score_gradients(dp, s, row_delta, quad);
     // The RS form's A for k-step kk (queries 16 kk ..) is registers 8 kk .. 8 kk + 7 in pairs.
     std::uint32_t pf[16], dsf[16];
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      pf[j] = pack_pair<T>(s[2 * j], s[2 * j + 1]);
-      dsf[j] = pack_pair<T>(dp[2 * j], dp[2 * j + 1]);
-    }
+    pack_fragment<T>(pf, s);
+    pack_fragment<T>(dsf, dp);
     // dS (query rows, keys along k) into box `warpgroup` of the dS tile, swizzled as TMA would,
     // by stmatrix.trans from dS^T's packed fragments: call a stores matrices j = 0..3, queries
     // 8 (2a + j / 2) .., keys 16 warp + 8 (j % 2) .., which are dsf[4a + j]. 4 instructions where
@@ -315,20 +298,8 @@ __global__ void __launch_bounds__(256, 1)
 
   if (dq_leader) bulk_wait_all();  // the reductions are done before the block's shared memory goes
   // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
-  T* dk_rows = dk_out + static_cast<std::int64_t>(zkv) * seq * kHeadDim;
-  T* dv_rows = dv_out + static_cast<std::int64_t>(zkv) * seq * kHeadDim;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const std::int64_t key = key_g + 8 * r;
-    if (key >= seq) continue;
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 8; ++i) {
-      const std::int64_t at = key * kHeadDim + 8 * i + 2 * quad;
-      *reinterpret_cast<std::uint32_t*>(dk_rows + at) =
-          pack_pair<T>(p.scale * dk[4 * i + 2 * r], p.scale * dk[4 * i + 2 * r + 1]);
-      *reinterpret_cast<std::uint32_t*>(dv_rows + at) = pack_pair<T>(dv[4 * i + 2 * r], dv[4 * i + 2 * r + 1]);
-    }
-  }
+  store_key_gradients<T, kHeadDim>(dk, dv, dk_out + static_cast<std::int64_t>(zkv) * seq * kHeadDim,
+                                   dv_out + static_cast<std::int64_t>(zkv) * seq * kHeadDim, key_g, seq, p.scale, quad);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif

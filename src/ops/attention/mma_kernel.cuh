@@ -29,7 +29,6 @@
 // move (266 against 272: the vote costs what the multiplies did).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -40,6 +39,7 @@
 #include "core/mma_sync.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
+#include "ops/attention/fragment_softmax.cuh"
 #include "ops/attention/variants.hpp"
 
 namespace cudalab::attention_variants {
@@ -134,14 +134,7 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
   const std::int64_t warp_first_row = q0 + warp_row, warp_last_row = warp_first_row + 16 * kMTiles - 1;
   const float exponent_scale = p.scale * kLog2e;
   float o[kMTiles][kDimTiles][4] = {};
-  float row_max[kMTiles][2], row_sum[kMTiles][2];  // row_sum: this lane's part; the quad's total at the end
-#pragma unroll
-  for (int mi = 0; mi < kMTiles; ++mi)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      row_max[mi][r] = -INFINITY;
-      row_sum[mi][r] = 0.0f;
-    }
+  SoftmaxRows rows[kMTiles];
 
   for (int tile = 0; tile < tiles; ++tile) {
     const std::int64_t key0 = static_cast<std::int64_t>(tile) * kBlockN;
@@ -186,56 +179,13 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
       // Keys past the sequence, and above the diagonal when causal, score -inf.
       if (key0 + kBlockN > seq || (p.causal && key0 + kBlockN - 1 > warp_first_row)) {
 #pragma unroll
-        for (int mi = 0; mi < kMTiles; ++mi)
-#pragma unroll
-          for (int ni = 0; ni < kKeyTiles; ++ni)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const std::int64_t key = key0 + 8 * ni + 2 * (lane % 4) + e % 2;
-              const std::int64_t row = row_first + 16 * mi + 8 * (e / 2);
-              if (key >= seq || (p.causal && key > row)) s[mi][ni][e] = -INFINITY;
-            }
+        for (int mi = 0; mi < kMTiles; ++mi) mask_scores(s[mi], key0, row_first + 16 * mi, seq, p.causal, lane);
       }
 
 #pragma unroll
       for (int mi = 0; mi < kMTiles; ++mi) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float tile_max = -INFINITY;
-#pragma unroll
-          for (int ni = 0; ni < kKeyTiles; ++ni)
-            tile_max = fmaxf(tile_max, fmaxf(s[mi][ni][2 * r], s[mi][ni][2 * r + 1]));
-          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-          tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-          const float new_max = fmaxf(row_max[mi][r], tile_max);
-          // A row with every key so far masked keeps max -inf; its exponents use 0 so that no
-          // (-inf) - (-inf) appears (its probabilities are all 0 either way).
-          const float max_scaled = new_max == -INFINITY ? 0.0f : new_max * exponent_scale;
-          const float correction = fast_exp2(row_max[mi][r] * exponent_scale - max_scaled);
-          row_max[mi][r] = new_max;
-          float tile_sum = 0.0f;
-#pragma unroll
-          for (int ni = 0; ni < kKeyTiles; ++ni)
-#pragma unroll
-            for (int e = 2 * r; e < 2 * r + 2; ++e) {
-              s[mi][ni][e] = fast_exp2(fmaf(s[mi][ni][e], exponent_scale, -max_scaled));
-              tile_sum += s[mi][ni][e];
-            }
-          row_sum[mi][r] = row_sum[mi][r] * correction + tile_sum;
-#pragma unroll
-          for (int di = 0; di < kDimTiles; ++di) {
-            o[mi][di][2 * r] *= correction;
-            o[mi][di][2 * r + 1] *= correction;
-          }
-        }
-        // S's C fragments of n8 tiles 2j and 2j + 1 are P's A fragment for keys 16j .. 16j + 15.
-#pragma unroll
-        for (int j = 0; j < kKeySteps; ++j) {
-          p_fragments[mi][j][0] = pack_pair<T>(s[mi][2 * j][0], s[mi][2 * j][1]);
-          p_fragments[mi][j][1] = pack_pair<T>(s[mi][2 * j][2], s[mi][2 * j][3]);
-          p_fragments[mi][j][2] = pack_pair<T>(s[mi][2 * j + 1][0], s[mi][2 * j + 1][1]);
-          p_fragments[mi][j][3] = pack_pair<T>(s[mi][2 * j + 1][2], s[mi][2 * j + 1][3]);
-        }
+        rescale_rows(o[mi], online_softmax(s[mi], rows[mi], exponent_scale));
+        pack_fragment<T>(p_fragments[mi], s[mi]);
       }
     }
 
@@ -268,21 +218,7 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
   const std::int64_t row_base = (batch * p.heads + head) * seq;
 #pragma unroll
   for (int mi = 0; mi < kMTiles; ++mi)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = row_sum[mi][r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const std::int64_t row = row_first + 16 * mi + 8 * r;
-      if (row >= seq) continue;
-      const float inverse = 1.0f / sum;
-      T* out = p.o + (row_base + row) * kHeadDim + 2 * (lane % 4);
-#pragma unroll
-      for (int di = 0; di < kDimTiles; ++di)
-        *reinterpret_cast<std::uint32_t*>(out + 8 * di) =
-            pack_pair<T>(o[mi][di][2 * r] * inverse, o[mi][di][2 * r + 1] * inverse);
-      if (lane % 4 == 0) p.lse[row_base + row] = row_max[mi][r] * p.scale + logf(sum);
-    }
+    store_output_rows<T, kHeadDim>(o[mi], rows[mi], p.o, p.lse, row_base, row_first + 16 * mi, seq, p.scale, lane);
 #else
   __trap();
 #endif  // CUDALAB_TENSOR_CORE_SM80

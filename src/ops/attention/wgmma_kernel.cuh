@@ -20,7 +20,6 @@
 // 128 x head_dim each: 160 KiB at head_dim 128, 80 KiB at 64. O is written from registers.
 #pragma once
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,9 +30,9 @@
 #include "core/hopper.cuh"
 #include "core/hopper/pipeline.cuh"
 #include "core/launch.cuh"
-#include "core/mma_sync.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
+#include "ops/attention/fragment_softmax.cuh"
 #include "ops/attention/variants.hpp"
 
 namespace cudalab::attention_variants {
@@ -118,44 +117,6 @@ __device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 2], const std
   wgmma_commit();
 }
 
-// One consumer thread's share of the online softmax: rows g and g + 8 of its warp's 16 (g = lane /
-// 4); S's register 4i + 2r + e is row g + 8r, key 8i + 2(lane % 4) + e of the tile.
-struct RowState {
-  float max[2] = {-INFINITY, -INFINITY};
-  float sum[2] = {0.0f, 0.0f};  // this lane's part; the quad's total at the end
-};
-
-// Turns S into unnormalized probabilities 2^(S c - m c) (c = scale log2 e) against the updated row
-// maxima, adds them to the row sums, and returns each row's factor for O (2^((m_old - m_new) c)).
-__device__ __forceinline__ float2 softmax_step(float (&s)[64], RowState& rows, float exponent_scale) {
-  float correction[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float tile_max = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) tile_max = fmaxf(tile_max, fmaxf(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-    const float new_max = fmaxf(rows.max[r], tile_max);
-    // A row whose keys so far are all masked keeps max -inf; 0 stands in so that no (-inf) - (-inf)
-    // appears (its probabilities are 0 either way).
-    const float max_scaled = new_max == -INFINITY ? 0.0f : new_max * exponent_scale;
-    correction[r] = fast_exp2(rows.max[r] * exponent_scale - max_scaled);
-    rows.max[r] = new_max;
-    float tile_sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& x = s[4 * i + 2 * r + e];
-        x = fast_exp2(fmaf(x, exponent_scale, -max_scaled));
-        tile_sum += x;
-      }
-    rows.sum[r] = rows.sum[r] * correction[r] + tile_sum;
-  }
-  return make_float2(correction[0], correction[1]);
-}
-
 template <typename T, int kHeadDim, bool kPingPong>
 __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
@@ -232,7 +193,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
   std::uint32_t pr[32];
-  RowState rows;
+  SoftmaxRows rows;  // rows g and g + 8 of the thread's warp
 
   // The first tile (the last keys): scores, the mask, the softmax.
   mbarrier_wait(q_full, 0);
@@ -242,19 +203,9 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   fence_accumulators(s);
   release(k_pipeline, k_ring);
   k_ring.advance();
-  {
-    const std::int64_t key0 = static_cast<std::int64_t>(tiles - 1) * kBlockN + 2 * (lane % 4);
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const std::int64_t key = key0 + 8 * i + (e & 1), row = row0 + 8 * (e / 2);
-        if (key >= p.seq || (p.causal && key > row)) s[4 * i + e] = -INFINITY;
-      }
-  }
-  softmax_step(s, rows, exponent_scale);
-#pragma unroll
-  for (int i = 0; i < 32; ++i) pr[i] = pack_pair<T>(s[2 * i], s[2 * i + 1]);
+  mask_scores(s, static_cast<std::int64_t>(tiles - 1) * kBlockN, row0, p.seq, p.causal, lane);
+  online_softmax(s, rows, exponent_scale);
+  pack_fragment<T>(pr, s);
 
   for (int j = 1; j < tiles; ++j) {
     if constexpr (kPingPong) named_barrier_sync(own_barrier, 256);
@@ -273,20 +224,13 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     fence_accumulators(s);
     release(k_pipeline, k_ring);
     k_ring.advance();
-    const float2 correction = softmax_step(s, rows, exponent_scale);
+    const float2 correction = online_softmax(s, rows, exponent_scale);
     wgmma_wait<0>();  // P V is done: O and P may change
     fence_accumulators(o);
     release(v_pipeline, v_ring);
     v_ring.advance();
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 8; ++i) {
-      o[4 * i] *= correction.x;
-      o[4 * i + 1] *= correction.x;
-      o[4 * i + 2] *= correction.y;
-      o[4 * i + 3] *= correction.y;
-    }
-#pragma unroll
-    for (int i = 0; i < 32; ++i) pr[i] = pack_pair<T>(s[2 * i], s[2 * i + 1]);
+    rescale_rows(o, correction);
+    pack_fragment<T>(pr, s);
   }
   // The last P V (tile 0).
   fence_accumulators(o);
@@ -300,22 +244,8 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
 
   // Normalize and store rows inside the sequence: the thread's pairs at columns 8i + 2(lane % 4).
-  const std::int64_t row_base = static_cast<std::int64_t>(zq) * p.seq;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float sum = rows.sum[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const std::int64_t row = row0 + 8 * r;
-    if (row >= p.seq) continue;
-    const float inverse = 1.0f / sum;
-    T* out = o_out + (row_base + row) * kHeadDim + 2 * (lane % 4);
-#pragma unroll
-    for (int i = 0; i < kHeadDim / 8; ++i)
-      *reinterpret_cast<std::uint32_t*>(out + 8 * i) =
-          pack_pair<T>(o[4 * i + 2 * r] * inverse, o[4 * i + 2 * r + 1] * inverse);
-    if (lane % 4 == 0) p.lse[row_base + row] = rows.max[r] * p.scale + logf(sum);
-  }
+  store_output_rows<T, kHeadDim>(o, rows, o_out, p.lse, static_cast<std::int64_t>(zq) * p.seq, row0, p.seq, p.scale,
+                                 lane);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
