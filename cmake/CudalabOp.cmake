@@ -3,7 +3,8 @@
 # Called from src/ops/<op>/CMakeLists.txt, so an op's files are listed once, in its own folder:
 # LIBRARY files (kernels, launchers, the public library entry) go into cudalab_library, the
 # installable libcudalab; HARNESS files (the op spec, its registration, claims, experiments,
-# vendor baselines that need the harness) go into cudalab_harness.
+# vendor baselines that need the harness) go into cudalab_harness, whose registry calls the op's
+# register_NAME(Registry&) (the list is generated, in folder order).
 function(cudalab_add_op name)
   cmake_parse_arguments(PARSE_ARGV 1 op "" "" "LIBRARY;HARNESS;HOPPER")
   if(op_UNPARSED_ARGUMENTS)
@@ -13,6 +14,7 @@ function(cudalab_add_op name)
   list(TRANSFORM op_HARNESS PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
   target_sources(cudalab_library PRIVATE ${op_LIBRARY})
   target_sources(cudalab_harness PRIVATE ${op_HARNESS})
+  set_property(GLOBAL APPEND PROPERTY CUDALAB_OPS ${name})
   # HOPPER files (wgmma, TMA) use instructions that exist only in arch-specific sm_90a code: when the
   # build targets Hopper they compile as their own object library for 90a (and run only on compute
   # capability 9.0); otherwise as plain library files whose limits say they were not built.
@@ -28,4 +30,21 @@ function(cudalab_add_op name)
       target_sources(cudalab_library PRIVATE ${op_HOPPER})
     endif()
   endif()
+endfunction()
+
+# An op folder without a CMakeLists.txt: its register, reference, inputs and claims files go into
+# the harness, every other .cpp and .cu file into the library (no sm_90a files: those need the
+# HOPPER list of a CMakeLists.txt).
+function(cudalab_add_op_folder folder)
+  get_filename_component(name ${folder} NAME)
+  file(GLOB sources CONFIGURE_DEPENDS RELATIVE ${folder} ${folder}/*.cpp ${folder}/*.cu)
+  set(harness ${sources})
+  list(FILTER harness INCLUDE REGEX "^(register|reference|inputs|claims)\\.(cpp|cu)$")
+  set(library ${sources})
+  list(FILTER library EXCLUDE REGEX "^(register|reference|inputs|claims)\\.(cpp|cu)$")
+  list(TRANSFORM harness PREPEND ${folder}/)
+  list(TRANSFORM library PREPEND ${folder}/)
+  target_sources(cudalab_library PRIVATE ${library})
+  target_sources(cudalab_harness PRIVATE ${harness})
+  set_property(GLOBAL APPEND PROPERTY CUDALAB_OPS ${name})
 endfunction()

@@ -125,9 +125,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tens
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(cudalab, CUDA, m) {
-  m.impl("attention", &attention);
-  m.impl("attention_backward", &attention_backward);
+TORCH_LIBRARY_FRAGMENT(cudalab, m) {
+  define_op(m, "attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)",
+            &attention);
+  define_op(m,
+            "attention_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, Tensor do, float? scale=None, bool "
+            "causal=False) -> (Tensor, Tensor, Tensor)",
+            &attention_backward);
 }
 
 }  // namespace cudalab::torch_ops

@@ -5,25 +5,43 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
+#include <torch/library.h>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cudalab/elements.hpp"
 #include "cudalab/error.hpp"
 
 namespace cudalab::torch_ops {
 
-// The dtypes the fused ops and gemm take.
+// The dtypes gemm and attention take.
 inline constexpr at::ScalarType kFloatTypes[] = {at::kFloat, at::kHalf, at::kBFloat16};
+
+// torch's dtype of a library element type.
+template <typename T>
+inline constexpr at::ScalarType kScalarTypeOf = c10::CppTypeToScalarType<T>::value;
+template <>
+inline constexpr at::ScalarType kScalarTypeOf<__half> = at::kHalf;
+template <>
+inline constexpr at::ScalarType kScalarTypeOf<__nv_bfloat16> = at::kBFloat16;
+
+// torch's dtypes of an op's element list (cudalab::NormElements, ...), in the list's order.
+template <typename... Ts>
+std::vector<at::ScalarType> scalar_types(TypeList<Ts...>) {
+  return {kScalarTypeOf<Ts>...};
+}
 
 // torch's names for `dtypes` as a sentence lists them: "float32, float16 or bfloat16".
 inline std::string dtype_names(at::ArrayRef<at::ScalarType> dtypes) {
@@ -84,14 +102,24 @@ inline std::pair<std::int64_t, std::int64_t> rows_and_features(const char* op, c
   return {features == 0 ? 0 : x.numel() / features, features};
 }
 
-// f(T*) with T the library's element type for `t`'s dtype (checked before: float, half, bf16).
+// f(T*) with T the element of `Elements` whose torch dtype is `t`'s (checked before against
+// scalar_types(Elements{})).
+template <typename Elements, typename F>
+void with_element_type(const at::Tensor& t, F&& f) {
+  bool called = false;
+  for_each_element(Elements{}, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    if (!called && t.scalar_type() == kScalarTypeOf<T>) {
+      called = true;
+      f(tag);
+    }
+  });
+  TORCH_INTERNAL_ASSERT(called, "no element type for ", t.scalar_type());
+}
+// gemm's and attention's: float, half, bf16.
 template <typename F>
 void with_element_type(const at::Tensor& t, F&& f) {
-  switch (t.scalar_type()) {
-    case at::kFloat: return f(static_cast<float*>(nullptr));
-    case at::kHalf: return f(static_cast<__half*>(nullptr));
-    default: return f(static_cast<__nv_bfloat16*>(nullptr));
-  }
+  with_element_type<TypeList<float, __half, __nv_bfloat16>>(t, std::forward<F>(f));
 }
 
 template <typename T>
@@ -121,6 +149,42 @@ void call_library(const char* op, Call&& call) {
   } catch (const cudalab::Error& e) {
     TORCH_CHECK(false, "cudalab.", op, ": ", e.what());
   }
+}
+
+// ---- defining an op: its schema, its CUDA kernel and the CPU refusal, in one line per op
+
+// The dtypes of each op that declares an element list (torch names: "float32", ...), exported as
+// cudalab._C.element_types.
+inline std::map<std::string, std::vector<std::string>>& element_types() {
+  static std::map<std::string, std::vector<std::string>> types;
+  return types;
+}
+
+// One boxed kernel for every op's CPU key: the name comes from the op's schema ("cudalab::softmax").
+inline void cpu_tensors_refused(const c10::OperatorHandle& op, torch::jit::Stack*) {
+  std::string name = op.schema().name();
+  name.replace(name.find("::"), 2, ".");
+  TORCH_CHECK(false, name, ": CUDA tensors only, got cpu");
+}
+
+// Defines the op of `schema` (functional: new outputs, nothing mutated, which functionalization
+// and torch.compile handle without aliasing annotations; float is a C++ double, int an int64_t),
+// with `kernel` for CUDA tensors and a one-line refusal for CPU ones.
+template <typename Kernel>
+void define_op(torch::Library& m, const char* schema, Kernel* kernel) {
+  const std::string full(schema);
+  const std::string name = full.substr(0, full.find('('));
+  m.def(schema);
+  m.impl(name.c_str(), torch::dispatch(c10::DispatchKey::CUDA, kernel));
+  m.impl(name.c_str(),
+         torch::dispatch(c10::DispatchKey::CPU, torch::CppFunction::makeFromBoxedFunction<&cpu_tensors_refused>()));
+}
+// The same for an op whose first tensor takes the element types of `elements`.
+template <typename Kernel, typename... Ts>
+void define_op(torch::Library& m, const char* schema, Kernel* kernel, TypeList<Ts...> elements) {
+  define_op(m, schema, kernel);
+  std::vector<std::string>& names = element_types()[std::string(schema).substr(0, std::string(schema).find('('))];
+  for (at::ScalarType t : scalar_types(elements)) names.push_back(c10::getDtypeNames(t).first);
 }
 
 }  // namespace cudalab::torch_ops

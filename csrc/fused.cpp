@@ -1,4 +1,4 @@
-// The fused ops (bias + activation, LayerNorm, RMSNorm, softmax, forward and backward) on CUDA
+// The fused ops (bias + activation, LayerNorm, RMSNorm, softmax, SwiGLU, forward and backward) on CUDA
 // tensors: checks, outputs from torch's allocator, one library call on the current stream. Backward
 // scratch comes from torch's allocator too (the library's workspace overloads), so it follows
 // torch's stream semantics and CUDA-graph capture.
@@ -11,6 +11,7 @@
 #include "cudalab/activations.hpp"
 #include "cudalab/norms.hpp"
 #include "cudalab/softmax.hpp"
+#include "cudalab/swiglu.hpp"
 
 namespace cudalab::torch_ops {
 namespace {
@@ -20,22 +21,26 @@ at::Tensor statistics_like(const at::Tensor& x) {
   return at::empty(x.sizes().slice(0, x.dim() - 1), x.options().dtype(at::kFloat));
 }
 
-Activation activation_of(const char* op, std::int64_t activation) {
-  TORCH_CHECK_VALUE(activation >= 0 && activation <= 2, "cudalab.", op,
-                    ": activation must be 0 (ReLU), 1 (GELU tanh) or 2 (GELU erf), got ", activation);
-  return static_cast<Activation>(activation);
+Activation activation_of(const char* op, c10::string_view name) {
+  std::string names;
+  for (const ActivationName& a : kActivationNames) {
+    if (name == a.name) return a.activation;
+    names += names.empty() ? "" : ", ";
+    names += a.name;
+  }
+  TORCH_CHECK_VALUE(false, "cudalab.", op, ": activation must be one of ", names, ", got '", name, "'");
 }
 
-at::Tensor bias_act(const at::Tensor& x, const at::Tensor& bias, std::int64_t activation) {
+at::Tensor bias_act(const at::Tensor& x, const at::Tensor& bias, c10::string_view activation) {
   constexpr const char* op = "bias_act";
-  check_tensor(op, "x", x, x.device());
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(BiasActElements{}));
   check_tensor(op, "bias", bias, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
   check_vector(op, "bias", bias, features);
   const Activation act = activation_of(op, activation);
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty_like(x);
-  with_element_type(x, [&](auto* tag) {
+  with_element_type<BiasActElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::bias_act(data<T>(x), data<T>(bias), mutable_data<T>(y), rows, features, act, current_stream(x));
@@ -45,9 +50,9 @@ at::Tensor bias_act(const at::Tensor& x, const at::Tensor& bias, std::int64_t ac
 }
 
 std::tuple<at::Tensor, at::Tensor> bias_act_backward(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& dy,
-                                                     std::int64_t activation) {
+                                                     c10::string_view activation) {
   constexpr const char* op = "bias_act_backward";
-  check_tensor(op, "x", x, x.device());
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(BiasActElements{}));
   check_tensor(op, "bias", bias, x.device(), x.scalar_type());
   check_tensor(op, "dy", dy, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
@@ -59,7 +64,7 @@ std::tuple<at::Tensor, at::Tensor> bias_act_backward(const at::Tensor& x, const 
   at::Tensor dbias = at::empty_like(bias);
   const std::size_t bytes = cudalab::bias_act_backward_workspace_bytes(rows, features);
   at::Tensor scratch = workspace(x, bytes);
-  with_element_type(x, [&](auto* tag) {
+  with_element_type<BiasActElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::bias_act_backward(data<T>(x), data<T>(bias), data<T>(dy), mutable_data<T>(dx), mutable_data<T>(dbias),
@@ -72,7 +77,7 @@ std::tuple<at::Tensor, at::Tensor> bias_act_backward(const at::Tensor& x, const 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& x, const at::Tensor& weight,
                                                           const at::Tensor& bias, double eps) {
   constexpr const char* op = "layer_norm";
-  check_tensor(op, "x", x, x.device());
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
   check_tensor(op, "weight", weight, x.device(), x.scalar_type());
   check_tensor(op, "bias", bias, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
@@ -82,7 +87,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& x, c
   at::Tensor y = at::empty_like(x);
   at::Tensor mean = statistics_like(x);
   at::Tensor rstd = statistics_like(x);
-  with_element_type(x, [&](auto* tag) {
+  with_element_type<NormElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::layer_norm(data<T>(x), data<T>(weight), data<T>(bias), mutable_data<T>(y),
@@ -97,7 +102,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(const at::Ten
                                                                    const at::Tensor& weight, const at::Tensor& mean,
                                                                    const at::Tensor& rstd) {
   constexpr const char* op = "layer_norm_backward";
-  check_tensor(op, "x", x, x.device());
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
   check_tensor(op, "dy", dy, x.device(), x.scalar_type());
   check_tensor(op, "weight", weight, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
@@ -111,7 +116,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(const at::Ten
   at::Tensor dbias = at::empty_like(weight);
   const std::size_t bytes = cudalab::layer_norm_backward_workspace_bytes(rows, features);
   at::Tensor scratch = workspace(x, bytes);
-  with_element_type(x, [&](auto* tag) {
+  with_element_type<NormElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::layer_norm_backward(data<T>(x), data<T>(dy), data<T>(weight), mean.const_data_ptr<float>(),
@@ -125,14 +130,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(const at::Ten
 
 std::tuple<at::Tensor, at::Tensor> rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   constexpr const char* op = "rms_norm";
-  check_tensor(op, "x", x, x.device());
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
   check_tensor(op, "weight", weight, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
   check_vector(op, "weight", weight, features);
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty_like(x);
   at::Tensor rstd = statistics_like(x);
-  with_element_type(x, [&](auto* tag) {
+  with_element_type<NormElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::rms_norm(data<T>(x), data<T>(weight), mutable_data<T>(y), rstd.mutable_data_ptr<float>(), rows, features,
@@ -145,7 +150,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm(const at::Tensor& x, const at::Tenso
 std::tuple<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const at::Tensor& dy,
                                                      const at::Tensor& weight, const at::Tensor& rstd) {
   constexpr const char* op = "rms_norm_backward";
-  check_tensor(op, "x", x, x.device());
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
   check_tensor(op, "dy", dy, x.device(), x.scalar_type());
   check_tensor(op, "weight", weight, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
@@ -157,7 +162,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const 
   at::Tensor dweight = at::empty_like(weight);
   const std::size_t bytes = cudalab::rms_norm_backward_workspace_bytes(rows, features);
   at::Tensor scratch = workspace(x, bytes);
-  with_element_type(x, [&](auto* tag) {
+  with_element_type<NormElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::rms_norm_backward(data<T>(x), data<T>(dy), data<T>(weight), rstd.const_data_ptr<float>(),
@@ -170,11 +175,11 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const 
 
 at::Tensor softmax(const at::Tensor& x) {
   constexpr const char* op = "softmax";
-  check_tensor(op, "x", x, x.device());
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(SoftmaxElements{}));
   const auto [rows, features] = rows_and_features(op, x);
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty_like(x);
-  with_element_type(x, [&](auto* tag) {
+  with_element_type<SoftmaxElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] { cudalab::softmax(data<T>(x), mutable_data<T>(y), rows, features, current_stream(x)); });
   });
@@ -183,13 +188,13 @@ at::Tensor softmax(const at::Tensor& x) {
 
 at::Tensor softmax_backward(const at::Tensor& y, const at::Tensor& dy) {
   constexpr const char* op = "softmax_backward";
-  check_tensor(op, "y", y, y.device());
+  check_tensor(op, "y", y, y.device(), c10::nullopt, scalar_types(SoftmaxElements{}));
   check_tensor(op, "dy", dy, y.device(), y.scalar_type());
   check_same_shape(op, "dy", dy, "y", y);
   const auto [rows, features] = rows_and_features(op, y);
   const c10::cuda::CUDAGuard guard(y.device());
   at::Tensor dx = at::empty_like(y);
-  with_element_type(y, [&](auto* tag) {
+  with_element_type<SoftmaxElements>(y, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::softmax_backward(data<T>(y), data<T>(dy), mutable_data<T>(dx), rows, features, current_stream(y));
@@ -198,17 +203,62 @@ at::Tensor softmax_backward(const at::Tensor& y, const at::Tensor& dy) {
   return dx;
 }
 
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
+  constexpr const char* op = "swiglu";
+  check_tensor(op, "gate", gate, gate.device(), c10::nullopt, scalar_types(SwigluElements{}));
+  check_tensor(op, "up", up, gate.device(), gate.scalar_type());
+  check_same_shape(op, "up", up, "gate", gate);
+  const c10::cuda::CUDAGuard guard(gate.device());
+  at::Tensor y = at::empty_like(gate);
+  with_element_type<SwigluElements>(gate, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::swiglu(data<T>(gate), data<T>(up), mutable_data<T>(y), gate.numel(), current_stream(gate));
+    });
+  });
+  return y;
+}
+
+std::tuple<at::Tensor, at::Tensor> swiglu_backward(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& dy) {
+  constexpr const char* op = "swiglu_backward";
+  check_tensor(op, "gate", gate, gate.device(), c10::nullopt, scalar_types(SwigluElements{}));
+  check_tensor(op, "up", up, gate.device(), gate.scalar_type());
+  check_tensor(op, "dy", dy, gate.device(), gate.scalar_type());
+  check_same_shape(op, "up", up, "gate", gate);
+  check_same_shape(op, "dy", dy, "gate", gate);
+  const c10::cuda::CUDAGuard guard(gate.device());
+  at::Tensor dgate = at::empty_like(gate);
+  at::Tensor dup = at::empty_like(gate);
+  with_element_type<SwigluElements>(gate, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::swiglu_backward(data<T>(gate), data<T>(up), data<T>(dy), mutable_data<T>(dgate), mutable_data<T>(dup),
+                               gate.numel(), current_stream(gate));
+    });
+  });
+  return {dgate, dup};
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(cudalab, CUDA, m) {
-  m.impl("bias_act", &bias_act);
-  m.impl("bias_act_backward", &bias_act_backward);
-  m.impl("layer_norm", &layer_norm);
-  m.impl("layer_norm_backward", &layer_norm_backward);
-  m.impl("rms_norm", &rms_norm);
-  m.impl("rms_norm_backward", &rms_norm_backward);
-  m.impl("softmax", &softmax);
-  m.impl("softmax_backward", &softmax_backward);
+TORCH_LIBRARY_FRAGMENT(cudalab, m) {
+  define_op(m, "bias_act(Tensor x, Tensor bias, str activation) -> Tensor", &bias_act, BiasActElements{});
+  define_op(m, "bias_act_backward(Tensor x, Tensor bias, Tensor dy, str activation) -> (Tensor, Tensor)",
+            &bias_act_backward, BiasActElements{});
+  define_op(m, "layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)", &layer_norm,
+            NormElements{});
+  define_op(
+      m,
+      "layer_norm_backward(Tensor x, Tensor dy, Tensor weight, Tensor mean, Tensor rstd) -> (Tensor, Tensor, Tensor)",
+      &layer_norm_backward, NormElements{});
+  define_op(m, "rms_norm(Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)", &rms_norm, NormElements{});
+  define_op(m, "rms_norm_backward(Tensor x, Tensor dy, Tensor weight, Tensor rstd) -> (Tensor, Tensor)",
+            &rms_norm_backward, NormElements{});
+  define_op(m, "softmax(Tensor x) -> Tensor", &softmax, SoftmaxElements{});
+  define_op(m, "softmax_backward(Tensor y, Tensor dy) -> Tensor", &softmax_backward, SoftmaxElements{});
+  define_op(m, "swiglu(Tensor gate, Tensor up) -> Tensor", &swiglu, SwigluElements{});
+  define_op(m, "swiglu_backward(Tensor gate, Tensor up, Tensor dy) -> (Tensor, Tensor)", &swiglu_backward,
+            SwigluElements{});
 }
 
 }  // namespace cudalab::torch_ops

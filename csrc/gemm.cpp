@@ -71,6 +71,10 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(cudalab, CUDA, m) { m.impl("gemm", &gemm); }
+TORCH_LIBRARY_FRAGMENT(cudalab, m) {
+  define_op(
+      m, "gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., bool b_transposed=False) -> Tensor",
+      &gemm);
+}
 
 }  // namespace cudalab::torch_ops

@@ -158,14 +158,14 @@ at::Tensor conv2d(const at::Tensor& image, const at::Tensor& filter) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(cudalab, CUDA, m) {
-  m.impl("reduce_sum", &reduce_sum);
-  m.impl("inclusive_scan", &inclusive_scan);
-  m.impl("exclusive_scan", &exclusive_scan);
-  m.impl("select_at_least", &select_at_least);
-  m.impl("histogram", &histogram);
-  m.impl("transpose", &transpose);
-  m.impl("conv2d", &conv2d);
+TORCH_LIBRARY_FRAGMENT(cudalab, m) {
+  define_op(m, "reduce_sum(Tensor x) -> Tensor", &reduce_sum);
+  define_op(m, "inclusive_scan(Tensor x) -> Tensor", &inclusive_scan);
+  define_op(m, "exclusive_scan(Tensor x) -> Tensor", &exclusive_scan);
+  define_op(m, "select_at_least(Tensor x, int threshold) -> Tensor", &select_at_least);
+  define_op(m, "histogram(Tensor samples, int bins) -> Tensor", &histogram);
+  define_op(m, "transpose(Tensor x) -> Tensor", &transpose);
+  define_op(m, "conv2d(Tensor image, Tensor filter) -> Tensor", &conv2d);
 }
 
 }  // namespace cudalab::torch_ops

@@ -11,14 +11,32 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "cudalab/elements.hpp"
+
 namespace cudalab {
 
-// The values are the bias_act ops' `activation` parameter.
+// The element types bias_act takes (T below); any other fails to compile.
+#define CUDALAB_BIAS_ACT_ELEMENTS(X, a, b) X(float, a, b) X(__nv_bfloat16, a, b) X(__half, a, b)
+using BiasActElements = CUDALAB_ELEMENT_LIST(CUDALAB_BIAS_ACT_ELEMENTS);
+
+// The values are the registry's `activation` parameter; the names, the PyTorch ops' argument.
 enum class Activation {
   relu = 0,       // max(v, 0); its derivative at v == 0 is taken as 0, as PyTorch's is
   gelu_tanh = 1,  // 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), PyTorch's approximate="tanh"
   gelu_erf = 2,   // 0.5 v (1 + erf(v / sqrt(2))), PyTorch's default GELU
 };
+
+// Every activation with its name, in value order: the one list that checks and messages use.
+struct ActivationName {
+  Activation activation;
+  const char* name;
+};
+inline constexpr ActivationName kActivationNames[] = {
+    {Activation::relu, "relu"}, {Activation::gelu_tanh, "gelu_tanh"}, {Activation::gelu_erf, "gelu_erf"}};
+inline constexpr int kActivationCount = sizeof(kActivationNames) / sizeof(kActivationNames[0]);
+
+// Whether `value` is an Activation's value.
+inline constexpr bool is_activation(long long value) { return value >= 0 && value < kActivationCount; }
 
 // y = act(x + bias), asynchronously on `stream`. x and y are rows x features, dense and
 // row-major; bias holds `features` values. Device pointers aligned to their element size, of any
@@ -31,12 +49,9 @@ enum class Activation {
 // Throws cudalab::Error: invalid_argument for negative sizes, an activation outside the enum,
 // null or misaligned pointers with a non-empty tensor, or overlapping outputs; cuda when a launch
 // fails.
-void bias_act(const float* x, const float* bias, float* y, std::int64_t rows, std::int64_t features,
-              Activation activation, cudaStream_t stream = nullptr);
-void bias_act(const __half* x, const __half* bias, __half* y, std::int64_t rows, std::int64_t features,
-              Activation activation, cudaStream_t stream = nullptr);
-void bias_act(const __nv_bfloat16* x, const __nv_bfloat16* bias, __nv_bfloat16* y, std::int64_t rows,
-              std::int64_t features, Activation activation, cudaStream_t stream = nullptr);
+template <typename T, typename = RequireElement<T, BiasActElements>>
+void bias_act(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t features, Activation activation,
+              cudaStream_t stream = nullptr);
 
 // Scratch bytes bias_act_backward needs at this shape (fp32 column partial sums, one row of
 // `features` per block of rows), for any element type.
@@ -50,25 +65,16 @@ std::size_t bias_act_backward_workspace_bytes(std::int64_t rows, std::int64_t fe
 // Scratch memory of bias_act_backward_workspace_bytes(rows, features) comes from the
 // stream-ordered allocator (cudaMallocAsync) and is released on the stream.
 // Throws cudalab::Error as bias_act does.
-void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
+template <typename T, typename = RequireElement<T, BiasActElements>>
+void bias_act_backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows,
                        std::int64_t features, Activation activation, cudaStream_t stream = nullptr);
-void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
-                       std::int64_t rows, std::int64_t features, Activation activation, cudaStream_t stream = nullptr);
-void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
-                       __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
-                       cudaStream_t stream = nullptr);
 
 // The same with the caller's scratch: `workspace` is device memory of at least
 // bias_act_backward_workspace_bytes(rows, features) bytes, 16-byte aligned, which the call may use
 // until it is done on the stream. A smaller buffer is refused (invalid_argument).
-void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
+template <typename T, typename = RequireElement<T, BiasActElements>>
+void bias_act_backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows,
                        std::int64_t features, Activation activation, void* workspace, std::size_t workspace_bytes,
                        cudaStream_t stream = nullptr);
-void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
-                       std::int64_t rows, std::int64_t features, Activation activation, void* workspace,
-                       std::size_t workspace_bytes, cudaStream_t stream = nullptr);
-void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
-                       __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
-                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

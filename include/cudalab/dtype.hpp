@@ -11,6 +11,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cudalab/elements.hpp"
+
 namespace cudalab {
 
 // Room is left for the fp8 formats (e4m3, e5m2): a new entry here, its traits below, a fill rule
@@ -80,6 +82,12 @@ struct dtype_of<std::uint32_t> {
 };
 template <typename T>
 inline constexpr DType dtype_of_v = dtype_of<T>::value;
+
+// The DTypes of an element list, in its order.
+template <typename... Ts>
+std::vector<DType> dtypes_of(TypeList<Ts...>) {
+  return {dtype_of_v<Ts>...};
+}
 
 // Host-side conversions through double (the CPU references' precision). Narrowing to a half
 // type rounds to nearest even, as the device's __float2half_rn and __float2bfloat16_rn do.

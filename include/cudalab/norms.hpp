@@ -26,17 +26,19 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "cudalab/elements.hpp"
+
 namespace cudalab {
+
+// The element types the norms take (T below); any other fails to compile.
+#define CUDALAB_NORM_ELEMENTS(X, a, b) X(float, a, b) X(__nv_bfloat16, a, b) X(__half, a, b)
+using NormElements = CUDALAB_ELEMENT_LIST(CUDALAB_NORM_ELEMENTS);
 
 // y = LayerNorm(x) with gamma, beta (features each); mean and rstd (rows each, fp32) may be null,
 // then they are not written. rows == 0 does nothing.
-void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                std::int64_t rows, std::int64_t features, float eps = 1e-5f, cudaStream_t stream = nullptr);
-void layer_norm(const __half* x, const __half* gamma, const __half* beta, __half* y, float* mean, float* rstd,
-                std::int64_t rows, std::int64_t features, float eps = 1e-5f, cudaStream_t stream = nullptr);
-void layer_norm(const __nv_bfloat16* x, const __nv_bfloat16* gamma, const __nv_bfloat16* beta, __nv_bfloat16* y,
-                float* mean, float* rstd, std::int64_t rows, std::int64_t features, float eps = 1e-5f,
-                cudaStream_t stream = nullptr);
+template <typename T, typename = RequireElement<T, NormElements>>
+void layer_norm(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, std::int64_t rows,
+                std::int64_t features, float eps = 1e-5f, cudaStream_t stream = nullptr);
 
 // Scratch bytes layer_norm_backward needs (fp32 column partial sums); the same for every dtype.
 std::size_t layer_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features);
@@ -45,55 +47,31 @@ std::size_t layer_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t 
 // mean and rstd. The statistics are used as given (they need not be x's). rows == 0 writes zeros
 // to dgamma and dbeta. The scratch comes from the stream-ordered allocator (cudaMallocAsync) and is
 // released on the stream.
-void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
-                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
-                         cudaStream_t stream = nullptr);
-void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
-                         __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
-                         cudaStream_t stream = nullptr);
-void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
-                         const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
-                         std::int64_t rows, std::int64_t features, cudaStream_t stream = nullptr);
+template <typename T, typename = RequireElement<T, NormElements>>
+void layer_norm_backward(const T* x, const T* dy, const T* gamma, const float* mean, const float* rstd, T* dx,
+                         T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features, cudaStream_t stream = nullptr);
 // The same with the caller's scratch: `workspace` holds at least
 // layer_norm_backward_workspace_bytes(rows, features) bytes of device memory, 16-byte aligned,
-// which the call may use until its work on the stream is done.
-void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
-                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
-                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
-void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
-                         __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
-                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
-void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
-                         const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
-                         std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
-                         cudaStream_t stream = nullptr);
+// which the call may use until its work on the stream is done (null when that size is 0).
+template <typename T, typename = RequireElement<T, NormElements>>
+void layer_norm_backward(const T* x, const T* dy, const T* gamma, const float* mean, const float* rstd, T* dx,
+                         T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features, void* workspace,
+                         std::size_t workspace_bytes, cudaStream_t stream = nullptr);
 
 // y = RMSNorm(x) with gamma (features); rstd (rows, fp32) may be null. rows == 0 does nothing.
-void rms_norm(const float* x, const float* gamma, float* y, float* rstd, std::int64_t rows, std::int64_t features,
+template <typename T, typename = RequireElement<T, NormElements>>
+void rms_norm(const T* x, const T* gamma, T* y, float* rstd, std::int64_t rows, std::int64_t features,
               float eps = 1e-6f, cudaStream_t stream = nullptr);
-void rms_norm(const __half* x, const __half* gamma, __half* y, float* rstd, std::int64_t rows, std::int64_t features,
-              float eps = 1e-6f, cudaStream_t stream = nullptr);
-void rms_norm(const __nv_bfloat16* x, const __nv_bfloat16* gamma, __nv_bfloat16* y, float* rstd, std::int64_t rows,
-              std::int64_t features, float eps = 1e-6f, cudaStream_t stream = nullptr);
 
 std::size_t rms_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features);
 
 // dx and dgamma from x, dy, gamma and the forward's rstd (used as given).
-void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
-                       std::int64_t rows, std::int64_t features, cudaStream_t stream = nullptr);
-void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
-                       __half* dgamma, std::int64_t rows, std::int64_t features, cudaStream_t stream = nullptr);
-void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
-                       __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
+template <typename T, typename = RequireElement<T, NormElements>>
+void rms_norm_backward(const T* x, const T* dy, const T* gamma, const float* rstd, T* dx, T* dgamma, std::int64_t rows,
+                       std::int64_t features, cudaStream_t stream = nullptr);
+template <typename T, typename = RequireElement<T, NormElements>>
+void rms_norm_backward(const T* x, const T* dy, const T* gamma, const float* rstd, T* dx, T* dgamma, std::int64_t rows,
+                       std::int64_t features, void* workspace, std::size_t workspace_bytes,
                        cudaStream_t stream = nullptr);
-void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
-                       std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
-                       cudaStream_t stream = nullptr);
-void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
-                       __half* dgamma, std::int64_t rows, std::int64_t features, void* workspace,
-                       std::size_t workspace_bytes, cudaStream_t stream = nullptr);
-void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
-                       __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
-                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

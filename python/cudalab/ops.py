@@ -11,12 +11,9 @@ their docstrings name and read their input as one flat array, matrix or image.
 import torch
 from torch import Tensor
 
-_ACTIVATIONS = {"relu": 0, "gelu_tanh": 1, "gelu": 2}
-
-
 def bias_relu(x: Tensor, bias: Tensor) -> Tensor:
     """relu(x + bias), bias of shape [x.shape[-1]]."""
-    return torch.ops.cudalab.bias_act(x, bias, _ACTIVATIONS["relu"])
+    return torch.ops.cudalab.bias_act(x, bias, "relu")
 
 
 def bias_gelu(x: Tensor, bias: Tensor, approximate: str = "none") -> Tensor:
@@ -24,7 +21,7 @@ def bias_gelu(x: Tensor, bias: Tensor, approximate: str = "none") -> Tensor:
     ``"none"`` (erf) or ``"tanh"``."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"cudalab.bias_gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return torch.ops.cudalab.bias_act(x, bias, _ACTIVATIONS["gelu" if approximate == "none" else "gelu_tanh"])
+    return torch.ops.cudalab.bias_act(x, bias, "gelu_erf" if approximate == "none" else "gelu_tanh")
 
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
@@ -40,6 +37,12 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
 def softmax(x: Tensor) -> Tensor:
     """``torch.softmax(x, dim=-1)``."""
     return torch.ops.cudalab.softmax(x)
+
+
+def swiglu(gate: Tensor, up: Tensor) -> Tensor:
+    """``torch.nn.functional.silu(gate) * up``, element-wise over two tensors of one shape (a Llama
+    MLP's gate and up projections)."""
+    return torch.ops.cudalab.swiglu(gate, up)
 
 
 def gemm(
@@ -178,6 +181,16 @@ def _(y, dy):
     return torch.empty_like(y)
 
 
+@torch.library.register_fake("cudalab::swiglu")
+def _(gate, up):
+    return torch.empty_like(gate)
+
+
+@torch.library.register_fake("cudalab::swiglu_backward")
+def _(gate, up, dy):
+    return torch.empty_like(gate), torch.empty_like(up)
+
+
 @torch.library.register_fake("cudalab::gemm")
 def _(a, b, c=None, alpha=1.0, beta=0.0, b_transposed=False):
     n = b.shape[-2] if b_transposed else b.shape[-1]
@@ -290,6 +303,18 @@ def _softmax_backward(ctx, dy):
 
 
 torch.library.register_autograd("cudalab::softmax", _softmax_backward, setup_context=_softmax_setup)
+
+
+def _swiglu_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _swiglu_backward(ctx, dy):
+    gate, up = ctx.saved_tensors
+    return torch.ops.cudalab.swiglu_backward(gate, up, dy.contiguous())
+
+
+torch.library.register_autograd("cudalab::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
 
 
 def _gemm_setup(ctx, inputs, output):

@@ -112,6 +112,21 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   claims->add_option("--update", claims_args.update_paths,
                      "Markdown file whose <!-- cudalab:begin claims:all --> block to regenerate (repeatable)");
 
+  ModelArgs model_args;
+  auto* model = app.add_subcommand(
+      "model",
+      "Print, as JSON, the harness's model of the problems a JSON request names: each problem's key, work (bytes "
+      "read and written, flops) and compute unit, the summary and roofline of samples timed elsewhere, and the "
+      "stopping rule (no GPU needed unless --gpu or --ceilings cache); python -m cudalab.bench reads it");
+  model->add_option("request", model_args.request_path,
+                    "Request file, - for standard input: {\"ceilings\": {...}, \"problems\": [{\"op\", \"dims\": "
+                    "{NAME: SIZE}, \"dtype\", \"params\": {NAME: VALUE}, \"engine\", \"samples_ms\": [[MS, ...], "
+                    "...]}]}");
+  model->add_flag("--gpu", model_args.gpu, "Add this GPU's provenance and the bytes an L2 flush reads");
+  model->add_option("--ceilings", model_args.ceilings,
+                    "Ceilings for the rooflines: a probe file (cudalab probe --json), or 'cache' for this GPU's "
+                    "cached ones");
+
   Context context{out, err, joined(argc, argv)};
   try {
     app.parse(argc, argv);
@@ -126,6 +141,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     if (*bench) return command_bench(bench_args, context);
     if (*report) return command_report(report_args, context);
     if (*claims) return command_claims(claims_args, context);
+    if (*model) return command_model(model_args, context);
   } catch (const Error& e) {
     err << "cudalab: " << e.what() << std::endl;
     return exit_code_for(e.kind());

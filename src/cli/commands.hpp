@@ -52,12 +52,19 @@ struct ClaimsArgs {
   std::vector<std::string> update_paths;  // docs whose <!-- cudalab:begin claims:all --> block to regenerate
 };
 
+struct ModelArgs {
+  std::string request_path;  // a JSON request, "-" for standard input; empty: no problems
+  bool gpu = false;          // add this GPU's provenance and L2 flush size
+  std::string ceilings;      // a probe file, or "cache" for this GPU's cached ceilings
+};
+
 int command_probe(const ProbeArgs& args, Context& context);
 int command_list(bool json, Context& context);
 int command_run(const RunArgs& args, Context& context);
 int command_bench(const BenchArgs& args, Context& context);
 int command_report(const ReportArgs& args, Context& context);
 int command_claims(const ClaimsArgs& args, Context& context);
+int command_model(const ModelArgs& args, Context& context);
 
 // A problem size as typed: a whole number >= 1 ("1000003") or a power of two ("2^28").
 // Throws Error{invalid_argument} with a sentence saying what was wrong.

@@ -8,23 +8,11 @@
 
 namespace cudalab::harness {
 
-// One registration function per op family (src/ops/<op>/register.cpp, or register.cu where it holds device code).
-void register_vecadd(Registry& registry);
-void register_convert(Registry& registry);
-void register_reduce(Registry& registry);
-void register_histogram(Registry& registry);
-void register_scan(Registry& registry);
-void register_select(Registry& registry);
-void register_conv2d(Registry& registry);
-void register_transpose(Registry& registry);
-void register_memory(Registry& registry);
-void register_gemm(Registry& registry);
-void register_transfers(Registry& registry);
-void register_execution(Registry& registry);
-void register_norms(Registry& registry);
-void register_softmax(Registry& registry);
-void register_bias_act(Registry& registry);
-void register_attention(Registry& registry);
+// One registration function per op folder (src/ops/<op>/register.cpp, or register.cu where it
+// holds device code), listed by the build (cmake/CudalabOp.cmake).
+#define CUDALAB_OP(name) void register_##name(Registry& registry);
+#include "registered_ops.inc"
+#undef CUDALAB_OP
 
 const char* to_string(Role role) {
   switch (role) {
@@ -204,22 +192,9 @@ nlohmann::json run_experiment(const Experiment& experiment, const ExperimentCont
 const Registry& builtin_registry() {
   static const Registry registry = [] {
     Registry r;
-    register_vecadd(r);
-    register_convert(r);
-    register_reduce(r);
-    register_scan(r);
-    register_select(r);
-    register_transpose(r);
-    register_memory(r);
-    register_histogram(r);
-    register_conv2d(r);
-    register_gemm(r);
-    register_transfers(r);
-    register_execution(r);
-    register_bias_act(r);
-    register_norms(r);
-    register_softmax(r);
-    register_attention(r);
+#define CUDALAB_OP(name) register_##name(r);
+#include "registered_ops.inc"
+#undef CUDALAB_OP
     return r;
   }();
   return registry;

@@ -125,11 +125,45 @@ std::vector<Problem> cross(const Op& op, const std::vector<std::vector<std::int6
 // checking on the H100 machine.
 std::vector<Problem> row_op_bench_problems(const Op& op, const std::vector<Param>& params = {});
 
-// A variant from one typed launcher per dtype: `launchers` are instantiations of one templated
-// launcher (launch<float>, launch<std::int32_t>, ...) taking the op's argument struct, whose
-// `Element` names the dtype it dispatches on. `Binding::bind<Args>(problem, tensors)` fills the
-// struct from the problem and its tensors, the same struct the library call and a PyTorch binding
-// fill from their own arguments.
+// The launcher of `launch` whose argument struct `Args` matches the problem's dtype, bound to the
+// problem's tensors: one fold over the structs, each naming its dtype by its `Element`.
+template <typename Binding, typename... Args, typename... Launch>
+BoundLaunch bind_launcher(const Problem& problem, Tensors& tensors, const Launch&... launch) {
+  BoundLaunch bound;
+  (void)((problem.dtype == dtype_of_v<typename Args::Element> &&
+          (
+              bound = [launcher = launch, args = Binding::template bind<Args>(problem, tensors)](
+                          cudaStream_t stream) { launcher(args, stream); },
+              true)) ||
+         ...);
+  if (!bound)
+    throw Error(ErrorKind::invalid_argument, std::string("no launcher for dtype ") + to_string(problem.dtype), __FILE__,
+                __LINE__);
+  return bound;
+}
+
+// A variant from one launcher template over the op's element list: `launch(args, stream)` is
+// called with ArgsOf<T> for the problem's element type T, one of `elements`
+// (CUDALAB_ELEMENT_LIST of the op's list macro). CUDALAB_LAUNCHER(name) wraps a launcher template.
+// `Binding::bind<Args>(problem, tensors)` fills the struct from the problem and its tensors, the
+// same struct the library call and a PyTorch binding fill from their own arguments.
+template <typename Binding, template <typename> class ArgsOf, typename... Ts, typename Launch>
+Variant make_variant(std::string id, std::string technique, Role role, TypeList<Ts...>, Launch launch) {
+  static_assert(sizeof...(Ts) > 0, "a variant needs at least one element type");
+  Variant v;
+  v.id = std::move(id);
+  v.technique = std::move(technique);
+  v.role = role;
+  v.dtypes = dtypes_of(TypeList<Ts...>{});
+  v.bind = [launch](const Problem& problem, Tensors& tensors) {
+    return bind_launcher<Binding, ArgsOf<Ts>...>(problem, tensors, (static_cast<void>(sizeof(Ts)), launch)...);
+  };
+  return v;
+}
+#define CUDALAB_LAUNCHER(name) [](const auto& args, cudaStream_t stream) { name(args, stream); }
+
+// A variant from typed launchers spelled one by one (launch<float>, launch<std::int32_t>, ...),
+// each taking the op's argument struct for one dtype: for ops whose variants take different sets.
 template <typename Binding, typename... Args>
 Variant make_variant(std::string id, std::string technique, Role role,
                      void (*... launchers)(const Args&, cudaStream_t)) {
@@ -140,18 +174,7 @@ Variant make_variant(std::string id, std::string technique, Role role,
   v.role = role;
   v.dtypes = {dtype_of_v<typename Args::Element>...};
   v.bind = [launchers...](const Problem& problem, Tensors& tensors) {
-    BoundLaunch bound;
-    // One fold over the launchers: the one whose element type is the problem's dtype is bound.
-    (void)((problem.dtype == dtype_of_v<typename Args::Element> &&
-            (
-                bound = [launcher = launchers, args = Binding::template bind<Args>(problem, tensors)](
-                            cudaStream_t stream) { launcher(args, stream); },
-                true)) ||
-           ...);
-    if (!bound)
-      throw Error(ErrorKind::invalid_argument, std::string("no launcher for dtype ") + to_string(problem.dtype),
-                  __FILE__, __LINE__);
-    return bound;
+    return bind_launcher<Binding, Args...>(problem, tensors, launchers...);
   };
   return v;
 }

@@ -28,9 +28,12 @@ __global__ void flush_l2_kernel(const float4* buffer, std::int64_t count, float*
 
 }  // namespace
 
+std::int64_t l2_flush_bytes(const DeviceInfo& device) {
+  return 2 * static_cast<std::int64_t>(device.l2_cache_bytes) + (8 << 20);
+}
+
 KernelTimer::KernelTimer() {
-  const DeviceInfo info = device_info();
-  const std::int64_t bytes = 2 * static_cast<std::int64_t>(info.l2_cache_bytes) + (8 << 20);
+  const std::int64_t bytes = l2_flush_bytes(device_info());
   flush_buffer_ = DeviceBuffer<float4>(bytes / static_cast<std::int64_t>(sizeof(float4)));
   flush_sink_ = DeviceBuffer<float>(1);
   CUDALAB_CUDA_CHECK(cudaMemset(flush_buffer_.data(), 0, flush_buffer_.bytes()));

@@ -2,14 +2,20 @@
 // an L2 flush ("cold") unless the experiment is about the cache, until the stopping rule is met.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 #include <cuda_runtime_api.h>
 
+#include "cudalab/device.hpp"
 #include "cudalab/memory.hpp"
 #include "harness/statistics.hpp"
 
 namespace cudalab::harness {
+
+// The bytes a flush reads on `device`: twice its L2 and 8 MiB more, so no line of the timed
+// kernel's data survives it.
+std::int64_t l2_flush_bytes(const DeviceInfo& device);
 
 struct TimingOptions {
   int warmup_launches = 3;

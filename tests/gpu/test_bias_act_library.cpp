@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cudalab/activations.hpp"
@@ -86,19 +87,13 @@ void check_forward_everywhere() {
       for (std::int64_t at : {0, 1}) check_forward<T>(activation, shape, at);
 }
 
-TEST(LibraryBiasAct, Fp32) {
+TEST(LibraryBiasAct, EveryElementType) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_forward_everywhere<float>();
-}
-
-TEST(LibraryBiasAct, Bf16) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_forward_everywhere<__nv_bfloat16>();
-}
-
-TEST(LibraryBiasAct, Fp16) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_forward_everywhere<__half>();
+  for_each_element(BiasActElements{}, [](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    SCOPED_TRACE(to_string(dtype_of_v<T>));
+    check_forward_everywhere<T>();
+  });
 }
 
 // Every finite value of a 16-bit type as x (bias 0), through each activation forward and backward:
@@ -185,19 +180,13 @@ void check_backward_everywhere() {
       for (std::int64_t at : {0, 1}) check_backward<T>(activation, shape, at);
 }
 
-TEST(LibraryBiasActBackward, Fp32) {
+TEST(LibraryBiasActBackward, EveryElementType) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_backward_everywhere<float>();
-}
-
-TEST(LibraryBiasActBackward, Bf16) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_backward_everywhere<__nv_bfloat16>();
-}
-
-TEST(LibraryBiasActBackward, Fp16) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_backward_everywhere<__half>();
+  for_each_element(BiasActElements{}, [](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    SCOPED_TRACE(to_string(dtype_of_v<T>));
+    check_backward_everywhere<T>();
+  });
 }
 
 // No rows: dbias is written with zeros, dx and y are not touched; no features: nothing happens.
@@ -207,12 +196,12 @@ TEST(LibraryBiasActBackward, NoRowsWritesZeroDbias) {
   Padded<__nv_bfloat16> bias(8, 0), dbias(8, 0);
   bias.fill(6, stream.get());
   dbias.poison(stream.get());
-  bias_act_backward(static_cast<const __nv_bfloat16*>(nullptr), bias.data(), nullptr, nullptr, dbias.data(), 0, 8,
-                    Activation::gelu_tanh, stream.get());
+  bias_act_backward<__nv_bfloat16>(nullptr, bias.data(), nullptr, nullptr, dbias.data(), 0, 8, Activation::gelu_tanh,
+                                   stream.get());
   EXPECT_EQ(dbias.inside(stream.get()), std::vector<unsigned char>(16, 0));
   EXPECT_TRUE(dbias.untouched_outside(stream.get()));
-  EXPECT_NO_THROW(bias_act_backward(static_cast<const float*>(nullptr), nullptr, nullptr, nullptr, nullptr, 5, 0,
-                                    Activation::relu, stream.get()));
+  EXPECT_NO_THROW(
+      bias_act_backward<float>(nullptr, nullptr, nullptr, nullptr, nullptr, 5, 0, Activation::relu, stream.get()));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cudalab/memory.hpp"
@@ -126,19 +127,13 @@ void check_forward_everywhere() {
   for (Norm norm : {Norm::layer, Norm::rms}) check_forward<T>(norm, {9, 8192, 0}, Distribution::normal, false);
 }
 
-TEST(LibraryNorms, ForwardFp32) {
+TEST(LibraryNorms, ForwardEveryElementType) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_forward_everywhere<float>();
-}
-
-TEST(LibraryNorms, ForwardBf16) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_forward_everywhere<__nv_bfloat16>();
-}
-
-TEST(LibraryNorms, ForwardFp16) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_forward_everywhere<__half>();
+  for_each_element(NormElements{}, [](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    SCOPED_TRACE(to_string(dtype_of_v<T>));
+    check_forward_everywhere<T>();
+  });
 }
 
 // The backward's widths: fused (a warp per row up to 512, blocks up to 16384, element loads when
@@ -220,19 +215,13 @@ void check_backward_everywhere() {
       for (Distribution d : {Distribution::uniform, Distribution::large_magnitude}) check_backward<T>(norm, s, d);
 }
 
-TEST(LibraryNorms, BackwardFp32) {
+TEST(LibraryNorms, BackwardEveryElementType) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_backward_everywhere<float>();
-}
-
-TEST(LibraryNorms, BackwardBf16) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_backward_everywhere<__nv_bfloat16>();
-}
-
-TEST(LibraryNorms, BackwardFp16) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_backward_everywhere<__half>();
+  for_each_element(NormElements{}, [](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    SCOPED_TRACE(to_string(dtype_of_v<T>));
+    check_backward_everywhere<T>();
+  });
 }
 
 TEST(LibraryNorms, RefusesASmallerWorkspaceAndRowsOfNoFeatures) {

@@ -7,6 +7,7 @@
 // nothing outside the output is written.
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cudalab/memory.hpp"
@@ -99,34 +100,22 @@ void check_every_case(void (*check)(const Case&, harness::Distribution)) {
     for (harness::Distribution d : {harness::Distribution::uniform, harness::Distribution::normal}) check(c, d);
 }
 
-TEST(LibrarySoftmax, Fp32EveryWidthClassAndAlignment) {
+TEST(LibrarySoftmax, EveryElementTypeWidthClassAndAlignment) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_every_case(check_forward<float>);
+  for_each_element(SoftmaxElements{}, [](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    SCOPED_TRACE(to_string(dtype_of_v<T>));
+    check_every_case(check_forward<T>);
+  });
 }
 
-TEST(LibrarySoftmax, Fp16EveryWidthClassAndAlignment) {
+TEST(LibrarySoftmaxBackward, EveryElementTypeWidthClassAndAlignment) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_every_case(check_forward<__half>);
-}
-
-TEST(LibrarySoftmax, Bf16EveryWidthClassAndAlignment) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_every_case(check_forward<__nv_bfloat16>);
-}
-
-TEST(LibrarySoftmaxBackward, Fp32EveryWidthClassAndAlignment) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_every_case(check_backward<float>);
-}
-
-TEST(LibrarySoftmaxBackward, Fp16EveryWidthClassAndAlignment) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_every_case(check_backward<__half>);
-}
-
-TEST(LibrarySoftmaxBackward, Bf16EveryWidthClassAndAlignment) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
-  check_every_case(check_backward<__nv_bfloat16>);
+  for_each_element(SoftmaxElements{}, [](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    SCOPED_TRACE(to_string(dtype_of_v<T>));
+    check_every_case(check_backward<T>);
+  });
 }
 
 // Large-magnitude logits (1e30-1e32; fp16's 1024-65504) of random sign: one value per row wins,

@@ -417,8 +417,7 @@ TEST(BiasActLibrary, ValidatesBeforeTouchingTheGpu) {
   const auto relu = Activation::relu;
   EXPECT_EQ(thrown_kind([&] { bias_act(f, b, y, -1, 4, relu); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { bias_act(f, b, y, 4, 4, static_cast<Activation>(3)); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] { bias_act(static_cast<const float*>(nullptr), b, y, 4, 4, relu); }),
-            ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { bias_act<float>(nullptr, b, y, 4, 4, relu); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { bias_act(f, b, reinterpret_cast<float*>(std::uintptr_t{0x30002}), 4, 4, relu); }),
             ErrorKind::invalid_argument);
   // y overlapping x (16 floats from 0x10000 reach 0x10040) or the bias.
@@ -445,7 +444,7 @@ TEST(BiasActLibrary, ValidatesBeforeTouchingTheGpu) {
   // No rows: dbias is zeros and needs no workspace, so a null one is no error.
   ASSERT_EQ(bias_act_backward_workspace_bytes(0, 4), 0u);
   test_support::expect_arguments_accepted(
-      [&] { bias_act_backward(static_cast<const float*>(nullptr), b, nullptr, nullptr, db, 0, 4, relu, nullptr, 0); });
+      [&] { bias_act_backward<float>(nullptr, b, nullptr, nullptr, db, 0, 4, relu, nullptr, 0); });
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ int lines(const std::string& text) {
 }
 
 TEST(Cli, HelpOnEveryCommandSucceeds) {
-  for (const char* command : {"probe", "list", "run", "bench", "report"}) {
+  for (const char* command : {"probe", "list", "run", "bench", "report", "model"}) {
     const Outcome o = invoke({command, "--help"});
     EXPECT_EQ(o.code, kExitOk) << command;
     EXPECT_NE(o.out.find("Usage"), std::string::npos) << command;
@@ -333,6 +333,98 @@ TEST(LibraryArguments, VecaddValidatesBeforeTouchingTheGpu) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
   }
+}
+
+// `cudalab model` answers a request written to a file (standard input is the benchmark's route).
+Outcome model(const nlohmann::json& request, std::vector<const char*> flags = {}) {
+  const std::string path = ::testing::TempDir() + "cudalab_model_request.json";
+  {
+    std::ofstream file(path);
+    file << request.dump();
+  }
+  flags.insert(flags.begin(), {"model", path.c_str()});
+  return invoke(flags);
+}
+
+TEST(Cli, ModelGivesTheOpsProblemKeyAndWork) {
+  const Outcome o = model({{"problems",
+                            {{{"op", "layer_norm"}, {"dims", {{"rows", 16384}, {"features", 8192}}}, {"dtype", "bf16"}},
+                             {{"op", "gemm"},
+                              {"dims", {{"M", 8192}, {"N", 8192}, {"K", 8192}}},
+                              {"dtype", "bf16"},
+                              {"params", {{"alpha", 1}, {"beta", 0}}},
+                              {"engine", "by_dtype"}}}}});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const auto answer = nlohmann::json::parse(o.out);
+  const auto& norm = answer["problems"][0];
+  EXPECT_EQ(norm["problem"]["key"], "dtype=bf16;rows=16384;features=8192;eps=1e-05");  // eps: the op's default
+  // x, gamma and beta read in bf16; y written, and mean and rstd in fp32; 8 flops an element.
+  const double m = 16384.0 * 8192, f = 8192, rows = 16384;
+  EXPECT_EQ(norm["work"]["bytes_read"], 2 * (m + 2 * f));
+  EXPECT_EQ(norm["work"]["bytes_written"], 2 * m + 2 * 4 * rows);
+  EXPECT_EQ(norm["work"]["flops"], 8 * m);
+  EXPECT_EQ(norm["unit"], "fp32_cuda_cores");
+  const auto& gemm = answer["problems"][1];
+  EXPECT_EQ(gemm["problem"]["key"], "dtype=bf16;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_b=0");
+  const double n = 8192;
+  EXPECT_EQ(gemm["work"]["bytes_read"], 2 * 2 * n * n);  // beta 0 never reads C
+  EXPECT_EQ(gemm["work"]["bytes_written"], 2 * n * n);
+  EXPECT_EQ(gemm["work"]["flops"], 2 * n * n * n);
+  EXPECT_EQ(gemm["unit"], "bf16_tensor_cores");
+  EXPECT_EQ(answer["stopping_rule"]["min_samples"], 10);
+  EXPECT_EQ(answer["stopping_rule"]["target_stdrel"], 0.01);
+  EXPECT_FALSE(answer.contains("provenance"));
+}
+
+TEST(Cli, ModelTimesSamplesAsTheHarnessDoes) {
+  // Reads at 2500 GB/s and copies at 2000 GB/s price a written byte at 2/2000 - 1/2500 s per GB: 1666.7 GB/s.
+  const nlohmann::json ceilings = {{"copy_kernel_gbps", 2000.0}, {"read_gbps", 2500.0}, {"fp32_tflops", 50.0}};
+  const Outcome o = model({{"ceilings", ceilings},
+                           {"problems",
+                            {{{"op", "softmax"},
+                              {"dims", {{"rows", 1000}, {"features", 1000}}},
+                              {"samples_ms", {{3.0, 1.0, 2.0}, nlohmann::json::array({4.0})}}}}}});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const auto answer = nlohmann::json::parse(o.out);
+  EXPECT_EQ(answer["ceilings"]["copy_kernel_gbps"], 2000.0);
+  const auto& timings = answer["problems"][0]["timings"];
+  ASSERT_EQ(timings.size(), 2u);
+  EXPECT_EQ(timings[0]["time_ms"]["median"], 2.0);
+  EXPECT_EQ(timings[0]["time_ms"]["count"], 3);
+  EXPECT_NEAR(timings[0]["time_ms"]["stdrel"].get<double>(), 0.5, 1e-12);
+  // 4 MB read in 1.6 us and 4 MB written in 2.4 us: a 4 us floor against 2 ms, at 4 GB/s.
+  const auto& point = timings[0]["roofline"];
+  EXPECT_NEAR(point["floor_seconds"].get<double>(), 4e-6, 1e-15);
+  EXPECT_NEAR(point["fraction"].get<double>(), 2e-3, 1e-12);
+  EXPECT_NEAR(point["gbps"].get<double>(), 4.0, 1e-12);
+  EXPECT_EQ(point["bound"], "memory");
+  EXPECT_NEAR(timings[1]["roofline"]["fraction"].get<double>(), 1e-3, 1e-12);
+}
+
+TEST(Cli, ModelRefusesABadRequestInOneLine) {
+  const nlohmann::json norm = {{"op", "layer_norm"}, {"dims", {{"rows", 2}, {"features", 8}}}};
+  std::vector<nlohmann::json> bad = {
+      {{"op", "nothing"}, {"dims", nlohmann::json::object()}},
+      {{"op", "layer_norm"}, {"dims", {{"rows", 2}}}},
+      {{"op", "layer_norm"}, {"dims", {{"rows", 2}, {"cols", 8}}}},
+      norm,
+      norm,
+      norm,
+  };
+  bad[3]["params"] = {{"activation", 1}};
+  bad[4]["dtype"] = "i32";
+  bad[5]["samples_ms"] = nlohmann::json::array({nlohmann::json::array({1.0})});  // samples without ceilings
+  for (const auto& problem : bad) {
+    const Outcome o = model({{"problems", nlohmann::json::array({problem})}});
+    EXPECT_EQ(o.code, kExitUsage) << problem.dump();
+    EXPECT_EQ(lines(o.err), 1) << o.err;
+  }
+  const Outcome missing = model(nlohmann::json::object(), {"--ceilings", "/nonexistent/probe.json"});
+  EXPECT_EQ(missing.code, kExitUsage);
+  EXPECT_NE(missing.err.find("/nonexistent/probe.json"), std::string::npos) << missing.err;
+  const Outcome unreadable = invoke({"model", "/nonexistent/request.json"});
+  EXPECT_EQ(unreadable.code, kExitUsage);
+  EXPECT_EQ(lines(unreadable.err), 1) << unreadable.err;
 }
 
 }  // namespace

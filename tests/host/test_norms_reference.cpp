@@ -414,7 +414,7 @@ TEST(NormsLibrary, ValidatesBeforeTouchingTheGpu) {
       thrown_kind([&] { rms_norm(reinterpret_cast<const __half*>(std::uintptr_t{0x20001}), f16, f16, stats, 4, 8); }),
       kInvalid)
       << "x not aligned to its element";
-  EXPECT_NO_THROW(layer_norm(static_cast<const float*>(nullptr), nullptr, nullptr, nullptr, nullptr, nullptr, 0, 8));
+  EXPECT_NO_THROW(layer_norm<float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 8));
   // rows * features past 64 bits (features within a row's limit).
   constexpr std::int64_t kManyRows = std::int64_t{1} << 40, kWide = std::int64_t{1} << 30;
   EXPECT_EQ(thrown_kind([&] { rms_norm(f16, f16, f16, stats, kManyRows, kWide); }), kInvalid);
@@ -434,8 +434,8 @@ TEST(NormsLibrary, ValidatesBeforeTouchingTheGpu) {
   // No rows: dgamma and dbeta are zeros and need no workspace, so a null one is no error.
   ASSERT_EQ(layer_norm_backward_workspace_bytes(0, 8), 0u);
   test_support::expect_arguments_accepted([&] {
-    layer_norm_backward(static_cast<const float*>(nullptr), nullptr, nullptr, nullptr, nullptr, nullptr, f32, f32 + 8,
-                        0, 8, static_cast<void*>(nullptr), 0);
+    layer_norm_backward<float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, f32, f32 + 8, 0, 8,
+                               static_cast<void*>(nullptr), 0);
   });
 }
 

@@ -252,7 +252,7 @@ TEST(SoftmaxLibrary, ValidatesBeforeTouchingTheGpu) {
   auto* bf16 = reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{0x40000});
   EXPECT_EQ(thrown_kind([&] { softmax(f32, out, -1, 4); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { softmax(f32, out, 4, -1); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] { softmax(static_cast<const float*>(nullptr), out, 2, 3); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { softmax<float>(nullptr, out, 2, 3); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { softmax(half, static_cast<__half*>(nullptr), 2, 3); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { softmax(reinterpret_cast<const float*>(std::uintptr_t{0x10002}), out, 2, 3); }),
             ErrorKind::invalid_argument);
@@ -261,13 +261,13 @@ TEST(SoftmaxLibrary, ValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(thrown_kind([&] { softmax(f32, f32 + 5, 2, 3); }), ErrorKind::invalid_argument);  // overlap
   EXPECT_EQ(thrown_kind([&] { softmax(f32, out, std::int64_t{1} << 40, std::int64_t{1} << 40); }),
             ErrorKind::invalid_argument);  // rows * features overflows
-  EXPECT_NO_THROW(softmax(static_cast<const float*>(nullptr), static_cast<float*>(nullptr), 0, 5));
-  EXPECT_NO_THROW(softmax(static_cast<const __half*>(nullptr), static_cast<__half*>(nullptr), 5, 0));
+  EXPECT_NO_THROW(softmax<float>(nullptr, static_cast<float*>(nullptr), 0, 5));
+  EXPECT_NO_THROW(softmax<__half>(nullptr, static_cast<__half*>(nullptr), 5, 0));
   EXPECT_EQ(thrown_kind([&] { softmax_backward(f32, f32, f32 + 1, 2, 3); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { softmax_backward(f32, static_cast<const float*>(nullptr), out, 2, 3); }),
             ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { softmax_backward(bf16, bf16, bf16, 2, 3); }), ErrorKind::invalid_argument);
-  EXPECT_NO_THROW(softmax_backward(static_cast<const float*>(nullptr), nullptr, static_cast<float*>(nullptr), 0, 0));
+  EXPECT_NO_THROW(softmax_backward<float>(nullptr, nullptr, static_cast<float*>(nullptr), 0, 0));
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
-"""python -m cudalab.bench: its command line and errors, and that its roofline, statistics and
-problem keys are the C++ harness's (checked against records the C++ bench committed). On a GPU, a
-quick run of every family writes a results file whose records are verified and timed."""
+"""python -m cudalab.bench: its command line and errors, its cases (each a problem the C++ registry
+knows, whose work and roofline the `cudalab model` command gives), its comparisons and float64
+references. On a GPU, a quick run of every family writes a results file whose records are verified
+and timed, and that `cudalab report` renders."""
 
 import json
 import math
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -13,7 +15,20 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend
 
-from cudalab import bench
+from cudalab.bench.cases import FAMILIES
+from cudalab.bench.cases.attention import (
+    ATTENTION_LSE_REL_L2,
+    ATTENTION_REL_L2,
+    SDPA_MATH_MAX_SEQ,
+    attention_backward_reference,
+    attention_reference,
+    sdpa,
+)
+from cudalab.bench.cases.common import DTYPE_NAMES, backward
+from cudalab.bench.model import BenchError, Model, find_cli
+from cudalab.bench.records import compare
+from cudalab.bench.timing import enough_samples
+from cudalab.bench import command_line
 from conftest import requires_cuda
 
 RESULTS = pathlib.Path(__file__).resolve().parents[2] / "results" / "nvidia-h100-80gb-hbm3"
@@ -23,10 +38,19 @@ def run_module(*args):
     return subprocess.run([sys.executable, "-m", "cudalab.bench", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.fixture(scope="module")
+def model():
+    """The cudalab command the benchmark would use ($CUDALAB_CLI, PATH or build/release/cudalab)."""
+    try:
+        return Model(find_cli())
+    except BenchError as error:
+        pytest.skip(str(error))
+
+
 def test_help_describes_the_command():
     done = run_module("--help")
     assert done.returncode == 0
-    assert "usage: python -m cudalab.bench" in done.stdout and "--quick" in done.stdout
+    assert "usage: python -m cudalab.bench" in done.stdout and "--quick" in done.stdout and "--cli" in done.stdout
 
 
 def test_unknown_family_is_refused():
@@ -41,77 +65,116 @@ def test_without_a_gpu_one_line_and_a_failure_status():
     assert done.stderr == "cudalab.bench: no CUDA device: torch.cuda.is_available() is False\n"
 
 
-def committed(name):
-    with open(RESULTS / name) as f:
-        return json.load(f)
+def test_a_missing_cudalab_command_is_named(tmp_path, monkeypatch):
+    with pytest.raises(BenchError, match=re.escape(f"no cudalab command at {tmp_path / 'cudalab'}")):
+        find_cli(str(tmp_path / "cudalab"))
+    monkeypatch.setenv("CUDALAB_CLI", str(tmp_path / "elsewhere"))
+    with pytest.raises(BenchError, match="no cudalab command at .*elsewhere"):
+        find_cli()
 
 
-@pytest.mark.parametrize("name, variant", [("softmax.json", "three_pass"), ("gemm.json", "cublas_gemmex")])
-def test_roofline_matches_the_cpp_harness(name, variant):
-    # The C++ bench stored each record's roofline point; the Python formula must give the same one.
-    document = committed(name)
-    record = next(r for r in document["records"] if r["variant"] == variant and "time_ms" in r)
-    point = bench.roofline(document["ceilings"], record["work"], record["unit"], record["time_ms"]["median"] / 1e3)
-    for key, value in record["roofline"].items():
-        assert point[key] == (value if key == "bound" else pytest.approx(value, rel=1e-9)), key
+@pytest.mark.parametrize("quick", [True, False])
+def test_every_case_is_a_problem_of_the_cpp_registry(model, quick):
+    cases = [c for family in sorted(FAMILIES) for c in FAMILIES[family](quick)]
+    answers = model.ask([c.request() for c in cases])["problems"]
+    assert len(answers) == len(cases)
+    for case, answer in zip(cases, answers):
+        assert answer["op"] == case.op
+        problem = answer["problem"]
+        assert problem["dtype"] == DTYPE_NAMES[case.dtype]
+        assert [(d["name"], d["size"]) for d in problem["dims"]] == case.dims
+        given = {p["name"]: p["value"] for p in problem["params"]}
+        assert all(given[name] == value for name, value in case.params), (case.op, problem["key"])
 
 
-def test_problem_keys_match_the_cpp_harness():
-    record = next(r for r in committed("gemm.json")["records"] if r["problem"]["params"])
-    problem = record["problem"]
-    dtype = {v: k for k, v in bench.DTYPE_NAMES.items()}[problem["dtype"]]
-    dims = [(d["name"], d["size"]) for d in problem["dims"]]
-    params = [(p["name"], p["value"]) for p in problem["params"]]
-    assert bench.problem_json(dims, dtype, params)["key"] == problem["key"]
+def by_key(model, quick=False):
+    cases = [c for family in sorted(FAMILIES) for c in FAMILIES[family](quick)]
+    return {(a["op"], a["problem"]["key"]): a for a in model.ask([c.request() for c in cases])["problems"]}
 
 
-def test_sampling_stops_by_the_cpp_rule():
-    assert not bench.should_stop([1.0] * 9, 0.0)
-    assert bench.should_stop([1.0] * 10, 0.0)  # no spread
-    assert not bench.should_stop([1.0, 2.0] * 5, 0.5)  # spread, time left
-    assert bench.should_stop([1.0, 2.0] * 5, 1.0)  # spread, budget spent
-    summary = bench.summarize([3.0, 1.0, 2.0])
-    assert summary["median"] == 2.0 and summary["count"] == 3 and summary["stdrel"] == pytest.approx(0.5)
+def test_the_cases_work_is_the_hand_computed_traffic(model):
+    answers = by_key(model)
+    m, f, r = 16384 * 8192, 8192, 16384
+    norm = answers["layer_norm", "dtype=bf16;rows=16384;features=8192;eps=1e-05"]  # LayerNorm: x, gamma, beta in; y, mean, rstd out
+    assert norm["work"] == {"bytes_read": 2 * (m + 2 * f), "bytes_written": 2 * m + 8 * r, "flops": 8 * m}
+    assert norm["unit"] == "fp32_cuda_cores"
+    n = 8192
+    gemm = answers["gemm", "dtype=f16;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_b=0"]  # a @ b: C never read
+    assert gemm["work"] == {"bytes_read": 4 * n * n, "bytes_written": 2 * n * n, "flops": 2 * n**3}
+    assert gemm["unit"] == "fp16_tensor_cores"
+    assert answers["gemm", "dtype=f32;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_b=0"]["unit"] == "fp32_cuda_cores"
+    n = 1 << 28
+    select = answers["select_if", f"dtype=i32;n={n};selected_percent=50"]  # 17 of the 33 values -16..16 kept, and the count
+    assert select["work"]["bytes_written"] == pytest.approx(4 * n * 17 / 33 + 8, rel=1e-15)
+    assert select["unit"] == "integer"
+    b, h, s, d = 4, 16, 4096, 128
+    key = f"dtype=bf16;batch={b};heads={h};seq={s};head_dim={d};causal=1;kv_heads=0"
+    causal = answers["attention", key]
+    assert causal["work"]["flops"] == 4 * b * h * s * s * d / 2  # two products over half the pairs
+    assert causal["work"]["bytes_written"] == 2 * b * h * s * d + 4 * b * h * s  # O in bf16, L in fp32
+    assert causal["unit"] == "bf16_tensor_cores"
+    assert answers["attention_backward", key]["work"]["flops"] == 2.5 * causal["work"]["flops"]  # FlashAttention's
+
+
+def test_a_case_the_registry_refuses_is_named(model):
+    with pytest.raises(BenchError, match="layer_norm has no parameter|no parameter 'activation'"):
+        model.ask([{"op": "layer_norm", "dims": {"rows": 2, "features": 8}, "params": {"activation": 1}}])
+    with pytest.raises(BenchError, match="no cudalab probe file|cannot read"):
+        model.ask(ceilings_source="/nonexistent/probe.json")
+
+
+def test_timings_are_the_harness_summary_and_roofline(model):
+    # Reads at 2500 GB/s and copies at 2000 GB/s price writes at 1666.7 GB/s: softmax's 4 MB read and
+    # 4 MB written take 1.6 + 2.4 us, 0.2% of a 2 ms median.
+    ceilings = {"copy_kernel_gbps": 2000.0, "read_gbps": 2500.0, "fp32_tflops": 50.0}
+    request = {"op": "softmax", "dims": {"rows": 1000, "features": 1000}, "samples_ms": [[3.0, 1.0, 2.0]]}
+    answer = model.ask([request], ceilings=ceilings)
+    assert answer["ceilings"]["read_gbps"] == 2500.0
+    (timing,) = answer["problems"][0]["timings"]
+    assert timing["time_ms"]["median"] == 2.0 and timing["time_ms"]["stdrel"] == pytest.approx(0.5)
+    assert timing["roofline"]["fraction"] == pytest.approx(2e-3)
+    assert timing["roofline"]["gbps"] == pytest.approx(4.0)
+
+
+def test_sampling_stops_by_the_harness_rule(model):
+    rule = model.ask()["stopping_rule"]
+    fewest = rule["min_samples"]
+    assert not enough_samples([1.0] * (fewest - 1), 0.0, rule)
+    assert enough_samples([1.0] * fewest, 0.0, rule)  # no spread
+    assert not enough_samples([1.0, 2.0] * fewest, 0.0, rule)  # spread, time left
+    assert enough_samples([1.0, 2.0] * fewest, rule["budget_seconds"], rule)  # spread, budget spent
+    assert enough_samples([1.0, 2.0] * rule["max_samples"], 0.0, rule)
 
 
 def test_comparison_fails_outside_the_tolerance_and_names_nan():
     ref = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
-    assert bench.compare((ref.float(),), (ref,), 1e-5)["mismatches"] == 0
-    assert bench.compare((ref.float() * 1.01,), (ref,), 1e-5)["mismatches"] == 3
-    exact = bench.compare((torch.tensor([1, 2, 4]),), (torch.tensor([1, 2, 3]),), 0.0)
+    assert compare((ref.float(),), (ref,), 1e-5)["mismatches"] == 0
+    assert compare((ref.float() * 1.01,), (ref,), 1e-5)["mismatches"] == 3
+    exact = compare((torch.tensor([1, 2, 4]),), (torch.tensor([1, 2, 3]),), 0.0)
     assert exact["mismatches"] == 1
-    broken = bench.compare((torch.tensor([1.0, math.nan, 3.0]),), (ref,), 1e-5)
+    broken = compare((torch.tensor([1.0, math.nan, 3.0]),), (ref,), 1e-5)
     assert broken["non_finite"] == 1 and broken["rel_l2_error"] == "nan"
     json.dumps(broken, allow_nan=False)  # a results file must stay valid JSON
-
-
-def test_ceilings_errors_name_the_file(tmp_path):
-    missing = tmp_path / "probe.json"
-    with pytest.raises(bench.BenchError, match="run `cudalab probe` on this GPU first"):
-        bench.load_ceilings(str(missing))
-    missing.write_text('{"schema": "something-else"}')
-    with pytest.raises(bench.BenchError, match="is not a cudalab probe file"):
-        bench.load_ceilings(str(missing))
 
 
 def test_comparison_takes_a_tolerance_per_output_and_only_the_outputs_given():
     ref = (torch.tensor([1.0, 2.0], dtype=torch.float64), torch.tensor([3.0, 4.0], dtype=torch.float64))
     loose = (ref[0].float() * 1.001, ref[1].float())
-    assert bench.compare(loose, ref, (1e-2, 1e-5))["mismatches"] == 0
-    assert bench.compare(loose, ref, (1e-5, 1e-2))["mismatches"] == 2
-    only_first = bench.compare(loose[:1], ref, (1e-2, 1e-5))  # SDPA gives O, not the log-sum-exp
+    assert compare(loose, ref, (1e-2, 1e-5))["mismatches"] == 0
+    assert compare(loose, ref, (1e-5, 1e-2))["mismatches"] == 2
+    only_first = compare(loose[:1], ref, (1e-2, 1e-5))  # SDPA gives O, not the log-sum-exp
     assert only_first["mismatches"] == 0 and only_first["count"] == 2
     assert only_first["tolerance"]["rtol"] == 1e-2
 
 
 def test_attention_family_cases():
-    assert "attention" in bench.FAMILIES
-    quick = bench.FAMILIES["attention"](True)
+    assert "attention" in FAMILIES
+    quick = FAMILIES["attention"](True)
     assert [c.op for c in quick] == ["attention"] * 4 + ["attention_backward"] * 3
     assert all(c.dims[2] == ("seq", 512) for c in quick)
-    every = bench.FAMILIES["attention"](False)
+    every = FAMILIES["attention"](False)
     cases = [c for c in every if c.op == "attention"]
-    shapes = {(bench.DTYPE_NAMES[c.dtype], *(s for _, s in c.dims), dict(c.params)["causal"]) for c in cases}
+    shapes = {(DTYPE_NAMES[c.dtype], *(s for _, s in c.dims), dict(c.params)["causal"]) for c in cases}
     assert {("bf16", 4, 16, 4096, 128, 0), ("bf16", 4, 16, 4096, 128, 1), ("bf16", 4, 16, 4096, 64, 0)} <= shapes
     assert ("f16", 4, 16, 4096, 128, 0) in shapes
     for seq in (512, 1024, 2048, 4096, 8192, 16384):  # the sequence sweep at batch x seq = 16384
@@ -119,29 +182,21 @@ def test_attention_family_cases():
             assert ("bf16", 16384 // seq, 16, seq, 128, causal) in shapes
     assert len(cases) == len(shapes) == 14
     for c in cases:
-        batch, heads, seq, head_dim = (s for _, s in c.dims)
-        causal = dict(c.params)["causal"]
-        assert c.unit == bench.TENSOR_CORE_UNIT[c.dtype]
-        assert c.work["flops"] == 4 * batch * heads * seq * seq * head_dim / (2 if causal else 1)
-        assert c.tolerance == (bench.ATTENTION_REL_L2[c.dtype], bench.ATTENTION_LSE_REL_L2)
+        seq = dict(c.dims)["seq"]
+        assert c.engine == "by_dtype"
+        assert c.tolerance == (ATTENTION_REL_L2[c.dtype], ATTENTION_LSE_REL_L2)
         variants = {v.name: v for v in c.variants}
         assert list(variants) == ["sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math", "compile", "cudalab"]
         assert "not timed" in variants["compile"].skip_reason and variants["compile"].prepare is None
         math_skipped = bool(variants["sdpa_math"].skip_reason)
-        assert math_skipped == (seq > bench.SDPA_MATH_MAX_SEQ)
+        assert math_skipped == (seq > SDPA_MATH_MAX_SEQ)
         assert all(variants[n].prepare is not None for n in ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "cudalab"))
-    problem = bench.problem_json(cases[0].dims, cases[0].dtype, cases[0].params)
-    assert problem["key"] == "dtype=bf16;batch=4;heads=16;seq=4096;head_dim=128;causal=0;kv_heads=0"
-    backward = [c for c in every if c.op == "attention_backward"]
-    shapes = [(bench.DTYPE_NAMES[c.dtype], *(s for _, s in c.dims), dict(c.params)["causal"]) for c in backward]
+    backward_cases = [c for c in every if c.op == "attention_backward"]
+    shapes = [(DTYPE_NAMES[c.dtype], *(s for _, s in c.dims), dict(c.params)["causal"]) for c in backward_cases]
     assert shapes == [("bf16", 4, 16, 4096, 128, 0), ("bf16", 4, 16, 4096, 128, 1), ("bf16", 4, 16, 4096, 64, 0)]
-    assert len(every) == len(cases) + len(backward)
-    for c in backward:
-        batch, heads, seq, head_dim = (s for _, s in c.dims)
-        causal = dict(c.params)["causal"]
-        assert c.unit == bench.TENSOR_CORE_UNIT[c.dtype]
-        assert c.work["flops"] == 10 * batch * heads * seq * seq * head_dim / (2 if causal else 1)  # 2.5x the forward
-        assert c.tolerance == 2 * bench.ATTENTION_REL_L2[c.dtype]
+    assert len(every) == len(cases) + len(backward_cases)
+    for c in backward_cases:
+        assert c.tolerance == 2 * ATTENTION_REL_L2[c.dtype]
         variants = {v.name: v for v in c.variants}
         assert list(variants) == ["sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math", "compile", "cudalab"]
         assert bool(variants["sdpa_math"].skip_reason) and variants["compile"].prepare is None
@@ -154,14 +209,14 @@ def test_attention_reference_in_chunks_is_sdpa_in_float64(causal, kv_heads, max_
     torch.manual_seed(7)
     q = torch.randn(2, 4, 37, 16, dtype=torch.float64)
     k, v = torch.randn(2, 2, kv_heads, 37, 16, dtype=torch.float64).unbind(0)
-    o, lse = bench.attention_reference(q, k, v, scale=0.3, causal=causal, max_scores=max_scores)
+    o, lse = attention_reference(q, k, v, scale=0.3, causal=causal, max_scores=max_scores)
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.3, enable_gqa=True)
     torch.testing.assert_close(o, expected, rtol=1e-12, atol=1e-12)
     scores = q @ k.repeat_interleave(4 // kv_heads, 1).mT * 0.3
     if causal:
         scores = scores.masked_fill(torch.ones(37, 37, dtype=torch.bool).triu(1), -math.inf)
     torch.testing.assert_close(lse, torch.logsumexp(scores, -1), rtol=1e-12, atol=1e-12)
-    empty = bench.attention_reference(q[:, :, :0], k[:, :, :0], v[:, :, :0], causal=causal)
+    empty = attention_reference(q[:, :, :0], k[:, :, :0], v[:, :, :0], causal=causal)
     assert empty[0].shape == (2, 4, 0, 16) and empty[1].shape == (2, 4, 0)
 
 
@@ -172,19 +227,19 @@ def test_attention_backward_reference_in_chunks_is_autograd_of_sdpa_in_float64(c
     torch.manual_seed(8)
     q, dy = torch.randn(2, 2, 4, 37, 16, dtype=torch.float64).unbind(0)
     k, v = torch.randn(2, 2, kv_heads, 37, 16, dtype=torch.float64).unbind(0)
-    grads = bench.attention_backward_reference(q, k, v, dy, scale=0.3, causal=causal, max_scores=max_scores)
+    grads = attention_backward_reference(q, k, v, dy, scale=0.3, causal=causal, max_scores=max_scores)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     o = F.scaled_dot_product_attention(*leaves, is_causal=causal, scale=0.3, enable_gqa=True)
     for got, expected in zip(grads, torch.autograd.grad(o, leaves, dy)):
         torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
-    empty = bench.attention_backward_reference(q[:, :, :0], k[:, :, :0], v[:, :, :0], dy[:, :, :0], causal=causal)
+    empty = attention_backward_reference(q[:, :, :0], k[:, :, :0], v[:, :, :0], dy[:, :, :0], causal=causal)
     assert [g.shape for g in empty] == [(2, 4, 0, 16), (2, kv_heads, 0, 16), (2, kv_heads, 0, 16)]
 
 
 def test_sdpa_backward_variant_differentiates_the_forced_backend():
     # On CPU the math backend runs: the variant gives dq, dk, dv, each sample from the same graph.
     inputs = {name: torch.randn(1, 2, 8, 16) for name in ("q", "k", "v", "dy")}
-    run = bench.sdpa(SDPBackend.MATH, True, lambda fn: bench.backward(fn, ["q", "k", "v"]))(inputs)
+    run = sdpa(SDPBackend.MATH, True, lambda fn: backward(fn, ["q", "k", "v"]))(inputs)
     first, again = run(), run()
     assert [g.shape for g in first] == [(1, 2, 8, 16)] * 3
     for a, b in zip(first, again):
@@ -196,27 +251,34 @@ def test_a_refusing_sdpa_backend_says_why_in_one_line():
     # records as the skip reason (first line).
     inputs = {name: torch.randn(1, 2, 8, 16) for name in ("q", "k", "v")}
     with pytest.raises(RuntimeError, match="SDPA's CUDNN_ATTENTION backend refuses this case: .") as caught:
-        bench.sdpa(SDPBackend.CUDNN_ATTENTION, False)(inputs)
+        sdpa(SDPBackend.CUDNN_ATTENTION, False)(inputs)
     assert "\n" not in str(caught.value)
-    run = bench.sdpa(SDPBackend.MATH, True)(inputs)  # the math backend runs anywhere
+    run = sdpa(SDPBackend.MATH, True)(inputs)  # the math backend runs anywhere
     (o,) = run()
     assert o.shape == (1, 2, 8, 16)
 
 
 @requires_cuda
-def test_quick_run_verifies_and_times_every_family(tmp_path):
+def test_quick_run_verifies_and_times_every_family(tmp_path, model):
     # An op or two of each family (every one compiles its own graphs: all of them take minutes).
     probe = tmp_path / "probe.json"
-    probe.write_text(json.dumps({"schema": "cudalab-probe/1", "ceilings": committed("softmax.json")["ceilings"]}))
+    ceilings = json.loads((RESULTS / "softmax.json").read_text())["ceilings"]
+    probe.write_text(json.dumps({"schema": "cudalab-probe/1", "ceilings": ceilings}))
     out = tmp_path / "bench.json"
     chosen = ["layer_norm", "layer_norm_backward", "gemm", "histogram", "transpose", "attention", "attention_backward"]
-    assert bench.main(["--quick", "--ceilings", str(probe), "--out", str(out), *(f"--op={op}" for op in chosen)]) == 0
+    arguments = ["--quick", "--ceilings", str(probe), "--out", str(out), "--cli", model.cli]
+    assert command_line.main(arguments + [f"--op={op}" for op in chosen]) == 0
     document = json.loads(out.read_text())
     assert document["schema"] == "cudalab-results/2"
     assert document["provenance"]["torch_version"] == torch.__version__
     records = document["records"]
     assert {r["op"] for r in records} == {"pytorch." + op for op in chosen}
+    fewest = model.ask()["stopping_rule"]["min_samples"]
     for r in records:
         assert r["outcome"] in ("passed", "skipped"), r
         if r["variant"] == "cudalab":
-            assert r["outcome"] == "passed" and r["time_ms"]["count"] >= bench.MIN_SAMPLES, r
+            assert r["outcome"] == "passed" and r["time_ms"]["count"] >= fewest, r
+            assert 0 < r["roofline"]["fraction"] < 2, r
+    report = subprocess.run([model.cli, "report", str(out)], capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    assert "pytorch.layer_norm_f32_eps1e-05" in report.stdout

@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 import cudalab.nn
-from cudalab import bench, ops
+from cudalab import ops
+from cudalab.bench.cases.attention import ATTENTION_LSE_REL_L2, ATTENTION_REL_L2, attention_reference
 from conftest import requires_cuda
 from test_host import BACKWARD, DIFFERENTIABLE, FORWARD, arguments, dtypes_of
 
@@ -77,8 +78,11 @@ def cudalab_op(name, x, w, b):
 NAMES = ["bias_relu", "bias_gelu", "bias_gelu_tanh", "layer_norm", "rms_norm", "softmax"]
 
 
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("dtype", DTYPES)
+# The op behind each name, whose element list gives the dtypes tested.
+OP_OF = {"bias_relu": "bias_act", "bias_gelu": "bias_act", "bias_gelu_tanh": "bias_act"}
+
+
+@pytest.mark.parametrize("name, dtype", [(name, dtype) for name in NAMES for dtype in dtypes_of(OP_OF.get(name, name))])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7, 31), (300, 4096), (2, 65536)])
 def test_forward_and_gradients_match_float64(name, dtype, shape):
     torch.manual_seed(zlib.crc32(repr((name, dtype, shape)).encode()))
@@ -108,6 +112,28 @@ def test_forward_and_gradients_match_float64(name, dtype, shape):
         # Each gradient is rounded once to the dtype, like y, after a longer fp32 chain (two row
         # sums for dx, a column sum over the rows for dgamma and dbeta): twice the output's limit.
         assert rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
+
+
+@pytest.mark.parametrize("dtype", dtypes_of("swiglu"))
+@pytest.mark.parametrize("shape", [(1,), (3, 7, 31), (4096, 1000), (2, 14336)])
+@pytest.mark.parametrize("offset", [0, 1])
+def test_swiglu_and_its_gradients_match_float64(dtype, shape, offset):
+    # offset 1 starts the tensors one element past a 16-byte boundary: the element-access path.
+    torch.manual_seed(zlib.crc32(repr(("swiglu", dtype, shape, offset)).encode()))
+    n = math.prod(shape)
+    storage = (torch.randn(3, n + offset, device="cuda") * 3).to(dtype)
+    gate, up, dy = (storage[i, offset:].view(shape) for i in range(3))
+    gate.requires_grad_()
+    up.requires_grad_()
+    y = ops.swiglu(gate, up)
+    ref = F.silu(gate.double()) * up.double()
+    assert y.dtype == dtype and y.shape == gate.shape
+    assert rel_l2(y, ref) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref):.3g}"
+    grads = torch.autograd.grad(y, (gate, up), dy)
+    g64, u64 = gate.detach().double().requires_grad_(), up.detach().double().requires_grad_()
+    refs = torch.autograd.grad(F.silu(g64) * u64, (g64, u64), dy.double())
+    for g, r in zip(grads, refs):
+        assert g.dtype == dtype and rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
 
 
 def test_float64_is_refused_by_name():
@@ -425,7 +451,7 @@ def test_primitives_name_what_they_refuse(call, error, message):
 
 # ---- attention
 
-# bench.ATTENTION_REL_L2 says where these bounds come from; the log-sum-exp is fp32 arithmetic on
+# ATTENTION_REL_L2 says where these bounds come from; the log-sum-exp is fp32 arithmetic on
 # exact products (a few hundred roundings at these lengths).
 ATTENTION_SEQS = [1, 17, 65, 129, 200]
 
@@ -440,16 +466,16 @@ def test_attention_matches_float64_on_every_row(dtype, seq, head_dim, causal, he
     q = torch.randn(2, heads, seq, head_dim, device="cuda").to(dtype)
     k, v = torch.randn(2, 2, kv_heads, seq, head_dim, device="cuda").to(dtype).unbind(0)
     o, lse = ops.attention(q, k, v, causal=causal)
-    ref_o, ref_lse = bench.attention_reference(q, k, v, causal=causal)
+    ref_o, ref_lse = attention_reference(q, k, v, causal=causal)
     assert o.shape == q.shape and o.dtype == dtype and lse.shape == q.shape[:-1] and lse.dtype == torch.float32
     assert torch.isfinite(o).all() and torch.isfinite(lse).all()
-    bound = bench.ATTENTION_REL_L2[dtype]
+    bound = ATTENTION_REL_L2[dtype]
     assert rel_l2(o, ref_o) <= bound, f"O rel L2 {rel_l2(o, ref_o):.3g}"
     # Every row on its own (a wrong mask, a skipped tile or an unwritten row can hide in the total):
     # within 4x the total's bound, which leaves room for the spread of 64 or 128 elements' errors.
     row_error = (o.double() - ref_o).norm(dim=-1) / ref_o.norm(dim=-1)
     assert row_error.max().item() <= 4 * bound, f"worst row rel L2 {row_error.max().item():.3g}"
-    torch.testing.assert_close(lse.double(), ref_lse, rtol=bench.ATTENTION_LSE_REL_L2, atol=1e-4)
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -458,9 +484,9 @@ def test_attention_scale_and_longer_sequences(dtype, causal):
     seed("attention scale", dtype, causal)
     q, k, v = torch.randn(3, 1, 3, 1000, 128, device="cuda").to(dtype).unbind(0)
     o, lse = ops.attention(q, k, v, scale=0.25, causal=causal)
-    ref_o, ref_lse = bench.attention_reference(q, k, v, scale=0.25, causal=causal)
-    assert rel_l2(o, ref_o) <= bench.ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
-    torch.testing.assert_close(lse.double(), ref_lse, rtol=bench.ATTENTION_LSE_REL_L2, atol=1e-4)
+    ref_o, ref_lse = attention_reference(q, k, v, scale=0.25, causal=causal)
+    assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -476,9 +502,9 @@ def test_attention_on_the_cuda_core_kernel(dtype, layout):
     offset = 1 if layout == "misaligned" else 0
     q, k, v = (storage[offset + i * numel : offset + (i + 1) * numel].view(shape) for i in range(3))
     o, lse = ops.attention(q, k, v, causal=True)
-    ref_o, ref_lse = bench.attention_reference(q, k, v, causal=True)
-    assert rel_l2(o, ref_o) <= bench.ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
-    torch.testing.assert_close(lse.double(), ref_lse, rtol=bench.ATTENTION_LSE_REL_L2, atol=1e-4)
+    ref_o, ref_lse = attention_reference(q, k, v, causal=True)
+    assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
 
 
 @pytest.mark.parametrize("shape", [(0, 4, 16, 64), (2, 4, 0, 64), (2, 0, 16, 64)])

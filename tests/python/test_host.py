@@ -12,10 +12,11 @@ import cudalab
 from cudalab import ops
 
 FORWARD = {
-    "bias_act": "cudalab::bias_act(Tensor x, Tensor bias, int activation) -> Tensor",
+    "bias_act": "cudalab::bias_act(Tensor x, Tensor bias, str activation) -> Tensor",
     "layer_norm": "cudalab::layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)",
     "rms_norm": "cudalab::rms_norm(Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)",
     "softmax": "cudalab::softmax(Tensor x) -> Tensor",
+    "swiglu": "cudalab::swiglu(Tensor gate, Tensor up) -> Tensor",
     "gemm": "cudalab::gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., "
     "bool b_transposed=False) -> Tensor",
     "reduce_sum": "cudalab::reduce_sum(Tensor x) -> Tensor",
@@ -28,12 +29,20 @@ FORWARD = {
     "attention": "cudalab::attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) "
     "-> (Tensor, Tensor)",
 }
-BACKWARD = ["bias_act_backward", "layer_norm_backward", "rms_norm_backward", "softmax_backward", "attention_backward"]
+BACKWARD = [
+    "bias_act_backward",
+    "layer_norm_backward",
+    "rms_norm_backward",
+    "softmax_backward",
+    "swiglu_backward",
+    "attention_backward",
+]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
 # backward raises (the library has none).
 DIFFERENTIABLE = [name for name in FORWARD if name not in ("select_at_least", "histogram", "conv2d")]
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
-# The dtypes of the library's primitives' first argument; the fused ops and gemm take FLOATS.
+# The dtypes of the library's primitives' first argument; the fused ops take their element lists'
+# (cudalab._C.element_types), gemm and attention FLOATS.
 PRIMITIVE_DTYPES = {
     "reduce_sum": [torch.float32, torch.int32],
     "inclusive_scan": [torch.float32, torch.int32],
@@ -46,6 +55,8 @@ PRIMITIVE_DTYPES = {
 
 
 def dtypes_of(name):
+    if name in cudalab._C.element_types:
+        return [getattr(torch, dtype) for dtype in cudalab._C.element_types[name]]
     return PRIMITIVE_DTYPES.get(name, FLOATS)
 
 
@@ -89,24 +100,28 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (x,)
     vector = tensor(features)
     if name == "bias_act":
-        return (x, vector, 1)
+        return (x, vector, "gelu_tanh")
     if name == "layer_norm":
         return (x, vector, tensor(features), 1e-5)
     if name == "rms_norm":
         return (x, vector, 1e-6)
     if name == "softmax":
         return (x,)
+    if name == "swiglu":
+        return (x, tensor(*shape))
     if name == "gemm":  # x as a batch [..., m, k] of matrices, times [..., k, 8], plus beta * c
         b = tensor(*shape[:-2], features, 8)
         return (x, b, tensor(*shape[:-1], 8), 1.5, -0.5, False)
     dy = tensor(*shape, grad=False)
     statistics = torch.rand(shape[:-1], device=device, dtype=torch.float32) + 0.5
     if name == "bias_act_backward":
-        return (x.detach(), vector.detach(), dy, 1)
+        return (x.detach(), vector.detach(), dy, "gelu_tanh")
     if name == "layer_norm_backward":
         return (x.detach(), dy, vector.detach(), statistics, statistics)
     if name == "rms_norm_backward":
         return (x.detach(), dy, vector.detach(), statistics)
+    if name == "swiglu_backward":
+        return (x.detach(), tensor(*shape, grad=False), dy)
     assert name == "softmax_backward"
     return (x.detach(), dy)
 
@@ -125,7 +140,7 @@ def test_fake_shapes(dtype):
     with FakeTensorMode():
         x = torch.empty(4, 8, 16, dtype=dtype, device="cuda")
         w = torch.empty(16, dtype=dtype, device="cuda")
-        y = torch.ops.cudalab.bias_act(x, w, 0)
+        y = torch.ops.cudalab.bias_act(x, w, "relu")
         assert y.shape == x.shape and y.dtype == dtype and y.device.type == "cuda"
         y, mean, rstd = torch.ops.cudalab.layer_norm(x, w, w, 1e-5)
         assert y.shape == x.shape and mean.shape == (4, 8) and rstd.dtype == torch.float32

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/launch.cuh"
+#include "cudalab/activations.hpp"
 #include "cudalab/error.hpp"
 #include "ops/bias_act/activation.cuh"
 #include "ops/bias_act/variants.hpp"
@@ -67,8 +68,6 @@ void naive_backward(const BiasActBackwardArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void naive_backward<float>(const BiasActBackwardArgs<float>&, cudaStream_t);
-template void naive_backward<__half>(const BiasActBackwardArgs<__half>&, cudaStream_t);
-template void naive_backward<__nv_bfloat16>(const BiasActBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, naive_backward, BiasActBackwardArgs)
 
 }  // namespace cudalab::bias_act_variants

@@ -10,6 +10,7 @@
 // give the same bits. Rows that are not 16-byte aligned run the same kernels one element per lane
 // (a warp then reads 64-128 contiguous bytes of a row).
 #include "core/workspace.hpp"
+#include "cudalab/activations.hpp"
 #include "ops/bias_act/column_tiles.cuh"
 #include "ops/bias_act/variants.hpp"
 
@@ -33,8 +34,6 @@ void fused_backward(const BiasActBackwardArgs<T>& args, cudaStream_t stream) {
   launch_sum_partials(partials, args.rows, args.features, args.dbias, stream);
 }
 
-template void fused_backward<float>(const BiasActBackwardArgs<float>&, cudaStream_t);
-template void fused_backward<__half>(const BiasActBackwardArgs<__half>&, cudaStream_t);
-template void fused_backward<__nv_bfloat16>(const BiasActBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, fused_backward, BiasActBackwardArgs)
 
 }  // namespace cudalab::bias_act_variants

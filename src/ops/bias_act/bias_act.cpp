@@ -20,8 +20,7 @@ std::int64_t checked_elements(const char* call, std::int64_t rows, std::int64_t 
   CUDALAB_REQUIRE(rows >= 0 && features >= 0, prefix + "rows and features must be >= 0, got " + std::to_string(rows) +
                                                   " and " + std::to_string(features));
   const int value = static_cast<int>(activation);
-  CUDALAB_REQUIRE(value >= 0 && value <= 2,
-                  prefix + "activation must be relu, gelu_tanh or gelu_erf, got " + std::to_string(value));
+  CUDALAB_REQUIRE(is_activation(value), prefix + "activation must be an Activation, got " + std::to_string(value));
   return checked_product(call, "rows * features", {rows, features});
 }
 
@@ -88,18 +87,9 @@ void backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int6
 
 }  // namespace
 
-void bias_act(const float* x, const float* bias, float* y, std::int64_t rows, std::int64_t features,
-              Activation activation, cudaStream_t stream) {
-  forward(x, bias, y, rows, features, activation, stream);
-}
-
-void bias_act(const __half* x, const __half* bias, __half* y, std::int64_t rows, std::int64_t features,
-              Activation activation, cudaStream_t stream) {
-  forward(x, bias, y, rows, features, activation, stream);
-}
-
-void bias_act(const __nv_bfloat16* x, const __nv_bfloat16* bias, __nv_bfloat16* y, std::int64_t rows,
-              std::int64_t features, Activation activation, cudaStream_t stream) {
+template <typename T, typename>
+void bias_act(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t features, Activation activation,
+              cudaStream_t stream) {
   forward(x, bias, y, rows, features, activation, stream);
 }
 
@@ -108,38 +98,25 @@ std::size_t bias_act_backward_workspace_bytes(std::int64_t rows, std::int64_t fe
   return bias_act_variants::backward_workspace_bytes(rows, features);
 }
 
-void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
+template <typename T, typename>
+void bias_act_backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows,
                        std::int64_t features, Activation activation, cudaStream_t stream) {
   backward(x, bias, dy, dx, dbias, rows, features, activation, stream);
 }
 
-void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
-                       std::int64_t rows, std::int64_t features, Activation activation, cudaStream_t stream) {
-  backward(x, bias, dy, dx, dbias, rows, features, activation, stream);
-}
-
-void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
-                       __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
-                       cudaStream_t stream) {
-  backward(x, bias, dy, dx, dbias, rows, features, activation, stream);
-}
-
-void bias_act_backward(const float* x, const float* bias, const float* dy, float* dx, float* dbias, std::int64_t rows,
+template <typename T, typename>
+void bias_act_backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, std::int64_t rows,
                        std::int64_t features, Activation activation, void* workspace, std::size_t workspace_bytes,
                        cudaStream_t stream) {
   backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
 }
 
-void bias_act_backward(const __half* x, const __half* bias, const __half* dy, __half* dx, __half* dbias,
-                       std::int64_t rows, std::int64_t features, Activation activation, void* workspace,
-                       std::size_t workspace_bytes, cudaStream_t stream) {
-  backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
-}
-
-void bias_act_backward(const __nv_bfloat16* x, const __nv_bfloat16* bias, const __nv_bfloat16* dy, __nv_bfloat16* dx,
-                       __nv_bfloat16* dbias, std::int64_t rows, std::int64_t features, Activation activation,
-                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
-}
+#define CUDALAB_BIAS_ACT_ENTRIES(T, a, b)                                                                              \
+  template void bias_act(const T*, const T*, T*, std::int64_t, std::int64_t, Activation, cudaStream_t);                \
+  template void bias_act_backward(const T*, const T*, const T*, T*, T*, std::int64_t, std::int64_t, Activation,        \
+                                  cudaStream_t);                                                                       \
+  template void bias_act_backward(const T*, const T*, const T*, T*, T*, std::int64_t, std::int64_t, Activation, void*, \
+                                  std::size_t, cudaStream_t);
+CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_BIAS_ACT_ENTRIES, , )
 
 }  // namespace cudalab

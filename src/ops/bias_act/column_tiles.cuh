@@ -7,14 +7,16 @@
 //   dx_only:   the same dx, no sums (the unfused baseline's first kernel)
 //   sum_only:  the column sums of a tensor (the baseline's second kernel, reading the dx it wrote)
 // Summing passes write one fp32 partial per column per block row (its 8 row lanes meet in shared
-// memory, added pairwise) to `partials`; sum_partials then adds each column's partials in a fixed
-// order and rounds dbias once. Every sum has a fixed order (16 rows per lane in sequence, the lane
-// tree, the partials), so equal inputs give equal bits.
+// memory, added pairwise) to `partials`; core/column_sums.cuh, the scheme the norms' backward
+// shares, then adds each column's partials in a fixed order and rounds dbias once. Every sum has a
+// fixed order (16 rows per lane in sequence, the lane tree, the partials), so equal inputs give
+// equal bits.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#include "core/column_sums.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
@@ -29,7 +31,6 @@ inline constexpr int kTileRowLanes = 8;      // warps per block, each on every 8
 inline constexpr int kTileRowsInFlight = 4;  // rows whose vectors a thread loads before using the first
 inline constexpr int kTileRows = 128;        // rows per partial sum: 16 sequential adds per lane
 inline constexpr int kMaxRowTiles = 65535;   // grid.y's limit: past it, blocks loop over row tiles
-inline constexpr int kMaxPartialLanes = 32;
 
 static_assert(kTileRows % (kTileRowLanes * kTileRowsInFlight) == 0, "whole steps per tile");
 
@@ -105,34 +106,6 @@ __global__ void __launch_bounds__(kTileLanes* kTileRowLanes)
   }
 }
 
-// dbias[j] = the sum of partials[p * features + j] over p < parts. Blocks of 32 columns x `lanes`
-// (blockDim.y, a power of two): lane l adds partials l, l + lanes, ... in order, then a pairwise
-// tree over the lanes in shared memory. A resident grid strides over the column groups.
-template <typename T>
-__global__ void __launch_bounds__(kTileLanes* kMaxPartialLanes)
-    bias_act_sum_partials_kernel(const float* __restrict__ partials, std::int64_t parts, std::int64_t features,
-                                 T* __restrict__ dbias) {
-  __shared__ float lane_sums[kMaxPartialLanes][kTileLanes];
-  const int lanes = static_cast<int>(blockDim.y);
-  for (std::int64_t group = blockIdx.x; group * kTileLanes < features; group += gridDim.x) {
-    const std::int64_t j = group * kTileLanes + threadIdx.x;
-    float sum = 0.0f;
-    if (j < features) {
-#pragma unroll 4
-      for (std::int64_t p = threadIdx.y; p < parts; p += lanes) sum += partials[p * features + j];
-    }
-    lane_sums[threadIdx.y][threadIdx.x] = sum;
-    __syncthreads();
-    for (int half = lanes / 2; half > 0; half /= 2) {
-      if (static_cast<int>(threadIdx.y) < half)
-        lane_sums[threadIdx.y][threadIdx.x] += lane_sums[threadIdx.y + half][threadIdx.x];
-      __syncthreads();
-    }
-    if (threadIdx.y == 0 && j < features) dbias[j] = from_float<T>(lane_sums[0][threadIdx.x]);
-    __syncthreads();  // the next group reuses lane_sums
-  }
-}
-
 // One pass over rows >= 1 rows: 16-byte vectors when every pointer the pass touches is 16-byte
 // aligned and rows are (features a multiple of 16 / sizeof T), single elements otherwise.
 template <typename T, typename Act, TilePass kPass>
@@ -162,14 +135,7 @@ void launch_column_tiles(const T* x, const T* bias, const T* dy, T* dx, float* p
 template <typename T>
 void launch_sum_partials(const float* partials, std::int64_t rows, std::int64_t features, T* dbias,
                          cudaStream_t stream) {
-  const std::int64_t parts = rows == 0 ? 0 : row_tiles(rows);
-  int lanes = 1;  // the smallest power of two >= parts, at most kMaxPartialLanes
-  while (lanes < kMaxPartialLanes && lanes < parts) lanes *= 2;
-  const std::int64_t groups = ceil_div<std::int64_t>(features, kTileLanes);
-  const int blocks =
-      resident_grid_size(bias_act_sum_partials_kernel<T>, kTileLanes * lanes, groups * kTileLanes * lanes);
-  bias_act_sum_partials_kernel<T><<<blocks, dim3(kTileLanes, lanes), 0, stream>>>(partials, parts, features, dbias);
-  CUDALAB_CHECK_LAUNCH();
+  launch_column_partials_sum(partials, rows == 0 ? 0 : row_tiles(rows), features, dbias, stream);
 }
 
 }  // namespace cudalab::bias_act_variants

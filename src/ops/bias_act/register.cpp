@@ -1,6 +1,6 @@
 // The bias + activation ops: `bias_act` (y = act(x + bias)) and `bias_act_backward` (dx = dy *
 // act'(x + bias), dbias = the column sums of dx), over [rows, features] in fp32, bf16 and fp16, with
-// the `activation` parameter (0 ReLU, 1 GELU tanh, 2 GELU erf). Their tensors, checks (reference.hpp)
+// the `activation` parameter (an Activation's value). Their tensors, checks (reference.hpp)
 // and work models, the ladders and the unfused baseline; claim C32 is in claims.cpp.
 #include <cstdint>
 #include <string>
@@ -17,15 +17,27 @@ namespace {
 namespace ids = bias_act_ids;
 namespace v = bias_act_variants;
 
-// The problem's activation; can_implement refuses values other than 0, 1 and 2 before any bind.
+using Elements = BiasActElements;
+
+// The problem's activation; can_implement refuses values that name none before any bind.
 Activation activation_of(const Problem& p) {
   return static_cast<Activation>(static_cast<int>(p.param(ids::kActivation)));
 }
 
+// "0 (relu), 1 (gelu_tanh) or 2 (gelu_erf)"
+std::string activation_values() {
+  std::string values;
+  for (int i = 0; i < kActivationCount; ++i) {
+    if (i > 0) values += i + 1 == kActivationCount ? " or " : ", ";
+    values += std::to_string(i) + " (" + kActivationNames[i].name + ")";
+  }
+  return values;
+}
+
 std::string activation_problem(const Problem& p) {
   const double a = p.param(ids::kActivation);
-  if (a == 0 || a == 1 || a == 2) return "";
-  return "activation is 0 (ReLU), 1 (GELU tanh) or 2 (GELU erf), got " + format_param(a);
+  if (a == static_cast<double>(static_cast<long long>(a)) && is_activation(static_cast<long long>(a))) return "";
+  return "activation is " + activation_values() + ", got " + format_param(a);
 }
 
 std::int64_t elements(const Problem& p) { return p.dim("rows") * p.dim("features"); }
@@ -67,9 +79,9 @@ struct BackwardBinding {
   }
 };
 
-template <typename Binding, typename... Args>
-Variant variant(const char* id, const char* technique, Role role, void (*... launchers)(const Args&, cudaStream_t)) {
-  Variant variant = make_variant<Binding>(id, technique, role, launchers...);
+template <typename Binding, template <typename> class ArgsOf, typename Launch>
+Variant variant(const char* id, const char* technique, Role role, Launch launch) {
+  Variant variant = make_variant<Binding, ArgsOf>(id, technique, role, Elements{}, launch);
   variant.can_implement = [](const DeviceInfo&, const Problem& p) { return activation_problem(p); };
   return variant;
 }
@@ -111,9 +123,9 @@ std::vector<Problem> test_problems(const Op& op, const std::vector<std::int64_t>
 Op bias_act_op() {
   Op op;
   op.name = ids::kOp;
-  op.summary = "y = act(x + bias), bias[features] broadcast over rows; activation 0 ReLU, 1 GELU tanh, 2 GELU erf";
+  op.summary = "y = act(x + bias), bias[features] broadcast over rows; activation " + activation_values();
   op.dim_names = {"rows", "features"};
-  op.dtypes = {DType::f32, DType::bf16, DType::f16};
+  op.dtypes = dtypes_of(Elements{});
   op.params = {{ids::kActivation, 1}};
   op.tensors = {{"x", TensorRole::input, {}, elements},
                 {"bias", TensorRole::input, {}, features},
@@ -130,17 +142,17 @@ Op bias_act_op() {
     return check_bias_act(c.problem.dtype, activation_of(c.problem), c.tensors["x"].host(), c.tensors["bias"].host(),
                           c.tensors["y"].host(), c.problem.dim("rows"), c.problem.dim("features"));
   };
-  Variant unfused =
-      variant<ForwardBinding>(ids::kUnfused,
-                              "baseline: x + bias written to global memory as T, then act over it (two launches of "
-                              "the vectorized kernel), as two PyTorch ops run",
-                              Role::baseline, v::unfused<float>, v::unfused<__nv_bfloat16>, v::unfused<__half>);
+  Variant unfused = variant<ForwardBinding, v::BiasActArgs>(
+      ids::kUnfused,
+      "baseline: x + bias written to global memory as T, then act over it (two launches of "
+      "the vectorized kernel), as two PyTorch ops run",
+      Role::baseline, CUDALAB_LAUNCHER(v::unfused));
   unfused.workspace_bytes = [](const Problem& p) {
     return v::unfused_workspace_bytes(p.dim("rows"), p.dim("features"), size_of(p.dtype));
   };
-  Variant tutorial = variant<ForwardBinding>(
+  Variant tutorial = variant<ForwardBinding, v::BiasActArgs>(
       ids::kTutorial, "the tutorial's kernels as written: grid (rows, features/256), one element per thread, tanhf",
-      Role::ladder, v::tutorial<float>, v::tutorial<__nv_bfloat16>, v::tutorial<__half>);
+      Role::ladder, CUDALAB_LAUNCHER(v::tutorial));
   tutorial.can_implement = [](const DeviceInfo&, const Problem& p) {
     const std::string activation = activation_problem(p);
     if (!activation.empty()) return activation;
@@ -149,15 +161,16 @@ Op bias_act_op() {
   op.variants = {
       tutorial,
       unfused,
-      variant<ForwardBinding>(
+      variant<ForwardBinding, v::BiasActArgs>(
           ids::kVectorized,
           "the flat tensor in 16-byte vectors, 4 per thread loaded together, bias reloaded per vector "
           "(gathered when rows are not 16-byte aligned), GELU as v*sigmoid(2z)",
-          Role::ladder, v::vectorized<float>, v::vectorized<__nv_bfloat16>, v::vectorized<__half>),
-      variant<ForwardBinding>(ids::kTiled,
-                              "32-row x 32-vector tiles, one per block in address order, bias in registers, 4 rows in "
-                              "flight per thread",
-                              Role::ladder, v::tiled<float>, v::tiled<__nv_bfloat16>, v::tiled<__half>),
+          Role::ladder, CUDALAB_LAUNCHER(v::vectorized)),
+      variant<ForwardBinding, v::BiasActArgs>(
+          ids::kTiled,
+          "32-row x 32-vector tiles, one per block in address order, bias in registers, 4 rows in "
+          "flight per thread",
+          Role::ladder, CUDALAB_LAUNCHER(v::tiled)),
   };
   return op;
 }
@@ -167,7 +180,7 @@ Op bias_act_backward_op() {
   op.name = ids::kBackwardOp;
   op.summary = "dx = dy * act'(x + bias), dbias = sum of dx over rows (fp32, fixed order); activation as bias_act";
   op.dim_names = {"rows", "features"};
-  op.dtypes = {DType::f32, DType::bf16, DType::f16};
+  op.dtypes = dtypes_of(Elements{});
   op.params = {{ids::kActivation, 1}};
   op.tensors = {{"x", TensorRole::input, {}, elements},
                 {"bias", TensorRole::input, {}, features},
@@ -192,24 +205,24 @@ Op bias_act_backward_op() {
     return bias_act_backward_check_host_bytes(p.dim("rows"), p.dim("features"));
   };
   const auto partials = [](const Problem& p) { return v::backward_workspace_bytes(p.dim("rows"), p.dim("features")); };
-  Variant unfused = variant<BackwardBinding>(
+  Variant unfused = variant<BackwardBinding, v::BiasActBackwardArgs>(
       ids::kUnfused,
       "baseline: dx written by one pass, then read back and summed by column (the fused rung's tile kernels as two "
       "passes), as act_backward and dx.sum(0) run",
-      Role::baseline, v::unfused_backward<float>, v::unfused_backward<__nv_bfloat16>, v::unfused_backward<__half>);
+      Role::baseline, CUDALAB_LAUNCHER(v::unfused_backward));
   unfused.workspace_bytes = partials;
-  Variant fused = variant<BackwardBinding>(
+  Variant fused = variant<BackwardBinding, v::BiasActBackwardArgs>(
       ids::kFused,
       "one pass: 128-row tiles compute dx and fp32 column partial sums (16-byte vectors, bias in registers), then a "
       "small kernel adds the partials in a fixed order",
-      Role::ladder, v::fused_backward<float>, v::fused_backward<__nv_bfloat16>, v::fused_backward<__half>);
+      Role::ladder, CUDALAB_LAUNCHER(v::fused_backward));
   fused.workspace_bytes = partials;
   op.variants = {
-      variant<BackwardBinding>(ids::kNaive,
-                               "dx one element per thread, then dbias by one thread per column looping over the rows "
-                               "of dx",
-                               Role::ladder, v::naive_backward<float>, v::naive_backward<__nv_bfloat16>,
-                               v::naive_backward<__half>),
+      variant<BackwardBinding, v::BiasActBackwardArgs>(
+          ids::kNaive,
+          "dx one element per thread, then dbias by one thread per column looping over the rows "
+          "of dx",
+          Role::ladder, CUDALAB_LAUNCHER(v::naive_backward)),
       unfused,
       fused,
   };

@@ -6,6 +6,7 @@
 // values already rounded to T (the check accepts a dbias that sums the dx a variant wrote:
 // reference.hpp).
 #include "core/workspace.hpp"
+#include "cudalab/activations.hpp"
 #include "ops/bias_act/column_tiles.cuh"
 #include "ops/bias_act/variants.hpp"
 
@@ -27,8 +28,6 @@ void unfused_backward(const BiasActBackwardArgs<T>& args, cudaStream_t stream) {
   launch_sum_partials(partials, args.rows, args.features, args.dbias, stream);
 }
 
-template void unfused_backward<float>(const BiasActBackwardArgs<float>&, cudaStream_t);
-template void unfused_backward<__half>(const BiasActBackwardArgs<__half>&, cudaStream_t);
-template void unfused_backward<__nv_bfloat16>(const BiasActBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, unfused_backward, BiasActBackwardArgs)
 
 }  // namespace cudalab::bias_act_variants

@@ -5,6 +5,7 @@
 // alone: 4 tensor transfers instead of 2, and the extra rounding of x + bias to T (the check's
 // bound allows it: reference.hpp).
 #include "core/workspace.hpp"
+#include "cudalab/activations.hpp"
 #include "ops/bias_act/flat.cuh"
 #include "ops/bias_act/variants.hpp"
 
@@ -25,8 +26,6 @@ void unfused(const BiasActArgs<T>& args, cudaStream_t stream) {
   });
 }
 
-template void unfused<float>(const BiasActArgs<float>&, cudaStream_t);
-template void unfused<__half>(const BiasActArgs<__half>&, cudaStream_t);
-template void unfused<__nv_bfloat16>(const BiasActArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, unfused, BiasActArgs)
 
 }  // namespace cudalab::bias_act_variants

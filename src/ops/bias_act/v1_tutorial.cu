@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cudalab/activations.hpp"
 #include "cudalab/error.hpp"
 #include "ops/bias_act/activation.cuh"
 #include "ops/bias_act/variants.hpp"
@@ -80,8 +81,6 @@ void tutorial(const BiasActArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void tutorial<float>(const BiasActArgs<float>&, cudaStream_t);
-template void tutorial<__half>(const BiasActArgs<__half>&, cudaStream_t);
-template void tutorial<__nv_bfloat16>(const BiasActArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, tutorial, BiasActArgs)
 
 }  // namespace cudalab::bias_act_variants

@@ -6,6 +6,7 @@
 // gathered element by element (from L1) while x and y stay 16-byte vectors. Costs: a bias load per
 // x vector (an L1 hit, but a second load instruction) and a 64-bit division per thread for its
 // first column.
+#include "cudalab/activations.hpp"
 #include "ops/bias_act/flat.cuh"
 #include "ops/bias_act/variants.hpp"
 
@@ -18,8 +19,6 @@ void vectorized(const BiasActArgs<T>& args, cudaStream_t stream) {
   });
 }
 
-template void vectorized<float>(const BiasActArgs<float>&, cudaStream_t);
-template void vectorized<__half>(const BiasActArgs<__half>&, cudaStream_t);
-template void vectorized<__nv_bfloat16>(const BiasActArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, vectorized, BiasActArgs)
 
 }  // namespace cudalab::bias_act_variants

@@ -12,6 +12,7 @@
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
+#include "cudalab/activations.hpp"
 #include "cudalab/error.hpp"
 #include "ops/bias_act/activation.cuh"
 #include "ops/bias_act/variants.hpp"
@@ -77,8 +78,6 @@ void tiled(const BiasActArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void tiled<float>(const BiasActArgs<float>&, cudaStream_t);
-template void tiled<__half>(const BiasActArgs<__half>&, cudaStream_t);
-template void tiled<__nv_bfloat16>(const BiasActArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, tiled, BiasActArgs)
 
 }  // namespace cudalab::bias_act_variants

@@ -22,6 +22,7 @@
 #include "core/vector.cuh"
 #include "core/workspace.hpp"
 #include "cudalab/error.hpp"
+#include "cudalab/norms.hpp"
 #include "ops/norms/norms.cuh"
 
 namespace cudalab::norms_variants {
@@ -200,8 +201,6 @@ void backward_fused(const NormBackwardArgs<T>& a, cudaStream_t stream) {
   }
 }
 
-template void backward_fused<float>(const NormBackwardArgs<float>&, cudaStream_t);
-template void backward_fused<__half>(const NormBackwardArgs<__half>&, cudaStream_t);
-template void backward_fused<__nv_bfloat16>(const NormBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_fused, NormBackwardArgs)
 
 }  // namespace cudalab::norms_variants

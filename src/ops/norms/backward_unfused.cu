@@ -16,6 +16,7 @@
 #include "core/launch.cuh"
 #include "core/workspace.hpp"
 #include "cudalab/error.hpp"
+#include "cudalab/norms.hpp"
 #include "ops/norms/norms.cuh"
 
 namespace cudalab::norms_variants {
@@ -97,8 +98,6 @@ void backward_unfused(const NormBackwardArgs<T>& a, cudaStream_t stream) {
   if (a.norm == Norm::layer) sum_column_partials(partials + chunks * a.features, chunks, a.features, a.dbeta, stream);
 }
 
-template void backward_unfused<float>(const NormBackwardArgs<float>&, cudaStream_t);
-template void backward_unfused<__half>(const NormBackwardArgs<__half>&, cudaStream_t);
-template void backward_unfused<__nv_bfloat16>(const NormBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_unfused, NormBackwardArgs)
 
 }  // namespace cudalab::norms_variants

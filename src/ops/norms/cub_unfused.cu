@@ -17,6 +17,7 @@
 
 #include "core/workspace.hpp"
 #include "cudalab/error.hpp"
+#include "cudalab/norms.hpp"
 #include "ops/norms/norms.cuh"
 
 namespace cudalab::norms_variants {
@@ -159,11 +160,9 @@ void cub_unfused(const NormForwardArgs<T>& a, cudaStream_t stream) {
   CUDALAB_CUDA_CHECK(cub::DeviceFor::Bulk(a.rows, WriteStatistics<T>{a, shifted_sums, squares, inverse_count}, stream));
 }
 
-template std::size_t cub_unfused_workspace_bytes<float>(Norm, std::int64_t, std::int64_t);
-template std::size_t cub_unfused_workspace_bytes<__half>(Norm, std::int64_t, std::int64_t);
-template std::size_t cub_unfused_workspace_bytes<__nv_bfloat16>(Norm, std::int64_t, std::int64_t);
-template void cub_unfused<float>(const NormForwardArgs<float>&, cudaStream_t);
-template void cub_unfused<__half>(const NormForwardArgs<__half>&, cudaStream_t);
-template void cub_unfused<__nv_bfloat16>(const NormForwardArgs<__nv_bfloat16>&, cudaStream_t);
+#define CUDALAB_CUB_UNFUSED_WORKSPACE_BYTES(T, a, b) \
+  template std::size_t cub_unfused_workspace_bytes<T>(Norm, std::int64_t, std::int64_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_CUB_UNFUSED_WORKSPACE_BYTES, , )
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, cub_unfused, NormForwardArgs)
 
 }  // namespace cudalab::norms_variants

@@ -106,73 +106,6 @@ void backward(NormBackwardArgs<T> a, Workspace& scratch, cudaStream_t stream) {
   }
 }
 
-template <typename T>
-void layer_norm_impl(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, std::int64_t rows,
-                     std::int64_t features, float eps, cudaStream_t stream) {
-  NormForwardArgs<T> a;
-  a.norm = Norm::layer;
-  a.x = x;
-  a.gamma = gamma;
-  a.beta = beta;
-  a.y = y;
-  a.mean = mean;
-  a.rstd = rstd;
-  a.rows = rows;
-  a.features = features;
-  a.eps = eps;
-  forward(a, stream);
-}
-
-template <typename T>
-void rms_norm_impl(const T* x, const T* gamma, T* y, float* rstd, std::int64_t rows, std::int64_t features, float eps,
-                   cudaStream_t stream) {
-  NormForwardArgs<T> a;
-  a.norm = Norm::rms;
-  a.x = x;
-  a.gamma = gamma;
-  a.y = y;
-  a.rstd = rstd;
-  a.rows = rows;
-  a.features = features;
-  a.eps = eps;
-  forward(a, stream);
-}
-
-template <typename T>
-void layer_norm_backward_impl(const T* x, const T* dy, const T* gamma, const float* mean, const float* rstd, T* dx,
-                              T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features, Workspace& scratch,
-                              cudaStream_t stream) {
-  NormBackwardArgs<T> a;
-  a.norm = Norm::layer;
-  a.x = x;
-  a.dy = dy;
-  a.gamma = gamma;
-  a.mean = mean;
-  a.rstd = rstd;
-  a.dx = dx;
-  a.dgamma = dgamma;
-  a.dbeta = dbeta;
-  a.rows = rows;
-  a.features = features;
-  backward(a, scratch, stream);
-}
-
-template <typename T>
-void rms_norm_backward_impl(const T* x, const T* dy, const T* gamma, const float* rstd, T* dx, T* dgamma,
-                            std::int64_t rows, std::int64_t features, Workspace& scratch, cudaStream_t stream) {
-  NormBackwardArgs<T> a;
-  a.norm = Norm::rms;
-  a.x = x;
-  a.dy = dy;
-  a.gamma = gamma;
-  a.rstd = rstd;
-  a.dx = dx;
-  a.dgamma = dgamma;
-  a.rows = rows;
-  a.features = features;
-  backward(a, scratch, stream);
-}
-
 std::size_t workspace_bytes(Norm norm, std::int64_t rows, std::int64_t features) {
   CUDALAB_REQUIRE(rows >= 0 && features >= 0, std::string(name_of(norm, true)) +
                                                   "_workspace_bytes: rows and features must be >= 0, got " +
@@ -189,111 +122,123 @@ CallerWorkspace caller_workspace(Norm norm, void* workspace, std::size_t bytes) 
 
 }  // namespace
 
-void layer_norm(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
-  layer_norm_impl(x, gamma, beta, y, mean, rstd, rows, features, eps, stream);
+template <typename T, typename>
+void layer_norm(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, std::int64_t rows,
+                std::int64_t features, float eps, cudaStream_t stream) {
+  NormForwardArgs<T> a;
+  a.norm = Norm::layer;
+  a.x = x;
+  a.gamma = gamma;
+  a.beta = beta;
+  a.y = y;
+  a.mean = mean;
+  a.rstd = rstd;
+  a.rows = rows;
+  a.features = features;
+  a.eps = eps;
+  forward(a, stream);
 }
-void layer_norm(const __half* x, const __half* gamma, const __half* beta, __half* y, float* mean, float* rstd,
-                std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
-  layer_norm_impl(x, gamma, beta, y, mean, rstd, rows, features, eps, stream);
-}
-void layer_norm(const __nv_bfloat16* x, const __nv_bfloat16* gamma, const __nv_bfloat16* beta, __nv_bfloat16* y,
-                float* mean, float* rstd, std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
-  layer_norm_impl(x, gamma, beta, y, mean, rstd, rows, features, eps, stream);
+
+template <typename T, typename>
+void rms_norm(const T* x, const T* gamma, T* y, float* rstd, std::int64_t rows, std::int64_t features, float eps,
+              cudaStream_t stream) {
+  NormForwardArgs<T> a;
+  a.norm = Norm::rms;
+  a.x = x;
+  a.gamma = gamma;
+  a.y = y;
+  a.rstd = rstd;
+  a.rows = rows;
+  a.features = features;
+  a.eps = eps;
+  forward(a, stream);
 }
 
 std::size_t layer_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features) {
   return workspace_bytes(Norm::layer, rows, features);
 }
-
-void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
-                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
-                         cudaStream_t stream) {
-  StreamOrderedWorkspace scratch(stream);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
-}
-void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
-                         __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
-                         cudaStream_t stream) {
-  StreamOrderedWorkspace scratch(stream);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
-}
-void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
-                         const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
-                         std::int64_t rows, std::int64_t features, cudaStream_t stream) {
-  StreamOrderedWorkspace scratch(stream);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
-}
-void layer_norm_backward(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
-                         float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t features,
-                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  CallerWorkspace scratch = caller_workspace(Norm::layer, workspace, workspace_bytes);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
-}
-void layer_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* mean, const float* rstd,
-                         __half* dx, __half* dgamma, __half* dbeta, std::int64_t rows, std::int64_t features,
-                         void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  CallerWorkspace scratch = caller_workspace(Norm::layer, workspace, workspace_bytes);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
-}
-void layer_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* mean,
-                         const float* rstd, __nv_bfloat16* dx, __nv_bfloat16* dgamma, __nv_bfloat16* dbeta,
-                         std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
-                         cudaStream_t stream) {
-  CallerWorkspace scratch = caller_workspace(Norm::layer, workspace, workspace_bytes);
-  layer_norm_backward_impl(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features, scratch, stream);
-}
-
-void rms_norm(const float* x, const float* gamma, float* y, float* rstd, std::int64_t rows, std::int64_t features,
-              float eps, cudaStream_t stream) {
-  rms_norm_impl(x, gamma, y, rstd, rows, features, eps, stream);
-}
-void rms_norm(const __half* x, const __half* gamma, __half* y, float* rstd, std::int64_t rows, std::int64_t features,
-              float eps, cudaStream_t stream) {
-  rms_norm_impl(x, gamma, y, rstd, rows, features, eps, stream);
-}
-void rms_norm(const __nv_bfloat16* x, const __nv_bfloat16* gamma, __nv_bfloat16* y, float* rstd, std::int64_t rows,
-              std::int64_t features, float eps, cudaStream_t stream) {
-  rms_norm_impl(x, gamma, y, rstd, rows, features, eps, stream);
-}
-
 std::size_t rms_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features) {
   return workspace_bytes(Norm::rms, rows, features);
 }
 
-void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
-                       std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+namespace {
+
+template <typename T>
+NormBackwardArgs<T> layer_norm_backward_args(const T* x, const T* dy, const T* gamma, const float* mean,
+                                             const float* rstd, T* dx, T* dgamma, T* dbeta, std::int64_t rows,
+                                             std::int64_t features) {
+  NormBackwardArgs<T> a;
+  a.norm = Norm::layer;
+  a.x = x;
+  a.dy = dy;
+  a.gamma = gamma;
+  a.mean = mean;
+  a.rstd = rstd;
+  a.dx = dx;
+  a.dgamma = dgamma;
+  a.dbeta = dbeta;
+  a.rows = rows;
+  a.features = features;
+  return a;
+}
+
+template <typename T>
+NormBackwardArgs<T> rms_norm_backward_args(const T* x, const T* dy, const T* gamma, const float* rstd, T* dx, T* dgamma,
+                                           std::int64_t rows, std::int64_t features) {
+  NormBackwardArgs<T> a;
+  a.norm = Norm::rms;
+  a.x = x;
+  a.dy = dy;
+  a.gamma = gamma;
+  a.rstd = rstd;
+  a.dx = dx;
+  a.dgamma = dgamma;
+  a.rows = rows;
+  a.features = features;
+  return a;
+}
+
+}  // namespace
+
+template <typename T, typename>
+void layer_norm_backward(const T* x, const T* dy, const T* gamma, const float* mean, const float* rstd, T* dx,
+                         T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
   StreamOrderedWorkspace scratch(stream);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
+  backward(layer_norm_backward_args(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features), scratch, stream);
 }
-void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
-                       __half* dgamma, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+template <typename T, typename>
+void layer_norm_backward(const T* x, const T* dy, const T* gamma, const float* mean, const float* rstd, T* dx,
+                         T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features, void* workspace,
+                         std::size_t workspace_bytes, cudaStream_t stream) {
+  CallerWorkspace scratch = caller_workspace(Norm::layer, workspace, workspace_bytes);
+  backward(layer_norm_backward_args(x, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features), scratch, stream);
+}
+
+template <typename T, typename>
+void rms_norm_backward(const T* x, const T* dy, const T* gamma, const float* rstd, T* dx, T* dgamma, std::int64_t rows,
+                       std::int64_t features, cudaStream_t stream) {
   StreamOrderedWorkspace scratch(stream);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
+  backward(rms_norm_backward_args(x, dy, gamma, rstd, dx, dgamma, rows, features), scratch, stream);
 }
-void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
-                       __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
-                       cudaStream_t stream) {
-  StreamOrderedWorkspace scratch(stream);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
-}
-void rms_norm_backward(const float* x, const float* dy, const float* gamma, const float* rstd, float* dx, float* dgamma,
-                       std::int64_t rows, std::int64_t features, void* workspace, std::size_t workspace_bytes,
-                       cudaStream_t stream) {
+template <typename T, typename>
+void rms_norm_backward(const T* x, const T* dy, const T* gamma, const float* rstd, T* dx, T* dgamma, std::int64_t rows,
+                       std::int64_t features, void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
   CallerWorkspace scratch = caller_workspace(Norm::rms, workspace, workspace_bytes);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
+  backward(rms_norm_backward_args(x, dy, gamma, rstd, dx, dgamma, rows, features), scratch, stream);
 }
-void rms_norm_backward(const __half* x, const __half* dy, const __half* gamma, const float* rstd, __half* dx,
-                       __half* dgamma, std::int64_t rows, std::int64_t features, void* workspace,
-                       std::size_t workspace_bytes, cudaStream_t stream) {
-  CallerWorkspace scratch = caller_workspace(Norm::rms, workspace, workspace_bytes);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
-}
-void rms_norm_backward(const __nv_bfloat16* x, const __nv_bfloat16* dy, const __nv_bfloat16* gamma, const float* rstd,
-                       __nv_bfloat16* dx, __nv_bfloat16* dgamma, std::int64_t rows, std::int64_t features,
-                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  CallerWorkspace scratch = caller_workspace(Norm::rms, workspace, workspace_bytes);
-  rms_norm_backward_impl(x, dy, gamma, rstd, dx, dgamma, rows, features, scratch, stream);
-}
+
+#define CUDALAB_NORM_ENTRIES(T, a, b)                                                                             \
+  template void layer_norm(const T*, const T*, const T*, T*, float*, float*, std::int64_t, std::int64_t, float,   \
+                           cudaStream_t);                                                                         \
+  template void layer_norm_backward(const T*, const T*, const T*, const float*, const float*, T*, T*, T*,         \
+                                    std::int64_t, std::int64_t, cudaStream_t);                                    \
+  template void layer_norm_backward(const T*, const T*, const T*, const float*, const float*, T*, T*, T*,         \
+                                    std::int64_t, std::int64_t, void*, std::size_t, cudaStream_t);                \
+  template void rms_norm(const T*, const T*, T*, float*, std::int64_t, std::int64_t, float, cudaStream_t);        \
+  template void rms_norm_backward(const T*, const T*, const T*, const float*, T*, T*, std::int64_t, std::int64_t, \
+                                  cudaStream_t);                                                                  \
+  template void rms_norm_backward(const T*, const T*, const T*, const float*, T*, T*, std::int64_t, std::int64_t, \
+                                  void*, std::size_t, cudaStream_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_NORM_ENTRIES, , )
 
 }  // namespace cudalab

@@ -8,9 +8,9 @@
 #include <cuda_pipeline_primitives.h>
 #include <cuda_runtime.h>
 
+#include "core/row_reduce.cuh"
 #include "core/vector.cuh"
 #include "core/warp.cuh"
-#include "core/warp_reduce.cuh"
 #include "ops/norms/variants.hpp"
 
 namespace cudalab::norms_variants {
@@ -30,19 +30,14 @@ inline constexpr int kMinCtasPerSm = ((kVec > 1 && kItems <= 16) ? 1536 : 1024) 
                                          : 1;
 
 // The sum of `value` over a group of kThreads threads (a warp, or the whole block), returned to
-// every thread of the group. A block group parks one value per warp in scratch[0, kThreads / 32)
-// and the total in scratch[kThreads / 32]. Calls may follow one another with no barrier between
-// them: every thread reads a total before it arrives at the next call's barrier, and thread 0
-// overwrites the total only after that barrier.
+// every thread of the group. A block group's scratch holds kThreads / 32 + 1 values; its calls may
+// follow one another with no barrier between them (BlockResult::broadcast).
 template <int kThreads>
 __device__ __forceinline__ float group_sum(float value, float* scratch) {
   if constexpr (kThreads == kWarpSize) {
     return warp_sum(value);
   } else {
-    value = block_sum<kThreads>(value, scratch);
-    if (threadIdx.x == 0) scratch[kThreads / kWarpSize] = value;
-    __syncthreads();
-    return scratch[kThreads / kWarpSize];
+    return block_reduce<BlockResult::broadcast, kThreads / kWarpSize>(value, SumOf{}, 0.0f, scratch);
   }
 }
 
@@ -97,18 +92,9 @@ struct RowSlice {
       }
     }
   }
-  // All loads are issued before any is used: kVectors 16-byte requests in flight per thread.
   template <typename T>
   __device__ __forceinline__ void load(const T* row) {
-#pragma unroll
-    for (int k = 0; k < kVectors; ++k) {
-      if (has(k)) {
-        load_floats<kVec>(row + offset(k), &value[k * kVec]);
-      } else {
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) value[k * kVec + i] = 0.0f;
-      }
-    }
+    load_share<kVec, kVectors>(row, *this, 0.0f, value);
   }
 };
 
@@ -119,21 +105,19 @@ struct RowStatistics {
   float rstd;
 };
 
-// The statistics of the row whose slices the threads hold. LayerNorm shifts the slice in place
-// (value = x - pivot) and takes two sums over registers: the shifted mean first, then the squared
-// deviations from it, so no sum cancels (sum(x^2) - F mean^2 would lose the noise of a row at
-// 1e4 + noise entirely). `reduce(v)` sums v over every thread holding part of the row.
-// `inverse_count` is 1 / features (a multiplication costs one more rounding than a division, and
-// none of the division's slow path).
-template <int kItems, int kVec, int kStride, typename Reduce>
-__device__ __forceinline__ RowStatistics row_statistics(Norm norm, RowSlice<kItems, kVec, kStride>& slice, float pivot,
-                                                        float inverse_count, float eps, Reduce reduce) {
-  if (norm == Norm::rms) {
-    float squares = 0.0f;
+// The sums a thread adds over its slice: RMSNorm's squares (absent values are zeros and add
+// nothing); LayerNorm's shifted values, in place (value = x - pivot) and summed; their squared
+// deviations from a mean.
+template <int kItems, int kVec, int kStride>
+__device__ __forceinline__ float sum_of_squares(const RowSlice<kItems, kVec, kStride>& slice) {
+  float squares = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) squares = fmaf(slice.value[i], slice.value[i], squares);  // absent: zeros
-    return {0.0f, rsqrtf(reduce(squares) * inverse_count + eps)};
-  }
+  for (int i = 0; i < kItems; ++i) squares = fmaf(slice.value[i], slice.value[i], squares);
+  return squares;
+}
+
+template <int kItems, int kVec, int kStride>
+__device__ __forceinline__ float shift_and_sum(RowSlice<kItems, kVec, kStride>& slice, float pivot) {
   float sum = 0.0f;
 #pragma unroll
   for (int k = 0; k < slice.kVectors; ++k) {
@@ -144,18 +128,36 @@ __device__ __forceinline__ RowStatistics row_statistics(Norm norm, RowSlice<kIte
       sum += slice.value[k * kVec + i];
     }
   }
-  const float mean_d = reduce(sum) * inverse_count;
+  return sum;
+}
+
+template <int kItems, int kVec, int kStride>
+__device__ __forceinline__ float squared_deviations(const RowSlice<kItems, kVec, kStride>& slice, float mean) {
   float squares = 0.0f;
 #pragma unroll
   for (int k = 0; k < slice.kVectors; ++k) {
     if (!slice.has(k)) continue;
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {
-      const float deviation = slice.value[k * kVec + i] - mean_d;
+      const float deviation = slice.value[k * kVec + i] - mean;
       squares = fmaf(deviation, deviation, squares);
     }
   }
-  return {mean_d, rsqrtf(reduce(squares) * inverse_count + eps)};
+  return squares;
+}
+
+// The statistics of the row whose slices the threads hold. LayerNorm shifts the slice and takes two
+// sums over registers: the shifted mean first, then the squared deviations from it, so no sum
+// cancels (sum(x^2) - F mean^2 would lose the noise of a row at 1e4 + noise entirely).
+// `reduce(v)` sums v over every thread holding part of the row. `inverse_count` is 1 / features
+// (a multiplication costs one more rounding than a division, and none of the division's slow
+// path).
+template <int kItems, int kVec, int kStride, typename Reduce>
+__device__ __forceinline__ RowStatistics row_statistics(Norm norm, RowSlice<kItems, kVec, kStride>& slice, float pivot,
+                                                        float inverse_count, float eps, Reduce reduce) {
+  if (norm == Norm::rms) return {0.0f, rsqrtf(reduce(sum_of_squares(slice)) * inverse_count + eps)};
+  const float mean_d = reduce(shift_and_sum(slice, pivot)) * inverse_count;
+  return {mean_d, rsqrtf(reduce(squared_deviations(slice, mean_d)) * inverse_count + eps)};
 }
 
 // Where write_normalized finds gamma and beta. `global`: loaded as each vector is written, L1 and

@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "cudalab/norms.hpp"
 #include "harness/registry.hpp"
 #include "ops/norms/ids.hpp"
 #include "ops/norms/inputs.hpp"
@@ -106,10 +108,11 @@ std::string cluster_limits(const DeviceInfo& device, const Problem& p) {
 }
 std::string fused_limits(const DeviceInfo&, const Problem& p) { return nv::backward_fused_limits(features_of(p)); }
 
-template <Norm kNorm, typename... Args>
-Variant forward_variant(const char* id, const char* technique, Role role, Limits limits,
-                        void (*... launchers)(const Args&, cudaStream_t)) {
-  Variant v = make_variant<ForwardBinding<kNorm>>(id, technique, role, launchers...);
+using Elements = NormElements;
+
+template <Norm kNorm, typename Launch>
+Variant forward_variant(const char* id, const char* technique, Role role, Limits limits, Launch launch) {
+  Variant v = make_variant<ForwardBinding<kNorm>, nv::NormForwardArgs>(id, technique, role, Elements{}, launch);
   v.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
     const std::string why = nv::forward_shape_limits(rows_of(p), features_of(p));
     return why.empty() && limits != nullptr ? limits(device, p) : why;
@@ -121,21 +124,21 @@ template <Norm kNorm>
 Variant cub_variant() {
   Variant v = forward_variant<kNorm>(
       ids::kCubUnfused, "cub::DeviceSegmentedReduce per statistic, then cub::DeviceFor for y: a pass over x each",
-      Role::baseline, nullptr, nv::cub_unfused<float>, nv::cub_unfused<__nv_bfloat16>, nv::cub_unfused<__half>);
+      Role::baseline, nullptr, CUDALAB_LAUNCHER(nv::cub_unfused));
   v.workspace_bytes = [](const Problem& p) {
-    switch (p.dtype) {
-      case DType::bf16: return nv::cub_unfused_workspace_bytes<__nv_bfloat16>(kNorm, rows_of(p), features_of(p));
-      case DType::f16: return nv::cub_unfused_workspace_bytes<__half>(kNorm, rows_of(p), features_of(p));
-      default: return nv::cub_unfused_workspace_bytes<float>(kNorm, rows_of(p), features_of(p));
-    }
+    std::size_t bytes = 0;
+    for_each_element(Elements{}, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      if (p.dtype == dtype_of_v<T>) bytes = nv::cub_unfused_workspace_bytes<T>(kNorm, rows_of(p), features_of(p));
+    });
+    return bytes;
   };
   return v;
 }
 
-template <Norm kNorm, typename... Args>
-Variant backward_variant(const char* id, const char* technique, Role role, Limits limits,
-                         void (*... launchers)(const Args&, cudaStream_t)) {
-  Variant v = make_variant<BackwardBinding<kNorm>>(id, technique, role, launchers...);
+template <Norm kNorm, typename Launch>
+Variant backward_variant(const char* id, const char* technique, Role role, Limits limits, Launch launch) {
+  Variant v = make_variant<BackwardBinding<kNorm>, nv::NormBackwardArgs>(id, technique, role, Elements{}, launch);
   v.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
     const std::string why = nv::backward_shape_limits(rows_of(p), features_of(p));
     return why.empty() && limits != nullptr ? limits(device, p) : why;
@@ -225,7 +228,7 @@ Op norm_op(const char* name, const char* summary, std::vector<Param> params) {
   op.name = name;
   op.summary = summary;
   op.dim_names = {"rows", "features"};
-  op.dtypes = {DType::f32, DType::bf16, DType::f16};
+  op.dtypes = dtypes_of(Elements{});
   op.params = std::move(params);
   op.bench_problems = row_op_bench_problems(op);
   op.test_problems = cross(op, kTestSizes, op.dtypes);
@@ -274,26 +277,21 @@ void register_layer_norm(Registry& registry) {
   op.variants = {
       forward_variant<kLayer>(ids::kTutorialUnzeroed,
                               "tutorial 004's kernel as written: 256 threads a row, shared sums never zeroed (BROKEN)",
-                              Role::broken, tutorial_limits, nv::tutorial_unzeroed<float>,
-                              nv::tutorial_unzeroed<__nv_bfloat16>, nv::tutorial_unzeroed<__half>),
+                              Role::broken, tutorial_limits, CUDALAB_LAUNCHER(nv::tutorial_unzeroed)),
       forward_variant<kLayer>(ids::kTutorialFixed,
                               "the tutorial's kernel, sums zeroed and shifted by x[0]: 3 reads, 256 threads a row",
-                              Role::ladder, tutorial_limits, nv::tutorial_fixed<float>,
-                              nv::tutorial_fixed<__nv_bfloat16>, nv::tutorial_fixed<__half>),
+                              Role::ladder, tutorial_limits, CUDALAB_LAUNCHER(nv::tutorial_fixed)),
       forward_variant<kLayer>(ids::kWarpPerRow, "a warp per row, shuffle sums, element loads, 3 passes over the row",
-                              Role::ladder, warp_per_row_limits, nv::warp_per_row<float>,
-                              nv::warp_per_row<__nv_bfloat16>, nv::warp_per_row<__half>),
+                              Role::ladder, warp_per_row_limits, CUDALAB_LAUNCHER(nv::warp_per_row)),
       forward_variant<kLayer>(ids::kBlockPerRow, "a 512-thread block per row, block sums, element loads, 3 passes",
-                              Role::ladder, nullptr, nv::block_per_row<float>, nv::block_per_row<__nv_bfloat16>,
-                              nv::block_per_row<__half>),
+                              Role::ladder, nullptr, CUDALAB_LAUNCHER(nv::block_per_row)),
       forward_variant<kLayer>(ids::kVectorRegisters,
                               "16-byte loads, the row read once into registers: a warp to 1024 features, a block "
                               "to 32768",
-                              Role::ladder, vector_registers_limits, nv::vector_registers<float>,
-                              nv::vector_registers<__nv_bfloat16>, nv::vector_registers<__half>),
-      forward_variant<kLayer>(
-          ids::kCluster, "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
-          Role::ladder, cluster_limits, nv::cluster<float>, nv::cluster<__nv_bfloat16>, nv::cluster<__half>),
+                              Role::ladder, vector_registers_limits, CUDALAB_LAUNCHER(nv::vector_registers)),
+      forward_variant<kLayer>(ids::kCluster,
+                              "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
+                              Role::ladder, cluster_limits, CUDALAB_LAUNCHER(nv::cluster)),
       cub_variant<kLayer>(),
   };
   registry.add(std::move(op));
@@ -315,19 +313,16 @@ void register_rms_norm(Registry& registry) {
   constexpr Norm kRms = Norm::rms;
   op.variants = {
       forward_variant<kRms>(ids::kWarpPerRow, "a warp per row, shuffle sums, element loads, 2 passes over the row",
-                            Role::ladder, warp_per_row_limits, nv::warp_per_row<float>, nv::warp_per_row<__nv_bfloat16>,
-                            nv::warp_per_row<__half>),
+                            Role::ladder, warp_per_row_limits, CUDALAB_LAUNCHER(nv::warp_per_row)),
       forward_variant<kRms>(ids::kBlockPerRow, "a 512-thread block per row, block sums, element loads, 2 passes",
-                            Role::ladder, nullptr, nv::block_per_row<float>, nv::block_per_row<__nv_bfloat16>,
-                            nv::block_per_row<__half>),
+                            Role::ladder, nullptr, CUDALAB_LAUNCHER(nv::block_per_row)),
       forward_variant<kRms>(ids::kVectorRegisters,
                             "16-byte loads, the row read once into registers: a warp to 1024 features, a block to "
                             "32768",
-                            Role::ladder, vector_registers_limits, nv::vector_registers<float>,
-                            nv::vector_registers<__nv_bfloat16>, nv::vector_registers<__half>),
-      forward_variant<kRms>(
-          ids::kCluster, "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
-          Role::ladder, cluster_limits, nv::cluster<float>, nv::cluster<__nv_bfloat16>, nv::cluster<__half>),
+                            Role::ladder, vector_registers_limits, CUDALAB_LAUNCHER(nv::vector_registers)),
+      forward_variant<kRms>(ids::kCluster,
+                            "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
+                            Role::ladder, cluster_limits, CUDALAB_LAUNCHER(nv::cluster)),
       cub_variant<kRms>(),
   };
   registry.add(std::move(op));
@@ -353,13 +348,11 @@ void register_layer_norm_backward(Registry& registry) {
   op.variants = {
       backward_variant<kLayer>(ids::kUnfused,
                                "dx by a block per row (2 passes), column partials re-reading x and dy, their sum",
-                               Role::baseline, nullptr, nv::backward_unfused<float>,
-                               nv::backward_unfused<__nv_bfloat16>, nv::backward_unfused<__half>),
+                               Role::baseline, nullptr, CUDALAB_LAUNCHER(nv::backward_unfused)),
       backward_variant<kLayer>(ids::kFused,
                                "x and dy read once into registers: dx, and column sums in shared memory; then their "
                                "sum",
-                               Role::ladder, fused_limits, nv::backward_fused<float>, nv::backward_fused<__nv_bfloat16>,
-                               nv::backward_fused<__half>),
+                               Role::ladder, fused_limits, CUDALAB_LAUNCHER(nv::backward_fused)),
   };
   registry.add(std::move(op));
 }
@@ -381,12 +374,10 @@ void register_rms_norm_backward(Registry& registry) {
   op.variants = {
       backward_variant<kRms>(ids::kUnfused,
                              "dx by a block per row (2 passes), column partials re-reading x and dy, their sum",
-                             Role::baseline, nullptr, nv::backward_unfused<float>, nv::backward_unfused<__nv_bfloat16>,
-                             nv::backward_unfused<__half>),
+                             Role::baseline, nullptr, CUDALAB_LAUNCHER(nv::backward_unfused)),
       backward_variant<kRms>(ids::kFused,
                              "x and dy read once into registers: dx, and column sums in shared memory; then their sum",
-                             Role::ladder, fused_limits, nv::backward_fused<float>, nv::backward_fused<__nv_bfloat16>,
-                             nv::backward_fused<__half>),
+                             Role::ladder, fused_limits, CUDALAB_LAUNCHER(nv::backward_fused)),
   };
   registry.add(std::move(op));
 }

@@ -18,6 +18,7 @@
 
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
+#include "cudalab/norms.hpp"
 #include "ops/norms/norms.cuh"
 
 namespace cudalab::norms_variants {
@@ -122,8 +123,6 @@ void tutorial_unzeroed(const NormForwardArgs<T>& a, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void tutorial_unzeroed<float>(const NormForwardArgs<float>&, cudaStream_t);
-template void tutorial_unzeroed<__half>(const NormForwardArgs<__half>&, cudaStream_t);
-template void tutorial_unzeroed<__nv_bfloat16>(const NormForwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, tutorial_unzeroed, NormForwardArgs)
 
 }  // namespace cudalab::norms_variants

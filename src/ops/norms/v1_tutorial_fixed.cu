@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cudalab/error.hpp"
+#include "cudalab/norms.hpp"
 #include "ops/norms/norms.cuh"
 
 namespace cudalab::norms_variants {
@@ -91,8 +92,6 @@ void tutorial_fixed(const NormForwardArgs<T>& a, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void tutorial_fixed<float>(const NormForwardArgs<float>&, cudaStream_t);
-template void tutorial_fixed<__half>(const NormForwardArgs<__half>&, cudaStream_t);
-template void tutorial_fixed<__nv_bfloat16>(const NormForwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, tutorial_fixed, NormForwardArgs)
 
 }  // namespace cudalab::norms_variants

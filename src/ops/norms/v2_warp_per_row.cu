@@ -11,6 +11,7 @@
 
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
+#include "cudalab/norms.hpp"
 #include "ops/norms/norms.cuh"
 
 namespace cudalab::norms_variants {
@@ -40,8 +41,6 @@ void warp_per_row(const NormForwardArgs<T>& a, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void warp_per_row<float>(const NormForwardArgs<float>&, cudaStream_t);
-template void warp_per_row<__half>(const NormForwardArgs<__half>&, cudaStream_t);
-template void warp_per_row<__nv_bfloat16>(const NormForwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, warp_per_row, NormForwardArgs)
 
 }  // namespace cudalab::norms_variants

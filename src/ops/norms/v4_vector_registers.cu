@@ -23,6 +23,7 @@
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
+#include "cudalab/norms.hpp"
 #include "ops/norms/norms.cuh"
 
 namespace cudalab::norms_variants {
@@ -102,8 +103,6 @@ void vector_registers(const NormForwardArgs<T>& a, cudaStream_t stream) {
   }
 }
 
-template void vector_registers<float>(const NormForwardArgs<float>&, cudaStream_t);
-template void vector_registers<__half>(const NormForwardArgs<__half>&, cudaStream_t);
-template void vector_registers<__nv_bfloat16>(const NormForwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, vector_registers, NormForwardArgs)
 
 }  // namespace cudalab::norms_variants

@@ -29,6 +29,7 @@
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
+#include "cudalab/norms.hpp"
 #include "ops/norms/norms.cuh"
 
 namespace cudalab::norms_variants {
@@ -137,37 +138,14 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     if (loads_pivot && next < a.rows) next_pivot = a.x[next * a.features];
     RowStatistics statistics;
     if (a.norm == Norm::rms) {
-      float squares = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) squares = fmaf(slice.value[i], slice.value[i], squares);  // absent: zeros
-      const Moments mine{group_sum<kThreads>(squares, scratch), 0.0f};
+      const Moments mine{group_sum<kThreads>(sum_of_squares(slice), scratch), 0.0f};
       const Moments* parts = gather(mine);
       float total = 0.0f;
       for (int r = 0; r < size; ++r) total += (parts != nullptr ? parts[r] : mine).mean;
       statistics = {0.0f, rsqrtf(total * inverse_count + a.eps)};
     } else {
-      float sum = 0.0f;
-#pragma unroll
-      for (int k = 0; k < Slice::kVectors; ++k) {
-        if (!slice.has(k)) continue;
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) {
-          slice.value[k * kVec + i] -= pivot;
-          sum += slice.value[k * kVec + i];
-        }
-      }
-      const float local_mean = group_sum<kThreads>(sum, scratch) * own_inverse_count;
-      float squares = 0.0f;
-#pragma unroll
-      for (int k = 0; k < Slice::kVectors; ++k) {
-        if (!slice.has(k)) continue;
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) {
-          const float deviation = slice.value[k * kVec + i] - local_mean;
-          squares = fmaf(deviation, deviation, squares);
-        }
-      }
-      const Moments mine{local_mean, group_sum<kThreads>(squares, scratch)};
+      const float local_mean = group_sum<kThreads>(shift_and_sum(slice, pivot), scratch) * own_inverse_count;
+      const Moments mine{local_mean, group_sum<kThreads>(squared_deviations(slice, local_mean), scratch)};
       const Moments* parts = gather(mine);
       // Chan et al.'s pairwise update, in rank order: every CTA gets the same bits. An empty share
       // has weights 0 and adds nothing.
@@ -265,8 +243,6 @@ void cluster(const NormForwardArgs<T>& a, cudaStream_t stream) {
   }
 }
 
-template void cluster<float>(const NormForwardArgs<float>&, cudaStream_t);
-template void cluster<__half>(const NormForwardArgs<__half>&, cudaStream_t);
-template void cluster<__nv_bfloat16>(const NormForwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, cluster, NormForwardArgs)
 
 }  // namespace cudalab::norms_variants

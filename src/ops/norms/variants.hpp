@@ -154,7 +154,7 @@ std::size_t backward_workspace_bytes(Norm norm, std::int64_t rows, std::int64_t 
 std::int64_t backward_partial_count(std::int64_t rows, std::int64_t features);
 
 // Shared by both backward rungs: out[c] = the sum over p < count of partials[p * features + c],
-// in p order, rounded once to T (zeros when count is 0).
+// in the fixed order of core/column_sums.cuh, rounded once to T (zeros when count is 0).
 template <typename T>
 void sum_column_partials(const float* partials, std::int64_t count, std::int64_t features, T* out, cudaStream_t stream);
 

@@ -6,7 +6,7 @@
 // "right by luck with -G" (claim C17); each file gets its own copy (anonymous namespace).
 #pragma once
 
-#include "core/warp_reduce.cuh"
+#include "core/row_reduce.cuh"
 #include "ops/reduce/multi_pass.cuh"
 
 namespace cudalab::reduce_variants {

@@ -2,7 +2,7 @@
 // step 7 and the modern kernels (16-byte loads, shuffles, one launch).
 #include <cstdint>
 
-#include "core/warp_reduce.cuh"
+#include "core/row_reduce.cuh"
 #include "ops/reduce/last_block.cuh"
 #include "ops/reduce/multi_pass.cuh"
 

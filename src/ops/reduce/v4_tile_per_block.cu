@@ -5,7 +5,7 @@
 // and visits more DRAM pages at once; on the H100 that is worth about 4% (docs/reduce.md).
 #include <cstdint>
 
-#include "core/warp_reduce.cuh"
+#include "core/row_reduce.cuh"
 #include "ops/reduce/last_block.cuh"
 #include "ops/reduce/multi_pass.cuh"
 

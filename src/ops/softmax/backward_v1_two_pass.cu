@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/launch.cuh"
+#include "cudalab/softmax.hpp"
 #include "ops/softmax/softmax.cuh"
 #include "ops/softmax/variants.hpp"
 
@@ -43,8 +44,6 @@ void backward_two_pass(const SoftmaxBackwardArgs<T>& args, cudaStream_t stream) 
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void backward_two_pass<float>(const SoftmaxBackwardArgs<float>&, cudaStream_t);
-template void backward_two_pass<__half>(const SoftmaxBackwardArgs<__half>&, cudaStream_t);
-template void backward_two_pass<__nv_bfloat16>(const SoftmaxBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_two_pass, SoftmaxBackwardArgs)
 
 }  // namespace cudalab::softmax_variants

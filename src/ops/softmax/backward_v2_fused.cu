@@ -11,6 +11,7 @@
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
+#include "cudalab/softmax.hpp"
 #include "ops/softmax/softmax.cuh"
 #include "ops/softmax/variants.hpp"
 
@@ -68,8 +69,6 @@ void backward_fused(const SoftmaxBackwardArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void backward_fused<float>(const SoftmaxBackwardArgs<float>&, cudaStream_t);
-template void backward_fused<__half>(const SoftmaxBackwardArgs<__half>&, cudaStream_t);
-template void backward_fused<__nv_bfloat16>(const SoftmaxBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_fused, SoftmaxBackwardArgs)
 
 }  // namespace cudalab::softmax_variants

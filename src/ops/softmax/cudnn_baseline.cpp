@@ -1,4 +1,5 @@
 #include "ops/softmax/cudnn_baseline.hpp"
+#include "cudalab/softmax.hpp"
 
 #include <climits>
 #include <cstdlib>
@@ -149,11 +150,7 @@ void cudnn_softmax_backward(const SoftmaxBackwardArgs<T>& args, cudaStream_t str
         "cudnnSoftmaxBackward");
 }
 
-template void cudnn_softmax<float>(const SoftmaxArgs<float>&, cudaStream_t);
-template void cudnn_softmax<__half>(const SoftmaxArgs<__half>&, cudaStream_t);
-template void cudnn_softmax<__nv_bfloat16>(const SoftmaxArgs<__nv_bfloat16>&, cudaStream_t);
-template void cudnn_softmax_backward<float>(const SoftmaxBackwardArgs<float>&, cudaStream_t);
-template void cudnn_softmax_backward<__half>(const SoftmaxBackwardArgs<__half>&, cudaStream_t);
-template void cudnn_softmax_backward<__nv_bfloat16>(const SoftmaxBackwardArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, cudnn_softmax, SoftmaxArgs)
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, cudnn_softmax_backward, SoftmaxBackwardArgs)
 
 }  // namespace cudalab::softmax_variants

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cudalab/softmax.hpp"
 #include "harness/registry.hpp"
 #include "ops/softmax/cudnn_baseline.hpp"
 #include "ops/softmax/ids.hpp"
@@ -59,15 +60,17 @@ struct BackwardBinding {
   }
 };
 
-template <typename Binding, typename... Args>
-Variant variant(const char* id, const char* technique, void (*... launchers)(const Args&, cudaStream_t)) {
-  return make_variant<Binding>(id, technique, Role::ladder, launchers...);
+using Elements = SoftmaxElements;
+
+template <typename Binding, template <typename> class ArgsOf, typename Launch>
+Variant variant(const char* id, const char* technique, Launch launch) {
+  return make_variant<Binding, ArgsOf>(id, technique, Role::ladder, Elements{}, launch);
 }
 
 // cuDNN's softmax, run where cuDNN loads and its int descriptors hold the shape.
-template <typename Binding, typename... Args>
-Variant cudnn_variant(const char* technique, void (*... launchers)(const Args&, cudaStream_t)) {
-  Variant v = make_variant<Binding>(ids::kCudnn, technique, Role::baseline, launchers...);
+template <typename Binding, template <typename> class ArgsOf, typename Launch>
+Variant cudnn_variant(const char* technique, Launch launch) {
+  Variant v = make_variant<Binding, ArgsOf>(ids::kCudnn, technique, Role::baseline, Elements{}, launch);
   v.can_implement = [](const DeviceInfo&, const Problem& p) {
     const std::string missing = v::cudnn_unavailable_reason();
     return missing.empty() ? v::cudnn_shape_unsupported(rows_of(p), features_of(p)) : missing;
@@ -90,7 +93,7 @@ Op shaped_op(const char* name, const char* summary) {
   op.name = name;
   op.summary = summary;
   op.dim_names = {"rows", "features"};
-  op.dtypes = {DType::f32, DType::bf16, DType::f16};
+  op.dtypes = dtypes_of(Elements{});
   op.bench_problems = row_op_bench_problems(op);
   op.test_problems = cross(op, kTestSizes, op.dtypes);
   return op;
@@ -119,35 +122,36 @@ void register_forward(Registry& registry) {
     return check_softmax(c.problem.dtype, c.tensors[kX].host(), c.tensors[kY].host(), rows_of(c.problem),
                          features_of(c.problem));
   };
-  Variant three_pass = variant<ForwardBinding>(
+  Variant three_pass = variant<ForwardBinding, v::SoftmaxArgs>(
       ids::kThreePass, "three kernels (row max, row sum of exp, normalize), a 256-thread block per row, x read 3 times",
-      v::three_pass<float>, v::three_pass<__nv_bfloat16>, v::three_pass<__half>);
+      CUDALAB_LAUNCHER(v::three_pass));
   three_pass.workspace_bytes = [](const Problem& p) { return v::three_pass_workspace_bytes(rows_of(p)); };
-  Variant vectorized = variant<ForwardBinding>(
+  Variant vectorized = variant<ForwardBinding, v::SoftmaxArgs>(
       ids::kVectorized, "row in registers, 16-byte loads, x read once; lane group, warp or block per row by width",
-      v::vectorized<float>, v::vectorized<__nv_bfloat16>, v::vectorized<__half>);
+      CUDALAB_LAUNCHER(v::vectorized));
   vectorized.can_implement = [](const DeviceInfo&, const Problem& p) { return v::vectorized_limits(features_of(p)); };
-  Variant cluster = variant<ForwardBinding>(
+  Variant cluster = variant<ForwardBinding, v::SoftmaxArgs>(
       ids::kCluster, "row split over a 2-8 CTA cluster, (max, sum) through distributed shared memory, x read once",
-      v::cluster<float>, v::cluster<__nv_bfloat16>, v::cluster<__half>);
+      CUDALAB_LAUNCHER(v::cluster));
   cluster.can_implement = [](const DeviceInfo& device, const Problem& p) {
     return v::cluster_limits(features_of(p), size_of(p.dtype), device.compute_capability());
   };
   op.variants = {
       three_pass,
-      variant<ForwardBinding>(ids::kWarpPerRow, "one fused kernel, a warp per row, shuffle reductions, 3 scalar passes",
-                              v::warp_per_row<float>, v::warp_per_row<__nv_bfloat16>, v::warp_per_row<__half>),
-      variant<ForwardBinding>(ids::kBlockPerRow,
-                              "one fused kernel, a 256-thread block per row, block reductions, 3 scalar passes",
-                              v::block_per_row<float>, v::block_per_row<__nv_bfloat16>, v::block_per_row<__half>),
+      variant<ForwardBinding, v::SoftmaxArgs>(ids::kWarpPerRow,
+                                              "one fused kernel, a warp per row, shuffle reductions, 3 scalar passes",
+                                              CUDALAB_LAUNCHER(v::warp_per_row)),
+      variant<ForwardBinding, v::SoftmaxArgs>(
+          ids::kBlockPerRow, "one fused kernel, a 256-thread block per row, block reductions, 3 scalar passes",
+          CUDALAB_LAUNCHER(v::block_per_row)),
       vectorized,
-      variant<ForwardBinding>(ids::kOnline,
-                              "online softmax: running max and rescaled sum in one pass, then y; x read twice",
-                              v::online<float>, v::online<__nv_bfloat16>, v::online<__half>),
+      variant<ForwardBinding, v::SoftmaxArgs>(
+          ids::kOnline, "online softmax: running max and rescaled sum in one pass, then y; x read twice",
+          CUDALAB_LAUNCHER(v::online)),
       cluster,
-      cudnn_variant<ForwardBinding>(
+      cudnn_variant<ForwardBinding, v::SoftmaxArgs>(
           "cudnnSoftmaxForward (ACCURATE: max subtracted; one instance per row), the library baseline",
-          v::cudnn_softmax<float>, v::cudnn_softmax<__nv_bfloat16>, v::cudnn_softmax<__half>),
+          CUDALAB_LAUNCHER(v::cudnn_softmax)),
   };
   registry.add(std::move(op));
 }
@@ -176,18 +180,18 @@ void register_backward(Registry& registry) {
     return check_softmax_backward(c.problem.dtype, c.tensors[kY].host(), c.tensors[kDy].host(), c.tensors[kDx].host(),
                                   rows_of(c.problem), features_of(c.problem));
   };
-  Variant fused = variant<BackwardBinding>(
+  Variant fused = variant<BackwardBinding, v::SoftmaxBackwardArgs>(
       ids::kFused, "y and dy in registers, 16-byte loads, read once; lane group, warp or block per row by width",
-      v::backward_fused<float>, v::backward_fused<__nv_bfloat16>, v::backward_fused<__half>);
+      CUDALAB_LAUNCHER(v::backward_fused));
   fused.can_implement = [](const DeviceInfo&, const Problem& p) { return v::fused_backward_limits(features_of(p)); };
   op.variants = {
-      variant<BackwardBinding>(
+      variant<BackwardBinding, v::SoftmaxBackwardArgs>(
           ids::kTwoPass, "a 256-thread block per row: a scalar pass for the dot product, another for dx",
-          v::backward_two_pass<float>, v::backward_two_pass<__nv_bfloat16>, v::backward_two_pass<__half>),
+          CUDALAB_LAUNCHER(v::backward_two_pass)),
       fused,
-      cudnn_variant<BackwardBinding>("cudnnSoftmaxBackward (ACCURATE; one instance per row), the library baseline",
-                                     v::cudnn_softmax_backward<float>, v::cudnn_softmax_backward<__nv_bfloat16>,
-                                     v::cudnn_softmax_backward<__half>),
+      cudnn_variant<BackwardBinding, v::SoftmaxBackwardArgs>(
+          "cudnnSoftmaxBackward (ACCURATE; one instance per row), the library baseline",
+          CUDALAB_LAUNCHER(v::cudnn_softmax_backward)),
   };
   registry.add(std::move(op));
 }

@@ -65,27 +65,19 @@ void backward(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t fe
 
 }  // namespace
 
-void softmax(const float* x, float* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
-  forward(x, y, rows, features, stream);
-}
-void softmax(const __half* x, __half* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
-  forward(x, y, rows, features, stream);
-}
-void softmax(const __nv_bfloat16* x, __nv_bfloat16* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
+template <typename T, typename>
+void softmax(const T* x, T* y, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
   forward(x, y, rows, features, stream);
 }
 
-void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t features,
-                      cudaStream_t stream) {
+template <typename T, typename>
+void softmax_backward(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t features, cudaStream_t stream) {
   backward(y, dy, dx, rows, features, stream);
 }
-void softmax_backward(const __half* y, const __half* dy, __half* dx, std::int64_t rows, std::int64_t features,
-                      cudaStream_t stream) {
-  backward(y, dy, dx, rows, features, stream);
-}
-void softmax_backward(const __nv_bfloat16* y, const __nv_bfloat16* dy, __nv_bfloat16* dx, std::int64_t rows,
-                      std::int64_t features, cudaStream_t stream) {
-  backward(y, dy, dx, rows, features, stream);
-}
+
+#define CUDALAB_SOFTMAX_ENTRIES(T, a, b)                                         \
+  template void softmax(const T*, T*, std::int64_t, std::int64_t, cudaStream_t); \
+  template void softmax_backward(const T*, const T*, T*, std::int64_t, std::int64_t, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_SOFTMAX_ENTRIES, , )
 
 }  // namespace cudalab

@@ -1,7 +1,7 @@
-// Device helpers every softmax kernel shares: the exponential, reductions over a lane group or a
-// block (max, sum, and the (max, sum) pairs of online softmax), loads and stores of 16-byte packs
-// widened to fp32, a thread's share of a row held in registers, and the host-side choice of how
-// many threads share a row.
+// Device helpers every softmax kernel shares: the exponential, the (max, sum) pairs of online
+// softmax, the row reductions behind one interface (core/row_reduce.cuh's, for a lane group or a
+// block), a thread's share of a row held in registers, and the host-side choice of how many
+// threads share a row.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "core/fast_math.cuh"
+#include "core/row_reduce.cuh"
 #include "core/vector.cuh"
 #include "core/warp.cuh"
 
@@ -42,58 +43,35 @@ __device__ __forceinline__ RowStats merge(RowStats a, RowStats b) {
   return {max, a.sum * exp_shifted(a.max, max) + b.sum * exp_shifted(b.max, max)};
 }
 
-struct MaxOf {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct SumOf {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
 struct MergeOf {
   __device__ RowStats operator()(RowStats a, RowStats b) const { return merge(a, b); }
 };
 
-__device__ __forceinline__ float shuffle_xor(float value, int offset) {
-  return __shfl_xor_sync(kFullWarpMask, value, offset);
-}
+// The pair moves between lanes as its two floats; group_reduce finds this by argument-dependent lookup.
 __device__ __forceinline__ RowStats shuffle_xor(RowStats value, int offset) {
-  return {shuffle_xor(value.max, offset), shuffle_xor(value.sum, offset)};
+  return {cudalab::shuffle_xor(value.max, offset), cudalab::shuffle_xor(value.sum, offset)};
 }
 
-// Reduces over aligned groups of kWidth lanes (a power of two up to 32) by xor shuffles, so every
-// lane gets its group's result, in the same order on every lane. core/warp_reduce.cuh's warp_sum is
-// the 32-lane sum; this adds narrower groups and the max and merge operators. Every lane of the
-// warp must call it.
-template <int kWidth, typename V, typename Combine>
-__device__ __forceinline__ V group_reduce(V value, Combine combine) {
-  static_assert(kWidth >= 1 && kWidth <= kWarpSize && (kWidth & (kWidth - 1)) == 0, "a power of two up to 32");
-#pragma unroll
-  for (int offset = kWidth / 2; offset > 0; offset /= 2) value = combine(value, shuffle_xor(value, offset));
-  return value;
-}
-
-// Reduces over the block (blockDim.x a multiple of 32); every thread gets the result. `scratch`
-// holds 32 values. Each warp reduces the per-warp partials itself, so no broadcast step; the
-// second barrier lets the next call reuse `scratch`. Every thread must call it.
-template <typename V, typename Combine>
-__device__ __forceinline__ V block_all_reduce(V value, V identity, Combine combine, V* scratch) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int warp = threadIdx.x / kWarpSize;
-  value = group_reduce<kWarpSize>(value, combine);
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  value = lane < static_cast<int>(blockDim.x / kWarpSize) ? scratch[lane] : identity;
-  value = group_reduce<kWarpSize>(value, combine);
-  __syncthreads();
-  return value;
-}
+// The attention kernels take the lane-group reduction through this namespace.
+using cudalab::group_reduce;
+using cudalab::MaxOf;
+using cudalab::SumOf;
 
 // The reductions of a row shared by a group of kWidth lanes (kWidth <= 32) or by a whole block
-// (BlockReduce), behind one interface for kernels templated on how many threads share a row.
+// (BlockReduce), behind one interface for kernels templated on how many threads share a row. The
+// block form lets every warp finish from the parked partials (no broadcast step) and takes the
+// warp count from blockDim, which the layout sets at launch.
 template <int kWidth>
 struct GroupReduce {
   __device__ float max(float v) const { return group_reduce<kWidth>(v, MaxOf{}); }
   __device__ float sum(float v) const { return group_reduce<kWidth>(v, SumOf{}); }
 };
+
+// Every thread gets the block's result; `scratch` holds 32 values.
+template <typename V, typename Op>
+__device__ __forceinline__ V block_all_reduce(V value, V identity, Op op, V* scratch) {
+  return block_reduce<BlockResult::every_warp, 0>(value, op, identity, scratch);
+}
 
 struct BlockReduce {
   float* scratch;  // 32 floats of shared memory
@@ -106,31 +84,26 @@ struct BlockReduce {
 // pack i starts at column (i * threads + thread) * kPack, so a warp's accesses are contiguous. Packs
 // at or past `features` are not read and hold `fill`. kPack > 1 needs features % kPack == 0 and a
 // 16-byte aligned row.
+template <int kPack>
+struct InterleavedShare {
+  int features;
+  int thread;
+  int threads;
+  __device__ __forceinline__ int offset(int i) const { return (i * threads + thread) * kPack; }
+  __device__ __forceinline__ bool has(int i) const { return offset(i) < features; }
+};
 
 template <int kPack, int kElements, typename T>
 __device__ __forceinline__ void load_fragment(const T* row, int features, int thread, int threads, float fill,
                                               float (&values)[kElements]) {
   static_assert(kElements % kPack == 0, "whole packs");
-#pragma unroll
-  for (int i = 0; i < kElements / kPack; ++i) {
-    const int column = (i * threads + thread) * kPack;
-    if (column < features) {
-      load_floats<kPack>(row + column, &values[i * kPack]);
-    } else {
-#pragma unroll
-      for (int k = 0; k < kPack; ++k) values[i * kPack + k] = fill;
-    }
-  }
+  load_share<kPack, kElements / kPack>(row, InterleavedShare<kPack>{features, thread, threads}, fill, values);
 }
 
 template <int kPack, int kElements, typename T>
 __device__ __forceinline__ void store_fragment(T* row, int features, int thread, int threads,
                                                const float (&values)[kElements]) {
-#pragma unroll
-  for (int i = 0; i < kElements / kPack; ++i) {
-    const int column = (i * threads + thread) * kPack;
-    if (column < features) store_floats<kPack>(row + column, &values[i * kPack]);
-  }
+  store_share<kPack, kElements / kPack>(row, InterleavedShare<kPack>{features, thread, threads}, values);
 }
 
 // Runs body(row, thread, threads, valid, reduce) for a kernel templated on kThreadsPerRow: 0 for

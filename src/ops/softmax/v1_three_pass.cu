@@ -8,8 +8,9 @@
 #include <string>
 
 #include "core/launch.cuh"
-#include "core/warp_reduce.cuh"
+#include "core/row_reduce.cuh"
 #include "core/workspace.hpp"
+#include "cudalab/softmax.hpp"
 #include "ops/softmax/softmax.cuh"
 #include "ops/softmax/variants.hpp"
 
@@ -65,8 +66,6 @@ void three_pass(const SoftmaxArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void three_pass<float>(const SoftmaxArgs<float>&, cudaStream_t);
-template void three_pass<__half>(const SoftmaxArgs<__half>&, cudaStream_t);
-template void three_pass<__nv_bfloat16>(const SoftmaxArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, three_pass, SoftmaxArgs)
 
 }  // namespace cudalab::softmax_variants

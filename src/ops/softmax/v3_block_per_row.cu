@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/launch.cuh"
+#include "cudalab/softmax.hpp"
 #include "ops/softmax/softmax.cuh"
 #include "ops/softmax/variants.hpp"
 
@@ -36,8 +37,6 @@ void block_per_row(const SoftmaxArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void block_per_row<float>(const SoftmaxArgs<float>&, cudaStream_t);
-template void block_per_row<__half>(const SoftmaxArgs<__half>&, cudaStream_t);
-template void block_per_row<__nv_bfloat16>(const SoftmaxArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, block_per_row, SoftmaxArgs)
 
 }  // namespace cudalab::softmax_variants

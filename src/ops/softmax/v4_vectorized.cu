@@ -13,6 +13,7 @@
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
+#include "cudalab/softmax.hpp"
 #include "ops/softmax/softmax.cuh"
 #include "ops/softmax/variants.hpp"
 
@@ -79,8 +80,6 @@ void vectorized(const SoftmaxArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void vectorized<float>(const SoftmaxArgs<float>&, cudaStream_t);
-template void vectorized<__half>(const SoftmaxArgs<__half>&, cudaStream_t);
-template void vectorized<__nv_bfloat16>(const SoftmaxArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, vectorized, SoftmaxArgs)
 
 }  // namespace cudalab::softmax_variants

@@ -11,6 +11,7 @@
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
+#include "cudalab/softmax.hpp"
 #include "ops/softmax/softmax.cuh"
 #include "ops/softmax/variants.hpp"
 
@@ -70,8 +71,6 @@ void online(const SoftmaxArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
-template void online<float>(const SoftmaxArgs<float>&, cudaStream_t);
-template void online<__half>(const SoftmaxArgs<__half>&, cudaStream_t);
-template void online<__nv_bfloat16>(const SoftmaxArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online, SoftmaxArgs)
 
 }  // namespace cudalab::softmax_variants

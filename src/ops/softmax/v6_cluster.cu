@@ -27,6 +27,7 @@
 #include "core/cluster.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
+#include "cudalab/softmax.hpp"
 #include "ops/softmax/softmax.cuh"
 #include "ops/softmax/variants.hpp"
 
@@ -178,8 +179,6 @@ void cluster(const SoftmaxArgs<T>& args, cudaStream_t stream) {
   CUDALAB_REQUIRE(launched, "softmax cluster: no kernel for " + std::to_string(args.features) + " features");
 }
 
-template void cluster<float>(const SoftmaxArgs<float>&, cudaStream_t);
-template void cluster<__half>(const SoftmaxArgs<__half>&, cudaStream_t);
-template void cluster<__nv_bfloat16>(const SoftmaxArgs<__nv_bfloat16>&, cudaStream_t);
+CUDALAB_SOFTMAX_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, cluster, SoftmaxArgs)
 
 }  // namespace cudalab::softmax_variants

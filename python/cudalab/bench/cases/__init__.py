@@ -1,0 +1,17 @@
+"""The benchmark's cases by family (``--only``): each a function of --quick giving its cases."""
+
+import torch
+
+from .attention import attention_cases
+from .gemm import gemm_cases
+from .primitives import primitive_cases
+from .rows import row_op_cases
+
+FAMILIES = {
+    "attention": attention_cases,
+    "fused": lambda quick: row_op_cases(
+        *((256, 1024) if quick else (16384, 8192)), [torch.float32, torch.bfloat16, torch.float16]
+    ),
+    "gemm": lambda quick: gemm_cases([256] if quick else [4096, 8192], [torch.bfloat16, torch.float16, torch.float32]),
+    "primitives": lambda quick: primitive_cases(1 << (16 if quick else 28)),
+}

@@ -1,0 +1,244 @@
+"""Attention, forward and backward, against PyTorch's SDPA with one backend forced at a time, and the
+float64 references (computed on the GPU in chunks) both are checked against."""
+
+import math
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from ... import ops
+from .common import COMPILE_TECHNIQUE, Case, Variant, backward, forward, normal
+
+# Relative L2 of attention's O against float64. The 16-bit kernels (cudalab's and SDPA's) round two
+# things: the probabilities P to the input type before P V, and O at the end; each rounding is a
+# relative error of at most u (2^-8 bf16, 2^-11 f16) that the weighted sum over keys does not
+# amplify (error and O average over the same weights), so rel L2 stays below sqrt(2) u / sqrt(3):
+# 3.2e-3 bf16, 4.0e-4 f16 (Q K^T's products are exact in fp32). Emulating the two roundings in
+# float64 on normal inputs gives 1.7-2.3e-3 bf16 and 2.1-2.9e-4 f16 at seq 17 to 4096 (worst row
+# 1.4x that). The bounds leave 3x (bf16) and 5x (f16) above the estimate; a wrong mask, scale or tile
+# gives errors of order 1. fp32 (CUDA cores, fp32 exp and sums): 1e-5. The log-sum-exp is fp32
+# arithmetic on exact products whatever the dtype: 1e-5.
+ATTENTION_REL_L2 = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}
+ATTENTION_LSE_REL_L2 = 1e-5
+# The largest seq the SDPA math backend runs at: it materializes batch x heads x seq^2 scores.
+SDPA_MATH_MAX_SEQ = 2048
+SDPA_BACKENDS = [  # (variant, backend, technique)
+    (
+        "sdpa_flash",
+        SDPBackend.FLASH_ATTENTION,
+        "F.scaled_dot_product_attention, FLASH_ATTENTION forced (FlashAttention-2)",
+    ),
+    ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION, "F.scaled_dot_product_attention, EFFICIENT_ATTENTION forced"),
+    ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION, "F.scaled_dot_product_attention, CUDNN_ATTENTION forced (cuDNN)"),
+    (
+        "sdpa_math",
+        SDPBackend.MATH,
+        "F.scaled_dot_product_attention, MATH forced: matmul, softmax, matmul over the materialized scores, in "
+        "fp32 for 16-bit inputs (torch's default; TF32 off)",
+    ),
+]
+
+
+def attention_score_chunks(q, k, v, scale, causal, max_scores):
+    """The float64 scaled, masked scores of attention over q [B, H, S, D] and k, v [B, Hkv, S, D] (query
+    head h reads kv head h // (H // Hkv)), on q's device, a few (batch, head) slices and a chunk of their
+    query rows at a time, so that at most max_scores float64 scores exist at once (2^27: 1 GiB; one
+    slice at seq 16384 would be 2 GiB). Yields (index, kv_index, rows, queries, keys, values, scores):
+    the slices' indices among the B * H query slices and the B * Hkv kv slices, the rows (a slice),
+    and those rows of q, the slices' k and v, and the scores [slices, rows, S], all float64."""
+    batch, heads, seq, head_dim = q.shape
+    kv_heads = k.shape[1]
+    group = heads // kv_heads if kv_heads else 1
+    q_slices = q.reshape(batch * heads, seq, head_dim)
+    k_slices, v_slices = (t.reshape(batch * kv_heads, seq, head_dim) for t in (k, v))
+    slices_at_once = max(1, max_scores // max(1, seq * seq))
+    rows_at_once = max(1, min(seq, max_scores // max(1, seq)))
+    for first in range(0, batch * heads, slices_at_once):
+        index = torch.arange(first, min(first + slices_at_once, batch * heads), device=q.device)
+        kv_index = index // heads * kv_heads + index % heads // group
+        keys, values = k_slices[kv_index].double(), v_slices[kv_index].double()
+        for row in range(0, seq, rows_at_once):
+            rows = slice(row, min(row + rows_at_once, seq))
+            queries = q_slices[index, rows].double()
+            scores = queries @ keys.mT * scale
+            if causal:
+                query = torch.arange(rows.start, rows.stop, device=q.device)[:, None]
+                scores.masked_fill_(torch.arange(seq, device=q.device)[None, :] > query, -math.inf)
+            yield index, kv_index, rows, queries, keys, values, scores
+
+
+def attention_reference(q, k, v, scale=None, causal=False, max_scores=1 << 27):
+    """float64 (O, L) of attention over q [B, H, S, D] and k, v [B, Hkv, S, D] (query head h reads kv
+    head h // (H // Hkv)), on q's device: O = softmax(scale * q k^T [causal mask]) v and L each row's
+    log-sum-exp, over attention_score_chunks (at most max_scores float64 scores at once)."""
+    batch, heads, seq, head_dim = q.shape
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    o = torch.empty(q.shape, dtype=torch.float64, device=q.device)
+    lse = torch.empty(q.shape[:-1], dtype=torch.float64, device=q.device)
+    o_slices, lse_slices = o.view(batch * heads, seq, head_dim), lse.view(batch * heads, seq)
+    for index, _, rows, _, _, values, scores in attention_score_chunks(q, k, v, scale, causal, max_scores):
+        row_lse = torch.logsumexp(scores, -1)
+        o_slices[index, rows] = torch.exp(scores - row_lse[..., None]) @ values
+        lse_slices[index, rows] = row_lse
+    return o, lse
+
+
+def attention_backward_reference(q, k, v, dy, scale=None, causal=False, max_scores=1 << 27):
+    """float64 (dQ, dK, dV) of attention's O for O's gradient dy [B, H, S, D], over
+    attention_score_chunks: P = softmax(scores), dP = dy V^T, D = rowsum(dy o P V), dS = P o (dP - D),
+    dQ = scale dS K, dK = scale dS^T Q and dV = P^T dy, each kv head's dK and dV summed over the query
+    heads that read it."""
+    batch, heads, seq, head_dim = q.shape
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    dq = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
+    dk, dv = (torch.zeros(k.shape, dtype=torch.float64, device=q.device) for _ in range(2))
+    dq_slices, dy_slices = dq.view(batch * heads, seq, head_dim), dy.reshape(batch * heads, seq, head_dim)
+    dk_slices, dv_slices = (t.view(batch * k.shape[1], seq, head_dim) for t in (dk, dv))
+    for index, kv_index, rows, queries, keys, values, scores in attention_score_chunks(
+        q, k, v, scale, causal, max_scores
+    ):
+        p = torch.softmax(scores, -1)
+        grad = dy_slices[index, rows].double()
+        ds = p * (grad @ values.mT - (grad * (p @ values)).sum(-1, keepdim=True))
+        dq_slices[index, rows] = scale * ds @ keys
+        dk_slices.index_add_(0, kv_index, scale * ds.mT @ queries)
+        dv_slices.index_add_(0, kv_index, p.mT @ grad)
+    return dq, dk, dv
+
+
+def sdpa(backend, causal, wrap=forward):
+    """A variant running F.scaled_dot_product_attention with only `backend` allowed, made runnable by
+    wrap (forward, or backward with the leaves to differentiate: the backend that runs the forward
+    runs its backward). A backend that refuses the case raises RuntimeError ("No available kernel")
+    and says why in warnings: prepare runs the variant once and raises their text in one line, which
+    run_case records as the skip reason."""
+
+    def attend(q, k, v):
+        with sdpa_kernel([backend]):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
+
+    def prepare(inputs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                run = wrap(attend)(inputs)
+                run()
+            except RuntimeError as error:
+                why = " ".join(" ".join(str(w.message).split()) for w in caught) or " ".join(str(error).split())
+                raise RuntimeError(f"SDPA's {backend.name} backend refuses this case: {why}"[:400]) from None
+        return run
+
+    return prepare
+
+
+def attention_variants(batch, heads, seq, causal, wrap, cudalab_technique, cudalab):
+    """SDPA's backends (math left out above SDPA_MATH_MAX_SEQ), the compile row (not timed) and
+    cudalab's op, each made runnable by wrap (forward, or backward with the leaves)."""
+    variants = []
+    for name, backend, technique in SDPA_BACKENDS:
+        if backend == SDPBackend.MATH and seq > SDPA_MATH_MAX_SEQ:
+            gib = batch * heads * seq * seq * 4 / 2**30
+            why = (
+                f"not run above seq {SDPA_MATH_MAX_SEQ}: the math backend materializes the batch x heads x seq^2 "
+                f"scores ({gib:.0f} GiB in fp32 here), so it times that matrix's traffic, not attention; it stands "
+                "in the shorter sequences as the unfused composition"
+            )
+            variants.append(Variant(name, technique, None, why))
+        else:
+            variants.append(Variant(name, technique, sdpa(backend, causal, wrap)))
+    variants.append(
+        Variant(
+            "compile",
+            COMPILE_TECHNIQUE,
+            None,
+            "not timed: torch.compile hands F.scaled_dot_product_attention to the same SDPA kernels the sdpa_* "
+            "rows time (there is nothing around it to fuse)",
+        )
+    )
+    variants.append(Variant("cudalab", cudalab_technique, wrap(cudalab)))
+    return variants
+
+
+def attention_case(dtype, batch, heads, seq, head_dim, causal):
+    def make_inputs(g):
+        return {name: normal(g, (batch, heads, seq, head_dim), dtype, 1.0, 0.0) for name in ("q", "k", "v")}
+
+    variants = attention_variants(
+        batch,
+        heads,
+        seq,
+        causal,
+        forward,
+        "cudalab.ops.attention: the library's kernel for the shape (O and the log-sum-exp; SDPA's public "
+        "API returns O only, so only cudalab's L is checked)",
+        lambda q, k, v: ops.attention(q, k, v, causal=causal),
+    )
+    return Case(
+        "attention",
+        [("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
+        dtype,
+        [("causal", int(causal)), ("kv_heads", 0)],
+        make_inputs,
+        lambda inputs: attention_reference(**inputs, causal=causal),
+        variants,
+        (ATTENTION_REL_L2[dtype], ATTENTION_LSE_REL_L2),
+        engine="by_dtype",
+    )
+
+
+def attention_backward_case(dtype, batch, heads, seq, head_dim, causal):
+    """The backward alone: each variant's forward runs once outside the timing (backward()), then
+    every sample differentiates its graph again for dy, as training would. q, k, v and dy standard
+    normal."""
+
+    def make_inputs(g):
+        return {name: normal(g, (batch, heads, seq, head_dim), dtype, 1.0, 0.0) for name in ("q", "k", "v", "dy")}
+
+    variants = attention_variants(
+        batch,
+        heads,
+        seq,
+        causal,
+        lambda fn: backward(fn, ["q", "k", "v"]),
+        "autograd of cudalab.ops.attention: cudalab::attention_backward, the library's kernel for the shape "
+        "(from the saved q, k, v, O and L)",
+        lambda q, k, v: ops.attention(q, k, v, causal=causal)[0],
+    )
+    return Case(
+        "attention_backward",
+        [("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
+        dtype,
+        [("causal", int(causal)), ("kv_heads", 0)],
+        make_inputs,
+        lambda inputs: attention_backward_reference(**inputs, causal=causal),
+        variants,
+        # The gradients carry the forward's two roundings (P, or dS, to the dtype before the product
+        # that takes it, and the output's), so the same estimate; twice the bound, as every other
+        # gradient here has (one more fp32 reduction before the rounding).
+        2 * ATTENTION_REL_L2[dtype],
+        engine="by_dtype",
+    )
+
+
+def attention_cases(quick):
+    """Attention's forward against SDPA's backends, q, k and v standard normal: bf16 [4, 16, 4096,
+    128] non-causal and causal, head_dim 64, f16; and bf16 head_dim 128 over seq 512 to 16384 at
+    batch x seq = 16384 (16 heads), causal and not. The backward alone, against each backend's
+    backward: bf16 [4, 16, 4096, 128] non-causal and causal, and head_dim 64. --quick: the same kinds
+    at [2, 4, 512, D]."""
+    if quick:
+        shapes = [(torch.bfloat16, 2, 4, 512, 128, False), (torch.bfloat16, 2, 4, 512, 128, True)]
+        backward_shapes = shapes + [(torch.bfloat16, 2, 4, 512, 64, False)]
+        shapes += [(torch.bfloat16, 2, 4, 512, 64, False), (torch.float16, 2, 4, 512, 128, False)]
+    else:
+        shapes = [(torch.bfloat16, 4, 16, 4096, 128, causal) for causal in (False, True)]
+        backward_shapes = shapes + [(torch.bfloat16, 4, 16, 4096, 64, False)]
+        shapes += [(torch.bfloat16, 4, 16, 4096, 64, False), (torch.float16, 4, 16, 4096, 128, False)]
+        shapes += [
+            (torch.bfloat16, 16384 // seq, 16, seq, 128, causal)
+            for seq in (512, 1024, 2048, 8192, 16384)  # 4096 is the first two cases
+            for causal in (False, True)
+        ]
+    return [attention_case(*shape) for shape in shapes] + [attention_backward_case(*s) for s in backward_shapes]

@@ -1,0 +1,172 @@
+// The SwiGLU rungs and their unfused baseline, all on one flat map kernel: kIn input arrays to
+// kOut output arrays, element by element, in accesses of V elements (1, or one 16-byte vector)
+// with U accesses per thread. Each thread loads all U vectors of every input before computing the
+// first: U requests in flight per array. The elements past the last whole vector (fewer than V)
+// are done one each by the first block.
+#include <algorithm>
+#include <cstdint>
+
+#include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "cudalab/error.hpp"
+#include "cudalab/swiglu.hpp"
+#include "ops/swiglu/variants.hpp"
+
+namespace cudalab::swiglu_variants {
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kVectorsPerThread = 4;
+
+template <typename T, int kIn, int kOut>
+struct Arrays {
+  const T* in[kIn];
+  T* out[kOut];
+};
+
+template <typename T, int V, int U, int kIn, int kOut, typename Fn>
+__global__ void __launch_bounds__(kBlock) map_kernel(Arrays<T, kIn, kOut> arrays, std::int64_t n, Fn fn) {
+  const std::int64_t vectors = n / V;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kBlock * U + threadIdx.x;
+  float in[U][kIn][V] = {};
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    const std::int64_t q = first + k * kBlock;
+    if (q < vectors) {
+#pragma unroll
+      for (int a = 0; a < kIn; ++a) load_floats<V>(arrays.in[a] + q * V, in[k][a]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    const std::int64_t q = first + k * kBlock;
+    if (q >= vectors) continue;
+    float out[kOut][V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      float x[kIn], y[kOut];
+#pragma unroll
+      for (int a = 0; a < kIn; ++a) x[a] = in[k][a][e];
+      fn(x, y);
+#pragma unroll
+      for (int a = 0; a < kOut; ++a) out[a][e] = y[a];
+    }
+#pragma unroll
+    for (int a = 0; a < kOut; ++a) store_floats<V>(arrays.out[a] + q * V, out[a]);
+  }
+  if (blockIdx.x == 0 && threadIdx.x < n - vectors * V) {
+    const std::int64_t i = vectors * V + threadIdx.x;
+    float x[kIn], y[kOut];
+#pragma unroll
+    for (int a = 0; a < kIn; ++a) x[a] = to_float(arrays.in[a][i]);
+    fn(x, y);
+#pragma unroll
+    for (int a = 0; a < kOut; ++a) arrays.out[a][i] = from_float<T>(y[a]);
+  }
+}
+
+template <int V, int U, typename T, int kIn, int kOut, typename Fn>
+void launch_map(const Arrays<T, kIn, kOut>& arrays, std::int64_t n, Fn fn, cudaStream_t stream) {
+  if (n == 0) return;
+  const std::int64_t blocks = std::max<std::int64_t>(1, ceil_div<std::int64_t>(n / V, std::int64_t{kBlock} * U));
+  map_kernel<T, V, U><<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(arrays, n, fn);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+// 16-byte accesses with kVectorsPerThread per thread where every array is 16-byte aligned, else
+// element accesses with as many per thread.
+template <typename T, int kIn, int kOut, typename Fn>
+void launch_vectorized(const Arrays<T, kIn, kOut>& arrays, std::int64_t n, Fn fn, cudaStream_t stream) {
+  bool aligned = true;
+  for (const T* p : arrays.in) aligned = aligned && is_aligned16(p);
+  for (T* p : arrays.out) aligned = aligned && is_aligned16(p);
+  if (aligned) {
+    launch_map<kVector16<T>, kVectorsPerThread>(arrays, n, fn, stream);
+  } else {
+    launch_map<1, kVectorsPerThread>(arrays, n, fn, stream);
+  }
+}
+
+// expf, not __expf: the kernels are memory-bound, and the accurate exponential keeps the result
+// within a few fp32 ulps where the fast one drifts for |v| in the tens.
+__device__ __forceinline__ float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+// y = silu(gate) * up.
+struct Forward {
+  __device__ void operator()(const float (&x)[2], float (&y)[1]) const { y[0] = x[0] * sigmoid(x[0]) * x[1]; }
+};
+
+// (gate, up, dy) -> (dgate, dup). silu(g) and its derivative are formed before the products with
+// dy and up, so a gate far below zero (s = 0) gives 0, never 0 * inf.
+struct Backward {
+  __device__ void operator()(const float (&x)[3], float (&y)[2]) const {
+    const float g = x[0], u = x[1], dy = x[2];
+    const float s = sigmoid(g);
+    y[0] = dy * (u * (s * (1.0f + g * (1.0f - s))));
+    y[1] = dy * (g * s);
+  }
+};
+
+// The unfused baseline's steps, each its own pass, as PyTorch eager runs F.silu(gate) * up and
+// its autograd: silu; a product; silu's backward.
+struct Silu {
+  __device__ void operator()(const float (&x)[1], float (&y)[1]) const { y[0] = x[0] * sigmoid(x[0]); }
+};
+struct Product {
+  __device__ void operator()(const float (&x)[2], float (&y)[1]) const { y[0] = x[0] * x[1]; }
+};
+// (dsilu, gate) -> dgate: dsilu * silu'(gate).
+struct SiluBackward {
+  __device__ void operator()(const float (&x)[2], float (&y)[1]) const {
+    const float s = sigmoid(x[1]);
+    y[0] = x[0] * (s * (1.0f + x[1] * (1.0f - s)));
+  }
+};
+
+}  // namespace
+
+template <typename T>
+void scalar(const SwigluArgs<T>& a, cudaStream_t stream) {
+  launch_map<1, 1>(Arrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, a.n, Forward{}, stream);
+}
+
+template <typename T>
+void backward_scalar(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
+  launch_map<1, 1>(Arrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n, Backward{}, stream);
+}
+
+template <typename T>
+void vectorized(const SwigluArgs<T>& a, cudaStream_t stream) {
+  launch_vectorized(Arrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, a.n, Forward{}, stream);
+}
+
+template <typename T>
+void backward_vectorized(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
+  launch_vectorized(Arrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n, Backward{}, stream);
+}
+
+// silu(gate) rounded to T into y, then y * up: two passes, the intermediate through memory.
+template <typename T>
+void unfused(const SwigluArgs<T>& a, cudaStream_t stream) {
+  launch_vectorized(Arrays<T, 1, 1>{{a.gate}, {a.y}}, a.n, Silu{}, stream);
+  launch_vectorized(Arrays<T, 2, 1>{{a.y, a.up}, {a.y}}, a.n, Product{}, stream);
+}
+
+// dup = dy * silu(gate) (silu recomputed, then the product), dgate = silu'(gate) * (dy * up): four
+// passes, the intermediates through memory in T.
+template <typename T>
+void backward_unfused(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
+  launch_vectorized(Arrays<T, 1, 1>{{a.gate}, {a.dup}}, a.n, Silu{}, stream);
+  launch_vectorized(Arrays<T, 2, 1>{{a.dup, a.dy}, {a.dup}}, a.n, Product{}, stream);
+  launch_vectorized(Arrays<T, 2, 1>{{a.dy, a.up}, {a.dgate}}, a.n, Product{}, stream);
+  launch_vectorized(Arrays<T, 2, 1>{{a.dgate, a.gate}, {a.dgate}}, a.n, SiluBackward{}, stream);
+}
+
+CUDALAB_SWIGLU_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, scalar, SwigluArgs)
+CUDALAB_SWIGLU_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_scalar, SwigluBackwardArgs)
+CUDALAB_SWIGLU_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, vectorized, SwigluArgs)
+CUDALAB_SWIGLU_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_vectorized, SwigluBackwardArgs)
+CUDALAB_SWIGLU_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, unfused, SwigluArgs)
+CUDALAB_SWIGLU_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_unfused, SwigluBackwardArgs)
+
+}  // namespace cudalab::swiglu_variants

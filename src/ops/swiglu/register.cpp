@@ -1,0 +1,189 @@
+// The SwiGLU ops: `swiglu` (y = silu(gate) * up) and `swiglu_backward` (dgate, dup), over
+// [rows, features] in f32, bf16 and f16. Their tensors, double-precision checks, work models and
+// ladders (the one-element and the vectorized rung) beside eager PyTorch's passes as the baseline.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cudalab/swiglu.hpp"
+#include "harness/registry.hpp"
+#include "ops/swiglu/variants.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+namespace v = swiglu_variants;
+using Elements = SwigluElements;
+
+constexpr double kFp32Unit = 0x1p-24;
+// fp32 evaluation error, in units of kFp32Unit: expf (2 ulps), the add and the division, then the
+// products, with room to spare.
+constexpr double kEvaluation = 16;
+
+std::int64_t elements(const Problem& p) { return p.dim("rows") * p.dim("features"); }
+
+struct ForwardBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    return {tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("y"), elements(problem)};
+  }
+};
+
+struct BackwardBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    return {tensors.data<T>("gate"),  tensors.data<T>("up"),  tensors.data<T>("dy"),
+            tensors.data<T>("dgate"), tensors.data<T>("dup"), elements(problem)};
+  }
+};
+
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+// Output element i of `out` against `ref` within `bound` (absolute), which also covers the final
+// rounding to the dtype; an infinity of ref's sign passes where the exact value is within its
+// bound of the dtype's overflow threshold.
+struct OutputCheck {
+  const Tensor& out;
+  double unit = traits(out.dtype()).unit_roundoff;
+  double overflow = out.dtype() == DType::f16    ? 65520.0
+                    : out.dtype() == DType::bf16 ? 0x1p128 * (1 - 0x1p-9)
+                                                 : 0x1p128 * (1 - 0x1p-25);
+  // Half the smallest subnormal step of the dtype: the rounding error of the tiniest values.
+  double absolute = out.dtype() == DType::f16 ? 0x1p-25 : out.dtype() == DType::bf16 ? 0x1p-134 : 0x1p-150;
+
+  void add(ComparisonBuilder& builder, std::int64_t i, double ref, double evaluation_error) const {
+    const double bound = evaluation_error + unit * (std::fabs(ref) + evaluation_error) + absolute;
+    const double value = out.host_value(i);
+    const bool overflowed =
+        std::isinf(value) && std::signbit(value) == std::signbit(ref) && std::fabs(ref) + bound >= overflow;
+    ComparisonBuilder element(Tolerance{0.0, bound});
+    element.add(i, value, overflowed ? value : ref, unwritten(i));
+    builder.merge(element);
+  }
+
+  // Whether element i still holds its dtype's poison pattern.
+  bool unwritten(std::int64_t i) const {
+    const std::size_t size = size_of(out.dtype());
+    const auto* element = static_cast<const unsigned char*>(out.host()) + static_cast<std::size_t>(i) * size;
+    return std::all_of(element, element + size, [&](unsigned char c) { return c == poison_byte(out.dtype()); });
+  }
+};
+
+Comparison check_forward(const CheckContext& c) {
+  const Tensor& gate = c.tensors["gate"];
+  const Tensor& up = c.tensors["up"];
+  const OutputCheck y{c.tensors["y"]};
+  return compare_elements(elements(c.problem), Tolerance{y.unit, y.absolute},
+                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+                            for (std::int64_t i = begin; i < end; ++i) {
+                              const double g = gate.host_value(i), u = up.host_value(i);
+                              const double ref = g * sigmoid(g) * u;
+                              y.add(b, i, ref, kEvaluation * kFp32Unit * std::fabs(ref));
+                            }
+                          });
+}
+
+// dgate's factor 1 + g (1 - s) cancels near g = -1.28 (where silu's slope is 0): its error is
+// relative to 1 + |g (1 - s)|, not to the factor.
+Comparison check_backward(const CheckContext& c) {
+  const Tensor& gate = c.tensors["gate"];
+  const Tensor& up = c.tensors["up"];
+  const Tensor& dy = c.tensors["dy"];
+  const OutputCheck dgate{c.tensors["dgate"]};
+  const OutputCheck dup{c.tensors["dup"]};
+  const std::int64_t n = elements(c.problem);
+  // One comparison over both outputs: dgate's elements first, then dup's at n + i.
+  return compare_elements(2 * n, Tolerance{dgate.unit, dgate.absolute},
+                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+                            for (std::int64_t k = begin; k < end; ++k) {
+                              const std::int64_t i = k < n ? k : k - n;
+                              const double g = gate.host_value(i), u = up.host_value(i), d = dy.host_value(i);
+                              const double s = sigmoid(g);
+                              if (k < n) {
+                                const double scale = std::fabs(d * u * s);
+                                const double ref = d * u * s * (1 + g * (1 - s));
+                                dgate.add(b, i, ref, kEvaluation * kFp32Unit * scale * (1 + std::fabs(g * (1 - s))));
+                              } else {
+                                const double ref = d * g * s;
+                                dup.add(b, i, ref, kEvaluation * kFp32Unit * std::fabs(ref));
+                              }
+                            }
+                          });
+}
+
+// Llama MLP shapes: tokens x intermediate size (Llama 2 7B: 11008, Llama 3 8B: 14336, Llama 3 70B:
+// 28672), for a 4096-token batch and a decode step of 64 tokens.
+Op swiglu_op(const char* name, const char* summary) {
+  Op op;
+  op.name = name;
+  op.summary = summary;
+  op.dim_names = {"rows", "features"};
+  op.dtypes = dtypes_of(Elements{});
+  op.bench_problems = cross(op, {{4096, 11008}, {4096, 14336}, {4096, 28672}, {64, 14336}}, {DType::bf16, DType::f32});
+  // One element; tails past the last 16-byte vector (7, 31, 4097 elements a row); a row of a real
+  // layer; and one large problem (2^24 + elements, more blocks than the GPU holds at once).
+  op.test_problems = cross(op, {{1, 1}, {1, 7}, {3, 31}, {300, 1000}, {2, 4097}, {64, 11008}, {4099, 4097}}, op.dtypes);
+  return op;
+}
+
+template <typename Binding, template <typename> class ArgsOf, typename Launch>
+Variant variant(const char* id, const char* technique, Launch launch, Role role = Role::ladder) {
+  return make_variant<Binding, ArgsOf>(id, technique, role, Elements{}, launch);
+}
+
+}  // namespace
+
+void register_swiglu(Registry& registry) {
+  Op forward = swiglu_op("swiglu", "y = silu(gate) * up, element-wise (a Llama MLP's gate), fp32 inside");
+  forward.tensors = {{"gate", TensorRole::input, {}, elements},
+                     {"up", TensorRole::input, {}, elements},
+                     {"y", TensorRole::output, {}, elements}};
+  // Read gate and up, write y; per element an exp, an add, a division and two products.
+  forward.work = [](const Problem& p) {
+    const double n = static_cast<double>(elements(p)), size = static_cast<double>(size_of(p.dtype));
+    return Work{2 * size * n, size * n, 5 * n};
+  };
+  forward.check = check_forward;
+  forward.variants = {
+      variant<ForwardBinding, v::SwigluArgs>("unfused",
+                                             "PyTorch eager's passes: silu(gate) to memory, then the product",
+                                             CUDALAB_LAUNCHER(v::unfused), Role::baseline),
+      variant<ForwardBinding, v::SwigluArgs>("scalar", "one element per thread", CUDALAB_LAUNCHER(v::scalar)),
+      variant<ForwardBinding, v::SwigluArgs>("vectorized", "16-byte accesses, four vectors per thread in flight",
+                                             CUDALAB_LAUNCHER(v::vectorized)),
+  };
+  registry.add(std::move(forward));
+
+  Op backward =
+      swiglu_op("swiglu_backward", "dgate = dy * up * silu'(gate), dup = dy * silu(gate), element-wise, fp32 inside");
+  backward.tensors = {{"gate", TensorRole::input, {}, elements},
+                      {"up", TensorRole::input, {}, elements},
+                      {"dy", TensorRole::input, {}, elements},
+                      {"dgate", TensorRole::output, {}, elements},
+                      {"dup", TensorRole::output, {}, elements}};
+  // Read gate, up and dy, write dgate and dup; per element an exp, an add, a division and about
+  // nine products and sums.
+  backward.work = [](const Problem& p) {
+    const double n = static_cast<double>(elements(p)), size = static_cast<double>(size_of(p.dtype));
+    return Work{3 * size * n, 2 * size * n, 12 * n};
+  };
+  backward.check = check_backward;
+  backward.variants = {
+      variant<BackwardBinding, v::SwigluBackwardArgs>(
+          "unfused", "PyTorch eager's passes: silu, two products and silu's backward, each through memory",
+          CUDALAB_LAUNCHER(v::backward_unfused), Role::baseline),
+      variant<BackwardBinding, v::SwigluBackwardArgs>("scalar", "one element per thread",
+                                                      CUDALAB_LAUNCHER(v::backward_scalar)),
+      variant<BackwardBinding, v::SwigluBackwardArgs>("vectorized",
+                                                      "16-byte accesses, four vectors per thread in flight",
+                                                      CUDALAB_LAUNCHER(v::backward_vectorized)),
+  };
+  registry.add(std::move(backward));
+}
+
+}  // namespace cudalab::harness

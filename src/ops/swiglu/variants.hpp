@@ -1,0 +1,53 @@
+// The SwiGLU ladder's argument structs and launchers (the formulas: include/cudalab/swiglu.hpp).
+// The library entry (swiglu.cpp), the registry (register.cpp) and the PyTorch binding fill the
+// same structs.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace cudalab::swiglu_variants {
+
+template <typename T>
+struct SwigluArgs {
+  using Element = T;
+  const T* gate = nullptr;
+  const T* up = nullptr;
+  T* y = nullptr;
+  std::int64_t n = 0;
+};
+
+template <typename T>
+struct SwigluBackwardArgs {
+  using Element = T;
+  const T* gate = nullptr;
+  const T* up = nullptr;
+  const T* dy = nullptr;
+  T* dgate = nullptr;
+  T* dup = nullptr;
+  std::int64_t n = 0;
+};
+
+// One element per thread, a 256-thread block per 256 elements.
+template <typename T>
+void scalar(const SwigluArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void backward_scalar(const SwigluBackwardArgs<T>& args, cudaStream_t stream);
+
+// 16-byte accesses, four vectors of each input per thread, all loaded before the first is used
+// (element accesses where an array is not 16-byte aligned).
+template <typename T>
+void vectorized(const SwigluArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void backward_vectorized(const SwigluBackwardArgs<T>& args, cudaStream_t stream);
+
+// The baseline: the passes PyTorch eager runs for silu(gate) * up and its gradient, each reading
+// and writing memory (intermediates rounded to T in the outputs' own arrays): two forward, four
+// backward.
+template <typename T>
+void unfused(const SwigluArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void backward_unfused(const SwigluBackwardArgs<T>& args, cudaStream_t stream);
+
+}  // namespace cudalab::swiglu_variants
