@@ -1,4 +1,4 @@
-// The SwiGLU rungs and their unfused baseline, all on one flat map kernel: kIn input arrays to
+// The SwiGLU rungs on one flat map kernel, and the unfused baseline's passes. The map kernel takes kIn input arrays to
 // kOut output arrays, element by element, in accesses of V elements (1, or one 16-byte vector)
 // with U accesses per thread. Each thread loads all U vectors of every input before computing the
 // first: U requests in flight per array. The elements past the last whole vector (fewer than V)
@@ -107,19 +107,36 @@ struct Backward {
   }
 };
 
-// The unfused baseline's steps, each its own pass, as PyTorch eager runs F.silu(gate) * up and
-// its autograd: silu; a product; silu's backward.
-struct Silu {
-  __device__ void operator()(const float (&x)[1], float (&y)[1]) const { y[0] = x[0] * sigmoid(x[0]); }
+// The unfused baseline: one kernel per step, each a pass through memory, out[i] = fn(a[i], b[i])
+// over a grid that strides the array (element accesses; the fp32 intermediates keep its result
+// within the check's bound, where eager PyTorch's 16-bit ones round twice).
+template <typename A, typename B, typename Out, typename Fn>
+__global__ void __launch_bounds__(kBlock)
+    pass_kernel(const A* __restrict__ a, const B* __restrict__ b, Out* __restrict__ out, std::int64_t n, Fn fn) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kBlock;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x; i < n; i += stride)
+    out[i] = from_float<Out>(fn(to_float(a[i]), to_float(b[i])));
+}
+
+template <typename A, typename B, typename Out, typename Fn>
+void launch_pass(const A* a, const B* b, Out* out, std::int64_t n, Fn fn, cudaStream_t stream) {
+  if (n == 0) return;
+  const int blocks = resident_grid_size(pass_kernel<A, B, Out, Fn>, kBlock, n);
+  pass_kernel<<<blocks, kBlock, 0, stream>>>(a, b, out, n, fn);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+struct SiluOfFirst {
+  __device__ float operator()(float g, float) const { return g * sigmoid(g); }
 };
 struct Product {
-  __device__ void operator()(const float (&x)[2], float (&y)[1]) const { y[0] = x[0] * x[1]; }
+  __device__ float operator()(float x, float y) const { return x * y; }
 };
-// (dsilu, gate) -> dgate: dsilu * silu'(gate).
-struct SiluBackward {
-  __device__ void operator()(const float (&x)[2], float (&y)[1]) const {
-    const float s = sigmoid(x[1]);
-    y[0] = x[0] * (s * (1.0f + x[1] * (1.0f - s)));
+// silu'(g) * up.
+struct SiluSlopeTimes {
+  __device__ float operator()(float g, float up) const {
+    const float s = sigmoid(g);
+    return up * (s * (1.0f + g * (1.0f - s)));
   }
 };
 
@@ -145,21 +162,23 @@ void backward_vectorized(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
   launch_vectorized(Arrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n, Backward{}, stream);
 }
 
-// silu(gate) rounded to T into y, then y * up: two passes, the intermediate through memory.
+// silu(gate) into the fp32 workspace, then its product with up: two passes.
 template <typename T>
 void unfused(const SwigluArgs<T>& a, cudaStream_t stream) {
-  launch_vectorized(Arrays<T, 1, 1>{{a.gate}, {a.y}}, a.n, Silu{}, stream);
-  launch_vectorized(Arrays<T, 2, 1>{{a.y, a.up}, {a.y}}, a.n, Product{}, stream);
+  auto* silu = static_cast<float*>(a.workspace);
+  launch_pass(a.gate, a.gate, silu, a.n, SiluOfFirst{}, stream);
+  launch_pass(silu, a.up, a.y, a.n, Product{}, stream);
 }
 
-// dup = dy * silu(gate) (silu recomputed, then the product), dgate = silu'(gate) * (dy * up): four
-// passes, the intermediates through memory in T.
+// dup = dy * silu(gate) and dgate = dy * (silu'(gate) * up), each a pass into the fp32 workspace
+// and a product pass: four passes.
 template <typename T>
 void backward_unfused(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
-  launch_vectorized(Arrays<T, 1, 1>{{a.gate}, {a.dup}}, a.n, Silu{}, stream);
-  launch_vectorized(Arrays<T, 2, 1>{{a.dup, a.dy}, {a.dup}}, a.n, Product{}, stream);
-  launch_vectorized(Arrays<T, 2, 1>{{a.dy, a.up}, {a.dgate}}, a.n, Product{}, stream);
-  launch_vectorized(Arrays<T, 2, 1>{{a.dgate, a.gate}, {a.dgate}}, a.n, SiluBackward{}, stream);
+  auto* scratch = static_cast<float*>(a.workspace);
+  launch_pass(a.gate, a.gate, scratch, a.n, SiluOfFirst{}, stream);
+  launch_pass(scratch, a.dy, a.dup, a.n, Product{}, stream);
+  launch_pass(a.gate, a.up, scratch, a.n, SiluSlopeTimes{}, stream);
+  launch_pass(scratch, a.dy, a.dgate, a.n, Product{}, stream);
 }
 
 CUDALAB_SWIGLU_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, scalar, SwigluArgs)

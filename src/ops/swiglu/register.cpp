@@ -1,6 +1,6 @@
 // The SwiGLU ops: `swiglu` (y = silu(gate) * up) and `swiglu_backward` (dgate, dup), over
 // [rows, features] in f32, bf16 and f16. Their tensors, double-precision checks, work models and
-// ladders (the one-element and the vectorized rung) beside eager PyTorch's passes as the baseline.
+// ladders (the one-element and the vectorized rung) beside unfused passes as the baseline.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -29,7 +29,8 @@ struct ForwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
-    return {tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("y"), elements(problem)};
+    return {tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("y"), elements(problem),
+            tensors.workspace()};
   }
 };
 
@@ -132,8 +133,15 @@ Op swiglu_op(const char* name, const char* summary) {
 }
 
 template <typename Binding, template <typename> class ArgsOf, typename Launch>
-Variant variant(const char* id, const char* technique, Launch launch, Role role = Role::ladder) {
-  return make_variant<Binding, ArgsOf>(id, technique, role, Elements{}, launch);
+Variant variant(const char* id, const char* technique, Launch launch) {
+  return make_variant<Binding, ArgsOf>(id, technique, Role::ladder, Elements{}, launch);
+}
+
+template <typename Binding, template <typename> class ArgsOf, typename Launch>
+Variant baseline(const char* technique, Launch launch) {
+  Variant b = make_variant<Binding, ArgsOf>("unfused", technique, Role::baseline, Elements{}, launch);
+  b.workspace_bytes = [](const Problem& p) { return v::workspace_bytes(elements(p)); };
+  return b;
 }
 
 }  // namespace
@@ -150,9 +158,8 @@ void register_swiglu(Registry& registry) {
   };
   forward.check = check_forward;
   forward.variants = {
-      variant<ForwardBinding, v::SwigluArgs>("unfused",
-                                             "PyTorch eager's passes: silu(gate) to memory, then the product",
-                                             CUDALAB_LAUNCHER(v::unfused), Role::baseline),
+      baseline<ForwardBinding, v::SwigluArgs>("unfused passes: silu(gate) to an fp32 array, then the product",
+                                              CUDALAB_LAUNCHER(v::unfused)),
       variant<ForwardBinding, v::SwigluArgs>("scalar", "one element per thread", CUDALAB_LAUNCHER(v::scalar)),
       variant<ForwardBinding, v::SwigluArgs>("vectorized", "16-byte accesses, four vectors per thread in flight",
                                              CUDALAB_LAUNCHER(v::vectorized)),
@@ -174,9 +181,9 @@ void register_swiglu(Registry& registry) {
   };
   backward.check = check_backward;
   backward.variants = {
-      variant<BackwardBinding, v::SwigluBackwardArgs>(
-          "unfused", "PyTorch eager's passes: silu, two products and silu's backward, each through memory",
-          CUDALAB_LAUNCHER(v::backward_unfused), Role::baseline),
+      baseline<BackwardBinding, v::SwigluBackwardArgs>(
+          "unfused passes: silu(gate) and silu'(gate) * up to an fp32 array, each times dy",
+          CUDALAB_LAUNCHER(v::backward_unfused)),
       variant<BackwardBinding, v::SwigluBackwardArgs>("scalar", "one element per thread",
                                                       CUDALAB_LAUNCHER(v::backward_scalar)),
       variant<BackwardBinding, v::SwigluBackwardArgs>("vectorized",

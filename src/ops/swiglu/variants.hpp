@@ -3,6 +3,7 @@
 // same structs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
@@ -16,6 +17,7 @@ struct SwigluArgs {
   const T* up = nullptr;
   T* y = nullptr;
   std::int64_t n = 0;
+  void* workspace = nullptr;  // the baseline's: workspace_bytes(n)
 };
 
 template <typename T>
@@ -27,6 +29,7 @@ struct SwigluBackwardArgs {
   T* dgate = nullptr;
   T* dup = nullptr;
   std::int64_t n = 0;
+  void* workspace = nullptr;  // the baseline's: workspace_bytes(n)
 };
 
 // One element per thread, a 256-thread block per 256 elements.
@@ -42,9 +45,10 @@ void vectorized(const SwigluArgs<T>& args, cudaStream_t stream);
 template <typename T>
 void backward_vectorized(const SwigluBackwardArgs<T>& args, cudaStream_t stream);
 
-// The baseline: the passes PyTorch eager runs for silu(gate) * up and its gradient, each reading
-// and writing memory (intermediates rounded to T in the outputs' own arrays): two forward, four
-// backward.
+// The baseline: unfused passes as eager PyTorch runs them, each reading and writing memory, the
+// intermediates in an fp32 workspace of workspace_bytes(n) (eager keeps them in the dtype, which
+// moves fewer bytes but rounds twice): two passes forward, four backward.
+inline std::size_t workspace_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * sizeof(float); }
 template <typename T>
 void unfused(const SwigluArgs<T>& args, cudaStream_t stream);
 template <typename T>
