@@ -38,8 +38,8 @@ struct BackwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
-    return {tensors.data<T>("gate"),  tensors.data<T>("up"),  tensors.data<T>("dy"),
-            tensors.data<T>("dgate"), tensors.data<T>("dup"), elements(problem)};
+    return {tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("dy"), tensors.data<T>("dgate"),
+            tensors.data<T>("dup"),  elements(problem),     tensors.workspace()};
   }
 };
 
