@@ -171,6 +171,20 @@ WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int blo
   return launch;
 }
 
+// The launch of the rungs that give each CTA one output tile (wgmma_tma, wgmma_specialized): a grid
+// of tiles_n x tiles_m x batch CTAs, B's layout picking the kernel.
+template <int kBlockM, int kBlockN, int kThreads, int kSharedBytes, typename T, typename Kernel>
+void launch_tile_per_cta(const GemmArgs<T>& args, const char* name, Kernel* k_major_b, Kernel* mn_major_b,
+                         cudaStream_t stream) {
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  const WgmmaLaunch<T> launch = prepare_launch(args, name, kBlockM, kBlockN, kBlockM, kBlockN, 0);
+  Kernel* kernel = args.b_transposed ? k_major_b : mn_major_b;
+  set_shared_memory(kernel, kSharedBytes);
+  const dim3 grid(launch.params.tiles_n, launch.params.tiles_m, launch.params.batch);
+  kernel<<<grid, kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.params);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Device side: loads and the k-loop.
 

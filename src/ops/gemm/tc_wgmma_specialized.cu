@@ -104,14 +104,8 @@ template <typename T>
 void wgmma_specialized(const GemmArgs<T>& args, cudaStream_t stream) {
   require_limits("wgmma_specialized", wgmma_specialized_limits(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
-  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  const hopper::WgmmaLaunch<T> launch =
-      hopper::prepare_launch(args, "wgmma_specialized", kBlockM, kBlockN, kBlockM, kBlockN, 0);
-  auto* kernel = args.b_transposed ? wgmma_specialized_kernel<T, false> : wgmma_specialized_kernel<T, true>;
-  hopper::set_shared_memory(kernel, kSharedBytes);
-  const dim3 grid(launch.params.tiles_n, launch.params.tiles_m, launch.params.batch);
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.params);
-  CUDALAB_CHECK_LAUNCH();
+  hopper::launch_tile_per_cta<kBlockM, kBlockN, kThreads, kSharedBytes>(
+      args, "wgmma_specialized", wgmma_specialized_kernel<T, false>, wgmma_specialized_kernel<T, true>, stream);
 #else
   (void)stream;
 #endif

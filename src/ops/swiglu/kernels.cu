@@ -16,7 +16,10 @@ namespace cudalab::swiglu_variants {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr int kVectorsPerThread = 4;
+// 16 elements of each array per thread: four 16-byte vectors of fp32, two of a 16-bit type (whose
+// values, widened to fp32, take twice the registers per byte).
+template <typename T>
+constexpr int kVectorsPerThread = 16 / kVector16<T>;
 
 template <typename T, int kIn, int kOut>
 struct Arrays {
@@ -73,17 +76,17 @@ void launch_map(const Arrays<T, kIn, kOut>& arrays, std::int64_t n, Fn fn, cudaS
   CUDALAB_CHECK_LAUNCH();
 }
 
-// 16-byte accesses with kVectorsPerThread per thread where every array is 16-byte aligned, else
-// element accesses with as many per thread.
+// 16-byte accesses, kVectorsPerThread<T> per thread, where every array is 16-byte aligned, else
+// element accesses, four per thread.
 template <typename T, int kIn, int kOut, typename Fn>
 void launch_vectorized(const Arrays<T, kIn, kOut>& arrays, std::int64_t n, Fn fn, cudaStream_t stream) {
   bool aligned = true;
   for (const T* p : arrays.in) aligned = aligned && is_aligned16(p);
   for (T* p : arrays.out) aligned = aligned && is_aligned16(p);
   if (aligned) {
-    launch_map<kVector16<T>, kVectorsPerThread>(arrays, n, fn, stream);
+    launch_map<kVector16<T>, kVectorsPerThread<T>>(arrays, n, fn, stream);
   } else {
-    launch_map<1, kVectorsPerThread>(arrays, n, fn, stream);
+    launch_map<1, 4>(arrays, n, fn, stream);
   }
 }
 
