@@ -161,7 +161,8 @@ void register_swiglu(Registry& registry) {
       baseline<ForwardBinding, v::SwigluArgs>("unfused passes: silu(gate) to an fp32 array, then the product",
                                               CUDALAB_LAUNCHER(v::unfused)),
       variant<ForwardBinding, v::SwigluArgs>("scalar", "one element per thread", CUDALAB_LAUNCHER(v::scalar)),
-      variant<ForwardBinding, v::SwigluArgs>("vectorized", "16-byte accesses, four vectors per thread in flight",
+      variant<ForwardBinding, v::SwigluArgs>("vectorized",
+                                             "16-byte accesses, 16 elements of each array per thread in flight",
                                              CUDALAB_LAUNCHER(v::vectorized)),
   };
   registry.add(std::move(forward));
@@ -186,9 +187,9 @@ void register_swiglu(Registry& registry) {
           CUDALAB_LAUNCHER(v::backward_unfused)),
       variant<BackwardBinding, v::SwigluBackwardArgs>("scalar", "one element per thread",
                                                       CUDALAB_LAUNCHER(v::backward_scalar)),
-      variant<BackwardBinding, v::SwigluBackwardArgs>("vectorized",
-                                                      "16-byte accesses, four vectors per thread in flight",
-                                                      CUDALAB_LAUNCHER(v::backward_vectorized)),
+      variant<BackwardBinding, v::SwigluBackwardArgs>(
+          "vectorized", "16-byte accesses, 16 elements of each array per thread in flight",
+          CUDALAB_LAUNCHER(v::backward_vectorized)),
   };
   registry.add(std::move(backward));
 }
