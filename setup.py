@@ -1,15 +1,19 @@
 """Builds cudalab._C: the torch.library bindings in csrc/, linked against the libcudalab.a that the
 project's CMake builds (every kernel compiled once, by CMake, with its own sm_90 / sm_90a split).
 
-    cmake --preset release && cmake --build --preset release
-    pip install --no-build-isolation --no-deps .        # scripts/python-test does this in build/venv
+    pip install --no-build-isolation .        # in the environment whose torch it will run with
 
-CUDALAB_LIBRARY names another libcudalab.a (built with position-independent code, as CMakeLists.txt
-sets). The extension holds .cpp files only, so TORCH_CUDA_ARCH_LIST does not matter to it; it is
-set anyway, because torch's arch detection fails (IndexError) on a machine without a GPU.
+The library is the developer build's (build/release/libcudalab.a, after `cmake --build --preset
+release`) where there is one, else CMake builds the library alone into build/python-library
+(CUDALAB_LIBRARY_ONLY: no CLI or tests, none of their dependencies; about 3 minutes on 2 cores,
+for the architectures of CUDAARCHS, sm_90 by default). CUDALAB_LIBRARY names another libcudalab.a
+(built with position-independent code, as CMakeLists.txt sets). The extension holds .cpp files
+only, so TORCH_CUDA_ARCH_LIST does not matter to it; it is set anyway, because torch's arch
+detection fails (IndexError) on a machine without a GPU.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +23,44 @@ from setuptools import setup
 os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0a")
 from torch.utils.cpp_extension import BuildExtension, CUDAExtension  # noqa: E402
 
+import torch  # noqa: E402
+
 root = Path(__file__).resolve().parent
-library = Path(os.environ.get("CUDALAB_LIBRARY", root / "build" / "release" / "libcudalab.a"))
 (root / "build" / "python").mkdir(parents=True, exist_ok=True)  # egg_base must exist
-if not library.is_file():
-    sys.exit(f"setup.py: {library} not found: build the library first "
-             "(cmake --preset release && cmake --build --preset release) or set CUDALAB_LIBRARY")
+
+
+def library():
+    """libcudalab.a: CUDALAB_LIBRARY, else the developer build's, else the library alone built here."""
+    if "CUDALAB_LIBRARY" in os.environ:
+        named = Path(os.environ["CUDALAB_LIBRARY"])
+        if not named.is_file():
+            sys.exit(f"setup.py: CUDALAB_LIBRARY={named}: no such file")
+        return named
+    developer = root / "build" / "release" / "libcudalab.a"
+    if developer.is_file():
+        return developer
+    if shutil.which("cmake") is None:
+        sys.exit("setup.py: CMake (3.25 or newer) is needed to build libcudalab: install it, or set CUDALAB_LIBRARY")
+    build = root / "build" / "python-library"
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    print(f"setup.py: building libcudalab alone in {build} (a few minutes)", flush=True)
+    subprocess.run(["cmake", "-S", str(root), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release",
+                    "-DCUDALAB_LIBRARY_ONLY=ON"], check=True)
+    subprocess.run(["cmake", "--build", str(build), "--target", "cudalab_library", "--parallel"], check=True)
+    return build / "libcudalab.a"
+
+
+class BuildWithLibrary(BuildExtension):
+    """Builds (or finds) libcudalab.a first, then links the extension against it."""
+
+    def run(self):
+        path = str(library())
+        for extension in self.extensions:
+            extension.extra_objects = [path]
+            # setuptools relinks only when a listed dependency is newer than the extension; the
+            # static library is not a source, so a rebuilt libcudalab.a must be named here.
+            extension.depends = [path]
+        super().run()
 
 
 def checkout():
@@ -45,18 +81,18 @@ setup(
             "cudalab._C",
             sorted(str(p.relative_to(root)) for p in (root / "csrc").glob("*.cpp")),
             include_dirs=[str(root / "include")],
-            extra_objects=[str(library)],
-            # setuptools relinks only when a listed dependency is newer than the extension; the
-            # static library is not a source, so a rebuilt libcudalab.a must be named here.
-            depends=[str(library)],
             # Keep the static library's symbols out of the extension's exports; strip the rest.
             extra_link_args=["-Wl,--exclude-libs,ALL", "-s"],
             extra_compile_args={"cxx": ["-O2", "-std=c++17"]},
-            define_macros=[("CUDALAB_COMMIT", f'"{commit}"'), ("CUDALAB_DIRTY", str(dirty))],
+            define_macros=[
+                ("CUDALAB_COMMIT", f'"{commit}"'),
+                ("CUDALAB_DIRTY", str(dirty)),
+                ("CUDALAB_TORCH_VERSION", f'"{torch.__version__}"'),
+            ],
             py_limited_api=True,
         )
     ],
-    cmdclass={"build_ext": BuildExtension},
+    cmdclass={"build_ext": BuildWithLibrary},
     # One wheel for every CPython from 3.10 (the limited API); setuptools' build folders under
     # build/python, beside build/release.
     options={

@@ -25,12 +25,14 @@ PyObject* element_types() {
 
 // Importing cudalab._C loads this shared object, which runs the registrations. Limited API
 // (abi3): one wheel for every CPython from 3.10. `commit` and `dirty` name the checkout setup.py
-// built (the benchmark's provenance); `element_types` the dtypes of the fused ops.
+// built (the benchmark's provenance); `torch_version` the torch it was built against;
+// `element_types` the dtypes of the fused ops.
 extern "C" PyObject* PyInit__C(void) {
   static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
   PyObject* m = PyModule_Create(&module);
   if (m != nullptr && (PyModule_AddStringConstant(m, "commit", CUDALAB_COMMIT) != 0 ||
                        PyModule_AddIntConstant(m, "dirty", CUDALAB_DIRTY) != 0 ||
+                       PyModule_AddStringConstant(m, "torch_version", CUDALAB_TORCH_VERSION) != 0 ||
                        PyModule_AddObject(m, "element_types", element_types()) != 0)) {
     Py_DECREF(m);
     return nullptr;

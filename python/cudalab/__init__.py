@@ -3,7 +3,26 @@
 
 import torch  # noqa: F401  (loads libtorch, libc10_cuda and torch's libcudart before _C needs them)
 
-from . import _C  # noqa: F401  (loading it registers the ops)
+try:
+    from . import _C  # noqa: F401  (loading it registers the ops)
+except ImportError as error:
+    raise ImportError(
+        f"cudalab's extension did not load with torch {torch.__version__} ({error}); it must be built against "
+        "the torch it runs with: pip install --no-build-isolation . in this environment"
+    ) from error
+
+
+def _release(version):
+    return tuple(version.split("+")[0].split(".")[:2])
+
+
+# torch's C++ ABI is kept within a minor release only.
+if _release(_C.torch_version) != _release(torch.__version__):
+    raise ImportError(
+        f"cudalab was built against torch {_C.torch_version} and runs with torch {torch.__version__}: rebuild it "
+        "in this environment (pip install --no-build-isolation .)"
+    )
+
 from . import nn, ops  # noqa: F401  (fake kernels and autograd; drop-in modules)
 
 __version__ = "0.1.0"
