@@ -97,8 +97,7 @@ void require_kernel_image() {
   if (status == cudaSuccess) return;
   // Only a missing image is the build's architectures; anything else (a context already broken by
   // an earlier fault) is reported as itself, never as a GPU the build does not cover.
-  if (status != cudaErrorNoKernelImageForDevice && status != cudaErrorInvalidDeviceFunction)
-    CUDALAB_CUDA_CHECK(status);
+  if (status != cudaErrorNoKernelImageForDevice && status != cudaErrorInvalidDeviceFunction) CUDALAB_CUDA_CHECK(status);
   cudaGetLastError();
   const DeviceInfo info = device_info();
   throw Error(ErrorKind::unsupported_device,
