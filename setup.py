@@ -5,7 +5,7 @@ project's CMake builds (every kernel compiled once, by CMake, with its own sm_90
 
 The library is the developer build's (build/release/libcudalab.a, after `cmake --build --preset
 release`) where there is one, else CMake builds the library alone into build/python-library
-(CUDALAB_LIBRARY_ONLY: no CLI or tests, none of their dependencies; about 3 minutes on 2 cores,
+(CUDALAB_LIBRARY_ONLY: no CLI or tests, none of their dependencies; 3 to 4 minutes on 2 cores,
 for the architectures of CUDAARCHS, sm_90 by default). CUDALAB_LIBRARY names another libcudalab.a
 (built with position-independent code, as CMakeLists.txt sets). The extension holds .cpp files
 only, so TORCH_CUDA_ARCH_LIST does not matter to it; it is set anyway, because torch's arch
