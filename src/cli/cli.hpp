@@ -5,7 +5,7 @@
 
 namespace cudalab::cli {
 
-// Exit codes: documented in README "Command line".
+// Exit codes: documented in docs/usage.md, "Command line".
 enum ExitCode : int {
   kExitOk = 0,
   kExitFailed = 1,       // a variant failed verification, or a run failed

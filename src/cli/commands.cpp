@@ -572,7 +572,7 @@ int command_report(const ReportArgs& args, Context& context) {
   blocks.emplace_back("provenance", provenance_line(provenance) + "\n");
   blocks.emplace_back("ceilings", ceilings_table(ceilings).markdown());
   blocks.emplace_back("summary", summary_table(records, ceilings).markdown());
-  // Named by the file ("baselines:pytorch" for pytorch.json), so the README can hold one file's
+  // Named by the file ("baselines:pytorch" for pytorch.json), so docs/results.md can hold one file's
   // table while the main bench file, rendered last, keeps the generic blocks.
   blocks.emplace_back("baselines:" + std::filesystem::path(args.results_path).stem().string(),
                       baselines_table(records).markdown());

@@ -22,7 +22,7 @@ struct Table {
 Table records_table(const std::vector<harness::Record>& records);
 // A configuration: an op at one dtype and one set of parameters, over all its sizes ("scan_i32",
 // "scan_i32_exclusive1", "histogram_u16_bins4096": parameters at the op's default are left out of
-// the id). The README summary, the rankings and the plots show one of each.
+// the id). The results summary, the rankings and the plots show one of each.
 std::string configuration_id(const harness::Record& record);
 // The configurations of `records`, in run order.
 std::vector<std::string> configurations(const std::vector<harness::Record>& records);

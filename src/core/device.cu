@@ -102,8 +102,9 @@ void require_kernel_image() {
   const DeviceInfo info = device_info();
   throw Error(ErrorKind::unsupported_device,
               "this build holds GPU code for CUDA architectures " + std::string(built_architectures()) + " only; " +
-                  info.name + " is sm_" + std::to_string(info.compute_capability()) + ". Rebuild with CUDAARCHS=" +
-                  std::to_string(info.compute_capability()) + " (README, 'Other GPUs'): " + cudaGetErrorString(status),
+                  info.name + " is sm_" + std::to_string(info.compute_capability()) +
+                  ". Rebuild with CUDAARCHS=" + std::to_string(info.compute_capability()) +
+                  " (docs/usage.md, 'Other GPUs'): " + cudaGetErrorString(status),
               __FILE__, __LINE__);
 }
 

@@ -1,5 +1,5 @@
 // The results file: provenance, the measured ceilings, one record per (variant, size), the
-// experiments' tables and the claims' verdicts, as JSON. Every table in docs/ and the README is
+// experiments' tables and the claims' verdicts, as JSON. Every table in docs/ is
 // generated from such a file.
 #pragma once
 
