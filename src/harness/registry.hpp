@@ -156,10 +156,13 @@ Variant make_variant(std::string id, std::string technique, Role role, TypeList<
   v.role = role;
   v.dtypes = dtypes_of(TypeList<Ts...>{});
   v.bind = [launch](const Problem& problem, Tensors& tensors) {
+    // The one generic launcher, passed once per element type.
     return bind_launcher<Binding, ArgsOf<Ts>...>(problem, tensors, (static_cast<void>(sizeof(Ts)), launch)...);
   };
   return v;
 }
+
+// A launcher template as the generic launcher make_variant takes: CUDALAB_LAUNCHER(v::vectorized).
 #define CUDALAB_LAUNCHER(name) [](const auto& args, cudaStream_t stream) { name(args, stream); }
 
 // A variant from typed launchers spelled one by one (launch<float>, launch<std::int32_t>, ...),
