@@ -1,8 +1,8 @@
-// The SwiGLU rungs on one flat map kernel, and the unfused baseline's passes. The map kernel takes kIn input arrays to
-// kOut output arrays, element by element, in accesses of V elements (1, or one 16-byte vector)
-// with U accesses per thread. Each thread loads all U vectors of every input before computing the
-// first: U requests in flight per array. The elements past the last whole vector (fewer than V)
-// are done one each by the first block.
+// The SwiGLU rungs on one flat map kernel, and the unfused baseline's passes. The map kernel takes
+// kIn input arrays to kOut output arrays, element by element, in accesses of V elements (1, or one
+// 16-byte vector) with U accesses per thread. Each thread loads all U vectors of every input before
+// computing the first: U requests in flight per array. The elements past the last whole vector
+// (fewer than V) are done one each by the first block.
 #include <algorithm>
 #include <cstdint>
 
