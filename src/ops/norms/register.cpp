@@ -111,7 +111,7 @@ std::string fused_limits(const DeviceInfo&, const Problem& p) { return nv::backw
 using Elements = NormElements;
 
 template <Norm kNorm, typename Launch>
-Variant forward_variant(const char* id, const char* technique, Role role, Limits limits, Launch launch) {
+Variant forward_variant(const char* id, const std::string& technique, Role role, Limits limits, Launch launch) {
   Variant v = make_variant<ForwardBinding<kNorm>, nv::NormForwardArgs>(id, technique, role, Elements{}, launch);
   v.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
     const std::string why = nv::forward_shape_limits(rows_of(p), features_of(p));
@@ -211,6 +211,29 @@ Comparison check_backward(const CheckContext& c) {
   return check_norm_backward(h);
 }
 
+// The forward rungs both norms have (LayerNorm's tutorial rungs aside), and the CUB baseline. The
+// three-pass rungs make two passes for RMSNorm, which has no mean.
+template <Norm kNorm>
+std::vector<Variant> shared_forward_variants() {
+  const std::string passes = kNorm == Norm::layer ? "3" : "2";
+  return {
+      forward_variant<kNorm>(ids::kWarpPerRow,
+                             "a warp per row, shuffle sums, element loads, " + passes + " passes over the row",
+                             Role::ladder, warp_per_row_limits, CUDALAB_LAUNCHER(nv::warp_per_row)),
+      forward_variant<kNorm>(ids::kBlockPerRow,
+                             "a 512-thread block per row, block sums, element loads, " + passes + " passes",
+                             Role::ladder, nullptr, CUDALAB_LAUNCHER(nv::block_per_row)),
+      forward_variant<kNorm>(ids::kVectorRegisters,
+                             "16-byte loads, the row read once into registers: a warp to 1024 features, a block to "
+                             "32768",
+                             Role::ladder, vector_registers_limits, CUDALAB_LAUNCHER(nv::vector_registers)),
+      forward_variant<kNorm>(ids::kCluster,
+                             "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
+                             Role::ladder, cluster_limits, CUDALAB_LAUNCHER(nv::cluster)),
+      cub_variant<kNorm>(),
+  };
+}
+
 // Test shapes (rows, features): no rows; one feature; a warp -1 / +1; the width classes' edges
 // (128, 1000, 1023, 4096, 8192, 16384-32768: 20000) and past them (4097); the cluster rung's
 // shares (65536: 8 x 8192; 100000: 8 x 12500; 262144: 8 x 32768) and a row that is not 16-byte
@@ -281,19 +304,8 @@ void register_layer_norm(Registry& registry) {
       forward_variant<kLayer>(ids::kTutorialFixed,
                               "the tutorial's kernel, sums zeroed and shifted by x[0]: 3 reads, 256 threads a row",
                               Role::ladder, tutorial_limits, CUDALAB_LAUNCHER(nv::tutorial_fixed)),
-      forward_variant<kLayer>(ids::kWarpPerRow, "a warp per row, shuffle sums, element loads, 3 passes over the row",
-                              Role::ladder, warp_per_row_limits, CUDALAB_LAUNCHER(nv::warp_per_row)),
-      forward_variant<kLayer>(ids::kBlockPerRow, "a 512-thread block per row, block sums, element loads, 3 passes",
-                              Role::ladder, nullptr, CUDALAB_LAUNCHER(nv::block_per_row)),
-      forward_variant<kLayer>(ids::kVectorRegisters,
-                              "16-byte loads, the row read once into registers: a warp to 1024 features, a block "
-                              "to 32768",
-                              Role::ladder, vector_registers_limits, CUDALAB_LAUNCHER(nv::vector_registers)),
-      forward_variant<kLayer>(ids::kCluster,
-                              "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
-                              Role::ladder, cluster_limits, CUDALAB_LAUNCHER(nv::cluster)),
-      cub_variant<kLayer>(),
   };
+  for (Variant& v : shared_forward_variants<kLayer>()) op.variants.push_back(std::move(v));
   registry.add(std::move(op));
 }
 
@@ -311,20 +323,7 @@ void register_rms_norm(Registry& registry) {
   op.work = [](const Problem& p) { return norm_work(p, 1, 1, 1, 0, 0, 1, 4); };
   op.check = check_forward<Norm::rms>;
   constexpr Norm kRms = Norm::rms;
-  op.variants = {
-      forward_variant<kRms>(ids::kWarpPerRow, "a warp per row, shuffle sums, element loads, 2 passes over the row",
-                            Role::ladder, warp_per_row_limits, CUDALAB_LAUNCHER(nv::warp_per_row)),
-      forward_variant<kRms>(ids::kBlockPerRow, "a 512-thread block per row, block sums, element loads, 2 passes",
-                            Role::ladder, nullptr, CUDALAB_LAUNCHER(nv::block_per_row)),
-      forward_variant<kRms>(ids::kVectorRegisters,
-                            "16-byte loads, the row read once into registers: a warp to 1024 features, a block to "
-                            "32768",
-                            Role::ladder, vector_registers_limits, CUDALAB_LAUNCHER(nv::vector_registers)),
-      forward_variant<kRms>(ids::kCluster,
-                            "a cluster of up to 8 CTAs per row, sums exchanged through distributed shared memory",
-                            Role::ladder, cluster_limits, CUDALAB_LAUNCHER(nv::cluster)),
-      cub_variant<kRms>(),
-  };
+  op.variants = shared_forward_variants<kRms>();
   registry.add(std::move(op));
 }
 
