@@ -10,8 +10,9 @@
 namespace cudalab {
 
 enum class Layout { row_major, column_major };
-// How B is stored: no: k x n (ldb >= n); yes: n x k (ldb >= k), so the product is A B^T, the
-// layout of nn.Linear's x @ W.T.
+// How an operand is stored. For B: no: k x n (ldb >= n); yes: n x k (ldb >= k), so the product is
+// A B^T, the layout of nn.Linear's x @ W.T. For A: no: m x k (lda >= k); yes: k x m (lda >= m), so
+// the product is A^T B, the layout of a weight's gradient dy^T x.
 enum class Transpose { no, yes };
 
 // C = alpha * A * B + beta * C in FP32 (FFMA, no TF32), asynchronously on `stream`. A is m x k,
@@ -30,23 +31,27 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const flo
           std::int64_t ldb, float beta, float* c, std::int64_t ldc, cudaStream_t stream = nullptr,
           Layout layout = Layout::row_major);
 
-// C = alpha * A * op(B) + beta * C with BF16 or FP16 A, B and C (row-major), products accumulated
-// in FP32 on tensor cores, alpha and beta applied in FP32, the result rounded to nearest into C.
-// op(B) is B (k x n, ldb >= n) or, with transpose_b == Transpose::yes, B^T for B stored n x k
-// (ldb >= k). Any m, n, k >= 0 and leading dimensions; the kernel is chosen by GPU and shape
-// (large outputs on Hopper: wgmma with TMA where the row pitches are multiples of 8 elements and
-// the pointers 16-byte aligned; small outputs and batches of small matrices: 64x64 mma.sync
-// tiles; otherwise larger mma.sync tiles). beta == 0 never reads C; k == 0 gives C = beta * C. Each result
-// is within about (k + 3) 2^-23 (|alpha| |A||op(B)| + |beta| |C|) of the exact value before its
-// final rounding to the element type. Needs compute capability 8.0 or newer. Throws
-// cudalab::Error (invalid_argument) for negative sizes, leading dimensions below the row length,
-// null pointers with non-zero sizes, sizes beyond the grid's reach, or an older GPU.
+// C = alpha * op(A) * op(B) + beta * C with BF16 or FP16 A, B and C (row-major storage), products
+// accumulated in FP32 on tensor cores, alpha and beta applied in FP32, the result rounded to nearest
+// into C. op(A) is A (m x k, lda >= k) or, with transpose_a == Transpose::yes, A^T for A stored
+// k x m (lda >= m); op(B) is B (k x n, ldb >= n) or, with transpose_b == Transpose::yes, B^T for B
+// stored n x k (ldb >= k). The four layouts cover a Linear layer's three products with no copy:
+// y = x W^T (transpose_b), dx = dy W (neither), dW = dy^T x (transpose_a). Any m, n, k >= 0 and
+// leading dimensions; the kernel is chosen by GPU, layout and shape (large outputs on Hopper: wgmma
+// with TMA where the row pitches are multiples of 8 elements and the pointers 16-byte aligned; small
+// outputs and batches of small matrices: 64x64 mma.sync tiles; otherwise larger mma.sync tiles, which
+// take A as m x k only). beta == 0 never reads C; k == 0 gives C = beta * C. Each result is within
+// about (k + 3) 2^-23 (|alpha| |op(A)||op(B)| + |beta| |C|) of the exact value before its final
+// rounding to the element type. Needs compute capability 8.0 or newer. Throws cudalab::Error
+// (invalid_argument) for negative sizes, leading dimensions below the row length, null pointers with
+// non-zero sizes, pointers not aligned to the element size, sizes beyond the grid's reach, or an
+// older GPU.
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __nv_bfloat16* a, std::int64_t lda,
           const __nv_bfloat16* b, std::int64_t ldb, float beta, __nv_bfloat16* c, std::int64_t ldc,
-          cudaStream_t stream = nullptr, Transpose transpose_b = Transpose::no);
+          cudaStream_t stream = nullptr, Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a, std::int64_t lda,
           const __half* b, std::int64_t ldb, float beta, __half* c, std::int64_t ldc, cudaStream_t stream = nullptr,
-          Transpose transpose_b = Transpose::no);
+          Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 
 // The same product for `batch` independent matrices: matrix z of A starts at a + z * stride_a
 // (likewise B and C; strides in elements, and C's matrices must not overlap). Same rules and
@@ -57,10 +62,11 @@ void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                   const __nv_bfloat16* a, std::int64_t lda, std::int64_t stride_a, const __nv_bfloat16* b,
                   std::int64_t ldb, std::int64_t stride_b, float beta, __nv_bfloat16* c, std::int64_t ldc,
-                  std::int64_t stride_c, cudaStream_t stream = nullptr, Transpose transpose_b = Transpose::no);
+                  std::int64_t stride_c, cudaStream_t stream = nullptr, Transpose transpose_b = Transpose::no,
+                  Transpose transpose_a = Transpose::no);
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a,
                   std::int64_t lda, std::int64_t stride_a, const __half* b, std::int64_t ldb, std::int64_t stride_b,
                   float beta, __half* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream = nullptr,
-                  Transpose transpose_b = Transpose::no);
+                  Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 
 }  // namespace cudalab

@@ -404,21 +404,21 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[kRegisters]) 
 #define CUDALAB_WGMMA_ACC64(i)                                                                              \
   CUDALAB_WGMMA_ACC8(i), CUDALAB_WGMMA_ACC8(i + 8), CUDALAB_WGMMA_ACC8(i + 16), CUDALAB_WGMMA_ACC8(i + 24), \
       CUDALAB_WGMMA_ACC8(i + 32), CUDALAB_WGMMA_ACC8(i + 40), CUDALAB_WGMMA_ACC8(i + 48), CUDALAB_WGMMA_ACC8(i + 56)
-// d (f32) += A (64 x 16, K-major) * B (16 x N): scale-d 1 (accumulate), A and B not negated, A not
-// transposed, B transposed (MN-major) when kBMnMajor.
+// d (f32) += A (64 x 16) * B (16 x N): scale-d 1 (accumulate), A and B not negated, each operand
+// transposed (MN-major) when kAMnMajor / kBMnMajor, else K-major.
 #define CUDALAB_WGMMA_M64N128(TYPE)                                                                      \
   asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_63 \
-               "}, %64, %65, 1, 1, 1, 0, %66;\n"                                                         \
+               "}, %64, %65, 1, 1, 1, %66, %67;\n"                                                       \
                : CUDALAB_WGMMA_ACC64(0)                                                                  \
-               : "l"(a), "l"(b), "n"(static_cast<int>(kBMnMajor)))
+               : "l"(a), "l"(b), "n"(static_cast<int>(kAMnMajor)), "n"(static_cast<int>(kBMnMajor)))
 #define CUDALAB_WGMMA_M64N256(TYPE)                                                                      \
   asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_63 \
-               ", " CUDALAB_WGMMA_REGS_64_127 "}, %128, %129, 1, 1, 1, 0, %130;\n"                       \
+               ", " CUDALAB_WGMMA_REGS_64_127 "}, %128, %129, 1, 1, 1, %130, %131;\n"                    \
                : CUDALAB_WGMMA_ACC64(0), CUDALAB_WGMMA_ACC64(64)                                         \
-               : "l"(a), "l"(b), "n"(static_cast<int>(kBMnMajor)))
+               : "l"(a), "l"(b), "n"(static_cast<int>(kAMnMajor)), "n"(static_cast<int>(kBMnMajor)))
 
 // One m64nNk16 product, N = 2 * kRegisters (128 or 256), accumulated into d.
-template <typename T, bool kBMnMajor, int kRegisters>
+template <typename T, bool kAMnMajor, bool kBMnMajor, int kRegisters>
 __device__ __forceinline__ void wgmma_m64k16(float (&d)[kRegisters], std::uint64_t a, std::uint64_t b) {
   static_assert(kRegisters == 64 || kRegisters == 128, "m64n128k16 or m64n256k16");
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;

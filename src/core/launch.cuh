@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -13,6 +14,20 @@ namespace cudalab {
 template <typename T>
 __host__ __device__ constexpr T ceil_div(T numerator, T denominator) {
   return (numerator + denominator - 1) / denominator;
+}
+
+// f(std::bool_constant<flag>...) for runtime flags: picks a kernel instance by its bool template
+// parameters without a branch written out per combination, e.g.
+//   auto* kernel = with_flags([](auto a, auto b) { return my_kernel<T, a, b>; }, a_transposed, b_transposed);
+// Every combination is instantiated; f must return one type for all of them.
+template <typename F>
+decltype(auto) with_flags(F&& f) {
+  return f();
+}
+template <typename F, typename... Flags>
+decltype(auto) with_flags(F&& f, bool first, Flags... rest) {
+  if (first) return with_flags([&](auto... more) -> decltype(auto) { return f(std::true_type{}, more...); }, rest...);
+  return with_flags([&](auto... more) -> decltype(auto) { return f(std::false_type{}, more...); }, rest...);
 }
 
 __device__ __forceinline__ std::int64_t global_thread_index() {

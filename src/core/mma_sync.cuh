@@ -50,9 +50,15 @@ struct RowChunk {
   int row, chunk;
 };
 
-// The row and chunk whose address `lane` hands ldmatrix.x4 for A's 16x16 block at k-step `ks` (16
-// columns): matrices rows 0-7 and 8-15 at k 0-7, then at k 8-15, which are a0..a3.
-__host__ __device__ constexpr RowChunk a_fragment_source(int lane, int ks) { return {lane % 16, 2 * ks + lane / 16}; }
+// The row and chunk whose address `lane` hands ldmatrix.x4 for A's 16x16 block at k-step `ks`:
+// matrices rows 0-7 and 8-15 at k 0-7, then at k 8-15, which are a0..a3. Stored M x K (rows along
+// m): plain ldmatrix, chunk 2 ks or 2 ks + 1. Stored K x M (kATransposed, rows along k):
+// ldmatrix.trans, row 16 ks + 0-15, chunk 0 or 1 of the block's 16 rows of m.
+template <bool kATransposed = false>
+__host__ __device__ constexpr RowChunk a_fragment_source(int lane, int ks) {
+  if (kATransposed) return {16 * ks + lane / 16 * 8 + lane % 8, lane / 8 % 2};
+  return {lane % 16, 2 * ks + lane / 16};
+}
 
 // The same for B's 16 columns n 0-15 (two n8 tiles) at k-step `ks`, matrices in the order b0, b1 of
 // n 0-7, then b0, b1 of n 8-15. Stored N x K (rows along n): plain ldmatrix. Stored K x N (rows
@@ -127,16 +133,24 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-// A's fragments for k-step `ks` of a warp whose rows start at `warp_row` of a swizzled tile at shared
-// address `tile` (rows of kRowChunks chunks): kMTiles blocks of 16 rows. Moving 16 rows down keeps
-// the swizzle pattern, so the blocks differ by constant offsets.
-template <int kMTiles, int kRowChunks>
+// A's fragments for k-step `ks` of a warp whose rows start at `warp_row` (a multiple of 16) of a
+// swizzled tile at shared address `tile` (rows of kRowChunks chunks): kMTiles blocks of 16 rows of
+// m. The tile is M x K, or K x M when kATransposed.
+template <int kMTiles, int kRowChunks, bool kATransposed = false>
 __device__ __forceinline__ void load_a_fragments(std::uint32_t (&a)[kMTiles][4], std::uint32_t tile, int warp_row,
                                                  int ks) {
-  const RowChunk at = a_fragment_source(static_cast<int>(threadIdx.x) % 32, ks);
-  const std::uint32_t first = tile + kElementBytes * swizzle<kRowChunks>(warp_row + at.row, at.chunk);
+  const RowChunk at = a_fragment_source<kATransposed>(static_cast<int>(threadIdx.x) % 32, ks);
+  if constexpr (kATransposed) {
+    // 2 chunks (m) further per block: the XOR changes with the chunk, so each has its own address.
 #pragma unroll
-  for (int mi = 0; mi < kMTiles; ++mi) ldmatrix_x4(a[mi], first + mi * 16 * kRowChunks * 16);
+    for (int mi = 0; mi < kMTiles; ++mi)
+      ldmatrix_x4_trans(a[mi], tile + kElementBytes * swizzle<kRowChunks>(at.row, (warp_row + 16 * mi) / 8 + at.chunk));
+  } else {
+    // Moving 16 rows down keeps the swizzle pattern, so the blocks differ by constant offsets.
+    const std::uint32_t first = tile + kElementBytes * swizzle<kRowChunks>(warp_row + at.row, at.chunk);
+#pragma unroll
+    for (int mi = 0; mi < kMTiles; ++mi) ldmatrix_x4(a[mi], first + mi * 16 * kRowChunks * 16);
+  }
 }
 
 // B's fragments for k-step `ks` of a warp whose columns start at `warp_col` (a multiple of 16):

@@ -1,5 +1,5 @@
 // cudalab::gemm at odd shapes, strides and offsets, in FP32 and on tensor cores in BF16/FP16 (both
-// layouts of B, strided batches), and the FP64 device reference against the host one (the device
+// layouts of A and of B, strided batches), and the FP64 device reference against the host one (the device
 // reference checks the large problems of the ladder).
 #include <cstring>
 #include <vector>
@@ -88,10 +88,10 @@ std::vector<float> widened(const std::vector<T>& x) {
 // Every element within the BF16/FP16 bound, the padding between rows untouched.
 template <typename T>
 void check_half_gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t pad,
-                     std::int64_t offset, float beta, Transpose transpose_b) {
-  const bool bt = transpose_b == Transpose::yes;
-  const std::int64_t lda = (k > 0 ? k : 1) + pad, ldb = (bt ? (k > 0 ? k : 1) : n) + pad, ldc = n + pad;
-  const std::int64_t size_a = m * lda, size_b = (bt ? n : k) * ldb, size_c = m * ldc;
+                     std::int64_t offset, float beta, Transpose transpose_b, Transpose transpose_a) {
+  const bool a_t = transpose_a == Transpose::yes, bt = transpose_b == Transpose::yes;
+  const std::int64_t lda = (a_t ? m : (k > 0 ? k : 1)) + pad, ldb = (bt ? (k > 0 ? k : 1) : n) + pad, ldc = n + pad;
+  const std::int64_t size_a = (a_t ? k : m) * lda, size_b = (bt ? n : k) * ldb, size_c = m * ldc;
   DeviceBuffer<T> a(batch * size_a + offset), b(batch * size_b + offset), c(batch * size_c + offset);
   const DType dtype = dtype_of_v<T>;
   harness::fill_random(dtype, a.data(), a.size(), 11, harness::Distribution::normal, nullptr);
@@ -103,10 +103,10 @@ void check_half_gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::in
   Stream stream;
   if (batch == 1) {
     gemm(m, n, k, 0.75f, a.data() + offset, lda, b.data() + offset, ldb, beta, c.data() + offset, ldc, stream.get(),
-         transpose_b);
+         transpose_b, transpose_a);
   } else {
     gemm_batched(batch, m, n, k, 0.75f, a.data() + offset, lda, size_a, b.data() + offset, ldb, size_b, beta,
-                 c.data() + offset, ldc, size_c, stream.get(), transpose_b);
+                 c.data() + offset, ldc, size_c, stream.get(), transpose_b, transpose_a);
   }
   stream.synchronize();
   const auto hc_raw = to_host(c.data(), c.size());
@@ -117,8 +117,9 @@ void check_half_gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::in
   tolerance.output_absolute = dtype == DType::f16 ? 1.0 / 33554432.0 : 0.0;
   for (std::int64_t z = 0; z < batch; ++z) {
     const std::int64_t base = offset + z * size_c;
-    const auto ref = harness::gemm_reference(m, n, k, 0.75, ha.data() + offset + z * size_a, lda,
-                                             hb.data() + offset + z * size_b, ldb, beta, c0.data() + base, ldc, bt);
+    const auto ref =
+        harness::gemm_reference(m, n, k, 0.75, ha.data() + offset + z * size_a, lda, hb.data() + offset + z * size_b,
+                                ldb, beta, c0.data() + base, ldc, bt, a_t);
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < ldc; ++j) {
         const std::int64_t at = base + i * ldc + j;
@@ -129,25 +130,26 @@ void check_half_gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::in
         const double want = ref.value[i * n + j];
         ASSERT_LE(std::fabs(hc[at] - want), harness::gemm_error_bound(k, ref.bound[i * n + j], tolerance, want))
             << to_string(dtype) << " batch " << z << " of " << batch << ", " << m << "x" << n << "x" << k << " pad "
-            << pad << " offset " << offset << (bt ? " B^T" : "") << " at " << i << "," << j;
+            << pad << " offset " << offset << (a_t ? " A^T" : "") << (bt ? " B^T" : "") << " at " << i << "," << j;
       }
   }
 }
 
 template <typename T>
 void check_half_gemm_shapes() {
-  for (const Transpose t : {Transpose::no, Transpose::yes}) {
-    check_half_gemm<T>(1, 1, 1, 1, 0, 0, 0.5f, t);
-    check_half_gemm<T>(1, 129, 67, 33, 3, 1, -0.5f, t);      // odd pitches and offsets: the any-alignment rung
-    check_half_gemm<T>(1, 256, 256, 64, 8, 8, 1.0f, t);      // 16-byte aligned pitches, small: mma_small
-    check_half_gemm<T>(1, 1100, 2048, 264, 8, 0, -0.5f, t);  // big and aligned: wgmma (Hopper) or cp.async tiles
-    check_half_gemm<T>(1, 300, 136, 0, 0, 0, 2.0f, t);       // k = 0: C = beta C
-    check_half_gemm<T>(1, 1000, 72, 520, 0, 0, 0.0f, t);     // beta = 0, partial tiles, aligned
-    check_half_gemm<T>(1, 127, 131, 131, 5, 0, -0.5f, t);    // pitches 136: K and N tails inside 16-byte chunks
-    check_half_gemm<T>(1, 70, 64, 24, 0, 0, 1.0f, t);        // K below one k-tile
-    check_half_gemm<T>(7, 65, 130, 72, 0, 0, -0.5f, t);      // a batch, aligned
-    check_half_gemm<T>(3, 33, 17, 9, 1, 3, 0.25f, t);        // a batch, misaligned
-  }
+  for (const Transpose ta : {Transpose::no, Transpose::yes})
+    for (const Transpose tb : {Transpose::no, Transpose::yes}) {
+      check_half_gemm<T>(1, 1, 1, 1, 0, 0, 0.5f, tb, ta);
+      check_half_gemm<T>(1, 129, 67, 33, 3, 1, -0.5f, tb, ta);      // odd pitches and offsets: the any-alignment rung
+      check_half_gemm<T>(1, 256, 256, 64, 8, 8, 1.0f, tb, ta);      // 16-byte aligned pitches, small: mma_small
+      check_half_gemm<T>(1, 1100, 2048, 264, 8, 0, -0.5f, tb, ta);  // big and aligned: wgmma (Hopper) or cp.async tiles
+      check_half_gemm<T>(1, 300, 136, 0, 0, 0, 2.0f, tb, ta);       // k = 0: C = beta C
+      check_half_gemm<T>(1, 1000, 72, 520, 0, 0, 0.0f, tb, ta);     // beta = 0, partial tiles, aligned
+      check_half_gemm<T>(1, 127, 131, 131, 5, 0, -0.5f, tb, ta);    // pitches 136: K and N tails inside 16-byte chunks
+      check_half_gemm<T>(1, 70, 64, 24, 0, 0, 1.0f, tb, ta);        // K below one k-tile
+      check_half_gemm<T>(7, 65, 130, 72, 0, 0, -0.5f, tb, ta);      // a batch, aligned
+      check_half_gemm<T>(3, 33, 17, 9, 1, 3, 0.25f, tb, ta);        // a batch, misaligned
+    }
 }
 
 TEST(LibraryGemm, Bf16ShapesLayoutsAndBatches) {
@@ -175,6 +177,17 @@ TEST(LibraryGemm, HalfArgumentErrors) {
   EXPECT_EQ(test_support::thrown_kind(
                 [&] { gemm_batched(2, 4, 4, 4, 1.0f, x.data(), 4, 16, x.data(), 4, 16, 0.0f, x.data(), 4, 8); }),
             ErrorKind::invalid_argument);  // C's matrices overlap
+  EXPECT_EQ(test_support::thrown_kind([&] {
+              gemm(4, 8, 4, 1.0f, x.data(), 4, x.data(), 8, 0.0f, x.data(), 8, nullptr, Transpose::no, Transpose::yes);
+            }),
+            ErrorKind::invalid_argument);  // lda below m for A stored k x m
+  // A pointer between elements faults inside a kernel ("misaligned address") and poisons the
+  // context; the call refuses it instead, and the next call still runs.
+  const auto* odd = reinterpret_cast<const __nv_bfloat16*>(reinterpret_cast<const char*>(x.data()) + 1);
+  EXPECT_EQ(test_support::thrown_kind([&] { gemm(4, 4, 4, 1.0f, odd, 4, x.data(), 4, 0.0f, x.data() + 32, 4); }),
+            ErrorKind::invalid_argument);
+  gemm(4, 4, 4, 1.0f, x.data(), 4, x.data() + 16, 4, 0.0f, x.data() + 32, 4);
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 TEST(GemmReference, DeviceMatchesHost) {
@@ -185,8 +198,8 @@ TEST(GemmReference, DeviceMatchesHost) {
   harness::fill_random(b.data(), b.size(), 8, harness::Distribution::uniform, nullptr);
   harness::fill_random(c0.data(), c0.size(), 9, harness::Distribution::uniform, nullptr);
   DeviceBuffer<double> value(m * n), bound(m * n), scratch(m * k + k * n);
-  gemm_variants::dgemm_reference(DType::f32, m, n, k, 1.5f, a.data(), b.data(), false, -0.5f, c0.data(), value.data(),
-                                 bound.data(), scratch.data(), nullptr);
+  gemm_variants::dgemm_reference(DType::f32, m, n, k, 1.5f, a.data(), b.data(), false, false, -0.5f, c0.data(),
+                                 value.data(), bound.data(), scratch.data(), nullptr);
   const auto ha = to_host(a.data(), a.size()), hb = to_host(b.data(), b.size()), hc = to_host(c0.data(), c0.size());
   const auto host = harness::gemm_reference(m, n, k, 1.5, ha.data(), k, hb.data(), n, -0.5, hc.data(), n);
   const auto dv = to_host(value.data(), value.size()), db = to_host(bound.data(), bound.size());
@@ -197,20 +210,20 @@ TEST(GemmReference, DeviceMatchesHost) {
   }
 }
 
-// The BF16 path with B stored n x k: the widening kernel and the transposed DGEMM.
+// The BF16 path with A stored k x m and B stored n x k: the widening kernel and the transposed DGEMM.
 TEST(GemmReference, DeviceMatchesHostBf16Transposed) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   const std::int64_t m = 33, n = 70, k = 95;
-  DeviceBuffer<__nv_bfloat16> a(m * k), b(n * k), c0(m * n);
+  DeviceBuffer<__nv_bfloat16> a(k * m), b(n * k), c0(m * n);
   harness::fill_random(DType::bf16, a.data(), a.size(), 17, harness::Distribution::normal, nullptr);
   harness::fill_random(DType::bf16, b.data(), b.size(), 18, harness::Distribution::normal, nullptr);
   harness::fill_random(DType::bf16, c0.data(), c0.size(), 19, harness::Distribution::uniform, nullptr);
   DeviceBuffer<double> value(m * n), bound(m * n), scratch(m * k + k * n);
-  gemm_variants::dgemm_reference(DType::bf16, m, n, k, 1.5f, a.data(), b.data(), true, -0.5f, c0.data(), value.data(),
-                                 bound.data(), scratch.data(), nullptr);
+  gemm_variants::dgemm_reference(DType::bf16, m, n, k, 1.5f, a.data(), b.data(), true, true, -0.5f, c0.data(),
+                                 value.data(), bound.data(), scratch.data(), nullptr);
   const auto ha = widened(to_host(a.data(), a.size())), hb = widened(to_host(b.data(), b.size()));
   const auto hc = widened(to_host(c0.data(), c0.size()));
-  const auto host = harness::gemm_reference(m, n, k, 1.5, ha.data(), k, hb.data(), k, -0.5, hc.data(), n, true);
+  const auto host = harness::gemm_reference(m, n, k, 1.5, ha.data(), m, hb.data(), k, -0.5, hc.data(), n, true, true);
   const auto dv = to_host(value.data(), value.size()), db = to_host(bound.data(), bound.size());
   for (std::int64_t i = 0; i < m * n; ++i) {
     ASSERT_NEAR(dv[i], host.value[i], 1e-12 * host.bound[i]) << i;

@@ -365,7 +365,7 @@ TEST(Cli, ModelGivesTheOpsProblemKeyAndWork) {
   EXPECT_EQ(norm["work"]["flops"], 8 * m);
   EXPECT_EQ(norm["unit"], "fp32_cuda_cores");
   const auto& gemm = answer["problems"][1];
-  EXPECT_EQ(gemm["problem"]["key"], "dtype=bf16;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_b=0");
+  EXPECT_EQ(gemm["problem"]["key"], "dtype=bf16;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_a=0;transpose_b=0");
   const double n = 8192;
   EXPECT_EQ(gemm["work"]["bytes_read"], 2 * 2 * n * n);  // beta 0 never reads C
   EXPECT_EQ(gemm["work"]["bytes_written"], 2 * n * n);

@@ -116,6 +116,14 @@ TEST(GemmOp, RungsSayWhyNot) {
   const harness::Problem nt = op.problem({64, 64, 64}, DType::f32, {{"transpose_b", 1}});
   EXPECT_NE(harness::why_not(*op.find_variant(ids::kWarpTiled), ampere, nt), "");
   EXPECT_EQ(harness::why_not(*op.find_variant(ids::kCublas), ampere, nt), "");
+  // A stored K x M: the tile-per-block rungs refuse it, mma_small and the library call take it.
+  const harness::Problem tn = op.problem({256, 256, 64}, DType::bf16, {{"transpose_a", 1}});
+  EXPECT_NE(harness::why_not(*op.find_variant(ids::kMmaPipelined), ampere, tn), "");
+  EXPECT_EQ(harness::why_not(*op.find_variant(ids::kMmaSmall), ampere, tn), "");
+  EXPECT_EQ(harness::why_not(*op.find_variant(ids::kTuned), ampere, tn), "");
+  EXPECT_NE(harness::why_not(*op.find_variant(ids::kWarpTiled), ampere,
+                             op.problem({64, 64, 64}, DType::f32, {{"transpose_a", 1}})),
+            "");
 }
 
 TEST(GemmReference, TransposedBMatchesExplicitTranspose) {
@@ -126,6 +134,17 @@ TEST(GemmReference, TransposedBMatchesExplicitTranspose) {
   const auto t = harness::gemm_reference(2, 2, 3, 1.0, a.data(), 3, bt.data(), 3, 0.0, nullptr, 0, true);
   EXPECT_EQ(r.value, t.value);
   EXPECT_EQ(r.bound, t.bound);
+}
+
+TEST(GemmReference, TransposedAMatchesExplicitTranspose) {
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6};       // 2 x 3
+  const std::vector<float> at = {1, 4, 2, 5, 3, 6};      // its transpose, 3 x 2
+  const std::vector<float> b = {1, -1, 2, 0.5f, 3, -2};  // 3 x 2
+  const auto r = harness::gemm_reference(2, 2, 3, 1.0, a.data(), 3, b.data(), 2, 0.0, nullptr, 0);
+  const auto t = harness::gemm_reference(2, 2, 3, 1.0, at.data(), 2, b.data(), 2, 0.0, nullptr, 0, false, true);
+  EXPECT_EQ(r.value, t.value);
+  EXPECT_EQ(r.bound, t.bound);
+  EXPECT_EQ(r.value, (std::vector<double>{14, -6, 32, -13.5}));  // worked by hand, so a swapped index fails
 }
 
 // BF16 output: the accumulation's bound plus one rounding of the value (and of the accumulated

@@ -72,15 +72,16 @@ void widen(DType dtype, const void* in, double* out, std::int64_t count, bool ab
   }
 }
 
+// An operand stored transposed (A as k x m, B as n x k) is, to column-major cuBLAS, op = T.
+cublasOperation_t operation(bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
 void dgemm_row_major(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a, const double* b,
-                     bool b_transposed, double beta, double* c, cudaStream_t stream) {
-  check_cublas(cublasDgemm(cublas_handle(stream), b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, as_int(n, "n"),
+                     bool a_transposed, bool b_transposed, double beta, double* c, cudaStream_t stream) {
+  check_cublas(cublasDgemm(cublas_handle(stream), operation(b_transposed), operation(a_transposed), as_int(n, "n"),
                            as_int(m, "m"), as_int(k, "k"), &alpha, b, as_int(b_transposed ? k : n, "ldb"), a,
-                           as_int(k, "lda"), &beta, c, as_int(n, "ldc")),
+                           as_int(a_transposed ? m : k, "lda"), &beta, c, as_int(n, "ldc")),
                "cublasDgemm");
 }
-
-cublasOperation_t b_operation(bool b_transposed) { return b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 }  // namespace
 
@@ -88,23 +89,23 @@ void cublas_sgemm(const GemmArgs<float>& p, cudaStream_t stream) {
   const int m = as_int(p.m, "m"), n = as_int(p.n, "n"), k = as_int(p.k, "k");
   const int lda = as_int(p.lda, "lda"), ldb = as_int(p.ldb, "ldb"), ldc = as_int(p.ldc, "ldc");
   if (p.batch == 1) {
-    check_cublas(cublasSgemm(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b,
-                             ldb, p.a, lda, &p.beta, p.c, ldc),
+    check_cublas(cublasSgemm(cublas_handle(stream), operation(p.b_transposed), operation(p.a_transposed), n, m, k,
+                             &p.alpha, p.b, ldb, p.a, lda, &p.beta, p.c, ldc),
                  "cublasSgemm");
   } else {
-    check_cublas(cublasSgemmStridedBatched(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k,
-                                           &p.alpha, p.b, ldb, p.stride_b, p.a, lda, p.stride_a, &p.beta, p.c, ldc,
-                                           p.stride_c, as_int(p.batch, "batch")),
+    check_cublas(cublasSgemmStridedBatched(cublas_handle(stream), operation(p.b_transposed), operation(p.a_transposed),
+                                           n, m, k, &p.alpha, p.b, ldb, p.stride_b, p.a, lda, p.stride_a, &p.beta, p.c,
+                                           ldc, p.stride_c, as_int(p.batch, "batch")),
                  "cublasSgemmStridedBatched");
   }
 }
 
 void cublas_sgemm_tf32(const GemmArgs<float>& p, cudaStream_t stream) {
   CUDALAB_REQUIRE(p.batch == 1, "cublas_sgemm_tf32: one matrix at a time");
-  check_cublas(cublasGemmEx(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, as_int(p.n, "n"),
-                            as_int(p.m, "m"), as_int(p.k, "k"), &p.alpha, p.b, CUDA_R_32F, as_int(p.ldb, "ldb"), p.a,
-                            CUDA_R_32F, as_int(p.lda, "lda"), &p.beta, p.c, CUDA_R_32F, as_int(p.ldc, "ldc"),
-                            CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
+  check_cublas(cublasGemmEx(cublas_handle(stream), operation(p.b_transposed), operation(p.a_transposed),
+                            as_int(p.n, "n"), as_int(p.m, "m"), as_int(p.k, "k"), &p.alpha, p.b, CUDA_R_32F,
+                            as_int(p.ldb, "ldb"), p.a, CUDA_R_32F, as_int(p.lda, "lda"), &p.beta, p.c, CUDA_R_32F,
+                            as_int(p.ldc, "ldc"), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx (TF32)");
 }
 
@@ -115,14 +116,14 @@ void cublas_gemm_ex(const GemmArgs<T>& p, cudaStream_t stream) {
   const int lda = as_int(p.lda, "lda"), ldb = as_int(p.ldb, "ldb"), ldc = as_int(p.ldc, "ldc");
   if (p.batch == 1) {
     check_cublas(
-        cublasGemmEx(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha, p.b, type, ldb,
-                     p.a, type, lda, &p.beta, p.c, type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        cublasGemmEx(cublas_handle(stream), operation(p.b_transposed), operation(p.a_transposed), n, m, k, &p.alpha,
+                     p.b, type, ldb, p.a, type, lda, &p.beta, p.c, type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");
   } else {
     check_cublas(
-        cublasGemmStridedBatchedEx(cublas_handle(stream), b_operation(p.b_transposed), CUBLAS_OP_N, n, m, k, &p.alpha,
-                                   p.b, type, ldb, p.stride_b, p.a, type, lda, p.stride_a, &p.beta, p.c, type, ldc,
-                                   p.stride_c, as_int(p.batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        cublasGemmStridedBatchedEx(cublas_handle(stream), operation(p.b_transposed), operation(p.a_transposed), n, m, k,
+                                   &p.alpha, p.b, type, ldb, p.stride_b, p.a, type, lda, p.stride_a, &p.beta, p.c, type,
+                                   ldc, p.stride_c, as_int(p.batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "cublasGemmStridedBatchedEx");
   }
 }
@@ -147,8 +148,8 @@ void cublas_aat_gemm(const float* a, std::int64_t rows, std::int64_t depth, floa
 }
 
 void dgemm_reference(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const void* a,
-                     const void* b, bool b_transposed, float beta, const void* c0, double* reference, double* bound,
-                     double* scratch, cudaStream_t stream) {
+                     const void* b, bool a_transposed, bool b_transposed, float beta, const void* c0, double* reference,
+                     double* bound, double* scratch, cudaStream_t stream) {
   if (m == 0 || n == 0) return;
   double* wide_a = scratch;
   double* wide_b = scratch + m * k;
@@ -156,7 +157,7 @@ void dgemm_reference(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k
   widen(dtype, b, wide_b, k * n, false, 1.0, stream);
   widen(dtype, c0, reference, m * n, false, 1.0, stream);
   if (k > 0) {
-    dgemm_row_major(m, n, k, alpha, wide_a, wide_b, b_transposed, beta, reference, stream);
+    dgemm_row_major(m, n, k, alpha, wide_a, wide_b, a_transposed, b_transposed, beta, reference, stream);
   } else {
     widen(dtype, c0, reference, m * n, false, beta, stream);
   }
@@ -164,7 +165,8 @@ void dgemm_reference(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k
   widen(dtype, b, wide_b, k * n, true, 1.0, stream);
   widen(dtype, c0, bound, m * n, true, std::fabs(static_cast<double>(beta)), stream);
   if (k > 0)
-    dgemm_row_major(m, n, k, std::fabs(static_cast<double>(alpha)), wide_a, wide_b, b_transposed, 1.0, bound, stream);
+    dgemm_row_major(m, n, k, std::fabs(static_cast<double>(alpha)), wide_a, wide_b, a_transposed, b_transposed, 1.0,
+                    bound, stream);
 }
 
 }  // namespace cudalab::gemm_variants

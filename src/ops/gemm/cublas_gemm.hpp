@@ -1,7 +1,7 @@
 // cuBLAS on the harness side: the GEMM baselines of the ladder and the FP64 reference that checks
 // large problems. Row-major C = alpha A B + beta C is column-major C^T = B^T A^T, so every call
-// passes B before A (transposed when args.b_transposed); a batch goes through the strided-batched
-// entry points.
+// passes B before A (each with op T when stored transposed: args.b_transposed, args.a_transposed); a
+// batch goes through the strided-batched entry points.
 #pragma once
 
 #include <cstdint>
@@ -49,14 +49,14 @@ void cublas_gemm_ex(const GemmArgs<T>& args, cudaStream_t stream);
 void cublas_aat_syrk(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream);
 void cublas_aat_gemm(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream);
 
-// The FP64 reference for large problems, all on the device: dense row-major A (m x k), B (k x n,
-// or n x k when `b_transposed`), C0 (m x n), all of `dtype` (f32, f16 or bf16), are widened to
-// double and
+// The FP64 reference for large problems, all on the device: dense row-major A (m x k, or k x m
+// when `a_transposed`), B (k x n, or n x k when `b_transposed`), C0 (m x n), all of `dtype` (f32,
+// f16 or bf16), are widened to double and
 //   reference = alpha A B + beta C0            (cublasDgemm)
 //   bound     = |alpha| |A| |B| + |beta| |C0|  (a second cublasDgemm on absolute values)
 // `reference` and `bound` are device arrays of m * n doubles; `scratch` holds m*k + k*n doubles.
 void dgemm_reference(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const void* a,
-                     const void* b, bool b_transposed, float beta, const void* c0, double* reference, double* bound,
-                     double* scratch, cudaStream_t stream);
+                     const void* b, bool a_transposed, bool b_transposed, float beta, const void* c0, double* reference,
+                     double* bound, double* scratch, cudaStream_t stream);
 
 }  // namespace cudalab::gemm_variants

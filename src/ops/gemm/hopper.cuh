@@ -1,13 +1,17 @@
 // What the GEMM's Hopper (sm_90a) rungs, wgmma_tma to wgmma_cluster (tensor_core_variants.hpp), share beyond
 // core/hopper.cuh: the host-side limits, the L2-ordered tile order of the persistent rungs, launch parameters and
-// tensor maps of A, B and C, B's MN-major tiles, the k-loop of a consumer warpgroup, and the two
+// tensor maps of A, B and C, MN-major operand tiles, the k-loop of a consumer warpgroup, and the two
 // epilogues (straight from registers; through swizzled shared memory and TMA stores, with the old
 // C prefetched into L2 and loaded into registers in one batch).
 //
 // Tiles (core/hopper.cuh says how TMA and wgmma see them). One k-tile is 64 elements = one 128-byte
 // row.
-//   A, m x k (K-major): a box of 64 k x kBlockM rows; row r is row m0 + r of A.
-//   B stored n x k (b_transposed, K-major, wgmma's natural layout): a box of 64 k x kBlockN rows.
+//   A stored m x k (K-major, wgmma's natural layout): a box of 64 k x kBlockM rows; row r is row
+//     m0 + r of A.
+//   A stored k x m (a_transposed, MN-major): kBlockM / 64 boxes of 64 m x 64 k, box j at j * 8 KiB;
+//     row r of a box is row k0 + r of A, its 128 bytes columns m0 + 64 j .. + 63. A consumer
+//     warpgroup's 64 rows of the tile are one box, at the same offset as its 64 K-major rows.
+//   B stored n x k (b_transposed, K-major): a box of 64 k x kBlockN rows.
 //   B stored k x n (MN-major): kBlockN / 64 boxes of 64 n x 64 k, box j at j * 8 KiB (the
 //     descriptor's LBO); row r of a box is row k0 + r of B, its 128 bytes columns n0 + 64 j .. + 63.
 #pragma once
@@ -98,9 +102,9 @@ __host__ __device__ constexpr TileCoord grouped_tile(int index, int tiles_m, int
 }
 
 // ---------------------------------------------------------------------------------------------
-// MN-major B tiles.
+// MN-major operand tiles.
 
-constexpr std::uint32_t kMnBoxBytes = kBlockK * kRowBytes;  // one 64 n x 64 k box of an MN-major B tile
+constexpr std::uint32_t kMnBoxBytes = kBlockK * kRowBytes;  // one 64 (m or n) x 64 k box of an MN-major tile
 
 // k-step kk of an MN-major tile of 64-column boxes kMnBoxBytes apart.
 __host__ __device__ constexpr std::uint64_t mn_major_descriptor(std::uint32_t tile, int kk) {
@@ -138,10 +142,10 @@ bool c_storable_by_tma(const GemmArgs<T>& args) {
   return is_aligned16(args.c) && args.ldc % 8 == 0 && args.n % 8 == 0 && (args.batch == 1 || args.stride_c % 8 == 0);
 }
 
-// Tensor maps and parameters of one launch. `a_box_rows` rows of A and `b_box_rows` rows of a
-// K-major B (n x k) per box; an MN-major B moves in 64 x 64 boxes. `c_box_rows` > 0 asks for a map
-// of C in boxes of c_box_rows x 64 (the caller checked c_storable_by_tma). A and B must be 16-byte
-// aligned (TMA's global address).
+// Tensor maps and parameters of one launch. `a_box_rows` rows of a K-major A (m x k) and
+// `b_box_rows` rows of a K-major B (n x k) per box; MN-major operands move in 64 x 64 boxes. `c_box_rows` > 0 asks for
+// a map of C in boxes of c_box_rows x 64 (the caller checked c_storable_by_tma). A and B must be 16-byte aligned (TMA's
+// global address).
 template <typename T>
 WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int block_m, int block_n, int a_box_rows,
                               int b_box_rows, int c_box_rows) {
@@ -160,7 +164,9 @@ WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int blo
   if (args.k > 0) {
     CUDALAB_REQUIRE(is_aligned16(args.a) && is_aligned16(args.b),
                     std::string(name) + ": A and B must be 16-byte aligned (TMA)");
-    launch.a_map = make_tensor_map(args.a, args.m, args.k, args.lda, args.batch, args.stride_a, a_box_rows);
+    launch.a_map = args.a_transposed
+                       ? make_tensor_map(args.a, args.k, args.m, args.lda, args.batch, args.stride_a, kBlockK)
+                       : make_tensor_map(args.a, args.m, args.k, args.lda, args.batch, args.stride_a, a_box_rows);
     launch.b_map = args.b_transposed
                        ? make_tensor_map(args.b, args.n, args.k, args.ldb, args.batch, args.stride_b, b_box_rows)
                        : make_tensor_map(args.b, args.k, args.n, args.ldb, args.batch, args.stride_b, kBlockK);
@@ -188,13 +194,14 @@ void launch_tile_per_cta(const GemmArgs<T>& args, const char* name, Kernel* k_ma
 // ---------------------------------------------------------------------------------------------
 // Device side: loads and the k-loop.
 
-// Columns [n0, n0 + kColumns) of k-tile k0 of B into `tile`: one K-major box of kColumns rows, or
-// kColumns / 64 MN-major boxes of 64 x 64, kMnBoxBytes apart. A non-zero `cta_mask` multicasts.
-template <int kColumns, bool kBMnMajor>
-__device__ __forceinline__ void load_b(std::uint32_t tile, const CUtensorMap* map, std::uint32_t barrier, int k0,
-                                       int n0, int z, std::uint16_t cta_mask = 0) {
+// Rows [n0, n0 + kColumns) of op(A) (m) or columns of op(B) (n) at k-tile k0 into `tile`: one
+// K-major box of kColumns rows, or kColumns / 64 MN-major boxes of 64 x 64, kMnBoxBytes apart. A
+// non-zero `cta_mask` multicasts.
+template <int kColumns, bool kMnMajor>
+__device__ __forceinline__ void load_operand(std::uint32_t tile, const CUtensorMap* map, std::uint32_t barrier, int k0,
+                                             int n0, int z, std::uint16_t cta_mask = 0) {
   static_assert(kColumns % kBlockK == 0 && kColumns <= 256, "whole 64-column boxes, at most 256 rows per box");
-  if constexpr (kBMnMajor) {
+  if constexpr (kMnMajor) {
 #pragma unroll
     for (int j = 0; j < kColumns / kBlockK; ++j) {
       if (cta_mask != 0) {
@@ -210,22 +217,23 @@ __device__ __forceinline__ void load_b(std::uint32_t tile, const CUtensorMap* ma
   }
 }
 
-// wgmma's view of k-step kk of a B tile at `tile`.
-template <bool kBMnMajor>
-__device__ __forceinline__ std::uint64_t b_descriptor(std::uint32_t tile, int kk) {
-  return kBMnMajor ? mn_major_descriptor(tile, kk) : k_major_descriptor(tile, kk);
+// wgmma's view of k-step kk of an operand tile at `tile` (for A: a warpgroup's 64 rows).
+template <bool kMnMajor>
+__device__ __forceinline__ std::uint64_t operand_descriptor(std::uint32_t tile, int kk) {
+  return kMnMajor ? mn_major_descriptor(tile, kk) : k_major_descriptor(tile, kk);
 }
 
 // One k-tile (4 k-steps of 16) for a warpgroup: its 64 rows of A at `a_tile` times the B tile, issued
 // as one committed group; or only its k-steps [kFirstStep, kFirstStep + kSteps), when warpgroups
 // split each k-tile between them.
-template <typename T, bool kBMnMajor, int kFirstStep = 0, int kSteps = kBlockK / 16, int kRegisters>
+template <typename T, bool kAMnMajor, bool kBMnMajor, int kFirstStep = 0, int kSteps = kBlockK / 16, int kRegisters>
 __device__ __forceinline__ void mma_k_tile(float (&acc)[kRegisters], std::uint32_t a_tile, std::uint32_t b_tile) {
   static_assert(kFirstStep >= 0 && kSteps > 0 && kFirstStep + kSteps <= kBlockK / 16, "k-steps of one k-tile");
   wgmma_fence();
 #pragma unroll
   for (int kk = kFirstStep; kk < kFirstStep + kSteps; ++kk)
-    wgmma_m64k16<T, kBMnMajor>(acc, k_major_descriptor(a_tile, kk), b_descriptor<kBMnMajor>(b_tile, kk));
+    wgmma_m64k16<T, kAMnMajor, kBMnMajor>(acc, operand_descriptor<kAMnMajor>(a_tile, kk),
+                                          operand_descriptor<kBMnMajor>(b_tile, kk));
   wgmma_commit();
 }
 
@@ -234,8 +242,8 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[kRegisters], std::uint32
 // kt - 1 lets release(stage of kt - 1) hand that slot back to the producer. `ring` continues across
 // calls (persistent kernels). kFirstStep and kSteps pick this warpgroup's k-steps of each k-tile
 // (all four by default); a_offset, its rows of the A tile.
-template <typename T, bool kBMnMajor, int kATileBytes, int kFirstStep = 0, int kSteps = kBlockK / 16, int kStages,
-          int kSlotBytes, int kRegisters, typename Release>
+template <typename T, bool kAMnMajor, bool kBMnMajor, int kATileBytes, int kFirstStep = 0, int kSteps = kBlockK / 16,
+          int kStages, int kSlotBytes, int kRegisters, typename Release>
 __device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_tiles,
                                                 const TmaPipeline<kStages, kSlotBytes>& pipeline,
                                                 RingPosition<kStages>& ring, std::uint32_t a_offset,
@@ -248,7 +256,7 @@ __device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_
   for (int kt = 0; kt < k_tiles; ++kt) {
     pipeline.consumer_wait(ring);
     const std::uint32_t stage = pipeline.slot(ring.stage);
-    mma_k_tile<T, kBMnMajor, kFirstStep, kSteps>(acc, stage + a_offset, stage + kATileBytes);
+    mma_k_tile<T, kAMnMajor, kBMnMajor, kFirstStep, kSteps>(acc, stage + a_offset, stage + kATileBytes);
     wgmma_wait<1>();
     if (kt > 0) release(previous);
     previous = ring.stage;

@@ -22,12 +22,15 @@
 
 namespace cudalab::gemm_variants {
 
-// The architecture and the grid: x walks column tiles of `block_n`, y row tiles of `block_m`, z the
-// batch.
+// What the rungs with one block per output tile share: the architecture, A as M x K (they stage A's
+// tiles K-major only), and the grid: x walks column tiles of `block_n`, y row tiles of `block_m`, z
+// the batch.
 inline std::string tensor_core_common_limits(const GemmShape& shape, int compute_capability, int block_m, int block_n) {
   if (compute_capability < 80)
     return "needs compute capability 8.0 or newer (BF16 WMMA/mma.sync, cp.async); this GPU is " +
            std::to_string(compute_capability / 10) + "." + std::to_string(compute_capability % 10);
+  if (shape.a_transposed)
+    return "takes A as M x K only (transpose_a = 0); mma_small and the persistent wgmma rungs take A stored K x M";
   if (shape.batch > 65535) return "batch above 65535 (the batch is the grid's z dimension)";
   if (ceil_div<std::int64_t>(shape.m, block_m) > 65535)
     return "m above " + std::to_string(65535LL * block_m) + " (row tiles are the grid's y dimension)";
@@ -150,19 +153,22 @@ class TileCopy {
   std::int64_t step_;  // elements between this thread's chunks
 };
 
-// One thread's part of copying a block's A tile (kBlockM x kBlockK) and B tile (kBlockK x kBlockN,
-// or kBlockN x kBlockK when B is N x K), k tile after k tile, in order.
-template <typename T, int kBlockM, int kBlockN, int kBlockK, int kThreads, bool kBTransposed>
+// One thread's part of copying a block's A tile (kBlockM x kBlockK, or kBlockK x kBlockM when A is
+// K x M) and B tile (kBlockK x kBlockN, or kBlockN x kBlockK when B is N x K), k tile after k tile,
+// in order. Each tile keeps the operand's own layout: rows of the tile are rows of the operand.
+template <typename T, int kBlockM, int kBlockN, int kBlockK, int kThreads, bool kBTransposed, bool kATransposed = false>
 class BlockCopy {
  public:
   static constexpr int kKChunks = kBlockK / kChunkElements, kNChunks = kBlockN / kChunkElements;
-  using ACopy = TileCopy<T, kBlockM, kKChunks, kThreads>;
+  static constexpr int kMChunks = kBlockM / kChunkElements;
+  using ACopy = std::conditional_t<kATransposed, TileCopy<T, kBlockK, kMChunks, kThreads>,
+                                   TileCopy<T, kBlockM, kKChunks, kThreads>>;
   using BCopy = std::conditional_t<kBTransposed, TileCopy<T, kBlockN, kKChunks, kThreads>,
                                    TileCopy<T, kBlockK, kNChunks, kThreads>>;
 
   // `a`, `b`: this matrix of the batch; (row0, col0): the block's first output.
   __device__ BlockCopy(const GemmArgs<T>& p, const T* a, const T* b, std::int64_t row0, std::int64_t col0)
-      : a_(a + row0 * p.lda, p.lda),
+      : a_(kATransposed ? a + row0 : a + row0 * p.lda, p.lda),
         b_(kBTransposed ? b + col0 * p.ldb : b + col0, p.ldb),
         k_left_(p.k),
         m_in_(static_cast<int>(min(p.m - row0, static_cast<std::int64_t>(kBlockM)))),
@@ -171,7 +177,11 @@ class BlockCopy {
   // Rung `mma_pipelined`: the next k tile by cp.async into swizzled tiles at shared addresses a_tile, b_tile.
   __device__ void copy_async(std::uint32_t a_tile, std::uint32_t b_tile, const GemmArgs<T>& p) {
     const int k_in = static_cast<int>(min(k_left_, static_cast<std::int64_t>(kBlockK)));
-    a_.copy_async(a_tile, m_in_, k_in, p.a);
+    if constexpr (kATransposed) {
+      a_.copy_async(a_tile, k_in, m_in_, p.a);
+    } else {
+      a_.copy_async(a_tile, m_in_, k_in, p.a);
+    }
     if constexpr (kBTransposed) {
       b_.copy_async(b_tile, n_in_, k_in, p.b);
     } else {
@@ -186,7 +196,11 @@ class BlockCopy {
                                          AOffset a_offset, BOffset b_offset) {
     const int k_in = static_cast<int>(min(k_left_, static_cast<std::int64_t>(kBlockK)));
     uint4 a_staged[ACopy::kPerThread], b_staged[BCopy::kPerThread];
-    a_.load(a_staged, m_in_, k_in, vector_a);
+    if constexpr (kATransposed) {
+      a_.load(a_staged, k_in, m_in_, vector_a);
+    } else {
+      a_.load(a_staged, m_in_, k_in, vector_a);
+    }
     if constexpr (kBTransposed) {
       b_.load(b_staged, n_in_, k_in, vector_b);
     } else {
@@ -199,13 +213,13 @@ class BlockCopy {
 
  private:
   __device__ void next(const GemmArgs<T>& p) {
-    a_.advance(kBlockK);
+    a_.advance(kATransposed ? kBlockK * p.lda : kBlockK);
     b_.advance(kBTransposed ? kBlockK : kBlockK * p.ldb);
     k_left_ -= kBlockK;
   }
   ACopy a_;
   BCopy b_;
-  std::int64_t k_left_;  // columns of A (rows of B) from the next k tile on
+  std::int64_t k_left_;  // columns of op(A) (rows of op(B)) from the next k tile on
   int m_in_, n_in_;      // rows of A, columns of C inside the matrix
 };
 

@@ -10,7 +10,7 @@ namespace cudalab::harness {
 
 GemmReference gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const float* a,
                              std::int64_t lda, const float* b, std::int64_t ldb, double beta, const float* c0,
-                             std::int64_t ldc, bool b_transposed) {
+                             std::int64_t ldc, bool b_transposed, bool a_transposed) {
   GemmReference out;
   out.value.assign(static_cast<std::size_t>(m * n), 0.0);
   out.bound.assign(static_cast<std::size_t>(m * n), 0.0);
@@ -26,7 +26,7 @@ GemmReference gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, dou
         for (std::int64_t p0 = 0; p0 < k; p0 += kBlockK) {
           const std::int64_t p1 = std::min(k, p0 + kBlockK);
           for (std::int64_t p = p0; p < p1; ++p) {
-            const double x = a[i * lda + p];
+            const double x = a_transposed ? a[p * lda + i] : a[i * lda + p];
             for (std::int64_t j = j0; j < j1; ++j) {
               const double y = b_transposed ? b[j * ldb + p] : b[p * ldb + j];
               value[j] += x * y;

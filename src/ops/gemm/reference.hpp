@@ -1,6 +1,7 @@
 // CPU reference for C = alpha A B + beta C0 (row-major, strided), in double: the reference value
 // and, per element, the magnitude |alpha| (|A| |B|)_ij + |beta| |C0_ij| that the error bound
-// scales with. c0 may be null: no C term. B is k x n, or n x k when `b_transposed` (C = A B^T).
+// scales with. c0 may be null: no C term. A is m x k, or k x m when `a_transposed` (C = A^T op(B));
+// B is k x n, or n x k when `b_transposed` (C = op(A) B^T).
 // Blocked over k and j so B's rows stay in cache; rows are split over host threads. BF16 and FP16
 // operands are passed widened to float, which holds them exactly.
 #pragma once
@@ -17,7 +18,7 @@ struct GemmReference {
 
 GemmReference gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const float* a,
                              std::int64_t lda, const float* b, std::int64_t ldb, double beta, const float* c0,
-                             std::int64_t ldc, bool b_transposed = false);
+                             std::int64_t ldc, bool b_transposed = false, bool a_transposed = false);
 
 // What an engine may do to a result on its way: round the inputs (TF32 keeps 10 mantissa bits),
 // round the FP32 accumulator at each of the k additions, round the result to C's element type.

@@ -1,6 +1,8 @@
-// The matrix-multiply ops: C = alpha A B + beta C, row-major, in FP32 (the CUDA-core ladder, cuBLAS
-// in FP32 and TF32) and in BF16/FP16 (the tensor-core ladder, cublasGemmEx), with B as K x N or,
-// with transpose_b = 1, N x K; gemm_batched runs the same product over a strided batch. Their
+// The matrix-multiply ops: C = alpha op(A) op(B) + beta C, row-major, in FP32 (the CUDA-core ladder,
+// cuBLAS in FP32 and TF32) and in BF16/FP16 (the tensor-core ladder, cublasGemmEx), with A as M x K
+// or, with transpose_a = 1, K x M, and B as K x N or, with transpose_b = 1, N x K (the layouts of a
+// Linear layer's three products: NT forward, NN and TN backward); gemm_batched runs the same product
+// over a strided batch. Their
 // tensors (A, B, and C, whose generated values are the C0 that beta reads), the check against an
 // FP64 reference with an error bound that grows with K, the work model and the variants. The
 // K = 32 staging experiment is in shared_memory_staging.cu, the claims in claims.cpp.
@@ -40,6 +42,7 @@ struct Dims {
   std::int64_t batch, m, n, k;
 };
 Dims dims_of(const Problem& p) { return {p.has_dim("batch") ? p.dim("batch") : 1, p.dim("M"), p.dim("N"), p.dim("K")}; }
+bool a_transposed(const Problem& p) { return p.param("transpose_a") != 0; }
 bool b_transposed(const Problem& p) { return p.param("transpose_b") != 0; }
 bool host_reference(const Problem& p) { return p.elements() <= kHostReferenceLimit; }
 
@@ -53,8 +56,9 @@ v::GemmShape shape_of(const Problem& p) {
   const Dims d = dims_of(p);
   v::GemmShape s;
   s.m = d.m, s.n = d.n, s.k = d.k;
+  s.a_transposed = a_transposed(p);
   s.b_transposed = b_transposed(p);
-  s.lda = d.k, s.ldb = s.b_transposed ? d.k : d.n, s.ldc = d.n;
+  s.lda = s.a_transposed ? d.m : d.k, s.ldb = s.b_transposed ? d.k : d.n, s.ldc = d.n;
   s.batch = d.batch, s.stride_a = d.m * d.k, s.stride_b = d.k * d.n, s.stride_c = d.m * d.n;
   return s;
 }
@@ -70,6 +74,7 @@ struct GemmBinding {
     args.a = tensors.data<T>("a"), args.lda = s.lda;
     args.b = tensors.data<T>("b"), args.ldb = s.ldb;
     args.c = tensors.data<T>("c"), args.ldc = s.ldc;
+    args.a_transposed = s.a_transposed;
     args.b_transposed = s.b_transposed;
     args.batch = s.batch, args.stride_a = s.stride_a, args.stride_b = s.stride_b, args.stride_c = s.stride_c;
     return args;
@@ -133,11 +138,11 @@ GemmTolerance tolerance_of(ComputeUnit unit, DType dtype) {
   return t;
 }
 
-// Element-wise against alpha A op(B) + beta C0 in double, per matrix of the batch, within the
-// engine's tolerance of |alpha| |A||op(B)| + |beta| |C0| (reference.hpp).
+// Element-wise against alpha op(A) op(B) + beta C0 in double, per matrix of the batch, within the
+// engine's tolerance of |alpha| |op(A)||op(B)| + |beta| |C0| (reference.hpp).
 Comparison check_gemm(const CheckContext& ctx) {
   const Dims d = dims_of(ctx.problem);
-  const bool transposed = b_transposed(ctx.problem);
+  const v::GemmShape s = shape_of(ctx.problem);
   const float alpha = alpha_of(ctx.problem), beta = beta_of(ctx.problem);
   const DType dtype = ctx.problem.dtype;
   const Tensor& a = ctx.tensors["a"];
@@ -151,8 +156,9 @@ Comparison check_gemm(const CheckContext& ctx) {
     value.reserve(static_cast<std::size_t>(c.count()));
     bound.reserve(static_cast<std::size_t>(c.count()));
     for (std::int64_t z = 0; z < d.batch; ++z) {
-      const GemmReference r = gemm_reference(d.m, d.n, d.k, alpha, ha.data() + z * size_a, d.k, hb.data() + z * size_b,
-                                             transposed ? d.k : d.n, beta, hc0.data() + z * size_c, d.n, transposed);
+      const GemmReference r =
+          gemm_reference(d.m, d.n, d.k, alpha, ha.data() + z * size_a, s.lda, hb.data() + z * size_b, s.ldb, beta,
+                         hc0.data() + z * size_c, d.n, s.b_transposed, s.a_transposed);
       value.insert(value.end(), r.value.begin(), r.value.end());
       bound.insert(bound.end(), r.bound.begin(), r.bound.end());
     }
@@ -169,7 +175,7 @@ Comparison check_gemm(const CheckContext& ctx) {
         return static_cast<const unsigned char*>(base) + static_cast<std::size_t>(offset) * element;
       };
       v::dgemm_reference(dtype, d.m, d.n, d.k, alpha, at(a.device(), z * size_a), at(b.device(), z * size_b),
-                         transposed, beta, at(c0.data(), z * size_c), reference.data() + z * size_c,
+                         s.a_transposed, s.b_transposed, beta, at(c0.data(), z * size_c), reference.data() + z * size_c,
                          magnitude.data() + z * size_c, scratch.data(), ctx.stream);
     }
     value = to_host(reference, ctx.stream);
@@ -186,9 +192,10 @@ std::string too_slow_above_4096(const DeviceInfo&, const Problem& p) {
              : "";
 }
 
-// The FP32 CUDA-core kernels take one matrix with B as K x N.
+// The FP32 CUDA-core kernels take A as M x K and B as K x N.
 std::string fp32_ladder_limits(const DeviceInfo&, const Problem& p) {
-  if (b_transposed(p)) return "the FP32 CUDA-core ladder takes B as K x N only (transpose_b = 0)";
+  if (a_transposed(p) || b_transposed(p))
+    return "the FP32 CUDA-core ladder takes A as M x K and B as K x N only (transpose_a = transpose_b = 0)";
   return "";
 }
 
@@ -251,11 +258,12 @@ void library_gemm(const v::GemmArgs<float>& p, cudaStream_t stream) {
 template <typename T>
 void library_gemm_half(const v::GemmArgs<T>& p, cudaStream_t stream) {
   const Transpose transpose_b = p.b_transposed ? Transpose::yes : Transpose::no;
+  const Transpose transpose_a = p.a_transposed ? Transpose::yes : Transpose::no;
   if (p.batch == 1) {
-    cudalab::gemm(p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc, stream, transpose_b);
+    cudalab::gemm(p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, p.c, p.ldc, stream, transpose_b, transpose_a);
   } else {
     cudalab::gemm_batched(p.batch, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.stride_a, p.b, p.ldb, p.stride_b, p.beta, p.c,
-                          p.ldc, p.stride_c, stream, transpose_b);
+                          p.ldc, p.stride_c, stream, transpose_b, transpose_a);
   }
 }
 
@@ -311,7 +319,7 @@ Variant cublas_gemm_ex() {
 // The tensors, work model and check both ops share; `elements` of each matrix times the batch.
 void describe_gemm(Op& op) {
   // Non-trivial on purpose: both the alpha scaling and the beta read of C are exercised.
-  op.params = {{"alpha", 1.5}, {"beta", -0.5}, {"transpose_b", 0}};
+  op.params = {{"alpha", 1.5}, {"beta", -0.5}, {"transpose_a", 0}, {"transpose_b", 0}};
   const auto batch = [](const Problem& p) { return dims_of(p).batch; };
   op.tensors = {
       {"a", TensorRole::input, {}, [=](const Problem& p) { return batch(p) * p.dim("M") * p.dim("K"); }, fill_operand},
@@ -354,6 +362,52 @@ std::vector<Problem> operator+(std::vector<Problem> a, const std::vector<Problem
   return a;
 }
 
+// The layouts beyond NN (A M x K, B K x N) as parameters: NT (B stored N x K), TN (A stored K x M)
+// and TT.
+const std::vector<Param> kNt = {{"transpose_b", 1}};
+const std::vector<Param> kTn = {{"transpose_a", 1}};
+const std::vector<Param> kTt = {{"transpose_a", 1}, {"transpose_b", 1}};
+
+// `problems` without the repeats of an earlier one's key, in order.
+std::vector<Problem> distinct(const std::vector<Problem>& problems) {
+  std::vector<Problem> kept;
+  for (const Problem& p : problems)
+    if (std::none_of(kept.begin(), kept.end(), [&](const Problem& q) { return q.key() == p.key(); })) kept.push_back(p);
+  return kept;
+}
+
+// `shapes` in `dtypes` in all four layouts.
+std::vector<Problem> every_layout(const Op& op, const std::vector<std::vector<std::int64_t>>& shapes,
+                                  const std::vector<DType>& dtypes) {
+  return cross(op, shapes, dtypes) + cross(op, shapes, dtypes, kNt) + cross(op, shapes, dtypes, kTn) +
+         cross(op, shapes, dtypes, kTt);
+}
+
+// A Linear layer's three products in bf16 at `tokens` rows: forward y = x W^T (NT, M x N x K =
+// tokens x out x in), input gradient dx = dy W (NN, tokens x in x out) and weight gradient
+// dW = dy^T x (TN, out x in x tokens).
+std::vector<Problem> linear_layer(const Op& op, std::int64_t tokens, std::int64_t in, std::int64_t out) {
+  return cross(op, {{tokens, out, in}}, {DType::bf16}, kNt) + cross(op, {{tokens, in, out}}, {DType::bf16}) +
+         cross(op, {{out, in, tokens}}, {DType::bf16}, kTn);
+}
+
+// The shapes models run, in bf16 (fp16 runs the same kernels): the three products of Llama-7B-like
+// layers at 4096 tokens (attention projections 4096 -> 4096, MLP 4096 -> 11008 -> 4096, LM head
+// 4096 -> 32000), of Llama-3-8B/70B-like MLPs at 8192 (4096 -> 14336, 8192 -> 28672) and of the
+// 128256-word LM head at 4096 (its 525M outputs are what the check's time grows with); decode
+// batches (m = 1 to 128 rows against 4096 x 4096 and 8192 x 8192 weights, the forward's NT
+// layout); and sizes that are multiples of nothing, in every layout.
+std::vector<Problem> model_sweep(const Op& op) {
+  std::vector<Problem> sweep = linear_layer(op, 4096, 4096, 4096) + linear_layer(op, 4096, 4096, 11008) +
+                               linear_layer(op, 4096, 11008, 4096) + linear_layer(op, 4096, 4096, 32000) +
+                               linear_layer(op, 8192, 4096, 14336) + linear_layer(op, 8192, 8192, 28672) +
+                               linear_layer(op, 4096, 4096, 128256);
+  for (const std::int64_t width : {4096, 8192})
+    for (const std::int64_t rows : {1, 2, 4, 8, 16, 32, 64, 128})
+      sweep = sweep + cross(op, {{rows, width, width}}, {DType::bf16}, kNt);
+  return sweep + every_layout(op, {{4095, 4097, 4093}, {3000, 5000, 7000}}, {DType::bf16});
+}
+
 // The strided-batched op: the variants that take a batch (the tensor-core ladder, the library
 // call, cuBLAS's strided-batched calls), at the small shapes batching exists for.
 void register_gemm_batched(Registry& registry) {
@@ -365,13 +419,12 @@ void register_gemm_batched(Registry& registry) {
   op.dtypes = {DType::bf16, DType::f16, DType::f32};
   describe_gemm(op);
   const std::vector<DType> half = {DType::bf16, DType::f16};
-  const std::vector<Param> nt = {{"transpose_b", 1}};
   const std::vector<std::vector<std::int64_t>> bench = {
       {16, 128, 128, 128}, {1024, 64, 64, 64}, {1024, 128, 128, 128}, {512, 256, 256, 64}};
-  op.bench_problems = cross(op, bench, op.dtypes) + cross(op, bench, half, nt);
+  op.bench_problems = cross(op, bench, op.dtypes) + cross(op, bench, half, kNt);
   const std::vector<std::vector<std::int64_t>> tests = {{1, 17, 33, 65},  {3, 127, 129, 131}, {4, 72, 136, 200},
                                                         {16, 64, 64, 64}, {5, 256, 256, 64},  {1024, 64, 64, 64}};
-  op.test_problems = cross(op, tests, op.dtypes) + cross(op, tests, half, nt);
+  op.test_problems = cross(op, tests, {DType::f32}) + every_layout(op, tests, half);
   op.variants = tensor_core_ladder();
   op.variants.push_back(tuned());
   op.variants.push_back(cublas_sgemm());
@@ -394,29 +447,29 @@ void register_gemm(Registry& registry) {
   op.dtypes = {DType::f32, DType::bf16, DType::f16};
   describe_gemm(op);
   const std::vector<DType> half = {DType::bf16, DType::f16};
-  const std::vector<Param> nt = {{"transpose_b", 1}};
   // The sweeps: FP32 at small, skinny and square shapes; BF16/FP16 from 1024^3 to 8192^3,
-  // a short and a long k, an LLM MLP shape (4096x14336x4096) and rows of no 16-byte multiple.
-  op.bench_problems = cross(op,
-                            {{1000, 1000, 1000},
-                             {1024, 1024, 1024},
-                             {2048, 2048, 2048},
-                             {4096, 4096, 4096},
-                             {8192, 8192, 8192},
-                             {8192, 64, 8192},
-                             {64, 8192, 8192}},
-                            {DType::f32}) +
-                      cross(op,
-                            {{1024, 1024, 1024},
-                             {2048, 2048, 2048},
-                             {4096, 4096, 4096},
-                             {8192, 8192, 8192},
-                             {8192, 8192, 1024},
-                             {1024, 8192, 8192},
-                             {4096, 14336, 4096},
-                             {4095, 4097, 4093}},
-                            half) +
-                      cross(op, {{4096, 4096, 4096}, {8192, 8192, 8192}}, half, nt);
+  // a short and a long k, an LLM MLP shape (4096x14336x4096) and rows of no 16-byte multiple; then
+  // the shapes of real models (model_sweep), each problem once.
+  op.bench_problems = distinct(cross(op,
+                                     {{1000, 1000, 1000},
+                                      {1024, 1024, 1024},
+                                      {2048, 2048, 2048},
+                                      {4096, 4096, 4096},
+                                      {8192, 8192, 8192},
+                                      {8192, 64, 8192},
+                                      {64, 8192, 8192}},
+                                     {DType::f32}) +
+                               cross(op,
+                                     {{1024, 1024, 1024},
+                                      {2048, 2048, 2048},
+                                      {4096, 4096, 4096},
+                                      {8192, 8192, 8192},
+                                      {8192, 8192, 1024},
+                                      {1024, 8192, 8192},
+                                      {4096, 14336, 4096},
+                                      {4095, 4097, 4093}},
+                                     half) +
+                               cross(op, {{4096, 4096, 4096}, {8192, 8192, 8192}}, half, kNt) + model_sweep(op));
   const std::vector<std::vector<std::int64_t>> half_tests = {
       {1, 1, 1},       {17, 33, 65},       {127, 129, 131},   {256, 256, 8},      {129, 136, 40},
       {129, 131, 64},  {200, 264, 136},    {64, 64, 24},      {1000, 1000, 1000}, {1, 8192, 8192},
@@ -424,7 +477,7 @@ void register_gemm(Registry& registry) {
   op.test_problems =
       cross(op, {{1, 1, 1}, {17, 33, 65}, {127, 129, 131}, {1000, 1000, 1000}, {4096, 4096, 4096}, {8192, 64, 8192}},
             {DType::f32}) +
-      cross(op, half_tests, half) + cross(op, half_tests, half, nt);
+      every_layout(op, half_tests, half);
 
   Variant naive = variant(ids::kNaive, "one thread per output, threadIdx.x along rows: A read with stride lda",
                           Role::ladder, v::naive);

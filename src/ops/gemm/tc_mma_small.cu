@@ -8,7 +8,8 @@
 // in the same group as the first k tile, so the read of C overlaps A's and B's instead of following the main loop. The
 // epilogue blends the accumulators into that tile in shared memory (4-byte pairs, conflict-free through the swizzle),
 // then each row of 64 outputs leaves as 128 contiguous bytes of 16-byte stores. The grid is 1-D over batch x row tiles
-// x column tiles, so any batch fits. Operands whose rows or batch strides are not 16-byte
+// x column tiles, so any batch fits. A and B come in either layout (A as M x K or K x M, B as K x N
+// or N x K), each tile copied as stored. Operands whose rows or batch strides are not 16-byte
 // multiples take the same pipeline with rung `mma_swizzled`'s copy through registers (zero-filling element
 // loads) instead of cp.async, so every shape runs.
 // Fixes, relative to mma_swizzled and mma_pipelined: no work wasted on 64x64 matrices (a 128x128 tile computes 4x the
@@ -84,7 +85,9 @@ __device__ __forceinline__ BlockPosition<T> block_position(const GemmArgs<T>& p,
 // kAsync: A and B by cp.async (their chunks are 16-byte aligned); else through registers. kRefill:
 // k has more tiles than stages, so the main loop refills them. Without refills the kernel fits 64
 // registers (8 blocks per SM); with them it needs more, but 3 stages hold an SM to 4 blocks anyway.
-template <typename T, bool kBTransposed, bool kAsync, bool kRefill>
+// A's tile keeps A's layout (64 x 64 either way): M x K, or K x M when kATransposed, whose fragments
+// ldmatrix.trans reads.
+template <typename T, bool kATransposed, bool kBTransposed, bool kAsync, bool kRefill>
 __global__ void __launch_bounds__(kThreads, kAsync && !kRefill ? 8 : 4)
     mma_small_kernel(GemmArgs<T> p, unsigned tiles_n, unsigned tiles_m, bool vector_a, bool vector_b, bool vector_c) {
 #if CUDALAB_TENSOR_CORE_SM80
@@ -101,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, kAsync && !kRefill ? 8 : 4)
   const int tiles = static_cast<int>(ceil_div<std::int64_t>(p.k, kBlock));
 
   const auto place = [](int row, int chunk) { return tile_offset(row, chunk); };
-  BlockCopy<T, kBlock, kBlock, kBlock, kThreads, kBTransposed> copy(p, a, b, at.row0, at.col0);
+  BlockCopy<T, kBlock, kBlock, kBlock, kThreads, kBTransposed, kATransposed> copy(p, a, b, at.row0, at.col0);
   const auto copy_tile = [&](int stage) {
     const int offset = kTileBytes + stage * kStageBytes;
     if constexpr (kAsync) {
@@ -143,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, kAsync && !kRefill ? 8 : 4)
 #pragma unroll 1
     for (int ks = 0; ks < kBlock / 16; ++ks) {
       std::uint32_t a_fragments[kMTiles][4];
-      load_a_fragments<kMTiles, kRowChunks>(a_fragments, a_stage, warp_row, ks);
+      load_a_fragments<kMTiles, kRowChunks, kATransposed>(a_fragments, a_stage, warp_row, ks);
 #pragma unroll
       for (int j = 0; j < kNTiles / 2; ++j) {
         std::uint32_t b_fragments[2][2];
@@ -189,10 +192,11 @@ __global__ void __launch_bounds__(kThreads, kAsync && !kRefill ? 8 : 4)
 #endif
 }
 
-template <typename T, bool kBTransposed>
+template <typename T, bool kATransposed, bool kBTransposed>
 auto* pick_kernel(bool async, bool refill) {
-  if (!async) return mma_small_kernel<T, kBTransposed, false, true>;
-  return refill ? mma_small_kernel<T, kBTransposed, true, true> : mma_small_kernel<T, kBTransposed, true, false>;
+  if (!async) return mma_small_kernel<T, kATransposed, kBTransposed, false, true>;
+  return refill ? mma_small_kernel<T, kATransposed, kBTransposed, true, true>
+                : mma_small_kernel<T, kATransposed, kBTransposed, true, false>;
 }
 
 }  // namespace
@@ -222,7 +226,9 @@ void mma_small(const GemmArgs<T>& args, cudaStream_t stream) {
   const std::int64_t tiles = ceil_div<std::int64_t>(args.k, kBlock);
   const int shared_bytes = kTileBytes + static_cast<int>(std::min<std::int64_t>(tiles, kStages)) * kStageBytes;
   auto* kernel =
-      args.b_transposed ? pick_kernel<T, true>(async, tiles > kStages) : pick_kernel<T, false>(async, tiles > kStages);
+      with_flags([&](auto a_transposed,
+                     auto b_transposed) { return pick_kernel<T, a_transposed, b_transposed>(async, tiles > kStages); },
+                 args.a_transposed, args.b_transposed);
   // Attributes are per device, so they are set on every launch. Above 48 KiB a kernel must opt in;
   // the carveout hint asks for the shared memory of 8 blocks per SM rather than a larger L1.
   if (shared_bytes > 48 * 1024)

@@ -65,7 +65,7 @@ constexpr std::uint16_t kClusterMask = (1 << kClusterSize) - 1;
 static_assert(kSharedBytes <= 227 * 1024, "one block per SM must fit");
 using Pipeline = TmaPipeline<kStages, kStageBytes>;
 
-template <typename T, bool kBMnMajor, bool kTmaStore>
+template <typename T, bool kAMnMajor, bool kBMnMajor, bool kTmaStore>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_cluster_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                          const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p) {
@@ -94,9 +94,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int m0 = (at.m * kClusterSize + rank) * kBlockM, n0 = at.n * kBlockN;
         // Each slot's empty barrier collects the arrivals of both blocks' consumers.
         produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
-          tma_load(stage, &a_map, barrier, kt * kBlockK, m0, at.batch * p.batch_step_a);
-          load_b<kBPartColumns, kBMnMajor>(stage + kATileBytes + rank * kBPartBytes, &b_map, barrier, kt * kBlockK,
-                                           n0 + rank * kBPartColumns, at.batch * p.batch_step_b, kClusterMask);
+          load_operand<kBlockM, kAMnMajor>(stage, &a_map, barrier, kt * kBlockK, m0, at.batch * p.batch_step_a);
+          load_operand<kBPartColumns, kBMnMajor>(stage + kATileBytes + rank * kBPartBytes, &b_map, barrier,
+                                                 kt * kBlockK, n0 + rank * kBPartColumns, at.batch * p.batch_step_b,
+                                                 kClusterMask);
           if (kt == prefetch_kt) prefetch_old_c<T, kBlockM, kBlockN>(&c_map, p.out, m0, n0, at.batch * p.batch_step_c);
         });
       });
@@ -112,7 +113,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for_each_persistent(cluster, clusters, cluster_tiles, [&](int tile) {
       const TileCoord at = grouped_tile(tile, cluster_rows, p.tiles_n, kGroupM);
       float acc[kBlockN / 2] = {};
-      consumer_k_loop<T, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes, release);
+      consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
+                                                            release);
       OutputMatrix<T> out = p.out;
       out.c += at.batch * p.stride_c;
       const int row0 = (at.m * kClusterSize + rank) * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
@@ -148,9 +150,10 @@ void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream) {
   const bool tma_store = hopper::c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch =
       hopper::prepare_launch(args, "wgmma_cluster", kBlockM, kBlockN, kBlockM, kBPartColumns, tma_store ? 64 : 0);
-  auto* kernel = args.b_transposed
-                     ? (tma_store ? wgmma_cluster_kernel<T, false, true> : wgmma_cluster_kernel<T, false, false>)
-                     : (tma_store ? wgmma_cluster_kernel<T, true, true> : wgmma_cluster_kernel<T, true, false>);
+  auto* kernel =
+      with_flags([](auto a_mn_major, auto b_mn_major,
+                    auto tma_store_c) { return wgmma_cluster_kernel<T, a_mn_major, b_mn_major, tma_store_c>; },
+                 args.a_transposed, !args.b_transposed, tma_store);
   hopper::set_shared_memory(kernel, kSharedBytes);
   const std::int64_t cluster_tiles = static_cast<std::int64_t>(launch.params.batch) *
                                      ceil_div(launch.params.tiles_m, kClusterSize) * launch.params.tiles_n;

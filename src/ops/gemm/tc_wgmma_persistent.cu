@@ -113,7 +113,7 @@ __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters],
   }
 }
 
-template <typename T, typename Tiles, bool kBMnMajor, bool kTmaStore>
+template <typename T, typename Tiles, bool kAMnMajor, bool kBMnMajor, bool kTmaStore>
 __global__ void __launch_bounds__(Tiles::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                             const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p) {
@@ -141,9 +141,10 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       for_each_persistent(first, step, tiles, [&](int tile) {
         const TileCoord at = grouped_tile(tile, p.tiles_m, p.tiles_n, kGroupM);
         produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
-          tma_load(stage, &a_map, barrier, kt * kBlockK, at.m * kBlockM, at.batch * p.batch_step_a);
-          load_b<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, at.n * kBlockN,
-                                     at.batch * p.batch_step_b);
+          load_operand<kBlockM, kAMnMajor>(stage, &a_map, barrier, kt * kBlockK, at.m * kBlockM,
+                                           at.batch * p.batch_step_a);
+          load_operand<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, at.n * kBlockN,
+                                           at.batch * p.batch_step_b);
           if (kt == prefetch_kt)
             prefetch_old_c<T, kBlockM, kBlockN>(&c_map, p.out, at.m * kBlockM, at.n * kBlockN,
                                                 at.batch * p.batch_step_c);
@@ -163,14 +164,15 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       float acc[kBlockN / 2] = {};
       if constexpr (Tiles::kSplit) {
         if (consumer == 0) {
-          consumer_k_loop<T, kBMnMajor, kATileBytes, 0, 2>(acc, p.k_tiles, pipeline, ring, 0, release);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, p.k_tiles, pipeline, ring, 0, release);
         } else {
-          consumer_k_loop<T, kBMnMajor, kATileBytes, 2, 2>(acc, p.k_tiles, pipeline, ring, 0, release);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(acc, p.k_tiles, pipeline, ring, 0, release);
         }
         hand_over_partial_sums(acc, consumer, shared + offsetof(Storage, reduce), tile == first, tile + step < tiles);
         if (consumer == 1) return;
       } else {
-        consumer_k_loop<T, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes, release);
+        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
+                                                              release);
       }
       OutputMatrix<T> out = p.out;
       out.c += at.batch * p.stride_c;
@@ -206,10 +208,11 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   const bool tma_store = hopper::c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
                                                                Tiles::kBlockM, Tiles::kBlockN, tma_store ? 64 : 0);
-  auto* kernel = args.b_transposed ? (tma_store ? wgmma_persistent_kernel<T, Tiles, false, true>
-                                                : wgmma_persistent_kernel<T, Tiles, false, false>)
-                                   : (tma_store ? wgmma_persistent_kernel<T, Tiles, true, true>
-                                                : wgmma_persistent_kernel<T, Tiles, true, false>);
+  auto* kernel = with_flags(
+      [](auto a_mn_major, auto b_mn_major, auto tma_store_c) {
+        return wgmma_persistent_kernel<T, Tiles, a_mn_major, b_mn_major, tma_store_c>;
+      },
+      args.a_transposed, !args.b_transposed, tma_store);
   constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<Tiles>>();
   hopper::set_shared_memory(kernel, kSharedBytes);
   const std::int64_t tiles =

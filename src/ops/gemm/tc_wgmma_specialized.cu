@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       RingPosition<kStages> ring;
       produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
         tma_load(stage, &a_map, barrier, kt * kBlockK, m0, z * p.batch_step_a);
-        load_b<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, n0, z * p.batch_step_b);
+        load_operand<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, n0, z * p.batch_step_b);
       });
     }
   } else {
@@ -80,7 +80,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (leader) pipeline.consumer_release(stage);
     };
     RingPosition<kStages> ring;
-    consumer_k_loop<T, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes, release);
+    consumer_k_loop<T, false, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
+                                                      release);
     OutputMatrix<T> out = p.out;
     out.c += z * p.stride_c;
     store_accumulators_direct(out, acc, m0 + 64 * consumer, n0);

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const std::uint32_t stage = stages + (kt % kStages) * kStageBytes, barrier = full + 8 * (kt % kStages);
     mbarrier_arrive_expect_tx(barrier, kStageBytes);
     tma_load(stage, &a_map, barrier, kt * kBlockK, m0, z * p.batch_step_a);
-    load_b<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, n0, z * p.batch_step_b);
+    load_operand<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, n0, z * p.batch_step_b);
   };
   if (threadIdx.x == 0)
     for (int kt = 0; kt < kStages && kt < p.k_tiles; ++kt) load(kt);
@@ -74,10 +74,10 @@ __global__ void __launch_bounds__(kThreads, 2)
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockK / 16; ++kk) {
-      const std::uint64_t b = b_descriptor<kBMnMajor>(b_tile, kk);
+      const std::uint64_t b = operand_descriptor<kBMnMajor>(b_tile, kk);
 #pragma unroll
       for (int half = 0; half < 2; ++half)
-        wgmma_m64k16<T, kBMnMajor>(acc[half], k_major_descriptor(a_tile + half * 64 * kRowBytes, kk), b);
+        wgmma_m64k16<T, false, kBMnMajor>(acc[half], k_major_descriptor(a_tile + half * 64 * kRowBytes, kk), b);
     }
     wgmma_commit();
     wgmma_wait<1>();  // k-tile kt - 1's products are done in every warp once all pass the barrier

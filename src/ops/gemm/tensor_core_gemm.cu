@@ -28,7 +28,8 @@ namespace v = gemm_variants;
 // 785.9/785.6 and 751.9/747.7), wgmma_persistent below (4096^3, 3.9 waves: cluster 0.5-1% behind; 2048^3: 4% behind);
 // mma_pipelined on other GPUs; mma_swizzled for rows that are not 16-byte multiples (4095x4097x4093: 111 TFLOP/s
 // against mma_small's 85). The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
-// limits check; mma_swizzled and mma_small take anything.
+// limits check; mma_swizzled and mma_small take anything. A stored k x m (transpose_a) runs where a rung takes it:
+// wgmma_cluster, wgmma_persistent and wgmma_small on Hopper, mma_small otherwise (the other rungs' limits refuse it).
 template <typename T>
 void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
   const v::GemmShape shape = v::shape_of(args);
@@ -59,11 +60,13 @@ void run(v::GemmArgs<T> args, cudaStream_t stream) {
 template <typename T>
 v::GemmArgs<T> make_args(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
                          std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
-                         float beta, T* c, std::int64_t ldc, std::int64_t stride_c, Transpose transpose_b) {
+                         float beta, T* c, std::int64_t ldc, std::int64_t stride_c, Transpose transpose_b,
+                         Transpose transpose_a) {
   v::GemmArgs<T> args;
   args.m = m, args.n = n, args.k = k, args.alpha = alpha, args.beta = beta;
   args.a = a, args.lda = lda, args.b = b, args.ldb = ldb, args.c = c, args.ldc = ldc;
   args.b_transposed = transpose_b == Transpose::yes;
+  args.a_transposed = transpose_a == Transpose::yes;
   args.batch = batch, args.stride_a = stride_a, args.stride_b = stride_b, args.stride_c = stride_c;
   return args;
 }
@@ -72,29 +75,31 @@ v::GemmArgs<T> make_args(std::int64_t batch, std::int64_t m, std::int64_t n, std
 
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __nv_bfloat16* a, std::int64_t lda,
           const __nv_bfloat16* b, std::int64_t ldb, float beta, __nv_bfloat16* c, std::int64_t ldc, cudaStream_t stream,
-          Transpose transpose_b) {
-  run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b), stream);
+          Transpose transpose_b, Transpose transpose_a) {
+  run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b, transpose_a), stream);
 }
 
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a, std::int64_t lda,
           const __half* b, std::int64_t ldb, float beta, __half* c, std::int64_t ldc, cudaStream_t stream,
-          Transpose transpose_b) {
-  run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b), stream);
+          Transpose transpose_b, Transpose transpose_a) {
+  run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b, transpose_a), stream);
 }
 
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                   const __nv_bfloat16* a, std::int64_t lda, std::int64_t stride_a, const __nv_bfloat16* b,
                   std::int64_t ldb, std::int64_t stride_b, float beta, __nv_bfloat16* c, std::int64_t ldc,
-                  std::int64_t stride_c, cudaStream_t stream, Transpose transpose_b) {
-  run(make_args(batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, transpose_b),
+                  std::int64_t stride_c, cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
+  run(make_args(batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, transpose_b,
+                transpose_a),
       stream);
 }
 
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a,
                   std::int64_t lda, std::int64_t stride_a, const __half* b, std::int64_t ldb, std::int64_t stride_b,
                   float beta, __half* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream,
-                  Transpose transpose_b) {
-  run(make_args(batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, transpose_b),
+                  Transpose transpose_b, Transpose transpose_a) {
+  run(make_args(batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, transpose_b,
+                transpose_a),
       stream);
 }
 

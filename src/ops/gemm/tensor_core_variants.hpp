@@ -2,9 +2,10 @@
 // type, products accumulated in FP32 and alpha, beta applied in FP32 before C is rounded back to
 // the element type. Every rung takes GemmArgs<T> for T in {__half, __nv_bfloat16}: B as K x N or
 // as N x K (args.b_transposed) and strided batches (args.batch > 1, grid z), and enqueues on
-// `stream`. A rung that cannot take a shape says why through its `*_limits` function (the harness
-// skips it with that reason; the library call picks another rung); its launcher throws
-// cudalab::Error (invalid_argument) with the same reason if called anyway.
+// `stream`; mma_small and the persistent Hopper rungs (wgmma_persistent, wgmma_small,
+// wgmma_cluster) also take A stored K x M (args.a_transposed), the others refuse it. A rung that cannot take a shape
+// says why through its `*_limits` function (the harness skips it with that reason; the library call picks another
+// rung); its launcher throws cudalab::Error (invalid_argument) with the same reason if called anyway.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +24,12 @@ struct GemmShape {
   std::int64_t lda = 0, ldb = 0, ldc = 0;
   bool b_transposed = false;
   std::int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  bool a_transposed = false;
 };
 template <typename T>
 GemmShape shape_of(const GemmArgs<T>& args) {
-  return {args.m,     args.n,        args.k,        args.lda,     args.ldb, args.ldc, args.b_transposed,
-          args.batch, args.stride_a, args.stride_b, args.stride_c};
+  return {args.m,     args.n,        args.k,        args.lda,      args.ldb,         args.ldc, args.b_transposed,
+          args.batch, args.stride_a, args.stride_b, args.stride_c, args.a_transposed};
 }
 
 // WMMA 16x16x16 fragments loaded straight from global memory, one warp per 16x16 output tile.

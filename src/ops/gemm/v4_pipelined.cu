@@ -326,7 +326,8 @@ void launch_split_k_reduce(const GemmArgs<float>& args, const float* partial, in
 template <int kBm, int kBn, int kBk, int kRm, int kRn, int kStages, bool kWarpTiled, int kSplitK>
 void launch_config(const GemmArgs<float>& args, cudaStream_t stream) {
   const PipelineConfig config{kBm, kBn, kBk, kRm, kRn, kStages, kWarpTiled, kSplitK};
-  CUDALAB_REQUIRE(!args.b_transposed, "gemm " + config.name() + ": the FP32 kernels take B as K x N, not transposed");
+  CUDALAB_REQUIRE(!args.a_transposed && !args.b_transposed,
+                  "gemm " + config.name() + ": the FP32 kernels take A as M x K and B as K x N, not transposed");
   CUDALAB_REQUIRE(args.batch >= 0, "gemm " + config.name() + ": negative batch " + std::to_string(args.batch));
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   const std::int64_t row_tiles = ceil_div<std::int64_t>(args.m, kBm), col_tiles = ceil_div<std::int64_t>(args.n, kBn);

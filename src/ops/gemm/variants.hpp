@@ -2,9 +2,9 @@
 // and any leading dimensions (lda >= K, ldb >= N, ldc >= N). Every launcher takes the op's
 // argument struct, enqueues on `stream` and handles partial tiles; beta == 0 never reads C (BLAS
 // semantics: C may hold NaN then). The library entry (gemm.cu) and the registry (register.cpp)
-// fill the same struct. The FP32 kernels here take B as K x N, and only the pipelined family takes
-// strided batches; the tensor-core ladder (tensor_core_variants.hpp) takes both layouts of B and
-// strided batches on every rung.
+// fill the same struct. The FP32 kernels here take A as M x K and B as K x N, and only the pipelined
+// family takes strided batches; the tensor-core ladder (tensor_core_variants.hpp) takes both layouts
+// of B and strided batches on every rung, and A stored K x M on the rungs that say so.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,10 @@ struct GemmArgs {
   // B stored N x K (row j holds column j of the K x N operand, ldb >= K): C = alpha A B^T + beta C,
   // the layout of x @ W.T in nn.Linear. False: B is K x N (ldb >= N).
   bool b_transposed = false;
+  // A stored K x M (row p holds column p of the M x K operand, lda >= M): C = alpha A^T op(B) + beta
+  // C, the layout of a weight's gradient dy^T x. False: A is M x K (lda >= K). Only the tensor-core
+  // ladder takes it.
+  bool a_transposed = false;
   // Strided batch: matrix z of A starts at a + z * stride_a (likewise B, C); z in [0, batch).
   std::int64_t batch = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
