@@ -1,5 +1,10 @@
 // gemm as a torch op: out = alpha * a @ op(b) + beta * c over 2-D matrices or 3-D batches
-// (gemm_batched), op(b) = b, or b^T for b stored n x k (b_transposed: nn.Linear's x @ W^T).
+// (gemm_batched), op(b) = b, or b^T for b stored n x k (b_transposed: nn.Linear's x @ W^T). Operands
+// are taken as they lie: a matrix whose rows or whose columns are contiguous (so a .mT view too)
+// goes to the library as is, its layout passed as transpose_a / transpose_b.
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <type_traits>
 #include <vector>
 
@@ -13,11 +18,59 @@
 namespace cudalab::torch_ops {
 namespace {
 
+constexpr const char* kOp = "gemm";
+
+// The checks check_tensor makes but contiguity (gemm takes strided operands): on CUDA, on
+// `device`, one of the float dtypes, and `dtype` (a's) when given.
+void check_operand(const char* name, const at::Tensor& t, const at::Device& device,
+                   c10::optional<at::ScalarType> dtype = c10::nullopt) {
+  TORCH_CHECK(t.is_cuda(), "cudalab.gemm: ", name, " must be a CUDA tensor, got ", t.device());
+  TORCH_CHECK(t.device() == device, "cudalab.gemm: ", name, " is on ", t.device(), ", the other arguments on ", device);
+  TORCH_CHECK_TYPE(std::find(std::begin(kFloatTypes), std::end(kFloatTypes), t.scalar_type()) != std::end(kFloatTypes),
+                   "cudalab.gemm: ", name, " must be ", dtype_names(kFloatTypes), ", got ",
+                   dtype_names(t.scalar_type()));
+  if (dtype.has_value())
+    TORCH_CHECK_TYPE(t.scalar_type() == *dtype, "cudalab.gemm: ", name, " must be ", *dtype, " like a, got ",
+                     t.scalar_type());
+}
+
+// How an operand's logical matrix [rows, cols] lies in memory: rows contiguous (row-major, rows
+// `ld` apart) or columns contiguous (`transposed`: stored cols x rows row-major, columns `ld`
+// apart), and `batch_stride` elements between a batch's matrices (0: one matrix for all).
+struct Storage {
+  bool transposed = false;
+  std::int64_t ld = 1;
+  std::int64_t batch_stride = 0;
+};
+
+// The storage of t's matrices, or of t.mT's when `flipped` (b given as [n, k] for op(b) = b^T).
+// Rows are preferred where both fit (the fp32 kernels and the larger tensor-core tiles take them
+// only). A dimension of size 0 or 1 is never stepped over, so its stride does not matter; ld is at
+// least 1 and at least the stored row's length, as the library requires even of empty matrices.
+Storage storage_of(const char* name, const at::Tensor& t, bool flipped) {
+  const std::int64_t r = flipped ? -1 : -2, c = flipped ? -2 : -1;
+  const std::int64_t rows = t.size(r), cols = t.size(c), row_step = t.stride(r), col_step = t.stride(c);
+  Storage s;
+  s.batch_stride = t.dim() == 3 ? t.stride(0) : 0;
+  if ((cols <= 1 || col_step == 1) && (rows <= 1 || row_step >= cols)) {
+    s.ld = std::max({rows <= 1 ? std::int64_t{0} : row_step, cols, std::int64_t{1}});
+    return s;
+  }
+  if ((rows <= 1 || row_step == 1) && (cols <= 1 || col_step >= rows)) {
+    s.transposed = true;
+    s.ld = std::max({cols <= 1 ? std::int64_t{0} : col_step, rows, std::int64_t{1}});
+    return s;
+  }
+  TORCH_CHECK_VALUE(false, "cudalab.gemm: ", name, " of shape ", t.sizes(), " and strides ", t.strides(),
+                    " has neither contiguous rows nor contiguous columns; gemm needs one or the other (a matrix "
+                    "or its .mT view): call .contiguous() on it first");
+  return s;
+}
+
 at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c, double alpha, double beta,
                 bool b_transposed) {
-  constexpr const char* op = "gemm";
-  check_tensor(op, "a", a, a.device());
-  check_tensor(op, "b", b, a.device(), a.scalar_type());
+  check_operand("a", a, a.device());
+  check_operand("b", b, a.device(), a.scalar_type());
   TORCH_CHECK_VALUE(a.dim() == 2 || a.dim() == 3,
                     "cudalab.gemm: a must be a matrix [m, k] or a batch [batch, m, k], got ", a.sizes());
   TORCH_CHECK_VALUE(b.dim() == a.dim(), "cudalab.gemm: b must have a's rank ", a.dim(), ", got ", b.sizes());
@@ -30,39 +83,51 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
   const std::int64_t b_k = b_transposed ? b.size(-1) : b.size(-2);
   TORCH_CHECK_VALUE(b_k == k, "cudalab.gemm: b must be ", b_transposed ? "[n, k]" : "[k, n]", " with k = ", k,
                     " (a's columns), got ", b.sizes());
-  TORCH_CHECK_TYPE(!b_transposed || a.scalar_type() != at::kFloat,
-                   "cudalab.gemm: b_transposed needs bfloat16 or float16 (the fp32 kernels take b as [k, n])");
+  // a as [m, k] and op(b) as [k, n]: the library's transpose_a / transpose_b are their columns
+  // being the contiguous ones.
+  const Storage sa = storage_of("a", a, false);
+  const Storage sb = storage_of("b", b, b_transposed);
+  if (a.scalar_type() == at::kFloat) {
+    const char* which = sa.transposed ? (sb.transposed ? "a and op(b) have" : "a has") : "op(b) has";
+    TORCH_CHECK_VALUE(!sa.transposed && !sb.transposed, "cudalab.gemm: the fp32 kernels take a as [m, k] and b as ",
+                      "[k, n] with contiguous rows; call .contiguous() (", which,
+                      " contiguous columns, b_transposed=", b_transposed ? "True" : "False",
+                      "; bfloat16 and float16 take either layout)");
+  }
   const c10::cuda::CUDAGuard guard(a.device());
   std::vector<std::int64_t> shape = batched ? std::vector<std::int64_t>{batch, m, n} : std::vector<std::int64_t>{m, n};
   at::Tensor out;
   if (c.has_value() && beta != 0.0) {
-    check_tensor(op, "c", *c, a.device(), a.scalar_type());
+    check_operand("c", *c, a.device(), a.scalar_type());
     TORCH_CHECK_VALUE(c->sizes() == at::IntArrayRef(shape), "cudalab.gemm: c must have the output's shape ",
                       at::IntArrayRef(shape), ", got ", c->sizes());
-    out = c->clone();  // the library computes in place: out = alpha a op(b) + beta out
+    out = c->clone(at::MemoryFormat::Contiguous);  // the library computes in place: out = alpha a op(b) + beta out
   } else {
     out = at::empty(shape, a.options());
     beta = 0.0;  // never reads out
   }
-  const Transpose transpose = b_transposed ? Transpose::yes : Transpose::no;
-  const std::int64_t ldb = b_transposed ? k : n;
+  const std::int64_t ldc = std::max<std::int64_t>(n, 1);
+  const Transpose transpose_a = sa.transposed ? Transpose::yes : Transpose::no;
+  const Transpose transpose_b = sb.transposed ? Transpose::yes : Transpose::no;
   with_element_type(a, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
+    call_library(kOp, [&] {
       const auto fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
       if constexpr (std::is_same_v<T, float>) {
         if (batched) {
-          cudalab::gemm_batched(batch, m, n, k, fa, data<T>(a), k, m * k, data<T>(b), ldb, k * n, fb,
-                                mutable_data<T>(out), n, m * n, current_stream(a));
+          cudalab::gemm_batched(batch, m, n, k, fa, data<T>(a), sa.ld, sa.batch_stride, data<T>(b), sb.ld,
+                                sb.batch_stride, fb, mutable_data<T>(out), ldc, m * n, current_stream(a));
         } else {
-          cudalab::gemm(m, n, k, fa, data<T>(a), k, data<T>(b), ldb, fb, mutable_data<T>(out), n, current_stream(a));
+          cudalab::gemm(m, n, k, fa, data<T>(a), sa.ld, data<T>(b), sb.ld, fb, mutable_data<T>(out), ldc,
+                        current_stream(a));
         }
       } else if (batched) {
-        cudalab::gemm_batched(batch, m, n, k, fa, data<T>(a), k, m * k, data<T>(b), ldb, n * k, fb,
-                              mutable_data<T>(out), n, m * n, current_stream(a), transpose);
+        cudalab::gemm_batched(batch, m, n, k, fa, data<T>(a), sa.ld, sa.batch_stride, data<T>(b), sb.ld,
+                              sb.batch_stride, fb, mutable_data<T>(out), ldc, m * n, current_stream(a), transpose_b,
+                              transpose_a);
       } else {
-        cudalab::gemm(m, n, k, fa, data<T>(a), k, data<T>(b), ldb, fb, mutable_data<T>(out), n, current_stream(a),
-                      transpose);
+        cudalab::gemm(m, n, k, fa, data<T>(a), sa.ld, data<T>(b), sb.ld, fb, mutable_data<T>(out), ldc,
+                      current_stream(a), transpose_b, transpose_a);
       }
     });
   });

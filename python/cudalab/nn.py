@@ -44,17 +44,26 @@ class RMSNorm(torch.nn.RMSNorm):
 
 class Linear(torch.nn.Linear):
     """``torch.nn.Linear`` (``y = x W^T + b``) by ``cudalab.ops.gemm``, x's leading dimensions taken
-    as rows. In bfloat16 and float16 the weight is used as stored ([out, in], ``b_transposed``); in
-    float32 a transposed copy is made per call, since the FP32 kernels take B as [k, n] only. The
-    bias is added by PyTorch (one more elementwise kernel): cudalab's GEMM has no bias epilogue, so
-    there is no fused bias+GELU either."""
+    as rows. In bfloat16 and float16 the weight is read as stored ([out, in], ``b_transposed``), and
+    the backward's products, dx = dy W and dW = dy^T x (dy^T read as a transposed A), read dy, W and
+    x where they lie: neither pass copies an operand. In float32 the FP32 kernels take B as [k, n]
+    with contiguous rows only, so a transposed copy of the weight is made per call (and the
+    backward copies its transposed operands likewise). Under ``torch.autocast``, x, the weight and
+    the bias are cast to the autocast dtype, as ``torch.nn.Linear``'s are, and the product runs in
+    it on tensor cores. The bias is added by PyTorch (one more elementwise kernel): cudalab's GEMM
+    has no bias epilogue, so there is no fused bias+GELU either."""
 
     def forward(self, x):
+        weight, bias = self.weight, self.bias
+        if x.is_cuda and torch.is_autocast_enabled("cuda"):  # the only device the ops run on
+            dtype = torch.get_autocast_dtype("cuda")
+            x, weight = x.to(dtype), weight.to(dtype)
+            bias = None if bias is None else bias.to(dtype)
         rows = x.reshape(-1, self.in_features)
         if x.dtype == torch.float32:
-            y = ops.gemm(rows, self.weight.t().contiguous())
+            y = ops.gemm(rows, weight.t().contiguous())
         else:
-            y = ops.gemm(rows, self.weight, b_transposed=True)
-        if self.bias is not None:
-            y = y + self.bias
+            y = ops.gemm(rows, weight, b_transposed=True)
+        if bias is not None:
+            y = y + bias
         return y.reshape(*x.shape[:-1], self.out_features)

@@ -2,10 +2,11 @@
 a fake kernel (shapes and dtypes only) and a backward where one exists.
 
 Inputs must be contiguous CUDA tensors (the ops check and name the argument; nothing is copied
-behind your back). The fused ops and gemm take float32, float16 or bfloat16 and work on the last
-dimension; attention takes the same dtypes as [batch, heads, seq, head_dim]; the library's
-primitives (reduce_sum, the scans, select_at_least, histogram, transpose, conv2d) take the dtypes
-their docstrings name and read their input as one flat array, matrix or image.
+behind your back), except gemm's, which are read as strided matrices (see :func:`gemm`). The fused
+ops and gemm take float32, float16 or bfloat16 and work on the last dimension; attention takes the
+same dtypes as [batch, heads, seq, head_dim]; the library's primitives (reduce_sum, the scans,
+select_at_least, histogram, transpose, conv2d) take the dtypes their docstrings name and read their
+input as one flat array, matrix or image.
 """
 
 import torch
@@ -49,9 +50,18 @@ def gemm(
     a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta: float = 0.0, b_transposed: bool = False
 ) -> Tensor:
     """``alpha * a @ op(b) + beta * c`` for matrices ``a`` [m, k] or batches [batch, m, k]; ``op(b)``
-    is ``b`` ([k, n]) or, with ``b_transposed``, ``b.mT`` for ``b`` stored [n, k] (``nn.Linear``'s
-    weight; bfloat16 and float16 only). FP32 runs on CUDA cores (no TF32), 16-bit types on tensor
-    cores with FP32 accumulation."""
+    is ``b`` ([k, n]) or, with ``b_transposed``, ``b.mT`` for ``b`` given as [n, k] (``nn.Linear``'s
+    weight). FP32 runs on CUDA cores (no TF32), 16-bit types on tensor cores with FP32 accumulation.
+
+    ``a`` and ``b`` are read where they lie, as matrices whose rows or whose columns are contiguous
+    (rows or columns at least their length apart, so slices of wider matrices too), with any batch
+    stride (0: one matrix for the whole batch). In bfloat16 and float16 either layout of each runs
+    without a copy: ``a`` or ``a.mT`` of a contiguous [k, m], ``b`` [k, n] or a ``.mT`` view of a
+    contiguous [n, k], and the same with ``b_transposed``. The fp32 kernels take ``a`` [m, k] and
+    ``op(b)`` [k, n] with contiguous rows only, and refuse other layouts (call ``.contiguous()``).
+    Matrices with neither rows nor columns contiguous are refused (ValueError) by name. ``c`` may
+    have any strides: it is copied into the new contiguous output first. Sizes may be 0: k = 0 gives
+    ``beta * c``, m = 0 or n = 0 an empty output."""
     return torch.ops.cudalab.gemm(a, b, c, alpha, beta, b_transposed)
 
 
@@ -323,24 +333,36 @@ def _gemm_setup(ctx, inputs, output):
     ctx.alpha, ctx.beta, ctx.b_transposed, ctx.has_c = alpha, beta, b_transposed, c is not None
 
 
+def _rows_contiguous(t):
+    # As csrc/gemm.cpp decides: a dimension of size 0 or 1 is never stepped over.
+    rows, cols = t.shape[-2:]
+    return (cols <= 1 or t.stride(-1) == 1) and (rows <= 1 or t.stride(-2) >= cols)
+
+
+def _gemm_operand(t, fp32):
+    """t as cudalab's gemm reads it without a copy: itself where its rows (or, in 16-bit, its
+    columns) are contiguous, else a contiguous copy."""
+    if _rows_contiguous(t) or (not fp32 and _rows_contiguous(t.mT)):
+        return t
+    return t.contiguous()
+
+
 def _gemm_backward(ctx, dc):
-    # dA = alpha dC op(B)^T and dB = alpha A^T dC (or its transpose for B stored [n, k]), by cudalab's
-    # own gemm: the library has no transposed A, so A^T (and dC^T) are materialized.
+    # dA = alpha dC op(B)^T, and dB in b's own shape: alpha A^T dC, or alpha dC^T A for b given as
+    # [n, k]. The transposes are .mT views, which the 16-bit kernels read as they lie (transpose_a,
+    # transpose_b): no copy. The fp32 kernels take rows only, so there they are materialized.
     a, b = ctx.saved_tensors
-    dc = dc.contiguous()
+    fp32 = dc.dtype == torch.float32
+    dc = _gemm_operand(dc, fp32)
     da = db = None
     if ctx.needs_input_grad[0]:
-        if ctx.b_transposed:
-            da = torch.ops.cudalab.gemm(dc, b, None, ctx.alpha, 0.0, False)
-        elif dc.dtype == torch.float32:
-            da = torch.ops.cudalab.gemm(dc, b.mT.contiguous(), None, ctx.alpha, 0.0, False)
-        else:
-            da = torch.ops.cudalab.gemm(dc, b, None, ctx.alpha, 0.0, True)
+        op_b_t = b if ctx.b_transposed else b.mT  # op(B)^T, [n, k]
+        da = torch.ops.cudalab.gemm(dc, _gemm_operand(op_b_t, fp32), None, ctx.alpha, 0.0, False)
     if ctx.needs_input_grad[1]:
         if ctx.b_transposed:
-            db = torch.ops.cudalab.gemm(dc.mT.contiguous(), a, None, ctx.alpha, 0.0, False)
+            db = torch.ops.cudalab.gemm(_gemm_operand(dc.mT, fp32), a, None, ctx.alpha, 0.0, False)
         else:
-            db = torch.ops.cudalab.gemm(a.mT.contiguous(), dc, None, ctx.alpha, 0.0, False)
+            db = torch.ops.cudalab.gemm(_gemm_operand(a.mT, fp32), dc, None, ctx.alpha, 0.0, False)
     dcin = dc * ctx.beta if ctx.has_c and ctx.needs_input_grad[2] else None
     return da, db, dcin, None, None, None
 

@@ -99,10 +99,10 @@ def test_the_cases_work_is_the_hand_computed_traffic(model):
     assert norm["work"] == {"bytes_read": 2 * (m + 2 * f), "bytes_written": 2 * m + 8 * r, "flops": 8 * m}
     assert norm["unit"] == "fp32_cuda_cores"
     n = 8192
-    gemm = answers["gemm", "dtype=f16;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_b=0"]  # a @ b: C never read
+    gemm = answers["gemm", "dtype=f16;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_a=0;transpose_b=0"]  # a @ b: C never read
     assert gemm["work"] == {"bytes_read": 4 * n * n, "bytes_written": 2 * n * n, "flops": 2 * n**3}
     assert gemm["unit"] == "fp16_tensor_cores"
-    assert answers["gemm", "dtype=f32;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_b=0"]["unit"] == "fp32_cuda_cores"
+    assert answers["gemm", "dtype=f32;M=8192;N=8192;K=8192;alpha=1;beta=0;transpose_a=0;transpose_b=0"]["unit"] == "fp32_cuda_cores"
     n = 1 << 28
     select = answers["select_if", f"dtype=i32;n={n};selected_percent=50"]  # 17 of the 33 values -16..16 kept, and the count
     assert select["work"]["bytes_written"] == pytest.approx(4 * n * 17 / 33 + 8, rel=1e-15)

@@ -181,33 +181,170 @@ def test_compile_fullgraph_without_graph_breaks():
     assert x.grad is not None and x.grad.shape == x.shape
 
 
+def matrix(shape, dtype, transposed=False):
+    """A random matrix (or batch) of `shape`: contiguous, or the .mT view of a contiguous one."""
+    if transposed:
+        return torch.randn(*shape[:-2], shape[-1], shape[-2], device="cuda").to(dtype).mT
+    return torch.randn(*shape, device="cuda").to(dtype)
+
+
+# The four layouts of a and b: a [m, k] as is or as the .mT view of a contiguous [k, m]; b given
+# as [k, n] or, with b_transposed, as [n, k], each as is or as the .mT view of a contiguous tensor
+# (b_transposed of a .mT view is b [k, n] with contiguous rows again).
+GEMM_B = [(False, False), (False, True), (True, False), (True, True)]
+GEMM_SHAPES = [
+    (1, 1, 1),
+    (17, 33, 65),
+    (127, 129, 131),
+    (64, 128, 256),
+    (2048, 2048, 512),  # enough tiles for the large-output rungs
+    (3, 17, 33, 65),
+    (4, 64, 128, 256),
+    (5, 7, 0),  # k = 0: beta * c
+    (2, 5, 7, 0),
+    (0, 7, 5),
+    (5, 0, 7),
+]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("b_transposed", [False, True])
-@pytest.mark.parametrize("shape", [(1, 1, 1), (127, 129, 131), (3, 200, 264, 136), (1024, 1024, 1024)])
-def test_gemm_and_its_gradients_match_float64(dtype, b_transposed, shape):
-    if b_transposed and dtype == torch.float32:
-        pytest.skip("the fp32 kernels take b as [k, n] (b_transposed is refused, tested below)")
+@pytest.mark.parametrize("a_view", [False, True])
+@pytest.mark.parametrize("b_transposed, b_view", GEMM_B)
+@pytest.mark.parametrize("shape", GEMM_SHAPES)
+def test_gemm_and_its_gradients_match_float64(dtype, a_view, b_transposed, b_view, shape):
+    if dtype == torch.float32 and (a_view or b_transposed != b_view):
+        pytest.skip("the fp32 kernels take a and op(b) with contiguous rows only (refusal tested below)")
     *batch, m, n, k = shape
-    torch.manual_seed(zlib.crc32(repr((dtype, b_transposed, shape)).encode()))
-    a = torch.randn(*batch, m, k, device="cuda").to(dtype).requires_grad_()
-    b = torch.randn(*batch, *((n, k) if b_transposed else (k, n)), device="cuda").to(dtype).requires_grad_()
-    c = torch.randn(*batch, m, n, device="cuda").to(dtype).requires_grad_()
+    torch.manual_seed(zlib.crc32(repr((dtype, a_view, b_transposed, b_view, shape)).encode()))
+    a = matrix((*batch, m, k), dtype, a_view).requires_grad_()
+    b = matrix((*batch, *((n, k) if b_transposed else (k, n))), dtype, b_view).requires_grad_()
+    c = matrix((*batch, m, n), dtype, a_view).requires_grad_()  # any strides: copied into the output
     out = ops.gemm(a, b, c, alpha=1.5, beta=-0.5, b_transposed=b_transposed)
     op_b = b.double().mT if b_transposed else b.double()
     ref = 1.5 * a.double() @ op_b - 0.5 * c.double()
-    assert out.shape == ref.shape and out.dtype == dtype
+    assert out.shape == ref.shape and out.dtype == dtype and out.is_contiguous()
     assert rel_l2(out, ref) <= REL_L2[dtype], f"rel L2 {rel_l2(out, ref):.3g}"
     dout = torch.randn_like(out)
     grads = torch.autograd.grad(out, (a, b, c), dout)
     refs = torch.autograd.grad(ref, (a, b, c), dout.double())
+    for t, g, r in zip((a, b, c), grads, refs):
+        assert g.shape == t.shape and g.dtype == dtype
+        assert rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gemm_reads_slices_and_a_shared_batch_matrix(dtype):
+    # Rows further apart than their length (a column slice of a wider matrix) and a batch stride
+    # of 0 (one b for every matrix of the batch) are read where they lie.
+    torch.manual_seed(17)
+    a = torch.randn(3, 40, 100, device="cuda").to(dtype)[:, :, :64].requires_grad_()
+    shared = torch.randn(72, 64, device="cuda").to(dtype).requires_grad_()
+    b = shared.expand(3, 72, 64)
+    out = ops.gemm(a, b, b_transposed=True)
+    ref = a.double() @ shared.double().mT
+    assert rel_l2(out, ref) <= REL_L2[dtype], f"rel L2 {rel_l2(out, ref):.3g}"
+    dout = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (a, shared), dout)
+    refs = torch.autograd.grad(ref, (a, shared), dout.double())
     for g, r in zip(grads, refs):
         assert rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
 
 
-def test_gemm_refuses_fp32_with_b_transposed():
-    a = torch.randn(4, 8, device="cuda")
-    with pytest.raises(TypeError, match="cudalab.gemm: b_transposed needs bfloat16 or float16"):
-        ops.gemm(a, torch.randn(6, 8, device="cuda"), b_transposed=True)
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_gemm_refuses_a_matrix_with_neither_rows_nor_columns_contiguous(operand):
+    a = torch.randn(8, 32, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(32, 48, device="cuda", dtype=torch.bfloat16)
+    if operand == "a":  # every other column: a [8, 16] with strides [32, 2]
+        a, b, strides = a[:, ::2], b[:16], r"\[32, 2\]"
+    else:  # b [16, 24] with strides [96, 2]
+        a, b, strides = a[:, :16], b[::2, ::2], r"\[96, 2\]"
+    message = (
+        f"cudalab.gemm: {operand} of shape .* and strides {strides} has neither contiguous rows nor contiguous "
+        r"columns; .* call \.contiguous\(\) on it first"
+    )
+    with pytest.raises(ValueError, match=message):
+        ops.gemm(a, b)
+
+
+FP32_ROWS_ONLY = (
+    r"cudalab.gemm: the fp32 kernels take a as \[m, k\] and b as \[k, n\] with contiguous rows; "
+    r"call \.contiguous\(\)"
+)
+
+
+@pytest.mark.parametrize("layout", ["a.mT", "b.mT", "b_transposed"])
+def test_gemm_fp32_refuses_transposed_layouts(layout):
+    a, b = torch.randn(4, 8, device="cuda"), torch.randn(8, 6, device="cuda")
+    with pytest.raises(ValueError, match=FP32_ROWS_ONLY):
+        if layout == "a.mT":
+            ops.gemm(a.t().contiguous().mT, b)
+        elif layout == "b.mT":
+            ops.gemm(a, b.t().contiguous().mT)
+        else:
+            ops.gemm(a, b.t().contiguous(), b_transposed=True)
+    # b_transposed of a .mT view is b [k, n] with contiguous rows: the fp32 kernels take it.
+    torch.testing.assert_close(ops.gemm(a, b.mT, b_transposed=True), a @ b)
+
+
+COPIES = ("aten::copy_", "aten::clone", "aten::contiguous")
+
+
+def profiled(run):
+    """The names of the ops that `run()` dispatches, and each copy among them with the ops it was
+    called from, under torch.profiler."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        run()
+    names, copies = [], []
+    for event in profile.events():
+        names.append(event.name)
+        if event.name in COPIES:
+            chain, parent = [event.name], event.cpu_parent
+            while parent is not None:
+                chain.append(parent.name)
+                parent = parent.cpu_parent
+            copies.append(" <- ".join(chain))
+    return names, copies
+
+
+def test_linear_backward_in_bfloat16_copies_nothing():
+    torch.manual_seed(13)
+    linear = cudalab.nn.Linear(256, 384, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(4, 16, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(4, 16, 384, device="cuda", dtype=torch.bfloat16)
+    linear(x).backward(dy)  # first calls' work stays out of the profile
+    x.grad = linear.weight.grad = linear.bias.grad = None
+    y = linear(x)
+    names, copies = profiled(lambda: y.backward(dy))
+    assert names.count("cudalab::gemm") == 2, "the profile must hold the backward's dx and dW"
+    assert not copies, "the backward copied: " + "; ".join(copies)
+    assert x.grad.shape == x.shape and linear.weight.grad.shape == linear.weight.shape
+    # The same profile sees the copy a materialized transpose makes, so the check above can fail.
+    names, copies = profiled(lambda: linear.weight.detach().mT.contiguous())
+    assert copies and "aten::copy_" in names
+
+
+def test_linear_runs_in_the_autocast_dtype():
+    torch.manual_seed(11)
+    linear = cudalab.nn.Linear(1000, 300, device="cuda")  # float32 parameters
+    x = torch.randn(4, 16, 1000, device="cuda", requires_grad=True)
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        out = linear(x)
+        ref = F.linear(x, linear.weight, linear.bias)
+    assert out.dtype == ref.dtype == torch.bfloat16 and out.shape == ref.shape
+    # On the inputs rounded to bfloat16 (what autocast runs on), within bf16's limit of the exact
+    # product, and so within twice that of F.linear's own result.
+    bf16 = [t.detach().to(torch.bfloat16).double() for t in (x, linear.weight, linear.bias)]
+    exact = F.linear(*bf16)
+    assert rel_l2(out, exact) <= REL_L2[torch.bfloat16], f"rel L2 {rel_l2(out, exact):.3g}"
+    assert rel_l2(out, ref) <= 2 * REL_L2[torch.bfloat16], f"rel L2 to F.linear {rel_l2(out, ref):.3g}"
+    dy = torch.randn_like(out)
+    leaves = (x, linear.weight, linear.bias)
+    grads = torch.autograd.grad(out, leaves, dy)
+    refs = torch.autograd.grad(ref, leaves, dy)
+    for t, g, r in zip(leaves, grads, refs):
+        assert g.dtype == t.dtype == torch.float32 and g.shape == t.shape
+        assert rel_l2(g, r) <= 2 * REL_L2[torch.bfloat16], f"gradient rel L2 {rel_l2(g, r):.3g}"
+    assert linear(x).dtype == torch.float32  # outside autocast: the parameters' dtype
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -3,6 +3,8 @@ the right shapes (FakeTensorMode, meta tensors, torch.export), gradients on meta
 inputs' shapes, and
 CPU tensors are refused with the op's name."""
 
+import itertools
+
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -227,13 +229,60 @@ def test_export_traces_the_ops():
         assert name in graph
 
 
-@pytest.mark.parametrize("b_transposed", [False, True])
-def test_gemm_fake_shapes(b_transposed):
+def gemm_operands(device, dtype, batch, m, n, k, a_view, b_transposed, b_view, requires_grad=False):
+    """a [*batch, m, k] and b ([*batch, k, n], or [*batch, n, k] for b_transposed), each contiguous
+    or the .mT view of a contiguous tensor."""
+
+    def matrix(rows, cols, view):
+        t = torch.empty(*batch, *((cols, rows) if view else (rows, cols)), device=device, dtype=dtype)
+        return (t.mT if view else t).requires_grad_(requires_grad)
+
+    return matrix(m, k, a_view), matrix(*((n, k) if b_transposed else (k, n)), b_view)
+
+
+# (a_view, b_transposed, b_view): a as is or as a .mT view, b given as [k, n] or [n, k]
+# (b_transposed), as is or as a .mT view: the library's four layouts, each B layout two ways.
+GEMM_LAYOUTS = list(itertools.product([False, True], repeat=3))
+
+
+@pytest.mark.parametrize("a_view, b_transposed, b_view", GEMM_LAYOUTS)
+def test_gemm_fake_shapes(a_view, b_transposed, b_view):
     with FakeTensorMode():
-        a = torch.empty(4, 32, 64, dtype=torch.bfloat16, device="cuda")
-        b = torch.empty(4, *((48, 64) if b_transposed else (64, 48)), dtype=torch.bfloat16, device="cuda")
-        assert ops.gemm(a, b, b_transposed=b_transposed).shape == (4, 32, 48)
+        a, b = gemm_operands("cuda", torch.bfloat16, (4,), 32, 48, 64, a_view, b_transposed, b_view)
+        out = ops.gemm(a, b, b_transposed=b_transposed)
+        assert out.shape == (4, 32, 48) and out.is_contiguous()
         assert ops.gemm(a[0], b[0], b_transposed=b_transposed).shape == (32, 48)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("a_view, b_transposed, b_view", GEMM_LAYOUTS)
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_gemm_gradients_on_meta_tensors_keep_every_layouts_shapes(dtype, a_view, b_transposed, b_view, batch):
+    a, b = gemm_operands("meta", dtype, batch, 5, 7, 9, a_view, b_transposed, b_view, requires_grad=True)
+    out = ops.gemm(a, b, b_transposed=b_transposed)
+    for g, t in zip(torch.autograd.grad(out, (a, b), torch.ones_like(out)), (a, b)):
+        assert g.is_meta and g.shape == t.shape and g.dtype == dtype
+
+
+COPIES = ("aten::copy_", "aten::clone", "aten::contiguous")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("a_view, b_transposed, b_view", GEMM_LAYOUTS)
+def test_gemm_backward_copies_only_for_the_fp32_kernels(dtype, a_view, b_transposed, b_view):
+    # On meta tensors the backward runs its Python and the fake kernels: in 16-bit every transpose
+    # it takes is a .mT view; in fp32 (rows only) dA's op(B)^T at least is always materialized.
+    if dtype == torch.float32 and (a_view or b_transposed != b_view):
+        pytest.skip("the fp32 kernels refuse this layout (test_gpu.py tests the refusal)")
+    a, b = gemm_operands("meta", dtype, (3,), 5, 7, 9, a_view, b_transposed, b_view, requires_grad=True)
+    out = ops.gemm(a, b, b_transposed=b_transposed)
+    dout = torch.empty_like(out)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        torch.autograd.grad(out, (a, b), dout)
+    names = [event.name for event in profile.events()]
+    assert names.count("cudalab::gemm") == 2
+    copies = [name for name in names if name in COPIES]
+    assert bool(copies) == (dtype == torch.float32), copies
 
 
 def test_bias_gelu_refuses_an_unknown_approximation():
