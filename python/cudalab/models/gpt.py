@@ -88,7 +88,7 @@ class Gpt(torch.nn.Module):
         for block in self.blocks:
             x = block(x)
         logits = self.head(self.ln_f(x))
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def _train_step(model, optimizer, tokens, targets):
@@ -109,7 +109,7 @@ def _time_steps(model, optimizer, tokens, targets, steps):
         loss = _train_step(model, optimizer, tokens, targets)
     end.record()
     torch.cuda.synchronize()
-    return start.elapsed_time(end) / steps, float(loss)
+    return start.elapsed_time(end) / steps, loss.item()
 
 
 def _is_copy(name):
