@@ -45,7 +45,7 @@ DeviceInfo device_info(int ordinal = -1);
 // naming the architectures built and the one found, and how to rebuild.
 void require_kernel_image();
 
-// Architectures this build was compiled for, as CMake was told ("90", "80;90", ...).
+// Architectures this build was compiled for, as CMake was told, comma-separated ("90", "80,90", ...).
 const char* built_architectures() noexcept;
 
 }  // namespace cudalab
