@@ -93,6 +93,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                    "Bench only this op (with the experiments shown on its page), experiment, or page of experiments "
                    "(memory, transfers); repeatable")
       ->allow_extra_args(false);
+  bench->add_flag("--resume", bench_args.resume,
+                  "Keep the records of the results file from an earlier, unfinished run of this build on this GPU, "
+                  "and run only what it lacks");
 
   ReportArgs report_args;
   auto* report = app.add_subcommand("report",

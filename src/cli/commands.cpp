@@ -101,6 +101,25 @@ harness::ExperimentContext experiment_context(const DeviceInfo& device, const ha
   return context;
 }
 
+// The command of `p` as a reader would type it in a checkout: the program by its name, and a
+// results file (--out, --json) where the repository keeps it, results/<gpu>/<file>. The measuring
+// machine's own paths (its build and scratch folders) tell a reader nothing.
+std::string reader_command(const harness::Provenance& p) {
+  std::istringstream words(p.command_line);
+  std::string command, word;
+  bool results_file = false;
+  while (words >> word) {
+    if (command.empty()) {
+      word = std::filesystem::path(word).filename().string();
+    } else if (results_file) {
+      word = "results/" + harness::gpu_slug(p.gpu_name) + "/" + std::filesystem::path(word).filename().string();
+    }
+    results_file = word == "--out" || word == "--json";
+    command += (command.empty() ? "" : " ") + word;
+  }
+  return command;
+}
+
 std::string provenance_line(const harness::Provenance& p) {
   return "Measured on " + p.gpu_name + " (" + std::to_string(p.sm_count) + " SMs, sm_" +
          std::to_string(p.compute_capability) + ", driver " + (p.driver_version.empty() ? "?" : p.driver_version) +
@@ -108,7 +127,7 @@ std::string provenance_line(const harness::Provenance& p) {
          std::to_string(p.runtime_cuda_version % 1000 / 10) +
          (p.torch_version.empty() ? "" : ", PyTorch " + p.torch_version) + ") at cudalab commit `" +
          p.commit.substr(0, 12) + "`" + (p.dirty ? " (with uncommitted changes)" : "") + " on " + p.date_utc +
-         ", command `" + p.command_line + "`; SM clock " + std::to_string(p.sm_clock_mhz_start) + " MHz at start, " +
+         ", command `" + reader_command(p) + "`; SM clock " + std::to_string(p.sm_clock_mhz_start) + " MHz at start, " +
          std::to_string(p.sm_clock_mhz_end) + " MHz at end.";
 }
 
@@ -485,6 +504,40 @@ int command_run(const RunArgs& args, Context& context) {
   return kExitOk;
 }
 
+namespace {
+
+// What an unfinished results file at `path` already holds, for bench --resume: its records and
+// experiments, kept only when the same build (commit, uncommitted changes) ran them on the same
+// GPU; a missing file is an empty start.
+struct EarlierRun {
+  std::vector<Record> records;
+  nlohmann::json experiments = nlohmann::json::array();
+};
+EarlierRun earlier_run(const std::string& path, const harness::Provenance& now) {
+  EarlierRun earlier;
+  if (!std::filesystem::exists(path)) return earlier;
+  const nlohmann::json results = harness::read_json_file(path);
+  const auto then = results.value("provenance", nlohmann::json::object()).get<harness::Provenance>();
+  const auto refuse = [&](const std::string& why) {
+    throw Error(ErrorKind::invalid_argument, "cannot resume " + path + ": " + why + "; move it aside or drop --resume",
+                __FILE__, __LINE__);
+  };
+  if (results.value("schema", "") != harness::kResultsSchema) refuse("it is not a results file of this version");
+  if (then.gpu_uuid != now.gpu_uuid) refuse("it was measured on another GPU (" + then.gpu_name + ")");
+  if (then.commit != now.commit || then.dirty != now.dirty)
+    refuse("another build wrote it (commit " + then.commit + (then.dirty ? " with uncommitted changes" : "") + ")");
+  earlier.records = results.value("records", nlohmann::json::array()).get<std::vector<Record>>();
+  earlier.experiments = results.value("experiments", nlohmann::json::array());
+  return earlier;
+}
+
+// (op, problem, distribution): what one run_problem call measures.
+std::string problem_id(const std::string& op, const harness::Problem& problem, const std::string& distribution) {
+  return op + " " + problem.key() + " " + distribution;
+}
+
+}  // namespace
+
 int command_bench(const BenchArgs& args, Context& context) {
   const auto& registry = harness::builtin_registry();
   // A name is an op, an experiment, or a page of experiments ("memory", "transfers").
@@ -499,21 +552,50 @@ int command_bench(const BenchArgs& args, Context& context) {
     return args.only.empty() || std::find(args.only.begin(), args.only.end(), name) != args.only.end() ||
            std::find(args.only.begin(), args.only.end(), page_op) != args.only.end();
   };
+  harness::memory_limit();  // a malformed CUDALAB_MEMORY_LIMIT is refused before anything runs
   const DeviceInfo device = usable_device();
   const std::uint64_t seed = choose_seed(args.seed, context);
   harness::Provenance provenance = harness::collect_provenance(device, context.command_line);
+  const std::string path =
+      args.out_path.empty() ? "results/" + harness::gpu_slug(device.name) + "/bench.json" : args.out_path;
+  EarlierRun earlier = args.resume ? earlier_run(path, provenance) : EarlierRun{};
+  std::vector<Record> all = std::move(earlier.records);
+  nlohmann::json experiments = std::move(earlier.experiments);
+  std::vector<std::string> done;
+  for (const Record& r : all) done.push_back(problem_id(r.op, r.problem, r.distribution));
+  const auto is_done = [&](const std::string& id) { return std::find(done.begin(), done.end(), id) != done.end(); };
+  const auto experiment_done = [&](const std::string& name) {
+    return std::any_of(experiments.begin(), experiments.end(),
+                       [&](const nlohmann::json& e) { return e.value("name", "") == name; });
+  };
+  if (args.resume)
+    context.err << "resuming " << path << ": " << all.size() << " records and " << experiments.size()
+                << " experiments kept" << std::endl;
+
   context.err << "measuring this GPU's ceilings (cached for later runs)" << std::endl;
   const harness::Ceilings ceilings = probe::ceilings_for(device, true, progress_printer(context, 5));
   context.out << device_line(device, ceilings) << "\n";
 
   int steps = 0;
-  for (const auto& e : registry.experiments()) steps += chosen(e.name, e.op);
-  for (const auto& op : registry.ops())
-    if (chosen(op.name, op.name))
-      steps += static_cast<int>(op.bench_problems.size() * op.bench_distributions.size() * op.variants.size() * 2);
+  for (const auto& e : registry.experiments()) steps += chosen(e.name, e.op) && !experiment_done(e.name);
+  for (const auto& op : registry.ops()) {
+    if (!chosen(op.name, op.name)) continue;
+    for (const auto distribution : op.bench_distributions)
+      for (const auto& problem : op.bench_problems)
+        if (!is_done(problem_id(op.name, problem, harness::to_string(distribution))))
+          steps += static_cast<int>(op.variants.size() * 2);
+  }
   auto progress = progress_printer(context, steps);
 
-  std::vector<Record> all;
+  // The file is rewritten after every problem and experiment, marked incomplete until the end: a
+  // run that stops (power, a full disk, a fault) keeps what it measured, and --resume goes on.
+  const auto write = [&](bool complete) {
+    harness::record_end_clocks(provenance, device);
+    nlohmann::json results = harness::make_results(provenance, ceilings, all, experiments);
+    results["complete"] = complete;
+    harness::write_json_file(path, results);
+    return results;
+  };
   harness::KernelTimer timer;
   harness::RunOptions options;
   options.seed = seed;
@@ -522,26 +604,33 @@ int command_bench(const BenchArgs& args, Context& context) {
     for (const auto distribution : op.bench_distributions) {
       options.distribution = distribution;
       for (const auto& problem : op.bench_problems) {
-        auto records = harness::run_problem(op, problem, options, ceilings, timer, progress);
+        if (is_done(problem_id(op.name, problem, harness::to_string(distribution)))) continue;
+        std::vector<Record> records;
+        try {
+          records = harness::run_problem(op, problem, options, ceilings, timer, progress);
+        } catch (const Error& error) {
+          // A problem too large for this GPU is skipped with its sizes; any other failure stops the
+          // run (the CUDA context may be unusable), with what was measured already written.
+          if (error.kind() != ErrorKind::out_of_memory) throw;
+          (void)cudaGetLastError();  // an allocation failure leaves no sticky error; clear the last one
+          records = harness::skipped_problem(op, problem, options, error.what());
+        }
         print_records(records, context);
         all.insert(all.end(), records.begin(), records.end());
+        write(false);
       }
     }
   }
-  nlohmann::json experiments = nlohmann::json::array();
   for (const auto& e : registry.experiments()) {
-    if (!chosen(e.name, e.op)) continue;
+    if (!chosen(e.name, e.op) || experiment_done(e.name)) continue;
     progress(e.name);
     auto result = harness::run_experiment(e, experiment_context(device, ceilings, seed, nullptr));
     print_experiment(result, context);
     experiments.push_back(std::move(result));
+    write(false);
   }
-  harness::record_end_clocks(provenance, device);
-  const nlohmann::json results = harness::make_results(provenance, ceilings, all, experiments);
+  const nlohmann::json results = write(true);
   context.out << "\nclaims\n" << claims_table(results["claims"]).text();
-  const std::string path =
-      args.out_path.empty() ? "results/" + harness::gpu_slug(device.name) + "/bench.json" : args.out_path;
-  harness::write_json_file(path, results);
   context.out << "\nwrote " << path << "\n";
   if (any_unexpected_failure(all)) {
     context.err << "cudalab: a variant failed verification (rows marked NO)" << std::endl;
@@ -593,7 +682,10 @@ int command_report(const ReportArgs& args, Context& context) {
       for (const Record& r : records)
         if (configuration_id(r) == configuration && r.problem == problem && r.distribution == distribution)
           in_group.push_back(r);
-      text += "\n**" + problem.label() + ", " + distribution + " inputs**\n\n" + records_table(in_group).markdown();
+      // Folded: a page's reader sees the conclusions and the headline ranking first, and opens the
+      // sizes they want.
+      text += "\n<details><summary>" + problem.label() + ", " + distribution + " inputs</summary>\n\n" +
+              records_table(in_group).markdown() + "\n</details>\n";
     }
     blocks.emplace_back("op:" + configuration, text);
   }

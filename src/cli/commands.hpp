@@ -39,6 +39,7 @@ struct BenchArgs {
   std::string out_path;  // empty: results/<gpu>/bench.json
   std::string seed;
   std::vector<std::string> only;  // ops or experiments; empty: everything
+  bool resume = false;            // keep what an unfinished run of this build on this GPU wrote to out_path
 };
 
 struct ReportArgs {

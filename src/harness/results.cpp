@@ -146,10 +146,18 @@ void write_json_file(const std::string& path, const nlohmann::json& document) {
   const std::filesystem::path target(path);
   std::error_code ignored;
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ignored);
-  std::ofstream out(target);
-  if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);
-  out << document.dump(2) << '\n';
-  if (!out) throw Error(ErrorKind::invalid_argument, "failed writing " + path, __FILE__, __LINE__);
+  // Written beside the target, then renamed over it: a run stopped mid-write leaves the old file whole.
+  const std::filesystem::path partial = target.string() + ".partial";
+  {
+    std::ofstream out(partial);
+    if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);
+    out << document.dump(2) << '\n';
+    if (!out) throw Error(ErrorKind::invalid_argument, "failed writing " + path, __FILE__, __LINE__);
+  }
+  std::error_code error;
+  std::filesystem::rename(partial, target, error);
+  if (error)
+    throw Error(ErrorKind::invalid_argument, "cannot write " + path + ": " + error.message(), __FILE__, __LINE__);
 }
 
 nlohmann::json read_json_file(const std::string& path) {

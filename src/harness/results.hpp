@@ -96,7 +96,8 @@ void from_json(const nlohmann::json& j, Record& r);
 nlohmann::json make_results(const Provenance& provenance, const Ceilings& ceilings, const std::vector<Record>& records,
                             const nlohmann::json& experiments);
 
-// Writes `document` (pretty, 2-space) creating parent folders; throws cudalab::Error on failure.
+// Writes `document` (pretty, 2-space) creating parent folders, through a file beside it renamed
+// over it at the end (a stopped write never leaves half a file); throws cudalab::Error on failure.
 void write_json_file(const std::string& path, const nlohmann::json& document);
 // Reads a JSON file; throws cudalab::Error naming the path when it is missing or malformed.
 nlohmann::json read_json_file(const std::string& path);

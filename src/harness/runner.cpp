@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
@@ -40,19 +41,46 @@ std::vector<const Variant*> select_variants(const Op& op, const std::vector<std:
   return selected;
 }
 
+// A record of `variant` at `problem` before it runs: what it is, the work, and the seed of its
+// inputs (a different one per variant: each check sees inputs no earlier variant saw).
+Record record_of(const Op& op, const Variant& variant, std::size_t index, const Problem& problem,
+                 const RunOptions& options) {
+  Record r;
+  r.op = op.name;
+  r.variant = variant.id;
+  r.technique = variant.technique;
+  r.role = variant.role;
+  r.problem = problem;
+  r.work = op.work(problem);
+  r.distribution = to_string(options.distribution);
+  r.seed = mix64(options.seed ^ mix64(index + 1));
+  return r;
+}
+
 }  // namespace
+
+std::optional<std::uint64_t> memory_limit() {
+  const char* text = std::getenv(kMemoryLimitVariable);
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  return parse_bytes(text, kMemoryLimitVariable);
+}
 
 void require_fits(const Op& op, const Problem& problem, const std::vector<std::string>& variants) {
   const std::size_t device_needed = workload_device_bytes(op, problem, select_variants(op, variants, problem.dtype));
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDALAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  std::string limited;
+  if (const std::optional<std::uint64_t> limit = memory_limit(); limit && *limit < free_bytes) {
+    free_bytes = static_cast<std::size_t>(*limit);
+    limited = " (" + std::string(kMemoryLimitVariable) + " allows " + format_bytes(double(*limit)) + ")";
+  }
   // Keep a margin for the timer's flush buffer, cuBLAS workspaces and the runtime itself.
   const std::size_t margin = 512u << 20;
   if (device_needed + margin > free_bytes) {
     throw Error(ErrorKind::out_of_memory,
                 op.name + " at " + problem.label() + " needs " + format_bytes(double(device_needed)) +
                     " of device memory; the GPU has " + format_bytes(double(free_bytes)) + " free of " +
-                    format_bytes(double(total_bytes)),
+                    format_bytes(double(total_bytes)) + limited,
                 __FILE__, __LINE__);
   }
   const std::size_t host_needed = workload_host_bytes(op, problem);
@@ -93,16 +121,7 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
   double first_median = 0;
   for (std::size_t index = 0; index < selected.size(); ++index) {
     const Variant& variant = *selected[index];
-    Record r;
-    r.op = op.name;
-    r.variant = variant.id;
-    r.technique = variant.technique;
-    r.role = variant.role;
-    r.problem = problem;
-    r.work = op.work(problem);
-    r.distribution = to_string(options.distribution);
-    // A different seed per variant: each check sees inputs no earlier variant saw.
-    r.seed = mix64(options.seed ^ mix64(index + 1));
+    Record r = record_of(op, variant, index, problem, options);
     const std::string reason = why_not(variant, device, problem);
     if (!reason.empty()) {
       r.outcome = Outcome::skipped;
@@ -142,6 +161,19 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
       if (first_median == 0 && r.role == Role::ladder) first_median = r.time_ms.median;
       r.speedup_vs_first = first_median > 0 ? first_median / r.time_ms.median : 0;
     }
+    records.push_back(r);
+  }
+  return records;
+}
+
+std::vector<Record> skipped_problem(const Op& op, const Problem& problem, const RunOptions& options,
+                                    const std::string& reason) {
+  const std::vector<const Variant*> selected = select_variants(op, options.variants, problem.dtype);
+  std::vector<Record> records;
+  for (std::size_t index = 0; index < selected.size(); ++index) {
+    Record r = record_of(op, *selected[index], index, problem, options);
+    r.outcome = Outcome::skipped;
+    r.skip_reason = reason;
     records.push_back(r);
   }
   return records;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,26 @@ struct Record {
 
 using Progress = std::function<void(const std::string&)>;
 
+// The environment variable that caps the device memory runs may use, e.g. CUDALAB_MEMORY_LIMIT=20GiB:
+// a problem is run only where it fits under the cap (as on a GPU of that size), else skipped with
+// its reason. Its value as parse_bytes reads it; nullopt when unset or empty; throws
+// Error{invalid_argument} for a value that is not a size.
+inline constexpr const char* kMemoryLimitVariable = "CUDALAB_MEMORY_LIMIT";
+std::optional<std::uint64_t> memory_limit();
+
 // Throws Error{out_of_memory} with the sizes involved when running `variants` (all of the op's
-// when empty) at `problem` needs more device memory than is free or more host memory than the
-// machine has. The sizes are the workload's own (workload_device_bytes, workload_host_bytes).
+// when empty) at `problem` needs more device memory than is free (or than memory_limit() allows)
+// or more host memory than the machine has. The sizes are the workload's own
+// (workload_device_bytes, workload_host_bytes).
 void require_fits(const Op& op, const Problem& problem, const std::vector<std::string>& variants = {});
 
 // Runs the selected variants of `op` at `problem`. Unknown variant ids throw invalid_argument.
 std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunOptions& options,
                                 const Ceilings& ceilings, KernelTimer& timer, const Progress& progress);
+
+// The records run_problem would have made for a problem that could not run at all (it did not fit,
+// say): each selected variant skipped for `reason`.
+std::vector<Record> skipped_problem(const Op& op, const Problem& problem, const RunOptions& options,
+                                    const std::string& reason);
 
 }  // namespace cudalab::harness

@@ -1,5 +1,6 @@
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -11,6 +12,7 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/tables.hpp"
+#include "core/format.hpp"
 #include "cudalab/device.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/reduce.hpp"
@@ -146,6 +148,32 @@ TEST(ParseParam, TakesNameEqualsAFiniteNumber) {
   EXPECT_THROW(parse_param("eps"), Error);
   EXPECT_THROW(parse_param("eps=1e-5x"), Error);
   EXPECT_THROW(parse_param("eps=inf"), Error);
+}
+
+TEST(ParseBytes, TakesBytesOrABinaryUnit) {
+  EXPECT_EQ(parse_bytes("21474836480", "limit"), std::uint64_t{20} << 30);
+  EXPECT_EQ(parse_bytes("20GiB", "limit"), std::uint64_t{20} << 30);
+  EXPECT_EQ(parse_bytes("20G", "limit"), std::uint64_t{20} << 30);
+  EXPECT_EQ(parse_bytes("1.5M", "limit"), std::uint64_t{3} << 19);
+  EXPECT_EQ(parse_bytes("1T", "limit"), std::uint64_t{1} << 40);
+  for (const char* bad : {"", "GiB", "20GB", "20 G", "-1G", "0", "nan", "1e30"})
+    EXPECT_THROW(parse_bytes(bad, "limit"), Error) << bad;
+  try {
+    parse_bytes("20GB", "CUDALAB_MEMORY_LIMIT");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDALAB_MEMORY_LIMIT='20GB' has an unknown unit 'GB'"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A malformed limit is a usage error, found before the command looks for a GPU.
+TEST(Cli, BenchRefusesAMalformedMemoryLimit) {
+  setenv("CUDALAB_MEMORY_LIMIT", "twenty", 1);
+  const Outcome o = invoke({"bench", "--only", "vecadd"});
+  unsetenv("CUDALAB_MEMORY_LIMIT");
+  EXPECT_EQ(o.code, kExitUsage) << o.err;
+  EXPECT_NE(o.err.find("CUDALAB_MEMORY_LIMIT='twenty' is not a size"), std::string::npos) << o.err;
+  EXPECT_EQ(lines(o.err), 1) << o.err;
 }
 
 TEST(ParseElementCount, AcceptsWholeNumbersAndPowersOfTwo) {
