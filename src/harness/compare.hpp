@@ -138,6 +138,36 @@ Comparison compare_tensor(const Tensor& out, Tolerance tolerance, Reference ref)
   });
 }
 
+// An output of any float dtype checked element by element against a reference computed in double,
+// each within an evaluation error the caller derives plus the final rounding to the dtype (one unit
+// roundoff of |ref| + that error, and half the dtype's smallest subnormal step); an infinity of
+// ref's sign passes where the exact value lies within its bound of the dtype's overflow threshold.
+struct RoundedOutput {
+  const Tensor& out;
+  double unit = traits(out.dtype()).unit_roundoff;
+  double overflow = out.dtype() == DType::f16    ? 65520.0
+                    : out.dtype() == DType::bf16 ? 0x1p128 * (1 - 0x1p-9)
+                                                 : 0x1p128 * (1 - 0x1p-25);
+  double absolute = out.dtype() == DType::f16 ? 0x1p-25 : out.dtype() == DType::bf16 ? 0x1p-134 : 0x1p-150;
+
+  void add(ComparisonBuilder& builder, std::int64_t i, double ref, double evaluation_error) const {
+    const double bound = evaluation_error + unit * (std::fabs(ref) + evaluation_error) + absolute;
+    const double value = out.host_value(i);
+    const bool overflowed =
+        std::isinf(value) && std::signbit(value) == std::signbit(ref) && std::fabs(ref) + bound >= overflow;
+    ComparisonBuilder element(Tolerance{0.0, bound});
+    element.add(i, value, overflowed ? value : ref, unwritten(i));
+    builder.merge(element);
+  }
+
+  // Whether element i still holds its dtype's poison pattern.
+  bool unwritten(std::int64_t i) const {
+    const std::size_t size = size_of(out.dtype());
+    const auto* element = static_cast<const unsigned char*>(out.host()) + static_cast<std::size_t>(i) * size;
+    return std::all_of(element, element + size, [&](unsigned char c) { return c == poison_byte(out.dtype()); });
+  }
+};
+
 // The common case: an fp32 array whose poison is NaN (0xFF bytes).
 template <typename Reference>
 Comparison compare_fp32(const float* out, std::int64_t n, Tolerance tolerance, Reference ref) {

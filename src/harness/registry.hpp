@@ -118,6 +118,11 @@ struct Op {
 // Every combination of `sizes` and `dtypes`, sizes first: the usual bench and test lists.
 std::vector<Problem> cross(const Op& op, const std::vector<std::vector<std::int64_t>>& sizes,
                            const std::vector<DType>& dtypes, const std::vector<Param>& params = {});
+// Two lists of problems, one after the other: sweeps written as sums of cross products.
+inline std::vector<Problem> operator+(std::vector<Problem> a, const std::vector<Problem>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
 
 // The fused row ops' bench (bias_act, the norms, softmax): 16384 x 8192 in every dtype of the op,
 // then the width sweep 1024, 4096, 16384, 65536, 262144 at 2^28 elements (1 GiB of fp32) in fp32 and bf16 only. Width

@@ -357,11 +357,6 @@ void describe_gemm(Op& op) {
   };
 }
 
-std::vector<Problem> operator+(std::vector<Problem> a, const std::vector<Problem>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // The layouts beyond NN (A M x K, B K x N) as parameters: NT (B stored N x K), TN (A stored K x M)
 // and TT.
 const std::vector<Param> kNt = {{"transpose_b", 1}};

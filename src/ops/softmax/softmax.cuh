@@ -47,6 +47,23 @@ struct MergeOf {
   __device__ RowStats operator()(RowStats a, RowStats b) const { return merge(a, b); }
 };
 
+// Folds a step of a thread's values into its running statistics: the step's max first, the sum
+// rescaled by exp(old max - new max) only when the max grew, then the step's exponentials. Padding
+// reads -inf (its exponential is 0); a step of padding alone changes nothing.
+template <int kCount>
+__device__ __forceinline__ void accumulate(RowStats& stats, const float (&v)[kCount]) {
+  float step_max = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) step_max = fmaxf(step_max, v[i]);
+  if (step_max == -INFINITY) return;  // nothing but padding (or -inf logits, whose exp is 0)
+  if (step_max > stats.max) {
+    stats.sum *= exp_shifted(stats.max, step_max);  // 0 the first time: exp(-inf - m) = 0
+    stats.max = step_max;
+  }
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) stats.sum += exp_shifted(v[i], stats.max);
+}
+
 // The pair moves between lanes as its two floats; group_reduce finds this by argument-dependent lookup.
 __device__ __forceinline__ RowStats shuffle_xor(RowStats value, int offset) {
   return {cudalab::shuffle_xor(value.max, offset), cudalab::shuffle_xor(value.sum, offset)};

@@ -32,16 +32,7 @@ __global__ void __launch_bounds__(kThreads)
     const int count = static_cast<int>(features - base < kBlockStep ? features - base : kBlockStep);
     float v[kStep];
     load_fragment<kPack>(x + offset + base, count, threadIdx.x, kThreads, -INFINITY, v);
-    float step_max = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kStep; ++i) step_max = fmaxf(step_max, v[i]);
-    if (step_max == -INFINITY) continue;  // nothing but padding (or -inf logits, whose exp is 0)
-    if (step_max > stats.max) {
-      stats.sum *= exp_shifted(stats.max, step_max);  // 0 the first time: exp(-inf - m) = 0
-      stats.max = step_max;
-    }
-#pragma unroll
-    for (int i = 0; i < kStep; ++i) stats.sum += exp_shifted(v[i], stats.max);
+    accumulate(stats, v);
   }
   stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, scratch);
   const float scale = 1.0f / stats.sum;

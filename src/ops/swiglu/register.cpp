@@ -45,40 +45,10 @@ struct BackwardBinding {
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
-// Output element i of `out` against `ref` within `bound` (absolute), which also covers the final
-// rounding to the dtype; an infinity of ref's sign passes where the exact value is within its
-// bound of the dtype's overflow threshold.
-struct OutputCheck {
-  const Tensor& out;
-  double unit = traits(out.dtype()).unit_roundoff;
-  double overflow = out.dtype() == DType::f16    ? 65520.0
-                    : out.dtype() == DType::bf16 ? 0x1p128 * (1 - 0x1p-9)
-                                                 : 0x1p128 * (1 - 0x1p-25);
-  // Half the smallest subnormal step of the dtype: the rounding error of the tiniest values.
-  double absolute = out.dtype() == DType::f16 ? 0x1p-25 : out.dtype() == DType::bf16 ? 0x1p-134 : 0x1p-150;
-
-  void add(ComparisonBuilder& builder, std::int64_t i, double ref, double evaluation_error) const {
-    const double bound = evaluation_error + unit * (std::fabs(ref) + evaluation_error) + absolute;
-    const double value = out.host_value(i);
-    const bool overflowed =
-        std::isinf(value) && std::signbit(value) == std::signbit(ref) && std::fabs(ref) + bound >= overflow;
-    ComparisonBuilder element(Tolerance{0.0, bound});
-    element.add(i, value, overflowed ? value : ref, unwritten(i));
-    builder.merge(element);
-  }
-
-  // Whether element i still holds its dtype's poison pattern.
-  bool unwritten(std::int64_t i) const {
-    const std::size_t size = size_of(out.dtype());
-    const auto* element = static_cast<const unsigned char*>(out.host()) + static_cast<std::size_t>(i) * size;
-    return std::all_of(element, element + size, [&](unsigned char c) { return c == poison_byte(out.dtype()); });
-  }
-};
-
 Comparison check_forward(const CheckContext& c) {
   const Tensor& gate = c.tensors["gate"];
   const Tensor& up = c.tensors["up"];
-  const OutputCheck y{c.tensors["y"]};
+  const RoundedOutput y{c.tensors["y"]};
   return compare_elements(elements(c.problem), Tolerance{y.unit, y.absolute},
                           [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
                             for (std::int64_t i = begin; i < end; ++i) {
@@ -95,8 +65,8 @@ Comparison check_backward(const CheckContext& c) {
   const Tensor& gate = c.tensors["gate"];
   const Tensor& up = c.tensors["up"];
   const Tensor& dy = c.tensors["dy"];
-  const OutputCheck dgate{c.tensors["dgate"]};
-  const OutputCheck dup{c.tensors["dup"]};
+  const RoundedOutput dgate{c.tensors["dgate"]};
+  const RoundedOutput dup{c.tensors["dup"]};
   const std::int64_t n = elements(c.problem);
   // One comparison over both outputs: dgate's elements first, then dup's at n + i.
   return compare_elements(2 * n, Tolerance{dgate.unit, dgate.absolute},
