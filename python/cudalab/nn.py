@@ -67,3 +67,23 @@ class Linear(torch.nn.Linear):
         if bias is not None:
             y = y + bias
         return y.reshape(*x.shape[:-1], self.out_features)
+
+
+class CrossEntropyLoss(torch.nn.CrossEntropyLoss):
+    """``torch.nn.CrossEntropyLoss`` over class indices by ``cudalab.ops.cross_entropy`` (logits
+    [..., vocab], int64 targets [...]): reduction, ignore_index and label_smoothing as torch's. Class
+    weights and probability targets are refused when the module is built or called."""
+
+    def __init__(
+        self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0
+    ):
+        if weight is not None:
+            raise ValueError("cudalab.nn.CrossEntropyLoss: class weights are not supported (weight must be None)")
+        super().__init__(None, size_average, ignore_index, reduce, reduction, label_smoothing)
+
+    def forward(self, input, target):
+        if target.is_floating_point():
+            raise ValueError("cudalab.nn.CrossEntropyLoss: targets must be class indices (int64), not probabilities")
+        # torch's layout is [batch, classes, ...]; the kernel's is [..., classes].
+        logits = input if input.dim() <= 2 else input.movedim(1, -1).contiguous()
+        return ops.cross_entropy(logits, target, self.reduction, self.ignore_index, self.label_smoothing)

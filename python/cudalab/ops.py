@@ -46,6 +46,62 @@ def swiglu(gate: Tensor, up: Tensor) -> Tensor:
     return torch.ops.cudalab.swiglu(gate, up)
 
 
+def cross_entropy(
+    logits: Tensor, target: Tensor, reduction: str = "mean", ignore_index: int = -100, label_smoothing: float = 0.0
+) -> Tensor:
+    """``torch.nn.functional.cross_entropy(logits, target, reduction=reduction,
+    ignore_index=ignore_index, label_smoothing=label_smoothing)`` for logits [..., vocab] (float32,
+    float16, bfloat16; contiguous) and int64 class indices [...]: the loss in the logits' dtype,
+    computed in fp32. No class weights. A row whose target is ``ignore_index`` adds nothing; the
+    mean divides by the rows not ignored.
+
+    With a gradient to compute and a mean or sum, the forward writes the logits' gradient in the
+    same pass (one read of the logits for the loss and its gradient; the backward then only
+    scales it when the incoming gradient is not 1, which it checks on the host: one
+    synchronization). That gradient is held from the forward to the backward, [..., vocab] in the
+    logits' dtype, as Liger-Kernel's is. ``reduction="none"`` runs the backward from the saved
+    log-sum-exp instead."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"cudalab.cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if logits.dim() < 1 or target.shape != logits.shape[:-1]:
+        raise ValueError(
+            f"cudalab.cross_entropy: target must have logits' shape without its last dimension, got logits "
+            f"{tuple(logits.shape)} and target {tuple(target.shape)}"
+        )
+    rows = logits.reshape(-1, logits.shape[-1])
+    flat_target = target.reshape(-1)
+    if reduction != "none" and torch.is_grad_enabled() and logits.requires_grad:
+        loss = _FusedCrossEntropy.apply(rows, flat_target, reduction == "mean", ignore_index, label_smoothing)
+        return loss.to(logits.dtype)
+    loss = torch.ops.cudalab.cross_entropy(rows, flat_target, ignore_index, label_smoothing, False, None)[0]
+    if reduction == "none":
+        return loss.reshape(target.shape).to(logits.dtype)
+    total = loss.sum()
+    if reduction == "mean":
+        total = total / (flat_target != ignore_index).sum()
+    return total.to(logits.dtype)
+
+
+class _FusedCrossEntropy(torch.autograd.Function):
+    """The mean or sum of the per-row losses, with their gradient computed in the forward pass for an
+    incoming gradient of 1 (scaled by 1 / the rows not ignored for a mean, on the device)."""
+
+    @staticmethod
+    def forward(ctx, rows, target, mean, ignore_index, label_smoothing):
+        counted = (target != ignore_index).sum()
+        scale = (1.0 / counted.clamp_min(1).float()).reshape(1) if mean else None
+        loss, _, dlogits = torch.ops.cudalab.cross_entropy(rows, target, ignore_index, label_smoothing, True, scale)
+        ctx.save_for_backward(dlogits)
+        return loss.sum() / counted if mean else loss.sum()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (dlogits,) = ctx.saved_tensors
+        if not torch.equal(grad, torch.ones_like(grad)):
+            dlogits = dlogits * grad.to(dlogits.dtype)
+        return dlogits, None, None, None, None
+
+
 def gemm(
     a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta: float = 0.0, b_transposed: bool = False
 ) -> Tensor:
@@ -201,6 +257,18 @@ def _(gate, up, dy):
     return torch.empty_like(gate), torch.empty_like(up)
 
 
+@torch.library.register_fake("cudalab::cross_entropy")
+def _(logits, target, ignore_index, label_smoothing, with_gradient, grad_scale):
+    rows = logits.new_empty(logits.shape[:1], dtype=torch.float32)
+    dlogits = torch.empty_like(logits) if with_gradient else logits.new_empty((0,))
+    return rows, torch.empty_like(rows), dlogits
+
+
+@torch.library.register_fake("cudalab::cross_entropy_backward")
+def _(logits, target, lse, dloss, ignore_index, label_smoothing):
+    return torch.empty_like(logits)
+
+
 @torch.library.register_fake("cudalab::gemm")
 def _(a, b, c=None, alpha=1.0, beta=0.0, b_transposed=False):
     n = b.shape[-2] if b_transposed else b.shape[-1]
@@ -325,6 +393,26 @@ def _swiglu_backward(ctx, dy):
 
 
 torch.library.register_autograd("cudalab::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
+
+
+def _cross_entropy_setup(ctx, inputs, output):
+    logits, target, ignore_index, label_smoothing, _, _ = inputs
+    ctx.save_for_backward(logits, target, output[1])
+    ctx.ignore_index, ctx.label_smoothing = ignore_index, label_smoothing
+
+
+def _cross_entropy_backward(ctx, dloss, dlse, ddlogits):
+    # The per-row loss's gradient; lse and the gradient output are not differentiable.
+    logits, target, lse = ctx.saved_tensors
+    dlogits = torch.ops.cudalab.cross_entropy_backward(
+        logits, target, lse, dloss.float().contiguous(), ctx.ignore_index, ctx.label_smoothing
+    )
+    return dlogits, None, None, None, None, None
+
+
+torch.library.register_autograd(
+    "cudalab::cross_entropy", _cross_entropy_backward, setup_context=_cross_entropy_setup
+)
 
 
 def _gemm_setup(ctx, inputs, output):

@@ -1,0 +1,198 @@
+// The cross-entropy rungs (variants.hpp). Each row is one block's: an online pass (Milakov and
+// Gimelshein's running max and sum of exponentials, ops/softmax/softmax.cuh) reads the row once and
+// gives lse; with label smoothing the same pass sums the logits; then, for the gradient, a second
+// pass reads the row again and writes exp(x - lse) less the target's and the smoothing's shares.
+//   online_scalar:     a block of 512 threads per row, element loads. The second read of a row comes
+//                      from L2 only while the rows in flight fit in it: at vocab 128256 in bf16 a row
+//                      is 250 KiB, and four blocks on each of 132 SMs keep 130 MiB of rows in flight,
+//                      so most re-reads go back to DRAM.
+//   online_vectorized: the same with two 16-byte vectors per thread and step. Fixes: a sixteenth of
+//                      the load instructions.
+//   persistent:        one block of 1024 threads per SM, walking rows grid-stride, 16-byte
+//                      accesses. Fixes: the rows in flight are one per SM (33 MiB at vocab 128256
+//                      in bf16, inside a 50 MiB L2), so the gradient's re-read hits L2 and DRAM
+//                      sees one read and one write of the logits. Costs: a row's two block
+//                      reductions are not overlapped by another block's loads on the same SM.
+// Ignored rows skip the online pass: loss 0, lse 0, a gradient of zeros.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "cudalab/cross_entropy.hpp"
+#include "cudalab/error.hpp"
+#include "ops/cross_entropy/variants.hpp"
+#include "ops/softmax/softmax.cuh"
+
+namespace cudalab::cross_entropy_variants {
+namespace {
+
+using softmax_variants::block_all_reduce;
+using softmax_variants::exp_shifted;
+using softmax_variants::MergeOf;
+using softmax_variants::RowStats;
+
+// Column of value i of a thread's step in load_fragment's interleaved layout (softmax.cuh): pack
+// i / kPack of the thread starts at column ((i / kPack) * threads + thread) * kPack.
+template <int kPack>
+__device__ __forceinline__ int column_of(int i, int thread, int threads) {
+  return ((i / kPack) * threads + thread) * kPack + i % kPack;
+}
+
+// Row `row`'s gradient, step by step: scale * (exp(x - max) / sum - smoothing / vocab - (1 - smoothing)
+// [j == target]), or zeros where `zero` (an ignored row); NaN stands in for an invalid target.
+template <typename T, int kPack, int kThreads>
+__device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t vocab, std::int64_t target, float max,
+                                               float inverse_sum, float scale, float smoothing, bool zero) {
+  constexpr int kStep = 2 * kVector16<T>;
+  constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
+  const float spread = smoothing / static_cast<float>(vocab), on_target = 1.0f - smoothing;
+  const int thread = static_cast<int>(threadIdx.x);
+  for (std::int64_t base = 0; base < vocab; base += kBlockStep) {
+    const int count = static_cast<int>(vocab - base < kBlockStep ? vocab - base : kBlockStep);
+    float v[kStep];
+    if (zero) {
+#pragma unroll
+      for (int i = 0; i < kStep; ++i) v[i] = 0.0f;
+    } else {
+      softmax_variants::load_fragment<kPack>(x + base, count, thread, kThreads, -INFINITY, v);
+#pragma unroll
+      for (int i = 0; i < kStep; ++i) {
+        const bool hit = base + column_of<kPack>(i, thread, kThreads) == target;
+        v[i] = scale * (exp_shifted(v[i], max) * inverse_sum - spread - (hit ? on_target : 0.0f));
+      }
+    }
+    softmax_variants::store_fragment<kPack>(dx + base, count, thread, kThreads, v);
+  }
+}
+
+template <typename T, int kPack, int kThreads>
+__global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntropyArgs<T> p) {
+  constexpr int kStep = 2 * kVector16<T>;
+  constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
+  __shared__ RowStats stats_scratch[kWarpSize];
+  __shared__ float sum_scratch[kWarpSize];
+  const int thread = static_cast<int>(threadIdx.x);
+  const bool smoothing = p.label_smoothing != 0.0f;
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const T* x = p.logits + row * p.vocab;
+    const std::int64_t target = p.target[row];
+    const bool ignored = target == p.ignore_index;
+    if (ignored) {
+      if (thread == 0) p.loss[row] = p.lse[row] = 0.0f;
+      if (p.dlogits != nullptr)
+        write_gradient<T, kPack, kThreads>(x, p.dlogits + row * p.vocab, p.vocab, target, 0.0f, 0.0f, 0.0f, 0.0f, true);
+      continue;
+    }
+    RowStats stats{-INFINITY, 0.0f};
+    float sum_x = 0.0f;
+    for (std::int64_t base = 0; base < p.vocab; base += kBlockStep) {
+      const int count = static_cast<int>(p.vocab - base < kBlockStep ? p.vocab - base : kBlockStep);
+      float v[kStep];
+      softmax_variants::load_fragment<kPack>(x + base, count, thread, kThreads, -INFINITY, v);
+      if (smoothing) {
+        // By column, not by value: a logit of -inf is a real one (and makes the smoothed loss inf).
+#pragma unroll
+        for (int i = 0; i < kStep; ++i)
+          if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
+      }
+      softmax_variants::accumulate(stats, v);
+    }
+    stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
+    if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
+    const float lse = stats.max + logf(stats.sum);
+    const bool valid = 0 <= target && target < p.vocab;
+    if (thread == 0) {
+      const float x_target = valid ? to_float(x[target]) : NAN;
+      const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
+      p.loss[row] = lse - (1.0f - p.label_smoothing) * x_target - smoothed;
+      p.lse[row] = lse;
+    }
+    if (p.dlogits != nullptr) {
+      const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
+      write_gradient<T, kPack, kThreads>(x, p.dlogits + row * p.vocab, p.vocab, target, stats.max, 1.0f / stats.sum,
+                                         scale, p.label_smoothing, false);
+    }
+  }
+}
+
+template <typename T, int kPack, int kThreads>
+__global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const CrossEntropyBackwardArgs<T> p) {
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const std::int64_t target = p.target[row];
+    const bool ignored = target == p.ignore_index;
+    const bool valid = 0 <= target && target < p.vocab;
+    const float scale = !valid ? NAN : p.dloss[row * p.dloss_stride];
+    // exp(x - lse) is exp(x - max) / sum with max = lse and sum = 1.
+    write_gradient<T, kPack, kThreads>(p.logits + row * p.vocab, p.dlogits + row * p.vocab, p.vocab, target,
+                                       ignored ? 0.0f : p.lse[row], 1.0f, scale, p.label_smoothing, ignored);
+  }
+}
+
+// 16-byte accesses when every row starts and ends on a 16-byte boundary.
+template <typename T>
+bool rows_aligned16(std::int64_t vocab, std::initializer_list<const void*> arrays) {
+  if (vocab % kVector16<T> != 0) return false;
+  for (const void* a : arrays)
+    if (a != nullptr && !is_aligned16(a)) return false;
+  return true;
+}
+
+template <typename T, int kPack, int kThreads>
+void launch_forward(const CrossEntropyArgs<T>& args, bool persistent, cudaStream_t stream) {
+  const std::int64_t blocks = persistent ? std::min<std::int64_t>(args.rows, current_gpu().sm_count) : args.rows;
+  cross_entropy_kernel<T, kPack, kThreads><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+template <typename T>
+void online_scalar(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  if (args.rows == 0) return;
+  CUDALAB_REQUIRE(args.rows <= 0x7fffffff, "cross_entropy online_scalar: more than 2^31-1 rows (a block per row)");
+  launch_forward<T, 1, 512>(args, false, stream);
+}
+
+template <typename T>
+void online_vectorized(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  if (args.rows == 0) return;
+  CUDALAB_REQUIRE(args.rows <= 0x7fffffff, "cross_entropy online_vectorized: more than 2^31-1 rows (a block per row)");
+  if (rows_aligned16<T>(args.vocab, {args.logits, args.dlogits})) {
+    launch_forward<T, kVector16<T>, 512>(args, false, stream);
+  } else {
+    launch_forward<T, 1, 512>(args, false, stream);
+  }
+}
+
+template <typename T>
+void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  if (args.rows == 0) return;
+  if (rows_aligned16<T>(args.vocab, {args.logits, args.dlogits})) {
+    launch_forward<T, kVector16<T>, 1024>(args, true, stream);
+  } else {
+    launch_forward<T, 1, 1024>(args, true, stream);
+  }
+}
+
+template <typename T>
+void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
+  if (args.rows == 0) return;
+  constexpr int kThreads = 1024;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(args.rows, current_gpu().sm_count));
+  if (rows_aligned16<T>(args.vocab, {args.logits, args.dlogits})) {
+    cross_entropy_backward_kernel<T, kVector16<T>, kThreads><<<blocks, kThreads, 0, stream>>>(args);
+  } else {
+    cross_entropy_backward_kernel<T, 1, kThreads><<<blocks, kThreads, 0, stream>>>(args);
+  }
+  CUDALAB_CHECK_LAUNCH();
+}
+
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_scalar, CrossEntropyArgs)
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_vectorized, CrossEntropyArgs)
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, persistent, CrossEntropyArgs)
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_persistent, CrossEntropyBackwardArgs)
+
+}  // namespace cudalab::cross_entropy_variants

@@ -1,0 +1,296 @@
+// The cross-entropy ops: `cross_entropy` (loss, lse and the gradient in one call) and
+// `cross_entropy_backward` (the gradient from lse), over logits [rows, vocab] in f32, bf16 and f16
+// with int64 targets. Their tensors, double-precision checks with error bounds derived from the
+// kernels' fp32 evaluation order, work models and ladders.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cudalab/cross_entropy.hpp"
+#include "harness/registry.hpp"
+#include "ops/cross_entropy/inputs.hpp"
+#include "ops/cross_entropy/variants.hpp"
+#include "ops/softmax/inputs.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+namespace v = cross_entropy_variants;
+using Elements = CrossEntropyElements;
+
+constexpr double kFp32Unit = 0x1p-24;
+// The fewest threads a rung splits a row over: each adds at most vocab / kFewestThreads terms in
+// sequence before the block's merge tree, which is what an fp32 sum's error grows with.
+constexpr std::int64_t kFewestThreads = 512;
+
+std::int64_t rows_of(const Problem& p) { return p.dim("rows"); }
+std::int64_t vocab_of(const Problem& p) { return p.dim("vocab"); }
+std::int64_t logits_of(const Problem& p) { return rows_of(p) * vocab_of(p); }
+float smoothing_of(const Problem& p) { return static_cast<float>(p.param("label_smoothing")); }
+
+struct ForwardBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args args;
+    args.logits = tensors.data<T>("logits");
+    args.target = tensors.data<std::int64_t>("target");
+    args.loss = tensors.data<float>("loss");
+    args.lse = tensors.data<float>("lse");
+    args.dlogits = tensors.data<T>("dlogits");
+    args.rows = rows_of(problem), args.vocab = vocab_of(problem);
+    args.ignore_index = kCrossEntropyIgnoreIndex;
+    args.label_smoothing = smoothing_of(problem);
+    args.workspace = tensors.workspace();
+    return args;
+  }
+};
+
+struct BackwardBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args args;
+    args.logits = tensors.data<T>("logits");
+    args.target = tensors.data<std::int64_t>("target");
+    args.lse = tensors.data<float>("lse");
+    args.dloss = tensors.data<float>("dloss");
+    args.dloss_stride = 1;
+    args.dlogits = tensors.data<T>("dlogits");
+    args.rows = rows_of(problem), args.vocab = vocab_of(problem);
+    args.ignore_index = kCrossEntropyIgnoreIndex;
+    args.label_smoothing = smoothing_of(problem);
+    args.workspace = tensors.workspace();
+    return args;
+  }
+};
+
+// One row's statistics in double, and the fp32 evaluation error of the kernels' log-sum-exp: the
+// sum of exponentials adds vocab / kFewestThreads terms per thread, then merges over a tree of at
+// most 10 levels, each term off by exp2f's 2 ulp and 3 |x - max| roundings of its argument (terms
+// more than 40 below the max are too small to matter); lse adds logf's and the sum's roundings. The
+// smoothed loss's sum of the logits (or, as the baseline sums them, of x - lse) errs likewise.
+struct RowStatistics {
+  double max = -INFINITY, lse = 0, sum_x = 0, sum_abs_x = 0, lse_error = 0, sum_x_error = 0;
+};
+RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_t vocab) {
+  RowStatistics s;
+  const std::int64_t base = row * vocab;
+  for (std::int64_t j = 0; j < vocab; ++j) s.max = std::max(s.max, logits.host_value(base + j));
+  double sum = 0, spread = 0;
+  for (std::int64_t j = 0; j < vocab; ++j) {
+    const double x = logits.host_value(base + j);
+    sum += std::exp(x - s.max);
+    s.sum_x += x;
+    s.sum_abs_x += std::fabs(x);
+    spread = std::max(spread, std::min(s.max - x, 40.0));
+  }
+  s.lse = s.max + std::log(sum);
+  const double sequence = static_cast<double>(vocab / kFewestThreads + 1) + 2 * 10;
+  s.lse_error = (sequence + 4 + 3 * spread) * kFp32Unit + 4 * kFp32Unit * (std::fabs(s.lse) + std::fabs(s.max));
+  s.sum_x_error = (sequence + 2) * kFp32Unit * (s.sum_abs_x + static_cast<double>(vocab) * std::fabs(s.lse));
+  return s;
+}
+
+// Element (row, j)'s gradient: scale (exp(x - lse) - e / vocab - (1 - e) [j == target]) and its
+// evaluation error: exp(x - lse) carries lse's error and its own (exp2f, the roundings of its
+// argument x - max, the reciprocal of the sum, the product), then fp32 roundings of the sum and of
+// the scaling.
+struct Gradient {
+  double value, error;
+};
+Gradient gradient(double x, double lse, double lse_error, double max, std::int64_t j, std::int64_t target,
+                  double smoothing, std::int64_t vocab, double scale) {
+  const double p = std::exp(x - lse);
+  const double spread = smoothing / static_cast<double>(vocab), hit = j == target ? 1.0 - smoothing : 0.0;
+  const double p_error = p * (lse_error + (8 + 3 * std::fabs(max - x)) * kFp32Unit);
+  return {scale * (p - spread - hit), std::fabs(scale) * (p_error + 4 * kFp32Unit * (p + spread + hit))};
+}
+
+Comparison check_forward(const CheckContext& c) {
+  const Tensor& logits = c.tensors["logits"];
+  const Tensor& target = c.tensors["target"];
+  const RoundedOutput dlogits{c.tensors["dlogits"]};
+  const float* loss = static_cast<const float*>(c.tensors["loss"].host());
+  const float* lse = static_cast<const float*>(c.tensors["lse"].host());
+  const std::int64_t rows = rows_of(c.problem), vocab = vocab_of(c.problem);
+  const double smoothing = smoothing_of(c.problem);
+  const std::int64_t n = rows * vocab;
+  // One comparison over every output: the gradient's elements, then each row's loss and lse.
+  return compare_elements(
+      n + 2 * rows, Tolerance{dlogits.unit, dlogits.absolute},
+      [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+        std::int64_t cached_row = -1;
+        RowStatistics s;
+        for (std::int64_t k = begin; k < end; ++k) {
+          const std::int64_t row = k < n ? k / vocab : (k - n) / 2;
+          const std::int64_t t = static_cast<const std::int64_t*>(target.host())[row];
+          const bool ignored = t == kCrossEntropyIgnoreIndex;
+          if (!ignored && row != cached_row) {
+            s = row_statistics(logits, row, vocab);
+            cached_row = row;
+          }
+          if (k < n) {
+            const std::int64_t j = k % vocab;
+            const Gradient g =
+                ignored ? Gradient{0, 0}
+                        : gradient(logits.host_value(k), s.lse, s.lse_error, s.max, j, t, smoothing, vocab, 1.0);
+            dlogits.add(b, k, g.value, g.error);
+            continue;
+          }
+          const bool is_loss = (k - n) % 2 == 0;
+          const float out = is_loss ? loss[row] : lse[row];
+          double ref = 0, bound = 0;
+          if (!ignored && is_loss) {
+            const double x_target = logits.host_value(row * vocab + t);
+            ref = s.lse - (1 - smoothing) * x_target - smoothing * s.sum_x / vocab;
+            bound = s.lse_error + smoothing * s.sum_x_error / vocab +
+                    4 * kFp32Unit * (std::fabs(s.lse) + std::fabs(x_target) + smoothing * s.sum_abs_x / vocab);
+          } else if (!ignored) {
+            ref = s.lse;
+            bound = s.lse_error;
+          }
+          ComparisonBuilder element(Tolerance{0.0, bound});
+          element.add(k, out, ref, std::isnan(out) && !std::isnan(ref));
+          b.merge(element);
+        }
+      });
+}
+
+Comparison check_backward(const CheckContext& c) {
+  const Tensor& logits = c.tensors["logits"];
+  const auto* target = static_cast<const std::int64_t*>(c.tensors["target"].host());
+  const auto* lse = static_cast<const float*>(c.tensors["lse"].host());
+  const auto* dloss = static_cast<const float*>(c.tensors["dloss"].host());
+  const RoundedOutput dlogits{c.tensors["dlogits"]};
+  const std::int64_t vocab = vocab_of(c.problem);
+  const double smoothing = smoothing_of(c.problem);
+  return compare_elements(
+      logits_of(c.problem), Tolerance{dlogits.unit, dlogits.absolute},
+      [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+        for (std::int64_t k = begin; k < end; ++k) {
+          const std::int64_t row = k / vocab, t = target[row];
+          // lse is given exactly (an input); exp(x - lse) errs by its argument's
+          // roundings, which lse's distance stands in for, and (the baseline) by
+          // a row sum of the spread gradient, of vocab / kFewestThreads terms.
+          const double x = logits.host_value(k);
+          const double lse_error =
+              (3 * std::fabs(lse[row]) + static_cast<double>(vocab / kFewestThreads) + 12) * kFp32Unit;
+          const Gradient g = t == kCrossEntropyIgnoreIndex ? Gradient{0, 0}
+                                                           : gradient(x, lse[row], lse_error, lse[row], k % vocab, t,
+                                                                      smoothing, vocab, dloss[row]);
+          dlogits.add(b, k, g.value, g.error);
+        }
+      });
+}
+
+void fill_logits(void* device, std::int64_t count, std::uint64_t seed, Distribution distribution,
+                 const Problem& problem, cudaStream_t stream) {
+  (void)count;
+  fill_softmax_logits(problem.dtype, device, rows_of(problem), vocab_of(problem), seed, distribution, stream);
+}
+
+void fill_targets(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem& problem,
+                  cudaStream_t stream) {
+  fill_cross_entropy_targets(device, count, vocab_of(problem), seed, stream);
+}
+
+void fill_lse(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem& problem,
+              cudaStream_t stream) {
+  fill_cross_entropy_lse(device, count, vocab_of(problem), seed, stream);
+}
+
+// Vocabularies of real models: GPT-2 50257, Llama 2 32000, Llama 3 128256, Gemma 256000, at 4096
+// tokens (a decode-sized 64 for Llama 3's). Tests: one class, tails past the last 16-byte vector
+// (7, 31, 4097 classes), a width of no multiple (1000), the largest vocabulary plus one.
+Op cross_entropy_op(const char* name, const char* summary) {
+  Op op;
+  op.name = name;
+  op.summary = summary;
+  op.dim_names = {"rows", "vocab"};
+  op.dtypes = dtypes_of(Elements{});
+  op.params = {{"label_smoothing", 0.0}};
+  op.bench_problems = cross(op, {{4096, 32000}, {4096, 50257}, {4096, 128256}, {4096, 256000}, {64, 128256}},
+                            {DType::bf16, DType::f32});
+  const std::vector<std::vector<std::int64_t>> tests = {{1, 1},    {9, 7},      {16, 31},   {24, 1000},
+                                                        {8, 4097}, {17, 65537}, {3, 256001}};
+  op.test_problems = cross(op, tests, op.dtypes) + cross(op, tests, op.dtypes, {{"label_smoothing", 0.1}});
+  return op;
+}
+
+template <typename Binding, template <typename> class ArgsOf, typename Launch>
+Variant variant(const char* id, const char* technique, Launch launch) {
+  return make_variant<Binding, ArgsOf>(id, technique, Role::ladder, Elements{}, launch);
+}
+
+template <typename Binding, template <typename> class ArgsOf, typename Launch>
+Variant baseline(const char* technique, Launch launch) {
+  Variant b = make_variant<Binding, ArgsOf>("unfused", technique, Role::baseline, Elements{}, launch);
+  b.workspace_bytes = [](const Problem& p) { return v::workspace_bytes(rows_of(p), vocab_of(p)); };
+  return b;
+}
+
+}  // namespace
+
+void register_cross_entropy(Registry& registry) {
+  Op forward = cross_entropy_op(
+      "cross_entropy", "per row: loss, log-sum-exp and the gradient of cross-entropy over a vocabulary, fp32 inside");
+  forward.tensors = {
+      {"logits", TensorRole::input, {}, logits_of, fill_logits},
+      {"target", TensorRole::input, DType::i64, rows_of, fill_targets},
+      {"loss", TensorRole::output, DType::f32, rows_of},
+      {"lse", TensorRole::output, DType::f32, rows_of},
+      {"dlogits", TensorRole::output, {}, logits_of},
+  };
+  // Read the logits once from DRAM (the gradient pass re-reads them from L2), write the gradient;
+  // per element an exp, a max, a product and two sums.
+  forward.work = [](const Problem& p) {
+    const double n = static_cast<double>(logits_of(p)), rows = static_cast<double>(rows_of(p));
+    const double size = static_cast<double>(size_of(p.dtype));
+    return Work{size * n + 8 * rows, size * n + 8 * rows, 6 * n};
+  };
+  forward.check = check_forward;
+  forward.variants = {
+      baseline<ForwardBinding, v::CrossEntropyArgs>(
+          "eager PyTorch's passes: log_softmax into an fp32 array, the loss from it, the gradient from it",
+          CUDALAB_LAUNCHER(v::unfused)),
+      variant<ForwardBinding, v::CrossEntropyArgs>("online_scalar",
+                                                   "a block per row, element loads: online pass, gradient pass",
+                                                   CUDALAB_LAUNCHER(v::online_scalar)),
+      variant<ForwardBinding, v::CrossEntropyArgs>("online_vectorized", "a block per row, 16-byte accesses",
+                                                   CUDALAB_LAUNCHER(v::online_vectorized)),
+      variant<ForwardBinding, v::CrossEntropyArgs>(
+          "persistent", "a block of 1024 threads per SM walking rows: the gradient pass re-reads from L2",
+          CUDALAB_LAUNCHER(v::persistent)),
+  };
+  registry.add(std::move(forward));
+
+  Op backward = cross_entropy_op("cross_entropy_backward",
+                                 "dlogits = dloss * (softmax - smoothed one-hot target) from the forward's lse");
+  backward.tensors = {
+      {"logits", TensorRole::input, {}, logits_of},
+      {"target", TensorRole::input, DType::i64, rows_of, fill_targets},
+      {"lse", TensorRole::input, DType::f32, rows_of, fill_lse},
+      {"dloss", TensorRole::input, DType::f32, rows_of},
+      {"dlogits", TensorRole::output, {}, logits_of},
+  };
+  backward.work = [](const Problem& p) {
+    const double n = static_cast<double>(logits_of(p)), rows = static_cast<double>(rows_of(p));
+    const double size = static_cast<double>(size_of(p.dtype));
+    return Work{size * n + 16 * rows, size * n, 4 * n};
+  };
+  backward.check = check_backward;
+  backward.variants = {
+      baseline<BackwardBinding, v::CrossEntropyBackwardArgs>(
+          "eager PyTorch's passes: nll_loss's gradient into an fp32 array, then log_softmax's backward",
+          CUDALAB_LAUNCHER(v::backward_unfused)),
+      variant<BackwardBinding, v::CrossEntropyBackwardArgs>(
+          "persistent", "a block of 1024 threads per SM walking rows, 16-byte accesses",
+          CUDALAB_LAUNCHER(v::backward_persistent)),
+  };
+  registry.add(std::move(backward));
+}
+
+}  // namespace cudalab::harness

@@ -1,0 +1,72 @@
+// The cross-entropy ladder's argument structs and launchers (the formulas:
+// include/cudalab/cross_entropy.hpp). The library entry (cross_entropy.cpp) and the registry
+// (register.cpp) fill the same structs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace cudalab::cross_entropy_variants {
+
+template <typename T>
+struct CrossEntropyArgs {
+  using Element = T;
+  const T* logits = nullptr;
+  const std::int64_t* target = nullptr;
+  float* loss = nullptr;
+  float* lse = nullptr;
+  T* dlogits = nullptr;               // null: loss and lse only
+  const float* grad_scale = nullptr;  // device; null: 1
+  std::int64_t rows = 0, vocab = 0;
+  std::int64_t ignore_index = -100;
+  float label_smoothing = 0.0f;
+  void* workspace = nullptr;  // the baseline's: workspace_bytes(rows, vocab)
+};
+
+template <typename T>
+struct CrossEntropyBackwardArgs {
+  using Element = T;
+  const T* logits = nullptr;
+  const std::int64_t* target = nullptr;
+  const float* lse = nullptr;
+  const float* dloss = nullptr;  // device; row i's at i * dloss_stride
+  std::int64_t dloss_stride = 0;
+  T* dlogits = nullptr;
+  std::int64_t rows = 0, vocab = 0;
+  std::int64_t ignore_index = -100;
+  float label_smoothing = 0.0f;
+  void* workspace = nullptr;  // the baseline's: workspace_bytes(rows, vocab)
+};
+
+// One block of 512 threads per row, element loads: an online (max, sum) pass over the row, then,
+// with dlogits, a second pass that writes the gradient.
+template <typename T>
+void online_scalar(const CrossEntropyArgs<T>& args, cudaStream_t stream);
+// The same with 16-byte loads and stores where the rows allow (element accesses elsewhere).
+template <typename T>
+void online_vectorized(const CrossEntropyArgs<T>& args, cudaStream_t stream);
+// One block of 1024 threads per SM walking the rows, 16-byte accesses where the rows allow: the
+// rows in flight fit in L2, so the gradient pass re-reads them from there.
+template <typename T>
+void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream);
+
+// The gradient from lse in one pass, laid out as `persistent`.
+template <typename T>
+void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream);
+
+// The baseline: the passes eager PyTorch runs, each over memory, with the [rows, vocab]
+// intermediate in an fp32 workspace of workspace_bytes(rows, vocab). Forward: log_softmax into the
+// workspace, the loss picked and summed from it, then (for the gradient) exp of it less the smoothed
+// target. Backward: the loss's gradient spread over the classes into the workspace (nll_loss's
+// backward), then log_softmax's backward from it.
+inline std::size_t workspace_bytes(std::int64_t rows, std::int64_t vocab) {
+  return static_cast<std::size_t>(rows * vocab) * sizeof(float);
+}
+template <typename T>
+void unfused(const CrossEntropyArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void backward_unfused(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream);
+
+}  // namespace cudalab::cross_entropy_variants

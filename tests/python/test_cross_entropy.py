@@ -1,0 +1,144 @@
+"""cudalab.ops.cross_entropy and cudalab.nn.CrossEntropyLoss: the op's registration, fake kernel and
+CPU refusal everywhere; on a GPU the loss and its gradient against float64 PyTorch for every
+reduction, with ignored rows and label smoothing, the fused gradient beside the one from lse, and
+opcheck."""
+
+import zlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cudalab.nn
+from cudalab import ops
+from conftest import requires_cuda
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# Relative L2 of the loss and of the gradient against float64: fp32 inside, each result rounded once
+# to the dtype (the same targets as the fused ops').
+REL_L2 = {torch.float32: 1e-5, torch.bfloat16: 4e-3, torch.float16: 1e-3}
+SCHEMAS = {
+    "cross_entropy": "cudalab::cross_entropy(Tensor logits, Tensor target, int ignore_index, float label_smoothing, "
+    "bool with_gradient, Tensor? grad_scale) -> (Tensor, Tensor, Tensor)",
+    "cross_entropy_backward": "cudalab::cross_entropy_backward(Tensor logits, Tensor target, Tensor lse, "
+    "Tensor dloss, int ignore_index, float label_smoothing) -> Tensor",
+}
+
+
+def rel_l2(out, ref):
+    out, ref = out.double(), ref.double()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def inputs(rows, vocab, dtype, device="cuda", ignored_every=5):
+    """Logits of a spread a trained model's have (standard deviation 3, offset per row), targets with
+    every `ignored_every`-th row ignored (-100), the first of them row ignored_every - 1."""
+    torch.manual_seed(zlib.crc32(repr((rows, vocab, dtype)).encode()))
+    logits = (torch.randn(rows, vocab, device=device) * 3 + torch.randn(rows, 1, device=device) * 10).to(dtype)
+    target = torch.randint(0, vocab, (rows,), device=device)
+    target[ignored_every - 1 :: ignored_every] = -100
+    return logits, target
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_registered_with_its_schema(name):
+    op = getattr(torch.ops.cudalab, name).default
+    assert str(op._schema) == SCHEMAS[name]
+    assert list(cudalab._C.element_types[name]) == ["float32", "bfloat16", "float16"]
+
+
+def test_fake_shapes():
+    with torch.device("meta"):
+        logits, target = torch.empty(6, 11, dtype=torch.bfloat16), torch.empty(6, dtype=torch.long)
+        loss, lse, dlogits = torch.ops.cudalab.cross_entropy(logits, target, -100, 0.0, True, None)
+        assert loss.shape == lse.shape == (6,) and loss.dtype == torch.float32
+        assert dlogits.shape == logits.shape and dlogits.dtype == logits.dtype
+        assert torch.ops.cudalab.cross_entropy(logits, target, -100, 0.0, False, None)[2].shape == (0,)
+        assert ops.cross_entropy(logits.view(2, 3, 11), target.view(2, 3), "none").shape == (2, 3)
+
+
+def test_cpu_tensors_are_refused_with_the_op_name():
+    with pytest.raises(RuntimeError, match="cudalab.cross_entropy: CUDA tensors only"):
+        ops.cross_entropy(torch.randn(3, 5), torch.zeros(3, dtype=torch.long))
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none'"):
+        ops.cross_entropy(torch.randn(3, 5), torch.zeros(3, dtype=torch.long), "average")
+    with pytest.raises(ValueError, match="target must have logits' shape"):
+        ops.cross_entropy(torch.randn(3, 5), torch.zeros(4, dtype=torch.long))
+    with pytest.raises(ValueError, match="class weights"):
+        cudalab.nn.CrossEntropyLoss(weight=torch.ones(5))
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("rows, vocab", [(1, 1), (9, 7), (16, 1000), (8, 4097), (6, 65537), (4, 128256)])
+def test_loss_and_gradient_match_float64(dtype, reduction, smoothing, rows, vocab):
+    logits, target = inputs(rows, vocab, dtype)
+    logits.requires_grad_()
+    loss = ops.cross_entropy(logits, target, reduction, label_smoothing=smoothing)
+    x64 = logits.detach().double().requires_grad_()
+    ref = F.cross_entropy(x64, target, reduction=reduction, label_smoothing=smoothing)
+    assert loss.dtype == dtype and loss.shape == ref.shape
+    if ref.isfinite().all():
+        assert rel_l2(loss, ref) <= REL_L2[dtype], f"loss rel L2 {rel_l2(loss, ref):.3g}"
+    # An incoming gradient other than 1 (the fused gradient is then scaled in the backward).
+    upstream = torch.rand_like(ref) + 0.5
+    (grad,) = torch.autograd.grad(loss, logits, upstream.to(loss.dtype))
+    (grad_ref,) = torch.autograd.grad(ref, x64, upstream.to(loss.dtype).double())
+    assert rel_l2(grad, grad_ref) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(grad, grad_ref):.3g}"
+    assert (grad[target == -100] == 0).all()
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fused_gradient_equals_the_gradient_from_lse(dtype):
+    logits, target = inputs(64, 32000, dtype)
+    loss, lse, fused = torch.ops.cudalab.cross_entropy(logits, target, -100, 0.1, True, None)
+    from_lse = torch.ops.cudalab.cross_entropy_backward(logits, target, lse, torch.ones(1, device="cuda"), -100, 0.1)
+    assert rel_l2(fused, from_lse) <= REL_L2[dtype]
+    alone, lse_alone, _ = torch.ops.cudalab.cross_entropy(logits, target, -100, 0.1, False, None)
+    assert torch.equal(alone, loss) and torch.equal(lse_alone, lse)
+
+
+@requires_cuda
+def test_every_row_ignored_gives_nan_mean_and_zero_gradient():
+    logits, target = inputs(4, 100, torch.float32)
+    target[:] = -100
+    logits.requires_grad_()
+    loss = ops.cross_entropy(logits, target)
+    ref = F.cross_entropy(logits.detach(), target)
+    assert loss.isnan().item() and ref.isnan().item()
+    loss.backward()
+    assert (logits.grad == 0).all()
+
+
+@requires_cuda
+def test_a_target_out_of_range_gives_nan_for_its_row():
+    logits, target = inputs(3, 10, torch.float32, ignored_every=100)
+    target[1] = 10
+    loss = ops.cross_entropy(logits, target, "none")
+    assert loss[1].isnan().item() and loss[[0, 2]].isfinite().all()
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_opcheck(dtype):
+    logits, target = inputs(8, 300, dtype)
+    torch.library.opcheck(torch.ops.cudalab.cross_entropy.default, (logits, target, -100, 0.1, True, None))
+    lse = torch.ops.cudalab.cross_entropy(logits, target, -100, 0.1, False, None)[1]
+    dloss = torch.rand(8, device="cuda")
+    torch.library.opcheck(torch.ops.cudalab.cross_entropy_backward.default, (logits, target, lse, dloss, -100, 0.1))
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_module_matches_torch_nn(dtype):
+    logits, target = inputs(12, 501, dtype)
+    ours = cudalab.nn.CrossEntropyLoss(label_smoothing=0.05)
+    theirs = torch.nn.CrossEntropyLoss(label_smoothing=0.05)
+    batched = logits.view(3, 4, 501).movedim(-1, 1)  # torch's [batch, classes, positions]
+    assert rel_l2(ours(batched, target.view(3, 4)), theirs(batched.double(), target.view(3, 4))) <= REL_L2[dtype]
