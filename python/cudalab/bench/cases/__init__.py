@@ -4,6 +4,7 @@ import torch
 
 from .attention import attention_cases
 from .gemm import gemm_cases
+from .losses import cross_entropy_cases
 from .primitives import primitive_cases
 from .rows import row_op_cases
 
@@ -13,5 +14,8 @@ FAMILIES = {
         *((256, 1024) if quick else (16384, 8192)), [torch.float32, torch.bfloat16, torch.float16]
     ),
     "gemm": lambda quick: gemm_cases([256] if quick else [4096, 8192], [torch.bfloat16, torch.float16, torch.float32]),
+    "losses": lambda quick: cross_entropy_cases(
+        256 if quick else 4096, [32000] if quick else [32000, 50257, 128256], [torch.bfloat16, torch.float32]
+    ),
     "primitives": lambda quick: primitive_cases(1 << (16 if quick else 28)),
 }
