@@ -46,6 +46,20 @@ def swiglu(gate: Tensor, up: Tensor) -> Tensor:
     return torch.ops.cudalab.swiglu(gate, up)
 
 
+def rope(
+    x: Tensor, cos: Tensor, sin: Tensor, seq_dim: int = 1, interleaved: bool = False, position_offset: int = 0
+) -> Tensor:
+    """Rotary position embedding of q or k: ``x`` [batch, seq, heads, head_dim] (``seq_dim=1``) or
+    [batch, heads, seq, head_dim] (``seq_dim=2``, Hugging Face's layout), dense (contiguous, or a
+    transpose of a contiguous tensor: read and written as it lies), float32, float16 or bfloat16;
+    ``cos`` and ``sin`` float32 [positions, head_dim // 2], row p the angles of position p. Pairs are
+    (i, i + head_dim / 2) as Llama's ``rotate_half``, or (2i, 2i + 1) with ``interleaved`` (GPT-J).
+    Token t of the sequence takes position ``position_offset + t`` (decode). Equals Hugging Face's
+    ``apply_rotary_pos_emb`` with cos and sin of [seq, head_dim] made by repeating these halves;
+    differentiable in x."""
+    return torch.ops.cudalab.rope(x, cos, sin, seq_dim, interleaved, position_offset)
+
+
 def cross_entropy(
     logits: Tensor, target: Tensor, reduction: str = "mean", ignore_index: int = -100, label_smoothing: float = 0.0
 ) -> Tensor:
@@ -257,6 +271,16 @@ def _(gate, up, dy):
     return torch.empty_like(gate), torch.empty_like(up)
 
 
+@torch.library.register_fake("cudalab::rope")
+def _(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("cudalab::rope_backward")
+def _(dy, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
+    return torch.empty_like(dy)
+
+
 @torch.library.register_fake("cudalab::cross_entropy")
 def _(logits, target, ignore_index, label_smoothing, with_gradient, grad_scale):
     rows = logits.new_empty(logits.shape[:1], dtype=torch.float32)
@@ -393,6 +417,22 @@ def _swiglu_backward(ctx, dy):
 
 
 torch.library.register_autograd("cudalab::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
+
+
+def _rope_setup(ctx, inputs, output):
+    x, cos, sin, seq_dim, interleaved, position_offset = inputs
+    ctx.save_for_backward(cos, sin)
+    ctx.arguments = seq_dim, interleaved, position_offset
+
+
+def _rope_backward(ctx, dy):
+    cos, sin = ctx.saved_tensors
+    # Contiguous, or the transpose of dimensions 1 and 2 of a contiguous tensor: read as it lies.
+    dense = dy if dy.is_contiguous() or dy.transpose(1, 2).is_contiguous() else dy.contiguous()
+    return torch.ops.cudalab.rope_backward(dense, cos, sin, *ctx.arguments), None, None, None, None, None
+
+
+torch.library.register_autograd("cudalab::rope", _rope_backward, setup_context=_rope_setup)
 
 
 def _cross_entropy_setup(ctx, inputs, output):

@@ -1,0 +1,85 @@
+// RoPE as torch ops: q or k [batch, seq, heads, head_dim] (or with seq and heads swapped, as
+// Hugging Face's [batch, heads, seq, head_dim]) rotated by fp32 cos and sin tables, and its
+// backward. The tensor's strides go to the library as they are: a transposed view runs without a
+// copy, and the output takes the input's layout.
+#include <algorithm>
+#include <iterator>
+#include <type_traits>
+#include <utility>
+
+#include <ATen/ops/empty_like.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include "common.hpp"
+#include "cudalab/rope.hpp"
+
+namespace cudalab::torch_ops {
+namespace {
+
+// x's shape and strides for the library (seq at dimension seq_dim, heads at the other of 1 and 2),
+// and the tables', all checked.
+std::pair<RopeShape, RopeTables> describe(const char* op, const at::Tensor& x, const at::Tensor& cos,
+                                          const at::Tensor& sin, std::int64_t seq_dim) {
+  TORCH_CHECK(x.is_cuda(), "cudalab.", op, ": x must be a CUDA tensor, got ", x.device());
+  TORCH_CHECK_TYPE(std::find(std::begin(kFloatTypes), std::end(kFloatTypes), x.scalar_type()) != std::end(kFloatTypes),
+                   "cudalab.", op, ": x must be ", dtype_names(kFloatTypes), ", got ", dtype_names(x.scalar_type()));
+  TORCH_CHECK_VALUE(x.dim() == 4, "cudalab.", op, ": x must be [batch, seq, heads, head_dim] or [batch, heads, seq, ",
+                    "head_dim], got ", x.sizes());
+  TORCH_CHECK_VALUE(seq_dim == 1 || seq_dim == 2, "cudalab.", op, ": seq_dim must be 1 or 2, got ", seq_dim);
+  TORCH_CHECK_VALUE(x.stride(3) == 1 || x.size(3) <= 1, "cudalab.", op, ": x's head_dim must be contiguous, strides ",
+                    x.strides());
+  TORCH_CHECK_VALUE(x.is_non_overlapping_and_dense(), "cudalab.", op,
+                    ": x must be dense (contiguous, or a transpose of a contiguous tensor); call .contiguous()");
+  for (const auto& [name, table] : {std::pair<const char*, const at::Tensor&>{"cos", cos}, {"sin", sin}}) {
+    check_tensor(op, name, table, x.device(), at::kFloat, {at::kFloat});
+    TORCH_CHECK_VALUE(table.dim() == 2 && table.size(1) == x.size(3) / 2, "cudalab.", op, ": ", name,
+                      " must be [positions, head_dim / 2] = [positions, ", x.size(3) / 2, "], got ", table.sizes());
+  }
+  TORCH_CHECK_VALUE(cos.sizes() == sin.sizes(), "cudalab.", op, ": cos and sin must have one shape, got ", cos.sizes(),
+                    " and ", sin.sizes());
+  const std::int64_t heads_dim = 3 - seq_dim;
+  RopeShape shape;
+  shape.batch = x.size(0), shape.seq = x.size(seq_dim), shape.heads = x.size(heads_dim), shape.head_dim = x.size(3);
+  shape.batch_stride = x.stride(0), shape.seq_stride = x.stride(seq_dim), shape.heads_stride = x.stride(heads_dim);
+  const RopeTables tables{data<float>(cos), data<float>(sin), cos.size(0),
+                          cos.size(0) > 1 ? cos.stride(0) : x.size(3) / 2};
+  return {shape, tables};
+}
+
+template <bool kBackward>
+at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, std::int64_t seq_dim,
+                  bool interleaved, std::int64_t position_offset) {
+  constexpr const char* op = kBackward ? "rope_backward" : "rope";
+  const auto [shape, tables] = describe(op, x, cos, sin, seq_dim);
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor y = at::empty_like(x);  // dense x: the same strides
+  const RopePairs pairs = interleaved ? RopePairs::interleaved : RopePairs::half_split;
+  with_element_type<RopeElements>(x, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      if constexpr (kBackward) {
+        cudalab::rope_backward(data<T>(x), mutable_data<T>(y), shape, tables, pairs, position_offset,
+                               current_stream(x));
+      } else {
+        cudalab::rope(data<T>(x), mutable_data<T>(y), shape, tables, pairs, position_offset, current_stream(x));
+      }
+    });
+  });
+  return y;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(cudalab, m) {
+  define_op(m,
+            "rope(Tensor x, Tensor cos, Tensor sin, int seq_dim=1, bool interleaved=False, int position_offset=0) "
+            "-> Tensor",
+            &rotate<false>, RopeElements{});
+  define_op(m,
+            "rope_backward(Tensor dy, Tensor cos, Tensor sin, int seq_dim=1, bool interleaved=False, "
+            "int position_offset=0) -> Tensor",
+            &rotate<true>, RopeElements{});
+}
+
+}  // namespace cudalab::torch_ops
