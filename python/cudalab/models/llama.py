@@ -1,0 +1,142 @@
+"""A Llama-style decoder (pre-norm blocks of RMSNorm, grouped-query attention with rotary position
+embedding, a SwiGLU MLP; an untied LM head) built two ways from one parameter layout, Hugging Face's
+``LlamaForCausalLM`` state_dict keys: ``ops="torch"`` with torch.nn, SDPA and PyTorch's own
+RoPE, SwiGLU and cross-entropy; ``ops="cudalab"`` with cudalab.nn.Linear and RMSNorm,
+cudalab.ops.rope, attention, swiglu and cross_entropy."""
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .. import nn as cnn
+from .. import ops
+
+
+@dataclass
+class LlamaConfig:
+    layers: int = 4
+    d_model: int = 2048
+    heads: int = 16
+    kv_heads: int = 4
+    mlp: int = 5632
+    vocab: int = 32000
+    seq: int = 2048
+    rope_theta: float = 500000.0
+    eps: float = 1e-5
+
+    @property
+    def head_dim(self):
+        return self.d_model // self.heads
+
+
+def rope_tables(config, device=None):
+    """cos and sin of position p times theta^(-2i / head_dim), fp32 [seq, head_dim / 2]."""
+    inverse = config.rope_theta ** (-torch.arange(0, config.head_dim, 2, dtype=torch.float64) / config.head_dim)
+    angles = torch.arange(config.seq, dtype=torch.float64)[:, None] * inverse[None, :]
+    return angles.cos().float().to(device), angles.sin().float().to(device)
+
+
+def _torch_rope(x, cos, sin):
+    """Hugging Face's apply_rotary_pos_emb on x [batch, seq, heads, head_dim], in x's dtype."""
+    c = torch.cat((cos, cos), -1)[: x.shape[1], None, :].to(x.dtype)
+    s = torch.cat((sin, sin), -1)[: x.shape[1], None, :].to(x.dtype)
+    half = x.shape[-1] // 2
+    return x * c + torch.cat((-x[..., half:], x[..., :half]), -1) * s
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, config, use_cudalab):
+        super().__init__()
+        linear = cnn.Linear if use_cudalab else torch.nn.Linear
+        d, hd = config.d_model, config.head_dim
+        self.heads, self.kv_heads, self.head_dim, self.use_cudalab = config.heads, config.kv_heads, hd, use_cudalab
+        self.q_proj = linear(d, config.heads * hd, bias=False)
+        self.k_proj = linear(d, config.kv_heads * hd, bias=False)
+        self.v_proj = linear(d, config.kv_heads * hd, bias=False)
+        self.o_proj = linear(config.heads * hd, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, self.heads, self.head_dim)
+        k = self.k_proj(x).view(b, s, self.kv_heads, self.head_dim)
+        v = self.v_proj(x).view(b, s, self.kv_heads, self.head_dim)
+        if self.use_cudalab:
+            q, k = ops.rope(q, cos, sin), ops.rope(k, cos, sin)
+            # cudalab's attention takes contiguous [batch, heads, seq, head_dim]: the head split is a copy.
+            q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+            o = ops.attention(q, k, v, causal=True)[0]
+        else:
+            q, k = _torch_rope(q, cos, sin), _torch_rope(k, cos, sin)
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return self.o_proj(o.transpose(1, 2).reshape(b, s, -1))
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, config, use_cudalab):
+        super().__init__()
+        linear = cnn.Linear if use_cudalab else torch.nn.Linear
+        self.use_cudalab = use_cudalab
+        self.gate_proj = linear(config.d_model, config.mlp, bias=False)
+        self.up_proj = linear(config.d_model, config.mlp, bias=False)
+        self.down_proj = linear(config.mlp, config.d_model, bias=False)
+
+    def forward(self, x):
+        gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(ops.swiglu(gate, up) if self.use_cudalab else F.silu(gate) * up)
+
+
+class DecoderLayer(torch.nn.Module):
+    def __init__(self, config, use_cudalab):
+        super().__init__()
+        norm = cnn.RMSNorm if use_cudalab else torch.nn.RMSNorm
+        self.input_layernorm = norm(config.d_model, eps=config.eps)
+        self.self_attn = Attention(config, use_cudalab)
+        self.post_attention_layernorm = norm(config.d_model, eps=config.eps)
+        self.mlp = Mlp(config, use_cudalab)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(torch.nn.Module):
+    def __init__(self, config, use_cudalab):
+        super().__init__()
+        self.embed_tokens = torch.nn.Embedding(config.vocab, config.d_model)
+        self.layers = torch.nn.ModuleList(DecoderLayer(config, use_cudalab) for _ in range(config.layers))
+        self.norm = (cnn.RMSNorm if use_cudalab else torch.nn.RMSNorm)(config.d_model, eps=config.eps)
+
+
+class Llama(torch.nn.Module):
+    def __init__(self, config, ops="cudalab"):
+        super().__init__()
+        if ops not in ("cudalab", "torch"):
+            raise ValueError(f"cudalab.models.Llama: ops must be 'cudalab' or 'torch', got {ops!r}")
+        self.config, self.use_cudalab = config, ops == "cudalab"
+        self.model = LlamaModel(config, self.use_cudalab)
+        self.lm_head = (cnn.Linear if self.use_cudalab else torch.nn.Linear)(config.d_model, config.vocab, bias=False)
+        cos, sin = rope_tables(config)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+        generator = torch.Generator().manual_seed(0)
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                torch.nn.init.normal_(p, 0.0, 0.02, generator=generator)
+
+    def _apply(self, fn, recurse=True):
+        # The angle tables stay fp32 when the model is cast (model.to(torch.bfloat16)).
+        cos, sin = self.rope_cos, self.rope_sin
+        super()._apply(fn, recurse)
+        self.rope_cos, self.rope_sin = cos.to(self.rope_cos.device), sin.to(self.rope_sin.device)
+        return self
+
+    def forward(self, tokens, targets):
+        x = self.model.embed_tokens(tokens)
+        for layer in self.model.layers:
+            x = layer(x, self.rope_cos, self.rope_sin)
+        logits = self.lm_head(self.model.norm(x)).reshape(-1, self.config.vocab)
+        if self.use_cudalab:
+            return ops.cross_entropy(logits, targets.reshape(-1))
+        return F.cross_entropy(logits, targets.reshape(-1))

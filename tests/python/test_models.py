@@ -1,0 +1,86 @@
+"""cudalab.models: the GPT and the Llama built from torch.nn run and share their state_dict with the
+cudalab-built ones everywhere; on a GPU the two agree on the loss and every parameter's gradient of
+one step, and the torch-built Llama agrees with Hugging Face's LlamaForCausalLM where transformers is
+installed."""
+
+import pytest
+import torch
+
+from cudalab.models.__main__ import main
+from cudalab.models.gpt import Gpt, GptConfig
+from cudalab.models.llama import Llama, LlamaConfig
+from conftest import requires_cuda
+
+TINY = {
+    "gpt": (Gpt, GptConfig(layers=2, d_model=128, vocab=300, seq=64)),
+    "llama": (Llama, LlamaConfig(layers=2, d_model=256, heads=2, kv_heads=1, mlp=512, vocab=300, seq=64)),
+}
+
+
+def batch(config, device, size=2):
+    generator = torch.Generator(device=device).manual_seed(3)
+    tokens = torch.randint(0, config.vocab, (size, config.seq + 1), device=device, generator=generator)
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_torch_built_model_trains_on_cpu_and_shares_its_state_dict(name):
+    model_class, config = TINY[name]
+    model = model_class(config, "torch")
+    loss = model(*batch(config, "cpu"))
+    loss.backward()
+    assert abs(loss.item() - torch.log(torch.tensor(float(config.vocab))).item()) < 0.5  # near uniform at init
+    ours = model_class(config, "cudalab")
+    assert ours.load_state_dict(model.state_dict()) is not None
+    assert list(ours.state_dict()) == list(model.state_dict())
+
+
+def test_models_command_needs_a_gpu_or_says_so():
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present; this checks the message without one")
+    assert main(["--model", "llama"]) == 3
+
+
+@requires_cuda
+@pytest.mark.parametrize("name", list(TINY))
+def test_cudalab_built_model_matches_the_torch_built_one(name):
+    model_class, config = TINY[name]
+    reference = model_class(config, "torch").cuda().to(torch.bfloat16)
+    ours = model_class(config, "cudalab").cuda().to(torch.bfloat16)
+    ours.load_state_dict(reference.state_dict())
+    tokens, targets = batch(config, "cuda")
+    loss_ref, loss = reference(tokens, targets), ours(tokens, targets)
+    assert abs(loss.item() - loss_ref.item()) <= 2e-2 * abs(loss_ref.item())
+    loss_ref.backward()
+    loss.backward()
+    theirs = dict(reference.named_parameters())
+    for key, p in ours.named_parameters():
+        g, r = p.grad.double(), theirs[key].grad.double()
+        # bf16 end to end, two different orders of every sum: a few bf16 units of the gradient's size.
+        assert (g - r).norm() <= 0.05 * r.norm() + 1e-6, key
+
+
+@requires_cuda
+def test_torch_built_llama_matches_hugging_face():
+    transformers = pytest.importorskip("transformers")
+    _, config = TINY["llama"]
+    ours = Llama(config, "torch").cuda()
+    hf_config = transformers.LlamaConfig(
+        vocab_size=config.vocab,
+        hidden_size=config.d_model,
+        intermediate_size=config.mlp,
+        num_hidden_layers=config.layers,
+        num_attention_heads=config.heads,
+        num_key_value_heads=config.kv_heads,
+        max_position_embeddings=config.seq,
+        rope_theta=config.rope_theta,
+        rms_norm_eps=config.eps,
+        tie_word_embeddings=False,
+        attn_implementation="sdpa",
+    )
+    theirs = transformers.LlamaForCausalLM(hf_config).cuda()
+    theirs.load_state_dict(ours.state_dict())
+    tokens, targets = batch(config, "cuda")
+    with torch.no_grad():
+        hf_loss = torch.nn.functional.cross_entropy(theirs(tokens).logits.reshape(-1, config.vocab), targets.reshape(-1))
+        assert abs(ours(tokens, targets).item() - hf_loss.item()) <= 1e-4 * hf_loss.item()
