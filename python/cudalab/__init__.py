@@ -23,6 +23,6 @@ if _release(_C.torch_version) != _release(torch.__version__):
         "in this environment (pip install --no-build-isolation .)"
     )
 
-from . import nn, ops  # noqa: F401  (fake kernels and autograd; drop-in modules)
+from . import nn, ops, optim  # noqa: F401  (fake kernels and autograd; drop-in modules)
 
 __version__ = "0.1.0"

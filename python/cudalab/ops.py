@@ -271,6 +271,11 @@ def _(gate, up, dy):
     return torch.empty_like(gate), torch.empty_like(up)
 
 
+@torch.library.register_fake("cudalab::adamw_")
+def _(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay, step):
+    return None
+
+
 @torch.library.register_fake("cudalab::rope")
 def _(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
     return torch.empty_like(x)

@@ -1,0 +1,141 @@
+// The AdamW op: one optimizer step over a list of parameter tensors in f32, bf16 and f16, the
+// tensors laid end to end in one array per role (parameters, gradients, moments). Its tensors,
+// the double-precision check, the work model and the ladder.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "cudalab/adamw.hpp"
+#include "harness/registry.hpp"
+#include "ops/adamw/inputs.hpp"
+#include "ops/adamw/variants.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+namespace v = adamw_variants;
+using Elements = AdamWElements;
+
+constexpr double kFp32Unit = 0x1p-24;
+// The step the problems take: a tenth step, so both bias corrections differ from 1.
+constexpr AdamWHyperparameters kHyper{1e-3f, 0.9f, 0.999f, 1e-8f, 1e-2f, 10};
+
+// Tensor i's size: `elements`, plus 8 (i % 3) (whole 16-byte vectors of a 16-bit type) or, with
+// odd = 1, plus 3 (i % 3) laid end to end (tensors that start and end between vectors).
+struct Layout {
+  std::vector<std::int64_t> offset, size;
+  std::int64_t total = 0;
+};
+Layout layout_of(const Problem& p) {
+  Layout l;
+  const std::int64_t step = p.param("odd") != 0 ? 3 : 8;
+  for (std::int64_t i = 0; i < p.dim("tensors"); ++i) {
+    l.offset.push_back(l.total);
+    l.size.push_back(p.dim("elements") + step * (i % 3));
+    l.total += l.size.back();
+  }
+  return l;
+}
+std::int64_t total_of(const Problem& p) { return layout_of(p).total; }
+
+struct Binding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    const Layout l = layout_of(problem);
+    Args args;
+    for (std::size_t i = 0; i < l.size.size(); ++i) {
+      const std::int64_t at = l.offset[i];
+      args.tensors.push_back({tensors.data<T>("param") + at, tensors.data<T>("grad") + at,
+                              tensors.data<T>("exp_avg") + at, tensors.data<T>("exp_avg_sq") + at, l.size[i]});
+    }
+    args.hyper = kHyper;
+    return args;
+  }
+};
+
+// Each element's step in double from the values as generated; the bound follows fp32's roundings of
+// each update and, for the parameter, the moments rounded to the dtype before the update reads them
+// (the baseline's passes store them first, as torch's foreach steps do).
+Comparison check(const CheckContext& c) {
+  const RoundedOutput param{c.tensors["param"]}, m_out{c.tensors["exp_avg"]}, v_out{c.tensors["exp_avg_sq"]};
+  const Tensor& grad = c.tensors["grad"];
+  const DType dtype = c.problem.dtype;
+  const auto initial = [&](const char* name, std::int64_t i) {
+    return element_to_double(dtype, c.tensors[name].initial_host(), i);
+  };
+  const double b1 = kHyper.beta1, b2 = kHyper.beta2, t = static_cast<double>(kHyper.step);
+  const double step_size = kHyper.lr / (1 - std::pow(b1, t)), inverse_bias2 = 1 / std::sqrt(1 - std::pow(b2, t));
+  const double decay = 1 - static_cast<double>(kHyper.lr) * kHyper.weight_decay, unit = traits(dtype).unit_roundoff;
+  const std::int64_t n = total_of(c.problem);
+  // One comparison over the three outputs: the parameters, then m, then v.
+  return compare_elements(3 * n, Tolerance{param.unit, param.absolute},
+                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+                            for (std::int64_t k = begin; k < end; ++k) {
+                              const std::int64_t i = k % n;
+                              const double p0 = initial("param", i), m0 = initial("exp_avg", i);
+                              const double v0 = initial("exp_avg_sq", i), g = grad.host_value(i);
+                              const double m = b1 * m0 + (1 - b1) * g, v = b2 * v0 + (1 - b2) * g * g;
+                              const double m_error = 3 * kFp32Unit * (std::fabs(b1 * m0) + std::fabs((1 - b1) * g));
+                              const double v_error = 4 * kFp32Unit * (b2 * v0 + (1 - b2) * g * g);
+                              if (k >= 2 * n) {
+                                v_out.add(b, i, v, v_error);
+                              } else if (k >= n) {
+                                m_out.add(b, i, m, m_error);
+                              } else {
+                                const double denominator = std::sqrt(v) * inverse_bias2 + kHyper.eps;
+                                const double update = step_size * m / denominator;
+                                const double relative = (m_error / std::max(std::fabs(m), 1e-300) + unit) +
+                                                        (v_error / std::max(v, 1e-300) + unit) / 2 + 8 * kFp32Unit;
+                                const double error = std::fabs(update) * std::min(relative, 1.0) +
+                                                     4 * kFp32Unit * (std::fabs(p0 * decay) + std::fabs(update));
+                                param.add(b, i, p0 * decay - update, error);
+                              }
+                            }
+                          });
+}
+
+void fill_second_moments(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem& p,
+                         cudaStream_t stream) {
+  fill_adamw_second_moments(p.dtype, device, count, seed, stream);
+}
+
+}  // namespace
+
+void register_adamw(Registry& registry) {
+  Op op;
+  op.name = "adamw";
+  op.summary = "one AdamW step (decoupled weight decay) over a list of parameter tensors, fp32 inside";
+  op.dim_names = {"tensors", "elements"};
+  op.dtypes = dtypes_of(Elements{});
+  op.params = {{"odd", 0}};
+  // A half-billion-parameter step (112 tensors of 4M values: 470M) and a thousand small tensors
+  // (norm weights and biases: launches and tails); tests: one value, tensor sizes past the vectors,
+  // more tensors than one launch takes (48), a large tensor.
+  op.bench_problems = cross(op, {{112, 4194304}, {1000, 4096}}, {DType::bf16, DType::f32});
+  const std::vector<std::vector<std::int64_t>> tests = {{1, 1}, {5, 7}, {50, 1000}, {3, 1048576}};
+  op.test_problems = cross(op, tests, op.dtypes) + cross(op, tests, op.dtypes, {{"odd", 1}});
+  op.tensors = {{"param", TensorRole::input_output, {}, total_of},
+                {"grad", TensorRole::input, {}, total_of},
+                {"exp_avg", TensorRole::input_output, {}, total_of},
+                {"exp_avg_sq", TensorRole::input_output, {}, total_of, fill_second_moments}};
+  // Read p, g, m and v; write p, m and v; about a dozen flops an element.
+  op.work = [](const Problem& p) {
+    const double n = static_cast<double>(total_of(p)), size = static_cast<double>(size_of(p.dtype));
+    return Work{4 * size * n, 3 * size * n, 12 * n};
+  };
+  op.check = check;
+  op.variants = {
+      make_variant<Binding, v::AdamWArgs>("unfused", "torch's foreach steps: decay, m, v and the update, a pass each",
+                                          Role::baseline, Elements{}, CUDALAB_LAUNCHER(v::unfused)),
+      make_variant<Binding, v::AdamWArgs>("per_tensor", "one fused pass per tensor, element accesses", Role::ladder,
+                                          Elements{}, CUDALAB_LAUNCHER(v::per_tensor)),
+      make_variant<Binding, v::AdamWArgs>(
+          "multi_tensor", "up to 48 tensors a launch, their pointers in the kernel's parameters, 16-byte accesses",
+          Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::multi_tensor)),
+  };
+  registry.add(std::move(op));
+}
+
+}  // namespace cudalab::harness
