@@ -1,6 +1,7 @@
-"""``python -m cudalab.models``: a bf16 AdamW training step of a model built from torch.nn and from
-cudalab's ops (same weights, same batch), timed on the current GPU; then one step of each under
-torch.profiler: their top kernels and the time in copy kernels. ``--json`` writes it all."""
+"""``python -m cudalab.models``: a bf16 AdamW training step of a model built from torch.nn (with
+torch.optim.AdamW, fused) and from cudalab's ops (with cudalab.optim.AdamW), same weights, same
+batch, timed on the current GPU; then one step of each under torch.profiler: their top kernels and
+the time in copy kernels. ``--json`` writes it all."""
 
 import argparse
 import json
@@ -9,6 +10,7 @@ from dataclasses import asdict
 
 import torch
 
+from ..optim import AdamW
 from .gpt import Gpt, GptConfig
 from .llama import Llama, LlamaConfig
 
@@ -97,7 +99,10 @@ def main(argv=None):
         model = model_class(config, name).cuda().to(torch.bfloat16)
         if models:
             model.load_state_dict(models["torch"][0].state_dict())
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        if name == "cudalab":
+            optimizer = AdamW(model.parameters(), lr=1e-4)
+        else:
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
         models[name] = (model, optimizer)
         ms, loss = _time_steps(model, optimizer, inputs, targets, args.steps)
         tokens_per_s = args.batch * config.seq / (ms / 1000.0)
