@@ -7,6 +7,7 @@ from .gemm import gemm_cases
 from .losses import cross_entropy_cases
 from .primitives import primitive_cases
 from .rows import row_op_cases
+from .training import adamw_cases, rope_cases
 
 FAMILIES = {
     "attention": attention_cases,
@@ -18,4 +19,6 @@ FAMILIES = {
         256 if quick else 4096, [32000] if quick else [32000, 50257, 128256], [torch.bfloat16, torch.float32]
     ),
     "primitives": lambda quick: primitive_cases(1 << (16 if quick else 28)),
+    "training": lambda quick: rope_cases(*((1, 256, 4, 64) if quick else (8, 4096, 32, 128)), [torch.bfloat16])
+    + adamw_cases(*((4, 1000) if quick else (112, 4194304)), [torch.bfloat16, torch.float32]),
 }
