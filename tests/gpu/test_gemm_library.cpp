@@ -142,7 +142,7 @@ void check_half_gemm_shapes() {
       check_half_gemm<T>(1, 1, 1, 1, 0, 0, 0.5f, tb, ta);
       check_half_gemm<T>(1, 129, 67, 33, 3, 1, -0.5f, tb, ta);      // odd pitches and offsets: the any-alignment rung
       check_half_gemm<T>(1, 256, 256, 64, 8, 8, 1.0f, tb, ta);      // 16-byte aligned pitches, small: mma_small
-      check_half_gemm<T>(1, 1100, 2048, 264, 8, 0, -0.5f, tb, ta);  // big and aligned: wgmma (Hopper) or cp.async tiles
+      check_half_gemm<T>(1, 1096, 2048, 264, 8, 0, -0.5f, tb, ta);  // big and aligned: wgmma (Hopper) or cp.async tiles
       check_half_gemm<T>(1, 300, 136, 0, 0, 0, 2.0f, tb, ta);       // k = 0: C = beta C
       check_half_gemm<T>(1, 1000, 72, 520, 0, 0, 0.0f, tb, ta);     // beta = 0, partial tiles, aligned
       check_half_gemm<T>(1, 127, 131, 131, 5, 0, -0.5f, tb, ta);    // pitches 136: K and N tails inside 16-byte chunks

@@ -67,13 +67,15 @@ struct BackwardBinding {
   }
 };
 
-// One row's statistics in double, and the fp32 evaluation error of the kernels' log-sum-exp: the
-// sum of exponentials adds vocab / kFewestThreads terms per thread, then merges over a tree of at
-// most 10 levels, each term off by exp2f's 2 ulp and 3 |x - max| roundings of its argument (terms
-// more than 40 below the max are too small to matter); lse adds logf's and the sum's roundings. The
-// smoothed loss's sum of the logits (or, as the baseline sums them, of x - lse) errs likewise.
+// One row's statistics in double, and the fp32 evaluation errors of the kernels: the sum of
+// exponentials (relative: sum_error) adds vocab / kFewestThreads terms per thread, then merges over
+// a tree of at most 10 levels of about 6 roundings each, each term off by exp2f's 2 ulp and 3
+// |x - max| roundings of its argument (terms more than 40 below the max are too small to matter);
+// lse (absolute: lse_error) adds logf's and the final sum's roundings. The smoothed loss's sum of
+// the logits, or of x - max - log(sum) as the baseline sums them, errs likewise over their
+// magnitudes.
 struct RowStatistics {
-  double max = -INFINITY, lse = 0, sum_x = 0, sum_abs_x = 0, lse_error = 0, sum_x_error = 0;
+  double max = -INFINITY, lse = 0, sum_x = 0, sum_abs_x = 0, sum_error = 0, lse_error = 0, sum_x_error = 0;
 };
 RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_t vocab) {
   RowStatistics s;
@@ -88,24 +90,27 @@ RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_
     spread = std::max(spread, std::min(s.max - x, 40.0));
   }
   s.lse = s.max + std::log(sum);
-  const double sequence = static_cast<double>(vocab / kFewestThreads + 1) + 2 * 10;
-  s.lse_error = (sequence + 4 + 3 * spread) * kFp32Unit + 4 * kFp32Unit * (std::fabs(s.lse) + std::fabs(s.max));
-  s.sum_x_error = (sequence + 2) * kFp32Unit * (s.sum_abs_x + static_cast<double>(vocab) * std::fabs(s.lse));
+  const double sequence = static_cast<double>(vocab / kFewestThreads + 1) + 6 * 10;
+  s.sum_error = (sequence + 4 + 3 * spread) * kFp32Unit;
+  s.lse_error = s.sum_error + 4 * kFp32Unit * (std::fabs(s.lse) + std::fabs(s.max));
+  const double log_vocab = std::log(static_cast<double>(vocab));
+  s.sum_x_error =
+      (sequence + 2) * kFp32Unit * (s.sum_abs_x + static_cast<double>(vocab) * (std::fabs(s.max) + log_vocab + 1));
   return s;
 }
 
 // Element (row, j)'s gradient: scale (exp(x - lse) - e / vocab - (1 - e) [j == target]) and its
-// evaluation error: exp(x - lse) carries lse's error and its own (exp2f, the roundings of its
-// argument x - max, the reciprocal of the sum, the product), then fp32 roundings of the sum and of
-// the scaling.
+// evaluation error: exp(x - lse), formed as exp(x - max) / sum (or from x - max - log(sum)), carries
+// `relative` (the sum's, or the baseline's) and its own (exp2f, 3 roundings of x - max, the
+// reciprocal, the product), then fp32 roundings of the difference and of the scaling.
 struct Gradient {
   double value, error;
 };
-Gradient gradient(double x, double lse, double lse_error, double max, std::int64_t j, std::int64_t target,
+Gradient gradient(double x, double lse, double relative, double max, std::int64_t j, std::int64_t target,
                   double smoothing, std::int64_t vocab, double scale) {
   const double p = std::exp(x - lse);
   const double spread = smoothing / static_cast<double>(vocab), hit = j == target ? 1.0 - smoothing : 0.0;
-  const double p_error = p * (lse_error + (8 + 3 * std::fabs(max - x)) * kFp32Unit);
+  const double p_error = p * (relative + (8 + 3 * std::fabs(max - x)) * kFp32Unit);
   return {scale * (p - spread - hit), std::fabs(scale) * (p_error + 4 * kFp32Unit * (p + spread + hit))};
 }
 
@@ -136,7 +141,8 @@ Comparison check_forward(const CheckContext& c) {
             const std::int64_t j = k % vocab;
             const Gradient g =
                 ignored ? Gradient{0, 0}
-                        : gradient(logits.host_value(k), s.lse, s.lse_error, s.max, j, t, smoothing, vocab, 1.0);
+                        : gradient(logits.host_value(k), s.lse, s.sum_error + 2 * (std::log(vocab) + 1) * kFp32Unit,
+                                   s.max, j, t, smoothing, vocab, 1.0);
             dlogits.add(b, k, g.value, g.error);
             continue;
           }
@@ -167,23 +173,22 @@ Comparison check_backward(const CheckContext& c) {
   const RoundedOutput dlogits{c.tensors["dlogits"]};
   const std::int64_t vocab = vocab_of(c.problem);
   const double smoothing = smoothing_of(c.problem);
-  return compare_elements(
-      logits_of(c.problem), Tolerance{dlogits.unit, dlogits.absolute},
-      [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
-        for (std::int64_t k = begin; k < end; ++k) {
-          const std::int64_t row = k / vocab, t = target[row];
-          // lse is given exactly (an input); exp(x - lse) errs by its argument's
-          // roundings, which lse's distance stands in for, and (the baseline) by
-          // a row sum of the spread gradient, of vocab / kFewestThreads terms.
-          const double x = logits.host_value(k);
-          const double lse_error =
-              (3 * std::fabs(lse[row]) + static_cast<double>(vocab / kFewestThreads) + 12) * kFp32Unit;
-          const Gradient g = t == kCrossEntropyIgnoreIndex ? Gradient{0, 0}
-                                                           : gradient(x, lse[row], lse_error, lse[row], k % vocab, t,
-                                                                      smoothing, vocab, dloss[row]);
-          dlogits.add(b, k, g.value, g.error);
-        }
-      });
+  return compare_elements(logits_of(c.problem), Tolerance{dlogits.unit, dlogits.absolute},
+                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+                            for (std::int64_t k = begin; k < end; ++k) {
+                              const std::int64_t row = k / vocab, t = target[row];
+                              // lse is given exactly (an input); exp(x - lse) errs by its argument's roundings,
+                              // which lse's distance stands in for, and (the baseline) by a row sum of the
+                              // spread gradient, of vocab / kFewestThreads terms.
+                              const double x = logits.host_value(k);
+                              const double relative = static_cast<double>(vocab / kFewestThreads + 12) * kFp32Unit;
+                              const Gradient g = t == kCrossEntropyIgnoreIndex
+                                                     ? Gradient{0, 0}
+                                                     : gradient(x, lse[row], relative, lse[row], k % vocab, t,
+                                                                smoothing, vocab, dloss[row]);
+                              dlogits.add(b, k, g.value, g.error);
+                            }
+                          });
 }
 
 void fill_logits(void* device, std::int64_t count, std::uint64_t seed, Distribution distribution,

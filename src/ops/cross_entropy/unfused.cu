@@ -22,7 +22,8 @@ using softmax_variants::exp_shifted;
 
 constexpr int kThreads = 512;
 
-// logp = x - lse over every row (ignored ones too, as eager does); lse is kept for the rows counted.
+// logp = (x - max) - log(sum), as ATen's log_softmax forms it (no rounding of lse's magnitude), over
+// every row (ignored ones too, as eager does); lse = max + log(sum) is kept for the rows counted.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) log_softmax_kernel(const CrossEntropyArgs<T> p) {
   __shared__ float scratch[kWarpSize];
@@ -32,9 +33,9 @@ __global__ void __launch_bounds__(kThreads) log_softmax_kernel(const CrossEntrop
   float* logp = static_cast<float*>(p.workspace) + row * p.vocab;
   const int thread = static_cast<int>(threadIdx.x);
   const float max = reduce.max(softmax_variants::scalar_row_max(x, p.vocab, thread, kThreads));
-  const float lse = max + logf(reduce.sum(softmax_variants::scalar_row_sum_exp(x, p.vocab, max, thread, kThreads)));
-  for (std::int64_t j = thread; j < p.vocab; j += kThreads) logp[j] = to_float(x[j]) - lse;
-  if (thread == 0) p.lse[row] = p.target[row] == p.ignore_index ? 0.0f : lse;
+  const float log_sum = logf(reduce.sum(softmax_variants::scalar_row_sum_exp(x, p.vocab, max, thread, kThreads)));
+  for (std::int64_t j = thread; j < p.vocab; j += kThreads) logp[j] = (to_float(x[j]) - max) - log_sum;
+  if (thread == 0) p.lse[row] = p.target[row] == p.ignore_index ? 0.0f : max + log_sum;
 }
 
 // loss = -((1 - e) logp[target] + (e / vocab) sum_j logp_j).
