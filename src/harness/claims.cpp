@@ -1,14 +1,39 @@
 #include "harness/claims.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "cudalab/error.hpp"
 #include "harness/claim_catalog.hpp"
+#include "harness/registry.hpp"
+#include "harness/results.hpp"
 
 namespace cudalab::harness {
 namespace {
 
+// Whether a record's problem is `problem`. A record from a build that predates one of the op's
+// parameters ran it at the parameter's default (gemm's transpose_a, say): its key gains the
+// missing parameters at their defaults, in the op's order, before the comparison.
+bool same_problem(const nlohmann::json& recorded, const std::string& op, const Problem& problem) {
+  if (recorded.value("key", "") == problem.key()) return true;
+  const Op* declared = builtin_registry().find_op(op);
+  if (declared == nullptr) return false;
+  Problem upgraded = recorded.get<Problem>();
+  for (const Param& p : upgraded.params) {
+    const bool still_declared =
+        std::any_of(declared->params.begin(), declared->params.end(), [&](const Param& d) { return d.name == p.name; });
+    if (!still_declared) return false;
+  }
+  std::vector<Param> params;
+  for (const Param& d : declared->params)
+    params.push_back({d.name, upgraded.has_param(d.name) ? upgraded.param(d.name) : d.value});
+  upgraded.params = params;
+  return upgraded.key() == problem.key();
+}
+
 bool matches(const nlohmann::json& r, const std::string& op, const Problem& problem, const std::string& distribution) {
   return r.value("op", "") == op && r.contains("time_ms") && r.value("distribution", "uniform") == distribution &&
-         r.contains("problem") && r["problem"].value("key", "") == problem.key();
+         r.contains("problem") && same_problem(r["problem"], op, problem);
 }
 
 const nlohmann::json* fastest(const nlohmann::json& results, const std::string& op, const Problem& problem,

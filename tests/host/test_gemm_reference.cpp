@@ -13,7 +13,9 @@
 
 #include "cudalab/gemm.hpp"
 #include "error_kind.hpp"
+#include "harness/claims.hpp"
 #include "harness/registry.hpp"
+#include "harness/results.hpp"
 #include "ops/gemm/ids.hpp"
 #include "ops/gemm/reference.hpp"
 #include "ops/gemm/variants.hpp"
@@ -327,6 +329,29 @@ TEST_F(GemmClaims, CommittedRunGivesEachPartItsVerdict) {
   // C11: 11.3x against 7.6x, 1.35x against 1.43x. C12: 1.31x against 1.18x, 0.92x against 1.91x.
   EXPECT_EQ(outcomes("C11"), (Outcomes{kHolds, kHolds}));
   EXPECT_EQ(outcomes("C12"), (Outcomes{kHolds, kNot}));
+}
+
+// A results file from before gemm had transpose_a: its records' problems lack the parameter, which
+// they ran at its default, and the claims still find them.
+TEST(GemmOp, RecordsFromBeforeAParameterExistedMatchItsDefault) {
+  const harness::Op& op = *harness::builtin_registry().find_op(harness::gemm_ids::kOp);
+  const harness::Problem now = op.problem({1024, 1024, 1024}, DType::f32);
+  nlohmann::json problem = now;
+  nlohmann::json older = nlohmann::json::array();
+  for (const auto& param : problem["params"])
+    if (param.value("name", "") != "transpose_a") older.push_back(param);
+  problem["params"] = older;
+  problem["key"] = "dtype=f32;M=1024;N=1024;K=1024;alpha=1.5;beta=-0.5;transpose_b=0";
+  const nlohmann::json record = {{"op", "gemm"},
+                                 {"variant", "tuned"},
+                                 {"distribution", "uniform"},
+                                 {"problem", problem},
+                                 {"time_ms", {{"median", 1.0}}}};
+  const nlohmann::json results = {{"records", nlohmann::json::array({record})}};
+  EXPECT_NE(harness::timed_record(results, "gemm", "tuned", now, "uniform"), nullptr);
+  // The same record at transpose_a = 1 is another problem.
+  const harness::Problem transposed = op.problem({1024, 1024, 1024}, DType::f32, {{"transpose_a", 1}});
+  EXPECT_EQ(harness::timed_record(results, "gemm", "tuned", transposed, "uniform"), nullptr);
 }
 
 TEST_F(GemmClaims, PartsTurnWithTheMeasurement) {
