@@ -52,7 +52,7 @@ struct Problem {
 // backward share.
 Problem checked_problem(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                         const c10::optional<double>& scale, bool causal) {
-  check_tensor(op, "q", q, q.device());
+  check_tensor(op, "q", q, q.device(), c10::nullopt, scalar_types(AttentionElements{}));
   TORCH_CHECK_VALUE(q.dim() == 4, "cudalab.", op, ": q must be [batch, heads, seq, head_dim], got ", q.sizes());
   check_key_or_value(op, "k", k, q);
   check_key_or_value(op, "v", v, q);
@@ -78,7 +78,7 @@ std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tens
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor o = at::empty_like(q);
   at::Tensor lse = at::empty(q.sizes().slice(0, 3), q.options().dtype(at::kFloat));
-  with_element_type(q, [&](auto* tag) {
+  with_element_type<AttentionElements>(q, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::attention_forward(data<T>(q), data<T>(k), data<T>(v), mutable_data<T>(o), lse.mutable_data_ptr<float>(),
@@ -110,7 +110,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tens
   bool aligned = true;
   for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&q, &k, &v, &o, &d_o, &dq, &dk, &dv})
     aligned = aligned && reinterpret_cast<std::uintptr_t>(t->const_data_ptr()) % 16 == 0;
-  with_element_type(q, [&](auto* tag) {
+  with_element_type<AttentionElements>(q, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       const std::size_t bytes = cudalab::attention_backward_workspace_bytes(p.dims, dtype_of_v<T>, aligned);
@@ -127,11 +127,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tens
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)",
-            &attention);
+            &attention, AttentionElements{});
   define_op(m,
             "attention_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, Tensor do, float? scale=None, bool "
             "causal=False) -> (Tensor, Tensor, Tensor)",
-            &attention_backward);
+            &attention_backward, AttentionElements{});
 }
 
 }  // namespace cudalab::torch_ops

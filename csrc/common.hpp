@@ -53,12 +53,12 @@ inline std::string dtype_names(at::ArrayRef<at::ScalarType> dtypes) {
   return names;
 }
 
-// A CUDA tensor on `device` (the first tensor argument's), contiguous, of one of the `allowed`
-// dtypes (and of `dtype` when given): the checks every op runs on each tensor argument before it
-// allocates or launches anything.
-inline void check_tensor(const char* op, const char* name, const at::Tensor& t, const at::Device& device,
-                         c10::optional<at::ScalarType> dtype = c10::nullopt,
-                         at::ArrayRef<at::ScalarType> allowed = kFloatTypes) {
+// A CUDA tensor on `device` (the first tensor argument's) of one of the `allowed` dtypes (and of
+// `dtype` when given), whatever its strides: the checks of an op that reads strided tensors as
+// they lie (gemm, rope), which then checks their layout itself.
+inline void check_strided_tensor(const char* op, const char* name, const at::Tensor& t, const at::Device& device,
+                                 c10::optional<at::ScalarType> dtype = c10::nullopt,
+                                 at::ArrayRef<at::ScalarType> allowed = kFloatTypes) {
   TORCH_CHECK(t.is_cuda(), "cudalab.", op, ": ", name, " must be a CUDA tensor, got ", t.device());
   TORCH_CHECK(t.device() == device, "cudalab.", op, ": ", name, " is on ", t.device(), ", the other arguments on ",
               device);
@@ -67,6 +67,14 @@ inline void check_tensor(const char* op, const char* name, const at::Tensor& t, 
   if (dtype.has_value())
     TORCH_CHECK_TYPE(t.scalar_type() == *dtype, "cudalab.", op, ": ", name, " must be ", *dtype, " like x, got ",
                      t.scalar_type());
+}
+
+// The same, contiguous: the checks every other op runs on each tensor argument before it allocates
+// or launches anything.
+inline void check_tensor(const char* op, const char* name, const at::Tensor& t, const at::Device& device,
+                         c10::optional<at::ScalarType> dtype = c10::nullopt,
+                         at::ArrayRef<at::ScalarType> allowed = kFloatTypes) {
+  check_strided_tensor(op, name, t, device, dtype, allowed);
   TORCH_CHECK(t.is_contiguous(), "cudalab.", op, ": ", name,
               " must be contiguous (call .contiguous() first; cudalab does not copy behind your back)");
 }
@@ -115,11 +123,6 @@ void with_element_type(const at::Tensor& t, F&& f) {
     }
   });
   TORCH_INTERNAL_ASSERT(called, "no element type for ", t.scalar_type());
-}
-// gemm's and attention's: float, half, bf16.
-template <typename F>
-void with_element_type(const at::Tensor& t, F&& f) {
-  with_element_type<TypeList<float, __half, __nv_bfloat16>>(t, std::forward<F>(f));
 }
 
 template <typename T>

@@ -20,19 +20,8 @@ namespace {
 
 constexpr const char* kOp = "gemm";
 
-// The checks check_tensor makes but contiguity (gemm takes strided operands): on CUDA, on
-// `device`, one of the float dtypes, and `dtype` (a's) when given.
-void check_operand(const char* name, const at::Tensor& t, const at::Device& device,
-                   c10::optional<at::ScalarType> dtype = c10::nullopt) {
-  TORCH_CHECK(t.is_cuda(), "cudalab.gemm: ", name, " must be a CUDA tensor, got ", t.device());
-  TORCH_CHECK(t.device() == device, "cudalab.gemm: ", name, " is on ", t.device(), ", the other arguments on ", device);
-  TORCH_CHECK_TYPE(std::find(std::begin(kFloatTypes), std::end(kFloatTypes), t.scalar_type()) != std::end(kFloatTypes),
-                   "cudalab.gemm: ", name, " must be ", dtype_names(kFloatTypes), ", got ",
-                   dtype_names(t.scalar_type()));
-  if (dtype.has_value())
-    TORCH_CHECK_TYPE(t.scalar_type() == *dtype, "cudalab.gemm: ", name, " must be ", *dtype, " like a, got ",
-                     t.scalar_type());
-}
+// float on CUDA cores, the 16-bit types on tensor cores.
+using GemmElements = TypeList<float, __nv_bfloat16, __half>;
 
 // How an operand's logical matrix [rows, cols] lies in memory: rows contiguous (row-major, rows
 // `ld` apart) or columns contiguous (`transposed`: stored cols x rows row-major, columns `ld`
@@ -69,8 +58,10 @@ Storage storage_of(const char* name, const at::Tensor& t, bool flipped) {
 
 at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c, double alpha, double beta,
                 bool b_transposed) {
-  check_operand("a", a, a.device());
-  check_operand("b", b, a.device(), a.scalar_type());
+  check_strided_tensor(kOp, "a", a, a.device());
+  check_strided_tensor(kOp, "b", b, a.device());
+  TORCH_CHECK_TYPE(b.scalar_type() == a.scalar_type(), "cudalab.gemm: b must be ", a.scalar_type(), " like a, got ",
+                   b.scalar_type());
   TORCH_CHECK_VALUE(a.dim() == 2 || a.dim() == 3,
                     "cudalab.gemm: a must be a matrix [m, k] or a batch [batch, m, k], got ", a.sizes());
   TORCH_CHECK_VALUE(b.dim() == a.dim(), "cudalab.gemm: b must have a's rank ", a.dim(), ", got ", b.sizes());
@@ -98,7 +89,9 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
   std::vector<std::int64_t> shape = batched ? std::vector<std::int64_t>{batch, m, n} : std::vector<std::int64_t>{m, n};
   at::Tensor out;
   if (c.has_value() && beta != 0.0) {
-    check_operand("c", *c, a.device(), a.scalar_type());
+    check_strided_tensor(kOp, "c", *c, a.device());
+    TORCH_CHECK_TYPE(c->scalar_type() == a.scalar_type(), "cudalab.gemm: c must be ", a.scalar_type(), " like a, got ",
+                     c->scalar_type());
     TORCH_CHECK_VALUE(c->sizes() == at::IntArrayRef(shape), "cudalab.gemm: c must have the output's shape ",
                       at::IntArrayRef(shape), ", got ", c->sizes());
     out = c->clone(at::MemoryFormat::Contiguous);  // the library computes in place: out = alpha a op(b) + beta out
@@ -109,7 +102,7 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
   const std::int64_t ldc = std::max<std::int64_t>(n, 1);
   const Transpose transpose_a = sa.transposed ? Transpose::yes : Transpose::no;
   const Transpose transpose_b = sb.transposed ? Transpose::yes : Transpose::no;
-  with_element_type(a, [&](auto* tag) {
+  with_element_type<GemmElements>(a, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(kOp, [&] {
       const auto fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
@@ -139,7 +132,7 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(
       m, "gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., bool b_transposed=False) -> Tensor",
-      &gemm);
+      &gemm, GemmElements{});
 }
 
 }  // namespace cudalab::torch_ops

@@ -21,9 +21,7 @@ namespace {
 // and the tables', all checked.
 std::pair<RopeShape, RopeTables> describe(const char* op, const at::Tensor& x, const at::Tensor& cos,
                                           const at::Tensor& sin, std::int64_t seq_dim) {
-  TORCH_CHECK(x.is_cuda(), "cudalab.", op, ": x must be a CUDA tensor, got ", x.device());
-  TORCH_CHECK_TYPE(std::find(std::begin(kFloatTypes), std::end(kFloatTypes), x.scalar_type()) != std::end(kFloatTypes),
-                   "cudalab.", op, ": x must be ", dtype_names(kFloatTypes), ", got ", dtype_names(x.scalar_type()));
+  check_strided_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(RopeElements{}));
   TORCH_CHECK_VALUE(x.dim() == 4, "cudalab.", op, ": x must be [batch, seq, heads, head_dim] or [batch, heads, seq, ",
                     "head_dim], got ", x.sizes());
   TORCH_CHECK_VALUE(seq_dim == 1 || seq_dim == 2, "cudalab.", op, ": seq_dim must be 1 or 2, got ", seq_dim);

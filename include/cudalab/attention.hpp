@@ -15,8 +15,13 @@
 #include <cuda_runtime_api.h>
 
 #include "cudalab/dtype.hpp"
+#include "cudalab/elements.hpp"
 
 namespace cudalab {
+
+// The element types of Q, K, V, O and their gradients (T below); any other fails to compile.
+#define CUDALAB_ATTENTION_ELEMENTS(X, a, b) X(float, a, b) X(__nv_bfloat16, a, b) X(__half, a, b)
+using AttentionElements = CUDALAB_ELEMENT_LIST(CUDALAB_ATTENTION_ELEMENTS);
 
 // Q and O are dense row-major [batch, heads, seq, head_dim]; K and V [batch, kv_heads, seq,
 // head_dim] (grouped-query attention: query head h reads kv head h / (heads / kv_heads); kv_heads
@@ -37,12 +42,8 @@ struct AttentionOptions {
 // does nothing. Throws cudalab::Error: invalid_argument for negative sizes, heads not a multiple of
 // kv_heads, a non-finite or negative scale, null, misaligned or overlapping arrays, or a shape no
 // kernel takes (the message says why); cuda when a launch fails.
-void attention_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
-                       float* lse, const AttentionDims& dims, const AttentionOptions& options = {},
-                       cudaStream_t stream = nullptr);
-void attention_forward(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
-                       const AttentionDims& dims, const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
-void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse, const AttentionDims& dims,
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttentionDims& dims,
                        const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
 
 // Scratch bytes attention_backward takes for `dims` and `dtype` (f32, bf16 or f16) on the current
@@ -70,32 +71,18 @@ std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType 
 // (dk and dv do not). Any size of 0 does nothing. Throws cudalab::Error: invalid_argument for
 // negative sizes, heads not a multiple of kv_heads, a non-finite or negative scale, null,
 // misaligned or overlapping arrays, too small a workspace, or a shape no kernel takes (the message
-// says why); cuda when a launch fails. These overloads take the scratch from the stream-ordered
-// allocator (cudaMallocAsync) and release it on the stream.
-void attention_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* o,
-                        const float* lse, const __nv_bfloat16* d_o, __nv_bfloat16* dq, __nv_bfloat16* dk,
-                        __nv_bfloat16* dv, const AttentionDims& dims, const AttentionOptions& options = {},
+// says why); cuda when a launch fails. This one takes the scratch from the stream-ordered allocator
+// (cudaMallocAsync) and releases it on the stream.
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o, T* dq, T* dk,
+                        T* dv, const AttentionDims& dims, const AttentionOptions& options = {},
                         cudaStream_t stream = nullptr);
-void attention_backward(const __half* q, const __half* k, const __half* v, const __half* o, const float* lse,
-                        const __half* d_o, __half* dq, __half* dk, __half* dv, const AttentionDims& dims,
-                        const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
-void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* lse,
-                        const float* d_o, float* dq, float* dk, float* dv, const AttentionDims& dims,
-                        const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
 // The same with the caller's scratch: `workspace` holds at least attention_backward_workspace_bytes(
 // dims, dtype, aligned) bytes of device memory, 16-byte aligned (null when that is 0), which the
 // call may use until its work on the stream is done.
-void attention_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* o,
-                        const float* lse, const __nv_bfloat16* d_o, __nv_bfloat16* dq, __nv_bfloat16* dk,
-                        __nv_bfloat16* dv, const AttentionDims& dims, const AttentionOptions& options, void* workspace,
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o, T* dq, T* dk,
+                        T* dv, const AttentionDims& dims, const AttentionOptions& options, void* workspace,
                         std::size_t workspace_bytes, cudaStream_t stream = nullptr);
-void attention_backward(const __half* q, const __half* k, const __half* v, const __half* o, const float* lse,
-                        const __half* d_o, __half* dq, __half* dk, __half* dv, const AttentionDims& dims,
-                        const AttentionOptions& options, void* workspace, std::size_t workspace_bytes,
-                        cudaStream_t stream = nullptr);
-void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* lse,
-                        const float* d_o, float* dq, float* dk, float* dv, const AttentionDims& dims,
-                        const AttentionOptions& options, void* workspace, std::size_t workspace_bytes,
-                        cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

@@ -7,7 +7,14 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "cudalab/elements.hpp"
+
 namespace cudalab {
+
+// The element types of the tensor-core GEMM (T below; FP32 has its own calls); any other fails to
+// compile.
+#define CUDALAB_GEMM_TENSOR_CORE_ELEMENTS(X, a, b) X(__nv_bfloat16, a, b) X(__half, a, b)
+using GemmTensorCoreElements = CUDALAB_ELEMENT_LIST(CUDALAB_GEMM_TENSOR_CORE_ELEMENTS);
 
 enum class Layout { row_major, column_major };
 // How an operand is stored. For B: no: k x n (ldb >= n); yes: n x k (ldb >= k), so the product is
@@ -46,11 +53,9 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const flo
 // (invalid_argument) for negative sizes, leading dimensions below the row length, null pointers with
 // non-zero sizes, pointers not aligned to the element size, sizes beyond the grid's reach, or an
 // older GPU.
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __nv_bfloat16* a, std::int64_t lda,
-          const __nv_bfloat16* b, std::int64_t ldb, float beta, __nv_bfloat16* c, std::int64_t ldc,
-          cudaStream_t stream = nullptr, Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a, std::int64_t lda,
-          const __half* b, std::int64_t ldb, float beta, __half* c, std::int64_t ldc, cudaStream_t stream = nullptr,
+template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda, const T* b,
+          std::int64_t ldb, float beta, T* c, std::int64_t ldc, cudaStream_t stream = nullptr,
           Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 
 // The same product for `batch` independent matrices: matrix z of A starts at a + z * stride_a
@@ -59,14 +64,10 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __h
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                   std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb, std::int64_t stride_b,
                   float beta, float* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream = nullptr);
-void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                  const __nv_bfloat16* a, std::int64_t lda, std::int64_t stride_a, const __nv_bfloat16* b,
-                  std::int64_t ldb, std::int64_t stride_b, float beta, __nv_bfloat16* c, std::int64_t ldc,
-                  std::int64_t stride_c, cudaStream_t stream = nullptr, Transpose transpose_b = Transpose::no,
-                  Transpose transpose_a = Transpose::no);
-void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a,
-                  std::int64_t lda, std::int64_t stride_a, const __half* b, std::int64_t ldb, std::int64_t stride_b,
-                  float beta, __half* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream = nullptr,
+template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
+void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
+                  std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
+                  float beta, T* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream = nullptr,
                   Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 
 }  // namespace cudalab

@@ -172,7 +172,8 @@ TEST(LibraryGemm, HalfArgumentErrors) {
   EXPECT_EQ(test_support::thrown_kind(
                 [&] { gemm(4, 8, 4, 1.0f, x.data(), 4, x.data(), 4, 0.0f, x.data(), 8, nullptr, Transpose::no); }),
             ErrorKind::invalid_argument);  // ldb below n
-  EXPECT_EQ(test_support::thrown_kind([&] { gemm(4, 4, 4, 1.0f, x.data(), 4, x.data(), 4, 0.0f, nullptr, 4); }),
+  EXPECT_EQ(test_support::thrown_kind(
+                [&] { gemm<__nv_bfloat16>(4, 4, 4, 1.0f, x.data(), 4, x.data(), 4, 0.0f, nullptr, 4); }),
             ErrorKind::invalid_argument);  // C null
   EXPECT_EQ(test_support::thrown_kind(
                 [&] { gemm_batched(2, 4, 4, 4, 1.0f, x.data(), 4, 16, x.data(), 4, 16, 0.0f, x.data(), 4, 8); }),

@@ -530,8 +530,8 @@ TEST(AttentionLibrary, ValidatesBeforeTouchingTheGpu) {
   // Empty problems take no workspace and do nothing, null pointers included.
   for (const AttentionDims& d : {AttentionDims{0, 2, 2, 8, 64}, AttentionDims{1, 2, 2, 8, 0}}) {
     EXPECT_EQ(attention_backward_workspace_bytes(d, DType::f32), 0u);
-    EXPECT_NO_THROW(attention_backward(static_cast<const float*>(nullptr), nullptr, nullptr, nullptr, nullptr, nullptr,
-                                       nullptr, nullptr, nullptr, d, {}, nullptr, 0));
+    EXPECT_NO_THROW(attention_backward<float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                              nullptr, d, {}, nullptr, 0));
   }
   EXPECT_EQ(thrown_kind([&] { attention_backward_workspace_bytes(good, DType::i32); }), kInvalid);
   EXPECT_EQ(thrown_kind([&] { attention_backward_workspace_bytes({-1, 2, 2, 8, 64}, DType::bf16); }), kInvalid);

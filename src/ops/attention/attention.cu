@@ -177,15 +177,8 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
 
 }  // namespace
 
-void attention_forward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o,
-                       float* lse, const AttentionDims& dims, const AttentionOptions& options, cudaStream_t stream) {
-  forward(q, k, v, o, lse, dims, options, stream);
-}
-void attention_forward(const __half* q, const __half* k, const __half* v, __half* o, float* lse,
-                       const AttentionDims& dims, const AttentionOptions& options, cudaStream_t stream) {
-  forward(q, k, v, o, lse, dims, options, stream);
-}
-void attention_forward(const float* q, const float* k, const float* v, float* o, float* lse, const AttentionDims& dims,
+template <typename T, typename>
+void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttentionDims& dims,
                        const AttentionOptions& options, cudaStream_t stream) {
   forward(q, k, v, o, lse, dims, options, stream);
 }
@@ -197,39 +190,26 @@ std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType 
   return plan_backward(kBackwardWorkspace, dims, size_of(dtype), aligned).workspace_bytes;
 }
 
-void attention_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* o,
-                        const float* lse, const __nv_bfloat16* d_o, __nv_bfloat16* dq, __nv_bfloat16* dk,
-                        __nv_bfloat16* dv, const AttentionDims& dims, const AttentionOptions& options,
-                        cudaStream_t stream) {
+template <typename T, typename>
+void attention_backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o, T* dq, T* dk,
+                        T* dv, const AttentionDims& dims, const AttentionOptions& options, cudaStream_t stream) {
   backward(q, k, v, o, lse, d_o, dq, dk, dv, dims, options, stream);
 }
-void attention_backward(const __half* q, const __half* k, const __half* v, const __half* o, const float* lse,
-                        const __half* d_o, __half* dq, __half* dk, __half* dv, const AttentionDims& dims,
-                        const AttentionOptions& options, cudaStream_t stream) {
-  backward(q, k, v, o, lse, d_o, dq, dk, dv, dims, options, stream);
-}
-void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* lse,
-                        const float* d_o, float* dq, float* dk, float* dv, const AttentionDims& dims,
-                        const AttentionOptions& options, cudaStream_t stream) {
-  backward(q, k, v, o, lse, d_o, dq, dk, dv, dims, options, stream);
-}
-void attention_backward(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const __nv_bfloat16* o,
-                        const float* lse, const __nv_bfloat16* d_o, __nv_bfloat16* dq, __nv_bfloat16* dk,
-                        __nv_bfloat16* dv, const AttentionDims& dims, const AttentionOptions& options, void* workspace,
+
+template <typename T, typename>
+void attention_backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o, T* dq, T* dk,
+                        T* dv, const AttentionDims& dims, const AttentionOptions& options, void* workspace,
                         std::size_t workspace_bytes, cudaStream_t stream) {
   backward(q, k, v, o, lse, d_o, dq, dk, dv, dims, options, workspace, workspace_bytes, stream);
 }
-void attention_backward(const __half* q, const __half* k, const __half* v, const __half* o, const float* lse,
-                        const __half* d_o, __half* dq, __half* dk, __half* dv, const AttentionDims& dims,
-                        const AttentionOptions& options, void* workspace, std::size_t workspace_bytes,
-                        cudaStream_t stream) {
-  backward(q, k, v, o, lse, d_o, dq, dk, dv, dims, options, workspace, workspace_bytes, stream);
-}
-void attention_backward(const float* q, const float* k, const float* v, const float* o, const float* lse,
-                        const float* d_o, float* dq, float* dk, float* dv, const AttentionDims& dims,
-                        const AttentionOptions& options, void* workspace, std::size_t workspace_bytes,
-                        cudaStream_t stream) {
-  backward(q, k, v, o, lse, d_o, dq, dk, dv, dims, options, workspace, workspace_bytes, stream);
-}
+
+#define CUDALAB_ATTENTION_ENTRIES(T, a, b)                                                                     \
+  template void attention_forward(const T*, const T*, const T*, T*, float*, const AttentionDims&,              \
+                                  const AttentionOptions&, cudaStream_t);                                      \
+  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*, \
+                                   const AttentionDims&, const AttentionOptions&, cudaStream_t);               \
+  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*, \
+                                   const AttentionDims&, const AttentionOptions&, void*, std::size_t, cudaStream_t);
+CUDALAB_ATTENTION_ELEMENTS(CUDALAB_ATTENTION_ENTRIES, , )
 
 }  // namespace cudalab

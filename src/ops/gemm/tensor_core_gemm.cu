@@ -73,34 +73,29 @@ v::GemmArgs<T> make_args(std::int64_t batch, std::int64_t m, std::int64_t n, std
 
 }  // namespace
 
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __nv_bfloat16* a, std::int64_t lda,
-          const __nv_bfloat16* b, std::int64_t ldb, float beta, __nv_bfloat16* c, std::int64_t ldc, cudaStream_t stream,
-          Transpose transpose_b, Transpose transpose_a) {
+template <typename T, typename>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda, const T* b,
+          std::int64_t ldb, float beta, T* c, std::int64_t ldc, cudaStream_t stream, Transpose transpose_b,
+          Transpose transpose_a) {
   run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b, transpose_a), stream);
 }
 
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a, std::int64_t lda,
-          const __half* b, std::int64_t ldb, float beta, __half* c, std::int64_t ldc, cudaStream_t stream,
-          Transpose transpose_b, Transpose transpose_a) {
-  run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b, transpose_a), stream);
-}
-
-void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                  const __nv_bfloat16* a, std::int64_t lda, std::int64_t stride_a, const __nv_bfloat16* b,
-                  std::int64_t ldb, std::int64_t stride_b, float beta, __nv_bfloat16* c, std::int64_t ldc,
-                  std::int64_t stride_c, cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
+template <typename T, typename>
+void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
+                  std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
+                  float beta, T* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream, Transpose transpose_b,
+                  Transpose transpose_a) {
   run(make_args(batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, transpose_b,
                 transpose_a),
       stream);
 }
 
-void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __half* a,
-                  std::int64_t lda, std::int64_t stride_a, const __half* b, std::int64_t ldb, std::int64_t stride_b,
-                  float beta, __half* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream,
-                  Transpose transpose_b, Transpose transpose_a) {
-  run(make_args(batch, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, transpose_b,
-                transpose_a),
-      stream);
-}
+#define CUDALAB_GEMM_ENTRIES(T, x, y)                                                                                 \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
+                     float, T*, std::int64_t, cudaStream_t, Transpose, Transpose);                                    \
+  template void gemm_batched(std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,   \
+                             std::int64_t, const T*, std::int64_t, std::int64_t, float, T*, std::int64_t,             \
+                             std::int64_t, cudaStream_t, Transpose, Transpose);
+CUDALAB_GEMM_TENSOR_CORE_ELEMENTS(CUDALAB_GEMM_ENTRIES, , )
 
 }  // namespace cudalab
