@@ -866,6 +866,32 @@ int command_claims(const ClaimsArgs& args, Context& context) {
   }
   const std::string summary = std::to_string(measured) + " of " + std::to_string(all.size()) + " claims judged from " +
                               std::to_string(paths.size()) + " file(s)\n";
+  // One line a claim: its parts' outcomes counted over every judgement of it.
+  Table compact;
+  compact.header = {"claim", "source", "what it says", "verdict"};
+  for (const auto& entry : all) {
+    int parts = 0, holds = 0, partly = 0;
+    for (const auto& j : entry["judgements"])
+      for (const auto& part : j.value("parts", nlohmann::json::array())) {
+        ++parts;
+        const std::string outcome = part.value("outcome", "");
+        holds += outcome == "holds";
+        partly += outcome == "holds partly";
+      }
+    const int fails = parts - holds - partly;
+    std::string verdict = "not measured yet";
+    if (parts == 1) {
+      verdict = holds == 1 ? "holds" : partly == 1 ? "holds partly" : "does not hold";
+    } else if (parts > 0 && holds == parts) {
+      verdict = "holds (all " + std::to_string(parts) + " parts)";
+    } else if (parts > 0 && fails == parts) {
+      verdict = "does not hold (any of " + std::to_string(parts) + " parts)";
+    } else if (parts > 0) {
+      verdict = "of " + std::to_string(parts) + " parts: " + std::to_string(holds) + " hold, " +
+                std::to_string(partly) + " partly, " + std::to_string(fails) + " do not";
+    }
+    compact.rows.push_back({entry["id"], entry["source"], entry["claim"], verdict});
+  }
   if (args.update_paths.empty()) {
     context.out << t.text() << summary;
     return kExitOk;
@@ -875,7 +901,8 @@ int command_claims(const ClaimsArgs& args, Context& context) {
     if (!in) throw Error(ErrorKind::invalid_argument, "cannot read " + path, __FILE__, __LINE__);
     std::stringstream buffer;
     buffer << in.rdbuf();
-    const std::string updated = splice_generated_blocks(buffer.str(), {{"claims:all", t.markdown() + "\n" + summary}});
+    const std::string updated = splice_generated_blocks(
+        buffer.str(), {{"claims:all", t.markdown() + "\n" + summary}, {"claims:summary", compact.markdown()}});
     std::ofstream out(path);
     out << updated;
     if (!out) throw Error(ErrorKind::invalid_argument, "cannot write " + path, __FILE__, __LINE__);

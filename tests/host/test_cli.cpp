@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -231,6 +232,20 @@ TEST(Claims, ListsAllThirtyFourWithoutAGpu) {
   EXPECT_EQ(all.size(), 34u);
   EXPECT_EQ(all[33]["id"], "C34");
   EXPECT_TRUE(all[0]["judgements"].empty());
+  // --update fills the one-line summary as well as the full table.
+  const std::string page = ::testing::TempDir() + "cudalab_claims_page.md";
+  {
+    std::ofstream file(page);
+    file << "<!-- cudalab:begin claims:summary -->\n<!-- cudalab:end claims:summary -->\n"
+            "<!-- cudalab:begin claims:all -->\n<!-- cudalab:end claims:all -->\n";
+  }
+  ASSERT_EQ(invoke({"claims", path.c_str(), "--update", page.c_str()}).code, kExitOk);
+  std::ifstream updated(page);
+  const std::string text_out((std::istreambuf_iterator<char>(updated)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text_out.find("| claim | source | what it says | verdict |"), std::string::npos) << text_out;
+  EXPECT_NE(text_out.find("| C34 | tutorial 004 |"), std::string::npos);
+  EXPECT_NE(text_out.find("not measured yet |"), std::string::npos);
+  std::remove(page.c_str());
   std::remove(path.c_str());
   EXPECT_EQ(invoke({"claims", path.c_str()}).code, kExitUsage) << "a missing file is a bad argument";
 }
