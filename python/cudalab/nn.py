@@ -54,11 +54,7 @@ class Linear(torch.nn.Linear):
     has no bias epilogue, so there is no fused bias+GELU either."""
 
     def forward(self, x):
-        weight, bias = self.weight, self.bias
-        if x.is_cuda and torch.is_autocast_enabled("cuda"):  # the only device the ops run on
-            dtype = torch.get_autocast_dtype("cuda")
-            x, weight = x.to(dtype), weight.to(dtype)
-            bias = None if bias is None else bias.to(dtype)
+        x, weight, bias = ops.autocast_inputs(x, self.weight, self.bias)
         rows = x.reshape(-1, self.in_features)
         if x.dtype == torch.float32:
             y = ops.gemm(rows, weight.t().contiguous())

@@ -12,6 +12,16 @@ input as one flat array, matrix or image.
 import torch
 from torch import Tensor
 
+def autocast_inputs(*tensors):
+    """The tensors cast to the autocast dtype where ``torch.autocast`` is on for CUDA (the ops that
+    torch runs in lower precision there: matrix products and attention), else as given; None stays
+    None."""
+    if not torch.is_autocast_enabled("cuda") or not any(t is not None and t.is_cuda for t in tensors):
+        return tensors
+    dtype = torch.get_autocast_dtype("cuda")
+    return tuple(t.to(dtype) if t is not None and t.is_floating_point() else t for t in tensors)
+
+
 def bias_relu(x: Tensor, bias: Tensor) -> Tensor:
     """relu(x + bias), bias of shape [x.shape[-1]]."""
     return torch.ops.cudalab.bias_act(x, bias, "relu")
@@ -131,7 +141,9 @@ def gemm(
     ``op(b)`` [k, n] with contiguous rows only, and refuse other layouts (call ``.contiguous()``).
     Matrices with neither rows nor columns contiguous are refused (ValueError) by name. ``c`` may
     have any strides: it is copied into the new contiguous output first. Sizes may be 0: k = 0 gives
-    ``beta * c``, m = 0 or n = 0 an empty output."""
+    ``beta * c``, m = 0 or n = 0 an empty output. Under ``torch.autocast`` on CUDA, a, b and c are
+    cast to the autocast dtype first, as ``torch.matmul``'s are."""
+    a, b, c = autocast_inputs(a, b, c)
     return torch.ops.cudalab.gemm(a, b, c, alpha, beta, b_transposed)
 
 
@@ -211,6 +223,7 @@ def attention(
     its last bits may vary from run to run), and a CUDA-core fallback everywhere else, which
     materializes the probabilities and their gradients in fp32: 8 * batch * heads * seq^2 bytes of
     scratch (8 GiB at 4 x 16 x 4096)."""
+    q, k, v = autocast_inputs(q, k, v)
     return torch.ops.cudalab.attention(q, k, v, scale, causal)
 
 

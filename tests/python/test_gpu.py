@@ -832,3 +832,15 @@ def test_attention_refuses_noncontiguous_and_cpu_arguments():
         ops.attention(q.transpose(1, 2).contiguous().transpose(1, 2), k, v)
     with pytest.raises(RuntimeError, match=f"{A}: v must be a CUDA tensor, got cpu"):
         ops.attention(q, k, v.cpu())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gemm_and_attention_run_in_the_autocast_dtype(dtype):
+    a, b = torch.randn(64, 96, device="cuda"), torch.randn(96, 80, device="cuda")
+    q = torch.randn(1, 2, 128, 64, device="cuda")
+    with torch.autocast(device_type="cuda", dtype=dtype):
+        y = ops.gemm(a, b)
+        o, lse = ops.attention(q, q, q, causal=True)
+    assert y.dtype == dtype and o.dtype == dtype and lse.dtype == torch.float32
+    assert rel_l2(y, a.double() @ b.double()) <= 2 * REL_L2[dtype]
+    assert ops.gemm(a, b).dtype == torch.float32  # autocast off again: as given
