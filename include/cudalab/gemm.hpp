@@ -32,7 +32,8 @@ enum class Transpose { no, yes };
 // fewer tiles than the GPU has SMs split k over up to 8 blocks per tile, whose partial sums (at most
 // 8 m n floats) come from the stream-ordered allocator and are added in a fixed order.
 // Throws cudalab::Error (invalid_argument) for negative sizes, leading dimensions below the row
-// length, null pointers with non-zero sizes, m beyond 65535 * 64 rows, or `layout` other than
+// length, null pointers with non-zero sizes, pointers not aligned to 4 bytes (their element), m
+// beyond 65535 * 64 rows, or `layout` other than
 // row_major (pass the transposed problem instead: column-major C = A B is row-major C^T = B^T A^T).
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
           std::int64_t ldb, float beta, float* c, std::int64_t ldc, cudaStream_t stream = nullptr,
@@ -60,7 +61,7 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* 
 
 // The same product for `batch` independent matrices: matrix z of A starts at a + z * stride_a
 // (likewise B and C; strides in elements, and C's matrices must not overlap). Same rules and
-// errors as the single-matrix calls above; the FP32 one takes B as k x n.
+// errors as the single-matrix calls above; the FP32 one takes A as m x k and B as k x n.
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                   std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb, std::int64_t stride_b,
                   float beta, float* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream = nullptr);
