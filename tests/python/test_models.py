@@ -84,3 +84,8 @@ def test_torch_built_llama_matches_hugging_face():
     with torch.no_grad():
         hf_loss = torch.nn.functional.cross_entropy(theirs(tokens).logits.reshape(-1, config.vocab), targets.reshape(-1))
         assert abs(ours(tokens, targets).item() - hf_loss.item()) <= 1e-4 * hf_loss.item()
+
+
+def test_models_command_refuses_bad_sizes_before_looking_for_a_gpu():
+    assert main(["--batch", "0"]) == 2
+    assert main(["--model", "llama", "--seq", "-1"]) == 2

@@ -76,9 +76,6 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=15, help="kernels listed in the profile (default 15)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)
-        return 3
     model_class, config_class = MODELS[args.model]
     config = config_class()
     if args.layers is not None:
@@ -88,6 +85,9 @@ def main(argv=None):
     if min(args.batch, config.layers, config.seq, args.steps, args.top) <= 0:
         print("cudalab.models: --batch, --layers, --seq, --steps and --top must be positive", file=sys.stderr)
         return 2
+    if not torch.cuda.is_available():
+        print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)
+        return 3
     generator = torch.Generator(device="cuda").manual_seed(1)
     tokens = torch.randint(0, config.vocab, (args.batch, config.seq + 1), device="cuda", generator=generator)
     inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
