@@ -225,16 +225,10 @@ Op cross_entropy_op(const char* name, const char* summary) {
   return op;
 }
 
-template <typename Binding, template <typename> class ArgsOf, typename Launch>
-Variant variant(const char* id, const char* technique, Launch launch) {
-  return make_variant<Binding, ArgsOf>(id, technique, Role::ladder, Elements{}, launch);
-}
-
-template <typename Binding, template <typename> class ArgsOf, typename Launch>
-Variant baseline(const char* technique, Launch launch) {
-  Variant b = make_variant<Binding, ArgsOf>("unfused", technique, Role::baseline, Elements{}, launch);
-  b.workspace_bytes = [](const Problem& p) { return v::workspace_bytes(rows_of(p), vocab_of(p)); };
-  return b;
+// The unfused baseline: its [rows, vocab] fp32 intermediate is the variant's workspace.
+Variant with_workspace(Variant baseline) {
+  baseline.workspace_bytes = [](const Problem& p) { return v::workspace_bytes(rows_of(p), vocab_of(p)); };
+  return baseline;
 }
 
 }  // namespace
@@ -258,17 +252,18 @@ void register_cross_entropy(Registry& registry) {
   };
   forward.check = check_forward;
   forward.variants = {
-      baseline<ForwardBinding, v::CrossEntropyArgs>(
-          "eager PyTorch's passes: log_softmax into an fp32 array, the loss from it, the gradient from it",
-          CUDALAB_LAUNCHER(v::unfused)),
-      variant<ForwardBinding, v::CrossEntropyArgs>("online_scalar",
-                                                   "a block per row, element loads: online pass, gradient pass",
-                                                   CUDALAB_LAUNCHER(v::online_scalar)),
-      variant<ForwardBinding, v::CrossEntropyArgs>("online_vectorized", "a block per row, 16-byte accesses",
-                                                   CUDALAB_LAUNCHER(v::online_vectorized)),
-      variant<ForwardBinding, v::CrossEntropyArgs>(
-          "persistent", "a block of 1024 threads per SM walking rows: the gradient pass re-reads from L2",
-          CUDALAB_LAUNCHER(v::persistent)),
+      with_workspace(make_variant<ForwardBinding, v::CrossEntropyArgs>(
+          "unfused", "eager PyTorch's passes: log_softmax into an fp32 array, the loss from it, the gradient from it",
+          Role::baseline, Elements{}, CUDALAB_LAUNCHER(v::unfused))),
+      make_variant<ForwardBinding, v::CrossEntropyArgs>("online_scalar",
+                                                        "a block per row, element loads: online pass, gradient pass",
+                                                        Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::online_scalar)),
+      make_variant<ForwardBinding, v::CrossEntropyArgs>("online_vectorized", "a block per row, 16-byte accesses",
+                                                        Role::ladder, Elements{},
+                                                        CUDALAB_LAUNCHER(v::online_vectorized)),
+      make_variant<ForwardBinding, v::CrossEntropyArgs>(
+          "persistent", "a block of 1024 threads per SM walking rows: the gradient pass re-reads from L2", Role::ladder,
+          Elements{}, CUDALAB_LAUNCHER(v::persistent)),
   };
   registry.add(std::move(forward));
 
@@ -288,11 +283,11 @@ void register_cross_entropy(Registry& registry) {
   };
   backward.check = check_backward;
   backward.variants = {
-      baseline<BackwardBinding, v::CrossEntropyBackwardArgs>(
-          "eager PyTorch's passes: nll_loss's gradient into an fp32 array, then log_softmax's backward",
-          CUDALAB_LAUNCHER(v::backward_unfused)),
-      variant<BackwardBinding, v::CrossEntropyBackwardArgs>(
-          "persistent", "a block of 1024 threads per SM walking rows, 16-byte accesses",
+      with_workspace(make_variant<BackwardBinding, v::CrossEntropyBackwardArgs>(
+          "unfused", "eager PyTorch's passes: nll_loss's gradient into an fp32 array, then log_softmax's backward",
+          Role::baseline, Elements{}, CUDALAB_LAUNCHER(v::backward_unfused))),
+      make_variant<BackwardBinding, v::CrossEntropyBackwardArgs>(
+          "persistent", "a block of 1024 threads per SM walking rows, 16-byte accesses", Role::ladder, Elements{},
           CUDALAB_LAUNCHER(v::backward_persistent)),
   };
   registry.add(std::move(backward));
