@@ -179,7 +179,7 @@ TEST(LibraryGemm, HalfArgumentErrors) {
                 [&] { gemm_batched(2, 4, 4, 4, 1.0f, x.data(), 4, 16, x.data(), 4, 16, 0.0f, x.data(), 4, 8); }),
             ErrorKind::invalid_argument);  // C's matrices overlap
   EXPECT_EQ(test_support::thrown_kind([&] {
-              gemm(4, 8, 4, 1.0f, x.data(), 4, x.data(), 8, 0.0f, x.data(), 8, nullptr, Transpose::no, Transpose::yes);
+              gemm(8, 8, 4, 1.0f, x.data(), 4, x.data(), 8, 0.0f, x.data(), 8, nullptr, Transpose::no, Transpose::yes);
             }),
             ErrorKind::invalid_argument);  // lda below m for A stored k x m
   // A pointer between elements faults inside a kernel ("misaligned address") and poisons the

@@ -777,7 +777,7 @@ A = "cudalab.attention"
     "call, error, message",
     [
         (lambda: ops.attention(*qkv(k_dtype=torch.float16)), TypeError, f"{A}: k must be bfloat16 like q, got float16"),
-        (lambda: ops.attention(*qkv(dtype=torch.float64)), TypeError, f"{A}: q must be float32, float16 or bfloat16"),
+        (lambda: ops.attention(*qkv(dtype=torch.float64)), TypeError, f"{A}: q must be float32, bfloat16 or float16"),
         (lambda: ops.attention(*qkv(q=(4, 16, 64))), ValueError, rf"{A}: q must be \[batch, heads, seq, head_dim\]"),
         (lambda: ops.attention(*qkv(k=(2, 4, 16, 64, 1))), ValueError, rf"{A}: k must be \[batch, kv_heads, seq"),
         (lambda: ops.attention(*qkv(q=(2, 6, 16, 64))), ValueError, rf"{A}: q's heads \(6\) must be a multiple of k"),

@@ -21,7 +21,10 @@ LLAMA = dict(vocab_size=320, hidden_size=128, intermediate_size=256, num_hidden_
 def tiny(name):
     torch.manual_seed(0)
     if name == "gpt2":
-        config = transformers.GPT2Config(vocab_size=320, n_positions=256, n_embd=128, n_layer=2, n_head=2)
+        # No dropout (GPT-2's default is 0.1 in three places; Llama's configs have none), so the two
+        # models' training-mode forwards are comparable.
+        config = transformers.GPT2Config(vocab_size=320, n_positions=256, n_embd=128, n_layer=2, n_head=2,
+                                         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
         return transformers.GPT2LMHeadModel(config)
     config_class = {"llama": transformers.LlamaConfig, "mistral": transformers.MistralConfig,
                     "qwen2": transformers.Qwen2Config}[name]

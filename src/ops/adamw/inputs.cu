@@ -20,7 +20,7 @@ template <typename T>
 __global__ void second_moments_kernel(T* v, std::int64_t n, std::uint64_t seed) {
   for (std::int64_t i = global_thread_index(); i < n; i += global_thread_count()) {
     const float u = static_cast<float>(mix64(seed ^ mix64(static_cast<std::uint64_t>(i))) >> 40) * 0x1p-23f - 1.0f;
-    v[i] = from_float<T>(u * u * 0.01f);
+    v[i] = from_float<T>((u * u + 0.01f) * 0.01f);
   }
 }
 

@@ -1,5 +1,8 @@
 // AdamW's second moments: non-negative, as a running mean of squared gradients is, seeded and
-// stateless like fill_random: u^2 / 100 for u uniform in [-1, 1), rounded to the dtype.
+// stateless like fill_random: (u^2 + 0.01) / 100 for u uniform in [-1, 1), rounded to the dtype.
+// The floor keeps them above f16's smallest normal (6.1e-5): below it a stored moment (the
+// baseline's, as torch's fp16 steps store theirs) keeps a fixed absolute spacing, not a relative
+// precision, and the update m / sqrt(v) grows without a bound a check could state.
 #pragma once
 
 #include <cstdint>

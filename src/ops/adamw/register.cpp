@@ -56,8 +56,8 @@ struct Binding {
 };
 
 // Each element's step in double from the values as generated; the bound follows fp32's roundings of
-// each update and, for the parameter, the moments rounded to the dtype before the update reads them
-// (the baseline's passes store them first, as torch's foreach steps do).
+// each update and, for the parameter, the moments and the decayed parameter rounded to the dtype
+// before the update reads them (the baseline's passes store them first, as torch's foreach steps do).
 Comparison check(const CheckContext& c) {
   const RoundedOutput param{c.tensors["param"]}, m_out{c.tensors["exp_avg"]}, v_out{c.tensors["exp_avg_sq"]};
   const Tensor& grad = c.tensors["grad"];
@@ -89,7 +89,8 @@ Comparison check(const CheckContext& c) {
                                 const double relative = (m_error / std::max(std::fabs(m), 1e-300) + unit) +
                                                         (v_error / std::max(v, 1e-300) + unit) / 2 + 8 * kFp32Unit;
                                 const double error = std::fabs(update) * std::min(relative, 1.0) +
-                                                     4 * kFp32Unit * (std::fabs(p0 * decay) + std::fabs(update));
+                                                     (unit + 4 * kFp32Unit) * std::fabs(p0 * decay) +
+                                                     4 * kFp32Unit * std::fabs(update);
                                 param.add(b, i, p0 * decay - update, error);
                               }
                             }

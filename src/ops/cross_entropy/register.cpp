@@ -75,7 +75,8 @@ struct BackwardBinding {
 // the logits, or of x - max - log(sum) as the baseline sums them, errs likewise over their
 // magnitudes.
 struct RowStatistics {
-  double max = -INFINITY, lse = 0, sum_x = 0, sum_abs_x = 0, sum_error = 0, lse_error = 0, sum_x_error = 0;
+  double max = -INFINITY, log_sum = 0, lse = 0, sum_x = 0, sum_abs_x = 0, sum_error = 0, lse_error = 0,
+         sum_x_error = 0;
 };
 RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_t vocab) {
   RowStatistics s;
@@ -89,7 +90,8 @@ RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_
     s.sum_abs_x += std::fabs(x);
     spread = std::max(spread, std::min(s.max - x, 40.0));
   }
-  s.lse = s.max + std::log(sum);
+  s.log_sum = std::log(sum);
+  s.lse = s.max + s.log_sum;
   const double sequence = static_cast<double>(vocab / kFewestThreads + 1) + 6 * 10;
   s.sum_error = (sequence + 4 + 3 * spread) * kFp32Unit;
   s.lse_error = s.sum_error + 4 * kFp32Unit * (std::fabs(s.lse) + std::fabs(s.max));
@@ -100,15 +102,17 @@ RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_
 }
 
 // Element (row, j)'s gradient: scale (exp(x - lse) - e / vocab - (1 - e) [j == target]) and its
-// evaluation error: exp(x - lse), formed as exp(x - max) / sum (or from x - max - log(sum)), carries
+// evaluation error, from `shifted` = x - lse formed without adding log(sum) to a large max (at
+// |max| ~ 1e30 a double's lse would drop it, and k tied maxima would each get 1 instead of 1 / k);
+// exp(x - lse), formed as exp(x - max) / sum (or from x - max - log(sum)), carries
 // `relative` (the sum's, or the baseline's) and its own (exp2f, 3 roundings of x - max, the
 // reciprocal, the product), then fp32 roundings of the difference and of the scaling.
 struct Gradient {
   double value, error;
 };
-Gradient gradient(double x, double lse, double relative, double max, std::int64_t j, std::int64_t target,
+Gradient gradient(double x, double shifted, double relative, double max, std::int64_t j, std::int64_t target,
                   double smoothing, std::int64_t vocab, double scale) {
-  const double p = std::exp(x - lse);
+  const double p = std::exp(shifted);
   const double spread = smoothing / static_cast<double>(vocab), hit = j == target ? 1.0 - smoothing : 0.0;
   const double p_error = p * (relative + (8 + 3 * std::fabs(max - x)) * kFp32Unit);
   return {scale * (p - spread - hit), std::fabs(scale) * (p_error + 4 * kFp32Unit * (p + spread + hit))};
@@ -139,9 +143,10 @@ Comparison check_forward(const CheckContext& c) {
           }
           if (k < n) {
             const std::int64_t j = k % vocab;
+            const double x = logits.host_value(k);
             const Gradient g =
                 ignored ? Gradient{0, 0}
-                        : gradient(logits.host_value(k), s.lse, s.sum_error + 2 * (std::log(vocab) + 1) * kFp32Unit,
+                        : gradient(x, (x - s.max) - s.log_sum, s.sum_error + 2 * (std::log(vocab) + 1) * kFp32Unit,
                                    s.max, j, t, smoothing, vocab, 1.0);
             dlogits.add(b, k, g.value, g.error);
             continue;
@@ -184,7 +189,7 @@ Comparison check_backward(const CheckContext& c) {
                               const double relative = static_cast<double>(vocab / kFewestThreads + 12) * kFp32Unit;
                               const Gradient g = t == kCrossEntropyIgnoreIndex
                                                      ? Gradient{0, 0}
-                                                     : gradient(x, lse[row], relative, lse[row], k % vocab, t,
+                                                     : gradient(x, x - lse[row], relative, lse[row], k % vocab, t,
                                                                 smoothing, vocab, dloss[row]);
                               dlogits.add(b, k, g.value, g.error);
                             }
