@@ -93,12 +93,14 @@ def main(argv=None):
     inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
     result = {"model": args.model, "config": asdict(config), "batch": args.batch, "steps": args.steps,
               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
-    models = {}
+    models, initial = {}, None
     for name in ("torch", "cudalab"):
         print(f"{name}: building and timing {args.steps} steps", file=sys.stderr, flush=True)
         model = model_class(config, name).cuda().to(torch.bfloat16)
-        if models:
-            model.load_state_dict(models["torch"][0].state_dict())
+        if initial is None:  # both start from these weights, so their losses after the steps compare
+            initial = {key: value.clone() for key, value in model.state_dict().items()}
+        else:
+            model.load_state_dict(initial)
         if name == "cudalab":
             optimizer = AdamW(model.parameters(), lr=1e-4)
         else:
