@@ -70,31 +70,30 @@ Comparison check(const CheckContext& c) {
   const double decay = 1 - static_cast<double>(kHyper.lr) * kHyper.weight_decay, unit = traits(dtype).unit_roundoff;
   const std::int64_t n = total_of(c.problem);
   // One comparison over the three outputs: the parameters, then m, then v.
-  return compare_elements(3 * n, Tolerance{param.unit, param.absolute},
-                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
-                            for (std::int64_t k = begin; k < end; ++k) {
-                              const std::int64_t i = k % n;
-                              const double p0 = initial("param", i), m0 = initial("exp_avg", i);
-                              const double v0 = initial("exp_avg_sq", i), g = grad.host_value(i);
-                              const double m = b1 * m0 + (1 - b1) * g, v = b2 * v0 + (1 - b2) * g * g;
-                              const double m_error = 3 * kFp32Unit * (std::fabs(b1 * m0) + std::fabs((1 - b1) * g));
-                              const double v_error = 4 * kFp32Unit * (b2 * v0 + (1 - b2) * g * g);
-                              if (k >= 2 * n) {
-                                v_out.add(b, i, v, v_error);
-                              } else if (k >= n) {
-                                m_out.add(b, i, m, m_error);
-                              } else {
-                                const double denominator = std::sqrt(v) * inverse_bias2 + kHyper.eps;
-                                const double update = step_size * m / denominator;
-                                const double relative = (m_error / std::max(std::fabs(m), 1e-300) + unit) +
-                                                        (v_error / std::max(v, 1e-300) + unit) / 2 + 8 * kFp32Unit;
-                                const double error = std::fabs(update) * std::min(relative, 1.0) +
-                                                     (unit + 4 * kFp32Unit) * std::fabs(p0 * decay) +
-                                                     4 * kFp32Unit * std::fabs(update);
-                                param.add(b, i, p0 * decay - update, error);
-                              }
-                            }
-                          });
+  return compare_elements(
+      3 * n, Tolerance{param.unit, param.absolute}, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+        for (std::int64_t k = begin; k < end; ++k) {
+          const std::int64_t i = k % n;
+          const double p0 = initial("param", i), m0 = initial("exp_avg", i);
+          const double v0 = initial("exp_avg_sq", i), g = grad.host_value(i);
+          const double m = b1 * m0 + (1 - b1) * g, v = b2 * v0 + (1 - b2) * g * g;
+          const double m_error = 3 * kFp32Unit * (std::fabs(b1 * m0) + std::fabs((1 - b1) * g));
+          const double v_error = 4 * kFp32Unit * (b2 * v0 + (1 - b2) * g * g);
+          if (k >= 2 * n) {
+            v_out.add(b, i, v, v_error);
+          } else if (k >= n) {
+            m_out.add(b, i, m, m_error);
+          } else {
+            const double denominator = std::sqrt(v) * inverse_bias2 + kHyper.eps;
+            const double update = step_size * m / denominator;
+            const double relative = (m_error / std::max(std::fabs(m), 1e-300) + unit) +
+                                    (v_error / std::max(v, 1e-300) + unit) / 2 + 8 * kFp32Unit;
+            const double error = std::fabs(update) * std::min(relative, 1.0) +
+                                 (unit + 4 * kFp32Unit) * std::fabs(p0 * decay) + 4 * kFp32Unit * std::fabs(update);
+            param.add(b, i, p0 * decay - update, error);
+          }
+        }
+      });
 }
 
 void fill_second_moments(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem& p,
