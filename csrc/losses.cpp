@@ -1,5 +1,6 @@
 // Cross-entropy as torch ops: the forward (per-row loss and lse, and the gradient in the same pass
-// when asked) and the backward from lse. The reductions, the autograd rule and the fused gradient's
+// when asked), the backward from lse, and the fused gradient's in-place scaling by the incoming
+// gradient. The reductions, the autograd rule and the fused gradient's
 // use live in python/cudalab/ops.py.
 #include <tuple>
 #include <type_traits>
@@ -80,6 +81,21 @@ at::Tensor cross_entropy_backward(const at::Tensor& logits, const at::Tensor& ta
   return dlogits;
 }
 
+void cross_entropy_scale_gradient_(const at::Tensor& dlogits, const at::Tensor& dloss) {
+  constexpr const char* op = "cross_entropy_scale_gradient_";
+  check_tensor(op, "dlogits", dlogits, dlogits.device(), c10::nullopt, scalar_types(CrossEntropyElements{}));
+  check_tensor(op, "dloss", dloss, dlogits.device(), at::kFloat, {at::kFloat});
+  TORCH_CHECK_VALUE(dloss.numel() == 1, "cudalab.", op, ": dloss must hold one value, got ", dloss.sizes());
+  const c10::cuda::CUDAGuard guard(dlogits.device());
+  with_element_type<CrossEntropyElements>(dlogits, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::cross_entropy_scale_gradient(mutable_data<T>(dlogits), dlogits.numel(), data<float>(dloss),
+                                            current_stream(dlogits));
+    });
+  });
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
@@ -91,6 +107,8 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
             "cross_entropy_backward(Tensor logits, Tensor target, Tensor lse, Tensor dloss, int ignore_index, "
             "float label_smoothing) -> Tensor",
             &cross_entropy_backward, CrossEntropyElements{});
+  define_op(m, "cross_entropy_scale_gradient_(Tensor(a!) dlogits, Tensor dloss) -> ()", &cross_entropy_scale_gradient_,
+            CrossEntropyElements{});
 }
 
 }  // namespace cudalab::torch_ops

@@ -51,4 +51,11 @@ void cross_entropy_backward(const T* logits, const std::int64_t* target, const f
                             std::int64_t dloss_stride, std::int64_t rows, std::int64_t vocab, T* dlogits,
                             const CrossEntropyOptions& options = {}, cudaStream_t stream = nullptr);
 
+// dlogits[i] *= *dloss for i < n, in place, dloss a device float: a gradient written by
+// cross_entropy for an incoming gradient of 1, scaled once the real one is known. A dloss of exactly
+// 1 (a loss's usual incoming gradient) returns without a pass over dlogits, so no caller has to read
+// it on the host (a synchronization) to skip the pass.
+template <typename T, typename = RequireElement<T, CrossEntropyElements>>
+void cross_entropy_scale_gradient(T* dlogits, std::int64_t n, const float* dloss, cudaStream_t stream = nullptr);
+
 }  // namespace cudalab

@@ -108,7 +108,9 @@ def cross_entropy(
 
 class _FusedCrossEntropy(torch.autograd.Function):
     """The mean or sum of the per-row losses, with their gradient computed in the forward pass for an
-    incoming gradient of 1 (scaled by 1 / the rows not ignored for a mean, on the device)."""
+    incoming gradient of 1 (scaled by 1 / the rows not ignored for a mean, on the device). The
+    backward scales it in place by the incoming gradient, read on the device (no pass at 1, no host
+    synchronization), so it runs once: a second backward through the same graph is refused."""
 
     @staticmethod
     def forward(ctx, rows, target, mean, ignore_index, label_smoothing):
@@ -116,13 +118,19 @@ class _FusedCrossEntropy(torch.autograd.Function):
         scale = (1.0 / counted.clamp_min(1).float()).reshape(1) if mean else None
         loss, _, dlogits = torch.ops.cudalab.cross_entropy(rows, target, ignore_index, label_smoothing, True, scale)
         ctx.save_for_backward(dlogits)
+        ctx.consumed = False
         return loss.sum() / counted if mean else loss.sum()
 
     @staticmethod
     def backward(ctx, grad):
+        if ctx.consumed:
+            raise RuntimeError(
+                "cudalab.cross_entropy: its gradient was computed in the forward and scaled in place by the "
+                "first backward; a second backward through the same graph (retain_graph=True) cannot reuse it"
+            )
+        ctx.consumed = True
         (dlogits,) = ctx.saved_tensors
-        if not torch.equal(grad, torch.ones_like(grad)):
-            dlogits = dlogits * grad.to(dlogits.dtype)
+        torch.ops.cudalab.cross_entropy_scale_gradient_(dlogits, grad.float().reshape(1))
         return dlogits, None, None, None, None
 
 
@@ -309,6 +317,11 @@ def _(logits, target, ignore_index, label_smoothing, with_gradient, grad_scale):
 @torch.library.register_fake("cudalab::cross_entropy_backward")
 def _(logits, target, lse, dloss, ignore_index, label_smoothing):
     return torch.empty_like(logits)
+
+
+@torch.library.register_fake("cudalab::cross_entropy_scale_gradient_")
+def _(dlogits, dloss):
+    return None
 
 
 @torch.library.register_fake("cudalab::gemm")

@@ -22,6 +22,7 @@ SCHEMAS = {
     "bool with_gradient, Tensor? grad_scale) -> (Tensor, Tensor, Tensor)",
     "cross_entropy_backward": "cudalab::cross_entropy_backward(Tensor logits, Tensor target, Tensor lse, "
     "Tensor dloss, int ignore_index, float label_smoothing) -> Tensor",
+    "cross_entropy_scale_gradient_": "cudalab::cross_entropy_scale_gradient_(Tensor(a!) dlogits, Tensor dloss) -> ()",
 }
 
 
@@ -75,7 +76,8 @@ def test_bad_arguments_are_named():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
-@pytest.mark.parametrize("rows, vocab", [(1, 1), (9, 7), (16, 1000), (8, 4097), (6, 65537), (4, 128256)])
+# 320 rows: at least two per SM on today's GPUs, where the library takes the block-per-row rung.
+@pytest.mark.parametrize("rows, vocab", [(1, 1), (9, 7), (16, 1000), (8, 4097), (6, 65537), (4, 128256), (320, 50257)])
 def test_loss_and_gradient_match_float64(dtype, reduction, smoothing, rows, vocab):
     logits, target = inputs(rows, vocab, dtype)
     logits.requires_grad_()
@@ -131,12 +133,35 @@ def test_a_target_out_of_range_gives_nan_for_its_row():
 
 @requires_cuda
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_scale_gradient_is_in_place_and_skipped_at_one(dtype):
+    x = (torch.randn(5, 1001, device="cuda") * 3).to(dtype)
+    original = x.clone()
+    torch.ops.cudalab.cross_entropy_scale_gradient_(x, torch.ones(1, device="cuda"))
+    assert torch.equal(x, original)
+    torch.ops.cudalab.cross_entropy_scale_gradient_(x, torch.full((1,), 0.25, device="cuda"))
+    assert torch.equal(x, (original.float() * 0.25).to(dtype))
+
+
+@requires_cuda
+def test_a_second_backward_is_refused():
+    logits, target = inputs(4, 33, torch.float32)
+    logits.requires_grad_()
+    loss = ops.cross_entropy(logits, target)
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="a second backward through the same graph"):
+        loss.backward()
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_opcheck(dtype):
     logits, target = inputs(8, 300, dtype)
     torch.library.opcheck(torch.ops.cudalab.cross_entropy.default, (logits, target, -100, 0.1, True, None))
     lse = torch.ops.cudalab.cross_entropy(logits, target, -100, 0.1, False, None)[1]
     dloss = torch.rand(8, device="cuda")
     torch.library.opcheck(torch.ops.cudalab.cross_entropy_backward.default, (logits, target, lse, dloss, -100, 0.1))
+    scale = torch.full((1,), 0.5, device="cuda")
+    torch.library.opcheck(torch.ops.cudalab.cross_entropy_scale_gradient_.default, (logits.clone(), scale))
 
 
 @requires_cuda

@@ -26,7 +26,7 @@ std::int64_t check_shape(const char* call, std::int64_t rows, std::int64_t vocab
 
 }  // namespace
 
-// The persistent rung at every size: one DRAM read of the logits (and one write of the gradient).
+// online_vectorized or persistent by the rows per SM (variants.hpp: library_choice).
 template <typename T, typename>
 void cross_entropy(const T* logits, const std::int64_t* target, std::int64_t rows, std::int64_t vocab, float* loss,
                    float* lse, T* dlogits, const float* grad_scale, const CrossEntropyOptions& options,
@@ -43,7 +43,7 @@ void cross_entropy(const T* logits, const std::int64_t* target, std::int64_t row
   args.logits = logits, args.target = target, args.loss = loss, args.lse = lse;
   args.dlogits = dlogits, args.grad_scale = grad_scale, args.rows = rows, args.vocab = vocab;
   args.ignore_index = options.ignore_index, args.label_smoothing = options.label_smoothing;
-  v::persistent(args, stream);
+  v::library_choice(args, stream);
 }
 
 template <typename T, typename>
@@ -67,11 +67,20 @@ void cross_entropy_backward(const T* logits, const std::int64_t* target, const f
   v::backward_persistent(args, stream);
 }
 
-#define CUDALAB_CROSS_ENTROPY_ENTRIES(T, a, b)                                                                  \
-  template void cross_entropy(const T*, const std::int64_t*, std::int64_t, std::int64_t, float*, float*, T*,    \
-                              const float*, const CrossEntropyOptions&, cudaStream_t);                          \
-  template void cross_entropy_backward(const T*, const std::int64_t*, const float*, const float*, std::int64_t, \
-                                       std::int64_t, std::int64_t, T*, const CrossEntropyOptions&, cudaStream_t);
+template <typename T, typename>
+void cross_entropy_scale_gradient(T* dlogits, std::int64_t n, const float* dloss, cudaStream_t stream) {
+  CUDALAB_REQUIRE(n >= 0, "cross_entropy_scale_gradient: n must be >= 0, got " + std::to_string(n));
+  require_arrays("cross_entropy_scale_gradient", {{dloss, n > 0 ? 1 : 0, sizeof(float), "dloss"}},
+                 {{dlogits, n, sizeof(T), "dlogits"}});
+  v::scale_gradient(dlogits, n, dloss, stream);
+}
+
+#define CUDALAB_CROSS_ENTROPY_ENTRIES(T, a, b)                                                                    \
+  template void cross_entropy(const T*, const std::int64_t*, std::int64_t, std::int64_t, float*, float*, T*,      \
+                              const float*, const CrossEntropyOptions&, cudaStream_t);                            \
+  template void cross_entropy_backward(const T*, const std::int64_t*, const float*, const float*, std::int64_t,   \
+                                       std::int64_t, std::int64_t, T*, const CrossEntropyOptions&, cudaStream_t); \
+  template void cross_entropy_scale_gradient(T*, std::int64_t, const float*, cudaStream_t);
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_CROSS_ENTROPY_ENTRIES, , )
 
 }  // namespace cudalab

@@ -7,7 +7,8 @@
 //                      is 250 KiB, and four blocks on each of 132 SMs keep 130 MiB of rows in flight,
 //                      so most re-reads go back to DRAM.
 //   online_vectorized: the same with two 16-byte vectors per thread and step. Fixes: a sixteenth of
-//                      the load instructions.
+//                      the load instructions. Rows of any vocab (50257: GPT-2's) take vectors over
+//                      their 16-byte body, the few elements before and after it one per thread.
 //   persistent:        one block of 1024 threads per SM, walking rows grid-stride, 16-byte
 //                      accesses. Fixes: the rows in flight are one per SM (33 MiB at vocab 128256
 //                      in bf16, inside a 50 MiB L2), so the gradient's re-read hits L2 and DRAM
@@ -17,7 +18,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
@@ -41,6 +41,35 @@ __device__ __forceinline__ int column_of(int i, int thread, int threads) {
   return ((i / kPack) * threads + thread) * kPack + i % kPack;
 }
 
+// A row's 16-byte body (kPack > 1): from `head`, the elements before the row's first 16-byte
+// boundary, for a whole number of vectors. The head and the tail past the body (each under one
+// vector) go one element per thread (edge_column). With kPack 1 the body is the whole row.
+struct RowBody {
+  int head;
+  std::int64_t length;
+};
+
+template <int kPack, typename T>
+__device__ __forceinline__ RowBody row_body(const T* x, std::int64_t vocab) {
+  if constexpr (kPack == 1) {
+    return {0, vocab};
+  } else {
+    const int misaligned = static_cast<int>(reinterpret_cast<std::uintptr_t>(x) % 16 / sizeof(T));
+    const int to_boundary = (kPack - misaligned) % kPack;
+    const int head = to_boundary < vocab ? to_boundary : static_cast<int>(vocab);
+    return {head, (vocab - head) / kPack * kPack};
+  }
+}
+
+// The column outside the body that thread `thread` holds, or -1: threads below head hold the head,
+// threads kPack.. the tail.
+template <int kPack>
+__device__ __forceinline__ std::int64_t edge_column(int thread, RowBody body, std::int64_t vocab) {
+  if (thread < body.head) return thread;
+  const std::int64_t column = body.head + body.length + (thread - kPack);
+  return thread >= kPack && column < vocab ? column : -1;
+}
+
 // Row `row`'s gradient, step by step: scale * (exp(x - max) / sum - smoothing / vocab - (1 - smoothing)
 // [j == target]), or zeros where `zero` (an ignored row); NaN stands in for an invalid target.
 template <typename T, int kPack, int kThreads>
@@ -50,21 +79,24 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   const float spread = smoothing / static_cast<float>(vocab), on_target = 1.0f - smoothing;
   const int thread = static_cast<int>(threadIdx.x);
-  for (std::int64_t base = 0; base < vocab; base += kBlockStep) {
-    const int count = static_cast<int>(vocab - base < kBlockStep ? vocab - base : kBlockStep);
+  const auto gradient = [&](float x_j, std::int64_t j) {
+    return zero ? 0.0f : scale * (exp_shifted(x_j, max) * inverse_sum - spread - (j == target ? on_target : 0.0f));
+  };
+  const RowBody body = row_body<kPack>(x, vocab);
+  const std::int64_t edge = edge_column<kPack>(thread, body, vocab);
+  if (edge >= 0) dx[edge] = from_float<T>(gradient(to_float(x[edge]), edge));
+  for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
+    const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
     float v[kStep];
     if (zero) {
 #pragma unroll
       for (int i = 0; i < kStep; ++i) v[i] = 0.0f;
     } else {
-      softmax_variants::load_fragment<kPack>(x + base, count, thread, kThreads, -INFINITY, v);
-#pragma unroll
-      for (int i = 0; i < kStep; ++i) {
-        const bool hit = base + column_of<kPack>(i, thread, kThreads) == target;
-        v[i] = scale * (exp_shifted(v[i], max) * inverse_sum - spread - (hit ? on_target : 0.0f));
-      }
+      softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
     }
-    softmax_variants::store_fragment<kPack>(dx + base, count, thread, kThreads, v);
+#pragma unroll
+    for (int i = 0; i < kStep; ++i) v[i] = gradient(v[i], body.head + base + column_of<kPack>(i, thread, kThreads));
+    softmax_variants::store_fragment<kPack>(dx + body.head + base, count, thread, kThreads, v);
   }
 }
 
@@ -88,10 +120,17 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
     }
     RowStats stats{-INFINITY, 0.0f};
     float sum_x = 0.0f;
-    for (std::int64_t base = 0; base < p.vocab; base += kBlockStep) {
-      const int count = static_cast<int>(p.vocab - base < kBlockStep ? p.vocab - base : kBlockStep);
+    const RowBody body = row_body<kPack>(x, p.vocab);
+    const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
+    if (edge >= 0) {
+      const float v[1] = {to_float(x[edge])};
+      softmax_variants::accumulate(stats, v);
+      sum_x += v[0];
+    }
+    for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
+      const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
       float v[kStep];
-      softmax_variants::load_fragment<kPack>(x + base, count, thread, kThreads, -INFINITY, v);
+      softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
       if (smoothing) {
         // By column, not by value: a logit of -inf is a real one (and makes the smoothed loss inf).
 #pragma unroll
@@ -131,13 +170,23 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const 
   }
 }
 
-// 16-byte accesses when every row starts and ends on a 16-byte boundary.
+// Every thread reads the scale and leaves at 1; element accesses (this pass runs only for an
+// incoming gradient other than 1).
 template <typename T>
-bool rows_aligned16(std::int64_t vocab, std::initializer_list<const void*> arrays) {
-  if (vocab % kVector16<T> != 0) return false;
-  for (const void* a : arrays)
-    if (a != nullptr && !is_aligned16(a)) return false;
-  return true;
+__global__ void scale_gradient_kernel(T* x, std::int64_t n, const float* scale) {
+  const float s = *scale;
+  if (s == 1.0f) return;
+  for (std::int64_t i = global_thread_index(); i < n; i += global_thread_count())
+    x[i] = from_float<T>(to_float(x[i]) * s);
+}
+
+// 16-byte accesses over the rows' bodies when the gradient's rows lie as far from a 16-byte
+// boundary as the logits' (true of any vocab for two 16-byte aligned arrays) and the logits are
+// element aligned (row_body counts the head in elements).
+template <typename T>
+bool bodies_match(const T* logits, const T* dlogits) {
+  const auto at = [](const T* a) { return reinterpret_cast<std::uintptr_t>(a); };
+  return at(logits) % sizeof(T) == 0 && (dlogits == nullptr || (at(logits) - at(dlogits)) % 16 == 0);
 }
 
 template <typename T, int kPack, int kThreads>
@@ -160,7 +209,7 @@ template <typename T>
 void online_vectorized(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
   CUDALAB_REQUIRE(args.rows <= 0x7fffffff, "cross_entropy online_vectorized: more than 2^31-1 rows (a block per row)");
-  if (rows_aligned16<T>(args.vocab, {args.logits, args.dlogits})) {
+  if (bodies_match(args.logits, args.dlogits)) {
     launch_forward<T, kVector16<T>, 512>(args, false, stream);
   } else {
     launch_forward<T, 1, 512>(args, false, stream);
@@ -170,7 +219,7 @@ void online_vectorized(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
 template <typename T>
 void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
-  if (rows_aligned16<T>(args.vocab, {args.logits, args.dlogits})) {
+  if (bodies_match(args.logits, args.dlogits)) {
     launch_forward<T, kVector16<T>, 1024>(args, true, stream);
   } else {
     launch_forward<T, 1, 1024>(args, true, stream);
@@ -178,11 +227,29 @@ void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
 }
 
 template <typename T>
+void library_choice(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  if (args.rows >= 2 * current_gpu().sm_count && args.rows <= 0x7fffffff) {
+    online_vectorized(args, stream);
+  } else {
+    persistent(args, stream);
+  }
+}
+
+template <typename T>
+void scale_gradient(T* x, std::int64_t n, const float* scale, cudaStream_t stream) {
+  if (n == 0) return;
+  constexpr int kThreads = 256;
+  scale_gradient_kernel<T>
+      <<<resident_grid_size(scale_gradient_kernel<T>, kThreads, n), kThreads, 0, stream>>>(x, n, scale);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+template <typename T>
 void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
   constexpr int kThreads = 1024;
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(args.rows, current_gpu().sm_count));
-  if (rows_aligned16<T>(args.vocab, {args.logits, args.dlogits})) {
+  if (bodies_match(args.logits, args.dlogits)) {
     cross_entropy_backward_kernel<T, kVector16<T>, kThreads><<<blocks, kThreads, 0, stream>>>(args);
   } else {
     cross_entropy_backward_kernel<T, 1, kThreads><<<blocks, kThreads, 0, stream>>>(args);
@@ -193,6 +260,11 @@ void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t s
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_scalar, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_vectorized, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, persistent, CrossEntropyArgs)
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, library_choice, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_persistent, CrossEntropyBackwardArgs)
+
+#define CUDALAB_SCALE_GRADIENT_INSTANCE(T, a, b) \
+  template void scale_gradient<T>(T*, std::int64_t, const float*, cudaStream_t);
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_SCALE_GRADIENT_INSTANCE, , )
 
 }  // namespace cudalab::cross_entropy_variants

@@ -75,8 +75,7 @@ struct BackwardBinding {
 // the logits, or of x - max - log(sum) as the baseline sums them, errs likewise over their
 // magnitudes.
 struct RowStatistics {
-  double max = -INFINITY, log_sum = 0, lse = 0, sum_x = 0, sum_abs_x = 0, sum_error = 0, lse_error = 0,
-         sum_x_error = 0;
+  double max = -INFINITY, log_sum = 0, lse = 0, sum_x = 0, sum_abs_x = 0, sum_error = 0, lse_error = 0, sum_x_error = 0;
 };
 RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_t vocab) {
   RowStatistics s;
@@ -213,8 +212,9 @@ void fill_lse(void* device, std::int64_t count, std::uint64_t seed, Distribution
 }
 
 // Vocabularies of real models: GPT-2 50257, Llama 2 32000, Llama 3 128256, Gemma 256000, at 4096
-// tokens (a decode-sized 64 for Llama 3's). Tests: one class, tails past the last 16-byte vector
-// (7, 31, 4097 classes), a width of no multiple (1000), the largest vocabulary plus one.
+// tokens (512 and a decode-sized 64 for Llama 3's: where the library's two rungs trade places).
+// Tests: one class, rows of every offset from a 16-byte boundary (7, 31, 4097, 65537 classes), a
+// width of no multiple (1000), the largest vocabulary plus one.
 Op cross_entropy_op(const char* name, const char* summary) {
   Op op;
   op.name = name;
@@ -222,8 +222,9 @@ Op cross_entropy_op(const char* name, const char* summary) {
   op.dim_names = {"rows", "vocab"};
   op.dtypes = dtypes_of(Elements{});
   op.params = {{"label_smoothing", 0.0}};
-  op.bench_problems = cross(op, {{4096, 32000}, {4096, 50257}, {4096, 128256}, {4096, 256000}, {64, 128256}},
-                            {DType::bf16, DType::f32});
+  op.bench_problems =
+      cross(op, {{4096, 32000}, {4096, 50257}, {4096, 128256}, {4096, 256000}, {512, 128256}, {64, 128256}},
+            {DType::bf16, DType::f32});
   const std::vector<std::vector<std::int64_t>> tests = {{1, 1},    {9, 7},      {16, 31},   {24, 1000},
                                                         {8, 4097}, {17, 65537}, {3, 256001}};
   op.test_problems = cross(op, tests, op.dtypes) + cross(op, tests, op.dtypes, {{"label_smoothing", 0.1}});

@@ -73,7 +73,8 @@ def cross_entropy_cases(rows, vocabularies, dtypes):
                 ),
                 Variant(
                     "cudalab",
-                    "cudalab.ops.cross_entropy: the persistent rung, the gradient written in the forward",
+                    "cudalab.ops.cross_entropy: the library's rung, the gradient written in the forward and "
+                    "scaled on the device",
                     _loss_and_gradient(ours),
                 ),
             ]
