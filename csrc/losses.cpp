@@ -81,7 +81,7 @@ at::Tensor cross_entropy_backward(const at::Tensor& logits, const at::Tensor& ta
   return dlogits;
 }
 
-void cross_entropy_scale_gradient_(const at::Tensor& dlogits, const at::Tensor& dloss) {
+void cross_entropy_scale_gradient_(at::Tensor dlogits, const at::Tensor& dloss) {
   constexpr const char* op = "cross_entropy_scale_gradient_";
   check_tensor(op, "dlogits", dlogits, dlogits.device(), c10::nullopt, scalar_types(CrossEntropyElements{}));
   check_tensor(op, "dloss", dloss, dlogits.device(), at::kFloat, {at::kFloat});
