@@ -279,6 +279,8 @@ std::vector<Variant> tensor_core_ladder() {
                        v::mma_pipelined<bf16>, v::mma_pipelined<__half>, v::mma_pipelined_limits),
       tensor_core_rung(ids::kMmaSmall, "64x64x64 tiles of 4 warps for batches of small matrices: many CTAs per SM",
                        v::mma_small<bf16>, v::mma_small<__half>, v::mma_small_limits),
+      tensor_core_rung(ids::kDecodeGemv, "m <= 8 rows against B stored n x k: CUDA cores, 16-byte loads along k",
+                       v::decode_gemv<bf16>, v::decode_gemv<__half>, v::decode_gemv_limits),
       tensor_core_rung(ids::kWgmmaTma, "Hopper wgmma from TMA-loaded 128B-swizzled tiles, one consumer warpgroup",
                        v::wgmma_tma<bf16>, v::wgmma_tma<__half>, v::wgmma_tma_limits),
       tensor_core_rung(ids::kWgmmaSpecialized, "TMA producer warpgroup, two consumer warpgroups, setmaxnreg",
@@ -418,7 +420,8 @@ void register_gemm_batched(Registry& registry) {
       {16, 128, 128, 128}, {1024, 64, 64, 64}, {1024, 128, 128, 128}, {512, 256, 256, 64}};
   op.bench_problems = cross(op, bench, op.dtypes) + cross(op, bench, half, kNt);
   const std::vector<std::vector<std::int64_t>> tests = {{1, 17, 33, 65},  {3, 127, 129, 131}, {4, 72, 136, 200},
-                                                        {16, 64, 64, 64}, {5, 256, 256, 64},  {1024, 64, 64, 64}};
+                                                        {16, 64, 64, 64}, {5, 256, 256, 64},  {1024, 64, 64, 64},
+                                                        {6, 2, 264, 136}};
   op.test_problems = cross(op, tests, {DType::f32}) + every_layout(op, tests, half);
   op.variants = tensor_core_ladder();
   op.variants.push_back(tuned());
@@ -466,9 +469,9 @@ void register_gemm(Registry& registry) {
                                      half) +
                                cross(op, {{4096, 4096, 4096}, {8192, 8192, 8192}}, half, kNt) + model_sweep(op));
   const std::vector<std::vector<std::int64_t>> half_tests = {
-      {1, 1, 1},       {17, 33, 65},       {127, 129, 131},   {256, 256, 8},      {129, 136, 40},
-      {129, 131, 64},  {200, 264, 136},    {64, 64, 24},      {1000, 1000, 1000}, {1, 8192, 8192},
-      {8192, 1, 8192}, {4095, 4097, 4093}, {4096, 4096, 4096}};
+      {1, 1, 1},       {17, 33, 65},       {127, 129, 131},    {256, 256, 8},      {129, 136, 40},
+      {129, 131, 64},  {200, 264, 136},    {64, 64, 24},       {1000, 1000, 1000}, {1, 8192, 8192},
+      {8192, 1, 8192}, {4095, 4097, 4093}, {4096, 4096, 4096}, {5, 1001, 72},      {3, 67, 1032}};
   op.test_problems =
       cross(op, {{1, 1, 1}, {17, 33, 65}, {127, 129, 131}, {1000, 1000, 1000}, {4096, 4096, 4096}, {8192, 64, 8192}},
             {DType::f32}) +

@@ -56,6 +56,12 @@ template <typename T>
 void mma_small(const GemmArgs<T>& args, cudaStream_t stream);
 std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 
+// At most 8 rows of A against B stored N x K (a decode step through nn.Linear's weight): CUDA cores, a block per 4
+// output columns, 16-byte loads along k; a read of B at the copy rate where the tile rungs have too few tiles.
+template <typename T>
+void decode_gemv(const GemmArgs<T>& args, cudaStream_t stream);
+std::string decode_gemv_limits(const GemmShape& shape, int compute_capability);
+
 // The Hopper rungs (sm_90a): wgmma from TMA-loaded, 128-byte-swizzled shared memory.
 // One consumer warpgroup, TMA loads completed on mbarriers.
 template <typename T>
