@@ -30,8 +30,8 @@ namespace v = gemm_variants;
 // against mma_small's 85). The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
 // limits check; mma_swizzled and mma_small take anything. A stored k x m (transpose_a) runs where a rung takes it:
 // wgmma_cluster, wgmma_persistent and wgmma_small on Hopper, mma_small otherwise (the other rungs' limits refuse it).
-// A decode step (m <= 8 against B stored N x K) is a read of B: decode_gemv, on any GPU (on an H200 wgmma_small took
-// 21-22 us at m = 1-8 against a 4096 x 4096 weight, where cuBLAS took 15).
+// A decode step (one product, m <= 8 against B stored N x K) is a read of B: decode_gemv, on any GPU (on an H200
+// wgmma_small took 21-22 us at m = 1-8 against a 4096 x 4096 weight, where cuBLAS took 15).
 template <typename T>
 void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
   const v::GemmShape shape = v::shape_of(args);
@@ -40,7 +40,7 @@ void pick_rung(const v::GemmArgs<T>& args, cudaStream_t stream) {
   const std::int64_t big_tiles = args.batch * ((args.m + 127) / 128) * ((args.n + 255) / 256);
   const bool big = 2 * big_tiles >= gpu.sm_count && args.k >= 256 && args.m >= 64 && args.n >= 128;
   const bool aligned = is_aligned16(args.a) && is_aligned16(args.b) && is_aligned16(args.c);
-  if (is_aligned16(args.a) && is_aligned16(args.b) && v::decode_gemv_limits(shape, cc).empty())
+  if (args.batch == 1 && is_aligned16(args.a) && is_aligned16(args.b) && v::decode_gemv_limits(shape, cc).empty())
     return v::decode_gemv(args, stream);
   if (big && aligned && big_tiles >= 6 * std::int64_t{gpu.sm_count} && v::wgmma_cluster_limits(shape, cc).empty())
     return v::wgmma_cluster(args, stream);
