@@ -1,5 +1,6 @@
-// gemm as a torch op: out = alpha * a @ op(b) + beta * c over 2-D matrices or 3-D batches
-// (gemm_batched), op(b) = b, or b^T for b stored n x k (b_transposed: nn.Linear's x @ W^T). Operands
+// gemm as torch ops: out = alpha * a @ op(b) + beta * c over 2-D matrices or 3-D batches
+// (gemm_batched), op(b) = b, or b^T for b stored n x k (b_transposed: nn.Linear's x @ W^T), into a
+// new tensor (gemm) or in place into c (gemm_). Operands
 // are taken as they lie: a matrix whose rows or whose columns are contiguous (so a .mT view too)
 // goes to the library as is, its layout passed as transpose_a / transpose_b.
 #include <algorithm>
@@ -56,8 +57,15 @@ Storage storage_of(const char* name, const at::Tensor& t, bool flipped) {
   return s;
 }
 
-at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c, double alpha, double beta,
-                bool b_transposed) {
+// One product's sizes and operand storage, from the checks every entry shares.
+struct Product {
+  bool batched = false;
+  std::int64_t batch = 1, m = 0, n = 0, k = 0;
+  Storage sa, sb;
+  std::vector<std::int64_t> shape;  // the output's
+};
+
+Product describe(const at::Tensor& a, const at::Tensor& b, bool b_transposed) {
   check_strided_tensor(kOp, "a", a, a.device());
   check_strided_tensor(kOp, "b", b, a.device());
   TORCH_CHECK_TYPE(b.scalar_type() == a.scalar_type(), "cudalab.gemm: b must be ", a.scalar_type(), " like a, got ",
@@ -65,66 +73,93 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
   TORCH_CHECK_VALUE(a.dim() == 2 || a.dim() == 3,
                     "cudalab.gemm: a must be a matrix [m, k] or a batch [batch, m, k], got ", a.sizes());
   TORCH_CHECK_VALUE(b.dim() == a.dim(), "cudalab.gemm: b must have a's rank ", a.dim(), ", got ", b.sizes());
-  const bool batched = a.dim() == 3;
-  const std::int64_t batch = batched ? a.size(0) : 1;
-  TORCH_CHECK_VALUE(!batched || b.size(0) == batch, "cudalab.gemm: b must hold a's ", batch, " matrices, got ",
+  Product p;
+  p.batched = a.dim() == 3;
+  p.batch = p.batched ? a.size(0) : 1;
+  TORCH_CHECK_VALUE(!p.batched || b.size(0) == p.batch, "cudalab.gemm: b must hold a's ", p.batch, " matrices, got ",
                     b.sizes());
-  const std::int64_t m = a.size(-2), k = a.size(-1);
-  const std::int64_t n = b_transposed ? b.size(-2) : b.size(-1);
+  p.m = a.size(-2), p.k = a.size(-1);
+  p.n = b_transposed ? b.size(-2) : b.size(-1);
   const std::int64_t b_k = b_transposed ? b.size(-1) : b.size(-2);
-  TORCH_CHECK_VALUE(b_k == k, "cudalab.gemm: b must be ", b_transposed ? "[n, k]" : "[k, n]", " with k = ", k,
+  TORCH_CHECK_VALUE(b_k == p.k, "cudalab.gemm: b must be ", b_transposed ? "[n, k]" : "[k, n]", " with k = ", p.k,
                     " (a's columns), got ", b.sizes());
   // a as [m, k] and op(b) as [k, n]: the library's transpose_a / transpose_b are their columns
   // being the contiguous ones.
-  const Storage sa = storage_of("a", a, false);
-  const Storage sb = storage_of("b", b, b_transposed);
+  p.sa = storage_of("a", a, false);
+  p.sb = storage_of("b", b, b_transposed);
   if (a.scalar_type() == at::kFloat) {
-    const char* which = sa.transposed ? (sb.transposed ? "a and op(b) have" : "a has") : "op(b) has";
-    TORCH_CHECK_VALUE(!sa.transposed && !sb.transposed, "cudalab.gemm: the fp32 kernels take a as [m, k] and b as ",
+    const char* which = p.sa.transposed ? (p.sb.transposed ? "a and op(b) have" : "a has") : "op(b) has";
+    TORCH_CHECK_VALUE(!p.sa.transposed && !p.sb.transposed, "cudalab.gemm: the fp32 kernels take a as [m, k] and b as ",
                       "[k, n] with contiguous rows; call .contiguous() (", which,
                       " contiguous columns, b_transposed=", b_transposed ? "True" : "False",
                       "; bfloat16 and float16 take either layout)");
   }
+  p.shape = p.batched ? std::vector<std::int64_t>{p.batch, p.m, p.n} : std::vector<std::int64_t>{p.m, p.n};
+  return p;
+}
+
+// out = alpha a op(b) + beta out for a contiguous `out` of the product's shape (beta 0: out unread).
+void run_product(const Product& p, const at::Tensor& a, const at::Tensor& b, at::Tensor& out, double alpha,
+                 double beta) {
   const c10::cuda::CUDAGuard guard(a.device());
-  std::vector<std::int64_t> shape = batched ? std::vector<std::int64_t>{batch, m, n} : std::vector<std::int64_t>{m, n};
-  at::Tensor out;
-  if (c.has_value() && beta != 0.0) {
-    check_strided_tensor(kOp, "c", *c, a.device());
-    TORCH_CHECK_TYPE(c->scalar_type() == a.scalar_type(), "cudalab.gemm: c must be ", a.scalar_type(), " like a, got ",
-                     c->scalar_type());
-    TORCH_CHECK_VALUE(c->sizes() == at::IntArrayRef(shape), "cudalab.gemm: c must have the output's shape ",
-                      at::IntArrayRef(shape), ", got ", c->sizes());
-    out = c->clone(at::MemoryFormat::Contiguous);  // the library computes in place: out = alpha a op(b) + beta out
-  } else {
-    out = at::empty(shape, a.options());
-    beta = 0.0;  // never reads out
-  }
-  const std::int64_t ldc = std::max<std::int64_t>(n, 1);
-  const Transpose transpose_a = sa.transposed ? Transpose::yes : Transpose::no;
-  const Transpose transpose_b = sb.transposed ? Transpose::yes : Transpose::no;
+  const std::int64_t ldc = std::max<std::int64_t>(p.n, 1);
+  const Transpose transpose_a = p.sa.transposed ? Transpose::yes : Transpose::no;
+  const Transpose transpose_b = p.sb.transposed ? Transpose::yes : Transpose::no;
   with_element_type<GemmElements>(a, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(kOp, [&] {
       const auto fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
       if constexpr (std::is_same_v<T, float>) {
-        if (batched) {
-          cudalab::gemm_batched(batch, m, n, k, fa, data<T>(a), sa.ld, sa.batch_stride, data<T>(b), sb.ld,
-                                sb.batch_stride, fb, mutable_data<T>(out), ldc, m * n, current_stream(a));
+        if (p.batched) {
+          cudalab::gemm_batched(p.batch, p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, p.sa.batch_stride, data<T>(b), p.sb.ld,
+                                p.sb.batch_stride, fb, mutable_data<T>(out), ldc, p.m * p.n, current_stream(a));
         } else {
-          cudalab::gemm(m, n, k, fa, data<T>(a), sa.ld, data<T>(b), sb.ld, fb, mutable_data<T>(out), ldc,
+          cudalab::gemm(p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, fb, mutable_data<T>(out), ldc,
                         current_stream(a));
         }
-      } else if (batched) {
-        cudalab::gemm_batched(batch, m, n, k, fa, data<T>(a), sa.ld, sa.batch_stride, data<T>(b), sb.ld,
-                              sb.batch_stride, fb, mutable_data<T>(out), ldc, m * n, current_stream(a), transpose_b,
-                              transpose_a);
+      } else if (p.batched) {
+        cudalab::gemm_batched(p.batch, p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, p.sa.batch_stride, data<T>(b), p.sb.ld,
+                              p.sb.batch_stride, fb, mutable_data<T>(out), ldc, p.m * p.n, current_stream(a),
+                              transpose_b, transpose_a);
       } else {
-        cudalab::gemm(m, n, k, fa, data<T>(a), sa.ld, data<T>(b), sb.ld, fb, mutable_data<T>(out), ldc,
+        cudalab::gemm(p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, fb, mutable_data<T>(out), ldc,
                       current_stream(a), transpose_b, transpose_a);
       }
     });
   });
+}
+
+at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c, double alpha, double beta,
+                bool b_transposed) {
+  const Product p = describe(a, b, b_transposed);
+  at::Tensor out;
+  if (c.has_value() && beta != 0.0) {
+    check_strided_tensor(kOp, "c", *c, a.device());
+    TORCH_CHECK_TYPE(c->scalar_type() == a.scalar_type(), "cudalab.gemm: c must be ", a.scalar_type(), " like a, got ",
+                     c->scalar_type());
+    TORCH_CHECK_VALUE(c->sizes() == at::IntArrayRef(p.shape), "cudalab.gemm: c must have the output's shape ",
+                      at::IntArrayRef(p.shape), ", got ", c->sizes());
+    out = c->clone(at::MemoryFormat::Contiguous);  // the library computes in place: out = alpha a op(b) + beta out
+  } else {
+    out = at::empty(p.shape, a.options());
+    beta = 0.0;  // never reads out
+  }
+  run_product(p, a, b, out, alpha, beta);
   return out;
+}
+
+// c = alpha a op(b) + beta c in place: c contiguous, of the output's shape and a's dtype, sharing
+// no memory with a or b (an accumulation across calls, such as a weight's gradient over chunks).
+void gemm_(at::Tensor c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta, bool b_transposed) {
+  const Product p = describe(a, b, b_transposed);
+  check_strided_tensor("gemm_", "c", c, a.device());
+  TORCH_CHECK_TYPE(c.scalar_type() == a.scalar_type(), "cudalab.gemm_: c must be ", a.scalar_type(), " like a, got ",
+                   c.scalar_type());
+  TORCH_CHECK_VALUE(c.sizes() == at::IntArrayRef(p.shape) && c.is_contiguous(),
+                    "cudalab.gemm_: c must be contiguous with the output's shape ", at::IntArrayRef(p.shape), ", got ",
+                    c.sizes(), " with strides ", c.strides());
+  TORCH_CHECK_VALUE(!c.is_alias_of(a) && !c.is_alias_of(b), "cudalab.gemm_: c must not share memory with a or b");
+  run_product(p, a, b, c, alpha, beta);
 }
 
 }  // namespace
@@ -133,6 +168,8 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(
       m, "gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., bool b_transposed=False) -> Tensor",
       &gemm, GemmElements{});
+  define_op(m, "gemm_(Tensor(a!) c, Tensor a, Tensor b, float alpha=1., float beta=0., bool b_transposed=False) -> ()",
+            &gemm_, GemmElements{});
 }
 
 }  // namespace cudalab::torch_ops

@@ -11,6 +11,7 @@ input as one flat array, matrix or image.
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 def autocast_inputs(*tensors):
     """The tensors cast to the autocast dtype where ``torch.autocast`` is on for CUDA (the ops that
@@ -80,11 +81,11 @@ def cross_entropy(
     mean divides by the rows not ignored.
 
     With a gradient to compute and a mean or sum, the forward writes the logits' gradient in the
-    same pass (one read of the logits for the loss and its gradient; the backward then only
-    scales it when the incoming gradient is not 1, which it checks on the host: one
-    synchronization). That gradient is held from the forward to the backward, [..., vocab] in the
-    logits' dtype, as Liger-Kernel's is. ``reduction="none"`` runs the backward from the saved
-    log-sum-exp instead."""
+    same pass (one read of the logits for the loss and its gradient); the backward scales it in
+    place by the incoming gradient, read on the device (no pass when it is 1, no synchronization),
+    so the graph takes one backward. That gradient is held from the forward to the backward,
+    [..., vocab] in the logits' dtype, as Liger-Kernel's is. ``reduction="none"`` runs the backward
+    from the saved log-sum-exp instead."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"cudalab.cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if logits.dim() < 1 or target.shape != logits.shape[:-1]:
@@ -106,6 +107,112 @@ def cross_entropy(
     return total.to(logits.dtype)
 
 
+def linear_cross_entropy(
+    x: Tensor,
+    weight: Tensor,
+    target: Tensor,
+    bias: Tensor | None = None,
+    reduction: str = "mean",
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    chunk_rows: int | None = None,
+) -> Tensor:
+    """``F.cross_entropy(F.linear(x, weight, bias), target, ...)``, a language model's head and its
+    loss, without the [tokens, vocab] logits: the tokens go in chunks of ``chunk_rows``, each
+    chunk's logits (cudalab's GEMM), loss and gradient (:func:`cross_entropy`'s fused pass) and its
+    shares of the gradients of x, weight and bias (cudalab's GEMM, the weight's accumulated in place)
+    computed in the forward and scaled by the incoming gradient in the backward, as Liger-Kernel's
+    fused linear cross-entropy does. x [..., hidden], weight [vocab, hidden], bias [vocab] or None,
+    target [...] int64; float32, float16 or bfloat16 (the autocast dtype under ``torch.autocast``);
+    reduction ``"mean"`` or ``"sum"``. Memory beyond the gradients: one chunk's logits and their
+    gradient. ``chunk_rows`` defaults to an eighth of the tokens, at least 1024 rows: a quarter of
+    the logits' memory at most, in chunks long enough for the weight's gradient (read and written
+    once a chunk) to stay a small part of the time. The graph takes one backward."""
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"cudalab.linear_cross_entropy: reduction must be 'mean' or 'sum', got {reduction!r}")
+    if weight.dim() != 2 or x.dim() < 1 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(
+            f"cudalab.linear_cross_entropy: weight must be [vocab, hidden] with hidden = x's last dimension, got x "
+            f"{tuple(x.shape)} and weight {tuple(weight.shape)}"
+        )
+    if target.shape != x.shape[:-1]:
+        raise ValueError(
+            f"cudalab.linear_cross_entropy: target must have x's shape without its last dimension, got x "
+            f"{tuple(x.shape)} and target {tuple(target.shape)}"
+        )
+    if bias is not None and bias.shape != weight.shape[:1]:
+        raise ValueError(
+            f"cudalab.linear_cross_entropy: bias must be [vocab] = [{weight.shape[0]}], got {tuple(bias.shape)}"
+        )
+    if chunk_rows is not None and chunk_rows < 1:
+        raise ValueError(f"cudalab.linear_cross_entropy: chunk_rows must be positive, got {chunk_rows}")
+    x, weight, bias = autocast_inputs(x, weight, bias)
+    rows = x.reshape(-1, x.shape[-1]).contiguous()
+    tokens = rows.shape[0]
+    if chunk_rows is None:
+        chunk_rows = max(1024, -(-tokens // 8))
+    return _LinearCrossEntropy.apply(
+        rows, weight, bias, target.reshape(-1), reduction == "mean", ignore_index, label_smoothing, chunk_rows
+    ).to(x.dtype)
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """linear_cross_entropy's chunks: the loss, and the gradients of x, weight and bias for an
+    incoming gradient of 1 (each chunk's logits' gradient scaled by 1 / the rows counted for a
+    mean, on the device), scaled in place by the real one in the backward."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, target, mean, ignore_index, label_smoothing, chunk_rows):
+        tokens, vocab = x.shape[0], weight.shape[0]
+        counted = (target != ignore_index).sum()
+        scale = (1.0 / counted.clamp_min(1).float()).reshape(1) if mean else x.new_ones(1, dtype=torch.float32)
+        need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        need_b = bias is not None and ctx.needs_input_grad[2]
+        with_gradient = need_x or need_w or need_b
+        losses = x.new_empty(tokens, dtype=torch.float32)
+        dx = torch.empty_like(x) if need_x else None
+        dw = torch.zeros_like(weight, memory_format=torch.contiguous_format) if need_w else None
+        db = x.new_zeros(vocab, dtype=torch.float32) if need_b else None
+        for start in range(0, tokens, chunk_rows):
+            end = min(start + chunk_rows, tokens)
+            chunk = x[start:end]
+            with_bias = bias.expand(end - start, vocab) if bias is not None else None
+            logits = torch.ops.cudalab.gemm(chunk, weight, with_bias, 1.0, 1.0 if bias is not None else 0.0, True)
+            loss, _, dlogits = torch.ops.cudalab.cross_entropy(
+                logits, target[start:end], ignore_index, label_smoothing, with_gradient, scale
+            )
+            losses[start:end] = loss
+            del logits
+            if need_x:  # dx = dlogits W: [rows, vocab] @ [vocab, hidden]
+                torch.ops.cudalab.gemm_(dx[start:end], dlogits, weight, 1.0, 0.0, False)
+            if need_w:  # dW += dlogits^T x; the fp32 kernels take row-major operands only
+                transposed = dlogits.mT if dlogits.dtype != torch.float32 else dlogits.mT.contiguous()
+                torch.ops.cudalab.gemm_(dw, transposed, chunk, 1.0, 1.0, False)
+            if need_b:
+                db += dlogits.sum(0, dtype=torch.float32)
+        total = losses.sum()
+        ctx.save_for_backward(dx, dw, db)
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        ctx.consumed = False
+        return total / counted if mean else total
+
+    @staticmethod
+    @once_differentiable  # scaled in place: no graph to differentiate again
+    def backward(ctx, grad):
+        if ctx.consumed:
+            raise RuntimeError(
+                "cudalab.linear_cross_entropy: its gradients were computed in the forward and scaled in place by "
+                "the first backward; a second backward through the same graph (retain_graph=True) cannot reuse them"
+            )
+        ctx.consumed = True
+        dx, dw, db = ctx.saved_tensors
+        scale = grad.float().reshape(1)
+        for g in (dx, dw, db):
+            if g is not None:
+                torch.ops.cudalab.cross_entropy_scale_gradient_(g, scale)
+        return dx, dw, db.to(ctx.bias_dtype) if db is not None else None, None, None, None, None, None
+
+
 class _FusedCrossEntropy(torch.autograd.Function):
     """The mean or sum of the per-row losses, with their gradient computed in the forward pass for an
     incoming gradient of 1 (scaled by 1 / the rows not ignored for a mean, on the device). The
@@ -122,6 +229,7 @@ class _FusedCrossEntropy(torch.autograd.Function):
         return loss.sum() / counted if mean else loss.sum()
 
     @staticmethod
+    @once_differentiable  # scaled in place: no graph to differentiate again
     def backward(ctx, grad):
         if ctx.consumed:
             raise RuntimeError(
@@ -317,6 +425,11 @@ def _(logits, target, ignore_index, label_smoothing, with_gradient, grad_scale):
 @torch.library.register_fake("cudalab::cross_entropy_backward")
 def _(logits, target, lse, dloss, ignore_index, label_smoothing):
     return torch.empty_like(logits)
+
+
+@torch.library.register_fake("cudalab::gemm_")
+def _(c, a, b, alpha=1.0, beta=0.0, b_transposed=False):
+    return None
 
 
 @torch.library.register_fake("cudalab::cross_entropy_scale_gradient_")

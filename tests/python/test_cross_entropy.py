@@ -1,7 +1,9 @@
 """cudalab.ops.cross_entropy and cudalab.nn.CrossEntropyLoss: the op's registration, fake kernel and
 CPU refusal everywhere; on a GPU the loss and its gradient against float64 PyTorch for every
 reduction, with ignored rows and label smoothing, the fused gradient beside the one from lse, and
-opcheck."""
+opcheck. cudalab.ops.linear_cross_entropy (the LM head and its loss in chunks): its argument checks
+everywhere; on a GPU its loss and gradients against float64, its peak memory against eager's, and
+the in-place GEMM it accumulates the weight's gradient with."""
 
 import zlib
 
@@ -172,3 +174,93 @@ def test_module_matches_torch_nn(dtype):
     theirs = torch.nn.CrossEntropyLoss(label_smoothing=0.05)
     batched = logits.view(3, 4, 501).movedim(-1, 1)  # torch's [batch, classes, positions]
     assert rel_l2(ours(batched, target.view(3, 4)), theirs(batched.double(), target.view(3, 4))) <= REL_L2[dtype]
+
+
+def test_linear_cross_entropy_refuses_what_it_does_not_take():
+    x, w, t = torch.randn(6, 8), torch.randn(10, 8), torch.zeros(6, dtype=torch.long)
+    with pytest.raises(ValueError, match="reduction must be 'mean' or 'sum'"):
+        ops.linear_cross_entropy(x, w, t, reduction="none")
+    with pytest.raises(ValueError, match=r"weight must be \[vocab, hidden\]"):
+        ops.linear_cross_entropy(x, torch.randn(10, 7), t)
+    with pytest.raises(ValueError, match="target must have x's shape"):
+        ops.linear_cross_entropy(x, w, torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"bias must be \[vocab\]"):
+        ops.linear_cross_entropy(x, w, t, bias=torch.zeros(9))
+    with pytest.raises(ValueError, match="chunk_rows must be positive"):
+        ops.linear_cross_entropy(x, w, t, chunk_rows=0)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("reduction, smoothing", [("mean", 0.0), ("sum", 0.1)])
+@pytest.mark.parametrize("tokens, hidden, vocab, chunk", [(37, 64, 1000, 16), (300, 128, 4097, 128), (5, 24, 7, 8)])
+def test_linear_cross_entropy_matches_float64(dtype, with_bias, reduction, smoothing, tokens, hidden, vocab, chunk):
+    torch.manual_seed(zlib.crc32(repr((tokens, hidden, vocab, dtype, with_bias)).encode()))
+    x = (torch.randn(tokens, hidden, device="cuda") / 2).to(dtype).requires_grad_()
+    w = (torch.randn(vocab, hidden, device="cuda") / 4).to(dtype).requires_grad_()
+    b = (torch.randn(vocab, device="cuda") / 4).to(dtype).requires_grad_() if with_bias else None
+    target = torch.randint(0, vocab, (tokens,), device="cuda")
+    target[3::5] = -100
+    loss = ops.linear_cross_entropy(x, w, target, b, reduction, label_smoothing=smoothing, chunk_rows=chunk)
+    leaves = [x, w] + ([b] if with_bias else [])
+    refs = [t.detach().double().requires_grad_() for t in leaves]
+    logits = F.linear(refs[0], refs[1], refs[2] if with_bias else None)
+    ref = F.cross_entropy(logits, target, reduction=reduction, label_smoothing=smoothing)
+    assert loss.dtype == dtype
+    assert rel_l2(loss, ref) <= 2 * REL_L2[dtype], f"loss rel L2 {rel_l2(loss, ref):.3g}"
+    upstream = 0.75  # scaled in place by the backward
+    grads = torch.autograd.grad(loss * upstream, leaves)
+    grads_ref = torch.autograd.grad(ref * upstream, refs)
+    for name, g, r in zip(["x", "weight", "bias"], grads, grads_ref):
+        assert g.dtype == dtype and g.shape == r.shape
+        # bf16/fp16 products and chunked sums of the weight's gradient: a few units of the dtype.
+        assert rel_l2(g, r) <= 4 * REL_L2[dtype], f"{name} gradient rel L2 {rel_l2(g, r):.3g}"
+
+
+@requires_cuda
+def test_linear_cross_entropy_without_a_gradient_gives_the_loss_alone():
+    x, w = torch.randn(40, 32, device="cuda"), torch.randn(50, 32, device="cuda")
+    target = torch.randint(0, 50, (40,), device="cuda")
+    with torch.no_grad():
+        loss = ops.linear_cross_entropy(x, w, target, chunk_rows=16)
+    ref = F.cross_entropy(x.double() @ w.double().T, target)
+    assert rel_l2(loss, ref) <= REL_L2[torch.float32]
+
+
+@requires_cuda
+def test_linear_cross_entropy_holds_a_chunk_of_the_logits_not_all():
+    tokens, hidden, vocab = 4096, 256, 32000
+    x = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(vocab, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    target = torch.randint(0, vocab, (tokens,), device="cuda")
+
+    def peak(step):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        step().backward()
+        torch.cuda.synchronize()
+        x.grad = w.grad = None
+        return torch.cuda.max_memory_allocated() - base
+
+    eager = peak(lambda: F.cross_entropy(F.linear(x, w).float(), target))
+    fused = peak(lambda: ops.linear_cross_entropy(x, w, target, chunk_rows=512))
+    # Eager holds the bf16 logits, their fp32 copy and its gradients (over 1 GB here); the fused
+    # op two 512-row chunks of bf16 logits (66 MB) beside the gradients of x and w (18 MB).
+    assert fused <= eager / 4, f"fused peak {fused / 2**20:.0f} MiB against eager's {eager / 2**20:.0f} MiB"
+
+
+@requires_cuda
+def test_gemm_in_place_accumulates_and_refuses_aliases():
+    a = torch.randn(33, 40, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(24, 40, device="cuda", dtype=torch.bfloat16)
+    c = torch.randn(33, 24, device="cuda", dtype=torch.bfloat16)
+    expected = (a.double() @ b.double().T * 0.5 + c.double() * 2).to(torch.bfloat16)
+    torch.ops.cudalab.gemm_(c, a, b, 0.5, 2.0, True)
+    assert rel_l2(c, expected) <= REL_L2[torch.bfloat16]
+    square = torch.randn(24, 24, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="must not share memory with a or b"):
+        torch.ops.cudalab.gemm_(square, square, square, 1.0, 0.0, True)
+    with pytest.raises(ValueError, match="c must be contiguous"):
+        torch.ops.cudalab.gemm_(c.mT.contiguous().mT, a, b, 1.0, 0.0, True)
