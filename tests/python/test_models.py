@@ -3,6 +3,8 @@ cudalab-built ones everywhere; on a GPU the two agree on the loss and every para
 one step, and the torch-built Llama agrees with Hugging Face's LlamaForCausalLM where transformers is
 installed."""
 
+import json
+
 import pytest
 import torch
 
@@ -89,3 +91,18 @@ def test_torch_built_llama_matches_hugging_face():
 def test_models_command_refuses_bad_sizes_before_looking_for_a_gpu():
     assert main(["--batch", "0"]) == 2
     assert main(["--model", "llama", "--seq", "-1"]) == 2
+
+
+def test_models_command_refuses_a_parity_of_no_steps():
+    assert main(["--parity", "0"]) == 2
+
+
+@requires_cuda
+def test_parity_run_compares_losses_and_gradients(tmp_path):
+    out = tmp_path / "parity.json"
+    arguments = ["--model", "gpt", "--layers", "2", "--seq", "64", "--batch", "2", "--parity", "6", "--json", str(out)]
+    status = main(arguments)
+    parity = json.loads(out.read_text())["parity"]
+    assert status == 0 and parity["steps"] == 6 and len(parity["losses"]) == 6
+    assert parity["largest_relative_loss_difference"] <= parity["tolerance"]
+    assert len(parity["gradients_at_step_0"]) == len(list(Gpt(GptConfig(layers=2, seq=64), "torch").parameters()))

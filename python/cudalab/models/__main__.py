@@ -1,7 +1,9 @@
 """``python -m cudalab.models``: a bf16 AdamW training step of a model built from torch.nn (with
 torch.optim.AdamW, fused) and from cudalab's ops (with cudalab.optim.AdamW), same weights, same
-batch, timed on the current GPU; then one step of each under torch.profiler: their top kernels and
-the time in copy kernels. ``--json`` writes it all."""
+batch, timed on the current GPU with its peak memory (``--compile``: each under torch.compile too);
+then one eager step of each under torch.profiler: their top kernels and the time in copy kernels.
+``--parity STEPS`` trains both instead and compares their losses step by step and their gradients
+at step 0. ``--json`` writes it all."""
 
 import argparse
 import json
@@ -66,6 +68,105 @@ def _profile(model, optimizer, tokens, targets, top):
     }
 
 
+def _build(model_class, config, ops, initial):
+    """The model of `ops` ("torch" or "cudalab") in bf16 on the GPU with `initial`'s weights (None:
+    its own, returned for the next), and its AdamW (torch's fused one, or cudalab.optim.AdamW)."""
+    model = model_class(config, ops).cuda().to(torch.bfloat16)
+    if initial is None:
+        initial = {key: value.clone() for key, value in model.state_dict().items()}
+    else:
+        model.load_state_dict(initial)
+    if ops == "cudalab":
+        optimizer = AdamW(model.parameters(), lr=1e-4)
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    return model, optimizer, initial
+
+
+def _speed(model_class, config, args, inputs, targets, result):
+    """Each variant's step time, tokens/s and peak memory from the same initial weights; the eager
+    ones' profiles."""
+    variants = ["torch", "cudalab"] + (["torch+compile", "cudalab+compile"] if args.compile else [])
+    initial = None
+    for name in variants:
+        print(f"{name}: building and timing {args.steps} steps", file=sys.stderr, flush=True)
+        model, optimizer, initial = _build(model_class, config, name.split("+")[0], initial)
+        runner = torch.compile(model) if name.endswith("+compile") else model
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        ms, loss = _time_steps(runner, optimizer, inputs, targets, args.steps)
+        peak = torch.cuda.max_memory_allocated() / 2**30
+        tokens_per_s = args.batch * config.seq / (ms / 1000.0)
+        result[name] = {
+            "step_ms": round(ms, 3),
+            "tokens_per_s": round(tokens_per_s),
+            "peak_gib": round(peak, 3),
+            "last_loss": round(loss, 4),
+        }
+        print(f"{name:16s} {ms:8.2f} ms/step  {tokens_per_s:10.0f} tokens/s  peak {peak:6.2f} GiB  loss {loss:.4f}")
+        if runner is model:
+            result[name]["profile"] = p = _profile(model, optimizer, inputs, targets, args.top)
+            print(f"{name:16s} profile: {p['kernel_ms']:.2f} ms of kernels, {p['copy_ms']:.2f} ms in copy kernels")
+        del model, optimizer, runner
+        torch.cuda.empty_cache()
+    result["cudalab_over_torch"] = round(result["torch"]["step_ms"] / result["cudalab"]["step_ms"], 3)
+    print(f"cudalab / torch eager speed: {result['cudalab_over_torch']:.3f}x")
+    if args.compile:
+        compiled = result["torch+compile"]["step_ms"]
+        result["cudalab_over_torch_compile"] = round(compiled / result["cudalab"]["step_ms"], 3)
+        print(f"cudalab / torch.compile speed: {result['cudalab_over_torch_compile']:.3f}x")
+    for row in result["cudalab"]["profile"]["top"]:
+        print(f"  {row['ms']:8.3f} ms  {row['launches']:4d}x  {row['kernel'][:110]}")
+    return 0
+
+
+def _parity(model_class, config, args, result):
+    """Both models from the same weights over the same batches (four, cycled, so the loss falls as
+    they are learned): each step's losses, and each parameter's gradient at step 0 against torch's.
+    Fails (1) where a loss differs by more than --tolerance of torch's."""
+    generator = torch.Generator(device="cuda").manual_seed(2)
+    batches = []
+    for _ in range(4):
+        tokens = torch.randint(0, config.vocab, (args.batch, config.seq + 1), device="cuda", generator=generator)
+        batches.append((tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()))
+    torch_model, torch_optimizer, initial = _build(model_class, config, "torch", None)
+    model, optimizer, _ = _build(model_class, config, "cudalab", initial)
+    losses, gradients = [], []
+    for step in range(args.parity):
+        inputs, targets = batches[step % len(batches)]
+        pair = []
+        for m in (torch_model, model):
+            loss = m(inputs, targets)
+            loss.backward()
+            pair.append(loss.item())
+        if step == 0:
+            theirs = dict(torch_model.named_parameters())
+            for key, p in model.named_parameters():
+                g, r = p.grad.double(), theirs[key].grad.double()
+                error = (g - r).norm().item() / max(r.norm().item(), 1e-30)
+                gradients.append({"parameter": key, "relative_error": error})
+        for o in (torch_optimizer, optimizer):
+            o.step()
+            o.zero_grad(set_to_none=True)
+        losses.append({"step": step, "torch": round(pair[0], 5), "cudalab": round(pair[1], 5)})
+        if step % max(1, args.parity // 10) == 0 or step == args.parity - 1:
+            print(f"step {step:5d}  torch {pair[0]:.4f}  cudalab {pair[1]:.4f}", flush=True)
+    worst = max(abs(x["cudalab"] - x["torch"]) / abs(x["torch"]) for x in losses)
+    gradients.sort(key=lambda row: -row["relative_error"])
+    result["parity"] = {
+        "steps": args.parity,
+        "tolerance": args.tolerance,
+        "largest_relative_loss_difference": round(worst, 6),
+        "losses": losses,
+        "gradients_at_step_0": gradients,
+    }
+    print(f"largest relative loss difference over {args.parity} steps: {worst:.4g} (tolerance {args.tolerance})")
+    print("step 0 gradients, largest relative errors:")
+    for row in gradients[: args.top]:
+        print(f"  {row['relative_error']:.3e}  {row['parameter']}")
+    return 0 if worst <= args.tolerance else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m cudalab.models", description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt")
@@ -73,7 +174,14 @@ def main(argv=None):
     parser.add_argument("--layers", type=int, help="decoder layers (default: the model's)")
     parser.add_argument("--seq", type=int, help="tokens per sequence (default: the model's)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per model (default 20)")
-    parser.add_argument("--top", type=int, default=15, help="kernels listed in the profile (default 15)")
+    parser.add_argument("--top", type=int, default=15, help="kernels (or parameters) listed (default 15)")
+    parser.add_argument("--compile", action="store_true", help="also time both models under torch.compile")
+    parser.add_argument(
+        "--parity", type=int, metavar="STEPS", help="instead of timing: train both models STEPS steps and compare"
+    )
+    parser.add_argument(
+        "--tolerance", type=float, default=0.02, help="--parity's largest relative loss difference (default 0.02)"
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     model_class, config_class = MODELS[args.model]
@@ -82,45 +190,26 @@ def main(argv=None):
         config.layers = args.layers
     if args.seq is not None:
         config.seq = args.seq
-    if min(args.batch, config.layers, config.seq, args.steps, args.top) <= 0:
-        print("cudalab.models: --batch, --layers, --seq, --steps and --top must be positive", file=sys.stderr)
+    if min(args.batch, config.layers, config.seq, args.steps, args.top) <= 0 or (
+        args.parity is not None and args.parity <= 0
+    ):
+        print("cudalab.models: --batch, --layers, --seq, --steps, --top and --parity must be positive", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)
         return 3
-    generator = torch.Generator(device="cuda").manual_seed(1)
-    tokens = torch.randint(0, config.vocab, (args.batch, config.seq + 1), device="cuda", generator=generator)
-    inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
     result = {"model": args.model, "config": asdict(config), "batch": args.batch, "steps": args.steps,
               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
-    models, initial = {}, None
-    for name in ("torch", "cudalab"):
-        print(f"{name}: building and timing {args.steps} steps", file=sys.stderr, flush=True)
-        model = model_class(config, name).cuda().to(torch.bfloat16)
-        if initial is None:  # both start from these weights, so their losses after the steps compare
-            initial = {key: value.clone() for key, value in model.state_dict().items()}
-        else:
-            model.load_state_dict(initial)
-        if name == "cudalab":
-            optimizer = AdamW(model.parameters(), lr=1e-4)
-        else:
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-        models[name] = (model, optimizer)
-        ms, loss = _time_steps(model, optimizer, inputs, targets, args.steps)
-        tokens_per_s = args.batch * config.seq / (ms / 1000.0)
-        result[name] = {"step_ms": round(ms, 3), "tokens_per_s": round(tokens_per_s), "last_loss": round(loss, 4)}
-        print(f"{name:8s} {ms:8.2f} ms/step  {tokens_per_s:10.0f} tokens/s  loss {loss:.4f}", flush=True)
-    result["cudalab_over_torch"] = round(result["torch"]["step_ms"] / result["cudalab"]["step_ms"], 3)
-    for name, (model, optimizer) in models.items():
-        result[name]["profile"] = p = _profile(model, optimizer, inputs, targets, args.top)
-        print(f"{name:8s} profile: {p['kernel_ms']:.2f} ms of kernels, {p['copy_ms']:.2f} ms in copy kernels")
-    print(f"cudalab / torch eager speed: {result['cudalab_over_torch']:.3f}x")
-    for row in result["cudalab"]["profile"]["top"]:
-        print(f"  {row['ms']:8.3f} ms  {row['launches']:4d}x  {row['kernel'][:110]}")
+    if args.parity is not None:
+        status = _parity(model_class, config, args, result)
+    else:
+        generator = torch.Generator(device="cuda").manual_seed(1)
+        tokens = torch.randint(0, config.vocab, (args.batch, config.seq + 1), device="cuda", generator=generator)
+        status = _speed(model_class, config, args, tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous(), result)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=1)
-    return 0
+    return status
 
 
 if __name__ == "__main__":
