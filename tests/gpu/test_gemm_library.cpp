@@ -149,6 +149,7 @@ void check_half_gemm_shapes() {
       check_half_gemm<T>(1, 70, 64, 24, 0, 0, 1.0f, tb, ta);        // K below one k-tile
       check_half_gemm<T>(7, 65, 130, 72, 0, 0, -0.5f, tb, ta);      // a batch, aligned
       check_half_gemm<T>(3, 33, 17, 9, 1, 3, 0.25f, tb, ta);        // a batch, misaligned
+      check_half_gemm<T>(1, 1100, 2060, 261, 0, 0, -0.5f, tb, ta);  // big, pitches of no 8: TMA rungs on aligned copies
       check_half_gemm<T>(1, 1, 4096, 4096, 0, 0, -0.5f, tb, ta);    // a decode step: decode_gemv for B as N x K
       check_half_gemm<T>(1, 5, 1001, 72, 8, 0, 0.0f, tb, ta);       // 5 rows, n of no multiple of 4, beta = 0
       check_half_gemm<T>(4, 2, 67, 1032, 0, 0, 0.5f, tb, ta);       // a batch of 2-row products
