@@ -1,4 +1,4 @@
-// The fused ops (bias + activation, LayerNorm, RMSNorm, softmax, SwiGLU, forward and backward) on CUDA
+// The fused ops (bias + activation, LayerNorm, RMSNorm, softmax, SwiGLU, GeGLU, forward and backward) on CUDA
 // tensors: checks, outputs from torch's allocator, one library call on the current stream. Backward
 // scratch comes from torch's allocator too (the library's workspace overloads), so it follows
 // torch's stream semantics and CUDA-graph capture.
@@ -203,8 +203,9 @@ at::Tensor softmax_backward(const at::Tensor& y, const at::Tensor& dy) {
   return dx;
 }
 
-at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
-  constexpr const char* op = "swiglu";
+// A gated unit (SwiGLU or GeGLU) through its library entry `forward(gate, up, y, n, stream)`.
+template <typename Forward>
+at::Tensor gated_unit(const char* op, const at::Tensor& gate, const at::Tensor& up, Forward forward) {
   check_tensor(op, "gate", gate, gate.device(), c10::nullopt, scalar_types(SwigluElements{}));
   check_tensor(op, "up", up, gate.device(), gate.scalar_type());
   check_same_shape(op, "up", up, "gate", gate);
@@ -212,15 +213,16 @@ at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
   at::Tensor y = at::empty_like(gate);
   with_element_type<SwigluElements>(gate, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::swiglu(data<T>(gate), data<T>(up), mutable_data<T>(y), gate.numel(), current_stream(gate));
-    });
+    call_library(op,
+                 [&] { forward(data<T>(gate), data<T>(up), mutable_data<T>(y), gate.numel(), current_stream(gate)); });
   });
   return y;
 }
 
-std::tuple<at::Tensor, at::Tensor> swiglu_backward(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& dy) {
-  constexpr const char* op = "swiglu_backward";
+// Its backward through `backward(gate, up, dy, dgate, dup, n, stream)`.
+template <typename Backward>
+std::tuple<at::Tensor, at::Tensor> gated_unit_backward(const char* op, const at::Tensor& gate, const at::Tensor& up,
+                                                       const at::Tensor& dy, Backward backward) {
   check_tensor(op, "gate", gate, gate.device(), c10::nullopt, scalar_types(SwigluElements{}));
   check_tensor(op, "up", up, gate.device(), gate.scalar_type());
   check_tensor(op, "dy", dy, gate.device(), gate.scalar_type());
@@ -232,11 +234,27 @@ std::tuple<at::Tensor, at::Tensor> swiglu_backward(const at::Tensor& gate, const
   with_element_type<SwigluElements>(gate, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
-      cudalab::swiglu_backward(data<T>(gate), data<T>(up), data<T>(dy), mutable_data<T>(dgate), mutable_data<T>(dup),
-                               gate.numel(), current_stream(gate));
+      backward(data<T>(gate), data<T>(up), data<T>(dy), mutable_data<T>(dgate), mutable_data<T>(dup), gate.numel(),
+               current_stream(gate));
     });
   });
   return {dgate, dup};
+}
+
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
+  return gated_unit("swiglu", gate, up, [](auto... a) { cudalab::swiglu(a...); });
+}
+
+std::tuple<at::Tensor, at::Tensor> swiglu_backward(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& dy) {
+  return gated_unit_backward("swiglu_backward", gate, up, dy, [](auto... a) { cudalab::swiglu_backward(a...); });
+}
+
+at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up) {
+  return gated_unit("geglu", gate, up, [](auto... a) { cudalab::geglu(a...); });
+}
+
+std::tuple<at::Tensor, at::Tensor> geglu_backward(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& dy) {
+  return gated_unit_backward("geglu_backward", gate, up, dy, [](auto... a) { cudalab::geglu_backward(a...); });
 }
 
 }  // namespace
@@ -258,6 +276,9 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "softmax_backward(Tensor y, Tensor dy) -> Tensor", &softmax_backward, SoftmaxElements{});
   define_op(m, "swiglu(Tensor gate, Tensor up) -> Tensor", &swiglu, SwigluElements{});
   define_op(m, "swiglu_backward(Tensor gate, Tensor up, Tensor dy) -> (Tensor, Tensor)", &swiglu_backward,
+            SwigluElements{});
+  define_op(m, "geglu(Tensor gate, Tensor up) -> Tensor", &geglu, SwigluElements{});
+  define_op(m, "geglu_backward(Tensor gate, Tensor up, Tensor dy) -> (Tensor, Tensor)", &geglu_backward,
             SwigluElements{});
 }
 

@@ -1,9 +1,12 @@
-// SwiGLU's gate, the middle of a Llama-style MLP: y = silu(gate) * up, with silu(v) = v * sigmoid(v),
-// over two tensors of the same n elements (any shape: they are read as flat arrays), and its
-// backward. fp32, fp16 and bf16 with fp32 arithmetic inside, each result rounded once.
+// The gated units in the middle of a transformer's MLP, over two tensors of the same n elements
+// (any shape: they are read as flat arrays), and their backward: SwiGLU (Llama), y = silu(gate) *
+// up with silu(v) = v * sigmoid(v), and GeGLU (Gemma), y = gelu(gate) * up with GELU's tanh form.
+// fp32, fp16 and bf16 with fp32 arithmetic inside, each result rounded once.
 //
-//   forward:  y     = silu(g) * u
-//   backward: dgate = dy * u * s * (1 + g * (1 - s)),  dup = dy * silu(g),  s = sigmoid(g)
+//   swiglu:   y = silu(g) * u;  dgate = dy * u * s * (1 + g * (1 - s)),  dup = dy * silu(g),  s = sigmoid(g)
+//   geglu:    y = gelu(g) * u,  gelu(g) = g (1 + t) / 2,  t = tanh(sqrt(2 / pi) (g + 0.044715 g^3));
+//             dgate = dy * u * ((1 + t) / 2 + g (1 - t^2) sqrt(2 / pi) (1 + 3 * 0.044715 g^2) / 2),
+//             dup = dy * gelu(g)
 //
 // Device pointers aligned to their element; 16-byte aligned arrays move in 16-byte accesses,
 // others element by element. Outputs must not overlap inputs or each other. Asynchronous on
@@ -31,5 +34,12 @@ void swiglu(const T* gate, const T* up, T* y, std::int64_t n, cudaStream_t strea
 template <typename T, typename = RequireElement<T, SwigluElements>>
 void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup, std::int64_t n,
                      cudaStream_t stream = nullptr);
+
+template <typename T, typename = RequireElement<T, SwigluElements>>
+void geglu(const T* gate, const T* up, T* y, std::int64_t n, cudaStream_t stream = nullptr);
+
+template <typename T, typename = RequireElement<T, SwigluElements>>
+void geglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup, std::int64_t n,
+                    cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

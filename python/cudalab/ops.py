@@ -57,6 +57,12 @@ def swiglu(gate: Tensor, up: Tensor) -> Tensor:
     return torch.ops.cudalab.swiglu(gate, up)
 
 
+def geglu(gate: Tensor, up: Tensor) -> Tensor:
+    """``torch.nn.functional.gelu(gate, approximate="tanh") * up``, element-wise over two tensors of
+    one shape (a Gemma MLP's gate and up projections)."""
+    return torch.ops.cudalab.geglu(gate, up)
+
+
 def rope(
     x: Tensor, cos: Tensor, sin: Tensor, seq_dim: int = 1, interleaved: bool = False, position_offset: int = 0
 ) -> Tensor:
@@ -400,6 +406,16 @@ def _(gate, up, dy):
     return torch.empty_like(gate), torch.empty_like(up)
 
 
+@torch.library.register_fake("cudalab::geglu")
+def _(gate, up):
+    return torch.empty_like(gate)
+
+
+@torch.library.register_fake("cudalab::geglu_backward")
+def _(gate, up, dy):
+    return torch.empty_like(gate), torch.empty_like(up)
+
+
 @torch.library.register_fake("cudalab::adamw_")
 def _(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay, step):
     return None
@@ -551,7 +567,7 @@ def _softmax_backward(ctx, dy):
 torch.library.register_autograd("cudalab::softmax", _softmax_backward, setup_context=_softmax_setup)
 
 
-def _swiglu_setup(ctx, inputs, output):
+def _gated_setup(ctx, inputs, output):
     ctx.save_for_backward(*inputs)
 
 
@@ -560,7 +576,13 @@ def _swiglu_backward(ctx, dy):
     return torch.ops.cudalab.swiglu_backward(gate, up, dy.contiguous())
 
 
-torch.library.register_autograd("cudalab::swiglu", _swiglu_backward, setup_context=_swiglu_setup)
+def _geglu_backward(ctx, dy):
+    gate, up = ctx.saved_tensors
+    return torch.ops.cudalab.geglu_backward(gate, up, dy.contiguous())
+
+
+torch.library.register_autograd("cudalab::swiglu", _swiglu_backward, setup_context=_gated_setup)
+torch.library.register_autograd("cudalab::geglu", _geglu_backward, setup_context=_gated_setup)
 
 
 def _rope_setup(ctx, inputs, output):

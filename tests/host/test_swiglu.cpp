@@ -1,5 +1,6 @@
-// SwiGLU's library entries refuse bad arguments before anything touches the GPU, with
-// invalid_argument: negative sizes, null and misaligned pointers, and outputs that overlap.
+// The gated units' library entries (SwiGLU, GeGLU) refuse bad arguments before anything touches
+// the GPU, with invalid_argument: negative sizes, null and misaligned pointers, and outputs that
+// overlap.
 #include <cstdint>
 
 #include <gtest/gtest.h>
@@ -33,6 +34,19 @@ TEST(SwigluLibrary, ValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(thrown_kind([&] { swiglu_backward(half, half, half, dgate, dgate + 64, -3); }),
             ErrorKind::invalid_argument);
   EXPECT_NO_THROW(swiglu_backward<__half>(nullptr, nullptr, nullptr, nullptr, nullptr, 0));
+}
+
+TEST(GegluLibrary, ValidatesBeforeTouchingTheGpu) {
+  auto* gate = reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{0x10000});
+  auto* up = reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{0x20000});
+  auto* y = reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{0x30000});
+  EXPECT_EQ(thrown_kind([&] { geglu(gate, up, y, -1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { geglu(gate, up, reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{0x30001}), 4); }),
+            ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { geglu(gate, up, up + 1, 4); }), ErrorKind::invalid_argument);  // y overlaps up
+  EXPECT_EQ(thrown_kind([&] { geglu_backward(gate, up, y, y, y + 2, 4); }),
+            ErrorKind::invalid_argument);  // dgate overlaps dy and dup
+  EXPECT_NO_THROW(geglu_backward<__nv_bfloat16>(nullptr, nullptr, nullptr, nullptr, nullptr, 0));
 }
 
 }  // namespace

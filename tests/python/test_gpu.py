@@ -114,24 +114,32 @@ def test_forward_and_gradients_match_float64(name, dtype, shape):
         assert rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
 
 
+GATED_UNITS = {
+    "swiglu": (ops.swiglu, F.silu),
+    "geglu": (ops.geglu, lambda g: F.gelu(g, approximate="tanh")),
+}
+
+
+@pytest.mark.parametrize("unit", list(GATED_UNITS))
 @pytest.mark.parametrize("dtype", dtypes_of("swiglu"))
 @pytest.mark.parametrize("shape", [(1,), (3, 7, 31), (4096, 1000), (2, 14336)])
 @pytest.mark.parametrize("offset", [0, 1])
-def test_swiglu_and_its_gradients_match_float64(dtype, shape, offset):
+def test_gated_units_and_their_gradients_match_float64(unit, dtype, shape, offset):
     # offset 1 starts the tensors one element past a 16-byte boundary: the element-access path.
-    torch.manual_seed(zlib.crc32(repr(("swiglu", dtype, shape, offset)).encode()))
+    torch.manual_seed(zlib.crc32(repr((unit, dtype, shape, offset)).encode()))
+    op, activation = GATED_UNITS[unit]
     n = math.prod(shape)
     storage = (torch.randn(3, n + offset, device="cuda") * 3).to(dtype)
     gate, up, dy = (storage[i, offset:].view(shape) for i in range(3))
     gate.requires_grad_()
     up.requires_grad_()
-    y = ops.swiglu(gate, up)
-    ref = F.silu(gate.double()) * up.double()
+    y = op(gate, up)
+    ref = activation(gate.double()) * up.double()
     assert y.dtype == dtype and y.shape == gate.shape
     assert rel_l2(y, ref) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref):.3g}"
     grads = torch.autograd.grad(y, (gate, up), dy)
     g64, u64 = gate.detach().double().requires_grad_(), up.detach().double().requires_grad_()
-    refs = torch.autograd.grad(F.silu(g64) * u64, (g64, u64), dy.double())
+    refs = torch.autograd.grad(activation(g64) * u64, (g64, u64), dy.double())
     for g, r in zip(grads, refs):
         assert g.dtype == dtype and rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
 

@@ -19,6 +19,7 @@ FORWARD = {
     "rms_norm": "cudalab::rms_norm(Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)",
     "softmax": "cudalab::softmax(Tensor x) -> Tensor",
     "swiglu": "cudalab::swiglu(Tensor gate, Tensor up) -> Tensor",
+    "geglu": "cudalab::geglu(Tensor gate, Tensor up) -> Tensor",
     "gemm": "cudalab::gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., "
     "bool b_transposed=False) -> Tensor",
     "reduce_sum": "cudalab::reduce_sum(Tensor x) -> Tensor",
@@ -37,6 +38,7 @@ BACKWARD = [
     "rms_norm_backward",
     "softmax_backward",
     "swiglu_backward",
+    "geglu_backward",
     "attention_backward",
 ]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
@@ -109,7 +111,7 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (x, vector, 1e-6)
     if name == "softmax":
         return (x,)
-    if name == "swiglu":
+    if name in ("swiglu", "geglu"):
         return (x, tensor(*shape))
     if name == "gemm":  # x as a batch [..., m, k] of matrices, times [..., k, 8], plus beta * c
         b = tensor(*shape[:-2], features, 8)
@@ -122,7 +124,7 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (x.detach(), dy, vector.detach(), statistics, statistics)
     if name == "rms_norm_backward":
         return (x.detach(), dy, vector.detach(), statistics)
-    if name == "swiglu_backward":
+    if name in ("swiglu_backward", "geglu_backward"):
         return (x.detach(), tensor(*shape, grad=False), dy)
     assert name == "softmax_backward"
     return (x.detach(), dy)

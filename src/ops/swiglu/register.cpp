@@ -1,6 +1,7 @@
-// The SwiGLU ops: `swiglu` (y = silu(gate) * up) and `swiglu_backward` (dgate, dup), over
-// [rows, features] in f32, bf16 and f16. Their tensors, double-precision checks, work models and
-// ladders (the one-element and the vectorized rung) beside unfused passes as the baseline.
+// The gated-unit ops: `swiglu` (y = silu(gate) * up), `geglu` (y = gelu_tanh(gate) * up) and their
+// backwards (dgate, dup), over [rows, features] in f32, bf16 and f16. Their tensors,
+// double-precision checks, work models and ladders (the one-element and the vectorized rung)
+// beside unfused passes as the baseline.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -25,25 +26,86 @@ constexpr double kEvaluation = 16;
 
 std::int64_t elements(const Problem& p) { return p.dim("rows") * p.dim("features"); }
 
+template <v::GluActivation kActivation>
 struct ForwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
-    return {tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("y"), elements(problem),
-            tensors.workspace()};
+    Args args{tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("y"), elements(problem),
+              tensors.workspace()};
+    args.activation = kActivation;
+    return args;
   }
 };
 
+template <v::GluActivation kActivation>
 struct BackwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
-    return {tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("dy"), tensors.data<T>("dgate"),
-            tensors.data<T>("dup"),  elements(problem),     tensors.workspace()};
+    Args args{tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("dy"), tensors.data<T>("dgate"),
+              tensors.data<T>("dup"),  elements(problem),     tensors.workspace()};
+    args.activation = kActivation;
+    return args;
   }
 };
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+// GELU's tanh form in double: its value, its slope and the magnitudes their fp32 evaluation errs
+// against. 1 + t cancels for a gate far below zero and 1 - t^2 wherever |t| nears 1, so each
+// error is relative to its terms' magnitudes, not to the result: 1 - t^2 errs by a few units of
+// 1 (tanhf's and the subtraction's), times the slope term's growth. Where t rounds to +-1 in
+// double, fp32 has rounded it there too and the term is exactly 0 in both.
+struct Gelu {
+  double value, slope, value_scale, slope_scale;
+};
+Gelu gelu_tanh(double g) {
+  constexpr double kScale = 0.7978845608028654, kCubic = 0.044715;
+  const double t = std::tanh(kScale * (g + kCubic * g * g * g)), flat = 1 - t * t;
+  const double growth = 0.5 * g * kScale * (1 + 3 * kCubic * g * g);
+  const double tail = flat == 0 ? 0 : growth * flat;
+  const double tail_scale = flat == 0 ? 0 : std::fabs(growth) * (flat + 2);
+  return {0.5 * g * (1 + t), 0.5 * (1 + t) + tail, 0.5 * std::fabs(g) * (1 + std::fabs(t)),
+          0.5 * (1 + std::fabs(t)) + tail_scale};
+}
+
+Comparison check_geglu(const CheckContext& c) {
+  const Tensor& gate = c.tensors["gate"];
+  const Tensor& up = c.tensors["up"];
+  const RoundedOutput y{c.tensors["y"]};
+  return compare_elements(elements(c.problem), Tolerance{y.unit, y.absolute},
+                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+                            for (std::int64_t i = begin; i < end; ++i) {
+                              const double g = gate.host_value(i), u = up.host_value(i);
+                              const Gelu a = gelu_tanh(g);
+                              y.add(b, i, a.value * u, kEvaluation * kFp32Unit * a.value_scale * std::fabs(u));
+                            }
+                          });
+}
+
+Comparison check_geglu_backward(const CheckContext& c) {
+  const Tensor& gate = c.tensors["gate"];
+  const Tensor& up = c.tensors["up"];
+  const Tensor& dy = c.tensors["dy"];
+  const RoundedOutput dgate{c.tensors["dgate"]};
+  const RoundedOutput dup{c.tensors["dup"]};
+  const std::int64_t n = elements(c.problem);
+  // One comparison over both outputs: dgate's elements first, then dup's at n + i.
+  return compare_elements(
+      2 * n, Tolerance{dgate.unit, dgate.absolute}, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+        for (std::int64_t k = begin; k < end; ++k) {
+          const std::int64_t i = k < n ? k : k - n;
+          const double g = gate.host_value(i), u = up.host_value(i), d = dy.host_value(i);
+          const Gelu a = gelu_tanh(g);
+          if (k < n) {
+            dgate.add(b, i, d * u * a.slope, kEvaluation * kFp32Unit * std::fabs(d * u) * a.slope_scale);
+          } else {
+            dup.add(b, i, d * a.value, kEvaluation * kFp32Unit * std::fabs(d) * a.value_scale);
+          }
+        }
+      });
+}
 
 Comparison check_forward(const CheckContext& c) {
   const Tensor& gate = c.tensors["gate"];
@@ -108,60 +170,85 @@ Variant variant(const char* id, const char* technique, Launch launch) {
 }
 
 template <typename Binding, template <typename> class ArgsOf, typename Launch>
-Variant baseline(const char* technique, Launch launch) {
+Variant baseline(const std::string& technique, Launch launch) {
   Variant b = make_variant<Binding, ArgsOf>("unfused", technique, Role::baseline, Elements{}, launch);
   b.workspace_bytes = [](const Problem& p) { return v::workspace_bytes(elements(p)); };
   return b;
 }
 
-}  // namespace
+// One gated unit's two ops: their names and summaries, the activation as the baselines'
+// techniques name it, and their checks.
+struct GatedUnit {
+  const char* forward_name;
+  const char* forward_summary;
+  const char* backward_name;
+  const char* backward_summary;
+  const char* activation;
+  Comparison (*forward_check)(const CheckContext&);
+  Comparison (*backward_check)(const CheckContext&);
+};
 
-void register_swiglu(Registry& registry) {
-  Op forward = swiglu_op("swiglu", "y = silu(gate) * up, element-wise (a Llama MLP's gate), fp32 inside");
+template <v::GluActivation kActivation>
+void register_gated(Registry& registry, const GatedUnit& unit) {
+  using Forward = ForwardBinding<kActivation>;
+  using Backward = BackwardBinding<kActivation>;
+  const std::string act = unit.activation;
+  Op forward = swiglu_op(unit.forward_name, unit.forward_summary);
   forward.tensors = {{"gate", TensorRole::input, {}, elements},
                      {"up", TensorRole::input, {}, elements},
                      {"y", TensorRole::output, {}, elements}};
-  // Read gate and up, write y; per element an exp, an add, a division and two products.
+  // Read gate and up, write y; per element an exp (or a tanh), an add, a division and two products.
   forward.work = [](const Problem& p) {
     const double n = static_cast<double>(elements(p)), size = static_cast<double>(size_of(p.dtype));
     return Work{2 * size * n, size * n, 5 * n};
   };
-  forward.check = check_forward;
+  forward.check = unit.forward_check;
   forward.variants = {
-      baseline<ForwardBinding, v::SwigluArgs>("unfused passes: silu(gate) to an fp32 array, then the product",
-                                              CUDALAB_LAUNCHER(v::unfused)),
-      variant<ForwardBinding, v::SwigluArgs>("scalar", "one element per thread", CUDALAB_LAUNCHER(v::scalar)),
-      variant<ForwardBinding, v::SwigluArgs>("vectorized",
-                                             "16-byte accesses, 16 elements of each array per thread in flight",
-                                             CUDALAB_LAUNCHER(v::vectorized)),
+      baseline<Forward, v::SwigluArgs>("unfused passes: " + act + "(gate) to an fp32 array, then the product",
+                                       CUDALAB_LAUNCHER(v::unfused)),
+      variant<Forward, v::SwigluArgs>("scalar", "one element per thread", CUDALAB_LAUNCHER(v::scalar)),
+      variant<Forward, v::SwigluArgs>("vectorized", "16-byte accesses, 16 elements of each array per thread in flight",
+                                      CUDALAB_LAUNCHER(v::vectorized)),
   };
   registry.add(std::move(forward));
 
-  Op backward =
-      swiglu_op("swiglu_backward", "dgate = dy * up * silu'(gate), dup = dy * silu(gate), element-wise, fp32 inside");
+  Op backward = swiglu_op(unit.backward_name, unit.backward_summary);
   backward.tensors = {{"gate", TensorRole::input, {}, elements},
                       {"up", TensorRole::input, {}, elements},
                       {"dy", TensorRole::input, {}, elements},
                       {"dgate", TensorRole::output, {}, elements},
                       {"dup", TensorRole::output, {}, elements}};
-  // Read gate, up and dy, write dgate and dup; per element an exp, an add, a division and about
-  // nine products and sums.
+  // Read gate, up and dy, write dgate and dup; per element an exp (or a tanh), an add, a division
+  // and about nine products and sums.
   backward.work = [](const Problem& p) {
     const double n = static_cast<double>(elements(p)), size = static_cast<double>(size_of(p.dtype));
     return Work{3 * size * n, 2 * size * n, 12 * n};
   };
-  backward.check = check_backward;
+  backward.check = unit.backward_check;
   backward.variants = {
-      baseline<BackwardBinding, v::SwigluBackwardArgs>(
-          "unfused passes: silu(gate) and silu'(gate) * up to an fp32 array, each times dy",
+      baseline<Backward, v::SwigluBackwardArgs>(
+          "unfused passes: " + act + "(gate) and " + act + "'(gate) * up to an fp32 array, each times dy",
           CUDALAB_LAUNCHER(v::backward_unfused)),
-      variant<BackwardBinding, v::SwigluBackwardArgs>("scalar", "one element per thread",
-                                                      CUDALAB_LAUNCHER(v::backward_scalar)),
-      variant<BackwardBinding, v::SwigluBackwardArgs>(
-          "vectorized", "16-byte accesses, 16 elements of each array per thread in flight",
-          CUDALAB_LAUNCHER(v::backward_vectorized)),
+      variant<Backward, v::SwigluBackwardArgs>("scalar", "one element per thread",
+                                               CUDALAB_LAUNCHER(v::backward_scalar)),
+      variant<Backward, v::SwigluBackwardArgs>("vectorized",
+                                               "16-byte accesses, 16 elements of each array per thread in flight",
+                                               CUDALAB_LAUNCHER(v::backward_vectorized)),
   };
   registry.add(std::move(backward));
+}
+
+}  // namespace
+
+void register_swiglu(Registry& registry) {
+  register_gated<v::GluActivation::silu>(
+      registry, {"swiglu", "y = silu(gate) * up, element-wise (a Llama MLP's gate), fp32 inside", "swiglu_backward",
+                 "dgate = dy * up * silu'(gate), dup = dy * silu(gate), element-wise, fp32 inside", "silu",
+                 check_forward, check_backward});
+  register_gated<v::GluActivation::gelu_tanh>(
+      registry, {"geglu", "y = gelu(gate) * up with GELU's tanh form, element-wise (a Gemma MLP's gate), fp32 inside",
+                 "geglu_backward", "dgate = dy * up * gelu'(gate), dup = dy * gelu(gate), element-wise, fp32 inside",
+                 "gelu", check_geglu, check_geglu_backward});
 }
 
 }  // namespace cudalab::harness

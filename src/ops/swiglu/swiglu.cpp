@@ -11,25 +11,57 @@ namespace cudalab {
 
 namespace v = swiglu_variants;
 
+namespace {
+
 // The vectorized rungs at every size: one pass, 16-byte accesses where the arrays allow.
+template <typename T>
+void forward(const char* call, v::GluActivation activation, const T* gate, const T* up, T* y, std::int64_t n,
+             cudaStream_t stream) {
+  CUDALAB_REQUIRE(n >= 0, std::string(call) + ": n must be >= 0, got " + std::to_string(n));
+  require_arrays(call, {{gate, n, sizeof(T), "gate"}, {up, n, sizeof(T), "up"}}, {{y, n, sizeof(T), "y"}});
+  v::SwigluArgs<T> args{gate, up, y, n};
+  args.activation = activation;
+  v::vectorized(args, stream);
+}
+
+template <typename T>
+void backward(const char* call, v::GluActivation activation, const T* gate, const T* up, const T* dy, T* dgate, T* dup,
+              std::int64_t n, cudaStream_t stream) {
+  CUDALAB_REQUIRE(n >= 0, std::string(call) + ": n must be >= 0, got " + std::to_string(n));
+  require_arrays(call, {{gate, n, sizeof(T), "gate"}, {up, n, sizeof(T), "up"}, {dy, n, sizeof(T), "dy"}},
+                 {{dgate, n, sizeof(T), "dgate"}, {dup, n, sizeof(T), "dup"}});
+  v::SwigluBackwardArgs<T> args{gate, up, dy, dgate, dup, n};
+  args.activation = activation;
+  v::backward_vectorized(args, stream);
+}
+
+}  // namespace
+
 template <typename T, typename>
 void swiglu(const T* gate, const T* up, T* y, std::int64_t n, cudaStream_t stream) {
-  CUDALAB_REQUIRE(n >= 0, "swiglu: n must be >= 0, got " + std::to_string(n));
-  require_arrays("swiglu", {{gate, n, sizeof(T), "gate"}, {up, n, sizeof(T), "up"}}, {{y, n, sizeof(T), "y"}});
-  v::vectorized(v::SwigluArgs<T>{gate, up, y, n}, stream);
+  forward("swiglu", v::GluActivation::silu, gate, up, y, n, stream);
 }
 
 template <typename T, typename>
 void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup, std::int64_t n, cudaStream_t stream) {
-  CUDALAB_REQUIRE(n >= 0, "swiglu_backward: n must be >= 0, got " + std::to_string(n));
-  require_arrays("swiglu_backward", {{gate, n, sizeof(T), "gate"}, {up, n, sizeof(T), "up"}, {dy, n, sizeof(T), "dy"}},
-                 {{dgate, n, sizeof(T), "dgate"}, {dup, n, sizeof(T), "dup"}});
-  v::backward_vectorized(v::SwigluBackwardArgs<T>{gate, up, dy, dgate, dup, n}, stream);
+  backward("swiglu_backward", v::GluActivation::silu, gate, up, dy, dgate, dup, n, stream);
 }
 
-#define CUDALAB_SWIGLU_ENTRIES(T, a, b)                                     \
-  template void swiglu(const T*, const T*, T*, std::int64_t, cudaStream_t); \
-  template void swiglu_backward(const T*, const T*, const T*, T*, T*, std::int64_t, cudaStream_t);
+template <typename T, typename>
+void geglu(const T* gate, const T* up, T* y, std::int64_t n, cudaStream_t stream) {
+  forward("geglu", v::GluActivation::gelu_tanh, gate, up, y, n, stream);
+}
+
+template <typename T, typename>
+void geglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup, std::int64_t n, cudaStream_t stream) {
+  backward("geglu_backward", v::GluActivation::gelu_tanh, gate, up, dy, dgate, dup, n, stream);
+}
+
+#define CUDALAB_SWIGLU_ENTRIES(T, a, b)                                                            \
+  template void swiglu(const T*, const T*, T*, std::int64_t, cudaStream_t);                        \
+  template void swiglu_backward(const T*, const T*, const T*, T*, T*, std::int64_t, cudaStream_t); \
+  template void geglu(const T*, const T*, T*, std::int64_t, cudaStream_t);                         \
+  template void geglu_backward(const T*, const T*, const T*, T*, T*, std::int64_t, cudaStream_t);
 CUDALAB_SWIGLU_ELEMENTS(CUDALAB_SWIGLU_ENTRIES, , )
 
 }  // namespace cudalab

@@ -1,4 +1,5 @@
-// The SwiGLU ladder's argument structs and launchers (the formulas: include/cudalab/swiglu.hpp).
+// The gated-unit ladder's argument structs and launchers, SwiGLU and GeGLU by `activation` (the
+// formulas: include/cudalab/swiglu.hpp).
 // The library entry (swiglu.cpp), the registry (register.cpp) and the PyTorch binding fill the
 // same structs.
 #pragma once
@@ -10,6 +11,10 @@
 
 namespace cudalab::swiglu_variants {
 
+// The gate's activation: silu(v) = v sigmoid(v) (SwiGLU), or GELU's tanh form
+// 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3))) (GeGLU).
+enum class GluActivation { silu, gelu_tanh };
+
 template <typename T>
 struct SwigluArgs {
   using Element = T;
@@ -18,6 +23,7 @@ struct SwigluArgs {
   T* y = nullptr;
   std::int64_t n = 0;
   void* workspace = nullptr;  // the baseline's: workspace_bytes(n)
+  GluActivation activation = GluActivation::silu;
 };
 
 template <typename T>
@@ -30,6 +36,7 @@ struct SwigluBackwardArgs {
   T* dup = nullptr;
   std::int64_t n = 0;
   void* workspace = nullptr;  // the baseline's: workspace_bytes(n)
+  GluActivation activation = GluActivation::silu;
 };
 
 // One element per thread, a 256-thread block per 256 elements.
