@@ -1,0 +1,161 @@
+"""``python -m cudalab.train``: trains a cudalab.models GPT or Llama on a generated language and
+reports, as it goes, the loss, the held-out loss against the lowest loss the language allows,
+tokens per second and peak memory.
+
+The language is a random Markov chain over the model's vocabulary: each token is followed by one
+of four tokens drawn for it once, with probabilities 0.5, 0.25, 0.15 and 0.1. A model that has
+learned it reaches the chain's entropy per token, about 1.21 nats (printed as the floor), where
+an untrained one sits at log(vocab); nothing is downloaded. ``--ops torch`` trains the same model
+built from torch.nn (which also runs on the CPU, ``--device cpu``), for comparison."""
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import torch
+
+from .models.gpt import Gpt, GptConfig
+from .models.llama import Llama, LlamaConfig
+
+MODELS = {"gpt": (Gpt, GptConfig), "llama": (Llama, LlamaConfig)}
+SUCCESSOR_PROBABILITIES = (0.5, 0.25, 0.15, 0.1)
+# Batches sampled at a time: a chain's tokens follow one another, so sampling walks the sequence
+# one position a launch; doing it for this many batches at once keeps it a small part of a step.
+POOL_BATCHES = 64
+
+
+class MarkovLanguage:
+    """Token t is followed by successors[t, i] with probability SUCCESSOR_PROBABILITIES[i]."""
+
+    def __init__(self, vocab, seed, device):
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        self.successors = torch.randint(0, vocab, (vocab, len(SUCCESSOR_PROBABILITIES)), generator=generator).to(device)
+        self.probabilities = torch.tensor(SUCCESSOR_PROBABILITIES, device=device)
+        self.vocab, self.device = vocab, device
+
+    def entropy(self):
+        """Nats per token of a chain's continuation: the loss a perfect model reaches (successors
+        drawn twice for one token merge, lowering it slightly; this is the bound without that)."""
+        return -sum(p * math.log(p) for p in SUCCESSOR_PROBABILITIES)
+
+    def sample(self, sequences, length, generator):
+        """`sequences` chains of `length` tokens, each from a uniformly drawn first token."""
+        tokens = torch.empty(sequences, length, dtype=torch.long, device=self.device)
+        tokens[:, 0] = torch.randint(0, self.vocab, (sequences,), device=self.device, generator=generator)
+        choices = torch.multinomial(self.probabilities, sequences * length, replacement=True, generator=generator)
+        choices = choices.view(sequences, length)
+        for t in range(1, length):
+            tokens[:, t] = self.successors[tokens[:, t - 1], choices[:, t]]
+        return tokens
+
+
+def _build(model_name, ops, args, device):
+    model_class, config_class = MODELS[model_name]
+    config = config_class()
+    for field in ("layers", "seq", "vocab", "d_model"):
+        value = getattr(args, field)
+        if value is not None:
+            setattr(config, field, value)
+    model = model_class(config, ops).to(device)
+    if args.dtype == "bf16":
+        model = model.to(torch.bfloat16)
+    if ops == "cudalab":
+        from .optim import AdamW
+
+        optimizer = AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0, fused=device != "cpu")
+    return model, config, optimizer
+
+
+def _held_out_loss(model, batches):
+    with torch.no_grad():
+        return sum(model(x, y).float().item() for x, y in batches) / len(batches)
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog="python -m cudalab.train", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(MODELS), default="gpt")
+    parser.add_argument("--ops", choices=["cudalab", "torch"], default="cudalab", help="what the model is built from")
+    parser.add_argument("--layers", type=int, help="decoder layers (default: the model's)")
+    parser.add_argument("--d-model", dest="d_model", type=int, help="model width (default: the model's)")
+    parser.add_argument("--vocab", type=int, help="vocabulary (default: the model's)")
+    parser.add_argument("--seq", type=int, help="tokens per sequence (default: the model's)")
+    parser.add_argument("--batch", type=int, default=8, help="sequences per step (default 8)")
+    parser.add_argument("--steps", type=int, default=300, help="training steps (default 300)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="AdamW's learning rate (default 1e-3)")
+    parser.add_argument("--dtype", choices=["bf16", "f32"], default="bf16", help="parameters and activations")
+    parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (with --ops torch)")
+    parser.add_argument("--log-every", type=int, default=25, help="steps between progress lines (default 25)")
+    parser.add_argument("--seed", type=int, default=0, help="the language's and the batches' seed (default 0)")
+    parser.add_argument("--json", help="write the progress records and the summary here")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse(argv)
+    given = (args.layers, args.d_model, args.vocab, args.seq)
+    sizes = [args.batch, args.steps, args.log_every] + [v for v in given if v is not None]
+    if min(sizes) <= 0 or args.lr <= 0:
+        print("cudalab.train: sizes, --steps, --log-every and --lr must be positive", file=sys.stderr)
+        return 2
+    if args.device != "cpu" and not torch.cuda.is_available():
+        print("cudalab.train: needs a CUDA GPU (torch sees none); --ops torch --device cpu runs on the CPU",
+              file=sys.stderr)
+        return 3
+    if args.device == "cpu" and args.ops == "cudalab":
+        print("cudalab.train: cudalab's ops run on CUDA GPUs only; use --ops torch for --device cpu", file=sys.stderr)
+        return 2
+    model, config, optimizer = _build(args.model, args.ops, args, args.device)
+    language = MarkovLanguage(config.vocab, args.seed, args.device)
+    generator = torch.Generator(device=args.device).manual_seed(args.seed + 1)
+    held_out = [language.sample(args.batch, config.seq + 1, generator) for _ in range(2)]
+    held_out = [(t[:, :-1].contiguous(), t[:, 1:].contiguous()) for t in held_out]
+    floor = language.entropy()
+    print(f"{args.model} ({args.ops}) {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
+          f"{args.batch} x {config.seq} tokens a step; the language's floor {floor:.3f} nats, "
+          f"log(vocab) {math.log(config.vocab):.3f}", flush=True)
+    cuda = args.device != "cpu"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    records, tokens_done, began = [], 0, time.perf_counter()
+    window_start, window_tokens = began, 0
+    for step in range(1, args.steps + 1):
+        if (step - 1) % POOL_BATCHES == 0:  # fresh chains: no sequence is seen twice
+            pool = language.sample(POOL_BATCHES * args.batch, config.seq + 1, generator)
+        first = (step - 1) % POOL_BATCHES * args.batch
+        tokens = pool[first : first + args.batch]
+        loss = model(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        tokens_done += args.batch * config.seq
+        window_tokens += args.batch * config.seq
+        if step % args.log_every == 0 or step == args.steps:
+            train_loss = loss.float().item()  # synchronizes: the window's time is the steps' own
+            now = time.perf_counter()
+            rate = window_tokens / (now - window_start)
+            eval_loss = _held_out_loss(model, held_out)
+            peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0
+            eta = (args.steps - step) * args.batch * config.seq / rate
+            record = {"step": step, "loss": round(train_loss, 4), "held_out_loss": round(eval_loss, 4),
+                      "tokens_per_s": round(rate), "peak_gib": round(peak, 3)}
+            records.append(record)
+            memory = f"  peak {peak:.2f} GiB" if cuda else ""
+            print(f"step {step:6d}/{args.steps}  loss {train_loss:.4f}  held-out {eval_loss:.4f}  "
+                  f"{rate:10.0f} tokens/s{memory}  eta {eta:5.0f} s", flush=True)
+            window_start, window_tokens = time.perf_counter(), 0
+    summary = {"model": args.model, "ops": args.ops, "dtype": args.dtype, "device": args.device,
+               "batch": args.batch, "seq": config.seq, "vocab": config.vocab, "steps": args.steps,
+               "floor_nats": round(floor, 4), "seconds": round(time.perf_counter() - began, 2),
+               "tokens": tokens_done, "records": records}
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(summary, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
