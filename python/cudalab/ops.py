@@ -205,18 +205,25 @@ class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     @once_differentiable  # scaled in place: no graph to differentiate again
     def backward(ctx, grad):
-        if ctx.consumed:
-            raise RuntimeError(
-                "cudalab.linear_cross_entropy: its gradients were computed in the forward and scaled in place by "
-                "the first backward; a second backward through the same graph (retain_graph=True) cannot reuse them"
-            )
-        ctx.consumed = True
-        dx, dw, db = ctx.saved_tensors
-        scale = grad.float().reshape(1)
-        for g in (dx, dw, db):
-            if g is not None:
-                torch.ops.cudalab.cross_entropy_scale_gradient_(g, scale)
+        dx, dw, db = _scaled_in_place(ctx, grad, "linear_cross_entropy")
         return dx, dw, db.to(ctx.bias_dtype) if db is not None else None, None, None, None, None, None
+
+
+def _scaled_in_place(ctx, grad, op):
+    """The gradients a fused loss saved in its forward (for an incoming gradient of 1), scaled in
+    place by `grad` (read on the device: no synchronization); a second backward is refused."""
+    if ctx.consumed:
+        raise RuntimeError(
+            f"cudalab.{op}: its gradient was computed in the forward and scaled in place by the first backward; "
+            "a second backward through the same graph (retain_graph=True) cannot reuse it"
+        )
+    ctx.consumed = True
+    scale = grad.float().reshape(1)
+    saved = ctx.saved_tensors
+    for g in saved:
+        if g is not None:
+            torch.ops.cudalab.cross_entropy_scale_gradient_(g, scale)
+    return saved
 
 
 class _FusedCrossEntropy(torch.autograd.Function):
@@ -237,14 +244,7 @@ class _FusedCrossEntropy(torch.autograd.Function):
     @staticmethod
     @once_differentiable  # scaled in place: no graph to differentiate again
     def backward(ctx, grad):
-        if ctx.consumed:
-            raise RuntimeError(
-                "cudalab.cross_entropy: its gradient was computed in the forward and scaled in place by the "
-                "first backward; a second backward through the same graph (retain_graph=True) cannot reuse it"
-            )
-        ctx.consumed = True
-        (dlogits,) = ctx.saved_tensors
-        torch.ops.cudalab.cross_entropy_scale_gradient_(dlogits, grad.float().reshape(1))
+        (dlogits,) = _scaled_in_place(ctx, grad, "cross_entropy")
         return dlogits, None, None, None, None
 
 
@@ -396,24 +396,17 @@ def _(y, dy):
     return torch.empty_like(y)
 
 
-@torch.library.register_fake("cudalab::swiglu")
-def _(gate, up):
+def _gated_unit_fake(gate, up):
     return torch.empty_like(gate)
 
 
-@torch.library.register_fake("cudalab::swiglu_backward")
-def _(gate, up, dy):
+def _gated_unit_backward_fake(gate, up, dy):
     return torch.empty_like(gate), torch.empty_like(up)
 
 
-@torch.library.register_fake("cudalab::geglu")
-def _(gate, up):
-    return torch.empty_like(gate)
-
-
-@torch.library.register_fake("cudalab::geglu_backward")
-def _(gate, up, dy):
-    return torch.empty_like(gate), torch.empty_like(up)
+for _unit in ("swiglu", "geglu"):
+    torch.library.register_fake(f"cudalab::{_unit}")(_gated_unit_fake)
+    torch.library.register_fake(f"cudalab::{_unit}_backward")(_gated_unit_backward_fake)
 
 
 @torch.library.register_fake("cudalab::adamw_")

@@ -50,17 +50,24 @@ struct BackwardBinding {
   }
 };
 
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
-
-// GELU's tanh form in double: its value, its slope and the magnitudes their fp32 evaluation errs
-// against. 1 + t cancels for a gate far below zero and 1 - t^2 wherever |t| nears 1, so each
-// error is relative to its terms' magnitudes, not to the result: 1 - t^2 errs by a few units of
-// 1 (tanhf's and the subtraction's), times the slope term's growth. Where t rounds to +-1 in
-// double, fp32 has rounded it there too and the term is exactly 0 in both.
-struct Gelu {
+// An activation in double: its value and slope at g, and the magnitudes their fp32 evaluation errs
+// against (kEvaluation units of each).
+struct Activation {
   double value, slope, value_scale, slope_scale;
 };
-Gelu gelu_tanh(double g) {
+
+// silu's slope s (1 + g (1 - s)) cancels near g = -1.28 (where it is 0): its error is relative to
+// s (1 + |g (1 - s)|), not to the slope.
+Activation silu(double g) {
+  const double s = 1.0 / (1.0 + std::exp(-g));
+  return {g * s, s * (1 + g * (1 - s)), std::fabs(g * s), s * (1 + std::fabs(g * (1 - s)))};
+}
+
+// GELU's tanh form. 1 + t cancels for a gate far below zero and 1 - t^2 wherever |t| nears 1, so
+// each error is relative to its terms' magnitudes, not to the result: 1 - t^2 errs by a few units
+// of 1 (tanhf's and the subtraction's), times the slope term's growth. Where t rounds to +-1 in
+// double, fp32 has rounded it there too and the term is exactly 0 in both.
+Activation gelu_tanh(double g) {
   constexpr double kScale = 0.7978845608028654, kCubic = 0.044715;
   const double t = std::tanh(kScale * (g + kCubic * g * g * g)), flat = 1 - t * t;
   const double growth = 0.5 * g * kScale * (1 + 3 * kCubic * g * g);
@@ -70,21 +77,25 @@ Gelu gelu_tanh(double g) {
           0.5 * (1 + std::fabs(t)) + tail_scale};
 }
 
-Comparison check_geglu(const CheckContext& c) {
+// y = act(gate) * up against the double reference.
+template <Activation (*kAct)(double)>
+Comparison check_forward(const CheckContext& c) {
   const Tensor& gate = c.tensors["gate"];
   const Tensor& up = c.tensors["up"];
   const RoundedOutput y{c.tensors["y"]};
   return compare_elements(elements(c.problem), Tolerance{y.unit, y.absolute},
                           [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
                             for (std::int64_t i = begin; i < end; ++i) {
-                              const double g = gate.host_value(i), u = up.host_value(i);
-                              const Gelu a = gelu_tanh(g);
+                              const double u = up.host_value(i);
+                              const Activation a = kAct(gate.host_value(i));
                               y.add(b, i, a.value * u, kEvaluation * kFp32Unit * a.value_scale * std::fabs(u));
                             }
                           });
 }
 
-Comparison check_geglu_backward(const CheckContext& c) {
+// dgate = dy * up * act'(gate) and dup = dy * act(gate) against the double reference.
+template <Activation (*kAct)(double)>
+Comparison check_backward(const CheckContext& c) {
   const Tensor& gate = c.tensors["gate"];
   const Tensor& up = c.tensors["up"];
   const Tensor& dy = c.tensors["dy"];
@@ -96,8 +107,8 @@ Comparison check_geglu_backward(const CheckContext& c) {
       2 * n, Tolerance{dgate.unit, dgate.absolute}, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
         for (std::int64_t k = begin; k < end; ++k) {
           const std::int64_t i = k < n ? k : k - n;
-          const double g = gate.host_value(i), u = up.host_value(i), d = dy.host_value(i);
-          const Gelu a = gelu_tanh(g);
+          const double u = up.host_value(i), d = dy.host_value(i);
+          const Activation a = kAct(gate.host_value(i));
           if (k < n) {
             dgate.add(b, i, d * u * a.slope, kEvaluation * kFp32Unit * std::fabs(d * u) * a.slope_scale);
           } else {
@@ -105,48 +116,6 @@ Comparison check_geglu_backward(const CheckContext& c) {
           }
         }
       });
-}
-
-Comparison check_forward(const CheckContext& c) {
-  const Tensor& gate = c.tensors["gate"];
-  const Tensor& up = c.tensors["up"];
-  const RoundedOutput y{c.tensors["y"]};
-  return compare_elements(elements(c.problem), Tolerance{y.unit, y.absolute},
-                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
-                            for (std::int64_t i = begin; i < end; ++i) {
-                              const double g = gate.host_value(i), u = up.host_value(i);
-                              const double ref = g * sigmoid(g) * u;
-                              y.add(b, i, ref, kEvaluation * kFp32Unit * std::fabs(ref));
-                            }
-                          });
-}
-
-// dgate's factor 1 + g (1 - s) cancels near g = -1.28 (where silu's slope is 0): its error is
-// relative to 1 + |g (1 - s)|, not to the factor.
-Comparison check_backward(const CheckContext& c) {
-  const Tensor& gate = c.tensors["gate"];
-  const Tensor& up = c.tensors["up"];
-  const Tensor& dy = c.tensors["dy"];
-  const RoundedOutput dgate{c.tensors["dgate"]};
-  const RoundedOutput dup{c.tensors["dup"]};
-  const std::int64_t n = elements(c.problem);
-  // One comparison over both outputs: dgate's elements first, then dup's at n + i.
-  return compare_elements(2 * n, Tolerance{dgate.unit, dgate.absolute},
-                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
-                            for (std::int64_t k = begin; k < end; ++k) {
-                              const std::int64_t i = k < n ? k : k - n;
-                              const double g = gate.host_value(i), u = up.host_value(i), d = dy.host_value(i);
-                              const double s = sigmoid(g);
-                              if (k < n) {
-                                const double scale = std::fabs(d * u * s);
-                                const double ref = d * u * s * (1 + g * (1 - s));
-                                dgate.add(b, i, ref, kEvaluation * kFp32Unit * scale * (1 + std::fabs(g * (1 - s))));
-                              } else {
-                                const double ref = d * g * s;
-                                dup.add(b, i, ref, kEvaluation * kFp32Unit * std::fabs(ref));
-                              }
-                            }
-                          });
 }
 
 // Llama MLP shapes: tokens x intermediate size (Llama 2 7B: 11008, Llama 3 8B: 14336, Llama 3 70B:
@@ -244,11 +213,11 @@ void register_swiglu(Registry& registry) {
   register_gated<v::GluActivation::silu>(
       registry, {"swiglu", "y = silu(gate) * up, element-wise (a Llama MLP's gate), fp32 inside", "swiglu_backward",
                  "dgate = dy * up * silu'(gate), dup = dy * silu(gate), element-wise, fp32 inside", "silu",
-                 check_forward, check_backward});
+                 check_forward<silu>, check_backward<silu>});
   register_gated<v::GluActivation::gelu_tanh>(
       registry, {"geglu", "y = gelu(gate) * up with GELU's tanh form, element-wise (a Gemma MLP's gate), fp32 inside",
                  "geglu_backward", "dgate = dy * up * gelu'(gate), dup = dy * gelu(gate), element-wise, fp32 inside",
-                 "gelu", check_geglu, check_geglu_backward});
+                 "gelu", check_forward<gelu_tanh>, check_backward<gelu_tanh>});
 }
 
 }  // namespace cudalab::harness
