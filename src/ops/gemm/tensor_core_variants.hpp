@@ -56,6 +56,32 @@ template <typename T>
 void mma_small(const GemmArgs<T>& args, cudaStream_t stream);
 std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 
+// The library call's rung (library_choice.cpp, from measurements): decode_gemv for a decode step;
+// the big-tile Hopper rungs (cluster from six waves of 128x256 tiles, persistent below);
+// aligned_copies where only A's or B's pitch or address keeps a big Hopper product off them (the
+// misaligned operands copied to 16-byte pitches first, then the rung the copies get); mma_pipelined
+// on other GPUs; mma_swizzled for big products of misaligned rows; wgmma_small below the big-tile
+// line on Hopper; mma_small for the rest (batches of small matrices, short k, any alignment).
+enum class LibraryRung {
+  decode_gemv,
+  wgmma_cluster,
+  wgmma_persistent,
+  aligned_copies,
+  mma_pipelined,
+  mma_swizzled,
+  wgmma_small,
+  mma_small
+};
+// Whether A, B and C start on 16-byte boundaries.
+struct OperandAlignment {
+  bool a = true, b = true, c = true;
+};
+LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
+                         bool may_copy = true);
+// The shape with A's and B's pitches rounded up to 8 elements where they, or the operand's
+// address, are not 16-byte aligned: what aligned_copies copies them to.
+GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignment);
+
 // At most 8 rows of A against B stored N x K (a decode step through nn.Linear's weight): CUDA cores, a block per 4
 // output columns, 16-byte loads along k; a read of B at the copy rate where the tile rungs have too few tiles.
 template <typename T>

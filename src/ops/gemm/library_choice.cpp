@@ -1,0 +1,61 @@
+// The library call's choice of tensor-core rung (library_rung in tensor_core_variants.hpp): a pure
+// function of the shape, the operands' alignment and the GPU, so a host test pins it.
+#include <cstdint>
+
+#include "ops/gemm/tensor_core_variants.hpp"
+
+namespace cudalab::gemm_variants {
+
+namespace {
+constexpr int kHopper = 90;  // the compute capability of the wgmma rungs
+}
+
+GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignment) {
+  const auto round8 = [](std::int64_t x) { return (x + 7) / 8 * 8; };
+  GemmShape copied = shape;
+  if (shape.lda % 8 != 0 || !alignment.a) copied.lda = round8(shape.a_transposed ? shape.m : shape.k);
+  if (shape.ldb % 8 != 0 || !alignment.b) copied.ldb = round8(shape.b_transposed ? shape.k : shape.n);
+  return copied;
+}
+
+// The choice, from the H100 measurements in docs/gemm-tensor-cores.md (bf16, same process as
+// cuBLAS): the big-tile rungs (128x256 tiles, a deep pipeline) need about half a wave of those
+// tiles and a k long enough to fill the pipeline: at 2048^3 (128 tiles) wgmma_persistent ran
+// 543 TFLOP/s against mma_small's 229, while at 1024^3 (32 tiles) mma_small took 15.8 us against
+// 18.2, at 8192x1x8192 68 us against 139, and on batches of 64^3-256x256x64 (k <= 128) 1.0-1.02x
+// cuBLAS's time against persistent's 2.6-4.7x. Below that line, on Hopper with k >= 256,
+// wgmma_small's 64x128 tiles (1024^3: 10.8 us against mma_small's 16.0 and persistent's 18.2;
+// 256x4096x4096: 22.0 against 46.9 and 45.8; 1x8192x8192: 55.6 against 68.1; 1000^3: 16.7 against
+// 19.6); with k <= 128 (the batches) the 64x64 tiles of mma_small (1.3-1.7x faster than
+// wgmma_small there), which also take any alignment. Above it, on Hopper: wgmma_cluster from 6 waves of tiles up
+// (8192^3, 7.8 waves: 786.2 against persistent's 777.8 TFLOP/s in bf16, 749.8 against 741.6 in fp16; B as N x K
+// 785.9/785.6 and 751.9/747.7), wgmma_persistent below (4096^3, 3.9 waves: cluster 0.5-1% behind; 2048^3: 4% behind);
+// mma_pipelined on other GPUs; mma_swizzled for rows that are not 16-byte multiples (4095x4097x4093: 111 TFLOP/s
+// against mma_small's 85; on Hopper such rows are now copied to 16-byte pitches for the TMA rungs:
+// aligned_copies). The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
+// limits check; mma_swizzled and mma_small take anything. A stored k x m (transpose_a) runs where a rung takes it:
+// wgmma_cluster, wgmma_persistent and wgmma_small on Hopper, mma_small otherwise (the other rungs' limits refuse it).
+// A decode step (one product, m <= 8 against B stored N x K) is a read of B: decode_gemv, on any GPU (on an H200
+// wgmma_small took 21-22 us at m = 1-8 against a 4096 x 4096 weight, where cuBLAS took 15).
+LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
+                         bool may_copy) {
+  const int cc = compute_capability;
+  const std::int64_t big_tiles = shape.batch * ((shape.m + 127) / 128) * ((shape.n + 255) / 256);
+  const bool big = 2 * big_tiles >= sm_count && shape.k >= 256 && shape.m >= 64 && shape.n >= 128;
+  const bool aligned = alignment.a && alignment.b && alignment.c;
+  if (shape.batch == 1 && alignment.a && alignment.b && decode_gemv_limits(shape, cc).empty())
+    return LibraryRung::decode_gemv;
+  if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
+    const bool waves = big_tiles >= 6 * std::int64_t{sm_count} && wgmma_cluster_limits(shape, cc).empty();
+    return waves ? LibraryRung::wgmma_cluster : LibraryRung::wgmma_persistent;
+  }
+  if (may_copy && big && cc == kHopper && shape.batch == 1 && alignment.c &&
+      wgmma_persistent_limits(with_aligned_pitches(shape, alignment), cc).empty())
+    return LibraryRung::aligned_copies;
+  if (big && aligned && mma_pipelined_limits(shape, cc).empty()) return LibraryRung::mma_pipelined;
+  if (big && mma_swizzled_limits(shape, cc).empty()) return LibraryRung::mma_swizzled;
+  if (!big && aligned && shape.k >= 256 && wgmma_small_limits(shape, cc).empty()) return LibraryRung::wgmma_small;
+  return LibraryRung::mma_small;
+}
+
+}  // namespace cudalab::gemm_variants

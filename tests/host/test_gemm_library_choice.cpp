@@ -1,0 +1,85 @@
+// The library call's rung for each class of shape (ops/gemm/library_choice.cpp), pinned on Hopper
+// (132 SMs, as the H100 SXM and H200) and on an sm_80 GPU of 108: a change to the rule shows here
+// before any GPU runs it. The measurements behind each class are in library_choice.cpp.
+#include <cstdint>
+
+#include <gtest/gtest.h>
+
+#include "ops/gemm/tensor_core_variants.hpp"
+
+namespace cudalab::gemm_variants {
+namespace {
+
+constexpr int kHopper = 90, kHopperSms = 132;
+
+// A m x k and B k x n (or n x k, `nt`), dense rows; A stored k x m with `tn`.
+GemmShape product(std::int64_t m, std::int64_t n, std::int64_t k, bool nt = false, bool tn = false,
+                  std::int64_t batch = 1) {
+  GemmShape s;
+  s.m = m, s.n = n, s.k = k, s.b_transposed = nt, s.a_transposed = tn, s.batch = batch;
+  s.lda = tn ? m : k, s.ldb = nt ? k : n, s.ldc = n;
+  s.stride_a = m * k, s.stride_b = n * k, s.stride_c = m * n;
+  return s;
+}
+
+LibraryRung on_hopper(const GemmShape& s, OperandAlignment alignment = {}, bool may_copy = true) {
+  return library_rung(s, alignment, kHopper, kHopperSms, may_copy);
+}
+
+class GemmLibraryChoice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!wgmma_persistent_limits(product(4096, 4096, 4096), kHopper).empty())
+      GTEST_SKIP() << "this build holds no sm_90a code, so the Hopper rungs refuse every shape";
+  }
+};
+
+TEST_F(GemmLibraryChoice, BigProductsTakeTheBigTileHopperRungs) {
+  EXPECT_EQ(on_hopper(product(8192, 8192, 8192)), LibraryRung::wgmma_cluster);                  // 7.8 waves of tiles
+  EXPECT_EQ(on_hopper(product(8192, 28672, 8192, true)), LibraryRung::wgmma_cluster);           // a 70B MLP's forward
+  EXPECT_EQ(on_hopper(product(4096, 4096, 4096)), LibraryRung::wgmma_persistent);               // 3.9 waves
+  EXPECT_EQ(on_hopper(product(4096, 4096, 4096, false, true)), LibraryRung::wgmma_persistent);  // TN
+  EXPECT_EQ(on_hopper(product(2048, 2048, 2048)), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(on_hopper(product(3000, 5000, 7000)), LibraryRung::wgmma_persistent);
+}
+
+TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
+  EXPECT_EQ(on_hopper(product(1024, 1024, 1024)), LibraryRung::wgmma_small);  // 32 big tiles
+  EXPECT_EQ(on_hopper(product(16, 4096, 4096, true)), LibraryRung::wgmma_small);
+  EXPECT_EQ(on_hopper(product(128, 8192, 8192, true)), LibraryRung::wgmma_small);
+  EXPECT_EQ(on_hopper(product(64, 64, 64, false, false, 1024)), LibraryRung::mma_small);         // a batch, k = 64
+  EXPECT_EQ(on_hopper(product(1024, 1024, 1024), {true, true, false}), LibraryRung::mma_small);  // C misaligned
+}
+
+TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnCudaCores) {
+  for (const std::int64_t rows : {1, 2, 4, 8}) {
+    EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::decode_gemv) << rows;
+    EXPECT_EQ(library_rung(product(rows, 8192, 8192, true), {}, 80, 108), LibraryRung::decode_gemv) << rows;
+  }
+  EXPECT_EQ(on_hopper(product(1, 4096, 4096)), LibraryRung::wgmma_small);  // B as K x N: not a weight read
+  EXPECT_EQ(on_hopper(product(2, 4096, 4096, true, false, 4)), LibraryRung::wgmma_small);  // a batch
+  EXPECT_EQ(on_hopper(product(1, 4096, 4090, true)), LibraryRung::mma_small);  // k of no 8: no 16-byte chunks
+}
+
+TEST_F(GemmLibraryChoice, MisalignedRowsAreCopiedToAlignedPitchesOnHopper) {
+  const GemmShape odd = product(4095, 4097, 4093);
+  EXPECT_EQ(on_hopper(odd), LibraryRung::aligned_copies);
+  EXPECT_EQ(on_hopper(odd, {}, false), LibraryRung::mma_swizzled);  // the scratch could not be had
+  EXPECT_EQ(on_hopper(product(4095, 4097, 4093, false, true), {}, false), LibraryRung::mma_small);    // TN
+  EXPECT_EQ(on_hopper(product(4096, 4096, 4096), {false, true, true}), LibraryRung::aligned_copies);  // A's address
+  EXPECT_EQ(on_hopper(odd, {true, true, false}), LibraryRung::mma_swizzled);  // C off a boundary: no copies
+  const GemmShape copied = with_aligned_pitches(odd, {});
+  EXPECT_EQ(copied.lda, 4096);
+  EXPECT_EQ(copied.ldb, 4104);
+  EXPECT_EQ(copied.ldc, odd.ldc);  // C is written where it lies
+  EXPECT_EQ(on_hopper(copied, {}, false), LibraryRung::wgmma_persistent);
+}
+
+TEST_F(GemmLibraryChoice, OtherGpusTakeTheMmaSyncRungs) {
+  EXPECT_EQ(library_rung(product(4096, 4096, 4096), {}, 80, 108), LibraryRung::mma_pipelined);
+  EXPECT_EQ(library_rung(product(4095, 4097, 4093), {}, 89, 128), LibraryRung::mma_swizzled);
+  EXPECT_EQ(library_rung(product(1024, 1024, 1024), {}, 86, 84), LibraryRung::mma_small);
+}
+
+}  // namespace
+}  // namespace cudalab::gemm_variants
