@@ -27,14 +27,15 @@ std::pair<std::int64_t, std::int64_t> check_logits_and_target(const char* op, co
   return {logits.size(0), logits.size(1)};
 }
 
-CrossEntropyOptions options_of(std::int64_t ignore_index, double label_smoothing) {
-  return {ignore_index, static_cast<float>(label_smoothing)};
+CrossEntropyOptions options_of(std::int64_t ignore_index, double label_smoothing, double z_loss, double softcap) {
+  return {ignore_index, static_cast<float>(label_smoothing), static_cast<float>(z_loss), static_cast<float>(softcap)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> cross_entropy(const at::Tensor& logits, const at::Tensor& target,
                                                              std::int64_t ignore_index, double label_smoothing,
                                                              bool with_gradient,
-                                                             const c10::optional<at::Tensor>& grad_scale) {
+                                                             const c10::optional<at::Tensor>& grad_scale, double z_loss,
+                                                             double softcap) {
   constexpr const char* op = "cross_entropy";
   const auto [rows, vocab] = check_logits_and_target(op, logits, target);
   if (grad_scale.has_value()) {
@@ -52,14 +53,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cross_entropy(const at::Tensor& l
       cudalab::cross_entropy(data<T>(logits), data<std::int64_t>(target), rows, vocab, mutable_data<float>(loss),
                              mutable_data<float>(lse), with_gradient ? mutable_data<T>(dlogits) : nullptr,
                              grad_scale.has_value() ? data<float>(*grad_scale) : nullptr,
-                             options_of(ignore_index, label_smoothing), current_stream(logits));
+                             options_of(ignore_index, label_smoothing, z_loss, softcap), current_stream(logits));
     });
   });
   return {loss, lse, dlogits};
 }
 
 at::Tensor cross_entropy_backward(const at::Tensor& logits, const at::Tensor& target, const at::Tensor& lse,
-                                  const at::Tensor& dloss, std::int64_t ignore_index, double label_smoothing) {
+                                  const at::Tensor& dloss, std::int64_t ignore_index, double label_smoothing,
+                                  double z_loss, double softcap) {
   constexpr const char* op = "cross_entropy_backward";
   const auto [rows, vocab] = check_logits_and_target(op, logits, target);
   check_tensor(op, "lse", lse, logits.device(), at::kFloat, {at::kFloat});
@@ -75,7 +77,8 @@ at::Tensor cross_entropy_backward(const at::Tensor& logits, const at::Tensor& ta
     call_library(op, [&] {
       cudalab::cross_entropy_backward(data<T>(logits), data<std::int64_t>(target), data<float>(lse), data<float>(dloss),
                                       dloss.numel() == rows ? 1 : 0, rows, vocab, mutable_data<T>(dlogits),
-                                      options_of(ignore_index, label_smoothing), current_stream(logits));
+                                      options_of(ignore_index, label_smoothing, z_loss, softcap),
+                                      current_stream(logits));
     });
   });
   return dlogits;
@@ -101,11 +104,11 @@ void cross_entropy_scale_gradient_(at::Tensor dlogits, const at::Tensor& dloss) 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m,
             "cross_entropy(Tensor logits, Tensor target, int ignore_index, float label_smoothing, bool with_gradient, "
-            "Tensor? grad_scale) -> (Tensor, Tensor, Tensor)",
+            "Tensor? grad_scale, float z_loss=0., float softcap=0.) -> (Tensor, Tensor, Tensor)",
             &cross_entropy, CrossEntropyElements{});
   define_op(m,
             "cross_entropy_backward(Tensor logits, Tensor target, Tensor lse, Tensor dloss, int ignore_index, "
-            "float label_smoothing) -> Tensor",
+            "float label_smoothing, float z_loss=0., float softcap=0.) -> Tensor",
             &cross_entropy_backward, CrossEntropyElements{});
   define_op(m, "cross_entropy_scale_gradient_(Tensor(a!) dlogits, Tensor dloss) -> ()", &cross_entropy_scale_gradient_,
             CrossEntropyElements{});

@@ -2,17 +2,21 @@
 // target class per row, its log-sum-exp, and its gradient, with label smoothing and an ignored
 // target. fp32, fp16 and bf16 logits, fp32 arithmetic inside; int64 targets (PyTorch's).
 //
-//   lse_i  = log sum_j exp(x_ij)
-//   loss_i = lse_i - (1 - e) x_{i,t_i} - (e / vocab) sum_j x_ij          (e: label smoothing)
-//   dx_ij  = s_i (exp(x_ij - lse_i) - (1 - e) [j == t_i] - e / vocab)    (s_i: the upstream gradient)
+//   c_ij   = x_ij, or with a softcap C > 0 (Gemma 2's final logits) C tanh(x_ij / C)
+//   lse_i  = log sum_j exp(c_ij)
+//   loss_i = lse_i - (1 - e) c_{i,t_i} - (e / vocab) sum_j c_ij + z lse_i^2   (e: label smoothing,
+//                                                                              z: the z-loss weight)
+//   dx_ij  = s_i (exp(c_ij - lse_i) (1 + 2 z lse_i) - (1 - e) [j == t_i] - e / vocab) dc_ij / dx_ij
+//            (s_i: the upstream gradient; dc/dx = 1 - (c / C)^2 with a softcap, else 1)
 //
 // A row whose target is `ignore_index` has loss 0 and gradient 0; a target outside [0, vocab)
 // otherwise gives that row a NaN loss and gradient (the device cannot throw; PyTorch asserts).
-// Device pointers aligned to their element; 16-byte aligned rows of a multiple of 16 bytes move in
-// 16-byte accesses, others element by element. Outputs must not overlap inputs or each other.
-// Asynchronous on `stream`; rows == 0 does nothing. Throws cudalab::Error: invalid_argument for
-// negative sizes, vocab == 0 with rows > 0, a null or misaligned pointer, overlapping outputs, or
-// label smoothing outside [0, 1]; cuda when a launch fails.
+// Device pointers aligned to their element; the logits' rows move in 16-byte accesses over their
+// 16-byte aligned middle (where dlogits lies as far from a 16-byte boundary as the logits). Outputs
+// must not overlap inputs or each other. Asynchronous on `stream`; rows == 0 does nothing. Throws
+// cudalab::Error: invalid_argument for negative sizes, vocab == 0 with rows > 0, a null or
+// misaligned pointer, overlapping outputs, label smoothing outside [0, 1], or a negative or
+// non-finite softcap or z-loss weight; cuda when a launch fails.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +36,8 @@ using CrossEntropyElements = CUDALAB_ELEMENT_LIST(CUDALAB_CROSS_ENTROPY_ELEMENTS
 struct CrossEntropyOptions {
   std::int64_t ignore_index = -100;  // PyTorch's default
   float label_smoothing = 0.0f;      // e above, in [0, 1]
+  float z_loss = 0.0f;               // z above, >= 0 (PaLM's 1e-4)
+  float softcap = 0.0f;              // C above; 0: none
 };
 
 // Per row: loss and lse (fp32, `rows` each), in one read of the logits. With `dlogits` non-null the

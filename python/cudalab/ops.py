@@ -78,13 +78,22 @@ def rope(
 
 
 def cross_entropy(
-    logits: Tensor, target: Tensor, reduction: str = "mean", ignore_index: int = -100, label_smoothing: float = 0.0
+    logits: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    *,
+    z_loss: float = 0.0,
+    softcap: float = 0.0,
 ) -> Tensor:
     """``torch.nn.functional.cross_entropy(logits, target, reduction=reduction,
     ignore_index=ignore_index, label_smoothing=label_smoothing)`` for logits [..., vocab] (float32,
     float16, bfloat16; contiguous) and int64 class indices [...]: the loss in the logits' dtype,
     computed in fp32. No class weights. A row whose target is ``ignore_index`` adds nothing; the
-    mean divides by the rows not ignored.
+    mean divides by the rows not ignored. ``softcap`` > 0 takes the logits as ``softcap *
+    tanh(logits / softcap)`` first (Gemma 2's final softcapping); ``z_loss`` adds ``z_loss * lse^2``
+    to each row's loss (PaLM's auxiliary loss), lse being the row's log-sum-exp.
 
     With a gradient to compute and a mean or sum, the forward writes the logits' gradient in the
     same pass (one read of the logits for the loss and its gradient); the backward scales it in
@@ -101,10 +110,11 @@ def cross_entropy(
         )
     rows = logits.reshape(-1, logits.shape[-1])
     flat_target = target.reshape(-1)
+    options = (z_loss, softcap)
     if reduction != "none" and torch.is_grad_enabled() and logits.requires_grad:
-        loss = _FusedCrossEntropy.apply(rows, flat_target, reduction == "mean", ignore_index, label_smoothing)
+        loss = _FusedCrossEntropy.apply(rows, flat_target, reduction == "mean", ignore_index, label_smoothing, options)
         return loss.to(logits.dtype)
-    loss = torch.ops.cudalab.cross_entropy(rows, flat_target, ignore_index, label_smoothing, False, None)[0]
+    loss = torch.ops.cudalab.cross_entropy(rows, flat_target, ignore_index, label_smoothing, False, None, *options)[0]
     if reduction == "none":
         return loss.reshape(target.shape).to(logits.dtype)
     total = loss.sum()
@@ -122,6 +132,9 @@ def linear_cross_entropy(
     ignore_index: int = -100,
     label_smoothing: float = 0.0,
     chunk_rows: int | None = None,
+    *,
+    z_loss: float = 0.0,
+    softcap: float = 0.0,
 ) -> Tensor:
     """``F.cross_entropy(F.linear(x, weight, bias), target, ...)``, a language model's head and its
     loss, without the [tokens, vocab] logits: the tokens go in chunks of ``chunk_rows``, each
@@ -130,10 +143,11 @@ def linear_cross_entropy(
     computed in the forward and scaled by the incoming gradient in the backward, as Liger-Kernel's
     fused linear cross-entropy does. x [..., hidden], weight [vocab, hidden], bias [vocab] or None,
     target [...] int64; float32, float16 or bfloat16 (the autocast dtype under ``torch.autocast``);
-    reduction ``"mean"`` or ``"sum"``. Memory beyond the gradients: one chunk's logits and their
-    gradient. ``chunk_rows`` defaults to an eighth of the tokens, at least 1024 rows: a quarter of
-    the logits' memory at most, in chunks long enough for the weight's gradient (read and written
-    once a chunk) to stay a small part of the time. The graph takes one backward."""
+    reduction ``"mean"`` or ``"sum"``; ``z_loss`` and ``softcap`` as :func:`cross_entropy`'s.
+    Memory beyond the gradients: one chunk's logits and their gradient. ``chunk_rows`` defaults to
+    an eighth of the tokens, at least 1024 rows, in chunks long enough for the weight's gradient
+    (read and written once a chunk) to stay a small part of the time: a quarter of the logits'
+    memory from 4096 tokens up. The graph takes one backward."""
     if reduction not in ("mean", "sum"):
         raise ValueError(f"cudalab.linear_cross_entropy: reduction must be 'mean' or 'sum', got {reduction!r}")
     if weight.dim() != 2 or x.dim() < 1 or x.shape[-1] != weight.shape[1]:
@@ -153,13 +167,15 @@ def linear_cross_entropy(
     if chunk_rows is not None and chunk_rows < 1:
         raise ValueError(f"cudalab.linear_cross_entropy: chunk_rows must be positive, got {chunk_rows}")
     x, weight, bias = autocast_inputs(x, weight, bias)
+    if not torch.is_grad_enabled():  # autograd.Function's needs_input_grad would still ask for gradients
+        x, weight, bias = (t.detach() if t is not None else None for t in (x, weight, bias))
     rows = x.reshape(-1, x.shape[-1]).contiguous()
     tokens = rows.shape[0]
     if chunk_rows is None:
         chunk_rows = max(1024, -(-tokens // 8))
-    return _LinearCrossEntropy.apply(
-        rows, weight, bias, target.reshape(-1), reduction == "mean", ignore_index, label_smoothing, chunk_rows
-    ).to(x.dtype)
+    options = (ignore_index, label_smoothing, z_loss, softcap)
+    flat_target, mean = target.reshape(-1).contiguous(), reduction == "mean"
+    return _LinearCrossEntropy.apply(rows, weight, bias, flat_target, mean, options, chunk_rows).to(x.dtype)
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -168,7 +184,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
     mean, on the device), scaled in place by the real one in the backward."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, target, mean, ignore_index, label_smoothing, chunk_rows):
+    def forward(ctx, x, weight, bias, target, mean, options, chunk_rows):
+        ignore_index, label_smoothing, z_loss, softcap = options
         tokens, vocab = x.shape[0], weight.shape[0]
         counted = (target != ignore_index).sum()
         scale = (1.0 / counted.clamp_min(1).float()).reshape(1) if mean else x.new_ones(1, dtype=torch.float32)
@@ -179,20 +196,23 @@ class _LinearCrossEntropy(torch.autograd.Function):
         dx = torch.empty_like(x) if need_x else None
         dw = torch.zeros_like(weight, memory_format=torch.contiguous_format) if need_w else None
         db = x.new_zeros(vocab, dtype=torch.float32) if need_b else None
+        # The fp32 GEMM takes row-major operands only: the weight as [hidden, vocab] once.
+        fp32 = x.dtype == torch.float32
+        head = weight.t().contiguous() if fp32 else weight
         for start in range(0, tokens, chunk_rows):
             end = min(start + chunk_rows, tokens)
             chunk = x[start:end]
             with_bias = bias.expand(end - start, vocab) if bias is not None else None
-            logits = torch.ops.cudalab.gemm(chunk, weight, with_bias, 1.0, 1.0 if bias is not None else 0.0, True)
+            logits = torch.ops.cudalab.gemm(chunk, head, with_bias, 1.0, 1.0 if bias is not None else 0.0, not fp32)
             loss, _, dlogits = torch.ops.cudalab.cross_entropy(
-                logits, target[start:end], ignore_index, label_smoothing, with_gradient, scale
+                logits, target[start:end], ignore_index, label_smoothing, with_gradient, scale, z_loss, softcap
             )
             losses[start:end] = loss
             del logits
             if need_x:  # dx = dlogits W: [rows, vocab] @ [vocab, hidden]
                 torch.ops.cudalab.gemm_(dx[start:end], dlogits, weight, 1.0, 0.0, False)
             if need_w:  # dW += dlogits^T x; the fp32 kernels take row-major operands only
-                transposed = dlogits.mT if dlogits.dtype != torch.float32 else dlogits.mT.contiguous()
+                transposed = dlogits.mT.contiguous() if fp32 else dlogits.mT
                 torch.ops.cudalab.gemm_(dw, transposed, chunk, 1.0, 1.0, False)
             if need_b:
                 db += dlogits.sum(0, dtype=torch.float32)
@@ -206,7 +226,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
     @once_differentiable  # scaled in place: no graph to differentiate again
     def backward(ctx, grad):
         dx, dw, db = _scaled_in_place(ctx, grad, "linear_cross_entropy")
-        return dx, dw, db.to(ctx.bias_dtype) if db is not None else None, None, None, None, None, None
+        return dx, dw, db.to(ctx.bias_dtype) if db is not None else None, None, None, None, None
 
 
 def _scaled_in_place(ctx, grad, op):
@@ -233,10 +253,12 @@ class _FusedCrossEntropy(torch.autograd.Function):
     synchronization), so it runs once: a second backward through the same graph is refused."""
 
     @staticmethod
-    def forward(ctx, rows, target, mean, ignore_index, label_smoothing):
+    def forward(ctx, rows, target, mean, ignore_index, label_smoothing, options):
         counted = (target != ignore_index).sum()
         scale = (1.0 / counted.clamp_min(1).float()).reshape(1) if mean else None
-        loss, _, dlogits = torch.ops.cudalab.cross_entropy(rows, target, ignore_index, label_smoothing, True, scale)
+        loss, _, dlogits = torch.ops.cudalab.cross_entropy(
+            rows, target, ignore_index, label_smoothing, True, scale, *options
+        )
         ctx.save_for_backward(dlogits)
         ctx.consumed = False
         return loss.sum() / counted if mean else loss.sum()
@@ -245,7 +267,7 @@ class _FusedCrossEntropy(torch.autograd.Function):
     @once_differentiable  # scaled in place: no graph to differentiate again
     def backward(ctx, grad):
         (dlogits,) = _scaled_in_place(ctx, grad, "cross_entropy")
-        return dlogits, None, None, None, None
+        return dlogits, None, None, None, None, None
 
 
 def gemm(
@@ -425,14 +447,14 @@ def _(dy, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
 
 
 @torch.library.register_fake("cudalab::cross_entropy")
-def _(logits, target, ignore_index, label_smoothing, with_gradient, grad_scale):
+def _(logits, target, ignore_index, label_smoothing, with_gradient, grad_scale, z_loss=0.0, softcap=0.0):
     rows = logits.new_empty(logits.shape[:1], dtype=torch.float32)
     dlogits = torch.empty_like(logits) if with_gradient else logits.new_empty((0,))
     return rows, torch.empty_like(rows), dlogits
 
 
 @torch.library.register_fake("cudalab::cross_entropy_backward")
-def _(logits, target, lse, dloss, ignore_index, label_smoothing):
+def _(logits, target, lse, dloss, ignore_index, label_smoothing, z_loss=0.0, softcap=0.0):
     return torch.empty_like(logits)
 
 
@@ -595,18 +617,16 @@ torch.library.register_autograd("cudalab::rope", _rope_backward, setup_context=_
 
 
 def _cross_entropy_setup(ctx, inputs, output):
-    logits, target, ignore_index, label_smoothing, _, _ = inputs
+    logits, target, ignore_index, label_smoothing, _, _, z_loss, softcap = inputs
     ctx.save_for_backward(logits, target, output[1])
-    ctx.ignore_index, ctx.label_smoothing = ignore_index, label_smoothing
+    ctx.options = (ignore_index, label_smoothing, z_loss, softcap)
 
 
 def _cross_entropy_backward(ctx, dloss, dlse, ddlogits):
     # The per-row loss's gradient; lse and the gradient output are not differentiable.
     logits, target, lse = ctx.saved_tensors
-    dlogits = torch.ops.cudalab.cross_entropy_backward(
-        logits, target, lse, dloss.float().contiguous(), ctx.ignore_index, ctx.label_smoothing
-    )
-    return dlogits, None, None, None, None, None
+    dlogits = torch.ops.cudalab.cross_entropy_backward(logits, target, lse, dloss.float().contiguous(), *ctx.options)
+    return dlogits, None, None, None, None, None, None, None
 
 
 torch.library.register_autograd(

@@ -98,7 +98,7 @@ def main(argv=None):
     args = parse(argv)
     given = (args.layers, args.d_model, args.vocab, args.seq)
     sizes = [args.batch, args.steps, args.log_every] + [v for v in given if v is not None]
-    if min(sizes) <= 0 or args.lr <= 0:
+    if min(sizes) <= 0 or not args.lr > 0:  # not > 0: NaN too
         print("cudalab.train: sizes, --steps, --log-every and --lr must be positive", file=sys.stderr)
         return 2
     if args.device != "cpu" and not torch.cuda.is_available():
@@ -119,7 +119,7 @@ def main(argv=None):
           f"log(vocab) {math.log(config.vocab):.3f}", flush=True)
     cuda = args.device != "cpu"
     if cuda:
-        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.reset_peak_memory_stats(args.device)
     records, tokens_done, began = [], 0, time.perf_counter()
     window_start, window_tokens = began, 0
     for step in range(1, args.steps + 1):
@@ -133,12 +133,15 @@ def main(argv=None):
         optimizer.zero_grad(set_to_none=True)
         tokens_done += args.batch * config.seq
         window_tokens += args.batch * config.seq
+        if step == 1:  # the first window starts after the first step's warm-up (lazy loading, allocation)
+            loss.item()
+            window_start, window_tokens = time.perf_counter(), 0
         if step % args.log_every == 0 or step == args.steps:
             train_loss = loss.float().item()  # synchronizes: the window's time is the steps' own
             now = time.perf_counter()
             rate = window_tokens / (now - window_start)
             eval_loss = _held_out_loss(model, held_out)
-            peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0
+            peak = torch.cuda.max_memory_allocated(args.device) / 2**30 if cuda else 0.0
             eta = (args.steps - step) * args.batch * config.seq / rate
             record = {"step": step, "loss": round(train_loss, 4), "held_out_loss": round(eval_loss, 4),
                       "tokens_per_s": round(rate), "peak_gib": round(peak, 3)}

@@ -21,9 +21,9 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 REL_L2 = {torch.float32: 1e-5, torch.bfloat16: 4e-3, torch.float16: 1e-3}
 SCHEMAS = {
     "cross_entropy": "cudalab::cross_entropy(Tensor logits, Tensor target, int ignore_index, float label_smoothing, "
-    "bool with_gradient, Tensor? grad_scale) -> (Tensor, Tensor, Tensor)",
+    "bool with_gradient, Tensor? grad_scale, float z_loss=0., float softcap=0.) -> (Tensor, Tensor, Tensor)",
     "cross_entropy_backward": "cudalab::cross_entropy_backward(Tensor logits, Tensor target, Tensor lse, "
-    "Tensor dloss, int ignore_index, float label_smoothing) -> Tensor",
+    "Tensor dloss, int ignore_index, float label_smoothing, float z_loss=0., float softcap=0.) -> Tensor",
     "cross_entropy_scale_gradient_": "cudalab::cross_entropy_scale_gradient_(Tensor(a!) dlogits, Tensor dloss) -> ()",
 }
 
@@ -100,6 +100,51 @@ def test_loss_and_gradient_match_float64(dtype, reduction, smoothing, rows, voca
     (grad_ref,) = torch.autograd.grad(ref, x64, upstream.to(loss.dtype).double())
     assert rel_l2(grad, grad_ref) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(grad, grad_ref):.3g}"
     assert (grad[target == -100] == 0).all()
+
+
+def softcapped_z_loss_reference(x64, target, reduction, smoothing, z_loss, softcap):
+    """The loss in float64 autograd: logits capped as softcap * tanh(x / softcap), each counted
+    row's loss plus z_loss * lse^2, reduced over the rows counted."""
+    c = softcap * torch.tanh(x64 / softcap) if softcap > 0 else x64
+    kept = target != -100
+    per_row = F.cross_entropy(c, target, reduction="none", label_smoothing=smoothing)
+    per_row = per_row + z_loss * torch.logsumexp(c, -1) ** 2 * kept
+    if reduction == "none":
+        return per_row
+    return per_row.sum() / kept.sum() if reduction == "mean" else per_row.sum()
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("z_loss, softcap, smoothing", [(0.01, 0.0, 0.1), (0.0, 30.0, 0.0), (1e-3, 5.0, 0.1)])
+@pytest.mark.parametrize("rows, vocab", [(9, 7), (16, 1000), (8, 4097), (320, 50257)])
+def test_z_loss_and_softcap_match_float64(dtype, reduction, z_loss, softcap, smoothing, rows, vocab):
+    logits, target = inputs(rows, vocab, dtype)
+    logits.requires_grad_()
+    loss = ops.cross_entropy(logits, target, reduction, label_smoothing=smoothing, z_loss=z_loss, softcap=softcap)
+    x64 = logits.detach().double().requires_grad_()
+    ref = softcapped_z_loss_reference(x64, target, reduction, smoothing, z_loss, softcap)
+    assert loss.dtype == dtype and loss.shape == ref.shape
+    magnitude = x64.detach().abs().amax(-1)
+    if softcap > 0:
+        magnitude = magnitude.clamp_max(softcap)
+    magnitude = {"none": magnitude, "sum": magnitude.sum(), "mean": magnitude.mean()}[reduction]
+    error = rel_l2(loss, ref, magnitude.norm().item())
+    assert error <= REL_L2[dtype], f"loss rel L2 {error:.3g}"
+    upstream = torch.rand_like(ref) + 0.5
+    (grad,) = torch.autograd.grad(loss, logits, upstream.to(loss.dtype))
+    (grad_ref,) = torch.autograd.grad(ref, x64, upstream.to(loss.dtype).double())
+    assert rel_l2(grad, grad_ref) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(grad, grad_ref):.3g}"
+
+
+@requires_cuda
+def test_z_loss_and_softcap_must_be_finite_and_not_negative():
+    logits, target = torch.randn(2, 3, device="cuda"), torch.zeros(2, dtype=torch.long, device="cuda")
+    with pytest.raises(RuntimeError, match="z_loss must be >= 0 and finite"):
+        ops.cross_entropy(logits, target, z_loss=-1.0)
+    with pytest.raises(RuntimeError, match="softcap must be >= 0 and finite"):
+        ops.cross_entropy(logits, target, softcap=float("inf"))
 
 
 @requires_cuda
@@ -220,12 +265,14 @@ def test_linear_cross_entropy_matches_float64(dtype, with_bias, reduction, smoot
 
 @requires_cuda
 def test_linear_cross_entropy_without_a_gradient_gives_the_loss_alone():
-    x, w = torch.randn(40, 32, device="cuda"), torch.randn(50, 32, device="cuda")
+    # Parameters that require a gradient, under no_grad: the loss alone (and fp32's row-major GEMMs).
+    x = torch.randn(40, 32, device="cuda", requires_grad=True)
+    w = torch.randn(50, 32, device="cuda", requires_grad=True)
     target = torch.randint(0, 50, (40,), device="cuda")
     with torch.no_grad():
         loss = ops.linear_cross_entropy(x, w, target, chunk_rows=16)
-    ref = F.cross_entropy(x.double() @ w.double().T, target)
-    assert rel_l2(loss, ref) <= REL_L2[torch.float32]
+    ref = F.cross_entropy(x.detach().double() @ w.detach().double().T, target)
+    assert not loss.requires_grad and rel_l2(loss, ref) <= REL_L2[torch.float32]
 
 
 @requires_cuda

@@ -93,8 +93,9 @@ def test_models_command_refuses_bad_sizes_before_looking_for_a_gpu():
     assert main(["--model", "llama", "--seq", "-1"]) == 2
 
 
-def test_models_command_refuses_a_parity_of_no_steps():
+def test_models_command_refuses_a_parity_of_no_steps_and_compile_with_parity():
     assert main(["--parity", "0"]) == 2
+    assert main(["--parity", "3", "--compile"]) == 2
 
 
 @requires_cuda

@@ -7,6 +7,7 @@ at step 0. ``--json`` writes it all."""
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import asdict
 
@@ -72,8 +73,8 @@ def _build(model_class, config, ops, initial):
     """The model of `ops` ("torch" or "cudalab") in bf16 on the GPU with `initial`'s weights (None:
     its own, returned for the next), and its AdamW (torch's fused one, or cudalab.optim.AdamW)."""
     model = model_class(config, ops).cuda().to(torch.bfloat16)
-    if initial is None:
-        initial = {key: value.clone() for key, value in model.state_dict().items()}
+    if initial is None:  # kept on the host, out of the timed variants' peak memory
+        initial = {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
     else:
         model.load_state_dict(initial)
     if ops == "cudalab":
@@ -151,7 +152,9 @@ def _parity(model_class, config, args, result):
         losses.append({"step": step, "torch": round(pair[0], 5), "cudalab": round(pair[1], 5)})
         if step % max(1, args.parity // 10) == 0 or step == args.parity - 1:
             print(f"step {step:5d}  torch {pair[0]:.4f}  cudalab {pair[1]:.4f}", flush=True)
-    worst = max(abs(x["cudalab"] - x["torch"]) / abs(x["torch"]) for x in losses)
+    # A NaN compares false with everything (max would skip it): it counts as an infinite difference.
+    differences = [abs(x["cudalab"] - x["torch"]) / abs(x["torch"]) for x in losses]
+    worst = max(d if math.isfinite(d) else math.inf for d in differences)
     gradients.sort(key=lambda row: -row["relative_error"])
     result["parity"] = {
         "steps": args.parity,
@@ -194,6 +197,9 @@ def main(argv=None):
         args.parity is not None and args.parity <= 0
     ):
         print("cudalab.models: --batch, --layers, --seq, --steps, --top and --parity must be positive", file=sys.stderr)
+        return 2
+    if args.compile and args.parity is not None:
+        print("cudalab.models: --compile times the models and --parity compares them: give one", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)

@@ -1,5 +1,6 @@
 #include "cudalab/cross_entropy.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -21,6 +22,11 @@ std::int64_t check_shape(const char* call, std::int64_t rows, std::int64_t vocab
   CUDALAB_REQUIRE(
       options.label_smoothing >= 0.0f && options.label_smoothing <= 1.0f,
       std::string(call) + ": label_smoothing must be in [0, 1], got " + std::to_string(options.label_smoothing));
+  CUDALAB_REQUIRE(std::isfinite(options.z_loss) && options.z_loss >= 0.0f,
+                  std::string(call) + ": z_loss must be >= 0 and finite, got " + std::to_string(options.z_loss));
+  CUDALAB_REQUIRE(
+      std::isfinite(options.softcap) && options.softcap >= 0.0f,
+      std::string(call) + ": softcap must be >= 0 and finite (0: none), got " + std::to_string(options.softcap));
   return checked_product(call, "rows * vocab", {rows, vocab});
 }
 
@@ -43,6 +49,7 @@ void cross_entropy(const T* logits, const std::int64_t* target, std::int64_t row
   args.logits = logits, args.target = target, args.loss = loss, args.lse = lse;
   args.dlogits = dlogits, args.grad_scale = grad_scale, args.rows = rows, args.vocab = vocab;
   args.ignore_index = options.ignore_index, args.label_smoothing = options.label_smoothing;
+  args.z_loss = options.z_loss, args.softcap = options.softcap;
   v::library_choice(args, stream);
 }
 
@@ -64,6 +71,7 @@ void cross_entropy_backward(const T* logits, const std::int64_t* target, const f
   args.logits = logits, args.target = target, args.lse = lse, args.dloss = dloss, args.dloss_stride = dloss_stride;
   args.dlogits = dlogits, args.rows = rows, args.vocab = vocab;
   args.ignore_index = options.ignore_index, args.label_smoothing = options.label_smoothing;
+  args.z_loss = options.z_loss, args.softcap = options.softcap;
   v::backward_persistent(args, stream);
 }
 

@@ -70,17 +70,40 @@ __device__ __forceinline__ std::int64_t edge_column(int thread, RowBody body, st
   return thread >= kPack && column < vocab ? column : -1;
 }
 
-// Row `row`'s gradient, step by step: scale * (exp(x - max) / sum - smoothing / vocab - (1 - smoothing)
-// [j == target]), or zeros where `zero` (an ignored row); NaN stands in for an invalid target.
+// A logit as the loss sees it: softcap * tanh(x / softcap) with a softcap, else x. tanhf, not a fast
+// tanh: the kernels are memory-bound. Out of line: inlined, its registers pushed the scalar rung's
+// uncapped loop past its budget (a spill), where the call costs only the capped rows.
+__device__ __noinline__ float softcapped(float x, float softcap) { return softcap * tanhf(x / softcap); }
+__device__ __forceinline__ float capped(float x, float softcap) { return softcap > 0.0f ? softcapped(x, softcap) : x; }
+
+// A row's gradient constants: scale (p (1 + 2 z lse) - e / vocab - (1 - e) [j == target]) dc/dx,
+// p = exp(c - max) / sum over the capped logits c; zeros where `zero` (an ignored row); NaN stands
+// in for an invalid target (a NaN scale).
+struct RowGradient {
+  float max, inverse_sum, scale;
+  float p_factor;   // 1 + 2 z lse
+  float spread;     // e / vocab
+  float on_target;  // 1 - e
+  float softcap;
+  std::int64_t target;
+  bool zero;
+};
+
+// Row `row`'s gradient, step by step, as RowGradient says.
 template <typename T, int kPack, int kThreads>
-__device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t vocab, std::int64_t target, float max,
-                                               float inverse_sum, float scale, float smoothing, bool zero) {
+__device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t vocab, const RowGradient& g) {
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
-  const float spread = smoothing / static_cast<float>(vocab), on_target = 1.0f - smoothing;
   const int thread = static_cast<int>(threadIdx.x);
+  const bool zero = g.zero;
   const auto gradient = [&](float x_j, std::int64_t j) {
-    return zero ? 0.0f : scale * (exp_shifted(x_j, max) * inverse_sum - spread - (j == target ? on_target : 0.0f));
+    if (zero) return 0.0f;
+    const float c = capped(x_j, g.softcap);
+    const float p = exp_shifted(c, g.max) * g.inverse_sum;
+    const float dc = g.scale * (p * g.p_factor - g.spread - (j == g.target ? g.on_target : 0.0f));
+    if (g.softcap <= 0.0f) return dc;
+    const float ratio = c / g.softcap;
+    return dc * (1.0f - ratio * ratio);
   };
   const RowBody body = row_body<kPack>(x, vocab);
   const std::int64_t edge = edge_column<kPack>(thread, body, vocab);
@@ -114,8 +137,10 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
     const bool ignored = target == p.ignore_index;
     if (ignored) {
       if (thread == 0) p.loss[row] = p.lse[row] = 0.0f;
-      if (p.dlogits != nullptr)
-        write_gradient<T, kPack, kThreads>(x, p.dlogits + row * p.vocab, p.vocab, target, 0.0f, 0.0f, 0.0f, 0.0f, true);
+      if (p.dlogits != nullptr) {
+        const RowGradient zero{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, target, true};
+        write_gradient<T, kPack, kThreads>(x, p.dlogits + row * p.vocab, p.vocab, zero);
+      }
       continue;
     }
     RowStats stats{-INFINITY, 0.0f};
@@ -123,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
     const RowBody body = row_body<kPack>(x, p.vocab);
     const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
     if (edge >= 0) {
-      const float v[1] = {to_float(x[edge])};
+      const float v[1] = {capped(to_float(x[edge]), p.softcap)};
       softmax_variants::accumulate(stats, v);
       sum_x += v[0];
     }
@@ -131,6 +156,12 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
       const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
       float v[kStep];
       softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
+      if (p.softcap > 0.0f) {
+        // The present columns only: the padding stays -inf (its exponential 0).
+#pragma unroll
+        for (int i = 0; i < kStep; ++i)
+          if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped(v[i], p.softcap);
+      }
       if (smoothing) {
         // By column, not by value: a logit of -inf is a real one (and makes the smoothed loss inf).
 #pragma unroll
@@ -144,15 +175,23 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
     const float lse = stats.max + logf(stats.sum);
     const bool valid = 0 <= target && target < p.vocab;
     if (thread == 0) {
-      const float x_target = valid ? to_float(x[target]) : NAN;
+      const float c_target = valid ? capped(to_float(x[target]), p.softcap) : NAN;
       const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
-      p.loss[row] = lse - (1.0f - p.label_smoothing) * x_target - smoothed;
+      p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
       p.lse[row] = lse;
     }
     if (p.dlogits != nullptr) {
       const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
-      write_gradient<T, kPack, kThreads>(x, p.dlogits + row * p.vocab, p.vocab, target, stats.max, 1.0f / stats.sum,
-                                         scale, p.label_smoothing, false);
+      const RowGradient g{stats.max,
+                          1.0f / stats.sum,
+                          scale,
+                          1.0f + 2.0f * p.z_loss * lse,
+                          p.label_smoothing / static_cast<float>(p.vocab),
+                          1.0f - p.label_smoothing,
+                          p.softcap,
+                          target,
+                          false};
+      write_gradient<T, kPack, kThreads>(x, p.dlogits + row * p.vocab, p.vocab, g);
     }
   }
 }
@@ -164,9 +203,18 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const 
     const bool ignored = target == p.ignore_index;
     const bool valid = 0 <= target && target < p.vocab;
     const float scale = !valid ? NAN : p.dloss[row * p.dloss_stride];
-    // exp(x - lse) is exp(x - max) / sum with max = lse and sum = 1.
-    write_gradient<T, kPack, kThreads>(p.logits + row * p.vocab, p.dlogits + row * p.vocab, p.vocab, target,
-                                       ignored ? 0.0f : p.lse[row], 1.0f, scale, p.label_smoothing, ignored);
+    const float lse = ignored ? 0.0f : p.lse[row];
+    // exp(c - lse) is exp(c - max) / sum with max = lse and sum = 1.
+    const RowGradient g{lse,
+                        1.0f,
+                        scale,
+                        1.0f + 2.0f * p.z_loss * lse,
+                        p.label_smoothing / static_cast<float>(p.vocab),
+                        1.0f - p.label_smoothing,
+                        p.softcap,
+                        target,
+                        ignored};
+    write_gradient<T, kPack, kThreads>(p.logits + row * p.vocab, p.dlogits + row * p.vocab, p.vocab, g);
   }
 }
 

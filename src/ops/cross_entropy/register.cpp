@@ -43,6 +43,8 @@ struct ForwardBinding {
     args.rows = rows_of(problem), args.vocab = vocab_of(problem);
     args.ignore_index = kCrossEntropyIgnoreIndex;
     args.label_smoothing = smoothing_of(problem);
+    args.z_loss = static_cast<float>(problem.param("z_loss"));
+    args.softcap = static_cast<float>(problem.param("softcap"));
     args.workspace = tensors.workspace();
     return args;
   }
@@ -62,59 +64,80 @@ struct BackwardBinding {
     args.rows = rows_of(problem), args.vocab = vocab_of(problem);
     args.ignore_index = kCrossEntropyIgnoreIndex;
     args.label_smoothing = smoothing_of(problem);
+    args.z_loss = static_cast<float>(problem.param("z_loss"));
+    args.softcap = static_cast<float>(problem.param("softcap"));
     args.workspace = tensors.workspace();
     return args;
   }
 };
 
-// One row's statistics in double, and the fp32 evaluation errors of the kernels: the sum of
-// exponentials (relative: sum_error) adds vocab / kFewestThreads terms per thread, then merges over
-// a tree of at most 10 levels of about 6 roundings each, each term off by exp2f's 2 ulp and 3
-// |x - max| roundings of its argument (terms more than 40 below the max are too small to matter);
-// lse (absolute: lse_error) adds logf's and the final sum's roundings. The smoothed loss's sum of
-// the logits, or of x - max - log(sum) as the baseline sums them, errs likewise over their
-// magnitudes.
+// The loss's options as a problem names them, and a logit as the loss sees it (capped) in double
+// with its fp32 evaluation error: tanhf's 2 ulps, the division and the product.
+struct LossOptions {
+  double smoothing, z_loss, softcap;
+  double capped(double x) const { return softcap > 0 ? softcap * std::tanh(x / softcap) : x; }
+  double capped_error(double c) const { return softcap > 0 ? 4 * kFp32Unit * std::fabs(c) : 0; }
+};
+LossOptions options_of(const Problem& p) { return {smoothing_of(p), p.param("z_loss"), p.param("softcap")}; }
+
+// One row's statistics in double over the capped logits c, and the fp32 evaluation errors of the
+// kernels: the sum of exponentials (relative: sum_error) adds vocab / kFewestThreads terms per
+// thread, then merges over a tree of at most 10 levels of about 6 roundings each, each term off by
+// exp2f's 2 ulp, 3 |c - max| roundings of its argument (terms more than 40 below the max are too
+// small to matter) and, with a softcap, c's and max's own errors (8 units of the cap); lse
+// (absolute: lse_error) adds logf's and the final sum's roundings. The smoothed loss's sum of the
+// logits, or of c - max - log(sum) as the baseline sums them, errs likewise over their magnitudes.
 struct RowStatistics {
   double max = -INFINITY, log_sum = 0, lse = 0, sum_x = 0, sum_abs_x = 0, sum_error = 0, lse_error = 0, sum_x_error = 0;
 };
-RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_t vocab) {
+RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_t vocab, const LossOptions& o) {
   RowStatistics s;
   const std::int64_t base = row * vocab;
-  for (std::int64_t j = 0; j < vocab; ++j) s.max = std::max(s.max, logits.host_value(base + j));
+  for (std::int64_t j = 0; j < vocab; ++j) s.max = std::max(s.max, o.capped(logits.host_value(base + j)));
   double sum = 0, spread = 0;
   for (std::int64_t j = 0; j < vocab; ++j) {
-    const double x = logits.host_value(base + j);
-    sum += std::exp(x - s.max);
-    s.sum_x += x;
-    s.sum_abs_x += std::fabs(x);
-    spread = std::max(spread, std::min(s.max - x, 40.0));
+    const double c = o.capped(logits.host_value(base + j));
+    sum += std::exp(c - s.max);
+    s.sum_x += c;
+    s.sum_abs_x += std::fabs(c);
+    spread = std::max(spread, std::min(s.max - c, 40.0));
   }
   s.log_sum = std::log(sum);
   s.lse = s.max + s.log_sum;
   const double sequence = static_cast<double>(vocab / kFewestThreads + 1) + 6 * 10;
-  s.sum_error = (sequence + 4 + 3 * spread) * kFp32Unit;
+  s.sum_error = (sequence + 4 + 3 * spread + 8 * o.softcap) * kFp32Unit;
   s.lse_error = s.sum_error + 4 * kFp32Unit * (std::fabs(s.lse) + std::fabs(s.max));
   const double log_vocab = std::log(static_cast<double>(vocab));
   s.sum_x_error =
-      (sequence + 2) * kFp32Unit * (s.sum_abs_x + static_cast<double>(vocab) * (std::fabs(s.max) + log_vocab + 1));
+      (sequence + 6) * kFp32Unit * (s.sum_abs_x + static_cast<double>(vocab) * (std::fabs(s.max) + log_vocab + 1));
   return s;
 }
 
-// Element (row, j)'s gradient: scale (exp(x - lse) - e / vocab - (1 - e) [j == target]) and its
-// evaluation error, from `shifted` = x - lse formed without adding log(sum) to a large max (at
-// |max| ~ 1e30 a double's lse would drop it, and k tied maxima would each get 1 instead of 1 / k);
-// exp(x - lse), formed as exp(x - max) / sum (or from x - max - log(sum)), carries
-// `relative` (the sum's, or the baseline's) and its own (exp2f, 3 roundings of x - max, the
-// reciprocal, the product), then fp32 roundings of the difference and of the scaling.
+// Element (row, j)'s gradient, scale (p (1 + 2 z lse) - e / vocab - (1 - e) [j == target]) dc/dx
+// with p = exp(c - lse), and its evaluation error, from `shifted` = c - lse formed without adding
+// log(sum) to a large max (at |max| ~ 1e30 a double's lse would drop it, and k tied maxima would
+// each get 1 instead of 1 / k). p, formed as exp(c - max) / sum (or from c - max - log(sum)),
+// carries `relative` (the sum's, or the baseline's) and its own (exp2f, 3 roundings of c - max, c's
+// error, the reciprocal, the product); 1 + 2 z lse carries lse's error (`lse_error`); then fp32
+// roundings of the difference and of the scaling; with a softcap, dc/dx = 1 - (c / cap)^2 errs by
+// 11 units absolute (c's error, doubled by the square, and three roundings).
 struct Gradient {
   double value, error;
 };
-Gradient gradient(double x, double shifted, double relative, double max, std::int64_t j, std::int64_t target,
-                  double smoothing, std::int64_t vocab, double scale) {
+Gradient gradient(double c, double shifted, double relative, double lse, double lse_error, double max, std::int64_t j,
+                  std::int64_t target, const LossOptions& o, std::int64_t vocab, double scale) {
   const double p = std::exp(shifted);
-  const double spread = smoothing / static_cast<double>(vocab), hit = j == target ? 1.0 - smoothing : 0.0;
-  const double p_error = p * (relative + (8 + 3 * std::fabs(max - x)) * kFp32Unit);
-  return {scale * (p - spread - hit), std::fabs(scale) * (p_error + 4 * kFp32Unit * (p + spread + hit))};
+  const double spread = o.smoothing / static_cast<double>(vocab), hit = j == target ? 1.0 - o.smoothing : 0.0;
+  const double factor = 1 + 2 * o.z_loss * lse;
+  const double c_error = o.capped_error(c) + o.capped_error(max);
+  const double p_error = p * (relative + (8 + 3 * std::fabs(max - c)) * kFp32Unit + c_error);
+  const double factor_error = 2 * o.z_loss * lse_error + 2 * kFp32Unit * std::fabs(factor);
+  const double dc = scale * (p * factor - spread - hit);
+  const double dc_error = std::fabs(scale) * (p_error * std::fabs(factor) + p * factor_error +
+                                              4 * kFp32Unit * (std::fabs(p * factor) + spread + hit));
+  if (o.softcap <= 0) return {dc, dc_error};
+  const double ratio = c / o.softcap, slope = 1 - ratio * ratio;
+  return {dc * slope, dc_error * slope + std::fabs(dc) * 11 * kFp32Unit};
 }
 
 Comparison check_forward(const CheckContext& c) {
@@ -124,7 +147,7 @@ Comparison check_forward(const CheckContext& c) {
   const float* loss = static_cast<const float*>(c.tensors["loss"].host());
   const float* lse = static_cast<const float*>(c.tensors["lse"].host());
   const std::int64_t rows = rows_of(c.problem), vocab = vocab_of(c.problem);
-  const double smoothing = smoothing_of(c.problem);
+  const LossOptions o = options_of(c.problem);
   const std::int64_t n = rows * vocab;
   // One comparison over every output: the gradient's elements, then each row's loss and lse.
   return compare_elements(
@@ -137,16 +160,16 @@ Comparison check_forward(const CheckContext& c) {
           const std::int64_t t = static_cast<const std::int64_t*>(target.host())[row];
           const bool ignored = t == kCrossEntropyIgnoreIndex;
           if (!ignored && row != cached_row) {
-            s = row_statistics(logits, row, vocab);
+            s = row_statistics(logits, row, vocab, o);
             cached_row = row;
           }
           if (k < n) {
             const std::int64_t j = k % vocab;
-            const double x = logits.host_value(k);
+            const double x = o.capped(logits.host_value(k));
             const Gradient g =
                 ignored ? Gradient{0, 0}
                         : gradient(x, (x - s.max) - s.log_sum, s.sum_error + 2 * (std::log(vocab) + 1) * kFp32Unit,
-                                   s.max, j, t, smoothing, vocab, 1.0);
+                                   s.lse, s.lse_error, s.max, j, t, o, vocab, 1.0);
             dlogits.add(b, k, g.value, g.error);
             continue;
           }
@@ -154,10 +177,13 @@ Comparison check_forward(const CheckContext& c) {
           const float out = is_loss ? loss[row] : lse[row];
           double ref = 0, bound = 0;
           if (!ignored && is_loss) {
-            const double x_target = logits.host_value(row * vocab + t);
-            ref = s.lse - (1 - smoothing) * x_target - smoothing * s.sum_x / vocab;
-            bound = s.lse_error + smoothing * s.sum_x_error / vocab +
-                    4 * kFp32Unit * (std::fabs(s.lse) + std::fabs(x_target) + smoothing * s.sum_abs_x / vocab);
+            const double c_target = o.capped(logits.host_value(row * vocab + t));
+            const double z_term = o.z_loss * s.lse * s.lse;
+            ref = s.lse - (1 - o.smoothing) * c_target - o.smoothing * s.sum_x / vocab + z_term;
+            bound = s.lse_error + o.smoothing * s.sum_x_error / vocab + o.capped_error(c_target) +
+                    2 * o.z_loss * std::fabs(s.lse) * s.lse_error +
+                    4 * kFp32Unit *
+                        (std::fabs(s.lse) + std::fabs(c_target) + o.smoothing * s.sum_abs_x / vocab + 2 * z_term);
           } else if (!ignored) {
             ref = s.lse;
             bound = s.lse_error;
@@ -176,20 +202,20 @@ Comparison check_backward(const CheckContext& c) {
   const auto* dloss = static_cast<const float*>(c.tensors["dloss"].host());
   const RoundedOutput dlogits{c.tensors["dlogits"]};
   const std::int64_t vocab = vocab_of(c.problem);
-  const double smoothing = smoothing_of(c.problem);
+  const LossOptions o = options_of(c.problem);
   return compare_elements(logits_of(c.problem), Tolerance{dlogits.unit, dlogits.absolute},
                           [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
                             for (std::int64_t k = begin; k < end; ++k) {
                               const std::int64_t row = k / vocab, t = target[row];
-                              // lse is given exactly (an input); exp(x - lse) errs by its argument's roundings,
-                              // which lse's distance stands in for, and (the baseline) by a row sum of the
-                              // spread gradient, of vocab / kFewestThreads terms.
-                              const double x = logits.host_value(k);
+                              // lse is given exactly (an input); exp(c - lse) errs by its argument's roundings, which
+                              // lse's distance stands in for, and (the baseline) by a row sum of the spread gradient,
+                              // of vocab / kFewestThreads terms.
+                              const double x = o.capped(logits.host_value(k));
                               const double relative = static_cast<double>(vocab / kFewestThreads + 12) * kFp32Unit;
                               const Gradient g = t == kCrossEntropyIgnoreIndex
                                                      ? Gradient{0, 0}
-                                                     : gradient(x, x - lse[row], relative, lse[row], k % vocab, t,
-                                                                smoothing, vocab, dloss[row]);
+                                                     : gradient(x, x - lse[row], relative, lse[row], 0, lse[row],
+                                                                k % vocab, t, o, vocab, dloss[row]);
                               dlogits.add(b, k, g.value, g.error);
                             }
                           });
@@ -221,19 +247,25 @@ Op cross_entropy_op(const char* name, const char* summary) {
   op.summary = summary;
   op.dim_names = {"rows", "vocab"};
   op.dtypes = dtypes_of(Elements{});
-  op.params = {{"label_smoothing", 0.0}};
+  op.params = {{"label_smoothing", 0.0}, {"z_loss", 0.0}, {"softcap", 0.0}};
   op.bench_problems =
       cross(op, {{4096, 32000}, {4096, 50257}, {4096, 128256}, {4096, 256000}, {512, 128256}, {64, 128256}},
             {DType::bf16, DType::f32});
   const std::vector<std::vector<std::int64_t>> tests = {{1, 1},    {9, 7},      {16, 31},   {24, 1000},
                                                         {8, 4097}, {17, 65537}, {3, 256001}};
-  op.test_problems = cross(op, tests, op.dtypes) + cross(op, tests, op.dtypes, {{"label_smoothing", 0.1}});
+  // Gemma 2's final softcap (30), and PaLM-like z-loss with label smoothing.
+  op.test_problems = cross(op, tests, op.dtypes) + cross(op, tests, op.dtypes, {{"label_smoothing", 0.1}}) +
+                     cross(op, tests, op.dtypes, {{"softcap", 30.0}}) +
+                     cross(op, tests, op.dtypes, {{"z_loss", 0.01}, {"label_smoothing", 0.1}});
   return op;
 }
 
 // The unfused baseline: its [rows, vocab] fp32 intermediate is the variant's workspace.
 Variant with_workspace(Variant baseline) {
   baseline.workspace_bytes = [](const Problem& p) { return v::workspace_bytes(rows_of(p), vocab_of(p)); };
+  baseline.can_implement = [](const DeviceInfo&, const Problem& p) {
+    return p.param("z_loss") == 0.0 && p.param("softcap") == 0.0 ? std::string() : std::string(v::kPlainOnly);
+  };
   return baseline;
 }
 

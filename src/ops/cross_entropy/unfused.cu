@@ -105,12 +105,18 @@ void require_rows(std::int64_t rows) {
   CUDALAB_REQUIRE(rows <= 0x7fffffff, "cross_entropy unfused: more than 2^31-1 rows (a block per row)");
 }
 
+// Eager's passes here are plain cross-entropy's.
+void require_plain(float z_loss, float softcap) {
+  CUDALAB_REQUIRE(z_loss == 0.0f && softcap == 0.0f, std::string("cross_entropy unfused: ") + kPlainOnly);
+}
+
 }  // namespace
 
 template <typename T>
 void unfused(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
   require_rows(args.rows);
+  require_plain(args.z_loss, args.softcap);
   const auto blocks = static_cast<unsigned>(args.rows);
   log_softmax_kernel<T><<<blocks, kThreads, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();
@@ -126,6 +132,7 @@ template <typename T>
 void backward_unfused(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
   require_rows(args.rows);
+  require_plain(args.z_loss, args.softcap);
   const auto blocks = static_cast<unsigned>(args.rows);
   nll_backward_kernel<T><<<blocks, kThreads, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();

@@ -22,6 +22,8 @@ struct CrossEntropyArgs {
   std::int64_t rows = 0, vocab = 0;
   std::int64_t ignore_index = -100;
   float label_smoothing = 0.0f;
+  float z_loss = 0.0f;        // the weight of lse^2 in the loss
+  float softcap = 0.0f;       // > 0: the logits taken as softcap * tanh(x / softcap); the baseline takes 0 only
   void* workspace = nullptr;  // the baseline's: workspace_bytes(rows, vocab)
 };
 
@@ -37,6 +39,8 @@ struct CrossEntropyBackwardArgs {
   std::int64_t rows = 0, vocab = 0;
   std::int64_t ignore_index = -100;
   float label_smoothing = 0.0f;
+  float z_loss = 0.0f;        // the weight of lse^2 in the loss
+  float softcap = 0.0f;       // > 0: the logits taken as softcap * tanh(x / softcap); the baseline takes 0 only
   void* workspace = nullptr;  // the baseline's: workspace_bytes(rows, vocab)
 };
 
@@ -72,6 +76,7 @@ void scale_gradient(T* x, std::int64_t n, const float* scale, cudaStream_t strea
 // workspace, the loss picked and summed from it, then (for the gradient) exp of it less the smoothed
 // target. Backward: the loss's gradient spread over the classes into the workspace (nll_loss's
 // backward), then log_softmax's backward from it.
+inline constexpr char kPlainOnly[] = "takes no z-loss or softcap (eager's passes of plain cross-entropy)";
 inline std::size_t workspace_bytes(std::int64_t rows, std::int64_t vocab) {
   return static_cast<std::size_t>(rows * vocab) * sizeof(float);
 }

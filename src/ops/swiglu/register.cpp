@@ -73,8 +73,9 @@ Activation gelu_tanh(double g) {
   const double growth = 0.5 * g * kScale * (1 + 3 * kCubic * g * g);
   const double tail = flat == 0 ? 0 : growth * flat;
   const double tail_scale = flat == 0 ? 0 : std::fabs(growth) * (flat + 2);
-  return {0.5 * g * (1 + t), 0.5 * (1 + t) + tail, 0.5 * std::fabs(g) * (1 + std::fabs(t)),
-          0.5 * (1 + std::fabs(t)) + tail_scale};
+  // Where t is -1 in double it is -1 in fp32 too (fp32 saturates first): 1 + t is 0 in both.
+  const double rise = 1 + t == 0 ? 0 : 1 + std::fabs(t);
+  return {0.5 * g * (1 + t), 0.5 * (1 + t) + tail, 0.5 * std::fabs(g) * rise, 0.5 * rise + tail_scale};
 }
 
 // y = act(gate) * up against the double reference.
