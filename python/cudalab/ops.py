@@ -617,7 +617,8 @@ torch.library.register_autograd("cudalab::rope", _rope_backward, setup_context=_
 
 
 def _cross_entropy_setup(ctx, inputs, output):
-    logits, target, ignore_index, label_smoothing, _, _, z_loss, softcap = inputs
+    logits, target, ignore_index, label_smoothing = inputs[:4]
+    z_loss, softcap = (tuple(inputs[6:]) + (0.0, 0.0))[:2]  # the schema's defaults where not given
     ctx.save_for_backward(logits, target, output[1])
     ctx.options = (ignore_index, label_smoothing, z_loss, softcap)
 
