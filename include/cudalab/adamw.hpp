@@ -47,4 +47,24 @@ template <typename T, typename = RequireElement<T, AdamWElements>>
 void adamw(const AdamWTensor<T>* tensors, std::int64_t count, const AdamWHyperparameters& hyper,
            cudaStream_t stream = nullptr);
 
+// Mixed precision: a 16-bit parameter with an fp32 master copy and fp32 moments. The step runs on
+// the master weights as above (the gradient widened from T) and writes the parameter as the new
+// master rounded once to T, so small updates accumulate in the master where T would drop them.
+#define CUDALAB_ADAMW_MASTER_ELEMENTS(X, a, b) X(__nv_bfloat16, a, b) X(__half, a, b)
+using AdamWMasterElements = CUDALAB_ELEMENT_LIST(CUDALAB_ADAMW_MASTER_ELEMENTS);
+
+template <typename T>
+struct AdamWMasterTensor {
+  T* param = nullptr;
+  const T* grad = nullptr;
+  float* master = nullptr;
+  float* exp_avg = nullptr;
+  float* exp_avg_sq = nullptr;
+  std::int64_t n = 0;
+};
+
+template <typename T, typename = RequireElement<T, AdamWMasterElements>>
+void adamw_master(const AdamWMasterTensor<T>* tensors, std::int64_t count, const AdamWHyperparameters& hyper,
+                  cudaStream_t stream = nullptr);
+
 }  // namespace cudalab

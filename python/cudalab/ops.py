@@ -436,6 +436,11 @@ def _(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay,
     return None
 
 
+@torch.library.register_fake("cudalab::adamw_master_")
+def _(params, grads, masters, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay, step):
+    return None
+
+
 @torch.library.register_fake("cudalab::rope")
 def _(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
     return torch.empty_like(x)

@@ -2,22 +2,42 @@
 constructor arguments, defaults and state_dict (``step``, ``exp_avg``, ``exp_avg_sq`` per
 parameter), the moments in the parameters' dtype as torch keeps them. Dense CUDA parameters of
 float32, float16 or bfloat16; amsgrad, maximize and capturable steps are refused when the
-optimizer is built."""
+optimizer is built.
+
+``master_weights=True`` keeps, for each bfloat16 or float16 parameter, an fp32 copy (state
+``master``) and fp32 moments, steps the copy (``torch.ops.cudalab.adamw_master_``) and writes the
+parameter as the copy rounded: updates smaller than the parameter's 16-bit spacing accumulate in
+the copy instead of vanishing. float32 parameters step as without it."""
 
 import torch
 
 
 class AdamW(torch.optim.Optimizer):
     def __init__(
-        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *, maximize=False
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=1e-2,
+        amsgrad=False,
+        *,
+        maximize=False,
+        master_weights=False,
     ):
         if amsgrad or maximize:
             raise ValueError("cudalab.optim.AdamW: amsgrad and maximize are not supported")
         if not 0.0 <= lr or not 0.0 <= eps or not 0.0 <= weight_decay:
-            raise ValueError(f"cudalab.optim.AdamW: lr, eps and weight_decay must be >= 0, got {lr}, {eps}, {weight_decay}")
+            raise ValueError(
+                f"cudalab.optim.AdamW: lr, eps and weight_decay must be >= 0, got {lr}, {eps}, {weight_decay}"
+            )
         if not all(0.0 <= b < 1.0 for b in betas):
             raise ValueError(f"cudalab.optim.AdamW: betas must be in [0, 1), got {betas}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        self.master_weights = master_weights
+
+    def _mixed(self, p):
+        return self.master_weights and p.dtype in (torch.bfloat16, torch.float16)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -26,27 +46,36 @@ class AdamW(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            # One call per (device, dtype, step count): the step's bias corrections are the call's.
+            # One call per (device, dtype, step count, master weights or not): the step's bias
+            # corrections are the call's.
             batches = {}
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 if p.grad.is_sparse:
                     raise RuntimeError("cudalab.optim.AdamW: sparse gradients are not supported")
+                mixed = self._mixed(p)
                 state = self.state[p]
                 if not state:
                     state["step"] = torch.tensor(0.0)
-                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    moments = p.dtype
+                    state["exp_avg"] = torch.zeros_like(p, dtype=moments, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, dtype=moments, memory_format=torch.preserve_format)
+                if mixed and "master" not in state:  # also a state loaded from a 16-bit optimizer
+                    state["master"] = p.detach().float()
+                    state["exp_avg"], state["exp_avg_sq"] = state["exp_avg"].float(), state["exp_avg_sq"].float()
                 state["step"] += 1
-                key = (p.device, p.dtype, int(state["step"].item()))
-                batch = batches.setdefault(key, ([], [], [], []))
-                for items, tensor in zip(batch, (p, p.grad, state["exp_avg"], state["exp_avg_sq"])):
+                key = (p.device, p.dtype, int(state["step"].item()), mixed)
+                arrays = (p, p.grad, state["exp_avg"], state["exp_avg_sq"]) + ((state["master"],) if mixed else ())
+                batch = batches.setdefault(key, tuple([] for _ in arrays))
+                for items, tensor in zip(batch, arrays):
                     items.append(tensor)
             beta1, beta2 = group["betas"]
-            for (_, _, step), (params, grads, exp_avgs, exp_avg_sqs) in batches.items():
-                torch.ops.cudalab.adamw_(
-                    params, grads, exp_avgs, exp_avg_sqs, group["lr"], beta1, beta2, group["eps"],
-                    group["weight_decay"], step,
-                )
+            hyper = (group["lr"], beta1, beta2, group["eps"], group["weight_decay"])
+            for (_, _, step, mixed), lists in batches.items():
+                if mixed:
+                    params, grads, exp_avgs, exp_avg_sqs, masters = lists
+                    torch.ops.cudalab.adamw_master_(params, grads, masters, exp_avgs, exp_avg_sqs, *hyper, step)
+                else:
+                    torch.ops.cudalab.adamw_(*lists, *hyper, step)
         return loss

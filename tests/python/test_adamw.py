@@ -67,3 +67,53 @@ def test_steps_match_torch_adamw(dtype):
     loaded = AdamW(groups(ours))
     loaded.load_state_dict(ours_opt.state_dict())
     assert int(loaded.state[ours[0]]["step"].item()) == 5
+
+
+MASTER_SCHEMA = (
+    "cudalab::adamw_master_(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] masters, Tensor(c!)[] exp_avgs, "
+    "Tensor(d!)[] exp_avg_sqs, float lr, float beta1, float beta2, float eps, float weight_decay, int step) -> ()"
+)
+
+
+def test_master_step_registered_with_its_schema():
+    assert str(torch.ops.cudalab.adamw_master_.default._schema) == MASTER_SCHEMA
+    assert list(cudalab._C.element_types["adamw_master_"]) == ["bfloat16", "float16"]
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_master_weights_step_as_torch_adamw_on_an_fp32_copy(dtype):
+    torch.manual_seed(1)
+    ours = [torch.nn.Parameter(torch.randn(s, device="cuda").to(dtype)) for s in sizes()]
+    copies = [torch.nn.Parameter(p.detach().float()) for p in ours]
+    ours_opt = AdamW(ours, lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1, master_weights=True)
+    theirs_opt = torch.optim.AdamW(copies, lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1, foreach=False)
+    for _ in range(5):
+        for a, b in zip(ours, copies):
+            g = torch.randn_like(a)
+            a.grad, b.grad = g, g.float()
+        ours_opt.step()
+        theirs_opt.step()
+    for a, b in zip(ours, copies):
+        state = ours_opt.state[a]
+        assert state["master"].dtype == state["exp_avg"].dtype == torch.float32
+        # The fp32 steps agree to rounding; the parameter is the master rounded once.
+        torch.testing.assert_close(state["master"], b.detach(), rtol=1e-5, atol=1e-6)
+        assert torch.equal(a.detach(), state["master"].to(dtype))
+        torch.testing.assert_close(state["exp_avg"], theirs_opt.state[b]["exp_avg"], rtol=1e-5, atol=1e-7)
+
+
+@requires_cuda
+def test_master_weights_keep_updates_the_parameter_dtype_drops():
+    # An update far below bf16's spacing at 1.0 (2^-7): bf16 AdamW leaves the parameter where it
+    # is, the master copy moves and, after enough steps, so does the parameter.
+    p = torch.nn.Parameter(torch.ones(1024, device="cuda", dtype=torch.bfloat16))
+    plain = torch.nn.Parameter(p.detach().clone())
+    mixed_opt = AdamW([p], lr=1e-4, weight_decay=0.0, master_weights=True)
+    plain_opt = AdamW([plain], lr=1e-4, weight_decay=0.0)
+    for _ in range(100):
+        p.grad, plain.grad = torch.ones_like(p), torch.ones_like(plain)
+        mixed_opt.step()
+        plain_opt.step()
+    assert torch.equal(plain.detach(), torch.ones_like(plain))
+    assert (p.detach() < 1).all() and (mixed_opt.state[p]["master"] < 1 - 5e-3).all()

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
@@ -63,24 +65,64 @@ __device__ __forceinline__ void step_run(const AdamWTensor<T>& t, std::int64_t f
   store_floats<kCount>(t.exp_avg_sq + first, v);
 }
 
+// kCount consecutive fp32 values (1, or a 16-bit vector's worth: two or more 16-byte vectors).
+template <int kCount>
+__device__ __forceinline__ void load_fp32(const float* p, float* out) {
+  if constexpr (kCount == 1) {
+    out[0] = *p;
+  } else {
+#pragma unroll
+    for (int h = 0; h < kCount; h += kVector16<float>) load_floats<kVector16<float>>(p + h, out + h);
+  }
+}
+template <int kCount>
+__device__ __forceinline__ void store_fp32(float* p, const float* values) {
+  if constexpr (kCount == 1) {
+    *p = values[0];
+  } else {
+#pragma unroll
+    for (int h = 0; h < kCount; h += kVector16<float>) store_floats<kVector16<float>>(p + h, values + h);
+  }
+}
+
+// The same on a master-weight tensor: the step on the fp32 master, the parameter its rounding.
+template <int kCount, typename T>
+__device__ __forceinline__ void step_run(const AdamWMasterTensor<T>& t, std::int64_t first, const StepScalars& s) {
+  float p[kCount], g[kCount], m[kCount], v[kCount];
+  load_fp32<kCount>(t.master + first, p);
+  load_floats<kCount>(t.grad + first, g);
+  load_fp32<kCount>(t.exp_avg + first, m);
+  load_fp32<kCount>(t.exp_avg_sq + first, v);
+#pragma unroll
+  for (int k = 0; k < kCount; ++k) step(p[k], g[k], m[k], v[k], s);
+  store_fp32<kCount>(t.master + first, p);
+  store_floats<kCount>(t.param + first, p);
+  store_fp32<kCount>(t.exp_avg + first, m);
+  store_fp32<kCount>(t.exp_avg_sq + first, v);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads) per_tensor_kernel(const AdamWTensor<T> t, const StepScalars s) {
   for (std::int64_t i = global_thread_index(); i < t.n; i += global_thread_count()) step_run<1>(t, i, s);
 }
 
-// The tensors of one launch: their arrays, whether each moves in vectors, and the prefix sums of
-// their units (end[i]: the units of tensors 0..i).
-template <typename T>
+// The tensors of one launch (AdamWTensor or AdamWMasterTensor): their arrays, whether each moves
+// in vectors, and the prefix sums of their units (end[i]: the units of tensors 0..i).
+template <typename Tensor>
 struct Batch {
-  AdamWTensor<T> tensor[kMaxTensorsPerLaunch];
+  Tensor tensor[kMaxTensorsPerLaunch];
   std::int64_t end[kMaxTensorsPerLaunch];
   bool vector[kMaxTensorsPerLaunch];
   int count;
 };
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const Batch<T> batch, const StepScalars s) {
-  constexpr int kVec = kVector16<T>;
+// A unit: one 16-byte vector of the parameter's type (of each array), or one element.
+template <typename Tensor>
+constexpr int kUnitOf = kVector16<std::remove_pointer_t<decltype(Tensor::param)>>;
+
+template <typename Tensor>
+__global__ void __launch_bounds__(kThreads) multi_tensor_kernel(const Batch<Tensor> batch, const StepScalars s) {
+  constexpr int kVec = kUnitOf<Tensor>;
   const std::int64_t total = batch.end[batch.count - 1];
   for (std::int64_t u = global_thread_index(); u < total; u += global_thread_count()) {
     int low = 0, high = batch.count - 1;  // the first tensor whose end is past u
@@ -127,17 +169,59 @@ __global__ void __launch_bounds__(kThreads) update_kernel(const AdamWTensor<T> t
   }
 }
 
+// The master-weight baseline's casts.
+template <typename From, typename To>
+__global__ void __launch_bounds__(kThreads) cast_kernel(const From* from, To* to, std::int64_t n) {
+  for (std::int64_t i = global_thread_index(); i < n; i += global_thread_count())
+    to[i] = from_float<To>(to_float(from[i]));
+}
+template <typename From, typename To>
+void cast(const From* from, To* to, std::int64_t n, cudaStream_t stream) {
+  cast_kernel<From, To><<<resident_grid_size(cast_kernel<From, To>, kThreads, n), kThreads, 0, stream>>>(from, to, n);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 template <typename Kernel, typename T>
 void launch_over(Kernel* kernel, const AdamWTensor<T>& t, const StepScalars& s, cudaStream_t stream) {
   kernel<<<resident_grid_size(kernel, kThreads, t.n), kThreads, 0, stream>>>(t, s);
   CUDALAB_CHECK_LAUNCH();
 }
 
-// 16-byte accesses for a tensor whose four arrays are 16-byte aligned and whose size is whole vectors.
+// 16-byte accesses for a tensor whose arrays are 16-byte aligned and whose size is whole units.
 template <typename T>
 bool moves_in_vectors(const AdamWTensor<T>& t) {
   return t.n % kVector16<T> == 0 && is_aligned16(t.param) && is_aligned16(t.grad) && is_aligned16(t.exp_avg) &&
          is_aligned16(t.exp_avg_sq);
+}
+template <typename T>
+bool moves_in_vectors(const AdamWMasterTensor<T>& t) {
+  return t.n % kVector16<T> == 0 && is_aligned16(t.param) && is_aligned16(t.grad) && is_aligned16(t.master) &&
+         is_aligned16(t.exp_avg) && is_aligned16(t.exp_avg_sq);
+}
+
+// Launches of up to kMaxTensorsPerLaunch tensors each, in order.
+template <typename Tensor>
+void launch_batches(const std::vector<Tensor>& tensors, const StepScalars& s, cudaStream_t stream) {
+  Batch<Tensor> batch{};
+  std::int64_t units = 0;
+  const auto flush = [&] {
+    if (batch.count == 0) return;
+    const int blocks = resident_grid_size(multi_tensor_kernel<Tensor>, kThreads, units);
+    multi_tensor_kernel<Tensor><<<blocks, kThreads, 0, stream>>>(batch, s);
+    CUDALAB_CHECK_LAUNCH();
+    batch = Batch<Tensor>{};
+    units = 0;
+  };
+  for (const Tensor& t : tensors) {
+    if (t.n == 0) continue;
+    const bool vector = moves_in_vectors(t);
+    units += vector ? t.n / kUnitOf<Tensor> : t.n;
+    batch.tensor[batch.count] = t;
+    batch.vector[batch.count] = vector;
+    batch.end[batch.count] = units;
+    if (++batch.count == kMaxTensorsPerLaunch) flush();
+  }
+  flush();
 }
 
 }  // namespace
@@ -163,31 +247,30 @@ void per_tensor(const AdamWArgs<T>& args, cudaStream_t stream) {
 
 template <typename T>
 void multi_tensor(const AdamWArgs<T>& args, cudaStream_t stream) {
+  launch_batches(args.tensors, scalars_of(args.hyper), stream);
+}
+
+template <typename T>
+void multi_tensor_master(const AdamWMasterArgs<T>& args, cudaStream_t stream) {
+  launch_batches(args.tensors, scalars_of(args.hyper), stream);
+}
+
+template <typename T>
+void unfused_master(const AdamWMasterArgs<T>& args, cudaStream_t stream) {
   const StepScalars s = scalars_of(args.hyper);
-  Batch<T> batch{};
-  std::int64_t units = 0;
-  const auto flush = [&] {
-    if (batch.count == 0) return;
-    const int blocks = resident_grid_size(multi_tensor_kernel<T>, kThreads, units);
-    multi_tensor_kernel<T><<<blocks, kThreads, 0, stream>>>(batch, s);
-    CUDALAB_CHECK_LAUNCH();
-    batch = Batch<T>{};
-    units = 0;
-  };
-  for (const AdamWTensor<T>& t : args.tensors) {
+  auto* grad = static_cast<float*>(args.workspace);
+  for (const AdamWMasterTensor<T>& t : args.tensors) {
     if (t.n == 0) continue;
-    const bool vector = moves_in_vectors(t);
-    units += vector ? t.n / kVector16<T> : t.n;
-    batch.tensor[batch.count] = t;
-    batch.vector[batch.count] = vector;
-    batch.end[batch.count] = units;
-    if (++batch.count == kMaxTensorsPerLaunch) flush();
+    cast(t.grad, grad, t.n, stream);
+    launch_over(per_tensor_kernel<float>, AdamWTensor<float>{t.master, grad, t.exp_avg, t.exp_avg_sq, t.n}, s, stream);
+    cast(t.master, t.param, t.n, stream);
   }
-  flush();
 }
 
 CUDALAB_ADAMW_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, unfused, AdamWArgs)
 CUDALAB_ADAMW_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, per_tensor, AdamWArgs)
 CUDALAB_ADAMW_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, multi_tensor, AdamWArgs)
+CUDALAB_ADAMW_MASTER_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, multi_tensor_master, AdamWMasterArgs)
+CUDALAB_ADAMW_MASTER_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, unfused_master, AdamWMasterArgs)
 
 }  // namespace cudalab::adamw_variants

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "cudalab/adamw.hpp"
@@ -39,25 +40,59 @@ Layout layout_of(const Problem& p) {
 }
 std::int64_t total_of(const Problem& p) { return layout_of(p).total; }
 
+// The tensors laid out as layout_of says: every array in the dtype, or (kMaster) fp32 master
+// weights and moments beside the 16-bit parameters and gradients.
+template <bool kMaster>
 struct Binding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
+    using Moment = std::conditional_t<kMaster, float, T>;
     const Layout l = layout_of(problem);
     Args args;
     for (std::size_t i = 0; i < l.size.size(); ++i) {
       const std::int64_t at = l.offset[i];
-      args.tensors.push_back({tensors.data<T>("param") + at, tensors.data<T>("grad") + at,
-                              tensors.data<T>("exp_avg") + at, tensors.data<T>("exp_avg_sq") + at, l.size[i]});
+      T* param = tensors.data<T>("param") + at;
+      const T* grad = tensors.data<T>("grad") + at;
+      Moment* m = tensors.data<Moment>("exp_avg") + at;
+      Moment* v = tensors.data<Moment>("exp_avg_sq") + at;
+      if constexpr (kMaster) {
+        args.tensors.push_back({param, grad, tensors.data<float>("master") + at, m, v, l.size[i]});
+      } else {
+        args.tensors.push_back({param, grad, m, v, l.size[i]});
+      }
     }
     args.hyper = kHyper;
+    if constexpr (kMaster) args.workspace = tensors.workspace();
     return args;
   }
 };
 
-// Each element's step in double from the values as generated; the bound follows fp32's roundings of
-// each update and, for the parameter, the moments and the decayed parameter rounded to the dtype
-// before the update reads them (the baseline's passes store them first, as torch's foreach steps do).
+// One element's step in double from its initial parameter, moments and gradient, with bounds that
+// follow fp32's roundings of each update and, for the parameter, the moments and the decayed
+// parameter rounded to `stored_unit` before the update reads them (the baseline's passes store them
+// in the dtype first, as torch's foreach steps do).
+struct StepReference {
+  double p, p_error, m, m_error, v, v_error;
+};
+StepReference step_reference(double p0, double m0, double v0, double g, double stored_unit) {
+  const double b1 = kHyper.beta1, b2 = kHyper.beta2, t = static_cast<double>(kHyper.step);
+  const double step_size = kHyper.lr / (1 - std::pow(b1, t)), inverse_bias2 = 1 / std::sqrt(1 - std::pow(b2, t));
+  const double decay = 1 - static_cast<double>(kHyper.lr) * kHyper.weight_decay;
+  StepReference r;
+  r.m = b1 * m0 + (1 - b1) * g, r.v = b2 * v0 + (1 - b2) * g * g;
+  r.m_error = 3 * kFp32Unit * (std::fabs(b1 * m0) + std::fabs((1 - b1) * g));
+  r.v_error = 4 * kFp32Unit * (b2 * v0 + (1 - b2) * g * g);
+  const double update = step_size * r.m / (std::sqrt(r.v) * inverse_bias2 + kHyper.eps);
+  const double relative = (r.m_error / std::max(std::fabs(r.m), 1e-300) + stored_unit) +
+                          (r.v_error / std::max(r.v, 1e-300) + stored_unit) / 2 + 8 * kFp32Unit;
+  r.p = p0 * decay - update;
+  r.p_error = std::fabs(update) * std::min(relative, 1.0) + (stored_unit + 4 * kFp32Unit) * std::fabs(p0 * decay) +
+              4 * kFp32Unit * std::fabs(update);
+  return r;
+}
+
+// Each element's step against step_reference, from the values as generated.
 Comparison check(const CheckContext& c) {
   const RoundedOutput param{c.tensors["param"]}, m_out{c.tensors["exp_avg"]}, v_out{c.tensors["exp_avg_sq"]};
   const Tensor& grad = c.tensors["grad"];
@@ -65,40 +100,64 @@ Comparison check(const CheckContext& c) {
   const auto initial = [&](const char* name, std::int64_t i) {
     return element_to_double(dtype, c.tensors[name].initial_host(), i);
   };
-  const double b1 = kHyper.beta1, b2 = kHyper.beta2, t = static_cast<double>(kHyper.step);
-  const double step_size = kHyper.lr / (1 - std::pow(b1, t)), inverse_bias2 = 1 / std::sqrt(1 - std::pow(b2, t));
-  const double decay = 1 - static_cast<double>(kHyper.lr) * kHyper.weight_decay, unit = traits(dtype).unit_roundoff;
+  const double unit = traits(dtype).unit_roundoff;
   const std::int64_t n = total_of(c.problem);
   // One comparison over the three outputs: the parameters, then m, then v.
   return compare_elements(
       3 * n, Tolerance{param.unit, param.absolute}, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
         for (std::int64_t k = begin; k < end; ++k) {
           const std::int64_t i = k % n;
-          const double p0 = initial("param", i), m0 = initial("exp_avg", i);
-          const double v0 = initial("exp_avg_sq", i), g = grad.host_value(i);
-          const double m = b1 * m0 + (1 - b1) * g, v = b2 * v0 + (1 - b2) * g * g;
-          const double m_error = 3 * kFp32Unit * (std::fabs(b1 * m0) + std::fabs((1 - b1) * g));
-          const double v_error = 4 * kFp32Unit * (b2 * v0 + (1 - b2) * g * g);
+          const StepReference r = step_reference(initial("param", i), initial("exp_avg", i), initial("exp_avg_sq", i),
+                                                 grad.host_value(i), unit);
           if (k >= 2 * n) {
-            v_out.add(b, i, v, v_error);
+            v_out.add(b, i, r.v, r.v_error);
           } else if (k >= n) {
-            m_out.add(b, i, m, m_error);
+            m_out.add(b, i, r.m, r.m_error);
           } else {
-            const double denominator = std::sqrt(v) * inverse_bias2 + kHyper.eps;
-            const double update = step_size * m / denominator;
-            const double relative = (m_error / std::max(std::fabs(m), 1e-300) + unit) +
-                                    (v_error / std::max(v, 1e-300) + unit) / 2 + 8 * kFp32Unit;
-            const double error = std::fabs(update) * std::min(relative, 1.0) +
-                                 (unit + 4 * kFp32Unit) * std::fabs(p0 * decay) + 4 * kFp32Unit * std::fabs(update);
-            param.add(b, i, p0 * decay - update, error);
+            param.add(b, i, r.p, r.p_error);
           }
         }
       });
 }
 
+// The mixed-precision step: the fp32 master, m and v, and the 16-bit parameter (the new master
+// rounded once), from the fp32 initial values; nothing is stored between passes.
+Comparison check_master(const CheckContext& c) {
+  const RoundedOutput param{c.tensors["param"]}, master{c.tensors["master"]};
+  const RoundedOutput m_out{c.tensors["exp_avg"]}, v_out{c.tensors["exp_avg_sq"]};
+  const Tensor& grad = c.tensors["grad"];
+  const auto initial = [&](const char* name, std::int64_t i) {
+    return element_to_double(DType::f32, c.tensors[name].initial_host(), i);
+  };
+  const std::int64_t n = total_of(c.problem);
+  // One comparison over the four outputs: the parameters, the master weights, m, then v.
+  return compare_elements(4 * n, Tolerance{param.unit, param.absolute},
+                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+                            for (std::int64_t k = begin; k < end; ++k) {
+                              const std::int64_t i = k % n;
+                              const StepReference r = step_reference(initial("master", i), initial("exp_avg", i),
+                                                                     initial("exp_avg_sq", i), grad.host_value(i), 0.0);
+                              if (k >= 3 * n) {
+                                v_out.add(b, i, r.v, r.v_error);
+                              } else if (k >= 2 * n) {
+                                m_out.add(b, i, r.m, r.m_error);
+                              } else if (k >= n) {
+                                master.add(b, i, r.p, r.p_error);
+                              } else {
+                                param.add(b, i, r.p, r.p_error);
+                              }
+                            }
+                          });
+}
+
 void fill_second_moments(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem& p,
                          cudaStream_t stream) {
   fill_adamw_second_moments(p.dtype, device, count, seed, stream);
+}
+
+void fill_fp32_second_moments(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem&,
+                              cudaStream_t stream) {
+  fill_adamw_second_moments(DType::f32, device, count, seed, stream);
 }
 
 }  // namespace
@@ -127,15 +186,50 @@ void register_adamw(Registry& registry) {
   };
   op.check = check;
   op.variants = {
-      make_variant<Binding, v::AdamWArgs>("unfused", "torch's foreach steps: decay, m, v and the update, a pass each",
-                                          Role::baseline, Elements{}, CUDALAB_LAUNCHER(v::unfused)),
-      make_variant<Binding, v::AdamWArgs>("per_tensor", "one fused pass per tensor, element accesses", Role::ladder,
-                                          Elements{}, CUDALAB_LAUNCHER(v::per_tensor)),
-      make_variant<Binding, v::AdamWArgs>(
+      make_variant<Binding<false>, v::AdamWArgs>("unfused",
+                                                 "torch's foreach steps: decay, m, v and the update, a pass each",
+                                                 Role::baseline, Elements{}, CUDALAB_LAUNCHER(v::unfused)),
+      make_variant<Binding<false>, v::AdamWArgs>("per_tensor", "one fused pass per tensor, element accesses",
+                                                 Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::per_tensor)),
+      make_variant<Binding<false>, v::AdamWArgs>(
           "multi_tensor", "up to 48 tensors a launch, their pointers in the kernel's parameters, 16-byte accesses",
           Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::multi_tensor)),
   };
   registry.add(std::move(op));
+
+  Op master;
+  master.name = "adamw_master";
+  master.summary =
+      "one AdamW step of 16-bit parameters on fp32 master weights and moments, the parameters the new master rounded";
+  master.dim_names = {"tensors", "elements"};
+  master.dtypes = dtypes_of(AdamWMasterElements{});
+  master.params = {{"odd", 0}};
+  master.bench_problems = cross(master, {{112, 4194304}, {1000, 4096}}, {DType::bf16});
+  master.test_problems = cross(master, tests, master.dtypes) + cross(master, tests, master.dtypes, {{"odd", 1}});
+  master.tensors = {{"param", TensorRole::output, {}, total_of},
+                    {"grad", TensorRole::input, {}, total_of},
+                    {"master", TensorRole::input_output, DType::f32, total_of},
+                    {"exp_avg", TensorRole::input_output, DType::f32, total_of},
+                    {"exp_avg_sq", TensorRole::input_output, DType::f32, total_of, fill_fp32_second_moments}};
+  // Read g (16-bit), the master, m and v (fp32); write p (16-bit), the master, m and v.
+  master.work = [](const Problem& p) {
+    const double n = static_cast<double>(total_of(p)), size = static_cast<double>(size_of(p.dtype));
+    return Work{(size + 12) * n, (size + 12) * n, 12 * n};
+  };
+  master.check = check_master;
+  Variant recipe = make_variant<Binding<true>, v::AdamWMasterArgs>(
+      "unfused", "torch's recipe: the gradient cast to fp32, a fused fp32 step on the master, the parameter cast back",
+      Role::baseline, AdamWMasterElements{}, CUDALAB_LAUNCHER(v::unfused_master));
+  recipe.workspace_bytes = [](const Problem& p) {
+    const Layout l = layout_of(p);
+    return v::master_workspace_bytes(l.size.empty() ? 0 : *std::max_element(l.size.begin(), l.size.end()));
+  };
+  master.variants = {
+      recipe,
+      make_variant<Binding<true>, v::AdamWMasterArgs>(
+          "multi_tensor", "up to 48 tensors a launch, 16-byte accesses (two of each fp32 array per 16-bit vector)",
+          Role::ladder, AdamWMasterElements{}, CUDALAB_LAUNCHER(v::multi_tensor_master))};
+  registry.add(std::move(master));
 }
 
 }  // namespace cudalab::harness
