@@ -58,6 +58,7 @@ def _build(model_name, ops, args, device):
         value = getattr(args, field)
         if value is not None:
             setattr(config, field, value)
+    config.fused_head = args.fused_head
     model = model_class(config, ops).to(device)
     if args.dtype == "bf16":
         model = model.to(torch.bfloat16)
@@ -90,6 +91,9 @@ def parse(argv):
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu (with --ops torch)")
     parser.add_argument("--log-every", type=int, default=25, help="steps between progress lines (default 25)")
     parser.add_argument("--seed", type=int, default=0, help="the language's and the batches' seed (default 0)")
+    parser.add_argument(
+        "--fused-head", action="store_true", help="the LM head and loss as ops.linear_cross_entropy (--ops cudalab)"
+    )
     parser.add_argument("--json", help="write the progress records and the summary here")
     return parser.parse_args(argv)
 

@@ -3,6 +3,7 @@ cudalab-built ones everywhere; on a GPU the two agree on the loss and every para
 one step, and the torch-built Llama agrees with Hugging Face's LlamaForCausalLM where transformers is
 installed."""
 
+import dataclasses
 import json
 
 import pytest
@@ -45,10 +46,11 @@ def test_models_command_needs_a_gpu_or_says_so():
 
 @requires_cuda
 @pytest.mark.parametrize("name", list(TINY))
-def test_cudalab_built_model_matches_the_torch_built_one(name):
+@pytest.mark.parametrize("fused_head", [False, True])
+def test_cudalab_built_model_matches_the_torch_built_one(name, fused_head):
     model_class, config = TINY[name]
     reference = model_class(config, "torch").cuda().to(torch.bfloat16)
-    ours = model_class(config, "cudalab").cuda().to(torch.bfloat16)
+    ours = model_class(dataclasses.replace(config, fused_head=fused_head), "cudalab").cuda().to(torch.bfloat16)
     ours.load_state_dict(reference.state_dict())
     tokens, targets = batch(config, "cuda")
     loss_ref, loss = reference(tokens, targets), ours(tokens, targets)

@@ -180,6 +180,9 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=15, help="kernels (or parameters) listed (default 15)")
     parser.add_argument("--compile", action="store_true", help="also time both models under torch.compile")
     parser.add_argument(
+        "--fused-head", action="store_true", help="the cudalab model's LM head and loss as ops.linear_cross_entropy"
+    )
+    parser.add_argument(
         "--parity", type=int, metavar="STEPS", help="instead of timing: train both models STEPS steps and compare"
     )
     parser.add_argument(
@@ -193,6 +196,7 @@ def main(argv=None):
         config.layers = args.layers
     if args.seq is not None:
         config.seq = args.seq
+    config.fused_head = args.fused_head
     if min(args.batch, config.layers, config.seq, args.steps, args.top) <= 0 or (
         args.parity is not None and args.parity <= 0
     ):

@@ -18,6 +18,8 @@ class GptConfig:
     head_dim: int = 128
     vocab: int = 50304
     seq: int = 1024
+    # The cudalab-built model's LM head and loss as ops.linear_cross_entropy, without the logits.
+    fused_head: bool = False
 
     @property
     def heads(self):
@@ -80,7 +82,10 @@ class Gpt(torch.nn.Module):
         x = self.embed(tokens) + self.position(torch.arange(tokens.shape[1], device=tokens.device))
         for block in self.blocks:
             x = block(x)
-        logits = self.head(self.ln_f(x)).reshape(-1, self.config.vocab)
+        h = self.ln_f(x)
+        if self.use_cudalab and self.config.fused_head:
+            return ops.linear_cross_entropy(h, self.head.weight, targets)
+        logits = self.head(h).reshape(-1, self.config.vocab)
         if self.use_cudalab:
             return ops.cross_entropy(logits, targets.reshape(-1))
         return F.cross_entropy(logits, targets.reshape(-1))

@@ -24,6 +24,8 @@ class LlamaConfig:
     seq: int = 2048
     rope_theta: float = 500000.0
     eps: float = 1e-5
+    # The cudalab-built model's LM head and loss as ops.linear_cross_entropy, without the logits.
+    fused_head: bool = False
 
     @property
     def head_dim(self):
@@ -136,7 +138,10 @@ class Llama(torch.nn.Module):
         x = self.model.embed_tokens(tokens)
         for layer in self.model.layers:
             x = layer(x, self.rope_cos, self.rope_sin)
-        logits = self.lm_head(self.model.norm(x)).reshape(-1, self.config.vocab)
+        h = self.model.norm(x)
+        if self.use_cudalab and self.config.fused_head:
+            return ops.linear_cross_entropy(h, self.lm_head.weight, targets)
+        logits = self.lm_head(h).reshape(-1, self.config.vocab)
         if self.use_cudalab:
             return ops.cross_entropy(logits, targets.reshape(-1))
         return F.cross_entropy(logits, targets.reshape(-1))
