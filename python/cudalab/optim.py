@@ -7,7 +7,10 @@ optimizer is built.
 ``master_weights=True`` keeps, for each bfloat16 or float16 parameter, an fp32 copy (state
 ``master``) and fp32 moments, steps the copy (``torch.ops.cudalab.adamw_master_``) and writes the
 parameter as the copy rounded: updates smaller than the parameter's 16-bit spacing accumulate in
-the copy instead of vanishing. float32 parameters step as without it."""
+the copy instead of vanishing. float32 parameters step as without it. The copy is made from the
+parameter at its first step and is the parameter's truth from then on: a change to the parameter
+made outside the optimizer is overwritten at its next step. ``state_dict`` and
+``load_state_dict`` carry the copy and its moments in fp32."""
 
 import torch
 
@@ -39,6 +42,18 @@ class AdamW(torch.optim.Optimizer):
     def _mixed(self, p):
         return self.master_weights and p.dtype in (torch.bfloat16, torch.float16)
 
+    def load_state_dict(self, state_dict):
+        # torch's loader casts every floating state tensor to its parameter's dtype: the master
+        # weights and their moments are put back from the incoming fp32 ones.
+        super().load_state_dict(state_dict)
+        saved = [i for group in state_dict["param_groups"] for i in group["params"]]
+        params = [p for group in self.param_groups for p in group["params"]]
+        for key, p in zip(saved, params):
+            incoming = state_dict["state"].get(key, {})
+            if "master" in incoming:
+                for name in ("master", "exp_avg", "exp_avg_sq"):
+                    self.state[p][name] = incoming[name].detach().to(device=p.device, dtype=torch.float32, copy=True)
+
     @torch.no_grad()
     def step(self, closure=None):
         loss = None
@@ -58,10 +73,10 @@ class AdamW(torch.optim.Optimizer):
                 state = self.state[p]
                 if not state:
                     state["step"] = torch.tensor(0.0)
-                    moments = p.dtype
+                    moments = torch.float32 if mixed else p.dtype
                     state["exp_avg"] = torch.zeros_like(p, dtype=moments, memory_format=torch.preserve_format)
                     state["exp_avg_sq"] = torch.zeros_like(p, dtype=moments, memory_format=torch.preserve_format)
-                if mixed and "master" not in state:  # also a state loaded from a 16-bit optimizer
+                if mixed and "master" not in state:  # the first step, or a state from a 16-bit optimizer
                     state["master"] = p.detach().float()
                     state["exp_avg"], state["exp_avg_sq"] = state["exp_avg"].float(), state["exp_avg_sq"].float()
                 state["step"] += 1

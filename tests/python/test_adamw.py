@@ -105,7 +105,7 @@ def test_master_weights_step_as_torch_adamw_on_an_fp32_copy(dtype):
 
 @requires_cuda
 def test_master_weights_keep_updates_the_parameter_dtype_drops():
-    # An update far below bf16's spacing at 1.0 (2^-7): bf16 AdamW leaves the parameter where it
+    # An update far below bf16's spacing just under 1.0 (2^-8): bf16 AdamW leaves the parameter where it
     # is, the master copy moves and, after enough steps, so does the parameter.
     p = torch.nn.Parameter(torch.ones(1024, device="cuda", dtype=torch.bfloat16))
     plain = torch.nn.Parameter(p.detach().clone())
@@ -117,3 +117,17 @@ def test_master_weights_keep_updates_the_parameter_dtype_drops():
         plain_opt.step()
     assert torch.equal(plain.detach(), torch.ones_like(plain))
     assert (p.detach() < 1).all() and (mixed_opt.state[p]["master"] < 1 - 5e-3).all()
+
+
+def test_master_weights_survive_a_state_dict_round_trip():
+    # torch's loader would cast them to the parameter's bfloat16 (1.0001 becomes 1.0).
+    p = torch.nn.Parameter(torch.ones(4, dtype=torch.bfloat16))
+    opt = AdamW([p], master_weights=True)
+    master = torch.full((4,), 1.0001)
+    opt.state[p] = {"step": torch.tensor(3.0), "master": master, "exp_avg": master / 10, "exp_avg_sq": master / 100}
+    q = torch.nn.Parameter(torch.ones(4, dtype=torch.bfloat16))
+    loaded = AdamW([q], master_weights=True)
+    loaded.load_state_dict(opt.state_dict())
+    for name in ("master", "exp_avg", "exp_avg_sq"):
+        assert loaded.state[q][name].dtype == torch.float32
+        assert torch.equal(loaded.state[q][name], opt.state[p][name])
