@@ -30,6 +30,17 @@ std::int64_t vocab_of(const Problem& p) { return p.dim("vocab"); }
 std::int64_t logits_of(const Problem& p) { return rows_of(p) * vocab_of(p); }
 float smoothing_of(const Problem& p) { return static_cast<float>(p.param("label_smoothing")); }
 
+// What both directions take from the problem: the sizes, the loss's options and the workspace.
+template <typename Args>
+void bind_options(const Problem& problem, Tensors& tensors, Args& args) {
+  args.rows = rows_of(problem), args.vocab = vocab_of(problem);
+  args.ignore_index = kCrossEntropyIgnoreIndex;
+  args.label_smoothing = smoothing_of(problem);
+  args.z_loss = static_cast<float>(problem.param("z_loss"));
+  args.softcap = static_cast<float>(problem.param("softcap"));
+  args.workspace = tensors.workspace();
+}
+
 struct ForwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
@@ -40,12 +51,7 @@ struct ForwardBinding {
     args.loss = tensors.data<float>("loss");
     args.lse = tensors.data<float>("lse");
     args.dlogits = tensors.data<T>("dlogits");
-    args.rows = rows_of(problem), args.vocab = vocab_of(problem);
-    args.ignore_index = kCrossEntropyIgnoreIndex;
-    args.label_smoothing = smoothing_of(problem);
-    args.z_loss = static_cast<float>(problem.param("z_loss"));
-    args.softcap = static_cast<float>(problem.param("softcap"));
-    args.workspace = tensors.workspace();
+    bind_options(problem, tensors, args);
     return args;
   }
 };
@@ -61,12 +67,7 @@ struct BackwardBinding {
     args.dloss = tensors.data<float>("dloss");
     args.dloss_stride = 1;
     args.dlogits = tensors.data<T>("dlogits");
-    args.rows = rows_of(problem), args.vocab = vocab_of(problem);
-    args.ignore_index = kCrossEntropyIgnoreIndex;
-    args.label_smoothing = smoothing_of(problem);
-    args.z_loss = static_cast<float>(problem.param("z_loss"));
-    args.softcap = static_cast<float>(problem.param("softcap"));
-    args.workspace = tensors.workspace();
+    bind_options(problem, tensors, args);
     return args;
   }
 };
