@@ -3,7 +3,8 @@ torch.optim.AdamW, fused) and from cudalab's ops (with cudalab.optim.AdamW), sam
 batch, timed on the current GPU with its peak memory (``--compile``: each under torch.compile too);
 then one eager step of each under torch.profiler: their top kernels and the time in copy kernels.
 ``--parity STEPS`` trains both instead and compares their losses step by step and their gradients
-at step 0. ``--json`` writes it all."""
+at step 0; ``--generate TOKENS`` times greedy decoding with a key-value cache (the Llama).
+``--json`` writes it all."""
 
 import argparse
 import json
@@ -170,6 +171,40 @@ def _parity(model_class, config, args, result):
     return 0 if worst <= args.tolerance else 1
 
 
+def _generation(model_class, config, args, result):
+    """Greedy decoding of --generate tokens after a 128-token prompt, by each build from the same
+    weights (the Llama's generate: a key-value cache, one token a step): tokens per second, and
+    the share of chosen tokens the two builds agree on (bf16 sums in other orders can turn a
+    near-tie)."""
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    length = min(128, config.seq - args.generate)
+    prompt = torch.randint(0, config.vocab, (args.batch, length), device="cuda", generator=generator)
+    initial, outputs = None, {}
+    for name in ("torch", "cudalab"):
+        model, _, initial = _build(model_class, config, name, initial)
+        model.eval()
+        model.generate(prompt, 4)  # warm-up: kernel caches, allocator
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        outputs[name] = model.generate(prompt, args.generate)
+        end.record()
+        torch.cuda.synchronize()
+        seconds = start.elapsed_time(end) / 1000.0
+        rate = args.batch * args.generate / seconds
+        result[name] = {"seconds": round(seconds, 4), "tokens_per_s": round(rate, 1)}
+        print(f"{name:8s} {args.generate} tokens x {args.batch} sequences in {seconds * 1000:8.1f} ms: "
+              f"{rate:9.1f} tokens/s")
+        del model
+        torch.cuda.empty_cache()
+    new = slice(length, None)
+    agreement = (outputs["torch"][:, new] == outputs["cudalab"][:, new]).float().mean().item()
+    result["agreement"] = round(agreement, 4)
+    result["cudalab_over_torch"] = round(result["torch"]["seconds"] / result["cudalab"]["seconds"], 3)
+    speed = result["cudalab_over_torch"]
+    print(f"cudalab / torch speed: {speed:.3f}x; the same token chosen {agreement:.1%} of the time")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m cudalab.models", description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt")
@@ -188,6 +223,9 @@ def main(argv=None):
     parser.add_argument(
         "--tolerance", type=float, default=0.02, help="--parity's largest relative loss difference (default 0.02)"
     )
+    parser.add_argument(
+        "--generate", type=int, metavar="TOKENS", help="instead of timing steps: greedy decoding (llama) of TOKENS"
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     model_class, config_class = MODELS[args.model]
@@ -205,6 +243,9 @@ def main(argv=None):
     if args.compile and args.parity is not None:
         print("cudalab.models: --compile times the models and --parity compares them: give one", file=sys.stderr)
         return 2
+    if args.generate is not None and (args.model != "llama" or not 0 < args.generate < config.seq):
+        print(f"cudalab.models: --generate takes --model llama and 1 to {config.seq - 1} tokens", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)
         return 3
@@ -212,6 +253,8 @@ def main(argv=None):
               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     if args.parity is not None:
         status = _parity(model_class, config, args, result)
+    elif args.generate is not None:
+        status = _generation(model_class, config, args, result)
     else:
         generator = torch.Generator(device="cuda").manual_seed(1)
         tokens = torch.randint(0, config.vocab, (args.batch, config.seq + 1), device="cuda", generator=generator)

@@ -58,19 +58,32 @@ class Attention(torch.nn.Module):
         self.v_proj = linear(d, config.kv_heads * hd, bias=False)
         self.o_proj = linear(config.heads * hd, d, bias=False)
 
-    def forward(self, x, cos, sin):
+    def forward(self, x, cos, sin, cache=None, start=0):
+        """x's tokens at positions start.. With `cache` (this layer's k and v, [batch, kv_heads,
+        positions, head_dim]) their keys and values are written there and the queries attend to every
+        cached position up to theirs: a whole prompt at start 0, then one token a step."""
         b, s, _ = x.shape
         q = self.q_proj(x).view(b, s, self.heads, self.head_dim)
         k = self.k_proj(x).view(b, s, self.kv_heads, self.head_dim)
         v = self.v_proj(x).view(b, s, self.kv_heads, self.head_dim)
         if self.use_cudalab:
-            q, k = ops.rope(q, cos, sin), ops.rope(k, cos, sin)
-            # cudalab's attention takes contiguous [batch, heads, seq, head_dim]: the head split is a copy.
-            q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
-            o = ops.attention(q, k, v, causal=True)[0]
+            q, k = ops.rope(q, cos, sin, position_offset=start), ops.rope(k, cos, sin, position_offset=start)
         else:
-            q, k = _torch_rope(q, cos, sin), _torch_rope(k, cos, sin)
-            q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+            q, k = _torch_rope(q, cos[start:], sin[start:]), _torch_rope(k, cos[start:], sin[start:])
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        if cache is not None:
+            if start > 0 and s != 1:
+                raise ValueError("cudalab.models.Llama: after the prompt, the cache takes one token a step")
+            cache[0][:, :, start : start + s] = k
+            cache[1][:, :, start : start + s] = v
+            k, v = cache[0][:, :, : start + s], cache[1][:, :, : start + s]
+        if start > 0:
+            # One query against every cached key: cudalab's attention takes one length for q and k.
+            o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        elif self.use_cudalab:
+            # cudalab's attention takes contiguous [batch, heads, seq, head_dim]: the head split is a copy.
+            o = ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)[0]
+        else:
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         return self.o_proj(o.transpose(1, 2).reshape(b, s, -1))
 
@@ -98,8 +111,8 @@ class DecoderLayer(torch.nn.Module):
         self.post_attention_layernorm = norm(config.d_model, eps=config.eps)
         self.mlp = Mlp(config, use_cudalab)
 
-    def forward(self, x, cos, sin):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+    def forward(self, x, cos, sin, cache=None, start=0):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, start)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -134,11 +147,39 @@ class Llama(torch.nn.Module):
         self.rope_cos, self.rope_sin = cos.to(self.rope_cos.device), sin.to(self.rope_sin.device)
         return self
 
-    def forward(self, tokens, targets):
+    def hidden(self, tokens, caches=None, start=0):
+        """The final norm's output for `tokens` at positions start.. (with `caches`, one (k, v) per
+        layer, written and read as Attention.forward says)."""
         x = self.model.embed_tokens(tokens)
-        for layer in self.model.layers:
-            x = layer(x, self.rope_cos, self.rope_sin)
-        h = self.model.norm(x)
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, self.rope_cos, self.rope_sin, caches[i] if caches is not None else None, start)
+        return self.model.norm(x)
+
+    @torch.no_grad()
+    def generate(self, prompt, new_tokens):
+        """Greedy decoding with a key-value cache: `prompt` [batch, length] and the `new_tokens`
+        tokens chosen after it, [batch, length + new_tokens]. The prompt runs as one sequence, then
+        one token a step; length + new_tokens must fit the rotary tables (config.seq)."""
+        batch, length = prompt.shape
+        total = length + new_tokens
+        if new_tokens < 0 or total > self.config.seq:
+            raise ValueError(
+                f"cudalab.models.Llama.generate: the prompt ({length}) and new tokens ({new_tokens}) must fit "
+                f"{self.config.seq} positions"
+            )
+        weight = self.lm_head.weight
+        shape = (batch, self.config.kv_heads, total, self.config.head_dim)
+        caches = [(weight.new_empty(shape), weight.new_empty(shape)) for _ in self.model.layers]
+        tokens, start, step = [prompt], 0, prompt
+        for _ in range(new_tokens):
+            h = self.hidden(step, caches, start)
+            start += step.shape[1]
+            step = self.lm_head(h[:, -1:].contiguous()).argmax(-1)
+            tokens.append(step)
+        return torch.cat(tokens, 1)
+
+    def forward(self, tokens, targets):
+        h = self.hidden(tokens)
         if self.use_cudalab and self.config.fused_head:
             return ops.linear_cross_entropy(h, self.lm_head.weight, targets)
         logits = self.lm_head(h).reshape(-1, self.config.vocab)
