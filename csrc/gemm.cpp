@@ -4,6 +4,7 @@
 // are taken as they lie: a matrix whose rows or whose columns are contiguous (so a .mT view too)
 // goes to the library as is, its layout passed as transpose_a / transpose_b.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <type_traits>
@@ -122,8 +123,13 @@ void run_product(const Product& p, const at::Tensor& a, const at::Tensor& b, at:
                               p.sb.batch_stride, fb, mutable_data<T>(out), ldc, p.m * p.n, current_stream(a),
                               transpose_b, transpose_a);
       } else {
+        // Scratch for operand copies from torch's caching allocator: the stream-ordered allocator's
+        // default pool keeps nothing past a synchronisation, so each step would allocate it anew.
+        const std::size_t bytes = cudalab::gemm_workspace_bytes(p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld,
+                                                                data<T>(out), ldc, transpose_b, transpose_a);
+        const at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, a.options().dtype(at::kByte));
         cudalab::gemm(p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, fb, mutable_data<T>(out), ldc,
-                      current_stream(a), transpose_b, transpose_a);
+                      bytes == 0 ? nullptr : workspace.data_ptr(), bytes, current_stream(a), transpose_b, transpose_a);
       }
     });
   });

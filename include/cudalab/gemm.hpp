@@ -1,6 +1,7 @@
 // Matrix multiply: FP32 on CUDA cores; BF16 and FP16 on tensor cores; single or strided batches.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_bf16.h>
@@ -58,6 +59,24 @@ template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda, const T* b,
           std::int64_t ldb, float beta, T* c, std::int64_t ldc, cudaStream_t stream = nullptr,
           Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
+
+// Scratch of the call above: on Hopper, a large product whose A or B has a row pitch of no multiple
+// of 8 elements or an address off 16 bytes runs on 16-byte-pitched copies of those operands (about a
+// copy's time, against 2-2.5x the product's on tiles that take any alignment); the copies come from
+// the stream-ordered allocator, or from the caller's `workspace` below. gemm_workspace_bytes is the
+// size the call with these sizes, pointers and layouts needs on the current GPU: 0 where it makes no
+// copies.
+template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
+std::size_t gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+                                 const T* b, std::int64_t ldb, const T* c, std::int64_t ldc,
+                                 Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
+// The same product with the caller's scratch: `workspace` holds at least gemm_workspace_bytes(...)
+// bytes of device memory, 16-byte aligned, which the call may use until its work on `stream` ends;
+// less is an invalid_argument error.
+template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda, const T* b,
+          std::int64_t ldb, float beta, T* c, std::int64_t ldc, void* workspace, std::size_t workspace_bytes,
+          cudaStream_t stream, Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 
 // The same product for `batch` independent matrices: matrix z of A starts at a + z * stride_a
 // (likewise B and C; strides in elements, and C's matrices must not overlap). Same rules and

@@ -166,6 +166,40 @@ TEST(LibraryGemm, Fp16ShapesLayoutsAndBatches) {
   check_half_gemm_shapes<__half>();
 }
 
+// The caller's scratch: the size gemm_workspace_bytes states runs the product the stream-ordered
+// call runs (bit for bit: the same rung on the same copies), less is refused, and a product that
+// makes no copies needs none.
+TEST(LibraryGemm, CallerWorkspace) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  using T = __nv_bfloat16;
+  const std::int64_t m = 1100, n = 2056, k = 261;  // A's pitch of no multiple of 8, B's of 8
+  DeviceBuffer<T> a(m * k), b(k * n), c(m * n), c_caller(m * n);
+  harness::fill_random(DType::bf16, a.data(), a.size(), 21, harness::Distribution::normal, nullptr);
+  harness::fill_random(DType::bf16, b.data(), b.size(), 22, harness::Distribution::normal, nullptr);
+  const std::size_t bytes = gemm_workspace_bytes(m, n, k, a.data(), k, b.data(), n, c.data(), n);
+  int device = 0, major = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major == 9) {
+    EXPECT_EQ(bytes, static_cast<std::size_t>(m * 264) * sizeof(T));  // A copied to a pitch of 264
+  }
+  DeviceBuffer<unsigned char> workspace(bytes > 0 ? bytes : 1);
+  gemm(m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+  gemm(m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c_caller.data(), n, bytes > 0 ? workspace.data() : nullptr, bytes,
+       nullptr);
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto want = to_host(c.data(), c.size()), got = to_host(c_caller.data(), c_caller.size());
+  ASSERT_EQ(std::memcmp(want.data(), got.data(), sizeof(T) * want.size()), 0);
+  if (bytes > 0) {
+    EXPECT_EQ(test_support::thrown_kind([&] {
+                gemm(m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c_caller.data(), n, workspace.data(), bytes - 16,
+                     nullptr);
+              }),
+              ErrorKind::invalid_argument);
+  }
+  EXPECT_EQ(gemm_workspace_bytes(m, n, 264, a.data(), 264, b.data(), n, c.data(), n), 0u);  // aligned: no copies
+}
+
 TEST(LibraryGemm, HalfArgumentErrors) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   DeviceBuffer<__nv_bfloat16> x(64);

@@ -52,11 +52,12 @@ TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
 }
 
 TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnCudaCores) {
-  for (const std::int64_t rows : {1, 2, 4, 8}) {
+  for (const std::int64_t rows : {1, 2, 4}) {
     EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::decode_gemv) << rows;
     EXPECT_EQ(library_rung(product(rows, 8192, 8192, true), {}, 80, 108), LibraryRung::decode_gemv) << rows;
   }
-  EXPECT_EQ(on_hopper(product(1, 4096, 4096)), LibraryRung::wgmma_small);  // B as K x N: not a weight read
+  EXPECT_EQ(on_hopper(product(8, 4096, 4096, true)), LibraryRung::wgmma_small);  // decode_gemv's time grows with m
+  EXPECT_EQ(on_hopper(product(1, 4096, 4096)), LibraryRung::wgmma_small);        // B as K x N: not a weight read
   EXPECT_EQ(on_hopper(product(2, 4096, 4096, true, false, 4)), LibraryRung::wgmma_small);  // a batch
   EXPECT_EQ(on_hopper(product(1, 4096, 4090, true)), LibraryRung::mma_small);  // k of no 8: no 16-byte chunks
 }

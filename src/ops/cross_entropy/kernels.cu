@@ -70,11 +70,24 @@ __device__ __forceinline__ std::int64_t edge_column(int thread, RowBody body, st
   return thread >= kPack && column < vocab ? column : -1;
 }
 
-// A logit as the loss sees it: softcap * tanh(x / softcap) with a softcap, else x. tanhf, not a fast
-// tanh: the kernels are memory-bound. Out of line: inlined, its registers pushed the scalar rung's
-// uncapped loop past its budget (a spill), where the call costs only the capped rows.
+// A logit as the loss sees it: softcap * tanh(x / softcap) in a capped kernel, else x. tanhf, not a
+// fast tanh: the kernels are memory-bound. A kernel is capped or not at compile time: with the call
+// in every kernel, the uncapped block-per-row rung took 62 registers instead of 40 (two blocks of
+// 512 on an SM instead of three) and ran 21% slower at 4096 x 32000 bf16 on an H200. Out of line:
+// inlined into the capped kernels it spilled.
 __device__ __noinline__ float softcapped(float x, float softcap) { return softcap * tanhf(x / softcap); }
-__device__ __forceinline__ float capped(float x, float softcap) { return softcap > 0.0f ? softcapped(x, softcap) : x; }
+template <bool kCapped>
+__device__ __forceinline__ float capped(float x, float softcap) {
+  if constexpr (kCapped) {
+    return softcapped(x, softcap);
+  } else {
+    return x;
+  }
+}
+
+// Blocks of 512 threads: three to an SM (at most 42 registers); 1024: one.
+template <int kThreads>
+constexpr int kMinBlocks = kThreads == 512 ? 3 : 1;
 
 // A row's gradient constants: scale (p (1 + 2 z lse) - e / vocab - (1 - e) [j == target]) dc/dx,
 // p = exp(c - max) / sum over the capped logits c; zeros where `zero` (an ignored row); NaN stands
@@ -90,7 +103,7 @@ struct RowGradient {
 };
 
 // Row `row`'s gradient, step by step, as RowGradient says.
-template <typename T, int kPack, int kThreads>
+template <typename T, int kPack, int kThreads, bool kCapped>
 __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t vocab, const RowGradient& g) {
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
@@ -98,12 +111,14 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
   const bool zero = g.zero;
   const auto gradient = [&](float x_j, std::int64_t j) {
     if (zero) return 0.0f;
-    const float c = capped(x_j, g.softcap);
+    const float c = capped<kCapped>(x_j, g.softcap);
     const float p = exp_shifted(c, g.max) * g.inverse_sum;
-    const float dc = g.scale * (p * g.p_factor - g.spread - (j == g.target ? g.on_target : 0.0f));
-    if (g.softcap <= 0.0f) return dc;
+    const float dc = p * g.p_factor - g.spread - (j == g.target ? g.on_target : 0.0f);
+    if constexpr (!kCapped) return g.scale * dc;
+    // The slope before the scale: where |x| >> cap the slope is 0, and a large incoming gradient
+    // times exp(c - lse) would overflow first (inf * 0 = NaN for a gradient of 0).
     const float ratio = c / g.softcap;
-    return dc * (1.0f - ratio * ratio);
+    return g.scale * (dc * (1.0f - ratio * ratio));
   };
   const RowBody body = row_body<kPack>(x, vocab);
   const std::int64_t edge = edge_column<kPack>(thread, body, vocab);
@@ -123,8 +138,8 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
   }
 }
 
-template <typename T, int kPack, int kThreads>
-__global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntropyArgs<T> p) {
+template <typename T, int kPack, int kThreads, bool kCapped>
+__global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads>) cross_entropy_kernel(const CrossEntropyArgs<T> p) {
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   __shared__ RowStats stats_scratch[kWarpSize];
@@ -139,7 +154,7 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
       if (thread == 0) p.loss[row] = p.lse[row] = 0.0f;
       if (p.dlogits != nullptr) {
         const RowGradient zero{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, target, true};
-        write_gradient<T, kPack, kThreads>(x, p.dlogits + row * p.vocab, p.vocab, zero);
+        write_gradient<T, kPack, kThreads, kCapped>(x, p.dlogits + row * p.vocab, p.vocab, zero);
       }
       continue;
     }
@@ -148,7 +163,7 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
     const RowBody body = row_body<kPack>(x, p.vocab);
     const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
     if (edge >= 0) {
-      const float v[1] = {capped(to_float(x[edge]), p.softcap)};
+      const float v[1] = {capped<kCapped>(to_float(x[edge]), p.softcap)};
       softmax_variants::accumulate(stats, v);
       sum_x += v[0];
     }
@@ -156,11 +171,11 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
       const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
       float v[kStep];
       softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
-      if (p.softcap > 0.0f) {
+      if constexpr (kCapped) {
         // The present columns only: the padding stays -inf (its exponential 0).
 #pragma unroll
         for (int i = 0; i < kStep; ++i)
-          if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped(v[i], p.softcap);
+          if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped<kCapped>(v[i], p.softcap);
       }
       if (smoothing) {
         // By column, not by value: a logit of -inf is a real one (and makes the smoothed loss inf).
@@ -175,7 +190,7 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
     const float lse = stats.max + logf(stats.sum);
     const bool valid = 0 <= target && target < p.vocab;
     if (thread == 0) {
-      const float c_target = valid ? capped(to_float(x[target]), p.softcap) : NAN;
+      const float c_target = valid ? capped<kCapped>(to_float(x[target]), p.softcap) : NAN;
       const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
       p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
       p.lse[row] = lse;
@@ -191,12 +206,12 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_kernel(const CrossEntr
                           p.softcap,
                           target,
                           false};
-      write_gradient<T, kPack, kThreads>(x, p.dlogits + row * p.vocab, p.vocab, g);
+      write_gradient<T, kPack, kThreads, kCapped>(x, p.dlogits + row * p.vocab, p.vocab, g);
     }
   }
 }
 
-template <typename T, int kPack, int kThreads>
+template <typename T, int kPack, int kThreads, bool kCapped>
 __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const CrossEntropyBackwardArgs<T> p) {
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const std::int64_t target = p.target[row];
@@ -214,7 +229,7 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const 
                         p.softcap,
                         target,
                         ignored};
-    write_gradient<T, kPack, kThreads>(p.logits + row * p.vocab, p.dlogits + row * p.vocab, p.vocab, g);
+    write_gradient<T, kPack, kThreads, kCapped>(p.logits + row * p.vocab, p.dlogits + row * p.vocab, p.vocab, g);
   }
 }
 
@@ -239,8 +254,25 @@ bool bodies_match(const T* logits, const T* dlogits) {
 
 template <typename T, int kPack, int kThreads>
 void launch_forward(const CrossEntropyArgs<T>& args, bool persistent, cudaStream_t stream) {
-  const std::int64_t blocks = persistent ? std::min<std::int64_t>(args.rows, current_gpu().sm_count) : args.rows;
-  cross_entropy_kernel<T, kPack, kThreads><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  const auto blocks =
+      static_cast<unsigned>(persistent ? std::min<std::int64_t>(args.rows, current_gpu().sm_count) : args.rows);
+  if (args.softcap > 0.0f) {
+    cross_entropy_kernel<T, kPack, kThreads, true><<<blocks, kThreads, 0, stream>>>(args);
+  } else {
+    cross_entropy_kernel<T, kPack, kThreads, false><<<blocks, kThreads, 0, stream>>>(args);
+  }
+  CUDALAB_CHECK_LAUNCH();
+}
+
+template <typename T, int kPack>
+void launch_backward(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
+  constexpr int kThreads = 1024;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(args.rows, current_gpu().sm_count));
+  if (args.softcap > 0.0f) {
+    cross_entropy_backward_kernel<T, kPack, kThreads, true><<<blocks, kThreads, 0, stream>>>(args);
+  } else {
+    cross_entropy_backward_kernel<T, kPack, kThreads, false><<<blocks, kThreads, 0, stream>>>(args);
+  }
   CUDALAB_CHECK_LAUNCH();
 }
 
@@ -295,14 +327,11 @@ void scale_gradient(T* x, std::int64_t n, const float* scale, cudaStream_t strea
 template <typename T>
 void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
-  constexpr int kThreads = 1024;
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(args.rows, current_gpu().sm_count));
   if (bodies_match(args.logits, args.dlogits)) {
-    cross_entropy_backward_kernel<T, kVector16<T>, kThreads><<<blocks, kThreads, 0, stream>>>(args);
+    launch_backward<T, kVector16<T>>(args, stream);
   } else {
-    cross_entropy_backward_kernel<T, 1, kThreads><<<blocks, kThreads, 0, stream>>>(args);
+    launch_backward<T, 1>(args, stream);
   }
-  CUDALAB_CHECK_LAUNCH();
 }
 
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_scalar, CrossEntropyArgs)

@@ -35,14 +35,15 @@ constexpr cudaDataType_t cuda_data_type() {
   return CUDA_R_16BF;
 }
 
-// cublasSgemm (cublasSgemmStridedBatched for a batch) with the handle's default math mode: FP32
+// cublasSgemm (cublasSgemmStridedBatched for a batch) with the handle's math mode (no TF32): FP32
 // inputs, FP32 FMAs.
 void cublas_sgemm(const GemmArgs<float>& args, cudaStream_t stream);
 // cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32: inputs rounded to TF32 (10-bit mantissa) on
 // tensor cores, FP32 accumulation. A different precision: checked with its own tolerance.
 void cublas_sgemm_tf32(const GemmArgs<float>& args, cudaStream_t stream);
 // cublasGemmEx (cublasGemmStridedBatchedEx for a batch) with BF16 or FP16 A, B and C and
-// CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation, alpha and beta in FP32.
+// CUBLAS_COMPUTE_32F: tensor cores, FP32 accumulation (reduced-precision split-K reductions
+// disallowed on the handle), alpha and beta in FP32.
 template <typename T>
 void cublas_gemm_ex(const GemmArgs<T>& args, cudaStream_t stream);
 // C = A A^T for row-major A (rows x depth): cublasSsyrk (lower triangle, then mirrored) or cublasSgemm.

@@ -7,8 +7,9 @@
 namespace cudalab::gemm_variants {
 
 namespace {
-constexpr int kHopper = 90;  // the compute capability of the wgmma rungs
-}
+constexpr int kHopper = 90;              // the compute capability of the wgmma rungs
+constexpr std::int64_t kDecodeRows = 4;  // the most rows decode_gemv takes from the library call
+}  // namespace
 
 GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignment) {
   const auto round8 = [](std::int64_t x) { return (x + 7) / 8 * 8; };
@@ -35,15 +36,17 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // aligned_copies). The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
 // limits check; mma_swizzled and mma_small take anything. A stored k x m (transpose_a) runs where a rung takes it:
 // wgmma_cluster, wgmma_persistent and wgmma_small on Hopper, mma_small otherwise (the other rungs' limits refuse it).
-// A decode step (one product, m <= 8 against B stored N x K) is a read of B: decode_gemv, on any GPU (on an H200
-// wgmma_small took 21-22 us at m = 1-8 against a 4096 x 4096 weight, where cuBLAS took 15).
+// A decode step (one product, m <= 4 against B stored N x K) is a read of B: decode_gemv, on any GPU. On an H200
+// against a 4096 x 4096 weight it took 13.4, 15.0 and 19.8 us at m = 1, 2, 4 where wgmma_small took 20 (8192 x 8192:
+// 35.7, 39.2, 49.7 against 49.7-51.0); its time grows with m, and at m = 8 wgmma_small won (19.8 against 30.1 us;
+// 45.4 against 83.7).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy) {
   const int cc = compute_capability;
   const std::int64_t big_tiles = shape.batch * ((shape.m + 127) / 128) * ((shape.n + 255) / 256);
   const bool big = 2 * big_tiles >= sm_count && shape.k >= 256 && shape.m >= 64 && shape.n >= 128;
   const bool aligned = alignment.a && alignment.b && alignment.c;
-  if (shape.batch == 1 && alignment.a && alignment.b && decode_gemv_limits(shape, cc).empty())
+  if (shape.batch == 1 && shape.m <= kDecodeRows && alignment.a && alignment.b && decode_gemv_limits(shape, cc).empty())
     return LibraryRung::decode_gemv;
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves = big_tiles >= 6 * std::int64_t{sm_count} && wgmma_cluster_limits(shape, cc).empty();

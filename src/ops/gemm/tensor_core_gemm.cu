@@ -23,57 +23,70 @@ v::OperandAlignment alignment_of(const v::GemmArgs<T>& args) {
 
 // The rung `rung` names, on `args`.
 template <typename T>
-void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, cudaStream_t stream);
+void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream);
 
-// The misaligned A or B copied into stream-ordered scratch of 16-byte pitches (cudaMemcpy2DAsync,
-// about a copy's time), then the rung the copies get; C is written where it lies. Where the
-// scratch cannot be had, the rung the shape gets without copies.
+// The elements of the 16-byte-pitched copies of A and B that aligned_copies makes (0 for an
+// operand it leaves).
+struct CopiedElements {
+  std::size_t a, b;
+};
 template <typename T>
-void run_on_aligned_copies(const v::GemmArgs<T>& args, v::OperandAlignment alignment, const CurrentGpu& gpu,
-                           cudaStream_t stream) {
+CopiedElements copied_elements(const v::GemmArgs<T>& args, v::OperandAlignment alignment) {
   const v::GemmShape copied = v::with_aligned_pitches(v::shape_of(args), alignment);
   const bool copy_a = copied.lda != args.lda || !alignment.a, copy_b = copied.ldb != args.ldb || !alignment.b;
-  const std::int64_t a_rows = args.a_transposed ? args.k : args.m, a_cols = args.a_transposed ? args.m : args.k;
-  const std::int64_t b_rows = args.b_transposed ? args.n : args.k, b_cols = args.b_transposed ? args.k : args.n;
-  const std::size_t a_elements = copy_a ? static_cast<std::size_t>(a_rows * copied.lda) : 0;
-  const std::size_t b_elements = copy_b ? static_cast<std::size_t>(b_rows * copied.ldb) : 0;
-  StreamOrderedWorkspace scratch(stream);  // handed back on the stream after the product
+  const std::int64_t a_rows = args.a_transposed ? args.k : args.m, b_rows = args.b_transposed ? args.n : args.k;
+  return {copy_a ? static_cast<std::size_t>(a_rows * copied.lda) : 0,
+          copy_b ? static_cast<std::size_t>(b_rows * copied.ldb) : 0};
+}
+
+// The misaligned A or B copied into scratch of 16-byte pitches (cudaMemcpy2DAsync, about a copy's
+// time), then the rung the copies get; C is written where it lies. Where the stream-ordered
+// allocator has no memory for the scratch, the rung the shape gets without copies.
+template <typename T>
+void run_on_aligned_copies(const v::GemmArgs<T>& args, v::OperandAlignment alignment, const CurrentGpu& gpu,
+                           Workspace& workspace, cudaStream_t stream) {
+  const v::GemmShape copied = v::with_aligned_pitches(v::shape_of(args), alignment);
+  const CopiedElements elements = copied_elements(args, alignment);
   void* buffer = nullptr;
   try {
-    buffer = scratch.reserve((a_elements + b_elements) * sizeof(T));
+    buffer = workspace.reserve((elements.a + elements.b) * sizeof(T));
   } catch (const Error& error) {
     if (error.kind() != ErrorKind::out_of_memory) throw;
     (void)cudaGetLastError();  // the failed allocation's error; nothing was enqueued
     return run_rung(v::library_rung(v::shape_of(args), alignment, gpu.compute_capability, gpu.sm_count, false), args,
-                    stream);
+                    workspace, stream);
   }
   v::GemmArgs<T> aligned = args;
   T* a_copy = static_cast<T*>(buffer);
-  T* b_copy = a_copy + a_elements;  // a_elements is a multiple of 8: 16-byte aligned
+  T* b_copy = a_copy + elements.a;  // a multiple of 8 elements: 16-byte aligned
   const auto copy = [&](T* to, std::int64_t to_ld, const T* from, std::int64_t from_ld, std::int64_t rows,
                         std::int64_t cols) {
     CUDALAB_CUDA_CHECK(cudaMemcpy2DAsync(to, to_ld * sizeof(T), from, from_ld * sizeof(T), cols * sizeof(T), rows,
                                          cudaMemcpyDeviceToDevice, stream));
   };
-  if (copy_a) {
-    copy(a_copy, copied.lda, args.a, args.lda, a_rows, a_cols);
+  if (elements.a != 0) {
+    copy(a_copy, copied.lda, args.a, args.lda, args.a_transposed ? args.k : args.m,
+         args.a_transposed ? args.m : args.k);
     aligned.a = a_copy, aligned.lda = copied.lda;
   }
-  if (copy_b) {
-    copy(b_copy, copied.ldb, args.b, args.ldb, b_rows, b_cols);
+  if (elements.b != 0) {
+    copy(b_copy, copied.ldb, args.b, args.ldb, args.b_transposed ? args.n : args.k,
+         args.b_transposed ? args.k : args.n);
     aligned.b = b_copy, aligned.ldb = copied.ldb;
   }
   const v::OperandAlignment now{true, true, alignment.c};
-  run_rung(v::library_rung(v::shape_of(aligned), now, gpu.compute_capability, gpu.sm_count, false), aligned, stream);
+  run_rung(v::library_rung(v::shape_of(aligned), now, gpu.compute_capability, gpu.sm_count, false), aligned, workspace,
+           stream);
 }
 
 template <typename T>
-void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, cudaStream_t stream) {
+void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream) {
   switch (rung) {
     case v::LibraryRung::decode_gemv: return v::decode_gemv(args, stream);
     case v::LibraryRung::wgmma_cluster: return v::wgmma_cluster(args, stream);
     case v::LibraryRung::wgmma_persistent: return v::wgmma_persistent(args, stream);
-    case v::LibraryRung::aligned_copies: return run_on_aligned_copies(args, alignment_of(args), current_gpu(), stream);
+    case v::LibraryRung::aligned_copies:
+      return run_on_aligned_copies(args, alignment_of(args), current_gpu(), workspace, stream);
     case v::LibraryRung::mma_pipelined: return v::mma_pipelined(args, stream);
     case v::LibraryRung::mma_swizzled: return v::mma_swizzled(args, stream);
     case v::LibraryRung::wgmma_small: return v::wgmma_small(args, stream);
@@ -82,12 +95,19 @@ void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, cudaStream_t stre
 }
 
 template <typename T>
-void run(v::GemmArgs<T> args, cudaStream_t stream) {
+void run(v::GemmArgs<T> args, Workspace& workspace, cudaStream_t stream) {
   validate_gemm_args(args);
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   if (args.batch == 1) args.stride_a = args.stride_b = args.stride_c = 0;
   const CurrentGpu gpu = current_gpu();
-  run_rung(v::library_rung(v::shape_of(args), alignment_of(args), gpu.compute_capability, gpu.sm_count), args, stream);
+  run_rung(v::library_rung(v::shape_of(args), alignment_of(args), gpu.compute_capability, gpu.sm_count), args,
+           workspace, stream);
+}
+
+template <typename T>
+void run(const v::GemmArgs<T>& args, cudaStream_t stream) {
+  StreamOrderedWorkspace workspace(stream);  // handed back on the stream after the product
+  run(args, workspace, stream);
 }
 
 template <typename T>
@@ -114,6 +134,31 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* 
 }
 
 template <typename T, typename>
+std::size_t gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+                                 const T* b, std::int64_t ldb, const T* c, std::int64_t ldc, Transpose transpose_b,
+                                 Transpose transpose_a) {
+  const v::GemmArgs<T> args =
+      make_args(1, m, n, k, 1.0f, a, lda, 0, b, ldb, 0, 0.0f, const_cast<T*>(c), ldc, 0, transpose_b, transpose_a);
+  validate_gemm_args(args);
+  if (m == 0 || n == 0) return 0;
+  const CurrentGpu gpu = current_gpu();
+  const v::OperandAlignment alignment = alignment_of(args);
+  if (v::library_rung(v::shape_of(args), alignment, gpu.compute_capability, gpu.sm_count) !=
+      v::LibraryRung::aligned_copies)
+    return 0;
+  const CopiedElements elements = copied_elements(args, alignment);
+  return (elements.a + elements.b) * sizeof(T);
+}
+
+template <typename T, typename>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda, const T* b,
+          std::int64_t ldb, float beta, T* c, std::int64_t ldc, void* workspace, std::size_t workspace_bytes,
+          cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
+  CallerWorkspace scratch(workspace, workspace_bytes, "cudalab::gemm", "cudalab::gemm_workspace_bytes");
+  run(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, transpose_b, transpose_a), scratch, stream);
+}
+
+template <typename T, typename>
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
                   float beta, T* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream, Transpose transpose_b,
@@ -126,6 +171,10 @@ void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64
 #define CUDALAB_GEMM_ENTRIES(T, x, y)                                                                                 \
   template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
                      float, T*, std::int64_t, cudaStream_t, Transpose, Transpose);                                    \
+  template std::size_t gemm_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t,         \
+                                            const T*, std::int64_t, const T*, std::int64_t, Transpose, Transpose);    \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
+                     float, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose, Transpose);                \
   template void gemm_batched(std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,   \
                              std::int64_t, const T*, std::int64_t, std::int64_t, float, T*, std::int64_t,             \
                              std::int64_t, cudaStream_t, Transpose, Transpose);
