@@ -138,6 +138,13 @@ inline cudaStream_t current_stream(const at::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
 }
 
+// Whether a matrix of `rows` x `cols` with these strides has contiguous rows, each at least a row's
+// length from the next. A dimension of size 0 or 1 is never stepped over, so its stride does not
+// matter.
+inline bool rows_contiguous(std::int64_t rows, std::int64_t cols, std::int64_t row_step, std::int64_t col_step) {
+  return (cols <= 1 || col_step == 1) && (rows <= 1 || row_step >= cols);
+}
+
 // Scratch for a library call's workspace overload, from torch's caching allocator on `like`'s
 // device, so it follows torch's stream semantics and CUDA-graph capture.
 inline at::Tensor workspace(const at::Tensor& like, std::size_t bytes) {

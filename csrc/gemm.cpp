@@ -1,8 +1,8 @@
 // gemm as torch ops: out = alpha * a @ op(b) + beta * c over 2-D matrices or 3-D batches
 // (gemm_batched), op(b) = b, or b^T for b stored n x k (b_transposed: nn.Linear's x @ W^T), into a
-// new tensor (gemm) or in place into c (gemm_). Operands
-// are taken as they lie: a matrix whose rows or whose columns are contiguous (so a .mT view too)
-// goes to the library as is, its layout passed as transpose_a / transpose_b.
+// new tensor (gemm) or in place into c (gemm_). Operands are taken as they lie: a matrix whose rows
+// or whose columns are contiguous (so a .mT view too) goes to the library as is, its layout passed
+// as transpose_a / transpose_b. Its autograd is in autograd.cpp.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -36,18 +36,18 @@ struct Storage {
 
 // The storage of t's matrices, or of t.mT's when `flipped` (b given as [n, k] for op(b) = b^T).
 // Rows are preferred where both fit (the fp32 kernels and the larger tensor-core tiles take them
-// only). A dimension of size 0 or 1 is never stepped over, so its stride does not matter; ld is at
-// least 1 and at least the stored row's length, as the library requires even of empty matrices.
+// only). ld is at least 1 and at least the stored row's length, as the library requires even of
+// empty matrices.
 Storage storage_of(const char* name, const at::Tensor& t, bool flipped) {
   const std::int64_t r = flipped ? -1 : -2, c = flipped ? -2 : -1;
   const std::int64_t rows = t.size(r), cols = t.size(c), row_step = t.stride(r), col_step = t.stride(c);
   Storage s;
   s.batch_stride = t.dim() == 3 ? t.stride(0) : 0;
-  if ((cols <= 1 || col_step == 1) && (rows <= 1 || row_step >= cols)) {
+  if (rows_contiguous(rows, cols, row_step, col_step)) {
     s.ld = std::max({rows <= 1 ? std::int64_t{0} : row_step, cols, std::int64_t{1}});
     return s;
   }
-  if ((rows <= 1 || row_step == 1) && (cols <= 1 || col_step >= rows)) {
+  if (rows_contiguous(cols, rows, col_step, row_step)) {
     s.transposed = true;
     s.ld = std::max({cols <= 1 ? std::int64_t{0} : col_step, rows, std::int64_t{1}});
     return s;
@@ -127,9 +127,9 @@ void run_product(const Product& p, const at::Tensor& a, const at::Tensor& b, at:
         // default pool keeps nothing past a synchronisation, so each step would allocate it anew.
         const std::size_t bytes = cudalab::gemm_workspace_bytes(p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld,
                                                                 data<T>(out), ldc, transpose_b, transpose_a);
-        const at::Tensor workspace = at::empty({static_cast<std::int64_t>(bytes)}, a.options().dtype(at::kByte));
+        const at::Tensor scratch = workspace(a, bytes);
         cudalab::gemm(p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, fb, mutable_data<T>(out), ldc,
-                      bytes == 0 ? nullptr : workspace.data_ptr(), bytes, current_stream(a), transpose_b, transpose_a);
+                      bytes == 0 ? nullptr : scratch.data_ptr(), bytes, current_stream(a), transpose_b, transpose_a);
       }
     });
   });

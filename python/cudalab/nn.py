@@ -50,18 +50,19 @@ class Linear(torch.nn.Linear):
     with contiguous rows only, so a transposed copy of the weight is made per call (and the
     backward copies its transposed operands likewise). Under ``torch.autocast``, x, the weight and
     the bias are cast to the autocast dtype, as ``torch.nn.Linear``'s are, and the product runs in
-    it on tensor cores. The bias is added by PyTorch (one more elementwise kernel): cudalab's GEMM
-    has no bias epilogue, so there is no fused bias+GELU either."""
+    it on tensor cores. The bias goes in as the GEMM's C (beta 1), broadcast over the rows: copied
+    into the output before the product (cudalab's GEMM has no bias epilogue, so there is no fused
+    bias+GELU either), its gradient the sum of the output's over the rows."""
 
     def forward(self, x):
         x, weight, bias = ops.autocast_inputs(x, self.weight, self.bias)
         rows = x.reshape(-1, self.in_features)
+        c = bias.expand(rows.shape[0], self.out_features) if bias is not None else None
+        beta = 1.0 if bias is not None else 0.0
         if x.dtype == torch.float32:
-            y = ops.gemm(rows, weight.t().contiguous())
+            y = torch.ops.cudalab.gemm(rows, weight.t().contiguous(), c, 1.0, beta, False)
         else:
-            y = ops.gemm(rows, weight, b_transposed=True)
-        if bias is not None:
-            y = y + bias
+            y = torch.ops.cudalab.gemm(rows, weight, c, 1.0, beta, True)
         return y.reshape(*x.shape[:-1], self.out_features)
 
 

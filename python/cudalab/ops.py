@@ -525,54 +525,9 @@ def _(q, k, v, o, lse, do, scale=None, causal=False):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
-# ---- autograd: each forward's gradient through its backward op
-
-
-def _bias_act_setup(ctx, inputs, output):
-    x, bias, activation = inputs
-    ctx.save_for_backward(x, bias)
-    ctx.activation = activation
-
-
-def _bias_act_backward(ctx, dy):
-    x, bias = ctx.saved_tensors
-    dx, dbias = torch.ops.cudalab.bias_act_backward(x, bias, dy.contiguous(), ctx.activation)
-    return dx, dbias, None
-
-
-torch.library.register_autograd("cudalab::bias_act", _bias_act_backward, setup_context=_bias_act_setup)
-
-
-def _layer_norm_setup(ctx, inputs, output):
-    x, weight, bias, eps = inputs
-    y, mean, rstd = output
-    ctx.save_for_backward(x, weight, mean, rstd)
-    ctx.mark_non_differentiable(mean, rstd)
-
-
-def _layer_norm_backward(ctx, dy, dmean, drstd):
-    x, weight, mean, rstd = ctx.saved_tensors
-    dx, dweight, dbias = torch.ops.cudalab.layer_norm_backward(x, dy.contiguous(), weight, mean, rstd)
-    return dx, dweight, dbias, None
-
-
-torch.library.register_autograd("cudalab::layer_norm", _layer_norm_backward, setup_context=_layer_norm_setup)
-
-
-def _rms_norm_setup(ctx, inputs, output):
-    x, weight, eps = inputs
-    y, rstd = output
-    ctx.save_for_backward(x, weight, rstd)
-    ctx.mark_non_differentiable(rstd)
-
-
-def _rms_norm_backward(ctx, dy, drstd):
-    x, weight, rstd = ctx.saved_tensors
-    dx, dweight = torch.ops.cudalab.rms_norm_backward(x, dy.contiguous(), weight, rstd)
-    return dx, dweight, None
-
-
-torch.library.register_autograd("cudalab::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup)
+# ---- autograd: each forward's gradient through its backward op. gemm, layer_norm, rms_norm,
+# bias_act, swiglu, geglu and attention have theirs in C++ (csrc/autograd.cpp): a model calls them
+# hundreds of times a step, and this path costs more host time.
 
 
 def _softmax_setup(ctx, inputs, output):
@@ -585,24 +540,6 @@ def _softmax_backward(ctx, dy):
 
 
 torch.library.register_autograd("cudalab::softmax", _softmax_backward, setup_context=_softmax_setup)
-
-
-def _gated_setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
-
-
-def _swiglu_backward(ctx, dy):
-    gate, up = ctx.saved_tensors
-    return torch.ops.cudalab.swiglu_backward(gate, up, dy.contiguous())
-
-
-def _geglu_backward(ctx, dy):
-    gate, up = ctx.saved_tensors
-    return torch.ops.cudalab.geglu_backward(gate, up, dy.contiguous())
-
-
-torch.library.register_autograd("cudalab::swiglu", _swiglu_backward, setup_context=_gated_setup)
-torch.library.register_autograd("cudalab::geglu", _geglu_backward, setup_context=_gated_setup)
 
 
 def _rope_setup(ctx, inputs, output):
@@ -638,49 +575,6 @@ def _cross_entropy_backward(ctx, dloss, dlse, ddlogits):
 torch.library.register_autograd(
     "cudalab::cross_entropy", _cross_entropy_backward, setup_context=_cross_entropy_setup
 )
-
-
-def _gemm_setup(ctx, inputs, output):
-    a, b, c, alpha, beta, b_transposed = inputs
-    ctx.save_for_backward(a, b)
-    ctx.alpha, ctx.beta, ctx.b_transposed, ctx.has_c = alpha, beta, b_transposed, c is not None
-
-
-def _rows_contiguous(t):
-    # As csrc/gemm.cpp decides: a dimension of size 0 or 1 is never stepped over.
-    rows, cols = t.shape[-2:]
-    return (cols <= 1 or t.stride(-1) == 1) and (rows <= 1 or t.stride(-2) >= cols)
-
-
-def _gemm_operand(t, fp32):
-    """t as cudalab's gemm reads it without a copy: itself where its rows (or, in 16-bit, its
-    columns) are contiguous, else a contiguous copy."""
-    if _rows_contiguous(t) or (not fp32 and _rows_contiguous(t.mT)):
-        return t
-    return t.contiguous()
-
-
-def _gemm_backward(ctx, dc):
-    # dA = alpha dC op(B)^T, and dB in b's own shape: alpha A^T dC, or alpha dC^T A for b given as
-    # [n, k]. The transposes are .mT views, which the 16-bit kernels read as they lie (transpose_a,
-    # transpose_b): no copy. The fp32 kernels take rows only, so there they are materialized.
-    a, b = ctx.saved_tensors
-    fp32 = dc.dtype == torch.float32
-    dc = _gemm_operand(dc, fp32)
-    da = db = None
-    if ctx.needs_input_grad[0]:
-        op_b_t = b if ctx.b_transposed else b.mT  # op(B)^T, [n, k]
-        da = torch.ops.cudalab.gemm(dc, _gemm_operand(op_b_t, fp32), None, ctx.alpha, 0.0, False)
-    if ctx.needs_input_grad[1]:
-        if ctx.b_transposed:
-            db = torch.ops.cudalab.gemm(_gemm_operand(dc.mT, fp32), a, None, ctx.alpha, 0.0, False)
-        else:
-            db = torch.ops.cudalab.gemm(_gemm_operand(a.mT, fp32), dc, None, ctx.alpha, 0.0, False)
-    dcin = dc * ctx.beta if ctx.has_c and ctx.needs_input_grad[2] else None
-    return da, db, dcin, None, None, None
-
-
-torch.library.register_autograd("cudalab::gemm", _gemm_backward, setup_context=_gemm_setup)
 
 
 def _reduce_sum_setup(ctx, inputs, output):
@@ -728,20 +622,3 @@ def _conv2d_backward(ctx, dy):
 torch.library.register_autograd("cudalab::conv2d", _conv2d_backward)
 
 
-def _attention_setup(ctx, inputs, output):
-    q, k, v, scale, causal = inputs
-    o, lse = output
-    ctx.save_for_backward(q, k, v, o, lse)
-    ctx.mark_non_differentiable(lse)
-    ctx.scale, ctx.causal = scale, causal
-
-
-def _attention_backward(ctx, do, dlse):
-    # dlse is unused: lse is marked non-differentiable, so O's gradient is the whole of it (as in
-    # FlashAttention's backward).
-    q, k, v, o, lse = ctx.saved_tensors
-    dq, dk, dv = torch.ops.cudalab.attention_backward(q, k, v, o, lse, do.contiguous(), ctx.scale, ctx.causal)
-    return dq, dk, dv, None, None
-
-
-torch.library.register_autograd("cudalab::attention", _attention_backward, setup_context=_attention_setup)
