@@ -1,0 +1,134 @@
+"""The C++ autograd of the per-layer ops (csrc/autograd.cpp) on any machine: inside a scoped
+library, CPU kernels written with torch stand in for the CUDA ones (each backward op from autograd
+through its forward's stand-in), and torch.autograd.gradcheck compares the wiring's gradients (what
+is saved, in which order it reaches the backward op, which inputs get a gradient) with finite
+differences in float64; the GEMM's second derivative too."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import cudalab  # noqa: F401  (registers the ops)
+from cudalab import nn as cnn
+from cudalab import ops
+
+
+def _gemm(a, b, c=None, alpha=1.0, beta=0.0, b_transposed=False):
+    out = alpha * (a @ (b.mT if b_transposed else b))
+    return (out + beta * c if c is not None and beta != 0.0 else out).contiguous()
+
+
+def _layer_norm(x, weight, bias, eps):
+    mean, var = x.mean(-1), x.var(-1, unbiased=False)
+    rstd = (var + eps).rsqrt()
+    return (x - mean[..., None]) * rstd[..., None] * weight + bias, mean, rstd
+
+
+def _rms_norm(x, weight, eps):
+    rstd = (x.pow(2).mean(-1) + eps).rsqrt()
+    return x * rstd[..., None] * weight, rstd
+
+
+def _bias_act(x, bias, activation):
+    h = x + bias
+    return F.relu(h) if activation == "relu" else F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
+
+
+def _attention(q, k, v, scale=None, causal=False):
+    s = (q @ k.mT) * (q.shape[-1] ** -0.5 if scale is None else scale)
+    if causal:
+        s = s.masked_fill(torch.ones_like(s, dtype=torch.bool).triu(1), float("-inf"))
+    lse = torch.logsumexp(s, -1)
+    return (torch.exp(s - lse[..., None]) @ v).contiguous(), lse
+
+
+def _backward_of(forward, inputs, differentiable):
+    """A backward stand-in: the forward's stand-in differentiated by torch in `inputs`' positions."""
+
+    def backward(*args):
+        *values, dy = args[: len(inputs) + 1]
+        rest = args[len(inputs) + 1 :]
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_() if i in differentiable else t for i, t in enumerate(values)]
+            out = forward(*leaves, *rest)
+            y = out[0] if isinstance(out, tuple) else out
+            return torch.autograd.grad(y, [leaves[i] for i in differentiable], dy)
+
+    return backward
+
+
+@pytest.fixture(scope="module")
+def cpu_kernels():
+    with torch.library._scoped_library("cudalab", "IMPL") as lib:
+        lib.impl("gemm", _gemm, "CPU")
+        lib.impl("layer_norm", _layer_norm, "CPU")
+        lib.impl("layer_norm_backward", lambda x, dy, w, mean, rstd: _backward_of(
+            lambda x, w: _layer_norm(x, w, torch.zeros_like(w), 1e-5), [x, w], [0, 1])(x, w, dy) + (
+                dy.reshape(-1, dy.shape[-1]).sum(0),), "CPU")
+        lib.impl("rms_norm", _rms_norm, "CPU")
+        lib.impl("rms_norm_backward", lambda x, dy, w, rstd: _backward_of(
+            lambda x, w: _rms_norm(x, w, 1e-6), [x, w], [0, 1])(x, w, dy), "CPU")
+        lib.impl("bias_act", _bias_act, "CPU")
+        lib.impl("bias_act_backward", lambda x, b, dy, act: _backward_of(
+            lambda x, b: _bias_act(x, b, act), [x, b], [0, 1])(x, b, dy), "CPU")
+        for name, act in (("swiglu", F.silu), ("geglu", lambda g: F.gelu(g, approximate="tanh"))):
+            unit = (lambda act: lambda gate, up: (act(gate) * up).contiguous())(act)
+            lib.impl(name, unit, "CPU")
+            lib.impl(f"{name}_backward", (lambda unit: lambda g, u, dy: _backward_of(unit, [g, u], [0, 1])(g, u, dy))(
+                unit), "CPU")
+        lib.impl("attention", _attention, "CPU")
+        lib.impl("attention_backward", lambda q, k, v, o, lse, do, scale=None, causal=False: _backward_of(
+            lambda q, k, v: _attention(q, k, v, scale, causal), [q, k, v], [0, 1, 2])(q, k, v, do), "CPU")
+        yield
+
+
+def _double(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, dtype=torch.float64, generator=g).requires_grad_()
+
+
+def test_linear_with_bias_and_its_second_derivative(cpu_kernels):
+    layer = cnn.Linear(6, 5).double()
+    x = _double(2, 3, 6)
+    assert torch.autograd.gradcheck(lambda x, w, b: torch.ops.cudalab.gemm(
+        x.reshape(-1, 6), w, b.expand(6, 5), 1.0, 1.0, True), (x, layer.weight, layer.bias))
+    assert torch.autograd.gradgradcheck(lambda x, w: torch.ops.cudalab.gemm(x.reshape(-1, 6), w, None, 1.0, 0.0, True),
+                                        (x, layer.weight))
+    reference = torch.nn.Linear(6, 5).double()
+    reference.load_state_dict(layer.state_dict())
+    y = layer(x)
+    torch.testing.assert_close(y, reference(x))
+    assert "CppNode" in y.grad_fn.next_functions[0][0].name()  # the C++ node, not Python's
+
+
+def test_gemm_layouts_alpha_and_beta(cpu_kernels):
+    a = _double(7, 4, seed=1).detach().mT.requires_grad_()  # columns contiguous: a transposed operand
+    b, c = _double(7, 3, seed=2), _double(4, 3, seed=3)
+    assert torch.autograd.gradcheck(lambda a, b, c: torch.ops.cudalab.gemm(a, b, c, 0.5, 2.0, False), (a, b, c))
+    batch_a, batch_b = _double(2, 4, 7, seed=4), _double(2, 3, 7, seed=5)
+    assert torch.autograd.gradcheck(lambda a, b: torch.ops.cudalab.gemm(a, b, None, 1.5, 0.0, True), (batch_a, batch_b))
+
+
+def test_norms(cpu_kernels):
+    x, w, b = _double(3, 8), _double(8, seed=1), _double(8, seed=2)
+    assert torch.autograd.gradcheck(lambda x, w, b: ops.layer_norm(x, w, b), (x, w, b))
+    assert torch.autograd.gradcheck(lambda x, w: ops.rms_norm(x, w), (x, w))
+    _, mean, rstd = torch.ops.cudalab.layer_norm(x, w, b, 1e-5)
+    assert not mean.requires_grad and not rstd.requires_grad  # statistics: outputs without gradients
+
+
+def test_bias_act_and_gated_units(cpu_kernels):
+    x, bias = _double(4, 6), _double(6, seed=1)
+    for activation in ("relu", "gelu_tanh"):
+        assert torch.autograd.gradcheck(lambda x, b: torch.ops.cudalab.bias_act(x, b, activation), (x, bias))
+    gate, up = _double(3, 5, seed=2), _double(3, 5, seed=3)
+    assert torch.autograd.gradcheck(ops.swiglu, (gate, up))
+    assert torch.autograd.gradcheck(ops.geglu, (gate, up))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention(cpu_kernels, causal):
+    q, k, v = _double(1, 2, 5, 4, seed=1), _double(1, 2, 5, 4, seed=2), _double(1, 2, 5, 4, seed=3)
+    assert torch.autograd.gradcheck(lambda q, k, v: torch.ops.cudalab.attention(q, k, v, 0.3, causal)[0], (q, k, v))
+    _, lse = torch.ops.cudalab.attention(q, k, v, None, causal)
+    assert not lse.requires_grad
