@@ -3,6 +3,7 @@
 // ops hundreds of times a step: Python's autograd path (torch.library.register_autograd) cost
 // several times the launch on the host, and an eager step waited on it (docs/models.md). Under
 // torch.compile the same functions run on fake tensors, the ops' fake kernels below them.
+#include <cstdint>
 #include <string>
 #include <tuple>
 
@@ -203,6 +204,40 @@ at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up) {
   return GatedUnit<kGeglu, kGegluBackward>::apply(gate, up);
 }
 
+// ---- rope: x rotated by the position's angle; its gradient is dy rotated back
+
+using RopeSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, std::int64_t, bool,
+                                 std::int64_t);
+
+class Rope : public torch::autograd::Function<Rope> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                            std::int64_t seq_dim, bool interleaved, std::int64_t position_offset) {
+    static const auto op = op_named<RopeSignature>("cudalab::rope");
+    ctx->save_for_backward({cos, sin});
+    ctx->saved_data["seq_dim"] = seq_dim;
+    ctx->saved_data["interleaved"] = interleaved;
+    ctx->saved_data["position_offset"] = position_offset;
+    return below_autograd([&] { return op.call(x, cos, sin, seq_dim, interleaved, position_offset); });
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    static const auto op = op_named<RopeSignature>("cudalab::rope_backward");
+    const auto s = ctx->get_saved_variables();
+    // Contiguous, or the transpose of dimensions 1 and 2 of a contiguous tensor: read as it lies.
+    const at::Tensor& dy = grads[0];
+    const bool dense = dy.is_contiguous() || (dy.dim() >= 3 && dy.transpose(1, 2).is_contiguous());
+    const at::Tensor dx = op.call(dense ? dy : dy.contiguous(), s[0], s[1], ctx->saved_data["seq_dim"].toInt(),
+                                  ctx->saved_data["interleaved"].toBool(), ctx->saved_data["position_offset"].toInt());
+    return {dx, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, std::int64_t seq_dim,
+                bool interleaved, std::int64_t position_offset) {
+  return Rope::apply(x, cos, sin, seq_dim, interleaved, position_offset);
+}
+
 // ---- attention: (o, lse); lse has no gradient, so o's is the whole of it (as FlashAttention's)
 
 class Attention : public torch::autograd::Function<Attention> {
@@ -249,6 +284,7 @@ TORCH_LIBRARY_IMPL(cudalab, Autograd, m) {
   m.impl("swiglu", &swiglu);
   m.impl("geglu", &geglu);
   m.impl("attention", &attention);
+  m.impl("rope", &rope);
 }
 
 }  // namespace cudalab::torch_ops

@@ -526,7 +526,7 @@ def _(q, k, v, o, lse, do, scale=None, causal=False):
 
 
 # ---- autograd: each forward's gradient through its backward op. gemm, layer_norm, rms_norm,
-# bias_act, swiglu, geglu and attention have theirs in C++ (csrc/autograd.cpp): a model calls them
+# bias_act, swiglu, geglu, rope and attention have theirs in C++ (csrc/autograd.cpp): a model calls them
 # hundreds of times a step, and this path costs more host time.
 
 
@@ -540,22 +540,6 @@ def _softmax_backward(ctx, dy):
 
 
 torch.library.register_autograd("cudalab::softmax", _softmax_backward, setup_context=_softmax_setup)
-
-
-def _rope_setup(ctx, inputs, output):
-    x, cos, sin, seq_dim, interleaved, position_offset = inputs
-    ctx.save_for_backward(cos, sin)
-    ctx.arguments = seq_dim, interleaved, position_offset
-
-
-def _rope_backward(ctx, dy):
-    cos, sin = ctx.saved_tensors
-    # Contiguous, or the transpose of dimensions 1 and 2 of a contiguous tensor: read as it lies.
-    dense = dy if dy.is_contiguous() or dy.transpose(1, 2).is_contiguous() else dy.contiguous()
-    return torch.ops.cudalab.rope_backward(dense, cos, sin, *ctx.arguments), None, None, None, None, None
-
-
-torch.library.register_autograd("cudalab::rope", _rope_backward, setup_context=_rope_setup)
 
 
 def _cross_entropy_setup(ctx, inputs, output):

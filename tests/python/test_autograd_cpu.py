@@ -42,6 +42,15 @@ def _attention(q, k, v, scale=None, causal=False):
     return (torch.exp(s - lse[..., None]) @ v).contiguous(), lse
 
 
+def _rope(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0, sign=1.0):
+    # Rotate-half pairs (Llama's), x [batch, seq, heads, head_dim] with seq_dim 1; sign -1 rotates back.
+    seq, half = x.shape[seq_dim], x.shape[-1] // 2
+    c = cos[position_offset : position_offset + seq, None, :].to(x.dtype)
+    s = sign * sin[position_offset : position_offset + seq, None, :].to(x.dtype)
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), -1)
+
+
 def _backward_of(forward, inputs, differentiable):
     """A backward stand-in: the forward's stand-in differentiated by torch in `inputs`' positions."""
 
@@ -76,6 +85,9 @@ def cpu_kernels():
             lib.impl(name, unit, "CPU")
             lib.impl(f"{name}_backward", (lambda unit: lambda g, u, dy: _backward_of(unit, [g, u], [0, 1])(g, u, dy))(
                 unit), "CPU")
+        lib.impl("rope", _rope, "CPU")
+        lib.impl("rope_backward", lambda dy, cos, sin, seq_dim=1, interleaved=False, offset=0: _rope(
+            dy, cos, sin, seq_dim, interleaved, offset, -1.0), "CPU")
         lib.impl("attention", _attention, "CPU")
         lib.impl("attention_backward", lambda q, k, v, o, lse, do, scale=None, causal=False: _backward_of(
             lambda q, k, v: _attention(q, k, v, scale, causal), [q, k, v], [0, 1, 2])(q, k, v, do), "CPU")
@@ -124,6 +136,14 @@ def test_bias_act_and_gated_units(cpu_kernels):
     gate, up = _double(3, 5, seed=2), _double(3, 5, seed=3)
     assert torch.autograd.gradcheck(ops.swiglu, (gate, up))
     assert torch.autograd.gradcheck(ops.geglu, (gate, up))
+
+
+@pytest.mark.parametrize("position_offset", [0, 3])
+def test_rope(cpu_kernels, position_offset):
+    x = _double(2, 5, 3, 8)
+    angles = torch.rand(16, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(7)) * 6
+    cos, sin = angles.cos(), angles.sin()
+    assert torch.autograd.gradcheck(lambda x: ops.rope(x, cos, sin, position_offset=position_offset), (x,))
 
 
 @pytest.mark.parametrize("causal", [False, True])
