@@ -4,10 +4,15 @@
 // output with n / 128 tiles, too few to keep W's read in flight (an H200 at m = 1 against a 4096 x
 // 4096 weight: 22 us, 1.5 TB/s, where cuBLAS took 15 us).
 //
-// A block of 256 threads takes kColumns output columns. Each thread walks k in 16-byte chunks: the
-// columns' chunks of W (read once, coalesced along k) and each row's chunk of A (m x k, read by
-// every block, so from L1 and L2), keeping kColumns x kRows fp32 sums; warp shuffles, then shared
-// memory, reduce them over the block, and one thread per output blends it into C.
+// decode_gemv: a block of 256 threads takes kColumns output columns. Each thread walks k in 16-byte
+// chunks: the columns' chunks of W (read once, coalesced along k) and each row's chunk of A (m x k,
+// read by every block, so from L1 and L2), keeping kColumns x kRows fp32 sums; warp shuffles, then
+// shared memory, reduce them over the block, and one thread per output blends it into C. On an H200
+// its time grew with m (4096², m = 1: 13.4 us, m = 8: 30.1): at k = 4096 each thread walks two
+// chunks, so the block's reduction of 4 m sums and its two barriers are much of its work.
+// decode_gemv_warps: a warp takes kWarpColumns columns and walks all of k over its 32 lanes (16
+// chunks a lane at k = 4096), so each A chunk it loads serves four columns and its sums are reduced
+// by shuffles alone, with no shared memory and no barrier; 8 warps a block.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -79,12 +84,73 @@ __global__ void __launch_bounds__(kThreads) decode_gemv_kernel(const GemmArgs<T>
   }
 }
 
+constexpr int kWarpColumns = 4;
+constexpr int kBlockColumns = kWarps * kWarpColumns;
+
 template <typename T, int kRows>
+__global__ void __launch_bounds__(kThreads) decode_gemv_warps_kernel(const GemmArgs<T> p) {
+  constexpr int kChunk = kVector16<T>;
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.x) * kBlockColumns + warp * kWarpColumns;
+  if (column0 >= p.n) return;  // the whole warp: no barrier waits for it
+  const std::int64_t chunks = p.k / kChunk;
+  for (std::int64_t z = blockIdx.y; z < p.batch; z += gridDim.y) {
+    const T* a = p.a + z * p.stride_a;
+    const T* w = p.b + z * p.stride_b;
+    float acc[kWarpColumns][kRows] = {};
+#pragma unroll 2
+    for (std::int64_t c = lane; c < chunks; c += 32) {
+      float w_chunk[kWarpColumns][kChunk];
+#pragma unroll
+      for (int q = 0; q < kWarpColumns; ++q) {
+        const std::int64_t column = column0 + q < p.n ? column0 + q : p.n - 1;  // a repeat, never stored
+        load_floats<kChunk>(w + column * p.ldb + c * kChunk, w_chunk[q]);
+      }
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        if (i >= p.m) break;
+        float a_chunk[kChunk];
+        load_floats<kChunk>(a + i * p.lda + c * kChunk, a_chunk);
+#pragma unroll
+        for (int q = 0; q < kWarpColumns; ++q)
+#pragma unroll
+          for (int e = 0; e < kChunk; ++e) acc[q][i] = fmaf(a_chunk[e], w_chunk[q][e], acc[q][i]);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kWarpColumns; ++q)
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const float sum = group_reduce<32>(acc[q][i], SumOf{});  // every lane holds it
+        if (lane == q * kRows + i && i < p.m && column0 + q < p.n)
+          blend_store(p.c + z * p.stride_c + i * p.ldc + column0 + q, p.alpha, p.beta, sum);
+      }
+  }
+}
+
+template <typename T, int kRows, bool kWarpPerColumns>
 void launch(const GemmArgs<T>& args, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kColumns)),
+  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kWarpPerColumns ? kBlockColumns : kColumns)),
                   static_cast<unsigned>(std::min<std::int64_t>(args.batch, 65535)));
-  decode_gemv_kernel<T, kRows><<<grid, kThreads, 0, stream>>>(args);
+  if constexpr (kWarpPerColumns) {
+    decode_gemv_warps_kernel<T, kRows><<<grid, kThreads, 0, stream>>>(args);
+  } else {
+    decode_gemv_kernel<T, kRows><<<grid, kThreads, 0, stream>>>(args);
+  }
   CUDALAB_CHECK_LAUNCH();
+}
+
+// The rows' kernel of either form, after the checks both share.
+template <bool kWarpPerColumns, typename T>
+void run_decode(const char* name, const GemmArgs<T>& args, cudaStream_t stream) {
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  require_limits(name, decode_gemv_limits(shape_of(args), current_gpu().compute_capability));
+  CUDALAB_REQUIRE(args.k == 0 || (is_aligned16(args.a) && is_aligned16(args.b)),
+                  std::string(name) + ": A and B must be 16-byte aligned (16-byte loads)");
+  if (args.m == 1) return launch<T, 1, kWarpPerColumns>(args, stream);
+  if (args.m == 2) return launch<T, 2, kWarpPerColumns>(args, stream);
+  if (args.m <= 4) return launch<T, 4, kWarpPerColumns>(args, stream);
+  launch<T, 8, kWarpPerColumns>(args, stream);
 }
 
 }  // namespace
@@ -107,17 +173,17 @@ std::string decode_gemv_limits(const GemmShape& shape, int compute_capability) {
 
 template <typename T>
 void decode_gemv(const GemmArgs<T>& args, cudaStream_t stream) {
-  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  require_limits("decode_gemv", decode_gemv_limits(shape_of(args), current_gpu().compute_capability));
-  CUDALAB_REQUIRE(args.k == 0 || (is_aligned16(args.a) && is_aligned16(args.b)),
-                  "decode_gemv: A and B must be 16-byte aligned (16-byte loads)");
-  if (args.m == 1) return launch<T, 1>(args, stream);
-  if (args.m == 2) return launch<T, 2>(args, stream);
-  if (args.m <= 4) return launch<T, 4>(args, stream);
-  launch<T, 8>(args, stream);
+  run_decode<false>("decode_gemv", args, stream);
+}
+
+template <typename T>
+void decode_gemv_warps(const GemmArgs<T>& args, cudaStream_t stream) {
+  run_decode<true>("decode_gemv_warps", args, stream);
 }
 
 template void decode_gemv<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void decode_gemv<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
+template void decode_gemv_warps<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void decode_gemv_warps<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 
 }  // namespace cudalab::gemm_variants

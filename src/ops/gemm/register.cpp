@@ -281,6 +281,8 @@ std::vector<Variant> tensor_core_ladder() {
                        v::mma_small<bf16>, v::mma_small<__half>, v::mma_small_limits),
       tensor_core_rung(ids::kDecodeGemv, "m <= 8 rows against B stored n x k: CUDA cores, 16-byte loads along k",
                        v::decode_gemv<bf16>, v::decode_gemv<__half>, v::decode_gemv_limits),
+      tensor_core_rung(ids::kDecodeGemvWarps, "as decode_gemv, a warp per 4 columns over all of k: no block reduction",
+                       v::decode_gemv_warps<bf16>, v::decode_gemv_warps<__half>, v::decode_gemv_limits),
       tensor_core_rung(ids::kWgmmaTma, "Hopper wgmma from TMA-loaded 128B-swizzled tiles, one consumer warpgroup",
                        v::wgmma_tma<bf16>, v::wgmma_tma<__half>, v::wgmma_tma_limits),
       tensor_core_rung(ids::kWgmmaSpecialized, "TMA producer warpgroup, two consumer warpgroups, setmaxnreg",
