@@ -256,11 +256,9 @@ template <typename T, int kPack, int kThreads>
 void launch_forward(const CrossEntropyArgs<T>& args, bool persistent, cudaStream_t stream) {
   const auto blocks =
       static_cast<unsigned>(persistent ? std::min<std::int64_t>(args.rows, current_gpu().sm_count) : args.rows);
-  if (args.softcap > 0.0f) {
-    cross_entropy_kernel<T, kPack, kThreads, true><<<blocks, kThreads, 0, stream>>>(args);
-  } else {
-    cross_entropy_kernel<T, kPack, kThreads, false><<<blocks, kThreads, 0, stream>>>(args);
-  }
+  auto* kernel =
+      with_flags([](auto capped) { return cross_entropy_kernel<T, kPack, kThreads, capped>; }, args.softcap > 0.0f);
+  kernel<<<blocks, kThreads, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();
 }
 
@@ -268,11 +266,9 @@ template <typename T, int kPack>
 void launch_backward(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
   constexpr int kThreads = 1024;
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(args.rows, current_gpu().sm_count));
-  if (args.softcap > 0.0f) {
-    cross_entropy_backward_kernel<T, kPack, kThreads, true><<<blocks, kThreads, 0, stream>>>(args);
-  } else {
-    cross_entropy_backward_kernel<T, kPack, kThreads, false><<<blocks, kThreads, 0, stream>>>(args);
-  }
+  auto* kernel = with_flags([](auto capped) { return cross_entropy_backward_kernel<T, kPack, kThreads, capped>; },
+                            args.softcap > 0.0f);
+  kernel<<<blocks, kThreads, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();
 }
 

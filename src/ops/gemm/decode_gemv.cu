@@ -33,6 +33,30 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kColumns = 4;
 constexpr int kMaxRows = 8;
 
+// Chunk c (16 bytes along k) of kCols columns of W from column0 (a column past n repeats the last,
+// never stored) and of each of A's rows, into acc[column][row].
+template <int kRows, int kCols, typename T>
+__device__ __forceinline__ void accumulate_chunk(const GemmArgs<T>& p, const T* a, const T* w, std::int64_t column0,
+                                                 std::int64_t c, float (&acc)[kCols][kRows]) {
+  constexpr int kChunk = kVector16<T>;
+  float w_chunk[kCols][kChunk];
+#pragma unroll
+  for (int q = 0; q < kCols; ++q) {
+    const std::int64_t column = column0 + q < p.n ? column0 + q : p.n - 1;
+    load_floats<kChunk>(w + column * p.ldb + c * kChunk, w_chunk[q]);
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i >= p.m) break;
+    float a_chunk[kChunk];
+    load_floats<kChunk>(a + i * p.lda + c * kChunk, a_chunk);
+#pragma unroll
+    for (int q = 0; q < kCols; ++q)
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) acc[q][i] = fmaf(a_chunk[e], w_chunk[q][e], acc[q][i]);
+  }
+}
+
 template <typename T, int kRows>
 __global__ void __launch_bounds__(kThreads) decode_gemv_kernel(const GemmArgs<T> p) {
   constexpr int kChunk = kVector16<T>;  // elements in 16 bytes
@@ -46,22 +70,7 @@ __global__ void __launch_bounds__(kThreads) decode_gemv_kernel(const GemmArgs<T>
     const T* w = p.b + z * p.stride_b;
     float acc[kColumns][kRows] = {};
     for (std::int64_t c = thread; c < chunks; c += kThreads) {
-      float w_chunk[kColumns][kChunk];
-#pragma unroll
-      for (int q = 0; q < kColumns; ++q) {
-        const std::int64_t column = column0 + q < p.n ? column0 + q : p.n - 1;  // a repeat, never stored
-        load_floats<kChunk>(w + column * p.ldb + c * kChunk, w_chunk[q]);
-      }
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        if (i >= p.m) break;
-        float a_chunk[kChunk];
-        load_floats<kChunk>(a + i * p.lda + c * kChunk, a_chunk);
-#pragma unroll
-        for (int q = 0; q < kColumns; ++q)
-#pragma unroll
-          for (int e = 0; e < kChunk; ++e) acc[q][i] = fmaf(a_chunk[e], w_chunk[q][e], acc[q][i]);
-      }
+      accumulate_chunk<kRows>(p, a, w, column0, c, acc);
     }
     const int lane = thread % 32, warp = thread / 32;
 #pragma unroll
@@ -100,22 +109,7 @@ __global__ void __launch_bounds__(kThreads) decode_gemv_warps_kernel(const GemmA
     float acc[kWarpColumns][kRows] = {};
 #pragma unroll 2
     for (std::int64_t c = lane; c < chunks; c += 32) {
-      float w_chunk[kWarpColumns][kChunk];
-#pragma unroll
-      for (int q = 0; q < kWarpColumns; ++q) {
-        const std::int64_t column = column0 + q < p.n ? column0 + q : p.n - 1;  // a repeat, never stored
-        load_floats<kChunk>(w + column * p.ldb + c * kChunk, w_chunk[q]);
-      }
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        if (i >= p.m) break;
-        float a_chunk[kChunk];
-        load_floats<kChunk>(a + i * p.lda + c * kChunk, a_chunk);
-#pragma unroll
-        for (int q = 0; q < kWarpColumns; ++q)
-#pragma unroll
-          for (int e = 0; e < kChunk; ++e) acc[q][i] = fmaf(a_chunk[e], w_chunk[q][e], acc[q][i]);
-      }
+      accumulate_chunk<kRows>(p, a, w, column0, c, acc);
     }
 #pragma unroll
     for (int q = 0; q < kWarpColumns; ++q)
