@@ -54,6 +54,22 @@ class AdamW(torch.optim.Optimizer):
                 for name in ("master", "exp_avg", "exp_avg_sq"):
                     self.state[p][name] = incoming[name].detach().to(device=p.device, dtype=torch.float32, copy=True)
 
+    def _state_of(self, p):
+        """p's state, made at its first step (and its master copy where one is due)."""
+        if p.grad.is_sparse:
+            raise RuntimeError("cudalab.optim.AdamW: sparse gradients are not supported")
+        state = self.state[p]
+        mixed = self._mixed(p)
+        if not state:
+            state["step"] = torch.tensor(0.0)
+            moments = torch.float32 if mixed else p.dtype
+            state["exp_avg"] = torch.zeros_like(p, dtype=moments, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, dtype=moments, memory_format=torch.preserve_format)
+        if mixed and "master" not in state:  # the first step, or a state from a 16-bit optimizer
+            state["master"] = p.detach().float()
+            state["exp_avg"], state["exp_avg_sq"] = state["exp_avg"].float(), state["exp_avg_sq"].float()
+        return state
+
     @torch.no_grad()
     def step(self, closure=None):
         loss = None
@@ -62,25 +78,18 @@ class AdamW(torch.optim.Optimizer):
                 loss = closure()
         for group in self.param_groups:
             # One call per (device, dtype, step count, master weights or not): the step's bias
-            # corrections are the call's.
+            # corrections are the call's. The step counts (CPU tensors, as torch keeps them) are
+            # incremented and read in one call each, not one per parameter.
+            params = [p for p in group["params"] if p.grad is not None]
+            if not params:
+                continue
+            states = [self._state_of(p) for p in params]
+            steps = [state["step"] for state in states]
+            torch._foreach_add_(steps, 1)
             batches = {}
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise RuntimeError("cudalab.optim.AdamW: sparse gradients are not supported")
+            for p, state, step in zip(params, states, torch.stack(steps).tolist()):
                 mixed = self._mixed(p)
-                state = self.state[p]
-                if not state:
-                    state["step"] = torch.tensor(0.0)
-                    moments = torch.float32 if mixed else p.dtype
-                    state["exp_avg"] = torch.zeros_like(p, dtype=moments, memory_format=torch.preserve_format)
-                    state["exp_avg_sq"] = torch.zeros_like(p, dtype=moments, memory_format=torch.preserve_format)
-                if mixed and "master" not in state:  # the first step, or a state from a 16-bit optimizer
-                    state["master"] = p.detach().float()
-                    state["exp_avg"], state["exp_avg_sq"] = state["exp_avg"].float(), state["exp_avg_sq"].float()
-                state["step"] += 1
-                key = (p.device, p.dtype, int(state["step"].item()), mixed)
+                key = (p.device, p.dtype, int(step), mixed)
                 arrays = (p, p.grad, state["exp_avg"], state["exp_avg_sq"]) + ((state["master"],) if mixed else ())
                 batch = batches.setdefault(key, tuple([] for _ in arrays))
                 for items, tensor in zip(batch, arrays):

@@ -1,0 +1,48 @@
+"""cudalab.optim.AdamW's bookkeeping on any machine: inside a scoped library a CPU stand-in for
+torch.ops.cudalab.adamw_ (torch's AdamW update, in place) takes the kernels' place, and the optimizer
+must then match torch.optim.AdamW step for step: state made at the first step, step counts kept per
+parameter (a parameter without a gradient skips a step and then steps with its own count, in a
+separate call), and a state_dict that loads into torch's optimizer."""
+
+import torch
+
+import cudalab  # noqa: F401  (registers the ops)
+from cudalab.optim import AdamW
+
+
+def _adamw_(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_decay, step):
+    for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs):
+        p.mul_(1 - lr * weight_decay)
+        m.lerp_(g, 1 - beta1)
+        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        denominator = (v / (1 - beta2**step)).sqrt_().add_(eps)
+        p.addcdiv_(m, denominator, value=-lr / (1 - beta1**step))
+
+
+def test_adamw_matches_torch_step_for_step():
+    calls = []  # each call's step count
+
+    def counted(*args):
+        calls.append(args[-1])
+        _adamw_(*args)
+
+    with torch.library._scoped_library("cudalab", "IMPL") as lib:
+        lib.impl("adamw_", counted, "CPU")
+        g = torch.Generator().manual_seed(0)
+        ours = [torch.nn.Parameter(torch.randn(3, 4, dtype=torch.float64, generator=g)) for _ in range(3)]
+        theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
+        opt = AdamW(ours, lr=0.1, weight_decay=0.05)
+        reference = torch.optim.AdamW(theirs, lr=0.1, weight_decay=0.05)
+        for step in range(5):
+            for i, (p, q) in enumerate(zip(ours, theirs)):
+                grad = None if (i == 2 and step == 1) else torch.randn(3, 4, dtype=torch.float64, generator=g)
+                p.grad, q.grad = grad, None if grad is None else grad.clone()
+            opt.step()
+            reference.step()
+            for p, q in zip(ours, theirs):
+                torch.testing.assert_close(p, q)
+        assert [int(opt.state[p]["step"]) for p in ours] == [5, 5, 4]
+        assert calls.count(2) == 2  # after the skipped step: counts 3 and 2 went to separate calls
+        loaded = torch.optim.AdamW([torch.nn.Parameter(p.detach().clone()) for p in ours], lr=0.1)
+        loaded.load_state_dict(opt.state_dict())
+        assert int(loaded.state_dict()["state"][2]["step"]) == 4
