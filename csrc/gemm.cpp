@@ -2,7 +2,8 @@
 // (gemm_batched), op(b) = b, or b^T for b stored n x k (b_transposed: nn.Linear's x @ W^T), into a
 // new tensor (gemm) or in place into c (gemm_). Operands are taken as they lie: a matrix whose rows
 // or whose columns are contiguous (so a .mT view too) goes to the library as is, its layout passed
-// as transpose_a / transpose_b. Its autograd is in autograd.cpp.
+// as transpose_a / transpose_b. Its autograd is in autograd.cpp. linear (nn.Linear's product and
+// bias) is a composite of gemm.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
@@ -168,9 +170,38 @@ void gemm_(at::Tensor c, const at::Tensor& a, const at::Tensor& b, double alpha,
   run_product(p, a, b, c, alpha, beta);
 }
 
+// x @ weight^T + bias over x's last dimension (torch.nn.functional.linear): the GEMM on x's rows
+// with the weight read as stored ([out, in]; in fp32 a transposed copy, as those kernels take B
+// row-major) and the bias, broadcast over the rows, as its C. Composite: autograd and torch.compile
+// see the GEMM and the views, so it needs neither a backward nor a fake kernel of its own, and an
+// nn.Linear layer costs one call from Python.
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
+  TORCH_CHECK_VALUE(weight.dim() == 2, "cudalab.linear: weight must be [out_features, in_features], got ",
+                    weight.sizes());
+  TORCH_CHECK_VALUE(x.dim() >= 1 && x.size(-1) == weight.size(1), "cudalab.linear: x's last dimension must be ",
+                    weight.size(1), " (the weight's in_features), got x of shape ", x.sizes());
+  static const auto gemm_op = c10::Dispatcher::singleton()
+                                  .findSchemaOrThrow("cudalab::gemm", "")
+                                  .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                                    const c10::optional<at::Tensor>&, double, double, bool)>();
+  const std::int64_t out_features = weight.size(0);
+  const at::Tensor rows = x.reshape({-1, weight.size(1)});
+  const bool with_bias = bias.has_value() && bias->defined();
+  const c10::optional<at::Tensor> c =
+      with_bias ? c10::optional<at::Tensor>(bias->expand({rows.size(0), out_features})) : c10::nullopt;
+  const bool fp32 = x.scalar_type() == at::kFloat;
+  const at::Tensor y =
+      gemm_op.call(rows, fp32 ? weight.t().contiguous() : weight, c, 1.0, with_bias ? 1.0 : 0.0, !fp32);
+  std::vector<std::int64_t> shape = x.sizes().vec();
+  shape.back() = out_features;
+  return y.reshape(shape);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
+  m.def("linear(Tensor x, Tensor weight, Tensor? bias=None) -> Tensor");
+  m.impl("linear", torch::dispatch(c10::DispatchKey::CompositeImplicitAutograd, &linear));
   define_op(
       m, "gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., bool b_transposed=False) -> Tensor",
       &gemm, GemmElements{});

@@ -52,18 +52,11 @@ class Linear(torch.nn.Linear):
     the bias are cast to the autocast dtype, as ``torch.nn.Linear``'s are, and the product runs in
     it on tensor cores. The bias goes in as the GEMM's C (beta 1), broadcast over the rows: copied
     into the output before the product (cudalab's GEMM has no bias epilogue, so there is no fused
-    bias+GELU either), its gradient the sum of the output's over the rows."""
+    bias+GELU either), its gradient the sum of the output's over the rows. One call
+    (:func:`cudalab.ops.linear`, composite in C++) does all of it."""
 
     def forward(self, x):
-        x, weight, bias = ops.autocast_inputs(x, self.weight, self.bias)
-        rows = x.reshape(-1, self.in_features)
-        c = bias.expand(rows.shape[0], self.out_features) if bias is not None else None
-        beta = 1.0 if bias is not None else 0.0
-        if x.dtype == torch.float32:
-            y = torch.ops.cudalab.gemm(rows, weight.t().contiguous(), c, 1.0, beta, False)
-        else:
-            y = torch.ops.cudalab.gemm(rows, weight, c, 1.0, beta, True)
-        return y.reshape(*x.shape[:-1], self.out_features)
+        return ops.linear(x, self.weight, self.bias)
 
 
 class CrossEntropyLoss(torch.nn.CrossEntropyLoss):

@@ -291,6 +291,16 @@ def gemm(
     return torch.ops.cudalab.gemm(a, b, c, alpha, beta, b_transposed)
 
 
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``torch.nn.functional.linear(x, weight, bias)``: ``x @ weight.mT + bias`` over x's last
+    dimension (weight [out_features, in_features], bias [out_features] or None) by cudalab's GEMM,
+    the weight read as stored and the bias added as the GEMM's C; under ``torch.autocast`` on CUDA
+    all three are cast to the autocast dtype first. One C++ call (composite over ``cudalab::gemm``,
+    whose autograd it uses)."""
+    x, weight, bias = autocast_inputs(x, weight, bias)
+    return torch.ops.cudalab.linear(x, weight, bias)
+
+
 def reduce_sum(x: Tensor) -> Tensor:
     """The sum of all of x's elements, a 0-dim tensor of x's dtype (float32 or int32):
     ``torch.sum(x, dtype=x.dtype)``. float32 sums in fp32 by a deterministic tree, within about

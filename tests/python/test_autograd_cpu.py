@@ -113,6 +113,18 @@ def test_linear_with_bias_and_its_second_derivative(cpu_kernels):
     assert "CppNode" in y.grad_fn.next_functions[0][0].name()  # the C++ node, not Python's
 
 
+def test_linear_is_f_linear(cpu_kernels):
+    x, weight, bias = _double(2, 3, 6), _double(5, 6, seed=1), _double(5, seed=2)
+    for b in (bias, None):
+        torch.testing.assert_close(ops.linear(x, weight, b), F.linear(x, weight, b))
+    # float32 takes the weight as a transposed copy (those kernels read B row-major)
+    as_f32 = [t.detach().float() for t in (x, weight, bias)]
+    torch.testing.assert_close(ops.linear(*as_f32), F.linear(*as_f32))
+    assert torch.autograd.gradcheck(ops.linear, (x, weight, bias))
+    with pytest.raises(ValueError, match="in_features"):
+        ops.linear(x, _double(5, 7))
+
+
 def test_gemm_layouts_alpha_and_beta(cpu_kernels):
     a = _double(7, 4, seed=1).detach().mT.requires_grad_()  # columns contiguous: a transposed operand
     b, c = _double(7, 3, seed=2), _double(4, 3, seed=3)
