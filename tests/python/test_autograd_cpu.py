@@ -164,3 +164,18 @@ def test_attention(cpu_kernels, causal):
     assert torch.autograd.gradcheck(lambda q, k, v: torch.ops.cudalab.attention(q, k, v, 0.3, causal)[0], (q, k, v))
     _, lse = torch.ops.cudalab.attention(q, k, v, None, causal)
     assert not lse.requires_grad
+
+
+def test_compile_traces_the_cpp_autograd(cpu_kernels):
+    # aot_eager: AOTAutograd traces the forward and backward through the C++ autograd on fake
+    # tensors (the ops' fake kernels), then runs the graphs with the CPU stand-ins.
+    def block(x, weight, bias, norm_weight, norm_bias):
+        h = ops.layer_norm(ops.linear(x, weight, bias), norm_weight, norm_bias)
+        q = h.reshape(1, 2, 6, 4)  # 48 values as [batch, heads, seq, head_dim]
+        return ops.attention(q, q, q, causal=True)[0].sum()
+
+    inputs = (_double(2, 3, 6), _double(8, 6, seed=1), _double(8, seed=2), _double(8, seed=3), _double(8, seed=4))
+    eager = torch.autograd.grad(block(*inputs), inputs)
+    compiled = torch.autograd.grad(torch.compile(block, backend="aot_eager", fullgraph=True)(*inputs), inputs)
+    for got, want in zip(compiled, eager):
+        torch.testing.assert_close(got, want)
