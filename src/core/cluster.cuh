@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #include <cuda/ptx>
 
+#include "core/launch_attributes.hpp"
 #include "cudalab/error.hpp"
 
 namespace cudalab {
@@ -37,8 +38,7 @@ inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& confi
   static std::vector<Entry> known;
   int device = 0;
   CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(config.dynamicSmemBytes)));
+  set_dynamic_shared_memory(kernel, config.dynamicSmemBytes);
   const std::lock_guard<std::mutex> lock(mutex);
   for (const Entry& e : known)
     if (e.device == device && e.kernel == kernel && e.ctas == ctas && e.bytes == config.dynamicSmemBytes)

@@ -38,6 +38,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "core/launch_attributes.hpp"
 #include "core/mma_sync.cuh"
 #include "cudalab/error.hpp"
 
@@ -143,9 +144,7 @@ CUtensorMap make_tensor_map(const T* base, std::int64_t rows, std::int64_t cols,
 // SM's carveout at maximum shared memory so the blocks the rung counts on fit side by side.
 template <typename Kernel>
 void set_shared_memory(Kernel kernel, int bytes) {
-  CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  CUDALAB_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), static_cast<std::size_t>(bytes), true);
 }
 
 // ---------------------------------------------------------------------------------------------

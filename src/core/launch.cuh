@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include "core/launch_attributes.hpp"
 #include "cudalab/error.hpp"
 
 namespace cudalab {
@@ -36,23 +37,6 @@ __device__ __forceinline__ std::int64_t global_thread_index() {
 
 __device__ __forceinline__ std::int64_t global_thread_count() {
   return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
-
-// The current device's compute capability (major * 10 + minor) and SM count: what a library call
-// picks its kernel and grid by.
-struct CurrentGpu {
-  int compute_capability = 0;
-  int sm_count = 0;
-};
-inline CurrentGpu current_gpu() {
-  int device = 0, major = 0, minor = 0;
-  CurrentGpu gpu;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&gpu.sm_count, cudaDevAttrMultiProcessorCount, device));
-  gpu.compute_capability = major * 10 + minor;
-  return gpu;
 }
 
 // Blocks for a grid-stride kernel: enough resident blocks to fill every SM, no more (extra blocks

@@ -185,8 +185,7 @@ void launch_backward_mma(const AttentionBackwardArgs<T>& args, float* delta, flo
                          cudaStream_t stream) {
   constexpr std::size_t shared = backward_shared_bytes<kHeadDim>();
   auto* kernel = attention_backward_mma_kernel<T, kHeadDim>;
-  CUDALAB_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+  set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared);
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, kBlockN)),
                   static_cast<unsigned>(args.kv_heads), static_cast<unsigned>(args.batch));
   kernel<<<grid, kThreads, shared, stream>>>(args, delta, dq_accumulator);

@@ -231,8 +231,7 @@ void launch_attention_mma_config(const AttentionArgs<T>& args, cudaStream_t stre
                   static_cast<unsigned>(args.heads), static_cast<unsigned>(args.batch));
   const auto run = [&](auto kernel, int head_dim) {
     const std::size_t shared = Config::shared_bytes(head_dim);
-    CUDALAB_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
+    set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared);
     kernel<<<grid, Config::kThreads, shared, stream>>>(args);
     CUDALAB_CUDA_CHECK(cudaGetLastError());
   };

@@ -128,8 +128,8 @@ void mma_pipelined(const GemmArgs<T>& args, cudaStream_t stream) {
                   "mma_pipelined: A and B must be 16-byte aligned (cp.async sources)");
   const dim3 grid = tile_grid(args, kBlockM, kBlockN);
   auto* kernel = args.b_transposed ? mma_pipelined_kernel<T, true> : mma_pipelined_kernel<T, false>;
-  // Above 48 KiB a kernel must opt in; the attribute is per device, so set it on every launch.
-  CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes));
+  // Above 48 KiB a kernel must opt in (per device).
+  set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), kSharedBytes);
   kernel<<<grid, kThreads, kSharedBytes, stream>>>(args, c_pairs_aligned(args));
   CUDALAB_CHECK_LAUNCH();
 }

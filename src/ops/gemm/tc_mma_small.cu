@@ -229,12 +229,9 @@ void mma_small(const GemmArgs<T>& args, cudaStream_t stream) {
       with_flags([&](auto a_transposed,
                      auto b_transposed) { return pick_kernel<T, a_transposed, b_transposed>(async, tiles > kStages); },
                  args.a_transposed, args.b_transposed);
-  // Attributes are per device, so they are set on every launch. Above 48 KiB a kernel must opt in;
-  // the carveout hint asks for the shared memory of 8 blocks per SM rather than a larger L1.
-  if (shared_bytes > 48 * 1024)
-    CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
-  CUDALAB_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  // Above 48 KiB a kernel must opt in; the carveout hint asks for the shared memory of 8 blocks per
+  // SM rather than a larger L1.
+  set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), static_cast<std::size_t>(shared_bytes), true);
   const auto blocks = static_cast<unsigned>(args.batch * tiles_m * tiles_n);
   kernel<<<blocks, kThreads, shared_bytes, stream>>>(args, static_cast<unsigned>(tiles_n),
                                                      static_cast<unsigned>(tiles_m), vector_a, vector_b, vector_c);

@@ -150,8 +150,7 @@ void launch(const NormBackwardArgs<T>& a, float* partials, cudaStream_t stream) 
   auto* kernel = norm_backward_fused_kernel<T, kGroup, kItems, kVec>;
   const int outputs = a.norm == Norm::layer ? 2 : 1;
   const auto shared_bytes = static_cast<std::size_t>(kGroups * outputs * a.features) * sizeof(float);
-  CUDALAB_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)));
+  set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared_bytes);
   const std::int64_t partial_rows = backward_partial_count(a.rows, a.features);
   // As many CTAs as fit at once, no more than the partial rows the workspace holds or the rows.
   const std::int64_t wanted = std::min(partial_rows, ceil_div<std::int64_t>(a.rows, kGroups));

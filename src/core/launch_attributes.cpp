@@ -1,0 +1,72 @@
+#include "core/launch_attributes.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <cuda_runtime_api.h>
+
+#include "cudalab/error.hpp"
+
+namespace cudalab {
+namespace {
+
+constexpr int kCachedDevices = 64;  // ordinals beyond are asked every time
+
+int current_device() {
+  int device = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+}  // namespace
+
+CurrentGpu current_gpu() {
+  // Packed as sm_count << 16 | compute capability, 0 while unknown: a device's never change.
+  static std::atomic<std::uint32_t> known[kCachedDevices] = {};
+  const int device = current_device();
+  const bool cached = device < kCachedDevices;
+  if (cached) {
+    const std::uint32_t packed = known[device].load(std::memory_order_relaxed);
+    if (packed != 0) return {static_cast<int>(packed & 0xffff), static_cast<int>(packed >> 16)};
+  }
+  int major = 0, minor = 0;
+  CurrentGpu gpu;
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&gpu.sm_count, cudaDevAttrMultiProcessorCount, device));
+  gpu.compute_capability = major * 10 + minor;
+  if (cached)
+    known[device].store(
+        static_cast<std::uint32_t>(gpu.sm_count) << 16 | static_cast<std::uint32_t>(gpu.compute_capability),
+        std::memory_order_relaxed);
+  return gpu;
+}
+
+void set_dynamic_shared_memory(const void* kernel, std::size_t bytes, bool max_shared_carveout) {
+  struct Set {
+    std::size_t bytes = 0;
+    bool carveout = false;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, Set> known;
+  const std::pair<const void*, int> key{kernel, current_device()};
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto it = known.find(key);
+    if (it != known.end() && it->second.bytes >= bytes && (it->second.carveout || !max_shared_carveout)) return;
+  }
+  CUDALAB_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  if (max_shared_carveout)
+    CUDALAB_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  const std::lock_guard<std::mutex> lock(mutex);
+  Set& set = known[key];
+  set.bytes = bytes > set.bytes ? bytes : set.bytes;
+  set.carveout = set.carveout || max_shared_carveout;
+}
+
+}  // namespace cudalab
