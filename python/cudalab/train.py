@@ -6,15 +6,22 @@ The language is a random Markov chain over the model's vocabulary: each token is
 of four tokens drawn for it once, with probabilities 0.5, 0.25, 0.15 and 0.1. A model that has
 learned it reaches the chain's entropy per token, about 1.21 nats (printed as the floor), where
 an untrained one sits at log(vocab); nothing is downloaded. ``--ops torch`` trains the same model
-built from torch.nn (which also runs on the CPU, ``--device cpu``), for comparison."""
+built from torch.nn (which also runs on the CPU, ``--device cpu``), for comparison.
+
+Under ``torchrun --nproc_per_node N`` it trains data-parallel: one process per GPU (NCCL; gloo on
+the CPU), the model wrapped in DistributedDataParallel, each process on its own batches, the
+progress from the first process with tokens/s over all of them; at the end every replica's
+parameters are compared with the first's (they must be identical)."""
 
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
 import torch
+import torch.distributed as dist
 
 from .models.gpt import Gpt, GptConfig
 from .models.llama import Llama, LlamaConfig
@@ -71,6 +78,30 @@ def _build(model_name, ops, args, device):
     return model, config, optimizer
 
 
+def _process_group(args):
+    """(rank, world size, device) under torchrun, the process group made; (0, 1, args.device)
+    otherwise."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return 0, 1, args.device
+    local = int(os.environ["LOCAL_RANK"])
+    device = "cpu" if args.device == "cpu" else f"cuda:{local}"
+    if device != "cpu":
+        torch.cuda.set_device(local)
+    dist.init_process_group("gloo" if device == "cpu" else "nccl")
+    return dist.get_rank(), world, device
+
+
+def _replica_difference(model, device):
+    """The largest |difference| between any process's parameters and the first process's."""
+    mine = torch.cat([p.detach().double().flatten() for p in model.parameters()])
+    first = mine.clone()
+    dist.broadcast(first, 0)
+    worst = (mine - first).abs().max().reshape(1).to(device)
+    dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+    return worst.item()
+
+
 def _held_out_loss(model, batches):
     with torch.no_grad():
         return sum(model(x, y).float().item() for x, y in batches) / len(batches)
@@ -112,18 +143,24 @@ def main(argv=None):
     if args.device == "cpu" and args.ops == "cudalab":
         print("cudalab.train: cudalab's ops run on CUDA GPUs only; use --ops torch for --device cpu", file=sys.stderr)
         return 2
-    model, config, optimizer = _build(args.model, args.ops, args, args.device)
-    language = MarkovLanguage(config.vocab, args.seed, args.device)
-    generator = torch.Generator(device=args.device).manual_seed(args.seed + 1)
+    rank, world, device = _process_group(args)
+    model, config, optimizer = _build(args.model, args.ops, args, device)
+    # DDP starts every process from the first's weights and averages the gradients in the backward.
+    trained = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    language = MarkovLanguage(config.vocab, args.seed, device)
+    generator = torch.Generator(device=device).manual_seed(args.seed + 1)
     held_out = [language.sample(args.batch, config.seq + 1, generator) for _ in range(2)]
     held_out = [(t[:, :-1].contiguous(), t[:, 1:].contiguous()) for t in held_out]
+    if world > 1:  # the held-out batches are everyone's; the training batches each process's own
+        generator.manual_seed(args.seed + 2 + rank)
     floor = language.entropy()
-    print(f"{args.model} ({args.ops}) {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
-          f"{args.batch} x {config.seq} tokens a step; the language's floor {floor:.3f} nats, "
-          f"log(vocab) {math.log(config.vocab):.3f}", flush=True)
-    cuda = args.device != "cpu"
+    say = print if rank == 0 else (lambda *a, **k: None)
+    say(f"{args.model} ({args.ops}) {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
+        f"{args.batch} x {config.seq} tokens a step" + (f" in each of {world} processes" if world > 1 else "") +
+        f"; the language's floor {floor:.3f} nats, log(vocab) {math.log(config.vocab):.3f}", flush=True)
+    cuda = device != "cpu"
     if cuda:
-        torch.cuda.reset_peak_memory_stats(args.device)
+        torch.cuda.reset_peak_memory_stats(device)
     records, tokens_done, began = [], 0, time.perf_counter()
     window_start, window_tokens = began, 0
     for step in range(1, args.steps + 1):
@@ -131,12 +168,12 @@ def main(argv=None):
             pool = language.sample(POOL_BATCHES * args.batch, config.seq + 1, generator)
         first = (step - 1) % POOL_BATCHES * args.batch
         tokens = pool[first : first + args.batch]
-        loss = model(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
+        loss = trained(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        tokens_done += args.batch * config.seq
-        window_tokens += args.batch * config.seq
+        tokens_done += world * args.batch * config.seq
+        window_tokens += world * args.batch * config.seq
         if step == 1:  # the first window starts after the first step's warm-up (lazy loading, allocation)
             loss.item()
             window_start, window_tokens = time.perf_counter(), 0
@@ -145,20 +182,29 @@ def main(argv=None):
             now = time.perf_counter()
             rate = window_tokens / (now - window_start)
             eval_loss = _held_out_loss(model, held_out)
-            peak = torch.cuda.max_memory_allocated(args.device) / 2**30 if cuda else 0.0
-            eta = (args.steps - step) * args.batch * config.seq / rate
+            peak = torch.cuda.max_memory_allocated(device) / 2**30 if cuda else 0.0
+            eta = (args.steps - step) * world * args.batch * config.seq / rate
             record = {"step": step, "loss": round(train_loss, 4), "held_out_loss": round(eval_loss, 4),
                       "tokens_per_s": round(rate), "peak_gib": round(peak, 3)}
             records.append(record)
             memory = f"  peak {peak:.2f} GiB" if cuda else ""
-            print(f"step {step:6d}/{args.steps}  loss {train_loss:.4f}  held-out {eval_loss:.4f}  "
-                  f"{rate:10.0f} tokens/s{memory}  eta {eta:5.0f} s", flush=True)
+            say(f"step {step:6d}/{args.steps}  loss {train_loss:.4f}  held-out {eval_loss:.4f}  "
+                f"{rate:10.0f} tokens/s{memory}  eta {eta:5.0f} s", flush=True)
             window_start, window_tokens = time.perf_counter(), 0
     summary = {"model": args.model, "ops": args.ops, "dtype": args.dtype, "device": args.device,
                "batch": args.batch, "seq": config.seq, "vocab": config.vocab, "steps": args.steps,
                "floor_nats": round(floor, 4), "seconds": round(time.perf_counter() - began, 2),
-               "tokens": tokens_done, "records": records}
-    if args.json:
+               "tokens": tokens_done, "processes": world, "records": records}
+    if world > 1:
+        difference = _replica_difference(model, device)
+        summary["replicas_max_difference"] = difference
+        say(f"replicas after {args.steps} steps: largest difference from the first process's parameters "
+            f"{difference:g}", flush=True)
+        dist.destroy_process_group()
+        if difference != 0.0:
+            print("cudalab.train: the processes' parameters differ", file=sys.stderr)
+            return 1
+    if args.json and rank == 0:
         with open(args.json, "w") as out:
             json.dump(summary, out, indent=1)
     return 0

@@ -4,6 +4,8 @@ learning the generated language."""
 
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -36,6 +38,19 @@ def test_torch_built_model_trains_on_the_cpu(tmp_path):
     assert [r["step"] for r in summary["records"]] == [3, 6]
     assert all(math.isfinite(r["loss"]) and math.isfinite(r["held_out_loss"]) for r in summary["records"])
     assert summary["tokens"] == 6 * 4 * 32 and summary["floor_nats"] < math.log(97)
+
+
+def test_data_parallel_on_two_cpu_processes(tmp_path):
+    # torchrun's two processes over gloo: each on its own batches, the replicas identical at the end.
+    out = tmp_path / "ddp.json"
+    args = TINY + ["--ops", "torch", "--device", "cpu", "--dtype", "f32", "--steps", "4", "--log-every", "2"]
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          "-m", "cudalab.train", *args, "--json", str(out)], capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    summary = json.loads(out.read_text())
+    assert summary["processes"] == 2 and summary["replicas_max_difference"] == 0.0
+    assert summary["tokens"] == 2 * 4 * 4 * 32
+    assert "largest difference from the first process's parameters 0" in run.stdout
 
 
 @requires_cuda
