@@ -108,7 +108,11 @@ def _held_out_loss(model, batches):
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="python -m cudalab.train", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m cudalab.train",
+        description=__doc__.splitlines()[0],
+        epilog="Data-parallel on N GPUs: torchrun --standalone --nproc_per_node N -m cudalab.train [options]",
+    )
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt")
     parser.add_argument("--ops", choices=["cudalab", "torch"], default="cudalab", help="what the model is built from")
     parser.add_argument("--layers", type=int, help="decoder layers (default: the model's)")
