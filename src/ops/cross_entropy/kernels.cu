@@ -108,12 +108,10 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   const int thread = static_cast<int>(threadIdx.x);
-  const bool zero = g.zero;
-  const auto gradient = [&](float x_j, std::int64_t j) {
-    if (zero) return 0.0f;
+  const auto gradient = [&](float x_j, bool is_target) {
     const float c = capped<kCapped>(x_j, g.softcap);
     const float p = exp_shifted(c, g.max) * g.inverse_sum;
-    const float dc = p * g.p_factor - g.spread - (j == g.target ? g.on_target : 0.0f);
+    const float dc = p * g.p_factor - g.spread - (is_target ? g.on_target : 0.0f);
     if constexpr (!kCapped) return g.scale * dc;
     // The slope before the scale: where |x| >> cap the slope is 0, and a large incoming gradient
     // times exp(c - lse) would overflow first (inf * 0 = NaN for a gradient of 0).
@@ -122,18 +120,19 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
   };
   const RowBody body = row_body<kPack>(x, vocab);
   const std::int64_t edge = edge_column<kPack>(thread, body, vocab);
-  if (edge >= 0) dx[edge] = from_float<T>(gradient(to_float(x[edge]), edge));
+  if (edge >= 0) dx[edge] = from_float<T>(g.zero ? 0.0f : gradient(to_float(x[edge]), edge == g.target));
   for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
     const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
     float v[kStep];
-    if (zero) {
+    if (g.zero) {  // an ignored row: no read
 #pragma unroll
       for (int i = 0; i < kStep; ++i) v[i] = 0.0f;
     } else {
       softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
-    }
+      const std::int64_t target = g.target - body.head - base;  // the target's column in this step
 #pragma unroll
-    for (int i = 0; i < kStep; ++i) v[i] = gradient(v[i], body.head + base + column_of<kPack>(i, thread, kThreads));
+      for (int i = 0; i < kStep; ++i) v[i] = gradient(v[i], column_of<kPack>(i, thread, kThreads) == target);
+    }
     softmax_variants::store_fragment<kPack>(dx + body.head + base, count, thread, kThreads, v);
   }
 }
