@@ -98,14 +98,16 @@ constexpr int kMaxWarpRows = 16;
 template <int kRows>
 constexpr int kWarpColumns = kRows > 8 ? 2 : 4;
 template <int kRows>
-constexpr int kBlockColumns = kWarps*(kWarpColumns<kRows>);  // columns a block takes
+constexpr int block_columns() {
+  return kWarps * kWarpColumns<kRows>;
+}
 
 template <typename T, int kRows>
 __global__ void __launch_bounds__(kThreads) decode_gemv_warps_kernel(const GemmArgs<T> p) {
   constexpr int kChunk = kVector16<T>;
   constexpr int kCols = kWarpColumns<kRows>;
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.x) * kBlockColumns<kRows> + warp * kCols;
+  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.x) * block_columns<kRows>() + warp * kCols;
   if (column0 >= p.n) return;  // the whole warp: no barrier waits for it
   const std::int64_t chunks = p.k / kChunk;
   for (std::int64_t z = blockIdx.y; z < p.batch; z += gridDim.y) {
@@ -130,7 +132,7 @@ __global__ void __launch_bounds__(kThreads) decode_gemv_warps_kernel(const GemmA
 template <typename T, int kRows, bool kWarpPerColumns>
 void launch(const GemmArgs<T>& args, cudaStream_t stream) {
   const dim3 grid(
-      static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kWarpPerColumns ? kBlockColumns<kRows> : kColumns)),
+      static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kWarpPerColumns ? block_columns<kRows>() : kColumns)),
       static_cast<unsigned>(std::min<std::int64_t>(args.batch, 65535)));
   if constexpr (kWarpPerColumns) {
     decode_gemv_warps_kernel<T, kRows><<<grid, kThreads, 0, stream>>>(args);
