@@ -2,7 +2,11 @@
 // backward op needs saved, and its backward through that op. In C++ because a model calls these
 // ops hundreds of times a step: Python's autograd path (torch.library.register_autograd) cost
 // several times the launch on the host, and an eager step waited on it (docs/models.md). Under
-// torch.compile the same functions run on fake tensors, the ops' fake kernels below them.
+// torch.compile the same functions run on fake tensors, the ops' fake kernels below them; sizes
+// and strides are read as SymInts, so a dynamic shape stays dynamic. Where no gradient is wanted
+// the op runs below autograd directly. Only the GEMM has a second derivative: the other backward
+// ops have none, so their backward refuses a create_graph pass (it would give zeros). torch.func's
+// transforms do not take C++ autograd functions.
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -34,6 +38,18 @@ auto below_autograd(Call&& call) {
   return call();
 }
 
+// Whether autograd records anything for these inputs.
+template <typename... Tensors>
+bool wants_gradient(const Tensors&... tensors) {
+  return at::GradMode::is_enabled() && (tensors.requires_grad() || ...);
+}
+
+// The backward ops have no gradient of their own: a create_graph backward would get zeros.
+void refuse_second_derivative(const char* op) {
+  TORCH_CHECK(!at::GradMode::is_enabled(), "cudalab.", op,
+              ": no second derivative (its backward op has none); call backward without create_graph");
+}
+
 // ---- gemm: out = alpha a op(b) + beta c
 
 using GemmSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, double, double,
@@ -47,7 +63,8 @@ at::Tensor call_gemm(const at::Tensor& a, const at::Tensor& b, double alpha) {
 // t as the kernels read it without a copy: itself where its rows (or, in 16-bit, its columns) are
 // contiguous, else a contiguous copy.
 at::Tensor operand(const at::Tensor& t, bool fp32) {
-  const std::int64_t rows = t.size(-2), cols = t.size(-1), row_step = t.stride(-2), col_step = t.stride(-1);
+  const c10::SymInt &rows = t.sym_size(-2), &cols = t.sym_size(-1);
+  const c10::SymInt &row_step = t.sym_stride(-2), &col_step = t.sym_stride(-1);
   if (rows_contiguous(rows, cols, row_step, col_step) || (!fp32 && rows_contiguous(cols, rows, col_step, row_step)))
     return t;
   return t.contiguous();
@@ -91,24 +108,31 @@ class Gemm : public torch::autograd::Function<Gemm> {
 
 at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c, double alpha, double beta,
                 bool b_transposed) {
+  const bool c_requires_grad = c.has_value() && c->defined() && c->requires_grad();
+  if (!at::GradMode::is_enabled() || !(a.requires_grad() || b.requires_grad() || c_requires_grad)) {
+    static const auto op = op_named<GemmSignature>("cudalab::gemm");
+    return below_autograd([&] { return op.call(a, b, c, alpha, beta, b_transposed); });
+  }
   return Gemm::apply(a, b, c, alpha, beta, b_transposed);
 }
 
-// ---- layer_norm and rms_norm: the statistics are outputs without gradients
+// ---- layer_norm and rms_norm: the statistics leave the node detached (outputs without
+// gradients; marking them non-differentiable would stop compiled autograd)
+
+using LayerNormSignature = Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, double);
 
 class LayerNorm : public torch::autograd::Function<LayerNorm> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                                const at::Tensor& bias, double eps) {
-    static const auto op =
-        op_named<Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, double)>("cudalab::layer_norm");
+    static const auto op = op_named<LayerNormSignature>("cudalab::layer_norm");
     auto [y, mean, rstd] = below_autograd([&] { return op.call(x, weight, bias, eps); });
     ctx->save_for_backward({x, weight, mean, rstd});
-    ctx->mark_non_differentiable({mean, rstd});
     return {y, mean, rstd};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("layer_norm");
     static const auto op = op_named<Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                              const at::Tensor&)>("cudalab::layer_norm_backward");
     const auto s = ctx->get_saved_variables();
@@ -118,21 +142,27 @@ class LayerNorm : public torch::autograd::Function<LayerNorm> {
 };
 
 Tensors3 layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  if (!wants_gradient(x, weight, bias)) {
+    static const auto op = op_named<LayerNormSignature>("cudalab::layer_norm");
+    return below_autograd([&] { return op.call(x, weight, bias, eps); });
+  }
   const auto out = LayerNorm::apply(x, weight, bias, eps);
-  return {out[0], out[1], out[2]};
+  return {out[0], out[1].detach(), out[2].detach()};
 }
+
+using RmsNormSignature = Tensors2(const at::Tensor&, const at::Tensor&, double);
 
 class RmsNorm : public torch::autograd::Function<RmsNorm> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight, double eps) {
-    static const auto op = op_named<Tensors2(const at::Tensor&, const at::Tensor&, double)>("cudalab::rms_norm");
+    static const auto op = op_named<RmsNormSignature>("cudalab::rms_norm");
     auto [y, rstd] = below_autograd([&] { return op.call(x, weight, eps); });
     ctx->save_for_backward({x, weight, rstd});
-    ctx->mark_non_differentiable({rstd});
     return {y, rstd};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("rms_norm");
     static const auto op =
         op_named<Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&)>(
             "cudalab::rms_norm_backward");
@@ -143,24 +173,30 @@ class RmsNorm : public torch::autograd::Function<RmsNorm> {
 };
 
 Tensors2 rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  if (!wants_gradient(x, weight)) {
+    static const auto op = op_named<RmsNormSignature>("cudalab::rms_norm");
+    return below_autograd([&] { return op.call(x, weight, eps); });
+  }
   const auto out = RmsNorm::apply(x, weight, eps);
-  return {out[0], out[1]};
+  return {out[0], out[1].detach()};
 }
 
 // ---- bias_act: act(x + bias)
+
+using BiasActSignature = at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view);
 
 class BiasAct : public torch::autograd::Function<BiasAct> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& bias,
                             c10::string_view activation) {
-    static const auto op =
-        op_named<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view)>("cudalab::bias_act");
+    static const auto op = op_named<BiasActSignature>("cudalab::bias_act");
     ctx->save_for_backward({x, bias});
     ctx->saved_data["activation"] = std::string(activation);
     return below_autograd([&] { return op.call(x, bias, activation); });
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("bias_act");
     static const auto op =
         op_named<Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::string_view)>(
             "cudalab::bias_act_backward");
@@ -172,6 +208,10 @@ class BiasAct : public torch::autograd::Function<BiasAct> {
 };
 
 at::Tensor bias_act(const at::Tensor& x, const at::Tensor& bias, c10::string_view activation) {
+  if (!wants_gradient(x, bias)) {
+    static const auto op = op_named<BiasActSignature>("cudalab::bias_act");
+    return below_autograd([&] { return op.call(x, bias, activation); });
+  }
   return BiasAct::apply(x, bias, activation);
 }
 
@@ -180,17 +220,26 @@ at::Tensor bias_act(const at::Tensor& x, const at::Tensor& bias, c10::string_vie
 template <const char* kForward, const char* kBackward>
 class GatedUnit : public torch::autograd::Function<GatedUnit<kForward, kBackward>> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate, const at::Tensor& up) {
+  static at::Tensor run(const at::Tensor& gate, const at::Tensor& up) {
     static const auto op = op_named<at::Tensor(const at::Tensor&, const at::Tensor&)>(kForward);
-    ctx->save_for_backward({gate, up});
     return below_autograd([&] { return op.call(gate, up); });
   }
 
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& gate, const at::Tensor& up) {
+    ctx->save_for_backward({gate, up});
+    return run(gate, up);
+  }
+
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative(kForward);
     static const auto op = op_named<Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&)>(kBackward);
     const auto s = ctx->get_saved_variables();
     auto [dgate, dup] = op.call(s[0], s[1], grads[0].contiguous());
     return {dgate, dup};
+  }
+
+  static at::Tensor apply_or_run(const at::Tensor& gate, const at::Tensor& up) {
+    return wants_gradient(gate, up) ? GatedUnit::apply(gate, up) : run(gate, up);
   }
 };
 
@@ -198,10 +247,10 @@ constexpr char kSwiglu[] = "cudalab::swiglu", kSwigluBackward[] = "cudalab::swig
 constexpr char kGeglu[] = "cudalab::geglu", kGegluBackward[] = "cudalab::geglu_backward";
 
 at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
-  return GatedUnit<kSwiglu, kSwigluBackward>::apply(gate, up);
+  return GatedUnit<kSwiglu, kSwigluBackward>::apply_or_run(gate, up);
 }
 at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up) {
-  return GatedUnit<kGeglu, kGegluBackward>::apply(gate, up);
+  return GatedUnit<kGeglu, kGegluBackward>::apply_or_run(gate, up);
 }
 
 // ---- rope: x rotated by the position's angle; its gradient is dy rotated back
@@ -222,6 +271,7 @@ class Rope : public torch::autograd::Function<Rope> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("rope");
     static const auto op = op_named<RopeSignature>("cudalab::rope_backward");
     const auto s = ctx->get_saved_variables();
     // Contiguous, or the transpose of dimensions 1 and 2 of a contiguous tensor: read as it lies.
@@ -235,27 +285,33 @@ class Rope : public torch::autograd::Function<Rope> {
 
 at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, std::int64_t seq_dim,
                 bool interleaved, std::int64_t position_offset) {
+  if (!wants_gradient(x)) {  // the tables take no gradient
+    static const auto op = op_named<RopeSignature>("cudalab::rope");
+    return below_autograd([&] { return op.call(x, cos, sin, seq_dim, interleaved, position_offset); });
+  }
   return Rope::apply(x, cos, sin, seq_dim, interleaved, position_offset);
 }
 
-// ---- attention: (o, lse); lse has no gradient, so o's is the whole of it (as FlashAttention's)
+// ---- attention: (o, lse); lse leaves the node detached, so o's gradient is the whole of it (as
+// FlashAttention's)
+
+using AttentionSignature = Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                    const c10::optional<double>&, bool);
 
 class Attention : public torch::autograd::Function<Attention> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const c10::optional<double>& scale, bool causal) {
-    static const auto op =
-        op_named<Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&, const c10::optional<double>&, bool)>(
-            "cudalab::attention");
+    static const auto op = op_named<AttentionSignature>("cudalab::attention");
     auto [o, lse] = below_autograd([&] { return op.call(q, k, v, scale, causal); });
     ctx->save_for_backward({q, k, v, o, lse});
-    ctx->mark_non_differentiable({lse});
     ctx->saved_data["scale"] = scale.has_value() ? c10::IValue(*scale) : c10::IValue();
     ctx->saved_data["causal"] = causal;
     return {o, lse};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("attention");
     static const auto op =
         op_named<Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                           const at::Tensor&, const c10::optional<double>&, bool)>("cudalab::attention_backward");
@@ -270,8 +326,12 @@ class Attention : public torch::autograd::Function<Attention> {
 
 Tensors2 attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<double>& scale,
                    bool causal) {
+  if (!wants_gradient(q, k, v)) {
+    static const auto op = op_named<AttentionSignature>("cudalab::attention");
+    return below_autograd([&] { return op.call(q, k, v, scale, causal); });
+  }
   const auto out = Attention::apply(q, k, v, scale, causal);
-  return {out[0], out[1]};
+  return {out[0], out[1].detach()};
 }
 
 }  // namespace
@@ -283,8 +343,8 @@ TORCH_LIBRARY_IMPL(cudalab, Autograd, m) {
   m.impl("bias_act", &bias_act);
   m.impl("swiglu", &swiglu);
   m.impl("geglu", &geglu);
-  m.impl("attention", &attention);
   m.impl("rope", &rope);
+  m.impl("attention", &attention);
 }
 
 }  // namespace cudalab::torch_ops

@@ -141,7 +141,9 @@ inline cudaStream_t current_stream(const at::Tensor& t) {
 // Whether a matrix of `rows` x `cols` with these strides has contiguous rows, each at least a row's
 // length from the next. A dimension of size 0 or 1 is never stepped over, so its stride does not
 // matter.
-inline bool rows_contiguous(std::int64_t rows, std::int64_t cols, std::int64_t row_step, std::int64_t col_step) {
+// Integers or SymInts (under torch.compile, compared without fixing a dynamic size).
+template <typename Int>
+bool rows_contiguous(const Int& rows, const Int& cols, const Int& row_step, const Int& col_step) {
   return (cols <= 1 || col_step == 1) && (rows <= 1 || row_step >= cols);
 }
 

@@ -129,7 +129,7 @@ void run_product(const Product& p, const at::Tensor& a, const at::Tensor& b, at:
         // default pool keeps nothing past a synchronisation, so each step would allocate it anew.
         const std::size_t bytes = cudalab::gemm_workspace_bytes(p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld,
                                                                 data<T>(out), ldc, transpose_b, transpose_a);
-        const at::Tensor scratch = workspace(a, bytes);
+        const at::Tensor scratch = bytes == 0 ? at::Tensor() : workspace(a, bytes);
         cudalab::gemm(p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, fb, mutable_data<T>(out), ldc,
                       bytes == 0 ? nullptr : scratch.data_ptr(), bytes, current_stream(a), transpose_b, transpose_a);
       }
@@ -177,24 +177,30 @@ void gemm_(at::Tensor c, const at::Tensor& a, const at::Tensor& b, double alpha,
 // nn.Linear layer costs one call from Python.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
   TORCH_CHECK_VALUE(weight.dim() == 2, "cudalab.linear: weight must be [out_features, in_features], got ",
-                    weight.sizes());
-  TORCH_CHECK_VALUE(x.dim() >= 1 && x.size(-1) == weight.size(1), "cudalab.linear: x's last dimension must be ",
-                    weight.size(1), " (the weight's in_features), got x of shape ", x.sizes());
+                    weight.sym_sizes());
+  const c10::SymInt &in_features = weight.sym_size(1), &out_features = weight.sym_size(0);
+  TORCH_CHECK_VALUE(x.dim() >= 1 && x.sym_size(-1) == in_features, "cudalab.linear: x's last dimension must be ",
+                    in_features, " (the weight's in_features), got x of shape ", x.sym_sizes());
+  const bool with_bias = bias.has_value() && bias->defined();
+  TORCH_CHECK_VALUE(!with_bias || (bias->dim() == 1 && bias->sym_size(0) == out_features),
+                    "cudalab.linear: bias must be [out_features] = [", out_features, "], got ", bias->sym_sizes());
   static const auto gemm_op = c10::Dispatcher::singleton()
                                   .findSchemaOrThrow("cudalab::gemm", "")
                                   .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
                                                     const c10::optional<at::Tensor>&, double, double, bool)>();
-  const std::int64_t out_features = weight.size(0);
-  const at::Tensor rows = x.reshape({-1, weight.size(1)});
-  const bool with_bias = bias.has_value() && bias->defined();
+  // Sizes as SymInts: under torch.compile a dynamic size stays dynamic. The rows are counted, not
+  // inferred (-1), so in_features 0 works as in F.linear.
+  c10::SymInt rows = 1;
+  for (std::int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.sym_size(d);
+  const at::Tensor matrix = x.reshape_symint({rows, in_features});
   const c10::optional<at::Tensor> c =
-      with_bias ? c10::optional<at::Tensor>(bias->expand({rows.size(0), out_features})) : c10::nullopt;
+      with_bias ? c10::optional<at::Tensor>(bias->expand_symint({rows, out_features})) : c10::nullopt;
   const bool fp32 = x.scalar_type() == at::kFloat;
   const at::Tensor y =
-      gemm_op.call(rows, fp32 ? weight.t().contiguous() : weight, c, 1.0, with_bias ? 1.0 : 0.0, !fp32);
-  std::vector<std::int64_t> shape = x.sizes().vec();
+      gemm_op.call(matrix, fp32 ? weight.t().contiguous() : weight, c, 1.0, with_bias ? 1.0 : 0.0, !fp32);
+  std::vector<c10::SymInt> shape = x.sym_sizes().vec();
   shape.back() = out_features;
-  return y.reshape(shape);
+  return y.reshape_symint(shape);
 }
 
 }  // namespace

@@ -60,6 +60,8 @@ class AdamW(torch.optim.Optimizer):
             raise RuntimeError("cudalab.optim.AdamW: sparse gradients are not supported")
         state = self.state[p]
         mixed = self._mixed(p)
+        if "step" in state and state["step"].device.type != "cpu":  # from a fused or capturable torch AdamW
+            state["step"] = state["step"].cpu()
         if not state:
             state["step"] = torch.tensor(0.0)
             moments = torch.float32 if mixed else p.dtype

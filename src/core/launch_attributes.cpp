@@ -52,20 +52,17 @@ void set_dynamic_shared_memory(const void* kernel, std::size_t bytes, bool max_s
   };
   static std::mutex mutex;
   static std::map<std::pair<const void*, int>, Set> known;
-  const std::pair<const void*, int> key{kernel, current_device()};
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    const auto it = known.find(key);
-    if (it != known.end() && it->second.bytes >= bytes && (it->second.carveout || !max_shared_carveout)) return;
-  }
+  // Held across the runtime's calls: two threads setting one kernel's limit must leave the larger.
+  const std::lock_guard<std::mutex> lock(mutex);
+  Set& set = known[{kernel, current_device()}];
+  if (set.bytes >= bytes && (set.carveout || !max_shared_carveout)) return;
+  const std::size_t limit = bytes > set.bytes ? bytes : set.bytes;
   CUDALAB_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(limit)));
   if (max_shared_carveout)
     CUDALAB_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  const std::lock_guard<std::mutex> lock(mutex);
-  Set& set = known[key];
-  set.bytes = bytes > set.bytes ? bytes : set.bytes;
+  set.bytes = limit;
   set.carveout = set.carveout || max_shared_carveout;
 }
 

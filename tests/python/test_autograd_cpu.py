@@ -179,3 +179,38 @@ def test_compile_traces_the_cpp_autograd(cpu_kernels):
     compiled = torch.autograd.grad(torch.compile(block, backend="aot_eager", fullgraph=True)(*inputs), inputs)
     for got, want in zip(compiled, eager):
         torch.testing.assert_close(got, want)
+
+
+def test_dynamic_shapes_compile_once(cpu_kernels):
+    # Sizes and strides are read as SymInts: three row counts, one graph.
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    counter = CompileCounterWithBackend("aot_eager")
+    weight, bias = _double(5, 6, seed=1), _double(5, seed=2)
+    step = torch.compile(lambda x: ops.linear(x, weight, bias).sum(), backend=counter, dynamic=True)
+    for rows in (3, 7, 12):
+        x = _double(rows, 6, seed=rows)
+        torch.autograd.grad(step(x), (x, weight))
+    assert counter.frame_count == 1
+
+
+def test_second_derivative_refused_where_there_is_none(cpu_kernels):
+    x, w, b = _double(3, 8), _double(8, seed=1), _double(8, seed=2)
+    (dx,) = torch.autograd.grad(ops.layer_norm(x, w, b).pow(2).sum(), x, create_graph=False)
+    assert dx.shape == x.shape
+    with pytest.raises(RuntimeError, match="no second derivative"):
+        torch.autograd.grad(ops.layer_norm(x, w, b).pow(2).sum(), x, create_graph=True)
+
+
+def test_compiled_autograd_takes_the_statistics_ops(cpu_kernels):
+    # The statistics leave the node detached: compiled autograd rejects nodes with outputs marked
+    # non-differentiable.
+    from torch._dynamo import compiled_autograd
+
+    x, w, b = _double(3, 8), _double(8, seed=1), _double(8, seed=2)
+    want = torch.autograd.grad(ops.layer_norm(x, w, b).sum(), (x, w, b))
+    loss = ops.layer_norm(x, w, b).sum()
+    with compiled_autograd._enable(torch.compile(backend="aot_eager")):
+        loss.backward()
+    for got, expected in zip((x.grad, w.grad, b.grad), want):
+        torch.testing.assert_close(got, expected)
