@@ -85,9 +85,10 @@ __device__ __forceinline__ float capped(float x, float softcap) {
   }
 }
 
-// Blocks of 512 threads: three to an SM (at most 42 registers); 1024: one.
-template <int kThreads>
-constexpr int kMinBlocks = kThreads == 512 ? 3 : 1;
+// Blocks of 512 threads: three to an SM (at most 42 registers), two for the capped kernels (whose
+// tanh call spilled at 42); 1024: one.
+template <int kThreads, bool kCapped>
+constexpr int kMinBlocks = kThreads == 512 ? (kCapped ? 2 : 3) : 1;
 
 // A row's gradient constants: scale (p (1 + 2 z lse) - e / vocab - (1 - e) [j == target]) dc/dx,
 // p = exp(c - max) / sum over the capped logits c; zeros where `zero` (an ignored row); NaN stands
@@ -138,7 +139,8 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
 }
 
 template <typename T, int kPack, int kThreads, bool kCapped>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads>) cross_entropy_kernel(const CrossEntropyArgs<T> p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
+    cross_entropy_kernel(const CrossEntropyArgs<T> p) {
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   __shared__ RowStats stats_scratch[kWarpSize];
@@ -251,22 +253,17 @@ bool bodies_match(const T* logits, const T* dlogits) {
   return at(logits) % sizeof(T) == 0 && (dlogits == nullptr || (at(logits) - at(dlogits)) % 16 == 0);
 }
 
-template <typename T, int kPack, int kThreads>
-void launch_forward(const CrossEntropyArgs<T>& args, bool persistent, cudaStream_t stream) {
+// A grid of kThreads-thread blocks, one per row or (persistent) one per SM: 16-byte accesses over
+// the rows' bodies where `vectors`, the capped kernel where the softcap is on.
+template <typename T, int kThreads>
+void launch_forward(const CrossEntropyArgs<T>& args, bool vectors, bool persistent, cudaStream_t stream) {
   const auto blocks =
       static_cast<unsigned>(persistent ? std::min<std::int64_t>(args.rows, current_gpu().sm_count) : args.rows);
-  auto* kernel =
-      with_flags([](auto capped) { return cross_entropy_kernel<T, kPack, kThreads, capped>; }, args.softcap > 0.0f);
-  kernel<<<blocks, kThreads, 0, stream>>>(args);
-  CUDALAB_CHECK_LAUNCH();
-}
-
-template <typename T, int kPack>
-void launch_backward(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
-  constexpr int kThreads = 1024;
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(args.rows, current_gpu().sm_count));
-  auto* kernel = with_flags([](auto capped) { return cross_entropy_backward_kernel<T, kPack, kThreads, capped>; },
-                            args.softcap > 0.0f);
+  auto* kernel = with_flags(
+      [](auto capped, auto vectorized) {
+        return cross_entropy_kernel < T, decltype(vectorized)::value ? kVector16<T> : 1, kThreads, capped > ;
+      },
+      args.softcap > 0.0f, vectors);
   kernel<<<blocks, kThreads, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();
 }
@@ -277,28 +274,20 @@ template <typename T>
 void online_scalar(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
   CUDALAB_REQUIRE(args.rows <= 0x7fffffff, "cross_entropy online_scalar: more than 2^31-1 rows (a block per row)");
-  launch_forward<T, 1, 512>(args, false, stream);
+  launch_forward<T, 512>(args, false, false, stream);
 }
 
 template <typename T>
 void online_vectorized(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
   CUDALAB_REQUIRE(args.rows <= 0x7fffffff, "cross_entropy online_vectorized: more than 2^31-1 rows (a block per row)");
-  if (bodies_match(args.logits, args.dlogits)) {
-    launch_forward<T, kVector16<T>, 512>(args, false, stream);
-  } else {
-    launch_forward<T, 1, 512>(args, false, stream);
-  }
+  launch_forward<T, 512>(args, bodies_match(args.logits, args.dlogits), false, stream);
 }
 
 template <typename T>
 void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
-  if (bodies_match(args.logits, args.dlogits)) {
-    launch_forward<T, kVector16<T>, 1024>(args, true, stream);
-  } else {
-    launch_forward<T, 1, 1024>(args, true, stream);
-  }
+  launch_forward<T, 1024>(args, bodies_match(args.logits, args.dlogits), true, stream);
 }
 
 template <typename T>
@@ -322,11 +311,15 @@ void scale_gradient(T* x, std::int64_t n, const float* scale, cudaStream_t strea
 template <typename T>
 void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
-  if (bodies_match(args.logits, args.dlogits)) {
-    launch_backward<T, kVector16<T>>(args, stream);
-  } else {
-    launch_backward<T, 1>(args, stream);
-  }
+  constexpr int kThreads = 1024;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(args.rows, current_gpu().sm_count));
+  auto* kernel = with_flags(
+      [](auto capped, auto vectorized) {
+        return cross_entropy_backward_kernel < T, decltype(vectorized)::value ? kVector16<T> : 1, kThreads, capped > ;
+      },
+      args.softcap > 0.0f, bodies_match(args.logits, args.dlogits));
+  kernel<<<blocks, kThreads, 0, stream>>>(args);
+  CUDALAB_CHECK_LAUNCH();
 }
 
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_scalar, CrossEntropyArgs)
