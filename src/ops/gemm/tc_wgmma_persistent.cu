@@ -26,12 +26,19 @@
 // each k-tile (PersistentTiles below). Fixes: shapes with few large tiles, which left most SMs
 // idle. Costs: twice the A and B traffic per FLOP of the large tiles, and a 32 KiB hand-over of
 // partial sums per tile.
+// Rung `wgmma_small_splitk` also splits k across CTAs: a decode batch (m <= 64) against a 4096-wide
+// weight is 32 small tiles for 132 SMs (0.72-0.78x cuBLAS at m = 8-64 on an H200), so each tile's
+// k-range is cut into as many parts as give about one work item per SM; each part's fp32 sums go to
+// scratch, and a second kernel adds the parts in order and blends them into C. Costs: the partial
+// sums' round trip (splits x m x n floats) and a second launch.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/launch.cuh"
+#include "core/workspace.hpp"
 #include "cudalab/error.hpp"
 #include "ops/gemm/hopper.cuh"
 #include "ops/gemm/mma_sync.cuh"
@@ -89,6 +96,43 @@ static_assert(shared_storage_bytes<SharedStorage<LargeTiles>>() <= 227 * 1024 &&
                   shared_storage_bytes<SharedStorage<SmallTiles>>() <= 227 * 1024,
               "one block per SM must fit");
 
+// Split k across CTAs (wgmma_small_splitk): work item u is tile u % tiles over k-tiles
+// [(u / tiles) * k_tiles_per_split, ...), its fp32 sums written to partial + (u / tiles) * batch * m * n.
+// One split: items are tiles, over all of k.
+struct SplitK {
+  int splits = 1, k_tiles_per_split = 0;
+  float* partial = nullptr;
+};
+
+// A work item's tile and k-tiles.
+struct WorkItem {
+  int tile, split, kt0, k_tiles;
+};
+__device__ __forceinline__ WorkItem work_item(int unit, int tiles, int k_tiles, const SplitK& split) {
+  const int part = unit / tiles, kt0 = part * split.k_tiles_per_split;
+  const int rest = k_tiles - kt0;
+  return {unit - part * tiles, part, kt0, rest < split.k_tiles_per_split ? rest : split.k_tiles_per_split};
+}
+
+// A warpgroup's 64 x N fp32 sums (the accumulators' layout of store_accumulators_direct) into a
+// dense m x n matrix at `partial`, clipped to its bounds.
+template <int kRegisters>
+__device__ __forceinline__ void store_partial_sums(float* partial, std::int64_t m, std::int64_t n,
+                                                   const float (&acc)[kRegisters], std::int64_t row0,
+                                                   std::int64_t col0) {
+  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
+  const std::int64_t row = row0 + 16 * (t / 32) + lane / 4, col = col0 + 2 * (lane % 4);
+#pragma unroll
+  for (int i = 0; i < kRegisters / 4; ++i)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const std::int64_t r = row + 8 * half, c = col + 8 * i;
+      if (r >= m) continue;
+      if (c < n) partial[r * n + c] = acc[4 * i + 2 * half];
+      if (c + 1 < n) partial[r * n + c + 1] = acc[4 * i + 2 * half + 1];
+    }
+}
+
 // Split k-steps: the second consumer warpgroup's accumulators into `reduce` (element i of thread t
 // at float i * 128 + t: a warp's 32 stores hit 32 banks), added by the first. `first_tile` and
 // `more_tiles` pace the hand-over: the second waits until the first has read the previous tile's sums.
@@ -113,10 +157,10 @@ __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters],
   }
 }
 
-template <typename T, typename Tiles, bool kAMnMajor, bool kBMnMajor, bool kTmaStore>
+template <typename T, typename Tiles, bool kAMnMajor, bool kBMnMajor, bool kTmaStore, bool kSplitK = false>
 __global__ void __launch_bounds__(Tiles::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                            const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p) {
+                            const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p, const SplitK split) {
 #if CUDALAB_SM90A_DEVICE
   constexpr int kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN, kStages = Tiles::kStages;
   constexpr int kATileBytes = Tiles::kATileBytes;
@@ -127,7 +171,7 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
                                                           shared + offsetof(Storage, barriers));
   const std::uint32_t staging = shared + offsetof(Storage, staging);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
-  const int tiles = p.batch * p.tiles_m * p.tiles_n;
+  const int tiles = p.batch * p.tiles_m * p.tiles_n, units = tiles * split.splits;
   const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
   pipeline.init(Tiles::kConsumers);
   __syncthreads();
@@ -138,9 +182,11 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
       const int prefetch_kt = kTmaStore && p.out.beta != 0.0f ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
       RingPosition<kStages> ring;
-      for_each_persistent(first, step, tiles, [&](int tile) {
-        const TileCoord at = grouped_tile(tile, p.tiles_m, p.tiles_n, kGroupM);
-        produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
+      for_each_persistent(first, step, units, [&](int unit) {
+        const WorkItem item = work_item(unit, tiles, p.k_tiles, split);
+        const TileCoord at = grouped_tile(item.tile, p.tiles_m, p.tiles_n, kGroupM);
+        produce(pipeline, ring, item.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int i) {
+          const int kt = item.kt0 + i;
           load_operand<kBlockM, kAMnMajor>(stage, &a_map, barrier, kt * kBlockK, at.m * kBlockM,
                                            at.batch * p.batch_step_a);
           load_operand<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, at.n * kBlockN,
@@ -159,24 +205,31 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       if (leader) pipeline.consumer_release(stage);
     };
     RingPosition<kStages> ring;
-    for_each_persistent(first, step, tiles, [&](int tile) {
-      const TileCoord at = grouped_tile(tile, p.tiles_m, p.tiles_n, kGroupM);
+    for_each_persistent(first, step, units, [&](int unit) {
+      const WorkItem item = work_item(unit, tiles, p.k_tiles, split);
+      const TileCoord at = grouped_tile(item.tile, p.tiles_m, p.tiles_n, kGroupM);
       float acc[kBlockN / 2] = {};
       if constexpr (Tiles::kSplit) {
         if (consumer == 0) {
-          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, p.k_tiles, pipeline, ring, 0, release);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, item.k_tiles, pipeline, ring, 0, release);
         } else {
-          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(acc, p.k_tiles, pipeline, ring, 0, release);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(acc, item.k_tiles, pipeline, ring, 0, release);
         }
-        hand_over_partial_sums(acc, consumer, shared + offsetof(Storage, reduce), tile == first, tile + step < tiles);
+        hand_over_partial_sums(acc, consumer, shared + offsetof(Storage, reduce), unit == first, unit + step < units);
         if (consumer == 1) return;
       } else {
-        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
-                                                              release);
+        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, item.k_tiles, pipeline, ring,
+                                                              consumer * 64 * kRowBytes, release);
+      }
+      const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
+      if constexpr (kSplitK) {
+        const std::int64_t matrix = p.out.m * p.out.n;
+        store_partial_sums(split.partial + (static_cast<std::int64_t>(item.split) * p.batch + at.batch) * matrix,
+                           p.out.m, p.out.n, acc, row0, col0);
+        return;
       }
       OutputMatrix<T> out = p.out;
       out.c += at.batch * p.stride_c;
-      const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
       if constexpr (kTmaStore) {
         store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,
                                at.batch * p.batch_step_c, epilogue_barrier(consumer));
@@ -191,6 +244,19 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
 #endif
 }
 
+// C = alpha * (the splits' partial sums added in order) + beta * C, element by element.
+template <typename T>
+__global__ void add_partial_sums_kernel(const float* partial, int splits, OutputMatrix<T> out, std::int64_t stride_c,
+                                        std::int64_t batch) {
+  const std::int64_t matrix = out.m * out.n, total = batch * matrix;
+  for (std::int64_t i = global_thread_index(); i < total; i += global_thread_count()) {
+    float sum = partial[i];
+    for (int s = 1; s < splits; ++s) sum += partial[s * total + i];
+    const std::int64_t z = i / matrix, rest = i - z * matrix, row = rest / out.n, col = rest - row * out.n;
+    blend_store(out.c + z * stride_c + row * out.ldc + col, out.alpha, out.beta, sum);
+  }
+}
+
 }  // namespace
 #endif  // CUDALAB_SM90A
 
@@ -201,27 +267,55 @@ std::string persistent_limits(const GemmShape& shape, int compute_capability) {
 }
 
 template <typename T, typename Tiles>
-void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t stream) {
+void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t stream, bool split_k = false) {
   require_limits(name, persistent_limits<Tiles>(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  const bool tma_store = hopper::c_storable_by_tma(args);
+  const int sm_count = current_gpu().sm_count;
+  const std::int64_t tiles =
+      args.batch * ceil_div<std::int64_t>(args.m, Tiles::kBlockM) * ceil_div<std::int64_t>(args.n, Tiles::kBlockN);
+  const auto k_tiles = static_cast<int>(ceil_div<std::int64_t>(args.k, hopper::kBlockK));
+  // Split k where the tiles leave SMs idle: about one work item per SM, at least 4 k-tiles a part.
+  SplitK split;
+  if (split_k && tiles < sm_count) {
+    const int most = std::max(k_tiles / 4, 1);
+    const int wanted = static_cast<int>(std::min<std::int64_t>(sm_count / tiles, most));
+    split.k_tiles_per_split = (k_tiles + wanted - 1) / std::max(wanted, 1);
+    split.splits = split.k_tiles_per_split > 0 ? (k_tiles + split.k_tiles_per_split - 1) / split.k_tiles_per_split : 1;
+  }
+  if (split.splits <= 1) split = SplitK{1, k_tiles, nullptr};
+  const bool splitting = split.splits > 1;
+  const bool tma_store = !splitting && hopper::c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
                                                                Tiles::kBlockM, Tiles::kBlockN, tma_store ? 64 : 0);
+  StreamOrderedWorkspace scratch(stream);  // the partial sums, handed back on the stream afterwards
+  if (splitting) {
+    const auto bytes = static_cast<std::size_t>(split.splits) * static_cast<std::size_t>(args.batch) *
+                       static_cast<std::size_t>(args.m) * static_cast<std::size_t>(args.n) * sizeof(float);
+    split.partial = static_cast<float*>(scratch.reserve(bytes));
+  }
   auto* kernel = with_flags(
-      [](auto a_mn_major, auto b_mn_major, auto tma_store_c) {
-        return wgmma_persistent_kernel<T, Tiles, a_mn_major, b_mn_major, tma_store_c>;
+      [](auto a_mn_major, auto b_mn_major, auto tma_store_c, auto split_sums) {
+        constexpr bool kSplitSums = decltype(split_sums)::value && std::is_same_v<Tiles, SmallTiles>;
+        return wgmma_persistent_kernel < T, Tiles, a_mn_major, b_mn_major, tma_store_c && !kSplitSums, kSplitSums > ;
       },
-      args.a_transposed, !args.b_transposed, tma_store);
+      args.a_transposed, !args.b_transposed, tma_store, splitting);
   constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<Tiles>>();
   hopper::set_shared_memory(kernel, kSharedBytes);
-  const std::int64_t tiles =
-      static_cast<std::int64_t>(launch.params.batch) * launch.params.tiles_m * launch.params.tiles_n;
-  const int grid = static_cast<int>(std::min<std::int64_t>(tiles, current_gpu().sm_count));
-  kernel<<<grid, Tiles::kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.params);
+  const int grid = static_cast<int>(std::min<std::int64_t>(tiles * split.splits, sm_count));
+  kernel<<<grid, Tiles::kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.params,
+                                                          split);
   CUDALAB_CHECK_LAUNCH();
+  if (splitting) {
+    constexpr int kThreads = 256;
+    const std::int64_t outputs = args.batch * args.m * args.n;
+    add_partial_sums_kernel<T>
+        <<<resident_grid_size(add_partial_sums_kernel<T>, kThreads, outputs), kThreads, 0, stream>>>(
+            split.partial, split.splits, launch.params.out, launch.params.stride_c, args.batch);
+    CUDALAB_CHECK_LAUNCH();
+  }
 #else
-  (void)name, (void)stream;
+  (void)name, (void)stream, (void)split_k;
 #endif
 }
 
@@ -243,7 +337,14 @@ void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream) {
   launch_persistent<T, SmallTiles>(args, "wgmma_small", stream);
 }
 
+template <typename T>
+void wgmma_small_splitk(const GemmArgs<T>& args, cudaStream_t stream) {
+  launch_persistent<T, SmallTiles>(args, "wgmma_small_splitk", stream, true);
+}
+
 template void wgmma_small<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void wgmma_small_splitk<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void wgmma_small_splitk<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 template void wgmma_small<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 template void wgmma_persistent<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_persistent<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);

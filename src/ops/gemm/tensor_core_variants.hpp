@@ -111,6 +111,10 @@ std::string wgmma_persistent_limits(const GemmShape& shape, int compute_capabili
 // large tiles.
 template <typename T>
 void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream);
+// wgmma_small with k split across CTAs where its tiles leave SMs idle (a decode batch against a
+// weight); the parts' fp32 sums added by a second kernel. Takes what wgmma_small takes.
+template <typename T>
+void wgmma_small_splitk(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_small_limits(const GemmShape& shape, int compute_capability);
 // 2-CTA thread-block clusters sharing one operand's tile by TMA multicast.
 template <typename T>
