@@ -297,7 +297,8 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   auto* kernel = with_flags(
       [](auto a_mn_major, auto b_mn_major, auto tma_store_c, auto split_sums) {
         constexpr bool kSplitSums = decltype(split_sums)::value && std::is_same_v<Tiles, SmallTiles>;
-        return wgmma_persistent_kernel < T, Tiles, a_mn_major, b_mn_major, tma_store_c && !kSplitSums, kSplitSums > ;
+        constexpr bool kTmaStore = decltype(tma_store_c)::value && !kSplitSums;
+        return wgmma_persistent_kernel<T, Tiles, a_mn_major, b_mn_major, kTmaStore, kSplitSums>;
       },
       args.a_transposed, !args.b_transposed, tma_store, splitting);
   constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<Tiles>>();
