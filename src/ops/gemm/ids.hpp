@@ -35,11 +35,11 @@ inline constexpr char kMmaPipelined[] = "mma_pipelined";
 inline constexpr char kMmaSmall[] = "mma_small";
 inline constexpr char kDecodeGemv[] = "decode_gemv";
 inline constexpr char kDecodeGemvWarps[] = "decode_gemv_warps";
-inline constexpr char kWgmmaSmallSplitK[] = "wgmma_small_splitk";
 inline constexpr char kWgmmaTma[] = "wgmma_tma";
 inline constexpr char kWgmmaSpecialized[] = "wgmma_specialized";
 inline constexpr char kWgmmaPersistent[] = "wgmma_persistent";
 inline constexpr char kWgmmaSmall[] = "wgmma_small";
+inline constexpr char kWgmmaSmallSplitK[] = "wgmma_small_splitk";
 inline constexpr char kWgmmaCluster[] = "wgmma_cluster";
 
 // The cuBLAS baselines.

@@ -425,9 +425,9 @@ void register_gemm_batched(Registry& registry) {
   const std::vector<std::vector<std::int64_t>> bench = {
       {16, 128, 128, 128}, {1024, 64, 64, 64}, {1024, 128, 128, 128}, {512, 256, 256, 64}};
   op.bench_problems = cross(op, bench, op.dtypes) + cross(op, bench, half, kNt);
-  const std::vector<std::vector<std::int64_t>> tests = {{1, 17, 33, 65},  {3, 127, 129, 131}, {4, 72, 136, 200},
-                                                        {16, 64, 64, 64}, {5, 256, 256, 64},  {1024, 64, 64, 64},
-                                                        {6, 2, 264, 136}};
+  const std::vector<std::vector<std::int64_t>> tests = {
+      {1, 17, 33, 65},    {3, 127, 129, 131}, {4, 72, 136, 200}, {16, 64, 64, 64}, {5, 256, 256, 64},
+      {1024, 64, 64, 64}, {6, 2, 264, 136},   {4, 64, 128, 1024}};  // the last: 4 k-parts a tile on wgmma_small_splitk
   op.test_problems = cross(op, tests, {DType::f32}) + every_layout(op, tests, half);
   op.variants = tensor_core_ladder();
   op.variants.push_back(tuned());

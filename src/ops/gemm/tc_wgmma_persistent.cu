@@ -126,10 +126,15 @@ __device__ __forceinline__ void store_partial_sums(float* partial, std::int64_t 
   for (int i = 0; i < kRegisters / 4; ++i)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const std::int64_t r = row + 8 * half, c = col + 8 * i;
+      const std::int64_t r = row + 8 * half, c = col + 8 * i;  // c is even
       if (r >= m) continue;
-      if (c < n) partial[r * n + c] = acc[4 * i + 2 * half];
-      if (c + 1 < n) partial[r * n + c + 1] = acc[4 * i + 2 * half + 1];
+      float* at = partial + r * n + c;
+      if (n % 2 == 0 && c + 1 < n) {  // r n + c even: an 8-byte aligned pair
+        *reinterpret_cast<float2*>(at) = make_float2(acc[4 * i + 2 * half], acc[4 * i + 2 * half + 1]);
+        continue;
+      }
+      if (c < n) at[0] = acc[4 * i + 2 * half];
+      if (c + 1 < n) at[1] = acc[4 * i + 2 * half + 1];
     }
 }
 
@@ -275,9 +280,10 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   const std::int64_t tiles =
       args.batch * ceil_div<std::int64_t>(args.m, Tiles::kBlockM) * ceil_div<std::int64_t>(args.n, Tiles::kBlockN);
   const auto k_tiles = static_cast<int>(ceil_div<std::int64_t>(args.k, hopper::kBlockK));
-  // Split k where the tiles leave SMs idle: about one work item per SM, at least 4 k-tiles a part.
+  // Split k where the tiles leave SMs idle: about one work item per SM, parts of at least 4
+  // k-tiles but the last. The small tiles only (the large ones' kernels have no partial-sum store).
   SplitK split;
-  if (split_k && tiles < sm_count) {
+  if (split_k && std::is_same_v<Tiles, SmallTiles> && tiles < sm_count) {
     const int most = std::max(k_tiles / 4, 1);
     const int wanted = static_cast<int>(std::min<std::int64_t>(sm_count / tiles, most));
     split.k_tiles_per_split = (k_tiles + wanted - 1) / std::max(wanted, 1);
