@@ -205,7 +205,7 @@ def main(argv=None):
         say(f"replicas after {args.steps} steps: largest difference from the first process's parameters "
             f"{difference:g}", flush=True)
         dist.barrier()
-        if cuda:  # NCCL's resources; destroying a gloo group aborted a process now and then (2 of 25 runs)
+        if cuda:  # NCCL's resources; destroying a gloo group aborted a process now and then (3 of 25 runs)
             dist.destroy_process_group()
         if difference != 0.0:
             print("cudalab.train: the processes' parameters differ", file=sys.stderr)
