@@ -103,6 +103,22 @@ struct RowGradient {
   bool zero;
 };
 
+// A row's gradient constants from the loss's options (either direction's arguments): p taken as
+// exp(c - max) * inverse_sum, 1 + 2 z lse, e / vocab and 1 - e.
+template <typename Args>
+__device__ __forceinline__ RowGradient row_gradient(const Args& p, float max, float inverse_sum, float scale, float lse,
+                                                    std::int64_t target, bool zero) {
+  return {max,
+          inverse_sum,
+          scale,
+          1.0f + 2.0f * p.z_loss * lse,
+          p.label_smoothing / static_cast<float>(p.vocab),
+          1.0f - p.label_smoothing,
+          p.softcap,
+          target,
+          zero};
+}
+
 // Row `row`'s gradient, step by step, as RowGradient says.
 template <typename T, int kPack, int kThreads, bool kCapped>
 __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t vocab, const RowGradient& g) {
@@ -198,15 +214,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
     }
     if (p.dlogits != nullptr) {
       const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
-      const RowGradient g{stats.max,
-                          1.0f / stats.sum,
-                          scale,
-                          1.0f + 2.0f * p.z_loss * lse,
-                          p.label_smoothing / static_cast<float>(p.vocab),
-                          1.0f - p.label_smoothing,
-                          p.softcap,
-                          target,
-                          false};
+      const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false);
       write_gradient<T, kPack, kThreads, kCapped>(x, p.dlogits + row * p.vocab, p.vocab, g);
     }
   }
@@ -221,15 +229,7 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const 
     const float scale = !valid ? NAN : p.dloss[row * p.dloss_stride];
     const float lse = ignored ? 0.0f : p.lse[row];
     // exp(c - lse) is exp(c - max) / sum with max = lse and sum = 1.
-    const RowGradient g{lse,
-                        1.0f,
-                        scale,
-                        1.0f + 2.0f * p.z_loss * lse,
-                        p.label_smoothing / static_cast<float>(p.vocab),
-                        1.0f - p.label_smoothing,
-                        p.softcap,
-                        target,
-                        ignored};
+    const RowGradient g = row_gradient(p, lse, 1.0f, scale, lse, target, ignored);
     write_gradient<T, kPack, kThreads, kCapped>(p.logits + row * p.vocab, p.dlogits + row * p.vocab, p.vocab, g);
   }
 }
