@@ -40,7 +40,13 @@ TEST_F(GemmLibraryChoice, BigProductsTakeTheBigTileHopperRungs) {
   EXPECT_EQ(on_hopper(product(4096, 4096, 4096)), LibraryRung::wgmma_persistent);               // 3.9 waves
   EXPECT_EQ(on_hopper(product(4096, 4096, 4096, false, true)), LibraryRung::wgmma_persistent);  // TN
   EXPECT_EQ(on_hopper(product(2048, 2048, 2048)), LibraryRung::wgmma_persistent);
-  EXPECT_EQ(on_hopper(product(3000, 5000, 7000)), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(on_hopper(product(3072, 5120, 7168)), LibraryRung::wgmma_persistent);
+}
+
+TEST_F(GemmLibraryChoice, RowsOffCacheLinesTakeTheClusterRung) {
+  EXPECT_EQ(on_hopper(product(3000, 5000, 7000)), LibraryRung::wgmma_cluster);  // A's and B's rows: 14000 bytes
+  EXPECT_EQ(on_hopper(product(3072, 5000, 7168)), LibraryRung::wgmma_cluster);  // B k x n: rows of 10000 bytes
+  EXPECT_EQ(on_hopper(product(3072, 5000, 7168, true)), LibraryRung::wgmma_persistent);  // B n x k: rows on lines
 }
 
 TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
@@ -71,7 +77,7 @@ TEST_F(GemmLibraryChoice, MisalignedRowsAreCopiedToAlignedPitchesOnHopper) {
   EXPECT_EQ(on_hopper(odd, {true, true, false}), LibraryRung::mma_swizzled);  // C off a boundary: no copies
   const GemmShape copied = with_aligned_pitches(odd, {});
   EXPECT_EQ(copied.lda, 4096);
-  EXPECT_EQ(copied.ldb, 4104);
+  EXPECT_EQ(copied.ldb, 4160);     // whole 128-byte lines: TMA reads them at full speed
   EXPECT_EQ(copied.ldc, odd.ldc);  // C is written where it lies
   EXPECT_EQ(on_hopper(copied, {}, false), LibraryRung::wgmma_persistent);
 }

@@ -7,15 +7,22 @@
 namespace cudalab::gemm_variants {
 
 namespace {
-constexpr int kHopper = 90;              // the compute capability of the wgmma rungs
-constexpr std::int64_t kDecodeRows = 4;  // the most rows decode_gemv takes from the library call
+constexpr int kHopper = 90;                 // the compute capability of the wgmma rungs
+constexpr std::int64_t kDecodeRows = 4;     // the most rows decode_gemv takes from the library call
+constexpr std::int64_t kLineElements = 64;  // 16-bit elements in a 128-byte L2 line
+
+// Whether every row of A and B starts on a 128-byte line (16-bit elements). TMA reads rows that
+// start off a line (16-byte aligned only) at a cost in L2: at 3000x5000x7000 (rows of 14000
+// bytes) wgmma_persistent took 482 us on an H200 with its L2 77% busy, against 301 us and 50% at
+// 3072x5120x7168 (k = 7040 and 7104, rows on lines: 298 and 301 us).
+bool rows_on_lines(const GemmShape& shape) { return shape.lda % kLineElements == 0 && shape.ldb % kLineElements == 0; }
 }  // namespace
 
 GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignment) {
-  const auto round8 = [](std::int64_t x) { return (x + 7) / 8 * 8; };
+  const auto round = [](std::int64_t x) { return (x + kLineElements - 1) / kLineElements * kLineElements; };
   GemmShape copied = shape;
-  if (shape.lda % 8 != 0 || !alignment.a) copied.lda = round8(shape.a_transposed ? shape.m : shape.k);
-  if (shape.ldb % 8 != 0 || !alignment.b) copied.ldb = round8(shape.b_transposed ? shape.k : shape.n);
+  if (shape.lda % 8 != 0 || !alignment.a) copied.lda = round(shape.a_transposed ? shape.m : shape.k);
+  if (shape.ldb % 8 != 0 || !alignment.b) copied.ldb = round(shape.b_transposed ? shape.k : shape.n);
   return copied;
 }
 
@@ -31,8 +38,10 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // wgmma_small there), which also take any alignment. Above it, on Hopper: wgmma_cluster from 6 waves of tiles up
 // (8192^3, 7.8 waves: 786.2 against persistent's 777.8 TFLOP/s in bf16, 749.8 against 741.6 in fp16; B as N x K
 // 785.9/785.6 and 751.9/747.7), wgmma_persistent below (4096^3, 3.9 waves: cluster 0.5-1% behind; 2048^3: 4% behind);
-// mma_pipelined on other GPUs; mma_swizzled for rows that are not 16-byte multiples (4095x4097x4093: 111 TFLOP/s
-// against mma_small's 85; on Hopper such rows are now copied to 16-byte pitches for the TMA rungs:
+// mma_pipelined on other GPUs; and on Hopper wgmma_cluster at any count of tiles where rows start off 128-byte
+// lines (rows_on_lines), its multicast halving the L2 reads (3000x5000x7000 on an H200: 331 us against
+// persistent's 482; cuBLAS 291). mma_swizzled for rows that are not 16-byte multiples (4095x4097x4093: 111 TFLOP/s
+// against mma_small's 85; on Hopper such rows are now copied to pitches of 128-byte lines for the TMA rungs:
 // aligned_copies). The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
 // limits check; mma_swizzled and mma_small take anything. A stored k x m (transpose_a) runs where a rung takes it:
 // wgmma_cluster, wgmma_persistent and wgmma_small on Hopper, mma_small otherwise (the other rungs' limits refuse it).
@@ -49,7 +58,8 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
   if (shape.batch == 1 && shape.m <= kDecodeRows && alignment.a && alignment.b && decode_gemv_limits(shape, cc).empty())
     return LibraryRung::decode_gemv;
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
-    const bool waves = big_tiles >= 6 * std::int64_t{sm_count} && wgmma_cluster_limits(shape, cc).empty();
+    const bool waves =
+        (big_tiles >= 6 * std::int64_t{sm_count} || !rows_on_lines(shape)) && wgmma_cluster_limits(shape, cc).empty();
     return waves ? LibraryRung::wgmma_cluster : LibraryRung::wgmma_persistent;
   }
   if (may_copy && big && cc == kHopper && shape.batch == 1 && alignment.c &&

@@ -25,7 +25,7 @@ v::OperandAlignment alignment_of(const v::GemmArgs<T>& args) {
 template <typename T>
 void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream);
 
-// The elements of the 16-byte-pitched copies of A and B that aligned_copies makes (0 for an
+// The elements of the line-pitched copies of A and B that aligned_copies makes (0 for an
 // operand it leaves).
 struct CopiedElements {
   std::size_t a, b;
@@ -39,7 +39,7 @@ CopiedElements copied_elements(const v::GemmArgs<T>& args, v::OperandAlignment a
           copy_b ? static_cast<std::size_t>(b_rows * copied.ldb) : 0};
 }
 
-// The misaligned A or B copied into scratch of 16-byte pitches (cudaMemcpy2DAsync, about a copy's
+// The misaligned A or B copied into scratch whose rows start on 128-byte lines (cudaMemcpy2DAsync, a copy's
 // time), then the rung the copies get; C is written where it lies. Where the stream-ordered
 // allocator has no memory for the scratch, the rung the shape gets without copies.
 template <typename T>

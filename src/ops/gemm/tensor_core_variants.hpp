@@ -57,9 +57,10 @@ void mma_small(const GemmArgs<T>& args, cudaStream_t stream);
 std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 
 // The library call's rung (library_choice.cpp, from measurements): decode_gemv for a decode step;
-// the big-tile Hopper rungs (cluster from six waves of 128x256 tiles, persistent below);
-// aligned_copies where only A's or B's pitch or address keeps a big Hopper product off them (the
-// misaligned operands copied to 16-byte pitches first, then the rung the copies get); mma_pipelined
+// the big-tile Hopper rungs (cluster from six waves of 128x256 tiles or where A's or B's rows start
+// off 128-byte lines, persistent otherwise); aligned_copies where only A's or B's pitch or address
+// keeps a big Hopper product off them (the misaligned operands copied to rows on 128-byte lines
+// first, then the rung the copies get); mma_pipelined
 // on other GPUs; mma_swizzled for big products of misaligned rows; wgmma_small below the big-tile
 // line on Hopper; mma_small for the rest (batches of small matrices, short k, any alignment).
 enum class LibraryRung {
