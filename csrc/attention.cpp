@@ -1,9 +1,13 @@
 // Scaled dot-product attention as torch ops: the forward, O = softmax(scale * Q K^T [causal mask]) V
 // and each query row's log-sum-exp, on cudalab::attention_forward; and its backward, dQ, dK and dV
 // from dO and the forward's O and L, on cudalab::attention_backward, which ops.py registers as the
-// forward's autograd formula. The library takes one sequence length for queries and keys
-// (self-attention, or cross-attention over equal lengths), so q, k and v share seq; k and v may
-// have fewer heads than q (grouped-query attention).
+// forward's autograd formula (autograd.cpp). The library takes one sequence length for queries and
+// keys (self-attention, or cross-attention over equal lengths), so q, k and v share seq; k and v
+// may have fewer heads than q (grouped-query attention). Arrays are read where they lie whatever
+// their batch, head and position strides, head_dim contiguous: a [batch, seq, heads, head_dim]
+// tensor's .transpose(1, 2) costs no copy. attention_packed takes q, k and v packed in one
+// [batch, seq, (heads + 2 kv_heads) * head_dim] tensor (a fused projection's output) and gives o
+// as [batch, seq, heads * head_dim]; its backward writes dq, dk and dv into one such tensor.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -23,11 +27,33 @@
 namespace cudalab::torch_ops {
 namespace {
 
-// A tensor beside q (k, v, o, do): on q's device, contiguous, of q's dtype.
+// A tensor beside q (k, v, o, do): on q's device, of q's dtype, head_dim contiguous.
 void check_like_q(const char* op, const char* name, const at::Tensor& t, const at::Tensor& q) {
-  check_tensor(op, name, t, q.device());
+  check_strided_tensor(op, name, t, q.device());
   TORCH_CHECK_TYPE(t.scalar_type() == q.scalar_type(), "cudalab.", op, ": ", name, " must be ",
                    dtype_names(q.scalar_type()), " like q, got ", dtype_names(t.scalar_type()));
+  TORCH_CHECK(t.dim() == 0 || t.size(-1) <= 1 || t.stride(-1) == 1, "cudalab.", op, ": ", name,
+              "'s last dimension (head_dim) must be contiguous (call .contiguous() first; cudalab does not copy "
+              "behind your back), got strides ",
+              t.strides());
+}
+
+// Where a [batch, heads, seq, head_dim] tensor's rows lie, for the library: the default (dense)
+// where it is contiguous. A dimension of size 1 gets stride 8 whatever torch gave it (any stride
+// reaches nothing there, and 8 keeps the tensor on the Hopper kernels' 16-byte rule).
+AttentionStrides strides_of(const at::Tensor& t) {
+  if (t.is_contiguous()) return {};
+  const auto stride = [&](int dim) { return t.size(dim) == 1 ? std::int64_t{8} : t.stride(dim); };
+  return {stride(0), stride(1), stride(2)};
+}
+
+// An output like `t` ([batch, heads, seq, head_dim]): laid out [batch, seq, heads, head_dim] (and
+// returned transposed) where t's heads lie closer than its positions, as a transposed projection
+// output's do; dense otherwise. The fake kernels in ops.py follow the same rule.
+at::Tensor empty_laid_out_like(const at::Tensor& t) {
+  if (t.stride(1) < t.stride(2))
+    return at::empty({t.size(0), t.size(2), t.size(1), t.size(3)}, t.options()).transpose(1, 2);
+  return at::empty(t.sizes(), t.options());
 }
 
 // k or v: [batch, kv_heads, seq, head_dim] with q's batch, seq and head_dim, and q's dtype.
@@ -52,7 +78,7 @@ struct Problem {
 // backward share.
 Problem checked_problem(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                         const c10::optional<double>& scale, bool causal) {
-  check_tensor(op, "q", q, q.device(), c10::nullopt, scalar_types(AttentionElements{}));
+  check_strided_tensor(op, "q", q, q.device(), c10::nullopt, scalar_types(AttentionElements{}));
   TORCH_CHECK_VALUE(q.dim() == 4, "cudalab.", op, ": q must be [batch, heads, seq, head_dim], got ", q.sizes());
   check_key_or_value(op, "k", k, q);
   check_key_or_value(op, "v", v, q);
@@ -68,16 +94,22 @@ Problem checked_problem(const char* op, const at::Tensor& q, const at::Tensor& k
   // head_dim 0 would leave each row's log-sum-exp, log(its number of keys), unwritten by the library.
   TORCH_CHECK_VALUE(q.size(3) > 0 || q.size(0) * q.size(1) * q.size(2) == 0, "cudalab.", op,
                     ": head_dim must be at least 1, got q ", q.sizes());
-  return {AttentionDims{q.size(0), heads, kv_heads, q.size(2), q.size(3)}, AttentionOptions{library_scale, causal}};
+  check_like_q(op, "q", q, q);
+  AttentionOptions options;
+  options.scale = library_scale;
+  options.causal = causal;
+  options.layout.q = strides_of(q), options.layout.k = strides_of(k), options.layout.v = strides_of(v);
+  return {AttentionDims{q.size(0), heads, kv_heads, q.size(2), q.size(3)}, options};
 }
 
 std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                              const c10::optional<double>& scale, bool causal) {
   constexpr const char* op = "attention";
-  const Problem p = checked_problem(op, q, k, v, scale, causal);
+  Problem p = checked_problem(op, q, k, v, scale, causal);
   const c10::cuda::CUDAGuard guard(q.device());
-  at::Tensor o = at::empty_like(q);
+  at::Tensor o = empty_laid_out_like(q);
   at::Tensor lse = at::empty(q.sizes().slice(0, 3), q.options().dtype(at::kFloat));
+  p.options.layout.o = strides_of(o);
   with_element_type<AttentionElements>(q, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
@@ -88,6 +120,35 @@ std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tens
   return {o, lse};
 }
 
+// The library's backward for the arrays at q's, k, v, o, lse, d_o, dq's, dk and dv (q and dq give
+// the element type and device; k, v, dk and dv as raw pointers, as a packed call's point into q's
+// and dq's storage), p's dims and options (its layout filled in). The scratch is sized for the
+// path the library takes: the tensor-core one wherever the arrays are 16-byte aligned or laid out
+// other than dense (such arrays run where they lie, or as dense copies, which are aligned).
+void run_backward(const char* op, const at::Tensor& q, const void* k, const void* v, const at::Tensor& o,
+                  const at::Tensor& lse, const at::Tensor& d_o, at::Tensor& dq, void* dk, void* dv, const Problem& p) {
+  const AttentionLayout& l = p.options.layout;
+  bool dense = true;
+  for (const AttentionStrides* s : {&l.q, &l.k, &l.v, &l.o, &l.d_o, &l.dq, &l.dk, &l.dv})
+    dense = dense && s->batch == 0 && s->head == 0 && s->row == 0;
+  bool aligned = true;
+  for (const void* at :
+       {q.const_data_ptr(), k, v, o.const_data_ptr(), d_o.const_data_ptr(),
+        static_cast<const void*>(dq.const_data_ptr()), static_cast<const void*>(dk), static_cast<const void*>(dv)})
+    aligned = aligned && reinterpret_cast<std::uintptr_t>(at) % 16 == 0;
+  with_element_type<AttentionElements>(q, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      const std::size_t bytes = cudalab::attention_backward_workspace_bytes(p.dims, dtype_of_v<T>, aligned || !dense);
+      at::Tensor scratch = workspace(q, bytes);
+      cudalab::attention_backward(data<T>(q), static_cast<const T*>(k), static_cast<const T*>(v), data<T>(o),
+                                  lse.const_data_ptr<float>(), data<T>(d_o), mutable_data<T>(dq), static_cast<T*>(dk),
+                                  static_cast<T*>(dv), p.dims, p.options, scratch.mutable_data_ptr(), bytes,
+                                  current_stream(q));
+    });
+  });
+}
+
 // O's gradient only: the autograd formula passes no gradient of L (ops.py marks it
 // non-differentiable), so dL = 0 and D = rowsum(dO o O), as FlashAttention computes it.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tensor& q, const at::Tensor& k,
@@ -95,7 +156,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tens
                                                                   const at::Tensor& lse, const at::Tensor& d_o,
                                                                   const c10::optional<double>& scale, bool causal) {
   constexpr const char* op = "attention_backward";
-  const Problem p = checked_problem(op, q, k, v, scale, causal);
+  Problem p = checked_problem(op, q, k, v, scale, causal);
   check_like_q(op, "o", o, q);
   check_same_shape(op, "o", o, "q", q);
   check_like_q(op, "do", d_o, q);
@@ -104,23 +165,103 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tens
   TORCH_CHECK_VALUE(lse.sizes() == q.sizes().slice(0, 3), "cudalab.", op,
                     ": lse must be [batch, heads, seq] = ", q.sizes().slice(0, 3), ", got ", lse.sizes());
   const c10::cuda::CUDAGuard guard(q.device());
-  at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
-  // The library's path, and so its scratch, depends on every array being 16-byte aligned (a view
-  // into a larger storage may not be).
-  bool aligned = true;
-  for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&q, &k, &v, &o, &d_o, &dq, &dk, &dv})
-    aligned = aligned && reinterpret_cast<std::uintptr_t>(t->const_data_ptr()) % 16 == 0;
-  with_element_type<AttentionElements>(q, [&](auto* tag) {
+  at::Tensor dq = empty_laid_out_like(q), dk = empty_laid_out_like(k), dv = empty_laid_out_like(v);
+  AttentionLayout& layout = p.options.layout;
+  layout.o = strides_of(o), layout.d_o = strides_of(d_o);
+  layout.dq = strides_of(dq), layout.dk = strides_of(dk), layout.dv = strides_of(dv);
+  run_backward(op, q, k.const_data_ptr(), v.const_data_ptr(), o, lse, d_o, dq, dk.mutable_data_ptr(),
+               dv.mutable_data_ptr(), p);
+  return {dq, dk, dv};
+}
+
+// q, k and v of a packed [batch, seq, (heads + 2 kv_heads) * head_dim] tensor: the problem (with
+// q's, k's and v's strides) and where k and v start, in elements after q.
+struct Packed {
+  Problem problem;
+  std::int64_t k_at, v_at;
+};
+
+Packed checked_packed(const char* op, const at::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
+                      const c10::optional<double>& scale, bool causal) {
+  check_strided_tensor(op, "qkv", qkv, qkv.device(), c10::nullopt, scalar_types(AttentionElements{}));
+  TORCH_CHECK_VALUE(qkv.dim() == 3, "cudalab.", op, ": qkv must be [batch, seq, (heads + 2 kv_heads) * head_dim], got ",
+                    qkv.sizes());
+  TORCH_CHECK_VALUE(heads > 0 && kv_heads > 0 && heads % kv_heads == 0, "cudalab.", op,
+                    ": heads and kv_heads must be >= 1 with heads a multiple of kv_heads, got ", heads, " and ",
+                    kv_heads);
+  const std::int64_t columns = heads + 2 * kv_heads;
+  TORCH_CHECK_VALUE(qkv.size(2) % columns == 0 && qkv.size(2) > 0, "cudalab.", op, ": qkv's last dimension (",
+                    qkv.size(2), ") must be (heads + 2 kv_heads) = ", columns, " times a head_dim >= 1");
+  check_like_q(op, "qkv", qkv, qkv);
+  const std::int64_t head_dim = qkv.size(2) / columns;
+  const float library_scale = scale.has_value() ? static_cast<float>(*scale) : 0.0f;
+  TORCH_CHECK_VALUE(!scale.has_value() || (std::isfinite(library_scale) && library_scale > 0.0f), "cudalab.", op,
+                    ": scale must be > 0 and finite in float32 (None: 1 / sqrt(head_dim)), got ", *scale);
+  Packed packed{{AttentionDims{qkv.size(0), heads, kv_heads, qkv.size(1), head_dim}, {}},
+                heads * head_dim,
+                (heads + kv_heads) * head_dim};
+  AttentionOptions& options = packed.problem.options;
+  options.scale = library_scale;
+  options.causal = causal;
+  const AttentionStrides strides{qkv.stride(0), head_dim, qkv.stride(1)};
+  options.layout.q = options.layout.k = options.layout.v = strides;
+  return packed;
+}
+
+// o or do of a packed call: [batch, seq, heads * head_dim], rows contiguous.
+void check_packed_rows(const char* op, const char* name, const at::Tensor& t, const at::Tensor& qkv,
+                       const AttentionDims& d) {
+  check_like_q(op, name, t, qkv);
+  TORCH_CHECK_VALUE(t.dim() == 3 && t.size(0) == d.batch && t.size(1) == d.seq && t.size(2) == d.heads * d.head_dim,
+                    "cudalab.", op, ": ", name, " must be [batch, seq, heads * head_dim] = [", d.batch, ", ", d.seq,
+                    ", ", d.heads * d.head_dim, "], got ", t.sizes());
+}
+
+// The strides of o or do of a packed call (rows of heads * head_dim, head h at h * head_dim).
+AttentionStrides packed_row_strides(const at::Tensor& t, const AttentionDims& d) {
+  return {t.stride(0), d.head_dim, t.stride(1)};
+}
+
+std::tuple<at::Tensor, at::Tensor> attention_packed(const at::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
+                                                    const c10::optional<double>& scale, bool causal) {
+  constexpr const char* op = "attention_packed";
+  Packed packed = checked_packed(op, qkv, heads, kv_heads, scale, causal);
+  const AttentionDims& d = packed.problem.dims;
+  const c10::cuda::CUDAGuard guard(qkv.device());
+  at::Tensor o = at::empty({d.batch, d.seq, d.heads * d.head_dim}, qkv.options());
+  at::Tensor lse = at::empty({d.batch, d.heads, d.seq}, qkv.options().dtype(at::kFloat));
+  packed.problem.options.layout.o = packed_row_strides(o, d);
+  with_element_type<AttentionElements>(qkv, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
-      const std::size_t bytes = cudalab::attention_backward_workspace_bytes(p.dims, dtype_of_v<T>, aligned);
-      at::Tensor scratch = workspace(q, bytes);
-      cudalab::attention_backward(data<T>(q), data<T>(k), data<T>(v), data<T>(o), lse.const_data_ptr<float>(),
-                                  data<T>(d_o), mutable_data<T>(dq), mutable_data<T>(dk), mutable_data<T>(dv), p.dims,
-                                  p.options, scratch.mutable_data_ptr(), bytes, current_stream(q));
+      const T* q = data<T>(qkv);
+      cudalab::attention_forward(q, q + packed.k_at, q + packed.v_at, mutable_data<T>(o), lse.mutable_data_ptr<float>(),
+                                 d, packed.problem.options, current_stream(qkv));
     });
   });
-  return {dq, dk, dv};
+  return {o, lse};
+}
+
+at::Tensor attention_packed_backward(const at::Tensor& qkv, const at::Tensor& o, const at::Tensor& lse,
+                                     const at::Tensor& d_o, std::int64_t heads, std::int64_t kv_heads,
+                                     const c10::optional<double>& scale, bool causal) {
+  constexpr const char* op = "attention_packed_backward";
+  Packed packed = checked_packed(op, qkv, heads, kv_heads, scale, causal);
+  const AttentionDims& d = packed.problem.dims;
+  check_packed_rows(op, "o", o, qkv, d);
+  check_packed_rows(op, "do", d_o, qkv, d);
+  check_statistics(op, "lse", lse, qkv.device(), d.batch * d.heads * d.seq);
+  const c10::cuda::CUDAGuard guard(qkv.device());
+  at::Tensor dqkv = at::empty(qkv.sizes(), qkv.options());
+  AttentionLayout& layout = packed.problem.options.layout;
+  layout.o = packed_row_strides(o, d), layout.d_o = packed_row_strides(d_o, d);
+  layout.dq = layout.dk = layout.dv = AttentionStrides{dqkv.stride(0), d.head_dim, dqkv.stride(1)};
+  const std::size_t element = qkv.element_size();
+  const auto* q = static_cast<const unsigned char*>(qkv.const_data_ptr());
+  auto* dq = static_cast<unsigned char*>(dqkv.mutable_data_ptr());
+  run_backward(op, qkv, q + packed.k_at * element, q + packed.v_at * element, o, lse, d_o, dqkv,
+               dq + packed.k_at * element, dq + packed.v_at * element, packed.problem);
+  return dqkv;
 }
 
 }  // namespace
@@ -132,6 +273,14 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
             "attention_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, Tensor do, float? scale=None, bool "
             "causal=False) -> (Tensor, Tensor, Tensor)",
             &attention_backward, AttentionElements{});
+  define_op(m,
+            "attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, bool causal=False) -> (Tensor, "
+            "Tensor)",
+            &attention_packed, AttentionElements{});
+  define_op(m,
+            "attention_packed_backward(Tensor qkv, Tensor o, Tensor lse, Tensor do, int heads, int kv_heads, float? "
+            "scale=None, bool causal=False) -> Tensor",
+            &attention_packed_backward, AttentionElements{});
 }
 
 }  // namespace cudalab::torch_ops

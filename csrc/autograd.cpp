@@ -298,6 +298,12 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
 using AttentionSignature = Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                     const c10::optional<double>&, bool);
 
+// An incoming gradient as the attention ops read it: itself where its last dimension is
+// contiguous (the ops take any other strides), else a copy.
+at::Tensor head_dim_contiguous(const at::Tensor& t) {
+  return t.sym_size(-1) == 1 || t.sym_stride(-1) == 1 ? t : t.contiguous();
+}
+
 class Attention : public torch::autograd::Function<Attention> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -317,7 +323,7 @@ class Attention : public torch::autograd::Function<Attention> {
                           const at::Tensor&, const c10::optional<double>&, bool)>("cudalab::attention_backward");
     const auto s = ctx->get_saved_variables();
     const c10::IValue& scale = ctx->saved_data["scale"];
-    auto [dq, dk, dv] = op.call(s[0], s[1], s[2], s[3], s[4], grads[0].contiguous(),
+    auto [dq, dk, dv] = op.call(s[0], s[1], s[2], s[3], s[4], head_dim_contiguous(grads[0]),
                                 scale.isNone() ? c10::nullopt : c10::optional<double>(scale.toDouble()),
                                 ctx->saved_data["causal"].toBool());
     return {dq, dk, dv, at::Tensor(), at::Tensor()};
@@ -334,6 +340,50 @@ Tensors2 attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   return {out[0], out[1].detach()};
 }
 
+// ---- attention_packed: (o, lse) from one qkv tensor; its gradient one tensor of qkv's shape
+
+using AttentionPackedSignature = Tensors2(const at::Tensor&, std::int64_t, std::int64_t, const c10::optional<double>&,
+                                          bool);
+
+class AttentionPacked : public torch::autograd::Function<AttentionPacked> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
+                               const c10::optional<double>& scale, bool causal) {
+    static const auto op = op_named<AttentionPackedSignature>("cudalab::attention_packed");
+    auto [o, lse] = below_autograd([&] { return op.call(qkv, heads, kv_heads, scale, causal); });
+    ctx->save_for_backward({qkv, o, lse});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["kv_heads"] = kv_heads;
+    ctx->saved_data["scale"] = scale.has_value() ? c10::IValue(*scale) : c10::IValue();
+    ctx->saved_data["causal"] = causal;
+    return {o, lse};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("attention_packed");
+    static const auto op =
+        op_named<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, std::int64_t,
+                            std::int64_t, const c10::optional<double>&, bool)>("cudalab::attention_packed_backward");
+    const auto s = ctx->get_saved_variables();
+    const c10::IValue& scale = ctx->saved_data["scale"];
+    at::Tensor dqkv = op.call(s[0], s[1], s[2], head_dim_contiguous(grads[0]), ctx->saved_data["heads"].toInt(),
+                              ctx->saved_data["kv_heads"].toInt(),
+                              scale.isNone() ? c10::nullopt : c10::optional<double>(scale.toDouble()),
+                              ctx->saved_data["causal"].toBool());
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+Tensors2 attention_packed(const at::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
+                          const c10::optional<double>& scale, bool causal) {
+  if (!wants_gradient(qkv)) {
+    static const auto op = op_named<AttentionPackedSignature>("cudalab::attention_packed");
+    return below_autograd([&] { return op.call(qkv, heads, kv_heads, scale, causal); });
+  }
+  const auto out = AttentionPacked::apply(qkv, heads, kv_heads, scale, causal);
+  return {out[0], out[1].detach()};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cudalab, Autograd, m) {
@@ -345,6 +395,7 @@ TORCH_LIBRARY_IMPL(cudalab, Autograd, m) {
   m.impl("geglu", &geglu);
   m.impl("rope", &rope);
   m.impl("attention", &attention);
+  m.impl("attention_packed", &attention_packed);
 }
 
 }  // namespace cudalab::torch_ops

@@ -23,16 +23,32 @@ namespace cudalab {
 #define CUDALAB_ATTENTION_ELEMENTS(X, a, b) X(float, a, b) X(__nv_bfloat16, a, b) X(__half, a, b)
 using AttentionElements = CUDALAB_ELEMENT_LIST(CUDALAB_ATTENTION_ELEMENTS);
 
-// Q and O are dense row-major [batch, heads, seq, head_dim]; K and V [batch, kv_heads, seq,
-// head_dim] (grouped-query attention: query head h reads kv head h / (heads / kv_heads); kv_heads
-// == heads is ordinary multi-head attention); L is [batch, heads, seq] fp32.
+// Q and O are [batch, heads, seq, head_dim]; K and V [batch, kv_heads, seq, head_dim]
+// (grouped-query attention: query head h reads kv head h / (heads / kv_heads); kv_heads == heads is
+// ordinary multi-head attention), dense row-major unless AttentionOptions::layout says where their
+// rows lie; L is dense [batch, heads, seq] fp32.
 struct AttentionDims {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
 };
 
+// Where one array's rows lie, in elements: row (b, h, i) starts at b * batch + h * head + i * row
+// and holds head_dim contiguous elements. All 0 (the default): dense [batch, heads, seq, head_dim]
+// (kv_heads for k, v, dk, dv). A [batch, seq, heads, head_dim] array has {seq * heads * head_dim,
+// head_dim, heads * head_dim}; q, k and v packed in one [batch, seq, heads + 2 kv_heads, head_dim]
+// array (a fused projection's output) have row stride (heads + 2 kv_heads) * head_dim, head stride
+// head_dim, and k and v start heads and heads + kv_heads head_dims after q.
+struct AttentionStrides {
+  std::int64_t batch = 0, head = 0, row = 0;
+};
+// The forward reads q, k, v and o's strides; the backward all eight.
+struct AttentionLayout {
+  AttentionStrides q, k, v, o, d_o, dq, dk, dv;
+};
+
 struct AttentionOptions {
-  float scale = 0.0f;   // multiplies the scores; 0 means 1 / sqrt(head_dim)
-  bool causal = false;  // query i attends to keys j <= i only
+  float scale = 0.0f;      // multiplies the scores; 0 means 1 / sqrt(head_dim)
+  bool causal = false;     // query i attends to keys j <= i only
+  AttentionLayout layout;  // dense by default
 };
 
 // O and L (L[r] = log sum_j exp(s_rj), natural log, of row r's scaled, masked scores s) on

@@ -363,9 +363,12 @@ def attention(
 
     q is [batch, heads, seq, head_dim]; k and v [batch, kv_heads, seq, head_dim] with heads a
     multiple of kv_heads (grouped-query attention: query head h reads kv head h // (heads //
-    kv_heads)); one dtype, bfloat16, float16 or float32; contiguous (nothing is copied: a
-    [batch, seq, heads, head_dim] layout must be ``.transpose(1, 2).contiguous()``'d first). The
-    library takes one sequence length for queries and keys, so q, k and v share seq. ``scale``
+    kv_heads)); one dtype, bfloat16, float16 or float32; head_dim contiguous, any other strides:
+    the ``.transpose(1, 2)`` of a [batch, seq, heads, head_dim] tensor is read where it lies (on
+    Hopper's kernels; other paths copy it to a dense array first). o comes back laid out as q: as
+    [batch, seq, heads, head_dim] transposed where q's heads lie closer than its positions, else
+    dense; the backward's dq, dk and dv likewise. The library takes one sequence length for queries
+    and keys, so q, k and v share seq. ``scale``
     defaults to ``1 / sqrt(head_dim)``; ``causal`` lets query i attend to keys j <= i. Arithmetic is
     fp32; the 16-bit inputs' probabilities are rounded to the input type before ``@ v``, as
     FlashAttention does. bf16/f16 with head_dim 64 or 128 run on tensor cores (compute capability
@@ -379,6 +382,20 @@ def attention(
     scratch (8 GiB at 4 x 16 x 4096)."""
     q, k, v = autocast_inputs(q, k, v)
     return torch.ops.cudalab.attention(q, k, v, scale, causal)
+
+
+def attention_packed(
+    qkv: Tensor, heads: int, kv_heads: int | None = None, scale: float | None = None, causal: bool = False
+) -> tuple[Tensor, Tensor]:
+    """:func:`attention` on q, k and v packed in one tensor, as a fused projection gives them: qkv
+    [batch, seq, (heads + 2 * kv_heads) * head_dim] (last dimension contiguous) holds at each
+    position q's heads, then k's, then v's; ``kv_heads`` defaults to ``heads``. Returns ``(o,
+    lse)`` with o [batch, seq, heads * head_dim], ready for the output projection, and lse [batch,
+    heads, seq] float32. Nothing is copied around the kernels: the heads are read where they lie,
+    and the backward writes dq, dk and dv into one gradient of qkv's shape (no split, no stack).
+    Differentiable in qkv."""
+    (qkv,) = autocast_inputs(qkv)
+    return torch.ops.cudalab.attention_packed(qkv, heads, heads if kv_heads is None else kv_heads, scale, causal)
 
 
 # ---- fake kernels: outputs' shapes, dtypes and devices, for FakeTensor, torch.compile and export
@@ -525,19 +542,40 @@ def _(image, filter):
     return torch.empty_like(image)
 
 
+def _laid_out_like(t):
+    # As csrc/attention.cpp allocates an output like t ([batch, heads, seq, head_dim]): [batch, seq,
+    # heads, head_dim] transposed where t's heads lie closer than its positions, else dense.
+    if t.stride(1) < t.stride(2):
+        return t.new_empty((t.shape[0], t.shape[2], t.shape[1], t.shape[3])).transpose(1, 2)
+    return t.new_empty(t.shape)
+
+
 @torch.library.register_fake("cudalab::attention")
 def _(q, k, v, scale=None, causal=False):
-    return torch.empty_like(q), q.new_empty(q.shape[:-1], dtype=torch.float32)
+    return _laid_out_like(q), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 
 @torch.library.register_fake("cudalab::attention_backward")
 def _(q, k, v, o, lse, do, scale=None, causal=False):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    return _laid_out_like(q), _laid_out_like(k), _laid_out_like(v)
+
+
+@torch.library.register_fake("cudalab::attention_packed")
+def _(qkv, heads, kv_heads, scale=None, causal=False):
+    batch, seq, width = qkv.shape
+    head_dim = width // (heads + 2 * kv_heads)
+    return qkv.new_empty((batch, seq, heads * head_dim)), qkv.new_empty((batch, heads, seq), dtype=torch.float32)
+
+
+@torch.library.register_fake("cudalab::attention_packed_backward")
+def _(qkv, o, lse, do, heads, kv_heads, scale=None, causal=False):
+    return qkv.new_empty(qkv.shape)
 
 
 # ---- autograd: each forward's gradient through its backward op. gemm, layer_norm, rms_norm,
-# bias_act, swiglu, geglu, rope and attention have theirs in C++ (csrc/autograd.cpp): a model calls them
-# hundreds of times a step, and this path costs more host time.
+# bias_act, swiglu, geglu, rope, attention and attention_packed have theirs in C++
+# (csrc/autograd.cpp): a model calls them hundreds of times a step, and this path costs more host
+# time.
 
 
 def _softmax_setup(ctx, inputs, output):

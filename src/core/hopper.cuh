@@ -140,6 +140,35 @@ CUtensorMap make_tensor_map(const T* base, std::int64_t rows, std::int64_t cols,
   return map;
 }
 
+// A four-dimensional operand, {column, row, dim2, dim3} of sizes `dims` with strides (in elements)
+// `strides` for row, dim2 and dim3 (columns contiguous), moved in boxes of box_rows x 128 bytes of
+// columns, 128-byte swizzled as make_tensor_map's. Attention reads [batch, heads, seq, head_dim]
+// arrays of any row, head and batch strides (multiples of 16 bytes) through it.
+template <typename T>
+CUtensorMap make_tensor_map_4d(const T* base, const std::int64_t (&dims)[4], const std::int64_t (&strides)[3],
+                               int box_rows) {
+  const cuuint64_t sizes[4] = {static_cast<cuuint64_t>(dims[0]), static_cast<cuuint64_t>(dims[1]),
+                               static_cast<cuuint64_t>(dims[2]), static_cast<cuuint64_t>(dims[3])};
+  const cuuint64_t byte_strides[3] = {static_cast<cuuint64_t>(strides[0]) * sizeof(T),
+                                      static_cast<cuuint64_t>(strides[1]) * sizeof(T),
+                                      static_cast<cuuint64_t>(strides[2]) * sizeof(T)};
+  const cuuint32_t box[4] = {static_cast<cuuint32_t>(kRowBytes / sizeof(T)), static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map;
+  const CUresult status =
+      tensor_map_encoder()(&map, tensor_map_type<T>(), 4, const_cast<T*>(base), sizes, byte_strides, box,
+                           element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (status != CUDA_SUCCESS)
+    throw Error(ErrorKind::invalid_argument,
+                "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(status)) + ") for " +
+                    std::to_string(dims[3]) + " x " + std::to_string(dims[2]) + " x " + std::to_string(dims[1]) +
+                    " x " + std::to_string(dims[0]) + ", strides " + std::to_string(strides[2]) + ", " +
+                    std::to_string(strides[1]) + ", " + std::to_string(strides[0]),
+                __FILE__, __LINE__);
+  return map;
+}
+
 // The attributes every rung's kernel needs before its launch: its dynamic shared memory, with the
 // SM's carveout at maximum shared memory so the blocks the rung counts on fit side by side.
 template <typename Kernel>
@@ -292,6 +321,16 @@ __device__ __forceinline__ void tma_load(std::uint32_t destination, const CUtens
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
       "[%5];\n" ::"r"(destination),
       "l"(map_address(map)), "r"(c0), "r"(c1), "r"(c2), "r"(barrier)
+      : "memory");
+}
+
+// As tma_load, for a four-dimensional map (make_tensor_map_4d) at (c0, c1, c2, c3).
+__device__ __forceinline__ void tma_load(std::uint32_t destination, const CUtensorMap* map, std::uint32_t barrier,
+                                         int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6];\n" ::"r"(destination),
+      "l"(map_address(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(barrier)
       : "memory");
 }
 

@@ -4,9 +4,13 @@
 // and not, grouped-query heads, sequences that are no multiple of any tile, an explicit scale, the
 // backward's two workspace overloads, empty shapes, argument errors; and nothing outside the
 // outputs (O and L; dQ, dK and dV) is written.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cudalab/attention.hpp"
@@ -188,9 +192,9 @@ TEST(LibraryAttention, ArgumentErrors) {
   EXPECT_EQ(kind({1, -2, 2, 8, 64}, {}, o.data(), l.data()), ErrorKind::invalid_argument);  // negative heads
   EXPECT_EQ(kind({1, 3, 2, 8, 64}, {}, o.data(), l.data()), ErrorKind::invalid_argument);   // 3 heads over 2 kv heads
   EXPECT_EQ(kind({1, 2, 0, 8, 64}, {}, o.data(), l.data()), ErrorKind::invalid_argument);   // no kv heads
-  EXPECT_EQ(kind(good, {-1.0f, false}, o.data(), l.data()), ErrorKind::invalid_argument);   // negative scale
-  EXPECT_EQ(kind(good, {}, nullptr, l.data()), ErrorKind::invalid_argument);                // o null
-  EXPECT_EQ(kind(good, {}, q.data(), l.data()), ErrorKind::invalid_argument);               // o is q
+  EXPECT_EQ(kind(good, {-1.0f, false, {}}, o.data(), l.data()), ErrorKind::invalid_argument);  // negative scale
+  EXPECT_EQ(kind(good, {}, nullptr, l.data()), ErrorKind::invalid_argument);                   // o null
+  EXPECT_EQ(kind(good, {}, q.data(), l.data()), ErrorKind::invalid_argument);                  // o is q
   EXPECT_EQ(kind(good, {}, o.data(), reinterpret_cast<float*>(o.data())), ErrorKind::invalid_argument);  // L in O
   EXPECT_EQ(kind({1, 2, 2, 8, 300}, {}, o.data(), l.data()), ErrorKind::invalid_argument);  // head_dim no kernel takes
 }
@@ -312,13 +316,13 @@ TEST(LibraryAttentionBackward, ArgumentErrors) {
   };
   const auto invalid = ErrorKind::invalid_argument;
   void* w = workspace.data();
-  EXPECT_EQ(kind(good, {}, dq.data(), w, bytes - 4), invalid);           // a workspace 4 bytes short
-  EXPECT_EQ(kind(good, {}, dq.data(), nullptr, bytes), invalid);         // workspace null
-  EXPECT_EQ(kind(good, {}, q.data(), w, bytes), invalid);                // dq is q
-  EXPECT_EQ(kind(good, {}, nullptr, w, bytes), invalid);                 // dq null
-  EXPECT_EQ(kind({1, 3, 2, 8, 64}, {}, dq.data(), w, bytes), invalid);   // 3 heads over 2 kv heads
-  EXPECT_EQ(kind({1, -2, 2, 8, 64}, {}, dq.data(), w, bytes), invalid);  // negative heads
-  EXPECT_EQ(kind(good, {-1.0f, false}, dq.data(), w, bytes), invalid);   // negative scale
+  EXPECT_EQ(kind(good, {}, dq.data(), w, bytes - 4), invalid);              // a workspace 4 bytes short
+  EXPECT_EQ(kind(good, {}, dq.data(), nullptr, bytes), invalid);            // workspace null
+  EXPECT_EQ(kind(good, {}, q.data(), w, bytes), invalid);                   // dq is q
+  EXPECT_EQ(kind(good, {}, nullptr, w, bytes), invalid);                    // dq null
+  EXPECT_EQ(kind({1, 3, 2, 8, 64}, {}, dq.data(), w, bytes), invalid);      // 3 heads over 2 kv heads
+  EXPECT_EQ(kind({1, -2, 2, 8, 64}, {}, dq.data(), w, bytes), invalid);     // negative heads
+  EXPECT_EQ(kind(good, {-1.0f, false, {}}, dq.data(), w, bytes), invalid);  // negative scale
   EXPECT_EQ(test_support::thrown_kind([&] { attention_backward_workspace_bytes(good, DType::i32); }), invalid);
   EXPECT_EQ(test_support::thrown_kind([&] {
               attention_backward_workspace_bytes({1, -1, 1, 8, 64}, DType::f32);
@@ -331,6 +335,189 @@ TEST(LibraryAttentionBackward, ArgumentErrors) {
             invalid);
   EXPECT_NO_THROW(attention_backward(q.data(), k.data(), v.data(), o.data(), l.data(), d_o.data(), dq.data(), dk.data(),
                                      dv.data(), good, {}, w, bytes));
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// ---- layouts: arrays at strides other than dense
+
+// The row offset of row r = (b * heads + h) * seq + i at strides s.
+std::int64_t row_at(const AttentionStrides& s, std::int64_t r, std::int64_t heads, std::int64_t seq) {
+  const std::int64_t z = r / seq, i = r % seq;
+  return z / heads * s.batch + z % heads * s.head + i * s.row;
+}
+
+// Writes the host bytes of a dense [batch, heads, seq, head_dim] array into `into` as laid out at
+// `s` from element `offset` on; and reads them back.
+void scatter(const std::vector<unsigned char>& dense, std::size_t element_size, const AttentionStrides& s,
+             const AttentionDims& d, std::int64_t heads, std::vector<unsigned char>& into, std::int64_t offset) {
+  const std::size_t row_bytes = static_cast<std::size_t>(d.head_dim) * element_size;
+  for (std::int64_t r = 0; r < d.batch * heads * d.seq; ++r)
+    std::copy_n(dense.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * row_bytes), row_bytes,
+                into.begin() + static_cast<std::ptrdiff_t>((offset + row_at(s, r, heads, d.seq)) * element_size));
+}
+std::vector<unsigned char> gather(const std::vector<unsigned char>& strided, std::size_t element_size,
+                                  const AttentionStrides& s, const AttentionDims& d, std::int64_t heads,
+                                  std::int64_t offset) {
+  const std::size_t row_bytes = static_cast<std::size_t>(d.head_dim) * element_size;
+  std::vector<unsigned char> dense(static_cast<std::size_t>(d.batch * heads * d.seq) * row_bytes);
+  for (std::int64_t r = 0; r < d.batch * heads * d.seq; ++r)
+    std::copy_n(strided.begin() + static_cast<std::ptrdiff_t>((offset + row_at(s, r, heads, d.seq)) * element_size),
+                row_bytes, dense.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * row_bytes));
+  return dense;
+}
+
+template <typename T>
+float host_float(const unsigned char* bytes) {
+  T x;
+  std::memcpy(&x, bytes, sizeof(T));
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(x);
+  } else {
+    return __bfloat162float(x);
+  }
+}
+
+// Each element of `got` within 2 units of T's last place (plus 1e-3 of the largest) of `want`.
+template <typename T>
+void expect_close(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want, const char* name) {
+  ASSERT_EQ(got.size(), want.size()) << name;
+  const float eps = std::is_same_v<T, float> ? 1e-6f : (std::is_same_v<T, __half> ? 1.0f / 1024 : 1.0f / 128);
+  float largest = 0.0f;
+  for (std::size_t i = 0; i < want.size(); i += sizeof(T))
+    largest = std::max(largest, std::fabs(host_float<T>(want.data() + i)));
+  for (std::size_t i = 0; i < want.size(); i += sizeof(T)) {
+    const float a = host_float<T>(got.data() + i), b = host_float<T>(want.data() + i);
+    ASSERT_LE(std::fabs(a - b), 2 * eps * std::fabs(b) + 1e-3f * largest)
+        << name << " element " << i / sizeof(T) << ": " << a << " against dense " << b;
+  }
+}
+
+// q, k and v packed in one [batch, seq, heads + 2 kv_heads, head_dim] array with `pad` elements
+// after each position's heads (so that rows written at the wrong place would land on poison), o
+// [batch, seq, heads, head_dim]; the backward's dO like o and dQ, dK, dV packed like q, k and v.
+// Forward and backward against the same call on dense copies: O and L equal to the bit, the
+// gradients within 2 units of the last place (dQ's sums are added in no fixed order); every
+// element no row covers still poisoned.
+template <typename T>
+void check_layouts(const AttentionDims& d, bool causal, std::int64_t pad) {
+  SCOPED_TRACE(std::string(to_string(dtype_of_v<T>)) + " " + std::to_string(d.batch) + "x" + std::to_string(d.heads) +
+               "(" + std::to_string(d.kv_heads) + ")x" + std::to_string(d.seq) + "x" + std::to_string(d.head_dim) +
+               (causal ? " causal" : "") + " pad " + std::to_string(pad));
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  const DType dtype = dtype_of_v<T>;
+  const std::int64_t hd = d.head_dim, width = (d.heads + 2 * d.kv_heads) * hd + pad;
+  const std::int64_t q_count = d.batch * d.heads * d.seq * hd, kv_count = d.batch * d.kv_heads * d.seq * hd;
+  const std::int64_t packed_count = d.batch * d.seq * width, o_count = q_count;
+  AttentionLayout layout;
+  layout.q = {d.seq * width, hd, width};
+  layout.k = {d.seq * width, hd, width};
+  layout.v = {d.seq * width, hd, width};
+  layout.o = {d.seq * d.heads * hd, hd, d.heads * hd};
+  layout.d_o = layout.o;
+  layout.dq = layout.q, layout.dk = layout.k, layout.dv = layout.v;
+  const std::int64_t k_at = d.heads * hd, v_at = (d.heads + d.kv_heads) * hd;  // in the packed row
+
+  // Dense inputs and the dense calls' results.
+  DeviceBuffer<T> q(q_count), k(kv_count), v(kv_count), o(q_count), d_o(q_count), dq(q_count), dk(kv_count),
+      dv(kv_count);
+  DeviceBuffer<float> lse(d.batch * d.heads * d.seq), strided_lse(d.batch * d.heads * d.seq);
+  harness::fill_random(dtype, q.data(), q_count, kSeed + 10, harness::Distribution::normal, st);
+  harness::fill_random(dtype, k.data(), kv_count, kSeed + 11, harness::Distribution::normal, st);
+  harness::fill_random(dtype, v.data(), kv_count, kSeed + 12, harness::Distribution::normal, st);
+  harness::fill_random(dtype, d_o.data(), q_count, kSeed + 13, harness::Distribution::normal, st);
+  AttentionOptions dense_options;
+  dense_options.causal = causal;
+  attention_forward(q.data(), k.data(), v.data(), o.data(), lse.data(), d, dense_options, st);
+  attention_backward(q.data(), k.data(), v.data(), o.data(), lse.data(), d_o.data(), dq.data(), dk.data(), dv.data(), d,
+                     dense_options, st);
+  const auto host = [&](const DeviceBuffer<T>& b) { return to_host(b.data(), b.bytes(), st); };
+  const auto hq = host(q), hk = host(k), hv = host(v), ho = host(o), hdo = host(d_o);
+  const auto hdq = host(dq), hdk = host(dk), hdv = host(dv);
+  const auto hlse = to_host(lse.data(), lse.bytes(), st);
+
+  // The same inputs in the packed layout (its padding poisoned); outputs poisoned.
+  std::vector<unsigned char> packed(static_cast<std::size_t>(packed_count) * sizeof(T), harness::kFloatPoisonByte);
+  scatter(hq, sizeof(T), layout.q, d, d.heads, packed, 0);
+  scatter(hk, sizeof(T), layout.k, d, d.kv_heads, packed, k_at);
+  scatter(hv, sizeof(T), layout.v, d, d.kv_heads, packed, v_at);
+  std::vector<unsigned char> do_strided(static_cast<std::size_t>(o_count) * sizeof(T));
+  scatter(hdo, sizeof(T), layout.d_o, d, d.heads, do_strided, 0);
+  DeviceBuffer<T> qkv(packed_count), so(o_count), sdo(o_count), dqkv(packed_count);
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(qkv.data(), packed.data(), packed.size(), cudaMemcpyHostToDevice, st));
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(sdo.data(), do_strided.data(), do_strided.size(), cudaMemcpyHostToDevice, st));
+  harness::poison(so.data(), so.bytes(), st);
+  harness::poison(dqkv.data(), dqkv.bytes(), st);
+
+  AttentionOptions options;
+  options.causal = causal;
+  options.layout = layout;
+  attention_forward(qkv.data(), qkv.data() + k_at, qkv.data() + v_at, so.data(), strided_lse.data(), d, options, st);
+  attention_backward(qkv.data(), qkv.data() + k_at, qkv.data() + v_at, so.data(), strided_lse.data(), sdo.data(),
+                     dqkv.data(), dqkv.data() + k_at, dqkv.data() + v_at, d, options, st);
+  const auto got_o = host(so), got_d = host(dqkv);
+  const auto got_lse = to_host(strided_lse.data(), strided_lse.bytes(), st);
+  EXPECT_EQ(gather(got_o, sizeof(T), layout.o, d, d.heads, 0), ho) << "o";
+  EXPECT_EQ(got_lse, hlse) << "lse";
+  expect_close<T>(gather(got_d, sizeof(T), layout.dq, d, d.heads, 0), hdq, "dq");
+  expect_close<T>(gather(got_d, sizeof(T), layout.dk, d, d.kv_heads, k_at), hdk, "dk");
+  expect_close<T>(gather(got_d, sizeof(T), layout.dv, d, d.kv_heads, v_at), hdv, "dv");
+  // The padding after each position's heads: never written.
+  for (std::int64_t position = 0; position < d.batch * d.seq; ++position)
+    for (std::int64_t e = width - pad; e < width; ++e)
+      for (std::size_t b = 0; b < sizeof(T); ++b)
+        ASSERT_EQ(got_d[static_cast<std::size_t>(position * width + e) * sizeof(T) + b], harness::kFloatPoisonByte)
+            << "dqkv padding written at position " << position;
+}
+
+// bf16 and fp16 at head_dim 64 and 128 run on the Hopper kernels where they lie (on other GPUs, and
+// for head_dim 40 and fp32 everywhere, on dense copies); causal and not, grouped heads, a sequence
+// of no tile's multiple, and a packed row padded by 8 elements or not.
+TEST(LibraryAttentionLayouts, PackedQkvAndSeqMajorOutputsMatchDense) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  for (const bool causal : {false, true}) {
+    check_layouts<__nv_bfloat16>({2, 4, 2, 129, 64}, causal, 8);
+    check_layouts<__nv_bfloat16>({1, 2, 2, 200, 128}, causal, 0);
+    check_layouts<__half>({1, 3, 1, 70, 128}, causal, 8);
+    check_layouts<__nv_bfloat16>({1, 2, 1, 33, 40}, causal, 8);
+    check_layouts<float>({1, 2, 2, 65, 64}, causal, 0);
+  }
+}
+
+TEST(LibraryAttentionLayouts, OverlappingOrNegativeStridesAreRefused) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  DeviceBuffer<__nv_bfloat16> x(1 << 16), y(1 << 16);
+  DeviceBuffer<float> l(64);
+  const AttentionDims d{1, 2, 2, 8, 64};
+  const auto forward = [&](AttentionLayout layout) {
+    AttentionOptions options;
+    options.layout = layout;
+    return test_support::thrown_kind(
+        [&] { attention_forward(x.data(), x.data(), x.data(), y.data(), l.data(), d, options); });
+  };
+  AttentionLayout rows_on_rows;
+  rows_on_rows.o = {1024, 64, 32};  // o's rows 32 apart: each overlaps the next
+  EXPECT_EQ(forward(rows_on_rows), ErrorKind::invalid_argument);
+  AttentionLayout negative;
+  negative.q = {1024, -64, 128};
+  EXPECT_EQ(forward(negative), ErrorKind::invalid_argument);
+  AttentionLayout seq_major;
+  seq_major.o = {1024, 64, 128};  // [batch, seq, heads, head_dim]: fine
+  EXPECT_NO_THROW(forward(seq_major));
+  // dK and dV in one buffer with the same strides: refused where dv's heads start among dk's.
+  const auto backward = [&](AttentionStrides strides, std::int64_t dv_offset) {
+    AttentionOptions options;
+    options.layout.dk = strides;
+    options.layout.dv = strides;
+    return test_support::thrown_kind([&] {
+      attention_backward(x.data(), x.data(), x.data(), x.data(), l.data(), x.data(), y.data() + 8192, y.data(),
+                         y.data() + dv_offset, d, options);
+    });
+  };
+  EXPECT_EQ(backward({1024, 64, 128}, 64), ErrorKind::invalid_argument);  // dv's head 0 is dk's head 1
+  EXPECT_NO_THROW(backward({2048, 64, 256}, 128));  // dv's heads after dk's two, positions 256 apart
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
 }
 

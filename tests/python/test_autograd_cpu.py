@@ -35,11 +35,22 @@ def _bias_act(x, bias, activation):
 
 
 def _attention(q, k, v, scale=None, causal=False):
+    # Grouped heads repeated; o laid out as the op lays it out (as q's heads and positions lie).
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     s = (q @ k.mT) * (q.shape[-1] ** -0.5 if scale is None else scale)
     if causal:
         s = s.masked_fill(torch.ones_like(s, dtype=torch.bool).triu(1), float("-inf"))
     lse = torch.logsumexp(s, -1)
-    return (torch.exp(s - lse[..., None]) @ v).contiguous(), lse
+    return ops._laid_out_like(q).copy_(torch.exp(s - lse[..., None]) @ v), lse
+
+
+def _attention_packed(qkv, heads, kv_heads, scale=None, causal=False):
+    batch, seq, width = qkv.shape
+    head_dim = width // (heads + 2 * kv_heads)
+    q, k, v = qkv.view(batch, seq, heads + 2 * kv_heads, head_dim).split([heads, kv_heads, kv_heads], 2)
+    o, lse = _attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale, causal)
+    return o.transpose(1, 2).reshape(batch, seq, heads * head_dim).contiguous(), lse
 
 
 def _rope(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0, sign=1.0):
@@ -91,6 +102,10 @@ def cpu_kernels():
         lib.impl("attention", _attention, "CPU")
         lib.impl("attention_backward", lambda q, k, v, o, lse, do, scale=None, causal=False: _backward_of(
             lambda q, k, v: _attention(q, k, v, scale, causal), [q, k, v], [0, 1, 2])(q, k, v, do), "CPU")
+        lib.impl("attention_packed", _attention_packed, "CPU")
+        lib.impl("attention_packed_backward", lambda qkv, o, lse, do, heads, kv_heads, scale=None, causal=False:
+                 _backward_of(lambda qkv: _attention_packed(qkv, heads, kv_heads, scale, causal), [qkv], [0])(
+                     qkv, do)[0], "CPU")
         yield
 
 
@@ -166,13 +181,37 @@ def test_attention(cpu_kernels, causal):
     assert not lse.requires_grad
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_reads_transposed_heads_and_lays_o_out_alike(cpu_kernels, causal):
+    # q, k and v as a projection's [batch, seq, heads, head_dim] outputs, transposed (no copy);
+    # grouped heads. o comes back [batch, seq, heads, head_dim] transposed.
+    q = _double(2, 5, 4, 3, seed=1).transpose(1, 2)
+    k, v = _double(2, 5, 2, 3, seed=2).transpose(1, 2), _double(2, 5, 2, 3, seed=3).transpose(1, 2)
+    o, _ = torch.ops.cudalab.attention(q, k, v, None, causal)
+    assert o.transpose(1, 2).is_contiguous()
+    assert torch.autograd.gradcheck(lambda q, k, v: torch.ops.cudalab.attention(q, k, v, 0.3, causal)[0], (q, k, v))
+
+
+@pytest.mark.parametrize("kv_heads", [3, 1])
+def test_attention_packed(cpu_kernels, kv_heads):
+    qkv = _double(2, 5, (3 + 2 * kv_heads) * 4, seed=kv_heads)
+    o, lse = ops.attention_packed(qkv, 3, kv_heads, causal=True)
+    assert o.shape == (2, 5, 12) and lse.shape == (2, 3, 5) and not lse.requires_grad
+    assert torch.autograd.gradcheck(lambda qkv: ops.attention_packed(qkv, 3, kv_heads, 0.3, True)[0], (qkv,))
+    # The same as attention on the split heads.
+    q, k, v = qkv.view(2, 5, 3 + 2 * kv_heads, 4).split([3, kv_heads, kv_heads], 2)
+    split, _ = torch.ops.cudalab.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, True)
+    torch.testing.assert_close(o, split.transpose(1, 2).reshape(2, 5, 12))
+
+
 def test_compile_traces_the_cpp_autograd(cpu_kernels):
     # aot_eager: AOTAutograd traces the forward and backward through the C++ autograd on fake
     # tensors (the ops' fake kernels), then runs the graphs with the CPU stand-ins.
     def block(x, weight, bias, norm_weight, norm_bias):
         h = ops.layer_norm(ops.linear(x, weight, bias), norm_weight, norm_bias)
         q = h.reshape(1, 2, 6, 4)  # 48 values as [batch, heads, seq, head_dim]
-        return ops.attention(q, q, q, causal=True)[0].sum()
+        packed = ops.attention_packed(h.reshape(1, 8, 6), 1, causal=True)[0]  # heads of 2 dimensions
+        return ops.attention(q, q, q, causal=True)[0].sum() + packed.sum()
 
     inputs = (_double(2, 3, 6), _double(8, 6, seed=1), _double(8, seed=2), _double(8, seed=3), _double(8, seed=4))
     eager = torch.autograd.grad(block(*inputs), inputs)

@@ -774,6 +774,62 @@ def test_attention_trains_under_compile_without_graph_breaks():
         torch.testing.assert_close(g, e, rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize(
+    "dtype, head_dim", [(torch.bfloat16, 64), (torch.float16, 128), (torch.bfloat16, 40), (torch.float32, 64)]
+)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_on_transposed_projections(dtype, head_dim, causal):
+    # q, k and v as projections give them, [batch, seq, heads, head_dim] transposed (no copy; grouped
+    # heads): read where they lie on Hopper's kernels (bf16/fp16, head_dim 64/128), as dense copies
+    # elsewhere. o and the gradients come back laid out alike; values against the float64 reference
+    # and SDPA's gradient bound.
+    seed("attention transposed", dtype, head_dim, causal)
+    q = torch.randn(2, 129, 4, head_dim, device="cuda").to(dtype).transpose(1, 2)
+    k, v = (torch.randn(2, 129, 2, head_dim, device="cuda").to(dtype).transpose(1, 2) for _ in range(2))
+    o, lse = ops.attention(q, k, v, causal=causal)
+    assert o.transpose(1, 2).is_contiguous()
+    ref_o, ref_lse = attention_reference(q, k, v, causal=causal)
+    assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+    do = torch.randn(2, 129, 4, head_dim, device="cuda").to(dtype).transpose(1, 2)
+    assert_gradients_within_sdpa_bound(q, k, v, do, causal)
+
+
+@pytest.mark.parametrize("dtype, head_dim", [(torch.bfloat16, 128), (torch.float16, 64), (torch.bfloat16, 40)])
+@pytest.mark.parametrize("heads, kv_heads", [(4, 4), (4, 1)])
+def test_attention_packed_matches_attention_on_the_split_heads(dtype, head_dim, heads, kv_heads):
+    # One fused projection's output [batch, seq, (heads + 2 kv_heads) * head_dim]: o [batch, seq,
+    # heads * head_dim] and dqkv against ops.attention on the split heads (which the test above
+    # checks against the references); dk and dv to the bit where both run the same kernel.
+    seed("attention packed", dtype, head_dim, heads, kv_heads)
+    qkv = torch.randn(3, 200, (heads + 2 * kv_heads) * head_dim, device="cuda").to(dtype).requires_grad_()
+    o, lse = ops.attention_packed(qkv, heads, kv_heads, causal=True)
+    assert o.shape == (3, 200, heads * head_dim) and o.is_contiguous() and lse.shape == (3, heads, 200)
+    split = qkv.detach().view(3, 200, heads + 2 * kv_heads, head_dim).split([heads, kv_heads, kv_heads], 2)
+    q, k, v = (t.transpose(1, 2).requires_grad_() for t in split)
+    ref, ref_lse = ops.attention(q, k, v, causal=True)
+    torch.testing.assert_close(o, ref.transpose(1, 2).reshape(o.shape), rtol=0, atol=0)
+    torch.testing.assert_close(lse, ref_lse, rtol=0, atol=0)
+    do = torch.randn_like(o)
+    (dqkv,) = torch.autograd.grad(o, qkv, do)
+    dq, dk, dv = torch.autograd.grad(ref, (q, k, v), do.view(3, 200, heads, head_dim).transpose(1, 2))
+    got = dqkv.view(3, 200, heads + 2 * kv_heads, head_dim).split([heads, kv_heads, kv_heads], 2)
+    for name, g, e in zip(("dq", "dk", "dv"), got, (dq, dk, dv)):
+        # dq's fp32 sums are added in no fixed order.
+        tolerance = 2e-2 if name == "dq" else 0.0
+        torch.testing.assert_close(g, e.transpose(1, 2), rtol=tolerance, atol=tolerance)
+
+
+def test_attention_packed_names_what_it_refuses():
+    x = torch.empty(2, 16, 13, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"cudalab.attention_packed: qkv's last dimension \(13\) must be"):
+        ops.attention_packed(x, 3, 1)
+    with pytest.raises(ValueError, match="cudalab.attention_packed: heads and kv_heads must be >= 1"):
+        ops.attention_packed(torch.empty(2, 16, 64, device="cuda", dtype=torch.bfloat16), 3, 2)
+    with pytest.raises(RuntimeError, match="cudalab.attention_packed: qkv's last dimension .head_dim. must be contig"):
+        ops.attention_packed(torch.empty(2, 64, 16, device="cuda", dtype=torch.bfloat16).mT, 2)
+
+
 def qkv(q=(2, 4, 16, 64), k=(2, 4, 16, 64), v=None, dtype=torch.bfloat16, k_dtype=None):
     return empty(*q, dtype=dtype), empty(*k, dtype=k_dtype or dtype), empty(*(v or k), dtype=k_dtype or dtype)
 

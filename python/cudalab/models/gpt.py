@@ -40,12 +40,12 @@ class Block(torch.nn.Module):
 
     def attention(self, x):
         b, s, d = x.shape
-        q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         if self.use_cudalab:
-            # cudalab's attention takes contiguous [batch, heads, seq, head_dim]: the head split is a copy.
-            o = ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)[0]
-        else:
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            # The heads are read from the projection's output where they lie, and o comes back
+            # [b, s, d]: no copies around the kernels, either way.
+            return self.proj(ops.attention_packed(self.qkv(x), self.heads, causal=True)[0])
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(o.transpose(1, 2).reshape(b, s, d))
 
     def mlp(self, x):

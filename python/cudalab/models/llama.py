@@ -81,8 +81,9 @@ class Attention(torch.nn.Module):
             # One query against every cached key: cudalab's attention takes one length for q and k.
             o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
         elif self.use_cudalab:
-            # cudalab's attention takes contiguous [batch, heads, seq, head_dim]: the head split is a copy.
-            o = ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)[0]
+            # The transposed heads are read where they lie, and o comes back [b, s, heads, head_dim]
+            # transposed: the reshape below is a view.
+            o = ops.attention(q, k, v, causal=True)[0]
         else:
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         return self.o_proj(o.transpose(1, 2).reshape(b, s, -1))

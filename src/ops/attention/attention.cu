@@ -1,16 +1,21 @@
 #include "cudalab/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/arguments.hpp"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "core/workspace.hpp"
 #include "cudalab/error.hpp"
+#include "ops/attention/layout.cuh"
 #include "ops/attention/variants.hpp"
 
 namespace cudalab {
@@ -40,6 +45,110 @@ void require_scale(const char* call, const AttentionOptions& options) {
                   std::string(call) + ": scale must be finite and >= 0 (0 means 1/sqrt(head_dim))");
 }
 
+// One array of a call as its checks see it: name, pointer, strides and heads (kv_heads for k, v,
+// dk and dv).
+struct Array {
+  const char* name;
+  const void* data;
+  AttentionStrides strides;
+  std::int64_t heads;
+};
+
+// The elements from an array's first to past its last, its strides checked first (none negative,
+// the span within 64 bits).
+std::int64_t span_of(const char* call, const Array& a, const AttentionDims& d) {
+  const AttentionStrides& s = a.strides;
+  if (v::is_dense(s)) return d.batch * a.heads * d.seq * d.head_dim;  // require_dims checked the product
+  CUDALAB_REQUIRE(s.batch >= 0 && s.head >= 0 && s.row >= 0,
+                  std::string(call) + ": " + a.name + "'s strides must be >= 0");
+  std::int64_t span = d.head_dim;
+  for (const auto& [stride, count] : {std::pair{s.batch, d.batch}, {s.head, a.heads}, {s.row, d.seq}}) {
+    CUDALAB_REQUIRE(count <= 1 || stride <= (std::numeric_limits<std::int64_t>::max() - span) / (count - 1),
+                    std::string(call) + ": " + a.name + "'s strides reach past 64 bits");
+    span += stride * (count - 1);
+  }
+  return span;
+}
+
+ArraySpan span_array(const char* call, const Array& a, const AttentionDims& d, std::size_t element_size) {
+  return {a.data, span_of(call, a, d), element_size, a.name};
+}
+
+// Whether the rows of [batch, heads, seq, head_dim] at `s` lie apart: taken from the smallest
+// stride up, each at least the extent of the dimensions below it.
+bool rows_apart(const AttentionStrides& s, std::int64_t batch, std::int64_t heads, std::int64_t seq,
+                std::int64_t head_dim) {
+  std::pair<std::int64_t, std::int64_t> dims[3] = {{s.row, seq}, {s.head, heads}, {s.batch, batch}};
+  std::sort(std::begin(dims), std::end(dims));
+  std::int64_t extent = head_dim;
+  for (const auto& [stride, count] : dims) {
+    if (count <= 1) continue;
+    if (stride < extent) return false;
+    extent += stride * (count - 1);
+  }
+  return true;
+}
+
+// An output's own rows must lie apart (a dense one's do).
+void require_rows_apart(const char* call, const Array& out, const AttentionDims& d) {
+  CUDALAB_REQUIRE(v::is_dense(out.strides) || rows_apart(out.strides, d.batch, out.heads, d.seq, d.head_dim),
+                  std::string(call) + ": " + out.name + "'s strides put rows on one another");
+}
+
+// Two outputs share no element: their spans apart, or the same strides with one's heads after the
+// other's in a single layout whose rows lie apart (dQ, dK and dV in one packed array).
+void require_outputs_apart(const char* call, const Array& a, const Array& b, const AttentionDims& d,
+                           std::size_t element_size) {
+  const ArraySpan x = span_array(call, a, d, element_size), y = span_array(call, b, d, element_size);
+  if (x.end() <= y.begin() || y.end() <= x.begin()) return;
+  const AttentionStrides &s = a.strides, &t = b.strides;
+  bool apart = false;
+  if (!v::is_dense(s) && s.batch == t.batch && s.head == t.head && s.row == t.row && s.head > 0) {
+    const Array& first = x.begin() <= y.begin() ? a : b;
+    const Array& second = x.begin() <= y.begin() ? b : a;
+    const std::uintptr_t bytes = (x.begin() <= y.begin() ? y.begin() - x.begin() : x.begin() - y.begin());
+    const std::uintptr_t head_bytes = static_cast<std::uintptr_t>(s.head) * element_size;
+    const auto offset_heads = static_cast<std::int64_t>(bytes / head_bytes);
+    apart = bytes % head_bytes == 0 && offset_heads >= first.heads &&
+            rows_apart(s, d.batch, offset_heads + second.heads, d.seq, d.head_dim);
+  }
+  CUDALAB_REQUIRE(apart, std::string(call) + ": " + a.name + " must not overlap " + b.name);
+}
+
+// Whether the Hopper kernels read and write the arrays where they lie: strides (where given) all
+// positive multiples of 8 elements (TMA's 16 bytes) below 2^39.
+bool tma_strides(std::initializer_list<AttentionStrides> layout) {
+  for (const AttentionStrides& s : layout) {
+    if (v::is_dense(s)) continue;
+    for (const std::int64_t stride : {s.batch, s.head, s.row})
+      if (stride <= 0 || stride % 8 != 0 || stride >= (std::int64_t{1} << 39)) return false;
+  }
+  return true;
+}
+
+// Copies [batch, heads, seq, head_dim] rows from one layout to another, a warp per row.
+template <typename T>
+__global__ void __launch_bounds__(256)
+    copy_rows_kernel(const T* __restrict__ from, AttentionStrides from_strides, T* __restrict__ to,
+                     AttentionStrides to_strides, std::int64_t rows, std::int64_t heads, std::int64_t seq,
+                     std::int64_t head_dim) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+  if (row >= rows) return;
+  const T* in = from + v::row_offset(from_strides, row, heads, seq);
+  T* out = to + v::row_offset(to_strides, row, heads, seq);
+  for (std::int64_t i = threadIdx.x % 32; i < head_dim; i += 32) out[i] = in[i];
+}
+
+template <typename T>
+void copy_rows(const T* from, const AttentionStrides& from_strides, T* to, const AttentionStrides& to_strides,
+               const AttentionDims& d, std::int64_t heads, cudaStream_t stream) {
+  const std::int64_t rows = d.batch * heads * d.seq;
+  copy_rows_kernel<T><<<static_cast<unsigned>(ceil_div<std::int64_t>(rows, 8)), 256, 0, stream>>>(
+      from, v::resolved(from_strides, heads, d.seq, d.head_dim), to, v::resolved(to_strides, heads, d.seq, d.head_dim),
+      rows, heads, d.seq, d.head_dim);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 // The problem's part of the forward's AttentionArgs or the backward's AttentionBackwardArgs.
 template <typename Args>
 void set_problem(Args& args, const AttentionDims& d, const AttentionOptions& options) {
@@ -59,16 +168,24 @@ v::AttentionShape shape_of(const AttentionDims& d, std::size_t element_size) {
 // The fastest rung that runs the problem: the Hopper kernel (wgmma_pingpong) on sm_90a builds and
 // compute capability 9.0; else the mma.sync kernel with overlapped copies (mma_pipelined, sm_80 and
 // newer); elsewhere (fp32, other head dims, older GPUs) the CUDA-core FlashAttention-2 split (tiled).
+// Arrays in another layout than dense go to the Hopper kernel where they lie, and to the others as
+// dense copies in stream-ordered scratch (o copied back).
 template <typename T>
 void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttentionDims& d,
              const AttentionOptions& options, cudaStream_t stream) {
   const bool work = require_dims(kForward, d);
   require_scale(kForward, options);
   if (!work) return;
-  const std::int64_t rows = d.batch * d.heads * d.seq, q_count = rows * d.head_dim;
-  const std::int64_t kv_count = d.batch * d.kv_heads * d.seq * d.head_dim;
-  require_arrays(kForward, {{q, q_count, sizeof(T), "q"}, {k, kv_count, sizeof(T), "k"}, {v, kv_count, sizeof(T), "v"}},
-                 {{o, q_count, sizeof(T), "o"}, {lse, rows, sizeof(float), "lse"}});
+  const AttentionLayout& layout = options.layout;
+  const Array q_array{"q", q, layout.q, d.heads}, k_array{"k", k, layout.k, d.kv_heads},
+      v_array{"v", v, layout.v, d.kv_heads}, o_array{"o", o, layout.o, d.heads};
+  const std::int64_t rows = d.batch * d.heads * d.seq;
+  require_arrays(kForward,
+                 {span_array(kForward, q_array, d, sizeof(T)), span_array(kForward, k_array, d, sizeof(T)),
+                  span_array(kForward, v_array, d, sizeof(T))},
+                 {span_array(kForward, o_array, d, sizeof(T)), {lse, rows, sizeof(float), "lse"}});
+  require_rows_apart(kForward, o_array, d);
+  const bool dense = v::is_dense(layout.q) && v::is_dense(layout.k) && v::is_dense(layout.v) && v::is_dense(layout.o);
 
   v::AttentionArgs<T> args;
   args.q = q;
@@ -80,7 +197,27 @@ void forward(const T* q, const T* k, const T* v, T* o, float* lse, const Attenti
   const v::AttentionShape shape = shape_of(d, sizeof(T));
   if constexpr (sizeof(T) == 2) {
     const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o);
-    if (aligned && v::wgmma_limits(shape).empty()) return v::wgmma_pingpong(args, stream);
+    if (aligned && tma_strides({layout.q, layout.k, layout.v, layout.o}) && v::wgmma_limits(shape).empty()) {
+      args.layout = layout;
+      return v::wgmma_pingpong(args, stream);
+    }
+  }
+  if (!dense) {
+    const std::int64_t q_count = rows * d.head_dim, kv_count = d.batch * d.kv_heads * d.seq * d.head_dim;
+    StreamOrderedWorkspace scratch(stream);
+    T* q_copy = static_cast<T*>(scratch.reserve(static_cast<std::size_t>(2 * q_count + 2 * kv_count) * sizeof(T)));
+    T *k_copy = q_copy + q_count, *v_copy = k_copy + kv_count, *o_copy = v_copy + kv_count;
+    copy_rows(q, layout.q, q_copy, {}, d, d.heads, stream);
+    copy_rows(k, layout.k, k_copy, {}, d, d.kv_heads, stream);
+    copy_rows(v, layout.v, v_copy, {}, d, d.kv_heads, stream);
+    AttentionOptions dense_options = options;
+    dense_options.layout = {};
+    forward(q_copy, k_copy, v_copy, o_copy, lse, d, dense_options, stream);
+    copy_rows(o_copy, {}, o, layout.o, d, d.heads, stream);
+    return;
+  }
+  if constexpr (sizeof(T) == 2) {
+    const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o);
     if (aligned && v::mma_limits(shape).empty()) return v::mma_pipelined(args, stream);
   }
   const std::string why = v::tiled_limits(shape);
@@ -117,25 +254,62 @@ BackwardPlan plan_backward(const char* call, const AttentionDims& d, std::size_t
   return {BackwardKernel::naive, v::naive_backward_workspace_bytes(d.batch, d.heads, d.seq)};
 }
 
-// Both attention_backward overloads: `scratch` is the stream-ordered allocator or the caller's buffer.
+// Both attention_backward overloads: `scratch` is the stream-ordered allocator or the caller's
+// buffer. Arrays in another layout than dense go to the Hopper kernel where they lie, and to the
+// others as dense copies in stream-ordered scratch (dq, dk and dv copied back).
 template <typename T>
 void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o, T* dq, T* dk, T* dv,
               const AttentionDims& d, const AttentionOptions& options, Workspace& scratch, cudaStream_t stream) {
   const bool work = require_dims(kBackward, d);
   require_scale(kBackward, options);
   if (!work) return;
-  const std::int64_t rows = d.batch * d.heads * d.seq, q_count = rows * d.head_dim;
-  const std::int64_t kv_count = d.batch * d.kv_heads * d.seq * d.head_dim;
-  require_arrays(kBackward,
-                 {{q, q_count, sizeof(T), "q"},
-                  {k, kv_count, sizeof(T), "k"},
-                  {v, kv_count, sizeof(T), "v"},
-                  {o, q_count, sizeof(T), "o"},
-                  {d_o, q_count, sizeof(T), "d_o"},
-                  {lse, rows, sizeof(float), "lse"}},
-                 {{dq, q_count, sizeof(T), "dq"}, {dk, kv_count, sizeof(T), "dk"}, {dv, kv_count, sizeof(T), "dv"}});
+  const AttentionLayout& layout = options.layout;
+  const std::int64_t rows = d.batch * d.heads * d.seq;
+  const Array q_array{"q", q, layout.q, d.heads}, k_array{"k", k, layout.k, d.kv_heads},
+      v_array{"v", v, layout.v, d.kv_heads}, o_array{"o", o, layout.o, d.heads},
+      do_array{"d_o", d_o, layout.d_o, d.heads}, dq_array{"dq", dq, layout.dq, d.heads},
+      dk_array{"dk", dk, layout.dk, d.kv_heads}, dv_array{"dv", dv, layout.dv, d.kv_heads};
+  const auto span = [&](const Array& a) { return span_array(kBackward, a, d, sizeof(T)); };
+  for (const Array* out : {&dq_array, &dk_array, &dv_array}) {
+    require_arrays(
+        kBackward,
+        {span(q_array), span(k_array), span(v_array), span(o_array), span(do_array), {lse, rows, sizeof(float), "lse"}},
+        {span(*out)});
+    require_rows_apart(kBackward, *out, d);
+  }
+  require_outputs_apart(kBackward, dq_array, dk_array, d, sizeof(T));
+  require_outputs_apart(kBackward, dq_array, dv_array, d, sizeof(T));
+  require_outputs_apart(kBackward, dk_array, dv_array, d, sizeof(T));
   const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o) && is_aligned16(d_o) &&
                        is_aligned16(dq) && is_aligned16(dk) && is_aligned16(dv);
+  const bool dense = v::is_dense(layout.q) && v::is_dense(layout.k) && v::is_dense(layout.v) && v::is_dense(layout.o) &&
+                     v::is_dense(layout.d_o) && v::is_dense(layout.dq) && v::is_dense(layout.dk) &&
+                     v::is_dense(layout.dv);
+  const bool in_place =
+      sizeof(T) == 2 && aligned &&
+      tma_strides({layout.q, layout.k, layout.v, layout.o, layout.d_o, layout.dq, layout.dk, layout.dv}) &&
+      v::wgmma_backward_limits(shape_of(d, sizeof(T))).empty();
+  if (!dense && !in_place) {
+    const std::int64_t q_count = rows * d.head_dim, kv_count = d.batch * d.kv_heads * d.seq * d.head_dim;
+    StreamOrderedWorkspace copies(stream);
+    T* q_copy = static_cast<T*>(copies.reserve(static_cast<std::size_t>(5 * q_count + 4 * kv_count) * sizeof(T)));
+    T *k_copy = q_copy + q_count, *v_copy = k_copy + kv_count, *o_copy = v_copy + kv_count;
+    T *do_copy = o_copy + q_count, *dq_copy = do_copy + q_count, *dk_copy = dq_copy + q_count;
+    T* dv_copy = dk_copy + kv_count;
+    copy_rows(q, layout.q, q_copy, {}, d, d.heads, stream);
+    copy_rows(k, layout.k, k_copy, {}, d, d.kv_heads, stream);
+    copy_rows(v, layout.v, v_copy, {}, d, d.kv_heads, stream);
+    copy_rows(o, layout.o, o_copy, {}, d, d.heads, stream);
+    copy_rows(d_o, layout.d_o, do_copy, {}, d, d.heads, stream);
+    AttentionOptions dense_options = options;
+    dense_options.layout = {};
+    backward(q_copy, k_copy, v_copy, o_copy, lse, do_copy, dq_copy, dk_copy, dv_copy, d, dense_options, scratch,
+             stream);
+    copy_rows(dq_copy, {}, dq, layout.dq, d, d.heads, stream);
+    copy_rows(dk_copy, {}, dk, layout.dk, d, d.kv_heads, stream);
+    copy_rows(dv_copy, {}, dv, layout.dv, d, d.kv_heads, stream);
+    return;
+  }
   const BackwardPlan plan = plan_backward(kBackward, d, sizeof(T), aligned);
 
   v::AttentionBackwardArgs<T> args;
@@ -149,6 +323,7 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   args.dk = dk;
   args.dv = dv;
   set_problem(args, d, options);
+  args.layout = layout;
   args.workspace_bytes = plan.workspace_bytes;
   args.workspace = scratch.reserve(plan.workspace_bytes);  // every plan needs some: never null here
   CUDALAB_REQUIRE(is_aligned16(args.workspace), std::string(kBackward) + ": workspace must be 16-byte aligned");

@@ -173,8 +173,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   // dK (scaled) and dV of the warp's keys inside the sequence.
-  store_key_gradients<T, kHeadDim>(dk, dv, p.dk + kv_batch_head * seq * kHeadDim, p.dv + kv_batch_head * seq * kHeadDim,
-                                   key_g, seq, p.scale, quad);
+  store_key_gradients<T, kHeadDim>(dk, dv, p.dk + kv_batch_head * seq * kHeadDim, kHeadDim,
+                                   p.dv + kv_batch_head * seq * kHeadDim, kHeadDim, key_g, seq, p.scale, quad);
 #else
   __trap();
 #endif  // CUDALAB_TENSOR_CORE_SM80

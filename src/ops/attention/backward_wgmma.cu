@@ -31,6 +31,7 @@
 #include "cudalab/error.hpp"
 #include "ops/attention/backward_fused.cuh"
 #include "ops/attention/fragment_softmax.cuh"
+#include "ops/attention/layout.cuh"
 #include "ops/attention/variants.hpp"
 
 namespace cudalab::attention_variants {
@@ -81,6 +82,7 @@ enum NamedBarrier : int { kDqBarrier = 1 };
 struct BackwardParams {
   const float* lse;
   const float* delta;
+  AttentionStrides dk, dv;  // where dK's and dV's rows lie (resolved: never the default)
   std::int64_t seq;
   int heads, kv_heads;
   float scale;
@@ -105,13 +107,14 @@ __global__ void __launch_bounds__(256, 1)
 
   const int key0 = static_cast<int>(blockIdx.x) * L::kBlockN;
   const int kv_head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
-  const int group = p.heads / p.kv_heads, zkv = batch * p.kv_heads + kv_head;
+  const int group = p.heads / p.kv_heads;
   const int seq = static_cast<int>(p.seq);
   // Causal: query tiles before the block's first key see none of its keys.
   const int first_tile = p.causal ? key0 / L::kBlockM : 0;
   const int tiles_per_head = static_cast<int>(ceil_div<std::int64_t>(seq, L::kBlockM)) - first_tile;
   const int steps = group * tiles_per_head;
-  const auto matrix_of = [&](int step) { return batch * p.heads + kv_head * group + step / tiles_per_head; };
+  const auto head_of = [&](int step) { return kv_head * group + step / tiles_per_head; };
+  const auto matrix_of = [&](int step) { return batch * p.heads + head_of(step); };
   const auto row_of = [&](int step) { return (first_tile + step % tiles_per_head) * L::kBlockM; };
 
   if (threadIdx.x == 0) {
@@ -124,14 +127,15 @@ __global__ void __launch_bounds__(256, 1)
   // Step `step`'s Q and dO into its slot (thread 0, by TMA), and its rows' L log2(e) and D (threads
   // 0-127, by plain loads; visible to all after the next block barrier).
   const auto load_step = [&](int step) {
-    const int slot = RingPosition<2>::at(step).stage, z = matrix_of(step), q0 = row_of(step);
+    const int slot = RingPosition<2>::at(step).stage, head = head_of(step), z = matrix_of(step), q0 = row_of(step);
     if (threadIdx.x == 0) {
       const std::uint32_t full = q_full + 8 * slot;
       mbarrier_arrive_expect_tx(full, 2 * L::kQTileBytes);
 #pragma unroll
       for (int b = 0; b < L::kBoxes; ++b) {
-        tma_load(base + L::kQ + slot * L::kQTileBytes + b * L::kQBoxBytes, &q_map, full, kBlockK * b, q0, z);
-        tma_load(base + L::kDo + slot * L::kQTileBytes + b * L::kQBoxBytes, &do_map, full, kBlockK * b, q0, z);
+        tma_load(base + L::kQ + slot * L::kQTileBytes + b * L::kQBoxBytes, &q_map, full, kBlockK * b, q0, head, batch);
+        tma_load(base + L::kDo + slot * L::kQTileBytes + b * L::kQBoxBytes, &do_map, full, kBlockK * b, q0, head,
+                 batch);
       }
     }
     if (threadIdx.x < 2 * L::kBlockM) {
@@ -146,8 +150,8 @@ __global__ void __launch_bounds__(256, 1)
     mbarrier_arrive_expect_tx(kv_full, 2 * L::kKvTileBytes);
 #pragma unroll
     for (int b = 0; b < L::kBoxes; ++b) {
-      tma_load(base + L::kK + b * L::kKvBoxBytes, &k_map, kv_full, kBlockK * b, key0, zkv);
-      tma_load(base + L::kV + b * L::kKvBoxBytes, &v_map, kv_full, kBlockK * b, key0, zkv);
+      tma_load(base + L::kK + b * L::kKvBoxBytes, &k_map, kv_full, kBlockK * b, key0, kv_head, batch);
+      tma_load(base + L::kV + b * L::kKvBoxBytes, &v_map, kv_full, kBlockK * b, key0, kv_head, batch);
     }
   }
   load_step(0);
@@ -298,8 +302,9 @@ __global__ void __launch_bounds__(256, 1)
 
   if (dq_leader) bulk_wait_all();  // the reductions are done before the block's shared memory goes
   // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
-  store_key_gradients<T, kHeadDim>(dk, dv, dk_out + static_cast<std::int64_t>(zkv) * seq * kHeadDim,
-                                   dv_out + static_cast<std::int64_t>(zkv) * seq * kHeadDim, key_g, seq, p.scale, quad);
+  store_key_gradients<T, kHeadDim>(dk, dv, dk_out + batch * p.dk.batch + kv_head * p.dk.head, p.dk.row,
+                                   dv_out + batch * p.dv.batch + kv_head * p.dv.head, p.dv.row, key_g, seq, p.scale,
+                                   quad);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
@@ -309,15 +314,22 @@ template <typename T, int kHeadDim>
 void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, float* dq_accumulator,
                            cudaStream_t stream) {
   using L = BackwardLayout<kHeadDim>;
-  const std::int64_t zq = args.batch * args.heads, zkv = args.batch * args.kv_heads, matrix = args.seq * kHeadDim;
-  const CUtensorMap q_map = make_tensor_map(args.q, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kBlockM);
-  const CUtensorMap do_map = make_tensor_map(args.d_o, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kBlockM);
-  const CUtensorMap k_map = make_tensor_map(args.k, args.seq, kHeadDim, kHeadDim, zkv, matrix, L::kBlockN);
-  const CUtensorMap v_map = make_tensor_map(args.v, args.seq, kHeadDim, kHeadDim, zkv, matrix, L::kBlockN);
+  const std::int64_t zq = args.batch * args.heads, matrix = args.seq * kHeadDim;
+  const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, L::kBlockM);
+  const CUtensorMap do_map = head_tensor_map(args.d_o, args.layout.d_o, args, args.heads, L::kBlockM);
+  const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, L::kBlockN);
+  const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, L::kBlockN);
+  // dQ's fp32 accumulator is dense whatever dQ's layout: {column, row, matrix}.
   const CUtensorMap dq_map = make_tensor_map(dq_accumulator, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kBlockM);
-  const BackwardParams params{
-      args.lse,   delta,      args.seq, static_cast<int>(args.heads), static_cast<int>(args.kv_heads),
-      args.scale, args.causal};
+  const BackwardParams params{args.lse,
+                              delta,
+                              resolved(args.layout.dk, args.kv_heads, args.seq, kHeadDim),
+                              resolved(args.layout.dv, args.kv_heads, args.seq, kHeadDim),
+                              args.seq,
+                              static_cast<int>(args.heads),
+                              static_cast<int>(args.kv_heads),
+                              args.scale,
+                              args.causal};
   auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, L::kBlockN)),

@@ -120,9 +120,9 @@ __device__ __forceinline__ void pack_fragment(Packed& packed, const Fragment& c)
 // divided by their sums and stored as T, with each row's log-sum-exp (natural log) for the backward;
 // rows past the sequence are left alone.
 template <typename T, int kHeadDim, typename Fragment>
-__device__ __forceinline__ void store_output_rows(const Fragment& o, const SoftmaxRows& rows, T* o_out, float* lse,
-                                                  std::int64_t row_base, std::int64_t row_g, std::int64_t seq,
-                                                  float scale, int lane) {
+__device__ __forceinline__ void store_output_rows(const Fragment& o, const SoftmaxRows& rows, T* o_rows,
+                                                  std::int64_t row_stride, float* lse_rows, std::int64_t row_g,
+                                                  std::int64_t seq, float scale, int lane) {
   static_assert(2 * kFragmentRegisters<Fragment> == kHeadDim, "a thread holds 2 x head_dim / 4 of O");
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -132,12 +132,12 @@ __device__ __forceinline__ void store_output_rows(const Fragment& o, const Softm
     const std::int64_t row = row_g + 8 * r;
     if (row >= seq) continue;
     const float inverse = 1.0f / sum;
-    T* out = o_out + (row_base + row) * kHeadDim + 2 * (lane % 4);
+    T* out = o_rows + row * row_stride + 2 * (lane % 4);
 #pragma unroll
     for (int i = 0; i < kHeadDim / 8; ++i)
       *reinterpret_cast<std::uint32_t*>(out + 8 * i) = pack_pair<T>(fragment_register(o, 4 * i + 2 * r) * inverse,
                                                                     fragment_register(o, 4 * i + 2 * r + 1) * inverse);
-    if (lane % 4 == 0) lse[row_base + row] = rows.max[r] * scale + logf(sum);
+    if (lane % 4 == 0) lse_rows[row] = rows.max[r] * scale + logf(sum);
   }
 }
 
@@ -173,9 +173,10 @@ __device__ __forceinline__ void score_gradients(Fragment& dp, const Fragment& p,
 }
 
 // dK (times the scale) and dV of the thread's keys (key_g, key_g + 8) inside the sequence, rows of
-// the [seq, kHeadDim] matrices dk_rows and dv_rows.
+// the [seq, kHeadDim] matrices dk_rows and dv_rows (rows dk_stride and dv_stride elements apart).
 template <typename T, int kHeadDim, typename Fragment, typename Index>
-__device__ __forceinline__ void store_key_gradients(const Fragment& dk, const Fragment& dv, T* dk_rows, T* dv_rows,
+__device__ __forceinline__ void store_key_gradients(const Fragment& dk, const Fragment& dv, T* dk_rows,
+                                                    std::int64_t dk_stride, T* dv_rows, std::int64_t dv_stride,
                                                     Index key_g, Index seq, float scale, int quad) {
   static_assert(2 * kFragmentRegisters<Fragment> == kHeadDim, "a thread holds 2 x head_dim / 4 of dK and of dV");
 #pragma unroll
@@ -184,10 +185,10 @@ __device__ __forceinline__ void store_key_gradients(const Fragment& dk, const Fr
     if (key >= seq) continue;
 #pragma unroll
     for (int i = 0; i < kHeadDim / 8; ++i) {
-      const std::int64_t at = key * kHeadDim + 8 * i + 2 * quad;
-      *reinterpret_cast<std::uint32_t*>(dk_rows + at) =
+      const int column = 8 * i + 2 * quad;
+      *reinterpret_cast<std::uint32_t*>(dk_rows + key * dk_stride + column) =
           pack_pair<T>(scale * fragment_register(dk, 4 * i + 2 * r), scale * fragment_register(dk, 4 * i + 2 * r + 1));
-      *reinterpret_cast<std::uint32_t*>(dv_rows + at) =
+      *reinterpret_cast<std::uint32_t*>(dv_rows + key * dv_stride + column) =
           pack_pair<T>(fragment_register(dv, 4 * i + 2 * r), fragment_register(dv, 4 * i + 2 * r + 1));
     }
   }

@@ -218,7 +218,8 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
   const std::int64_t row_base = (batch * p.heads + head) * seq;
 #pragma unroll
   for (int mi = 0; mi < kMTiles; ++mi)
-    store_output_rows<T, kHeadDim>(o[mi], rows[mi], p.o, p.lse, row_base, row_first + 16 * mi, seq, p.scale, lane);
+    store_output_rows<T, kHeadDim>(o[mi], rows[mi], p.o + row_base * kHeadDim, kHeadDim, p.lse + row_base,
+                                   row_first + 16 * mi, seq, p.scale, lane);
 #else
   __trap();
 #endif  // CUDALAB_TENSOR_CORE_SM80

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include <cuda_bf16.h>
@@ -37,6 +38,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/workspace.hpp"
+#include "cudalab/attention.hpp"
 #include "cudalab/error.hpp"
 
 namespace cudalab::attention_variants {
@@ -44,6 +46,23 @@ namespace cudalab::attention_variants {
 // Dense row-major tensors: Q, O [batch, heads, seq, head_dim]; K, V [batch, kv_heads, seq,
 // head_dim]; L [batch, heads, seq]. O and L overlap no input. `scale` multiplies the scores
 // (1/sqrt(head_dim) by default); `causal` masks key j > query i.
+// Whether `s` is the default (all 0): dense rows.
+inline bool is_dense(const AttentionStrides& s) { return s.batch == 0 && s.head == 0 && s.row == 0; }
+// `s`, or the dense strides of [batch, heads, seq, head_dim] where `s` is the default.
+inline AttentionStrides resolved(const AttentionStrides& s, std::int64_t heads, std::int64_t seq,
+                                 std::int64_t head_dim) {
+  return is_dense(s) ? AttentionStrides{heads * seq * head_dim, seq * head_dim, head_dim} : s;
+}
+
+// Whether every stride of `layout` is a multiple of 8 elements (16 bytes of bf16 or fp16: TMA's
+// and the 16-byte stores' rule); the default strides are taken as dense rows of head_dim 64 or 128.
+inline bool strides_in_vectors(const AttentionLayout& layout) {
+  for (const AttentionStrides* s :
+       {&layout.q, &layout.k, &layout.v, &layout.o, &layout.d_o, &layout.dq, &layout.dk, &layout.dv})
+    if (s->batch % 8 != 0 || s->head % 8 != 0 || s->row % 8 != 0) return false;
+  return true;
+}
+
 template <typename T>
 struct AttentionArgs {
   using Element = T;
@@ -55,6 +74,9 @@ struct AttentionArgs {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = false;
+  // Where q's, k's, v's and o's rows lie: dense (the default) for every rung but wgmma and
+  // wgmma_pingpong, the only ones that take other layouts (the library gives the others dense copies).
+  AttentionLayout layout;
   void* workspace = nullptr;  // naive only: naive_workspace_bytes(batch, heads, seq)
   std::size_t workspace_bytes = 0;
 };
@@ -76,6 +98,8 @@ struct AttentionBackwardArgs {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = false;
+  // Where each array's rows lie: dense (the default) for every rung but wgmma_backward.
+  AttentionLayout layout;
   void* workspace = nullptr;  // naive_backward only: naive_backward_workspace_bytes(batch, heads, seq)
   std::size_t workspace_bytes = 0;
 };

@@ -33,6 +33,7 @@
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
 #include "ops/attention/fragment_softmax.cuh"
+#include "ops/attention/layout.cuh"
 #include "ops/attention/variants.hpp"
 
 namespace cudalab::attention_variants {
@@ -72,21 +73,22 @@ enum NamedBarrier : int { kTurnBarrier = 1 };
 
 struct WgmmaAttentionParams {
   float* lse;
+  AttentionStrides o;  // where O's rows lie (resolved: never the default)
   std::int64_t seq;
   int heads, kv_group;  // kv_group = heads / kv_heads
   float scale;
   bool causal;
 };
 
-// Producer: the next slot of a K or V pipeline gets keys [key0, key0 + 128) of matrix z, once both
-// consumers released it.
+// Producer: the next slot of a K or V pipeline gets keys [key0, key0 + 128) of (batch, kv_head),
+// once both consumers released it.
 template <typename L>
 __device__ __forceinline__ void load_kv(const typename L::KvPipeline& pipeline, RingPosition<L::kStages>& at,
-                                        const CUtensorMap* map, int key0, int z) {
+                                        const CUtensorMap* map, int key0, int kv_head, int batch) {
   const std::uint32_t barrier = pipeline.producer_acquire(at);
 #pragma unroll
   for (int b = 0; b < L::kBoxes; ++b)
-    tma_load(pipeline.slot(at.stage) + b * L::kKvBoxBytes, map, barrier, kBlockK * b, key0, z);
+    tma_load(pipeline.slot(at.stage) + b * L::kKvBoxBytes, map, barrier, kBlockK * b, key0, kv_head, batch);
   at.advance();
 }
 
@@ -139,8 +141,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   // Causal blocks near the end of the sequence have the most key tiles: they start first.
   const int q0 = static_cast<int>(p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * kWgmmaBlockM;
   const int head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
-  const int zq = batch * p.heads + head;
-  const int zkv = batch * (p.heads / p.kv_group) + head / p.kv_group;
+  const int zq = batch * p.heads + head, kv_head = head / p.kv_group;
   // Keys past the block's last row are masked for all of its rows when causal.
   const std::int64_t key_end = p.causal ? min(p.seq, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : p.seq;
   const int tiles = static_cast<int>(ceil_div<std::int64_t>(key_end, kBlockN));
@@ -155,16 +156,16 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 #pragma unroll
         for (int b = 0; b < L::kBoxes; ++b)
           tma_load(base + offsetof(Storage, q) + c * L::kQConsumerBytes + b * L::kQBoxBytes, &q_map, q_full,
-                   kBlockK * b, q0 + 64 * c, zq);
+                   kBlockK * b, q0 + 64 * c, head, batch);
       RingPosition<L::kStages> k_at, v_at;
       // The consumers' order: K of the last tile, then K of each next tile before V of the one
       // before it; V of tile 0 last.
-      load_kv<L>(k_pipeline, k_at, &k_map, (tiles - 1) * kBlockN, zkv);
+      load_kv<L>(k_pipeline, k_at, &k_map, (tiles - 1) * kBlockN, kv_head, batch);
       for (int j = tiles - 2; j >= 0; --j) {
-        load_kv<L>(k_pipeline, k_at, &k_map, j * kBlockN, zkv);
-        load_kv<L>(v_pipeline, v_at, &v_map, (j + 1) * kBlockN, zkv);
+        load_kv<L>(k_pipeline, k_at, &k_map, j * kBlockN, kv_head, batch);
+        load_kv<L>(v_pipeline, v_at, &v_map, (j + 1) * kBlockN, kv_head, batch);
       }
-      load_kv<L>(v_pipeline, v_at, &v_map, 0, zkv);
+      load_kv<L>(v_pipeline, v_at, &v_map, 0, kv_head, batch);
     }
     return;
   }
@@ -244,8 +245,8 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
 
   // Normalize and store rows inside the sequence: the thread's pairs at columns 8i + 2(lane % 4).
-  store_output_rows<T, kHeadDim>(o, rows, o_out, p.lse, static_cast<std::int64_t>(zq) * p.seq, row0, p.seq, p.scale,
-                                 lane);
+  store_output_rows<T, kHeadDim>(o, rows, o_out + batch * p.o.batch + head * p.o.head, p.o.row,
+                                 p.lse + static_cast<std::int64_t>(zq) * p.seq, row0, p.seq, p.scale, lane);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
@@ -254,13 +255,16 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 template <typename T, int kHeadDim, bool kPingPong>
 void launch_wgmma_head_dim(const AttentionArgs<T>& args, cudaStream_t stream) {
   using L = Layout<kHeadDim>;
-  const std::int64_t zq = args.batch * args.heads, zkv = args.batch * args.kv_heads;
-  const CUtensorMap q_map = make_tensor_map(args.q, args.seq, kHeadDim, kHeadDim, zq, args.seq * kHeadDim, 64);
-  const CUtensorMap k_map = make_tensor_map(args.k, args.seq, kHeadDim, kHeadDim, zkv, args.seq * kHeadDim, L::kBlockN);
-  const CUtensorMap v_map = make_tensor_map(args.v, args.seq, kHeadDim, kHeadDim, zkv, args.seq * kHeadDim, L::kBlockN);
-  const WgmmaAttentionParams params{
-      args.lse,   args.seq,   static_cast<int>(args.heads), static_cast<int>(args.heads / args.kv_heads),
-      args.scale, args.causal};
+  const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, 64);
+  const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, L::kBlockN);
+  const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, L::kBlockN);
+  const WgmmaAttentionParams params{args.lse,
+                                    resolved(args.layout.o, args.heads, args.seq, kHeadDim),
+                                    args.seq,
+                                    static_cast<int>(args.heads),
+                                    static_cast<int>(args.heads / args.kv_heads),
+                                    args.scale,
+                                    args.causal};
   auto* kernel = attention_wgmma_kernel<T, kHeadDim, kPingPong>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, kWgmmaBlockM)),
@@ -280,6 +284,7 @@ void launch_attention_wgmma(const char* name, const AttentionArgs<T>& args, cuda
   CUDALAB_REQUIRE(why.empty(), std::string(name) + ": " + why);
   CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.o),
                   std::string(name) + ": q, k, v and o must be 16-byte aligned (TMA)");
+  CUDALAB_REQUIRE(strides_in_vectors(args.layout), std::string(name) + ": every stride must be a multiple of 8 (TMA)");
 #if CUDALAB_SM90A
   if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
   if (args.head_dim == 64) return wgmma_detail::launch_wgmma_head_dim<T, 64, kPingPong>(args, stream);
