@@ -827,7 +827,7 @@ def test_attention_packed_names_what_it_refuses():
     with pytest.raises(ValueError, match="cudalab.attention_packed: heads and kv_heads must be >= 1"):
         ops.attention_packed(torch.empty(2, 16, 64, device="cuda", dtype=torch.bfloat16), 3, 2)
     with pytest.raises(RuntimeError, match="cudalab.attention_packed: qkv's last dimension .head_dim. must be contig"):
-        ops.attention_packed(torch.empty(2, 64, 16, device="cuda", dtype=torch.bfloat16).mT, 2)
+        ops.attention_packed(torch.empty(2, 48, 16, device="cuda", dtype=torch.bfloat16).mT, 2)
 
 
 def qkv(q=(2, 4, 16, 64), k=(2, 4, 16, 64), v=None, dtype=torch.bfloat16, k_dtype=None):
@@ -890,10 +890,11 @@ def test_attention_backward_names_what_it_refuses(call, error, message):
         call()
 
 
-def test_attention_refuses_noncontiguous_and_cpu_arguments():
+def test_attention_refuses_a_strided_head_dim_and_cpu_arguments():
+    # Any batch, head and position strides are read where they lie; head_dim must be contiguous.
     q, k, v = qkv()
-    with pytest.raises(RuntimeError, match=f"{A}: q must be contiguous"):
-        ops.attention(q.transpose(1, 2).contiguous().transpose(1, 2), k, v)
+    with pytest.raises(RuntimeError, match=f"{A}: q's last dimension .head_dim. must be contiguous"):
+        ops.attention(q.transpose(2, 3).contiguous().transpose(2, 3), k, v)
     with pytest.raises(RuntimeError, match=f"{A}: v must be a CUDA tensor, got cpu"):
         ops.attention(q, k, v.cpu())
 

@@ -9,10 +9,10 @@
 // read by every block, so from L1 and L2), keeping kColumns x kRows fp32 sums; warp shuffles, then
 // shared memory, reduce them over the block, and one thread per output blends it into C. On an H200
 // its time grew with m (4096², m = 1: 13.4 us, m = 8: 30.1): at k = 4096 each thread walks two
-// chunks, so the block's reduction of 4 m sums and its two barriers are much of its work.
-// decode_gemv_warps: a warp takes 4 columns (2 at 9-16 rows) and walks all of k over its 32 lanes
-// (16 chunks a lane at k = 4096), so each A chunk it loads serves those columns and its sums are
-// reduced by shuffles alone, with no shared memory and no barrier; 8 warps a block.
+// chunks, so the block's reduction of 4 m sums and its two barriers are much of its work. A warp
+// per 4 columns walking all of k (shuffles only, no barrier) was slower still on the same H200:
+// 16.0 against 13.2 us at m = 1 and 71.0 against 30.1 at m = 8 (4096²), 0.42-0.96x this kernel
+// wherever measured (results/nvidia-h200/gemm-decode-rungs.json), and is gone.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -93,62 +93,22 @@ __global__ void __launch_bounds__(kThreads) decode_gemv_kernel(const GemmArgs<T>
   }
 }
 
-constexpr int kMaxWarpRows = 16;
-// Columns a warp takes: 4, or 2 at 16 rows (its 32 lanes store the 32 sums at once either way).
-template <int kRows>
-constexpr int kWarpColumns = kRows > 8 ? 2 : 4;
-template <int kRows>
-constexpr int block_columns() {
-  return kWarps * kWarpColumns<kRows>;
-}
-
 template <typename T, int kRows>
-__global__ void __launch_bounds__(kThreads) decode_gemv_warps_kernel(const GemmArgs<T> p) {
-  constexpr int kChunk = kVector16<T>;
-  constexpr int kCols = kWarpColumns<kRows>;
-  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  const std::int64_t column0 = static_cast<std::int64_t>(blockIdx.x) * block_columns<kRows>() + warp * kCols;
-  if (column0 >= p.n) return;  // the whole warp: no barrier waits for it
-  const std::int64_t chunks = p.k / kChunk;
-  for (std::int64_t z = blockIdx.y; z < p.batch; z += gridDim.y) {
-    const T* a = p.a + z * p.stride_a;
-    const T* w = p.b + z * p.stride_b;
-    float acc[kCols][kRows] = {};
-#pragma unroll 2
-    for (std::int64_t c = lane; c < chunks; c += 32) {
-      accumulate_chunk<kRows>(p, a, w, column0, c, acc);
-    }
-#pragma unroll
-    for (int q = 0; q < kCols; ++q)
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        const float sum = group_reduce<32>(acc[q][i], SumOf{});  // every lane holds it
-        if (lane == q * kRows + i && i < p.m && column0 + q < p.n)
-          blend_store(p.c + z * p.stride_c + i * p.ldc + column0 + q, p.alpha, p.beta, sum);
-      }
-  }
-}
-
-template <typename T, int kRows, bool kWarpPerColumns>
 void launch(const GemmArgs<T>& args, cudaStream_t stream) {
-  const dim3 grid(
-      static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kWarpPerColumns ? block_columns<kRows>() : kColumns)),
-      static_cast<unsigned>(std::min<std::int64_t>(args.batch, 65535)));
-  if constexpr (kWarpPerColumns) {
-    decode_gemv_warps_kernel<T, kRows><<<grid, kThreads, 0, stream>>>(args);
-  } else {
-    decode_gemv_kernel<T, kRows><<<grid, kThreads, 0, stream>>>(args);
-  }
+  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kColumns)),
+                  static_cast<unsigned>(std::min<std::int64_t>(args.batch, 65535)));
+  decode_gemv_kernel<T, kRows><<<grid, kThreads, 0, stream>>>(args);
   CUDALAB_CHECK_LAUNCH();
 }
 
-// What either form takes: up to `max_rows` rows of A, B stored n x k, 16-byte chunks along k.
-std::string decode_limits(const GemmShape& shape, int compute_capability, int max_rows) {
+}  // namespace
+
+std::string decode_gemv_limits(const GemmShape& shape, int compute_capability) {
   if (compute_capability < 80)
     return "needs compute capability 8.0 or newer (BF16 conversions); this GPU is " +
            std::to_string(compute_capability / 10) + "." + std::to_string(compute_capability % 10);
-  if (shape.m > max_rows)
-    return "m must be at most " + std::to_string(max_rows) + " (a decode step's rows; more go to the tile rungs)";
+  if (shape.m > kMaxRows)
+    return "m must be at most " + std::to_string(kMaxRows) + " (a decode step's rows; more go to the tile rungs)";
   if (!shape.b_transposed || shape.a_transposed)
     return "takes A stored m x k and B stored n x k (transpose_b, nn.Linear's weight) only";
   if (shape.k % 8 != 0 || shape.lda % 8 != 0 || shape.ldb % 8 != 0)
@@ -160,44 +120,19 @@ std::string decode_limits(const GemmShape& shape, int compute_capability, int ma
   return "";
 }
 
-// The rows' kernel of either form, after the checks both share.
-template <bool kWarpPerColumns, typename T>
-void run_decode(const char* name, const GemmArgs<T>& args, cudaStream_t stream) {
-  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  const int max_rows = kWarpPerColumns ? kMaxWarpRows : kMaxRows;
-  require_limits(name, decode_limits(shape_of(args), current_gpu().compute_capability, max_rows));
-  CUDALAB_REQUIRE(args.k == 0 || (is_aligned16(args.a) && is_aligned16(args.b)),
-                  std::string(name) + ": A and B must be 16-byte aligned (16-byte loads)");
-  if (args.m == 1) return launch<T, 1, kWarpPerColumns>(args, stream);
-  if (args.m == 2) return launch<T, 2, kWarpPerColumns>(args, stream);
-  if (args.m <= 4) return launch<T, 4, kWarpPerColumns>(args, stream);
-  if (args.m <= 8 || !kWarpPerColumns) return launch<T, 8, kWarpPerColumns>(args, stream);
-  if constexpr (kWarpPerColumns) launch<T, kMaxWarpRows, true>(args, stream);
-}
-
-}  // namespace
-
-std::string decode_gemv_limits(const GemmShape& shape, int compute_capability) {
-  return decode_limits(shape, compute_capability, kMaxRows);
-}
-
-std::string decode_gemv_warps_limits(const GemmShape& shape, int compute_capability) {
-  return decode_limits(shape, compute_capability, kMaxWarpRows);
-}
-
 template <typename T>
 void decode_gemv(const GemmArgs<T>& args, cudaStream_t stream) {
-  run_decode<false>("decode_gemv", args, stream);
-}
-
-template <typename T>
-void decode_gemv_warps(const GemmArgs<T>& args, cudaStream_t stream) {
-  run_decode<true>("decode_gemv_warps", args, stream);
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  require_limits("decode_gemv", decode_gemv_limits(shape_of(args), current_gpu().compute_capability));
+  CUDALAB_REQUIRE(args.k == 0 || (is_aligned16(args.a) && is_aligned16(args.b)),
+                  "decode_gemv: A and B must be 16-byte aligned (16-byte loads)");
+  if (args.m == 1) return launch<T, 1>(args, stream);
+  if (args.m == 2) return launch<T, 2>(args, stream);
+  if (args.m <= 4) return launch<T, 4>(args, stream);
+  launch<T, 8>(args, stream);
 }
 
 template void decode_gemv<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void decode_gemv<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
-template void decode_gemv_warps<__half>(const GemmArgs<__half>&, cudaStream_t);
-template void decode_gemv_warps<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 
 }  // namespace cudalab::gemm_variants

@@ -34,7 +34,6 @@ inline constexpr char kMmaSwizzled[] = "mma_swizzled";
 inline constexpr char kMmaPipelined[] = "mma_pipelined";
 inline constexpr char kMmaSmall[] = "mma_small";
 inline constexpr char kDecodeGemv[] = "decode_gemv";
-inline constexpr char kDecodeGemvWarps[] = "decode_gemv_warps";
 inline constexpr char kWgmmaTma[] = "wgmma_tma";
 inline constexpr char kWgmmaSpecialized[] = "wgmma_specialized";
 inline constexpr char kWgmmaPersistent[] = "wgmma_persistent";

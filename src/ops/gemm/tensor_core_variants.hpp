@@ -88,11 +88,6 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 template <typename T>
 void decode_gemv(const GemmArgs<T>& args, cudaStream_t stream);
 std::string decode_gemv_limits(const GemmShape& shape, int compute_capability);
-// The same product with a warp per 4 output columns (2 from 9 rows) over all of k: no block reduction
-// (decode_gemv.cu). Takes what decode_gemv takes, up to 16 rows.
-template <typename T>
-void decode_gemv_warps(const GemmArgs<T>& args, cudaStream_t stream);
-std::string decode_gemv_warps_limits(const GemmShape& shape, int compute_capability);
 
 // The Hopper rungs (sm_90a): wgmma from TMA-loaded, 128-byte-swizzled shared memory.
 // One consumer warpgroup, TMA loads completed on mbarriers.
