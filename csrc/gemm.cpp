@@ -101,9 +101,11 @@ Product describe(const at::Tensor& a, const at::Tensor& b, bool b_transposed) {
   return p;
 }
 
-// out = alpha a op(b) + beta out for a contiguous `out` of the product's shape (beta 0: out unread).
-void run_product(const Product& p, const at::Tensor& a, const at::Tensor& b, at::Tensor& out, double alpha,
-                 double beta) {
+// out = alpha a op(b) + beta C for a contiguous `out` of the product's shape, C being out itself or,
+// for a 16-bit single product, `c` where given (rows c.stride(0) apart, 0 for a broadcast bias row;
+// its columns contiguous); beta 0 reads neither.
+void run_product(const Product& p, const at::Tensor& a, const at::Tensor& b, at::Tensor& out, double alpha, double beta,
+                 const at::Tensor* c = nullptr) {
   const c10::cuda::CUDAGuard guard(a.device());
   const std::int64_t ldc = std::max<std::int64_t>(p.n, 1);
   const Transpose transpose_a = p.sa.transposed ? Transpose::yes : Transpose::no;
@@ -130,8 +132,11 @@ void run_product(const Product& p, const at::Tensor& a, const at::Tensor& b, at:
         const std::size_t bytes = cudalab::gemm_workspace_bytes(p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld,
                                                                 data<T>(out), ldc, transpose_b, transpose_a);
         const at::Tensor scratch = bytes == 0 ? at::Tensor() : workspace(a, bytes);
-        cudalab::gemm(p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, fb, mutable_data<T>(out), ldc,
-                      bytes == 0 ? nullptr : scratch.data_ptr(), bytes, current_stream(a), transpose_b, transpose_a);
+        T* d = mutable_data<T>(out);
+        const bool separate = c != nullptr;
+        cudalab::gemm(p.m, p.n, p.k, fa, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, fb, separate ? data<T>(*c) : d,
+                      separate ? c->stride(0) : ldc, d, ldc, bytes == 0 ? nullptr : scratch.data_ptr(), bytes,
+                      current_stream(a), transpose_b, transpose_a);
       }
     });
   });
@@ -147,7 +152,16 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
                      c->scalar_type());
     TORCH_CHECK_VALUE(c->sizes() == at::IntArrayRef(p.shape), "cudalab.gemm: c must have the output's shape ",
                       at::IntArrayRef(p.shape), ", got ", c->sizes());
-    out = c->clone(at::MemoryFormat::Contiguous);  // the library computes in place: out = alpha a op(b) + beta out
+    // A 16-bit single product reads c where it lies when its columns are contiguous (a Linear's
+    // bias, expanded over the rows, has row stride 0); otherwise c is copied into the output first.
+    const bool readable = a.scalar_type() != at::kFloat && !p.batched && (p.n <= 1 || c->stride(1) == 1) &&
+                          (c->stride(0) == 0 || c->stride(0) >= p.n);
+    if (readable) {
+      out = at::empty(p.shape, a.options());
+      run_product(p, a, b, out, alpha, beta, &*c);
+      return out;
+    }
+    out = c->clone(at::MemoryFormat::Contiguous);  // computed in place: out = alpha a op(b) + beta out
   } else {
     out = at::empty(p.shape, a.options());
     beta = 0.0;  // never reads out

@@ -78,6 +78,19 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* 
           std::int64_t ldb, float beta, T* c, std::int64_t ldc, void* workspace, std::size_t workspace_bytes,
           cudaStream_t stream, Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 
+// D = alpha * op(A) * op(B) + beta * C with C read where it lies and the result written to D
+// (ldd >= n): C's rows ldc apart (ldc >= n), or ldc = 0 for one row of n values added to every row
+// (nn.Linear's bias, broadcast); c == d with ldc == ldd is the in-place product above. beta == 0
+// never reads C (it may be null). On Hopper the tile kernels read C in their epilogue, so a bias
+// costs no pass of its own; elsewhere D is filled with C first (one copy). The same rules, errors
+// and scratch (gemm_workspace_bytes with D's pointer and ldd) as the calls above, and D must not
+// overlap C unless it is C.
+template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda, const T* b,
+          std::int64_t ldb, float beta, const T* c, std::int64_t ldc, T* d, std::int64_t ldd, void* workspace,
+          std::size_t workspace_bytes, cudaStream_t stream, Transpose transpose_b = Transpose::no,
+          Transpose transpose_a = Transpose::no);
+
 // The same product for `batch` independent matrices: matrix z of A starts at a + z * stride_a
 // (likewise B and C; strides in elements, and C's matrices must not overlap). Same rules and
 // errors as the single-matrix calls above; the FP32 one takes A as m x k and B as k x n.

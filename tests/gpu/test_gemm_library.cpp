@@ -2,6 +2,7 @@
 // layouts of A and of B, strided batches), and the FP64 device reference against the host one (the device
 // reference checks the large problems of the ladder).
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -10,6 +11,7 @@
 #include "cudalab/dtype.hpp"
 #include "cudalab/gemm.hpp"
 #include "cudalab/memory.hpp"
+#include "error_kind.hpp"
 #include "gpu_test_support.hpp"
 #include "harness/random.hpp"
 #include "ops/gemm/cublas_gemm.hpp"
@@ -198,6 +200,63 @@ TEST(LibraryGemm, CallerWorkspace) {
               ErrorKind::invalid_argument);
   }
   EXPECT_EQ(gemm_workspace_bytes(m, n, 264, a.data(), 264, b.data(), n, c.data(), n), 0u);  // aligned: no copies
+}
+
+// D = alpha A op(B) + beta C with C read where it lies: a bias row (ldc 0) and a matrix of wider
+// pitch, against the in-place call on D prefilled with the same C (bit for bit: the same rung, the
+// same blend), on shapes that reach wgmma_persistent, wgmma_cluster (rows off 128-byte lines),
+// wgmma_small, decode_gemv, mma_small and aligned copies (those but the Hopper tile rungs fill D
+// with C first). D's columns past n stay untouched.
+TEST(LibraryGemm, CReadWhereItLies) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  using T = __nv_bfloat16;
+  struct Shape {
+    std::int64_t m, n, k;
+    bool nt;
+  };
+  for (const Shape& s : {Shape{2048, 2048, 1024, true}, Shape{3000, 1000, 520, false}, Shape{1024, 1024, 1024, true},
+                         Shape{2, 4096, 4096, true}, Shape{100, 200, 64, false}, Shape{1100, 2056, 261, false}}) {
+    SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + (s.nt ? " NT" : " NN"));
+    const std::int64_t lda = s.k, ldb = s.nt ? s.k : s.n, ldd = s.n + 8, ldc = s.n + 16;
+    DeviceBuffer<T> a(s.m * lda), b((s.nt ? s.n : s.k) * ldb), bias(s.n), c(s.m * ldc), d(s.m * ldd), want(s.m * ldd);
+    harness::fill_random(DType::bf16, a.data(), a.size(), 31, harness::Distribution::normal, nullptr);
+    harness::fill_random(DType::bf16, b.data(), b.size(), 32, harness::Distribution::normal, nullptr);
+    harness::fill_random(DType::bf16, bias.data(), bias.size(), 33, harness::Distribution::normal, nullptr);
+    harness::fill_random(DType::bf16, c.data(), c.size(), 34, harness::Distribution::normal, nullptr);
+    const Transpose tb = s.nt ? Transpose::yes : Transpose::no;
+    for (const bool bias_row : {true, false}) {
+      SCOPED_TRACE(bias_row ? "bias row" : "matrix");
+      const T* source = bias_row ? bias.data() : c.data();
+      const std::int64_t source_ld = bias_row ? 0 : ldc;
+      // The in-place reference: D's rows filled with C, then D = alpha A op(B) + beta D.
+      harness::poison(want.data(), want.bytes(), nullptr);
+      for (std::int64_t r = 0; r < s.m; ++r)
+        CUDALAB_CUDA_CHECK(
+            cudaMemcpy(want.data() + r * ldd, source + r * source_ld, s.n * sizeof(T), cudaMemcpyDeviceToDevice));
+      gemm(s.m, s.n, s.k, 1.25f, a.data(), lda, b.data(), ldb, 0.5f, want.data(), ldd, nullptr, tb);
+      harness::poison(d.data(), d.bytes(), nullptr);
+      const std::size_t bytes = gemm_workspace_bytes(s.m, s.n, s.k, a.data(), lda, b.data(), ldb, d.data(), ldd, tb);
+      DeviceBuffer<unsigned char> workspace(bytes > 0 ? static_cast<std::int64_t>(bytes) : 1);
+      gemm(s.m, s.n, s.k, 1.25f, a.data(), lda, b.data(), ldb, 0.5f, source, source_ld, d.data(), ldd,
+           bytes > 0 ? workspace.data() : nullptr, bytes, nullptr, tb);
+      CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto got = to_host(d.data(), d.size()), expected = to_host(want.data(), want.size());
+      ASSERT_EQ(std::memcmp(got.data(), expected.data(), sizeof(T) * got.size()), 0);
+    }
+  }
+}
+
+TEST(LibraryGemm, SeparateCArgumentErrors) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  using T = __nv_bfloat16;
+  DeviceBuffer<T> a(64 * 64), b(64 * 64), d(64 * 64);
+  const auto call = [&](const T* c, std::int64_t ldc, float beta) {
+    return test_support::thrown_kind(
+        [&] { gemm(64, 64, 64, 1.0f, a.data(), 64, b.data(), 64, beta, c, ldc, d.data(), 64, nullptr, 0, nullptr); });
+  };
+  EXPECT_EQ(call(nullptr, 0, 1.0f), ErrorKind::invalid_argument);        // beta reads a null C
+  EXPECT_EQ(call(a.data(), 32, 1.0f), ErrorKind::invalid_argument);      // ldc below n
+  EXPECT_EQ(call(d.data() + 8, 64, 1.0f), ErrorKind::invalid_argument);  // D overlaps C
 }
 
 TEST(LibraryGemm, HalfArgumentErrors) {

@@ -13,29 +13,33 @@ namespace cudalab::gemm_variants {
 using cudalab::from_float;  // core/vector.cuh; gemm_variants:: names them for the other ops too
 using cudalab::to_float;
 
+// c = alpha * acc + beta * old (old: C's value, where C is read; c itself in place).
+template <typename T>
+__device__ __forceinline__ void blend_store(T* c, const T* old, float alpha, float beta, float acc) {
+  *c = from_float<T>(beta == 0.0f ? alpha * acc : fmaf(alpha, acc, beta * to_float(*old)));
+}
 template <typename T>
 __device__ __forceinline__ void blend_store(T* c, float alpha, float beta, float acc) {
-  *c = from_float<T>(beta == 0.0f ? alpha * acc : fmaf(alpha, acc, beta * to_float(*c)));
+  blend_store(c, c, alpha, beta, acc);
 }
 
-// Two adjacent outputs of a 16-bit type in one 4-byte access: `c` must be 4-byte aligned.
+// Two adjacent outputs of a 16-bit type in one 4-byte access: `c` and `old` must be 4-byte aligned.
 template <typename T>
-__device__ __forceinline__ void blend_store2(T* c, float alpha, float beta, float acc0, float acc1) {
+__device__ __forceinline__ void blend_store2(T* c, const T* old, float alpha, float beta, float acc0, float acc1) {
   static_assert(sizeof(T) == 2, "pairs of 16-bit elements");
   struct alignas(4) Pair {
     T x, y;
   };
   Pair out;
-  Pair* p = reinterpret_cast<Pair*>(c);
   if (beta == 0.0f) {
     out.x = from_float<T>(alpha * acc0);
     out.y = from_float<T>(alpha * acc1);
   } else {
-    const Pair old = *p;
-    out.x = from_float<T>(fmaf(alpha, acc0, beta * to_float(old.x)));
-    out.y = from_float<T>(fmaf(alpha, acc1, beta * to_float(old.y)));
+    const Pair before = *reinterpret_cast<const Pair*>(old);
+    out.x = from_float<T>(fmaf(alpha, acc0, beta * to_float(before.x)));
+    out.y = from_float<T>(fmaf(alpha, acc1, beta * to_float(before.y)));
   }
-  *p = out;
+  *reinterpret_cast<Pair*>(c) = out;
 }
 
 __device__ __forceinline__ void blend_store4(float* c, float alpha, float beta, const float (&acc)[4]) {

@@ -151,7 +151,17 @@ WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int blo
                               int b_box_rows, int c_box_rows) {
   WgmmaLaunch<T> launch{};
   WgmmaParams<T>& p = launch.params;
-  p.out = {args.c, args.ldc, args.m, args.n, args.alpha, args.beta, c_pairs_aligned(args)};
+  // C read from c_in where given (the library passes one only 4-byte aligned with an even ldc_in).
+  const bool in_place = args.c_in == nullptr;
+  p.out = {args.c,
+           args.ldc,
+           args.m,
+           args.n,
+           args.alpha,
+           args.beta,
+           c_pairs_aligned(args),
+           in_place ? args.c : args.c_in,
+           in_place ? args.ldc : args.ldc_in};
   p.stride_c = args.batch > 1 ? args.stride_c : 0;
   p.k_tiles = static_cast<int>(ceil_div<std::int64_t>(args.k, kBlockK));
   p.tiles_m = static_cast<int>(ceil_div<std::int64_t>(args.m, block_m));
@@ -324,13 +334,13 @@ __device__ __forceinline__ void load_old_pairs(const OutputMatrix<T>& out, int r
   const std::int64_t row = static_cast<std::int64_t>(row0) + 16 * (t / 32) + lane / 4;
   const std::int64_t col = static_cast<std::int64_t>(col0) + 2 * (lane % 4);
   const int rows_left = static_cast<int>(out.m - row), columns_left = static_cast<int>(out.n - col);
-  const T* pairs = out.c + row * out.ldc + col;
+  const T* pairs = out.old + row * out.ldold + col;
 #pragma unroll
   for (int i = 0; i < kRegisters / 4; ++i) {
 #pragma unroll
     for (int half = 0; half < 2; ++half)
       old[2 * i + half] =
-          load_word_if(pairs + 8 * half * out.ldc + 8 * i, 8 * half < rows_left && 8 * i + 1 < columns_left);
+          load_word_if(pairs + 8 * half * out.ldold + 8 * i, 8 * half < rows_left && 8 * i + 1 < columns_left);
   }
 }
 

@@ -65,14 +65,26 @@ bool chunks_aligned(const T* base, std::int64_t ld, std::int64_t batch, std::int
 }
 
 // Where the outputs go (filled on the host, read by the epilogues): C of one matrix of the batch, its size, the
-// scalars, and whether pairs (c[2j], c[2j+1]) may be stored as one 4-byte word (c_pairs_aligned).
+// scalars, whether pairs (c[2j], c[2j+1]) may be stored as one 4-byte word (c_pairs_aligned), and where beta's C is
+// read: `old` with rows ldold apart (ldold 0: one row for all, a bias), which is c itself in place (the in-place
+// rungs' epilogues read c whatever old says; the Hopper rungs read old).
 template <typename T>
 struct OutputMatrix {
   T* c;
   std::int64_t ldc, m, n;
   float alpha, beta;
   bool pairs;
+  const T* old;
+  std::int64_t ldold;
 };
+
+// `out` moved to the matrix `offset` elements on (a batch's matrix z): old moves with c where it is c.
+template <typename T>
+__host__ __device__ __forceinline__ OutputMatrix<T> at_offset(OutputMatrix<T> out, std::int64_t offset) {
+  if (out.old == out.c) out.old += offset;
+  out.c += offset;
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Device side.
@@ -229,11 +241,12 @@ __device__ __forceinline__ void store_output_pair(const OutputMatrix<T>& out, st
                                                   float v0, float v1) {
   if (row >= out.m) return;
   T* c = out.c + row * out.ldc + col;
+  const T* old = out.old + row * out.ldold + col;
   if (out.pairs && col + 1 < out.n) {
-    blend_store2(c, out.alpha, out.beta, v0, v1);
+    blend_store2(c, old, out.alpha, out.beta, v0, v1);
   } else {
-    if (col < out.n) blend_store(c, out.alpha, out.beta, v0);
-    if (col + 1 < out.n) blend_store(c + 1, out.alpha, out.beta, v1);
+    if (col < out.n) blend_store(c, old, out.alpha, out.beta, v0);
+    if (col + 1 < out.n) blend_store(c + 1, old + 1, out.alpha, out.beta, v1);
   }
 }
 

@@ -173,8 +173,8 @@ __global__ void __launch_bounds__(kThreads, kAsync && !kRefill ? 8 : 4)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = warp_row + 16 * mi + lane / 4 + 8 * h, col = warp_col + 8 * ni + 2 * (lane % 4);
-        blend_store2(c_tile + tile_offset(row, col / kChunkElements) + col % kChunkElements, p.alpha, p.beta,
-                     acc[ni / 2][mi][ni % 2][2 * h], acc[ni / 2][mi][ni % 2][2 * h + 1]);
+        T* pair = c_tile + tile_offset(row, col / kChunkElements) + col % kChunkElements;
+        blend_store2(pair, pair, p.alpha, p.beta, acc[ni / 2][mi][ni % 2][2 * h], acc[ni / 2][mi][ni % 2][2 * h + 1]);
       }
   __syncthreads();
   const BlockPosition<T> out = block_position(p, tiles_n, tiles_m);

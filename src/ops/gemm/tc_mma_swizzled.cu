@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // every warp is done with the tiles before the next copy overwrites them
   }
 
-  const OutputMatrix<T> out{p.c + z * p.stride_c, p.ldc, p.m, p.n, p.alpha, p.beta, c_pairs};
+  T* const c = p.c + z * p.stride_c;
+  const OutputMatrix<T> out{c, p.ldc, p.m, p.n, p.alpha, p.beta, c_pairs, c, p.ldc};
   store_mma_accumulators(out, acc, row0 + warp_row, col0 + warp_col);
 #else
   __trap();

@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
-      const int prefetch_kt = kTmaStore && p.out.beta != 0.0f ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
+      const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;  // a separate C is not prefetched
+      const int prefetch_kt = old_c ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
       RingPosition<kStages> ring;
       for_each_persistent(cluster, clusters, cluster_tiles, [&](int tile) {
         const TileCoord at = grouped_tile(tile, cluster_rows, p.tiles_n, kGroupM);
@@ -115,8 +116,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float acc[kBlockN / 2] = {};
       consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
                                                             release);
-      OutputMatrix<T> out = p.out;
-      out.c += at.batch * p.stride_c;
+      const OutputMatrix<T> out = at_offset(p.out, at.batch * p.stride_c);
       const int row0 = (at.m * kClusterSize + rank) * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
       if constexpr (kTmaStore) {
         store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,

@@ -185,7 +185,8 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
-      const int prefetch_kt = kTmaStore && p.out.beta != 0.0f ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
+      const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;  // a separate C is not prefetched
+      const int prefetch_kt = old_c ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
       RingPosition<kStages> ring;
       for_each_persistent(first, step, units, [&](int unit) {
         const WorkItem item = work_item(unit, tiles, p.k_tiles, split);
@@ -233,8 +234,7 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
                            p.out.m, p.out.n, acc, row0, col0);
         return;
       }
-      OutputMatrix<T> out = p.out;
-      out.c += at.batch * p.stride_c;
+      const OutputMatrix<T> out = at_offset(p.out, at.batch * p.stride_c);
       if constexpr (kTmaStore) {
         store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,
                                at.batch * p.batch_step_c, epilogue_barrier(consumer));
@@ -258,7 +258,8 @@ __global__ void add_partial_sums_kernel(const float* partial, int splits, Output
     float sum = partial[i];
     for (int s = 1; s < splits; ++s) sum += partial[s * total + i];
     const std::int64_t z = i / matrix, rest = i - z * matrix, row = rest / out.n, col = rest - row * out.n;
-    blend_store(out.c + z * stride_c + row * out.ldc + col, out.alpha, out.beta, sum);
+    const OutputMatrix<T> at = at_offset(out, z * stride_c);
+    blend_store(at.c + row * at.ldc + col, at.old + row * at.ldold + col, at.alpha, at.beta, sum);
   }
 }
 

@@ -82,8 +82,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     RingPosition<kStages> ring;
     consumer_k_loop<T, false, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
                                                       release);
-    OutputMatrix<T> out = p.out;
-    out.c += z * p.stride_c;
+    const OutputMatrix<T> out = at_offset(p.out, z * p.stride_c);
     store_accumulators_direct(out, acc, m0 + 64 * consumer, n0);
   }
 #else

@@ -88,8 +88,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   fence_accumulators(acc[0]);
   fence_accumulators(acc[1]);
 
-  OutputMatrix<T> out = p.out;
-  out.c += z * p.stride_c;
+  const OutputMatrix<T> out = at_offset(p.out, z * p.stride_c);
   store_accumulators_direct(out, acc[0], m0, n0);
   store_accumulators_direct(out, acc[1], m0 + 64, n0);
 #else

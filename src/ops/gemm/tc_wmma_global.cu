@@ -49,7 +49,8 @@ __global__ void __launch_bounds__(kThreads) wmma_global_kernel(GemmArgs<T> p, bo
     wmma::load_matrix_sync(b_fragment, kBTransposed ? b + k0 : b + k0 * p.ldb, ldb);
     wmma::mma_sync(acc, a_fragment, b_fragment, acc);
   }
-  const OutputMatrix<T> out{p.c + z * p.stride_c, p.ldc, p.m, p.n, p.alpha, p.beta, c_pairs};
+  T* const c = p.c + z * p.stride_c;
+  const OutputMatrix<T> out{c, p.ldc, p.m, p.n, p.alpha, p.beta, c_pairs, c, p.ldc};
   store_wmma_accumulator(out, acc, scratch[warp], row0, col0);
 #else
   __trap();

@@ -86,7 +86,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // every warp is done with the tiles before the next copy overwrites them
   }
 
-  const OutputMatrix<T> out{p.c + z * p.stride_c, p.ldc, p.m, p.n, p.alpha, p.beta, c_pairs};
+  T* const c = p.c + z * p.stride_c;
+  const OutputMatrix<T> out{c, p.ldc, p.m, p.n, p.alpha, p.beta, c_pairs, c, p.ldc};
 #pragma unroll
   for (int i = 0; i < kFragmentsM; ++i)
 #pragma unroll

@@ -2,6 +2,7 @@
 // tensor-core rung that takes the shape on this GPU (library_choice.cpp says which, and why).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
@@ -79,18 +80,56 @@ void run_on_aligned_copies(const v::GemmArgs<T>& args, v::OperandAlignment align
            stream);
 }
 
+// Row r of C (c_in, rows ldc_in apart; 0: one row for all) into row r of D (args.c).
+template <typename T>
+__global__ void broadcast_row_kernel(const T* __restrict__ row, T* __restrict__ d, std::int64_t ldd, std::int64_t m,
+                                     std::int64_t n) {
+  for (std::int64_t i = global_thread_index(); i < m * n; i += global_thread_count()) {
+    const std::int64_t r = i / n;
+    d[r * ldd + (i - r * n)] = row[i - r * n];
+  }
+}
+
+// `args` as a rung that reads C in place takes them: where C is read from elsewhere (c_in), D filled
+// with it first (one copy; a broadcast for a bias row).
+template <typename T>
+v::GemmArgs<T> in_place(v::GemmArgs<T> args, cudaStream_t stream) {
+  if (args.c_in != nullptr && args.beta != 0.0f) {
+    if (args.ldc_in == 0) {
+      constexpr int kThreads = 256;
+      broadcast_row_kernel<T>
+          <<<resident_grid_size(broadcast_row_kernel<T>, kThreads, args.m * args.n), kThreads, 0, stream>>>(
+              args.c_in, args.c, args.ldc, args.m, args.n);
+      CUDALAB_CHECK_LAUNCH();
+    } else {
+      CUDALAB_CUDA_CHECK(cudaMemcpy2DAsync(args.c, args.ldc * sizeof(T), args.c_in, args.ldc_in * sizeof(T),
+                                           args.n * sizeof(T), args.m, cudaMemcpyDeviceToDevice, stream));
+    }
+  }
+  args.c_in = nullptr;
+  return args;
+}
+
+// `args` as the Hopper tile rungs take them: C read where it lies when it starts on a 4-byte
+// boundary with an even pitch (their epilogues load pairs), else in_place.
+template <typename T>
+v::GemmArgs<T> for_hopper_epilogue(const v::GemmArgs<T>& args, cudaStream_t stream) {
+  const bool pairs = reinterpret_cast<std::uintptr_t>(args.c_in) % 4 == 0 && args.ldc_in % 2 == 0;
+  return args.c_in == nullptr || pairs ? args : in_place(args, stream);
+}
+
 template <typename T>
 void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream) {
   switch (rung) {
-    case v::LibraryRung::decode_gemv: return v::decode_gemv(args, stream);
-    case v::LibraryRung::wgmma_cluster: return v::wgmma_cluster(args, stream);
-    case v::LibraryRung::wgmma_persistent: return v::wgmma_persistent(args, stream);
+    case v::LibraryRung::decode_gemv: return v::decode_gemv(in_place(args, stream), stream);
+    case v::LibraryRung::wgmma_cluster: return v::wgmma_cluster(for_hopper_epilogue(args, stream), stream);
+    case v::LibraryRung::wgmma_persistent: return v::wgmma_persistent(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::aligned_copies:
       return run_on_aligned_copies(args, alignment_of(args), current_gpu(), workspace, stream);
-    case v::LibraryRung::mma_pipelined: return v::mma_pipelined(args, stream);
-    case v::LibraryRung::mma_swizzled: return v::mma_swizzled(args, stream);
-    case v::LibraryRung::wgmma_small: return v::wgmma_small(args, stream);
-    case v::LibraryRung::mma_small: return v::mma_small(args, stream);
+    case v::LibraryRung::mma_pipelined: return v::mma_pipelined(in_place(args, stream), stream);
+    case v::LibraryRung::mma_swizzled: return v::mma_swizzled(in_place(args, stream), stream);
+    case v::LibraryRung::wgmma_small: return v::wgmma_small(for_hopper_epilogue(args, stream), stream);
+    case v::LibraryRung::mma_small: return v::mma_small(in_place(args, stream), stream);
   }
 }
 
@@ -159,6 +198,29 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* 
 }
 
 template <typename T, typename>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda, const T* b,
+          std::int64_t ldb, float beta, const T* c, std::int64_t ldc, T* d, std::int64_t ldd, void* workspace,
+          std::size_t workspace_bytes, cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
+  v::GemmArgs<T> args = make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, d, ldd, 0, transpose_b, transpose_a);
+  if (beta != 0.0f && !(c == d && ldc == ldd)) {
+    const bool work = m > 0 && n > 0;
+    CUDALAB_REQUIRE(!work || c != nullptr, "gemm: C is null (beta != 0 reads it)");
+    CUDALAB_REQUIRE(ldc == 0 || ldc >= n, "gemm: ldc=" + std::to_string(ldc) + " is below n=" + std::to_string(n) +
+                                              " (0: one row of C for every row)");
+    CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(c) % sizeof(T) == 0, "gemm: C is not aligned to its elements");
+    if (work) {
+      const auto at = [](const T* x) { return reinterpret_cast<std::uintptr_t>(x); };
+      const std::uintptr_t c_end = at(c) + static_cast<std::uintptr_t>((m - 1) * ldc + n) * sizeof(T);
+      const std::uintptr_t d_end = at(d) + static_cast<std::uintptr_t>((m - 1) * ldd + n) * sizeof(T);
+      CUDALAB_REQUIRE(c_end <= at(d) || d_end <= at(c), "gemm: D must not overlap C (unless it is C, ldc == ldd)");
+    }
+    args.c_in = c, args.ldc_in = ldc;
+  }
+  CallerWorkspace scratch(workspace, workspace_bytes, "cudalab::gemm", "cudalab::gemm_workspace_bytes");
+  run(args, scratch, stream);
+}
+
+template <typename T, typename>
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
                   float beta, T* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream, Transpose transpose_b,
@@ -175,6 +237,9 @@ void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64
                                             const T*, std::int64_t, const T*, std::int64_t, Transpose, Transpose);    \
   template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
                      float, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose, Transpose);                \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
+                     float, const T*, std::int64_t, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose,    \
+                     Transpose);                                                                                      \
   template void gemm_batched(std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,   \
                              std::int64_t, const T*, std::int64_t, std::int64_t, float, T*, std::int64_t,             \
                              std::int64_t, cudaStream_t, Transpose, Transpose);
