@@ -284,7 +284,9 @@ def gemm(
     contiguous [n, k], and the same with ``b_transposed``. The fp32 kernels take ``a`` [m, k] and
     ``op(b)`` [k, n] with contiguous rows only, and refuse other layouts (call ``.contiguous()``).
     Matrices with neither rows nor columns contiguous are refused (ValueError) by name. ``c`` may
-    have any strides: it is copied into the new contiguous output first. Sizes may be 0: k = 0 gives
+    have any strides: in bf16 and float16 a single product reads it where it lies when its columns
+    are contiguous (a bias expanded over the rows, row stride 0, included), otherwise it is copied
+    into the new contiguous output first. Sizes may be 0: k = 0 gives
     ``beta * c``, m = 0 or n = 0 an empty output. Under ``torch.autocast`` on CUDA, a, b and c are
     cast to the autocast dtype first, as ``torch.matmul``'s are."""
     a, b, c = autocast_inputs(a, b, c)
