@@ -60,13 +60,12 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* 
           std::int64_t ldb, float beta, T* c, std::int64_t ldc, cudaStream_t stream = nullptr,
           Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 
-// Scratch of the call above, on Hopper: a large product whose A or B has a row pitch of no multiple
-// of 8 elements or an address off 16 bytes runs on copies of those operands pitched to 128-byte
-// lines (about a copy's time, against 2-2.5x the product's on tiles that take any alignment); a
-// product of fewer 128 x 256 output tiles than SMs over a long k (a weight's gradient) splits k and
-// keeps the parts' fp32 sums (up to 8 m n floats). Both come from the stream-ordered allocator, or
-// from the caller's `workspace` below. gemm_workspace_bytes is the size the call with these sizes,
-// pointers and layouts needs on the current GPU: 0 where it needs none.
+// Scratch of the call above: on Hopper, a large product whose A or B has a row pitch of no multiple
+// of 8 elements or an address off 16 bytes runs on 16-byte-pitched copies of those operands (about a
+// copy's time, against 2-2.5x the product's on tiles that take any alignment); the copies come from
+// the stream-ordered allocator, or from the caller's `workspace` below. gemm_workspace_bytes is the
+// size the call with these sizes, pointers and layouts needs on the current GPU: 0 where it makes no
+// copies.
 template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
 std::size_t gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
                                  const T* b, std::int64_t ldb, const T* c, std::int64_t ldc,

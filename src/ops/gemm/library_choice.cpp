@@ -49,39 +49,20 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // against a 4096 x 4096 weight it took 13.4, 15.0 and 19.8 us at m = 1, 2, 4 where wgmma_small took 20 (8192 x 8192:
 // 35.7, 39.2, 49.7 against 49.7-51.0); its time grows with m, and at m = 8 wgmma_small won (19.8 against 30.1 us;
 // 45.4 against 83.7).
-int library_splits(const GemmShape& shape, int sm_count) {
-  const std::int64_t tiles = shape.batch * ((shape.m + 127) / 128) * ((shape.n + 255) / 256);
-  const std::int64_t k_tiles = (shape.k + 63) / 64;
-  if (tiles <= 0 || sm_count <= 0 || tiles >= sm_count) return 1;
-  const auto fill = [&](std::int64_t s) {
-    const std::int64_t items = tiles * s, waves = (items + sm_count - 1) / sm_count;
-    return static_cast<double>(items) / static_cast<double>(waves * sm_count);
-  };
-  std::int64_t best = 1;
-  for (std::int64_t s = 2; s <= 8 && k_tiles / s >= 16; ++s)
-    if (fill(s) > 1.1 * fill(best)) best = s;
-  return best > 1 && fill(best) >= 0.75 ? static_cast<int>(best) : 1;
-}
-
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
-                         bool may_use_scratch) {
+                         bool may_copy) {
   const int cc = compute_capability;
   const std::int64_t big_tiles = shape.batch * ((shape.m + 127) / 128) * ((shape.n + 255) / 256);
   const bool big = 2 * big_tiles >= sm_count && shape.k >= 256 && shape.m >= 64 && shape.n >= 128;
   const bool aligned = alignment.a && alignment.b && alignment.c;
   if (shape.batch == 1 && shape.m <= kDecodeRows && alignment.a && alignment.b && decode_gemv_limits(shape, cc).empty())
     return LibraryRung::decode_gemv;
-  // Few big tiles over a long k (a weight's gradient over many tokens: 3072 x 1024 x 8192 is 96
-  // tiles for 132 SMs), on rows on lines: k split into parts, their sums added after.
-  if (may_use_scratch && cc == kHopper && shape.batch == 1 && aligned && rows_on_lines(shape) && shape.m >= 128 &&
-      shape.n >= 256 && library_splits(shape, sm_count) > 1 && wgmma_persistent_limits(shape, cc).empty())
-    return LibraryRung::wgmma_split;
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves =
         (big_tiles >= 6 * std::int64_t{sm_count} || !rows_on_lines(shape)) && wgmma_cluster_limits(shape, cc).empty();
     return waves ? LibraryRung::wgmma_cluster : LibraryRung::wgmma_persistent;
   }
-  if (may_use_scratch && big && cc == kHopper && shape.batch == 1 && alignment.c &&
+  if (may_copy && big && cc == kHopper && shape.batch == 1 && alignment.c &&
       wgmma_persistent_limits(with_aligned_pitches(shape, alignment), cc).empty())
     return LibraryRung::aligned_copies;
   if (big && aligned && mma_pipelined_limits(shape, cc).empty()) return LibraryRung::mma_pipelined;

@@ -30,8 +30,7 @@
 // weight is 32 small tiles for 132 SMs (0.72-0.78x cuBLAS at m = 8-64 on an H200), so each tile's
 // k-range is cut into as many parts as give about one work item per SM; each part's fp32 sums go to
 // scratch, and a second kernel adds the parts in order and blends them into C. Costs: the partial
-// sums' round trip (splits x m x n floats) and a second launch. The library call splits the large
-// tiles the same way (wgmma_persistent_split) where few of them cover a long k.
+// sums' round trip (splits x m x n floats) and a second launch.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -273,12 +272,8 @@ std::string persistent_limits(const GemmShape& shape, int compute_capability) {
   return why.empty() ? hopper::tile_count_limits(shape, Tiles::kBlockM, Tiles::kBlockN) : why;
 }
 
-// `split_k` (wgmma_small_splitk): k split where the small tiles leave SMs idle, the partial sums in
-// stream-ordered scratch. `splits` > 1 (wgmma_persistent_split): k cut into that many parts, the
-// partial sums in the caller's `partial`.
 template <typename T, typename Tiles>
-void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t stream, bool split_k = false,
-                       int splits = 1, float* partial = nullptr) {
+void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t stream, bool split_k = false) {
   require_limits(name, persistent_limits<Tiles>(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
@@ -286,12 +281,10 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   const std::int64_t tiles =
       args.batch * ceil_div<std::int64_t>(args.m, Tiles::kBlockM) * ceil_div<std::int64_t>(args.n, Tiles::kBlockN);
   const auto k_tiles = static_cast<int>(ceil_div<std::int64_t>(args.k, hopper::kBlockK));
-  // split_k: about one work item per SM, parts of at least 4 k-tiles but the last.
+  // Split k where the tiles leave SMs idle: about one work item per SM, parts of at least 4
+  // k-tiles but the last. The small tiles only (the large ones' kernels have no partial-sum store).
   SplitK split;
-  if (splits > 1 && k_tiles > 0) {
-    split.k_tiles_per_split = (k_tiles + splits - 1) / splits;
-    split.splits = (k_tiles + split.k_tiles_per_split - 1) / split.k_tiles_per_split;
-  } else if (split_k && tiles < sm_count) {
+  if (split_k && std::is_same_v<Tiles, SmallTiles> && tiles < sm_count) {
     const int most = std::max(k_tiles / 4, 1);
     const int wanted = static_cast<int>(std::min<std::int64_t>(sm_count / tiles, most));
     split.k_tiles_per_split = (k_tiles + wanted - 1) / std::max(wanted, 1);
@@ -302,17 +295,15 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   const bool tma_store = !splitting && hopper::c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
                                                                Tiles::kBlockM, Tiles::kBlockN, tma_store ? 64 : 0);
-  StreamOrderedWorkspace scratch(stream);  // split_k's partial sums, handed back on the stream afterwards
-  if (splitting && partial != nullptr) {
-    split.partial = partial;
-  } else if (splitting) {
+  StreamOrderedWorkspace scratch(stream);  // the partial sums, handed back on the stream afterwards
+  if (splitting) {
     const auto bytes = static_cast<std::size_t>(split.splits) * static_cast<std::size_t>(args.batch) *
                        static_cast<std::size_t>(args.m) * static_cast<std::size_t>(args.n) * sizeof(float);
     split.partial = static_cast<float*>(scratch.reserve(bytes));
   }
   auto* kernel = with_flags(
       [](auto a_mn_major, auto b_mn_major, auto tma_store_c, auto split_sums) {
-        constexpr bool kSplitSums = decltype(split_sums)::value;
+        constexpr bool kSplitSums = decltype(split_sums)::value && std::is_same_v<Tiles, SmallTiles>;
         constexpr bool kTmaStore = decltype(tma_store_c)::value && !kSplitSums;
         return wgmma_persistent_kernel<T, Tiles, a_mn_major, b_mn_major, kTmaStore, kSplitSums>;
       },
@@ -359,18 +350,9 @@ void wgmma_small_splitk(const GemmArgs<T>& args, cudaStream_t stream) {
   launch_persistent<T, SmallTiles>(args, "wgmma_small_splitk", stream, true);
 }
 
-template <typename T>
-void wgmma_persistent_split(const GemmArgs<T>& args, int splits, float* partial, cudaStream_t stream) {
-  CUDALAB_REQUIRE(args.batch == 1 && splits >= 1 && (splits == 1 || partial != nullptr),
-                  "wgmma_persistent_split: one matrix, splits >= 1 and, above 1, the partial sums' scratch");
-  launch_persistent<T, LargeTiles>(args, "wgmma_persistent_split", stream, false, splits, partial);
-}
-
 template void wgmma_small<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_small_splitk<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_small_splitk<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
-template void wgmma_persistent_split<__half>(const GemmArgs<__half>&, int, float*, cudaStream_t);
-template void wgmma_persistent_split<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, int, float*, cudaStream_t);
 template void wgmma_small<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 template void wgmma_persistent<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_persistent<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);

@@ -80,13 +80,6 @@ void run_on_aligned_copies(const v::GemmArgs<T>& args, v::OperandAlignment align
            stream);
 }
 
-// The partial sums wgmma_split keeps: `splits` fp32 m x n matrices.
-template <typename T>
-std::size_t split_partial_bytes(const v::GemmArgs<T>& args, int splits) {
-  return static_cast<std::size_t>(splits) * static_cast<std::size_t>(args.m) * static_cast<std::size_t>(args.n) *
-         sizeof(float);
-}
-
 // Row r of C (c_in, rows ldc_in apart; 0: one row for all) into row r of D (args.c).
 template <typename T>
 __global__ void broadcast_row_kernel(const T* __restrict__ row, T* __restrict__ d, std::int64_t ldd, std::int64_t m,
@@ -131,11 +124,6 @@ void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& worksp
     case v::LibraryRung::decode_gemv: return v::decode_gemv(in_place(args, stream), stream);
     case v::LibraryRung::wgmma_cluster: return v::wgmma_cluster(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::wgmma_persistent: return v::wgmma_persistent(for_hopper_epilogue(args, stream), stream);
-    case v::LibraryRung::wgmma_split: {
-      const int splits = v::library_splits(v::shape_of(args), current_gpu().sm_count);
-      auto* partial = static_cast<float*>(workspace.reserve(split_partial_bytes(args, splits)));
-      return v::wgmma_persistent_split(for_hopper_epilogue(args, stream), splits, partial, stream);
-    }
     case v::LibraryRung::aligned_copies:
       return run_on_aligned_copies(args, alignment_of(args), current_gpu(), workspace, stream);
     case v::LibraryRung::mma_pipelined: return v::mma_pipelined(in_place(args, stream), stream);
@@ -194,15 +182,11 @@ std::size_t gemm_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k,
   if (m == 0 || n == 0) return 0;
   const CurrentGpu gpu = current_gpu();
   const v::OperandAlignment alignment = alignment_of(args);
-  switch (v::library_rung(v::shape_of(args), alignment, gpu.compute_capability, gpu.sm_count)) {
-    case v::LibraryRung::aligned_copies: {
-      const CopiedElements elements = copied_elements(args, alignment);
-      return (elements.a + elements.b) * sizeof(T);
-    }
-    case v::LibraryRung::wgmma_split:
-      return split_partial_bytes(args, v::library_splits(v::shape_of(args), gpu.sm_count));
-    default: return 0;
-  }
+  if (v::library_rung(v::shape_of(args), alignment, gpu.compute_capability, gpu.sm_count) !=
+      v::LibraryRung::aligned_copies)
+    return 0;
+  const CopiedElements elements = copied_elements(args, alignment);
+  return (elements.a + elements.b) * sizeof(T);
 }
 
 template <typename T, typename>

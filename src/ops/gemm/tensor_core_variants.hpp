@@ -60,15 +60,13 @@ std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 // the big-tile Hopper rungs (cluster from six waves of 128x256 tiles or where A's or B's rows start
 // off 128-byte lines, persistent otherwise); aligned_copies where only A's or B's pitch or address
 // keeps a big Hopper product off them (the misaligned operands copied to rows on 128-byte lines
-// first, then the rung the copies get); wgmma_split (wgmma_persistent_split) for fewer big tiles
-// than SMs over a k long enough to split (library_splits); mma_pipelined on other GPUs;
-// mma_swizzled for big products of misaligned rows; wgmma_small below the big-tile line on Hopper;
-// mma_small for the rest (batches of small matrices, short k, any alignment).
+// first, then the rung the copies get); mma_pipelined
+// on other GPUs; mma_swizzled for big products of misaligned rows; wgmma_small below the big-tile
+// line on Hopper; mma_small for the rest (batches of small matrices, short k, any alignment).
 enum class LibraryRung {
   decode_gemv,
   wgmma_cluster,
   wgmma_persistent,
-  wgmma_split,
   aligned_copies,
   mma_pipelined,
   mma_swizzled,
@@ -79,15 +77,8 @@ enum class LibraryRung {
 struct OperandAlignment {
   bool a = true, b = true, c = true;
 };
-// `may_use_scratch`: whether the call may take scratch (copies of misaligned operands, split-k
-// partial sums); false for the rung that runs on the copies.
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
-                         bool may_use_scratch = true);
-// The parts wgmma_split cuts each big tile's k-range into for `shape` on `sm_count` SMs: s in [2, 8]
-// with at least 16 k-tiles a part, the one that fills the most SM slots over whole waves of tiles x s
-// work items (a larger s only where it fills 10% more); 1 where the tiles already fill the SMs, where
-// no s fills three quarters of them, or where k is too short.
-int library_splits(const GemmShape& shape, int sm_count);
+                         bool may_copy = true);
 // The shape with A's and B's pitches rounded up to 8 elements where they, or the operand's
 // address, are not 16-byte aligned: what aligned_copies copies them to.
 GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignment);
@@ -120,11 +111,6 @@ void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream);
 // weight); the parts' fp32 sums added by a second kernel. Takes what wgmma_small takes.
 template <typename T>
 void wgmma_small_splitk(const GemmArgs<T>& args, cudaStream_t stream);
-// wgmma_persistent with each 128 x 256 tile's k-range cut into `splits` parts (library_splits), their
-// fp32 sums in the caller's `partial` (splits x m x n floats), added in order by a second kernel that
-// blends them into C. Single matrices; the library call's rung for few big tiles over long k.
-template <typename T>
-void wgmma_persistent_split(const GemmArgs<T>& args, int splits, float* partial, cudaStream_t stream);
 std::string wgmma_small_limits(const GemmShape& shape, int compute_capability);
 // 2-CTA thread-block clusters sharing one operand's tile by TMA multicast.
 template <typename T>
