@@ -31,6 +31,8 @@ FORWARD = {
     "conv2d": "cudalab::conv2d(Tensor image, Tensor filter) -> Tensor",
     "attention": "cudalab::attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) "
     "-> (Tensor, Tensor)",
+    "attention_packed": "cudalab::attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, "
+    "bool causal=False) -> (Tensor, Tensor)",
 }
 BACKWARD = [
     "bias_act_backward",
@@ -40,6 +42,7 @@ BACKWARD = [
     "swiglu_backward",
     "geglu_backward",
     "attention_backward",
+    "attention_packed_backward",
 ]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
 # backward raises (the library has none).
@@ -69,7 +72,8 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
     vectors of its last dimension; matrices [rows, features] for transpose and conv2d; for attention
     q [shape[0], 4, shape[1], 64] and k, v with 2 heads (grouped-query), causal, and for its backward
     the same with O and L from cudalab's forward on CUDA (uninitialized elsewhere, where only
-    shapes and refusals are tested) and dO like q."""
+    shapes and refusals are tested) and dO like q; attention_packed's the same heads packed in one
+    qkv [shape[0], shape[1], 8 * 64]."""
     dtype = dtype or dtypes_of(name)[0]
     features = shape[-1]
     rows = 1
@@ -89,6 +93,16 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (tensor(rows, features),)
     if name == "conv2d":
         return (tensor(rows, features), tensor(3, 3))
+    if name in ("attention_packed", "attention_packed_backward"):
+        qkv = tensor(shape[0], shape[1], 8 * 64)
+        if name == "attention_packed":
+            return (qkv, 4, 2, None, True)
+        if qkv.is_cuda:
+            o, lse = torch.ops.cudalab.attention_packed(qkv, 4, 2, None, True)
+        else:
+            o = qkv.new_empty(shape[0], shape[1], 4 * 64)
+            lse = qkv.new_empty(shape[0], 4, shape[1], dtype=torch.float32)
+        return (qkv, o, lse, tensor(*o.shape), 4, 2, None, True)
     if name in ("attention", "attention_backward"):
         batch, seq = shape[0], shape[1]
         q, k, v = tensor(batch, 4, seq, 64), tensor(batch, 2, seq, 64), tensor(batch, 2, seq, 64)
