@@ -292,7 +292,7 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   if (!dense && !in_place) {
     const std::int64_t q_count = rows * d.head_dim, kv_count = d.batch * d.kv_heads * d.seq * d.head_dim;
     StreamOrderedWorkspace copies(stream);
-    T* q_copy = static_cast<T*>(copies.reserve(static_cast<std::size_t>(5 * q_count + 4 * kv_count) * sizeof(T)));
+    T* q_copy = static_cast<T*>(copies.reserve(static_cast<std::size_t>(4 * q_count + 4 * kv_count) * sizeof(T)));
     T *k_copy = q_copy + q_count, *v_copy = k_copy + kv_count, *o_copy = v_copy + kv_count;
     T *do_copy = o_copy + q_count, *dq_copy = do_copy + q_count, *dk_copy = dq_copy + q_count;
     T* dv_copy = dk_copy + kv_count;
