@@ -69,6 +69,15 @@ void check_key_or_value(const char* op, const char* name, const at::Tensor& t, c
                     t.sizes());
 }
 
+// The scale as the library takes it: the library computes in fp32 and reads 0 as 1 / sqrt(head_dim),
+// so an explicit scale must stay finite and nonzero as a float.
+float checked_scale(const char* op, const c10::optional<double>& scale) {
+  const float library_scale = scale.has_value() ? static_cast<float>(*scale) : 0.0f;
+  TORCH_CHECK_VALUE(!scale.has_value() || (std::isfinite(library_scale) && library_scale > 0.0f), "cudalab.", op,
+                    ": scale must be > 0 and finite in float32 (None: 1 / sqrt(head_dim)), got ", *scale);
+  return library_scale;
+}
+
 struct Problem {
   AttentionDims dims;
   AttentionOptions options;
@@ -86,11 +95,7 @@ Problem checked_problem(const char* op, const at::Tensor& q, const at::Tensor& k
   const std::int64_t heads = q.size(1), kv_heads = k.size(1);
   TORCH_CHECK_VALUE(kv_heads > 0 ? heads % kv_heads == 0 : heads == 0, "cudalab.", op, ": q's heads (", heads,
                     ") must be a multiple of k and v's heads (", kv_heads, ")");
-  // The library computes in fp32 and reads a scale of 0 as 1 / sqrt(head_dim): an explicit scale
-  // must stay finite and nonzero as a float.
-  const float library_scale = scale.has_value() ? static_cast<float>(*scale) : 0.0f;
-  TORCH_CHECK_VALUE(!scale.has_value() || (std::isfinite(library_scale) && library_scale > 0.0f), "cudalab.", op,
-                    ": scale must be > 0 and finite in float32 (None: 1 / sqrt(head_dim)), got ", *scale);
+  const float library_scale = checked_scale(op, scale);
   // head_dim 0 would leave each row's log-sum-exp, log(its number of keys), unwritten by the library.
   TORCH_CHECK_VALUE(q.size(3) > 0 || q.size(0) * q.size(1) * q.size(2) == 0, "cudalab.", op,
                     ": head_dim must be at least 1, got q ", q.sizes());
@@ -194,9 +199,7 @@ Packed checked_packed(const char* op, const at::Tensor& qkv, std::int64_t heads,
                     qkv.size(2), ") must be (heads + 2 kv_heads) = ", columns, " times a head_dim >= 1");
   check_like_q(op, "qkv", qkv, qkv);
   const std::int64_t head_dim = qkv.size(2) / columns;
-  const float library_scale = scale.has_value() ? static_cast<float>(*scale) : 0.0f;
-  TORCH_CHECK_VALUE(!scale.has_value() || (std::isfinite(library_scale) && library_scale > 0.0f), "cudalab.", op,
-                    ": scale must be > 0 and finite in float32 (None: 1 / sqrt(head_dim)), got ", *scale);
+  const float library_scale = checked_scale(op, scale);
   Packed packed{{AttentionDims{qkv.size(0), heads, kv_heads, qkv.size(1), head_dim}, {}},
                 heads * head_dim,
                 (heads + kv_heads) * head_dim};
