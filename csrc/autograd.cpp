@@ -181,6 +181,85 @@ Tensors2 rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return {out[0], out[1].detach()};
 }
 
+// ---- add_layer_norm and add_rms_norm: y = norm(h), h = x + residual. h is an output with a
+// gradient of its own (the residual stream's); the backward adds it to the norm's, and that sum is
+// both x's and the residual's gradient.
+
+// h's gradient, or zeros where the stream ends at this norm (autograd passes an undefined one).
+at::Tensor residual_gradient(const at::Tensor& dh, const at::Tensor& h) {
+  return dh.defined() ? dh.contiguous() : at::zeros_like(h);
+}
+
+using AddLayerNormSignature = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&,
+                                                                                         const at::Tensor&,
+                                                                                         const at::Tensor&,
+                                                                                         const at::Tensor&, double);
+
+class AddLayerNorm : public torch::autograd::Function<AddLayerNorm> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
+                               const at::Tensor& weight, const at::Tensor& bias, double eps) {
+    static const auto op = op_named<AddLayerNormSignature>("cudalab::add_layer_norm");
+    auto [y, h, mean, rstd] = below_autograd([&] { return op.call(x, residual, weight, bias, eps); });
+    ctx->save_for_backward({h, weight, mean, rstd});
+    return {y, h, mean, rstd};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("add_layer_norm");
+    static const auto op = op_named<Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                             const at::Tensor&, const at::Tensor&)>("cudalab::add_layer_norm_backward");
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor dy = grads[0].defined() ? grads[0].contiguous() : at::zeros_like(s[0]);
+    auto [dx, dweight, dbias] = op.call(s[0], dy, residual_gradient(grads[1], s[0]), s[1], s[2], s[3]);
+    return {dx, dx, dweight, dbias, at::Tensor()};
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x,
+                                                                          const at::Tensor& residual,
+                                                                          const at::Tensor& weight,
+                                                                          const at::Tensor& bias, double eps) {
+  if (!wants_gradient(x, residual, weight, bias)) {
+    static const auto op = op_named<AddLayerNormSignature>("cudalab::add_layer_norm");
+    return below_autograd([&] { return op.call(x, residual, weight, bias, eps); });
+  }
+  const auto out = AddLayerNorm::apply(x, residual, weight, bias, eps);
+  return {out[0], out[1], out[2].detach(), out[3].detach()};
+}
+
+using AddRmsNormSignature = Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, double);
+
+class AddRmsNorm : public torch::autograd::Function<AddRmsNorm> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
+                               const at::Tensor& weight, double eps) {
+    static const auto op = op_named<AddRmsNormSignature>("cudalab::add_rms_norm");
+    auto [y, h, rstd] = below_autograd([&] { return op.call(x, residual, weight, eps); });
+    ctx->save_for_backward({h, weight, rstd});
+    return {y, h, rstd};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("add_rms_norm");
+    static const auto op = op_named<Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                             const at::Tensor&)>("cudalab::add_rms_norm_backward");
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor dy = grads[0].defined() ? grads[0].contiguous() : at::zeros_like(s[0]);
+    auto [dx, dweight] = op.call(s[0], dy, residual_gradient(grads[1], s[0]), s[1], s[2]);
+    return {dx, dx, dweight, at::Tensor()};
+  }
+};
+
+Tensors3 add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, double eps) {
+  if (!wants_gradient(x, residual, weight)) {
+    static const auto op = op_named<AddRmsNormSignature>("cudalab::add_rms_norm");
+    return below_autograd([&] { return op.call(x, residual, weight, eps); });
+  }
+  const auto out = AddRmsNorm::apply(x, residual, weight, eps);
+  return {out[0], out[1], out[2].detach()};
+}
+
 // ---- bias_act: act(x + bias)
 
 using BiasActSignature = at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view);
@@ -390,6 +469,8 @@ TORCH_LIBRARY_IMPL(cudalab, Autograd, m) {
   m.impl("gemm", &gemm);
   m.impl("layer_norm", &layer_norm);
   m.impl("rms_norm", &rms_norm);
+  m.impl("add_layer_norm", &add_layer_norm);
+  m.impl("add_rms_norm", &add_rms_norm);
   m.impl("bias_act", &bias_act);
   m.impl("swiglu", &swiglu);
   m.impl("geglu", &geglu);

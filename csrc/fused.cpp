@@ -1,7 +1,7 @@
-// The fused ops (bias + activation, LayerNorm, RMSNorm, softmax, SwiGLU, GeGLU, forward and backward) on CUDA
-// tensors: checks, outputs from torch's allocator, one library call on the current stream. Backward
-// scratch comes from torch's allocator too (the library's workspace overloads), so it follows
-// torch's stream semantics and CUDA-graph capture.
+// The fused ops (bias + activation, LayerNorm, RMSNorm and their residual-add forms, softmax, SwiGLU, GeGLU, forward
+// and backward) on CUDA tensors: checks, outputs from torch's allocator, one library call on the current stream.
+// Backward scratch comes from torch's allocator too (the library's workspace overloads), so it follows torch's stream
+// semantics and CUDA-graph capture.
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -173,6 +173,121 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const 
   return {dx, dweight};
 }
 
+// The add_ forms: y = norm(h) and h = x + residual, one pass (h is returned: the block's new
+// residual stream).
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x,
+                                                                          const at::Tensor& residual,
+                                                                          const at::Tensor& weight,
+                                                                          const at::Tensor& bias, double eps) {
+  constexpr const char* op = "add_layer_norm";
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
+  check_tensor(op, "residual", residual, x.device(), x.scalar_type());
+  check_tensor(op, "weight", weight, x.device(), x.scalar_type());
+  check_tensor(op, "bias", bias, x.device(), x.scalar_type());
+  const auto [rows, features] = rows_and_features(op, x);
+  check_same_shape(op, "residual", residual, "x", x);
+  check_vector(op, "weight", weight, features);
+  check_vector(op, "bias", bias, features);
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor y = at::empty_like(x);
+  at::Tensor h = at::empty_like(x);
+  at::Tensor mean = statistics_like(x);
+  at::Tensor rstd = statistics_like(x);
+  with_element_type<NormElements>(x, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::add_layer_norm(data<T>(x), data<T>(residual), data<T>(weight), data<T>(bias), mutable_data<T>(y),
+                              mutable_data<T>(h), mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(), rows,
+                              features, static_cast<float>(eps), current_stream(x));
+    });
+  });
+  return {y, h, mean, rstd};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_layer_norm_backward(const at::Tensor& h, const at::Tensor& dy,
+                                                                       const at::Tensor& dh, const at::Tensor& weight,
+                                                                       const at::Tensor& mean, const at::Tensor& rstd) {
+  constexpr const char* op = "add_layer_norm_backward";
+  check_tensor(op, "h", h, h.device(), c10::nullopt, scalar_types(NormElements{}));
+  check_tensor(op, "dy", dy, h.device(), h.scalar_type());
+  check_tensor(op, "dh", dh, h.device(), h.scalar_type());
+  check_tensor(op, "weight", weight, h.device(), h.scalar_type());
+  const auto [rows, features] = rows_and_features(op, h);
+  check_same_shape(op, "dy", dy, "h", h);
+  check_same_shape(op, "dh", dh, "h", h);
+  check_vector(op, "weight", weight, features);
+  check_statistics(op, "mean", mean, h.device(), rows);
+  check_statistics(op, "rstd", rstd, h.device(), rows);
+  const c10::cuda::CUDAGuard guard(h.device());
+  at::Tensor dx = at::empty_like(h);
+  at::Tensor dweight = at::empty_like(weight);
+  at::Tensor dbias = at::empty_like(weight);
+  const std::size_t bytes = cudalab::layer_norm_backward_workspace_bytes(rows, features);
+  at::Tensor scratch = workspace(h, bytes);
+  with_element_type<NormElements>(h, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::add_layer_norm_backward(data<T>(h), data<T>(dy), data<T>(dh), data<T>(weight),
+                                       mean.const_data_ptr<float>(), rstd.const_data_ptr<float>(), mutable_data<T>(dx),
+                                       mutable_data<T>(dweight), mutable_data<T>(dbias), rows, features,
+                                       scratch.mutable_data_ptr(), bytes, current_stream(h));
+    });
+  });
+  return {dx, dweight, dbias};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
+                                                            const at::Tensor& weight, double eps) {
+  constexpr const char* op = "add_rms_norm";
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
+  check_tensor(op, "residual", residual, x.device(), x.scalar_type());
+  check_tensor(op, "weight", weight, x.device(), x.scalar_type());
+  const auto [rows, features] = rows_and_features(op, x);
+  check_same_shape(op, "residual", residual, "x", x);
+  check_vector(op, "weight", weight, features);
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor y = at::empty_like(x);
+  at::Tensor h = at::empty_like(x);
+  at::Tensor rstd = statistics_like(x);
+  with_element_type<NormElements>(x, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::add_rms_norm(data<T>(x), data<T>(residual), data<T>(weight), mutable_data<T>(y), mutable_data<T>(h),
+                            rstd.mutable_data_ptr<float>(), rows, features, static_cast<float>(eps), current_stream(x));
+    });
+  });
+  return {y, h, rstd};
+}
+
+std::tuple<at::Tensor, at::Tensor> add_rms_norm_backward(const at::Tensor& h, const at::Tensor& dy,
+                                                         const at::Tensor& dh, const at::Tensor& weight,
+                                                         const at::Tensor& rstd) {
+  constexpr const char* op = "add_rms_norm_backward";
+  check_tensor(op, "h", h, h.device(), c10::nullopt, scalar_types(NormElements{}));
+  check_tensor(op, "dy", dy, h.device(), h.scalar_type());
+  check_tensor(op, "dh", dh, h.device(), h.scalar_type());
+  check_tensor(op, "weight", weight, h.device(), h.scalar_type());
+  const auto [rows, features] = rows_and_features(op, h);
+  check_same_shape(op, "dy", dy, "h", h);
+  check_same_shape(op, "dh", dh, "h", h);
+  check_vector(op, "weight", weight, features);
+  check_statistics(op, "rstd", rstd, h.device(), rows);
+  const c10::cuda::CUDAGuard guard(h.device());
+  at::Tensor dx = at::empty_like(h);
+  at::Tensor dweight = at::empty_like(weight);
+  const std::size_t bytes = cudalab::rms_norm_backward_workspace_bytes(rows, features);
+  at::Tensor scratch = workspace(h, bytes);
+  with_element_type<NormElements>(h, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::add_rms_norm_backward(data<T>(h), data<T>(dy), data<T>(dh), data<T>(weight),
+                                     rstd.const_data_ptr<float>(), mutable_data<T>(dx), mutable_data<T>(dweight), rows,
+                                     features, scratch.mutable_data_ptr(), bytes, current_stream(h));
+    });
+  });
+  return {dx, dweight};
+}
+
 at::Tensor softmax(const at::Tensor& x) {
   constexpr const char* op = "softmax";
   check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(SoftmaxElements{}));
@@ -272,6 +387,18 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "rms_norm(Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)", &rms_norm, NormElements{});
   define_op(m, "rms_norm_backward(Tensor x, Tensor dy, Tensor weight, Tensor rstd) -> (Tensor, Tensor)",
             &rms_norm_backward, NormElements{});
+  define_op(m,
+            "add_layer_norm(Tensor x, Tensor residual, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, "
+            "Tensor, Tensor)",
+            &add_layer_norm, NormElements{});
+  define_op(m,
+            "add_layer_norm_backward(Tensor h, Tensor dy, Tensor dh, Tensor weight, Tensor mean, Tensor rstd) -> "
+            "(Tensor, Tensor, Tensor)",
+            &add_layer_norm_backward, NormElements{});
+  define_op(m, "add_rms_norm(Tensor x, Tensor residual, Tensor weight, float eps) -> (Tensor, Tensor, Tensor)",
+            &add_rms_norm, NormElements{});
+  define_op(m, "add_rms_norm_backward(Tensor h, Tensor dy, Tensor dh, Tensor weight, Tensor rstd) -> (Tensor, Tensor)",
+            &add_rms_norm_backward, NormElements{});
   define_op(m, "softmax(Tensor x) -> Tensor", &softmax, SoftmaxElements{});
   define_op(m, "softmax_backward(Tensor y, Tensor dy) -> Tensor", &softmax_backward, SoftmaxElements{});
   define_op(m, "swiglu(Tensor gate, Tensor up) -> Tensor", &swiglu, SwigluElements{});

@@ -74,4 +74,29 @@ void rms_norm_backward(const T* x, const T* dy, const T* gamma, const float* rst
                        std::int64_t features, void* workspace, std::size_t workspace_bytes,
                        cudaStream_t stream = nullptr);
 
+// The add_ forms, a pre-norm block's residual add and its norm in one pass: h = x + residual
+// (summed in fp32, rounded to T) is written to residual_out and y = LayerNorm(h) or RMSNorm(h), as
+// `h = x + residual; y = norm(h)` computes them; mean and rstd are h's. residual_out overlaps no
+// input. rows == 0 does nothing.
+template <typename T, typename = RequireElement<T, NormElements>>
+void add_layer_norm(const T* x, const T* residual, const T* gamma, const T* beta, T* y, T* residual_out, float* mean,
+                    float* rstd, std::int64_t rows, std::int64_t features, float eps = 1e-5f,
+                    cudaStream_t stream = nullptr);
+template <typename T, typename = RequireElement<T, NormElements>>
+void add_rms_norm(const T* x, const T* residual, const T* gamma, T* y, T* residual_out, float* rstd, std::int64_t rows,
+                  std::int64_t features, float eps = 1e-6f, cudaStream_t stream = nullptr);
+
+// Their backward, from h (the forward's residual_out), dy, dresidual (the gradient h gets from
+// the residual stream) and the saved statistics: dx = the norm's gradient at h + dresidual, which
+// is both x's and the residual's gradient; dgamma and dbeta as the plain backward's. The workspace
+// is the plain backward's (layer_norm_backward_workspace_bytes, rms_norm_backward_workspace_bytes).
+template <typename T, typename = RequireElement<T, NormElements>>
+void add_layer_norm_backward(const T* h, const T* dy, const T* dresidual, const T* gamma, const float* mean,
+                             const float* rstd, T* dx, T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features,
+                             void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+template <typename T, typename = RequireElement<T, NormElements>>
+void add_rms_norm_backward(const T* h, const T* dy, const T* dresidual, const T* gamma, const float* rstd, T* dx,
+                           T* dgamma, std::int64_t rows, std::int64_t features, void* workspace,
+                           std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+
 }  // namespace cudalab

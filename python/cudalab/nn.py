@@ -1,7 +1,8 @@
 """Drop-in modules over cudalab's ops: the constructor arguments and state_dict keys of their
 torch.nn counterparts, so a model's weights load into either. The norms normalize over the last
 dimension with learnable affine parameters (what the kernels implement); other configurations are
-refused when the module is built. Linear runs its product on cudalab's GEMM."""
+refused when the module is built. The norms take an optional residual, added before the norm in the
+same pass. Linear runs its product on cudalab's GEMM."""
 
 import torch
 
@@ -15,6 +16,18 @@ def _last_dimension(name, normalized_shape):
     return shape
 
 
+def add_and_norm(norm, x, residual):
+    """``(norm(x + residual), x + residual)`` for a norm module of either kind: one pass for
+    cudalab's LayerNorm and RMSNorm, the add and then the norm for torch.nn's; with ``residual``
+    None, ``(norm(x), x)``. A pre-norm block's step from one branch to the next."""
+    if residual is None:
+        return norm(x), x
+    if isinstance(norm, (LayerNorm, RMSNorm)):
+        return norm(x, residual)
+    h = x + residual
+    return norm(h), h
+
+
 class LayerNorm(torch.nn.LayerNorm):
     """``torch.nn.LayerNorm`` over the last dimension, with weight and bias, by ``cudalab.ops.layer_norm``."""
 
@@ -24,7 +37,11 @@ class LayerNorm(torch.nn.LayerNorm):
             raise ValueError("cudalab.nn.LayerNorm: needs elementwise_affine=True and bias=True (the kernel applies both)")
         super().__init__(shape, eps, elementwise_affine, bias, device, dtype)
 
-    def forward(self, x):
+    def forward(self, x, residual=None):
+        """``norm(x)``; with ``residual``, ``(norm(x + residual), x + residual)`` in one pass (a
+        pre-norm block's residual add fused with its norm, ``ops.add_layer_norm``)."""
+        if residual is not None:
+            return ops.add_layer_norm(x, residual, self.weight, self.bias, self.eps)
         return ops.layer_norm(x, self.weight, self.bias, self.eps)
 
 
@@ -38,7 +55,11 @@ class RMSNorm(torch.nn.RMSNorm):
             raise ValueError("cudalab.nn.RMSNorm: needs elementwise_affine=True (the kernel applies the weight)")
         super().__init__(shape, 1e-6 if eps is None else eps, elementwise_affine, device, dtype)
 
-    def forward(self, x):
+    def forward(self, x, residual=None):
+        """``norm(x)``; with ``residual``, ``(norm(x + residual), x + residual)`` in one pass
+        (``ops.add_rms_norm``)."""
+        if residual is not None:
+            return ops.add_rms_norm(x, residual, self.weight, self.eps)
         return ops.rms_norm(x, self.weight, self.eps)
 
 

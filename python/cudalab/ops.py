@@ -46,6 +46,20 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
     return torch.ops.cudalab.rms_norm(x, weight, eps)[0]
 
 
+def add_layer_norm(x: Tensor, residual: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> tuple[Tensor, Tensor]:
+    """``h = x + residual`` and ``layer_norm(h)`` in one pass, returned as ``(layer_norm(h), h)``:
+    a pre-norm block's residual add and the next norm. h is summed in fp32 and rounded to x's dtype,
+    as ``x + residual`` is; gradients flow into both outputs."""
+    y, h, _, _ = torch.ops.cudalab.add_layer_norm(x, residual, weight, bias, eps)
+    return y, h
+
+
+def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6) -> tuple[Tensor, Tensor]:
+    """``h = x + residual`` and ``rms_norm(h)`` in one pass, returned as ``(rms_norm(h), h)``."""
+    y, h, _ = torch.ops.cudalab.add_rms_norm(x, residual, weight, eps)
+    return y, h
+
+
 def softmax(x: Tensor) -> Tensor:
     """``torch.softmax(x, dim=-1)``."""
     return torch.ops.cudalab.softmax(x)
@@ -437,6 +451,26 @@ def _(x, dy, weight, rstd):
     return torch.empty_like(x), torch.empty_like(weight)
 
 
+@torch.library.register_fake("cudalab::add_layer_norm")
+def _(x, residual, weight, bias, eps):
+    return torch.empty_like(x), torch.empty_like(x), _statistics(x), _statistics(x)
+
+
+@torch.library.register_fake("cudalab::add_layer_norm_backward")
+def _(h, dy, dh, weight, mean, rstd):
+    return torch.empty_like(h), torch.empty_like(weight), torch.empty_like(weight)
+
+
+@torch.library.register_fake("cudalab::add_rms_norm")
+def _(x, residual, weight, eps):
+    return torch.empty_like(x), torch.empty_like(x), _statistics(x)
+
+
+@torch.library.register_fake("cudalab::add_rms_norm_backward")
+def _(h, dy, dh, weight, rstd):
+    return torch.empty_like(h), torch.empty_like(weight)
+
+
 @torch.library.register_fake("cudalab::softmax")
 def _(x):
     return torch.empty_like(x)
@@ -574,7 +608,7 @@ def _(qkv, o, lse, do, heads, kv_heads, scale=None, causal=False):
     return qkv.new_empty(qkv.shape)
 
 
-# ---- autograd: each forward's gradient through its backward op. gemm, layer_norm, rms_norm,
+# ---- autograd: each forward's gradient through its backward op. gemm, layer_norm, rms_norm, their add_ forms,
 # bias_act, swiglu, geglu, rope, attention and attention_packed have theirs in C++
 # (csrc/autograd.cpp): a model calls them hundreds of times a step, and this path costs more host
 # time.

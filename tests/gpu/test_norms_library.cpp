@@ -1,4 +1,4 @@
-// cudalab::layer_norm, rms_norm and their backward calls as a program would call them: every
+// cudalab::layer_norm, rms_norm, their add_ forms and their backward calls as a program would call them: every
 // dtype, every width class the library dispatches on (a warp per row, a block, a cluster, the
 // element-load fallbacks of rows that do not start on 16-byte boundaries), rows far from zero,
 // null statistics, no rows, the caller's workspace, deterministic column sums, and nothing
@@ -69,12 +69,14 @@ const Shape kForwardShapes[] = {{3, 1, 0},     {64, 31, 0},   {33, 1000, 0}, {17
                                 {5, 16384, 0}, {3, 32768, 0}, {2, 65536, 0}, {2, 262144, 0}, {7, 4097, 0},
                                 {5, 1000, 1},  {3, 8192, 3},  {2, 20001, 0}, {2, 65539, 0}};
 
+// `add`: the add_ form, a residual beside x and their sum written to h.
 template <typename T>
-void check_forward(Norm norm, const Shape& s, Distribution distribution, bool statistics) {
+void check_forward(Norm norm, const Shape& s, Distribution distribution, bool statistics, bool add = false) {
   const DType dtype = dtype_of_v<T>;
-  SCOPED_TRACE(testing::Message() << to_string(dtype) << (norm == Norm::layer ? " layer_norm " : " rms_norm ") << s.rows
-                                  << " x " << s.features << ", offset " << s.offset << ", "
-                                  << harness::to_string(distribution) << (statistics ? "" : ", no statistics"));
+  SCOPED_TRACE(testing::Message() << to_string(dtype) << (add ? " add_" : " ")
+                                  << (norm == Norm::layer ? "layer_norm " : "rms_norm ") << s.rows << " x "
+                                  << s.features << ", offset " << s.offset << ", " << harness::to_string(distribution)
+                                  << (statistics ? "" : ", no statistics"));
   const std::int64_t n = s.rows * s.features;
   const double eps = norm == Norm::layer ? 1e-5 : 1e-6;
   Stream stream;
@@ -86,7 +88,15 @@ void check_forward(Norm norm, const Shape& s, Distribution distribution, bool st
   harness::fill_norm_beta(dtype, beta.get(), s.features, kSeed + 2, st);
   float* mean_out = statistics ? mean.get() : nullptr;
   float* rstd_out = statistics ? rstd.get() : nullptr;
-  if (norm == Norm::layer) {
+  Placed<T> residual(add ? n : 0, s.offset, st), h(add ? n : 0, s.offset, st);
+  if (add) harness::fill_norm_x(dtype, residual.get(), n, s.features, kSeed + 3, distribution, st);
+  if (add && norm == Norm::layer) {
+    add_layer_norm(x.get(), residual.get(), gamma.get(), beta.get(), y.get(), h.get(), mean_out, rstd_out, s.rows,
+                   s.features, static_cast<float>(eps), st);
+  } else if (add) {
+    add_rms_norm(x.get(), residual.get(), gamma.get(), y.get(), h.get(), rstd_out, s.rows, s.features,
+                 static_cast<float>(eps), st);
+  } else if (norm == Norm::layer) {
     layer_norm(x.get(), gamma.get(), beta.get(), y.get(), mean_out, rstd_out, s.rows, s.features,
                static_cast<float>(eps), st);
   } else {
@@ -96,6 +106,8 @@ void check_forward(Norm norm, const Shape& s, Distribution distribution, bool st
   const auto hy = to_host(y.buffer, st), hmean = to_host(mean.buffer, st), hrstd = to_host(rstd.buffer, st);
   const std::size_t size = sizeof(T);
   expect_untouched_outside(hy, size, s.offset, n, "y");
+  const auto hresidual = to_host(residual.buffer, st), hh = to_host(h.buffer, st);
+  if (add) expect_untouched_outside(hh, size, s.offset, n, "h");
   if (!statistics) {
     expect_untouched_outside(hmean, sizeof(float), 0, 0, "mean (null)");
     expect_untouched_outside(hrstd, sizeof(float), 0, 0, "rstd (null)");
@@ -103,19 +115,23 @@ void check_forward(Norm norm, const Shape& s, Distribution distribution, bool st
   }
   expect_untouched_outside(hmean, sizeof(float), 0, norm == Norm::layer ? s.rows : 0, "mean");
   expect_untouched_outside(hrstd, sizeof(float), 0, s.rows, "rstd");
-  harness::NormForwardHost h;
-  h.norm = norm;
-  h.dtype = dtype;
-  h.rows = s.rows;
-  h.features = s.features;
-  h.eps = eps;
-  h.x = hx.data() + s.offset * size;
-  h.gamma = hgamma.data() + s.offset * size;
-  h.beta = hbeta.data() + s.offset * size;
-  h.y = hy.data() + s.offset * size;
-  h.mean = reinterpret_cast<const float*>(hmean.data());
-  h.rstd = reinterpret_cast<const float*>(hrstd.data());
-  const harness::Comparison c = harness::check_norm_forward(h);
+  harness::NormForwardHost host;
+  host.norm = norm;
+  host.dtype = dtype;
+  host.rows = s.rows;
+  host.features = s.features;
+  host.eps = eps;
+  host.x = hx.data() + s.offset * size;
+  host.gamma = hgamma.data() + s.offset * size;
+  host.beta = hbeta.data() + s.offset * size;
+  host.y = hy.data() + s.offset * size;
+  host.mean = reinterpret_cast<const float*>(hmean.data());
+  host.rstd = reinterpret_cast<const float*>(hrstd.data());
+  if (add) {
+    host.residual = hresidual.data() + s.offset * size;
+    host.residual_out = hh.data() + s.offset * size;
+  }
+  const harness::Comparison c = harness::check_norm_forward(host);
   EXPECT_TRUE(c.passed()) << c.summary();
 }
 
@@ -144,11 +160,14 @@ const Shape kBackwardShapes[] = {{3, 1, 0},     {64, 31, 0},   {300, 1000, 0}, {
 
 // Runs the backward twice (the plain call, then the caller-workspace call into fresh outputs)
 // and checks the first against the reference and the second against the first, bit for bit.
+// `add`: the add_ form, x the sum h and dresidual added to dx (the workspace call only, which is
+// the add_ forms' one).
 template <typename T>
-void check_backward(Norm norm, const Shape& s, Distribution distribution) {
+void check_backward(Norm norm, const Shape& s, Distribution distribution, bool add = false) {
   const DType dtype = dtype_of_v<T>;
-  SCOPED_TRACE(testing::Message() << to_string(dtype) << (norm == Norm::layer ? " layer_norm" : " rms_norm")
-                                  << "_backward " << s.rows << " x " << s.features << ", offset " << s.offset << ", "
+  SCOPED_TRACE(testing::Message() << to_string(dtype) << (add ? " add_" : " ")
+                                  << (norm == Norm::layer ? "layer_norm" : "rms_norm") << "_backward " << s.rows
+                                  << " x " << s.features << ", offset " << s.offset << ", "
                                   << harness::to_string(distribution));
   const bool layer = norm == Norm::layer;
   const std::int64_t n = s.rows * s.features;
@@ -161,13 +180,21 @@ void check_backward(Norm norm, const Shape& s, Distribution distribution) {
   harness::fill_norm_gamma(dtype, gamma.get(), s.features, kSeed + 2, st);
   harness::fill_norm_mean(mean.get(), s.rows, kSeed + 3, distribution, dtype, st);
   harness::fill_norm_rstd(rstd.get(), s.rows, kSeed + 4, distribution, dtype, norm, st);
+  Placed<T> dresidual(add ? n : 0, s.offset, st);
+  if (add) harness::fill_norm_dy(dtype, dresidual.get(), n, kSeed + 5, distribution, st);
   std::vector<std::vector<unsigned char>> outputs[2];
   for (int run = 0; run < 2; ++run) {
     Placed<T> dx(n, s.offset, st), dgamma(s.features, s.offset, st), dbeta(s.features, s.offset, st);
     const std::size_t bytes = layer ? layer_norm_backward_workspace_bytes(s.rows, s.features)
                                     : rms_norm_backward_workspace_bytes(s.rows, s.features);
     DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes) + 1);
-    if (layer && run == 0) {
+    if (add && layer) {
+      add_layer_norm_backward(x.get(), dy.get(), dresidual.get(), gamma.get(), mean.get(), rstd.get(), dx.get(),
+                              dgamma.get(), dbeta.get(), s.rows, s.features, workspace.data(), bytes, st);
+    } else if (add) {
+      add_rms_norm_backward(x.get(), dy.get(), dresidual.get(), gamma.get(), rstd.get(), dx.get(), dgamma.get(), s.rows,
+                            s.features, workspace.data(), bytes, st);
+    } else if (layer && run == 0) {
       layer_norm_backward(x.get(), dy.get(), gamma.get(), mean.get(), rstd.get(), dx.get(), dgamma.get(), dbeta.get(),
                           s.rows, s.features, st);
     } else if (layer) {
@@ -204,6 +231,8 @@ void check_backward(Norm norm, const Shape& s, Distribution distribution) {
   h.dx = hdx.data() + s.offset * size;
   h.dgamma = hdgamma.data() + s.offset * size;
   h.dbeta = layer ? hdbeta.data() + s.offset * size : nullptr;
+  const auto hdresidual = to_host(dresidual.buffer, st);
+  if (add) h.dresidual = hdresidual.data() + s.offset * size;
   const harness::Comparison c = harness::check_norm_backward(h);
   EXPECT_TRUE(c.passed()) << c.summary();
 }
@@ -221,6 +250,23 @@ TEST(LibraryNorms, BackwardEveryElementType) {
     using T = std::remove_pointer_t<decltype(tag)>;
     SCOPED_TRACE(to_string(dtype_of_v<T>));
     check_backward_everywhere<T>();
+  });
+}
+
+// The add_ forms at every width class: fused to 32768 features (the 1024-thread class adding first,
+// in a pass of its own), the add and then the plain norm past it.
+TEST(LibraryNorms, AddFormsEveryElementType) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  for_each_element(NormElements{}, [](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    for (Norm norm : {Norm::layer, Norm::rms}) {
+      for (const Shape& s : kForwardShapes) check_forward<T>(norm, s, Distribution::uniform, true, true);
+      check_forward<T>(norm, {9, 8192, 0}, Distribution::large_magnitude, true, true);
+      check_backward<T>(norm, {300, 1000, 0}, Distribution::uniform, true);
+      check_backward<T>(norm, {9, 16384, 0}, Distribution::uniform, true);
+      check_backward<T>(norm, {3, 20001, 0}, Distribution::uniform, true);
+      check_backward<T>(norm, {5, 1000, 1}, Distribution::large_magnitude, true);
+    }
   });
 }
 

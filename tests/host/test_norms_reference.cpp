@@ -149,6 +149,72 @@ TEST(NormsReference, RmsNormOfARowWorkedByHand) {
   EXPECT_EQ(bad.first_mismatch, 2) << "rstd is counted after y's two elements";
 }
 
+// The add_ forms: h = x + residual, rounded to the dtype, bit for bit; y and the statistics are h's
+// norm. y of x's norm (the residual forgotten) fails, and so does an h off by one bf16 ulp.
+TEST(NormsReference, AddFormChecksTheSumAndNormalizesIt) {
+  // bf16: x + residual = 1 + 2^-8 rounds to 1 (ties to even), 2 + 1 = 3, and so on.
+  const DType dtype = DType::bf16;
+  const HostTensor x(dtype, {1, 2, 3, 4}), residual(dtype, {std::ldexp(1.0, -8), 1, -1, 0.5});
+  const HostTensor h(dtype, {1, 3, 2, 4.5}), gamma(dtype, {1, 1, 1, 1}), beta(dtype, {0, 0, 0, 0});
+  const Forward want = emulate_forward(Norm::layer, dtype, 1, 4, h, gamma, &beta, 1e-5f);
+  const Forward of_x = emulate_forward(Norm::layer, dtype, 1, 4, x, gamma, &beta, 1e-5f);
+  const auto check = [&](const HostTensor& sum, const Forward& out) {
+    const HostTensor y(dtype, out.y);
+    const std::vector<float> mean = to_floats(out.mean), rstd = to_floats(out.rstd);
+    NormForwardHost f;
+    f.norm = Norm::layer;
+    f.dtype = dtype;
+    f.rows = 1;
+    f.features = 4;
+    f.eps = 1e-5;
+    f.x = x.data();
+    f.residual = residual.data();
+    f.residual_out = sum.data();
+    f.gamma = gamma.data();
+    f.beta = beta.data();
+    f.y = y.data();
+    f.mean = mean.data();
+    f.rstd = rstd.data();
+    return check_norm_forward(f);
+  };
+  const Comparison good = check(h, want);
+  EXPECT_TRUE(good.passed()) << good.summary();
+  EXPECT_GT(check(h, of_x).mismatches, 0) << "y of x alone";
+  HostTensor off = h;
+  off.set(0, 1.0 + std::ldexp(1.0, -7));
+  const Comparison bad = check(off, want);
+  EXPECT_EQ(bad.mismatches, 1) << bad.summary();
+  EXPECT_EQ(bad.first_mismatch, 4) << "h is counted after y's four elements";
+}
+
+// The add_ forms' backward: dx is the norm's gradient plus dresidual; without the addition it fails.
+TEST(NormsReference, AddFormBackwardAddsTheResidualGradient) {
+  const HostTensor h(DType::f32, {3, 4}), dy(DType::f32, {1, -1}), gamma(DType::f32, {2, 0.5});
+  const HostTensor dresidual(DType::f32, {0.25, -2});
+  const std::vector<float> rstd = {static_cast<float>(1.0 / std::sqrt(12.5))};
+  // RMSNorm: a = g dy = (2, -0.5), xhat = x rstd, dx = rstd (a - xhat mean(a xhat)) + dresidual.
+  const double r = rstd[0], c2 = (2 * 3 * r - 0.5 * 4 * r) / 2;
+  const std::vector<double> plain = {r * (2 - 3 * r * c2), r * (-0.5 - 4 * r * c2)};
+  const HostTensor dgamma(DType::f32, {1 * 3 * r, -1 * 4 * r});
+  const auto check = [&](const HostTensor& dx) {
+    NormBackwardHost b;
+    b.norm = Norm::rms;
+    b.rows = 1;
+    b.features = 2;
+    b.x = h.data();
+    b.dy = dy.data();
+    b.gamma = gamma.data();
+    b.rstd = rstd.data();
+    b.dresidual = dresidual.data();
+    b.dx = dx.data();
+    b.dgamma = dgamma.data();
+    return check_norm_backward(b);
+  };
+  const Comparison good = check(HostTensor(DType::f32, {plain[0] + 0.25, plain[1] - 2}));
+  EXPECT_TRUE(good.passed()) << good.summary();
+  EXPECT_EQ(check(HostTensor(DType::f32, plain)).mismatches, 2) << "dresidual left out";
+}
+
 // Rows of uniform noise, rows at +-1e4 + noise, and a constant row, in every dtype: the kernels'
 // shifted fp32 arithmetic passes; for LayerNorm in fp32, the tutorial's unshifted mean fails at
 // the large offset (its error, up to half an ulp of 1e4, is 1e-3 relative in y).
@@ -309,8 +375,9 @@ const Op& op_named(const char* name) {
 }
 
 TEST(NormsRegistry, OpsTakeRowsAndFeaturesInEveryDtype) {
-  for (const char* name :
-       {norms_ids::kLayerNorm, norms_ids::kLayerNormBackward, norms_ids::kRmsNorm, norms_ids::kRmsNormBackward}) {
+  for (const char* name : {norms_ids::kLayerNorm, norms_ids::kLayerNormBackward, norms_ids::kRmsNorm,
+                           norms_ids::kRmsNormBackward, norms_ids::kAddLayerNorm, norms_ids::kAddLayerNormBackward,
+                           norms_ids::kAddRmsNorm, norms_ids::kAddRmsNormBackward}) {
     SCOPED_TRACE(name);
     const Op& op = op_named(name);
     EXPECT_EQ(op.dim_names, (std::vector<std::string>{"rows", "features"}));
@@ -346,6 +413,14 @@ TEST(NormsRegistry, WorkModelsCountEachTensorOnce) {
   const Work rms = op_named(norms_ids::kRmsNormBackward).work(p);
   EXPECT_DOUBLE_EQ(rms.bytes_read, 2 * 2 * m + 2 * 8192 + 4 * 16384);
   EXPECT_DOUBLE_EQ(rms.bytes_written, 2 * m + 2 * 8192);
+  // The add_ forms: the residual read beside x and the sum written beside y; the backward reads
+  // dresidual too.
+  const Work add = op_named(norms_ids::kAddRmsNorm).work(p);
+  EXPECT_DOUBLE_EQ(add.bytes_read, 2 * 2 * m + 2 * 8192);
+  EXPECT_DOUBLE_EQ(add.bytes_written, 2 * 2 * m + 4 * 16384);
+  const Work add_backward = op_named(norms_ids::kAddLayerNormBackward).work(p);
+  EXPECT_DOUBLE_EQ(add_backward.bytes_read, 3 * 2 * m + 2 * 8192 + 2 * 4 * 16384);
+  EXPECT_DOUBLE_EQ(add_backward.bytes_written, 2 * m + 2 * 2 * 8192);
 }
 
 TEST(NormsRegistry, RungsSayWhyTheyCannotRunAShape) {
@@ -431,6 +506,22 @@ TEST(NormsLibrary, ValidatesBeforeTouchingTheGpu) {
       thrown_kind([&] { rms_norm_backward(f16, f16, f16, stats, f16, f16, 4, 8, static_cast<void*>(nullptr), 1024); }),
       kInvalid);
   EXPECT_EQ(thrown_kind([&] { layer_norm_backward_workspace_bytes(-1, 8); }), kInvalid);
+  // The add_ forms: residual, its sum and dresidual are needed; the plain checks apply too.
+  EXPECT_EQ(thrown_kind(
+                [&] { add_rms_norm(bf16, static_cast<const __nv_bfloat16*>(nullptr), bf16, bf16, bf16, stats, 4, 8); }),
+            kInvalid);
+  EXPECT_EQ(
+      thrown_kind([&] { add_layer_norm(f32, f32, f32, f32, f32, static_cast<float*>(nullptr), stats, stats, 4, 8); }),
+      kInvalid);
+  EXPECT_EQ(thrown_kind([&] { add_layer_norm(f32, f32, f32, f32, f32, f32, stats, stats, 4, 8, -1.0f); }), kInvalid);
+  EXPECT_EQ(thrown_kind([&] { add_rms_norm(f16, f16, f16, f16, f16, stats, kManyRows, kWide); }), kInvalid);
+  EXPECT_EQ(thrown_kind([&] {
+              add_rms_norm_backward(f16, f16, static_cast<const __half*>(nullptr), f16, stats, f16, f16, 4, 8, f32,
+                                    1024);
+            }),
+            kInvalid)
+      << "dresidual";
+  EXPECT_NO_THROW(add_rms_norm<float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 8));
   // No rows: dgamma and dbeta are zeros and need no workspace, so a null one is no error.
   ASSERT_EQ(layer_norm_backward_workspace_bytes(0, 8), 0u);
   test_support::expect_arguments_accepted([&] {

@@ -88,6 +88,15 @@ def cpu_kernels():
         lib.impl("rms_norm", _rms_norm, "CPU")
         lib.impl("rms_norm_backward", lambda x, dy, w, rstd: _backward_of(
             lambda x, w: _rms_norm(x, w, 1e-6), [x, w], [0, 1])(x, w, dy), "CPU")
+        lib.impl("add_layer_norm", lambda x, r, w, b, eps: (lambda h: (_layer_norm(h, w, b, eps)[0], h) + _layer_norm(
+            h, w, b, eps)[1:])(x + r), "CPU")
+        lib.impl("add_layer_norm_backward", lambda h, dy, dh, w, mean, rstd: (lambda g: (g[0] + dh, g[1], g[2]))(
+            _backward_of(lambda h, w: _layer_norm(h, w, torch.zeros_like(w), 1e-5), [h, w], [0, 1])(h, w, dy) + (
+                dy.reshape(-1, dy.shape[-1]).sum(0),)), "CPU")
+        lib.impl("add_rms_norm", lambda x, r, w, eps: (lambda h: (_rms_norm(h, w, eps)[0], h, _rms_norm(h, w, eps)[1]))(
+            x + r), "CPU")
+        lib.impl("add_rms_norm_backward", lambda h, dy, dh, w, rstd: (lambda g: (g[0] + dh, g[1]))(_backward_of(
+            lambda h, w: _rms_norm(h, w, 1e-6), [h, w], [0, 1])(h, w, dy)), "CPU")
         lib.impl("bias_act", _bias_act, "CPU")
         lib.impl("bias_act_backward", lambda x, b, dy, act: _backward_of(
             lambda x, b: _bias_act(x, b, act), [x, b], [0, 1])(x, b, dy), "CPU")
@@ -154,6 +163,17 @@ def test_norms(cpu_kernels):
     assert torch.autograd.gradcheck(lambda x, w: ops.rms_norm(x, w), (x, w))
     _, mean, rstd = torch.ops.cudalab.layer_norm(x, w, b, 1e-5)
     assert not mean.requires_grad and not rstd.requires_grad  # statistics: outputs without gradients
+
+
+def test_add_norms_pass_both_outputs_gradients(cpu_kernels):
+    # y and h both used (the next branch and the residual stream), or y alone (the last norm).
+    x, r, w, b = _double(3, 8), _double(3, 8, seed=3), _double(8, seed=1), _double(8, seed=2)
+    both = lambda out: out[0] * 1.5 + out[1].sin()  # noqa: E731
+    assert torch.autograd.gradcheck(lambda x, r, w, b: both(ops.add_layer_norm(x, r, w, b)), (x, r, w, b))
+    assert torch.autograd.gradcheck(lambda x, r, w: both(ops.add_rms_norm(x, r, w)), (x, r, w))
+    assert torch.autograd.gradcheck(lambda x, r, w: ops.add_rms_norm(x, r, w)[0], (x, r, w))
+    _, _, mean, rstd = torch.ops.cudalab.add_layer_norm(x, r, w, b, 1e-5)
+    assert not mean.requires_grad and not rstd.requires_grad
 
 
 def test_bias_act_and_gated_units(cpu_kernels):

@@ -114,6 +114,31 @@ def test_forward_and_gradients_match_float64(name, dtype, shape):
         assert rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
 
 
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+@pytest.mark.parametrize("dtype", dtypes_of("add_layer_norm"))
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7, 31), (300, 4096), (5, 20000), (2, 65536)])
+def test_add_norms_and_their_gradients_match_float64(norm, dtype, shape):
+    # Both outputs used, as a block uses them: y by the next branch, h by the residual stream.
+    torch.manual_seed(zlib.crc32(repr((norm, dtype, shape)).encode()))
+    x, r = ((torch.randn(shape, device="cuda") * 2 + 0.5).to(dtype).requires_grad_() for _ in range(2))
+    w = (torch.rand(shape[-1], device="cuda") + 0.5).to(dtype).requires_grad_()
+    b = torch.randn(shape[-1], device="cuda").to(dtype).requires_grad_()
+    leaves = (x, r, w, b) if norm == "layer" else (x, r, w)
+    y, h = ops.add_layer_norm(x, r, w, b) if norm == "layer" else ops.add_rms_norm(x, r, w)
+    assert torch.equal(h, x + r), "h is x + residual rounded once to the dtype"
+    d64 = [t.detach().double().requires_grad_() for t in leaves]
+    h64 = d64[0] + d64[1]
+    y64 = (F.layer_norm(h64, shape[-1:], d64[2], d64[3], 1e-5) if norm == "layer"
+           else F.rms_norm(h64, shape[-1:], d64[2], 1e-6))
+    assert rel_l2(y, y64) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, y64):.3g}"
+    dy, dh = torch.randn_like(y), torch.randn_like(h)
+    grads = torch.autograd.grad((y, h), leaves, (dy, dh))
+    refs = torch.autograd.grad((y64, h64), d64, (dy.double(), dh.double()))
+    assert torch.equal(grads[0], grads[1]), "x and the residual get the same gradient"
+    for g, ref in zip(grads, refs):
+        assert g.dtype == dtype and rel_l2(g, ref) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, ref):.3g}"
+
+
 GATED_UNITS = {
     "swiglu": (ops.swiglu, F.silu),
     "geglu": (ops.geglu, lambda g: F.gelu(g, approximate="tanh")),

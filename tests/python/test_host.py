@@ -17,6 +17,10 @@ FORWARD = {
     "bias_act": "cudalab::bias_act(Tensor x, Tensor bias, str activation) -> Tensor",
     "layer_norm": "cudalab::layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)",
     "rms_norm": "cudalab::rms_norm(Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)",
+    "add_layer_norm": "cudalab::add_layer_norm(Tensor x, Tensor residual, Tensor weight, Tensor bias, float eps) "
+    "-> (Tensor, Tensor, Tensor, Tensor)",
+    "add_rms_norm": "cudalab::add_rms_norm(Tensor x, Tensor residual, Tensor weight, float eps) "
+    "-> (Tensor, Tensor, Tensor)",
     "softmax": "cudalab::softmax(Tensor x) -> Tensor",
     "swiglu": "cudalab::swiglu(Tensor gate, Tensor up) -> Tensor",
     "geglu": "cudalab::geglu(Tensor gate, Tensor up) -> Tensor",
@@ -38,6 +42,8 @@ BACKWARD = [
     "bias_act_backward",
     "layer_norm_backward",
     "rms_norm_backward",
+    "add_layer_norm_backward",
+    "add_rms_norm_backward",
     "softmax_backward",
     "swiglu_backward",
     "geglu_backward",
@@ -123,6 +129,10 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (x, vector, tensor(features), 1e-5)
     if name == "rms_norm":
         return (x, vector, 1e-6)
+    if name == "add_layer_norm":
+        return (x, tensor(*shape), vector, tensor(features), 1e-5)
+    if name == "add_rms_norm":
+        return (x, tensor(*shape), vector, 1e-6)
     if name == "softmax":
         return (x,)
     if name in ("swiglu", "geglu"):
@@ -138,6 +148,10 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (x.detach(), dy, vector.detach(), statistics, statistics)
     if name == "rms_norm_backward":
         return (x.detach(), dy, vector.detach(), statistics)
+    if name == "add_layer_norm_backward":
+        return (x.detach(), dy, tensor(*shape, grad=False), vector.detach(), statistics, statistics)
+    if name == "add_rms_norm_backward":
+        return (x.detach(), dy, tensor(*shape, grad=False), vector.detach(), statistics)
     if name in ("swiglu_backward", "geglu_backward"):
         return (x.detach(), tensor(*shape, grad=False), dy)
     assert name == "softmax_backward"
@@ -167,6 +181,12 @@ def test_fake_shapes(dtype):
         assert torch.ops.cudalab.softmax(x).shape == x.shape
         dx, dw, db = torch.ops.cudalab.layer_norm_backward(x, x, w, mean, rstd)
         assert dx.shape == x.shape and dw.shape == (16,) and db.dtype == dtype
+        y, h, mean, rstd = torch.ops.cudalab.add_layer_norm(x, x, w, w, 1e-5)
+        assert y.shape == h.shape == x.shape and mean.shape == (4, 8) and rstd.dtype == torch.float32
+        dx, dw, db = torch.ops.cudalab.add_layer_norm_backward(h, x, x, w, mean, rstd)
+        assert dx.shape == x.shape and dw.shape == (16,)
+        y, h, rstd = torch.ops.cudalab.add_rms_norm(x, x, w, 1e-6)
+        assert h.shape == x.shape and rstd.shape == (4, 8)
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)

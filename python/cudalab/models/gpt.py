@@ -1,6 +1,7 @@
 """A GPT-2-style decoder (pre-norm blocks of causal self-attention and a GELU MLP, tied LM head)
 built two ways from one parameter layout: ``ops="torch"`` with torch.nn and SDPA, ``ops="cudalab"``
-with cudalab.nn.Linear and LayerNorm, cudalab.ops.attention and the fused bias + GELU."""
+with cudalab.nn.Linear and LayerNorm (each residual add inside the next norm), cudalab.ops.attention
+and the fused bias + GELU."""
 
 from dataclasses import dataclass
 
@@ -53,9 +54,13 @@ class Block(torch.nn.Module):
         h = ops.bias_gelu(h, self.fc_bias, "tanh") if self.use_cudalab else F.gelu(h + self.fc_bias, approximate="tanh")
         return self.out(h)
 
-    def forward(self, x):
-        x = x + self.attention(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
+    def forward(self, x, residual=None):
+        """The block on the residual stream `residual` + `x` (the last branch's output, not yet
+        added; `residual` None for the first block): returns this block's MLP output and the
+        stream before it, so each add runs inside the next norm (cudalab's add_layer_norm)."""
+        y, residual = cnn.add_and_norm(self.ln1, x, residual)
+        y, residual = cnn.add_and_norm(self.ln2, self.attention(y), residual)
+        return self.mlp(y), residual
 
 
 class Gpt(torch.nn.Module):
@@ -80,9 +85,10 @@ class Gpt(torch.nn.Module):
 
     def forward(self, tokens, targets):
         x = self.embed(tokens) + self.position(torch.arange(tokens.shape[1], device=tokens.device))
+        residual = None
         for block in self.blocks:
-            x = block(x)
-        h = self.ln_f(x)
+            x, residual = block(x, residual)
+        h, _ = cnn.add_and_norm(self.ln_f, x, residual)
         if self.use_cudalab and self.config.fused_head:
             return ops.linear_cross_entropy(h, self.head.weight, targets)
         logits = self.head(h).reshape(-1, self.config.vocab)

@@ -112,9 +112,12 @@ class DecoderLayer(torch.nn.Module):
         self.post_attention_layernorm = norm(config.d_model, eps=config.eps)
         self.mlp = Mlp(config, use_cudalab)
 
-    def forward(self, x, cos, sin, cache=None, start=0):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, start)
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def forward(self, x, cos, sin, cache=None, start=0, residual=None):
+        """As gpt.Block: the stream `residual` + `x` in, this layer's MLP output and the stream
+        before it out (the adds run inside the next RMSNorm)."""
+        y, residual = cnn.add_and_norm(self.input_layernorm, x, residual)
+        y, residual = cnn.add_and_norm(self.post_attention_layernorm, self.self_attn(y, cos, sin, cache, start), residual)
+        return self.mlp(y), residual
 
 
 class LlamaModel(torch.nn.Module):
@@ -151,10 +154,12 @@ class Llama(torch.nn.Module):
     def hidden(self, tokens, caches=None, start=0):
         """The final norm's output for `tokens` at positions start.. (with `caches`, one (k, v) per
         layer, written and read as Attention.forward says)."""
-        x = self.model.embed_tokens(tokens)
+        x, residual = self.model.embed_tokens(tokens), None
         for i, layer in enumerate(self.model.layers):
-            x = layer(x, self.rope_cos, self.rope_sin, caches[i] if caches is not None else None, start)
-        return self.model.norm(x)
+            x, residual = layer(
+                x, self.rope_cos, self.rope_sin, caches[i] if caches is not None else None, start, residual
+            )
+        return cnn.add_and_norm(self.model.norm, x, residual)[0]
 
     @torch.no_grad()
     def generate(self, prompt, new_tokens):

@@ -13,10 +13,12 @@
 // shared-memory column arrays (up to 128 KiB a CTA at 16384 features, which with the registers
 // holds an SM to one or two CTAs); each row waits for its group sums before dx can be written,
 // which only other resident groups hide; the partials (grid x features floats per output) are
-// written and read once more; rows wider than 16384 features take the unfused rung.
+// written and read once more; rows wider than 16384 features take the unfused rung. The add_ forms'
+// residual gradient is read once more and added to dx on its way out.
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
@@ -61,8 +63,10 @@ struct PackedVector {
   __device__ __forceinline__ float operator[](int i) const { return to_float(element[i]); }
 };
 
-template <typename T, int kGroup, int kItems, int kVec>
-__global__ void __launch_bounds__(kCtaThreads<kGroup>, 1024 / kCtaThreads<kGroup>)
+// kResidual: the add_ form, dresidual added to dx (a separate kernel, so the plain backward keeps its
+// registers; it holds dresidual's vectors too, so it asks for 768 threads an SM, not 1024).
+template <typename T, int kGroup, int kItems, int kVec, bool kResidual>
+__global__ void __launch_bounds__(kCtaThreads<kGroup>, (kResidual ? 768 : 1024) / kCtaThreads<kGroup>)
     norm_backward_fused_kernel(NormBackwardArgs<T> a, float* partials, std::int64_t partial_rows) {
   constexpr int kGroups = kCtaThreads<kGroup> / kGroup;
   // [kGroups][outputs][features]: each group's column sums of dy*xhat, then (LayerNorm) of dy.
@@ -123,12 +127,35 @@ __global__ void __launch_bounds__(kCtaThreads<kGroup>, 1024 / kCtaThreads<kGroup
     const float c1 = layer ? group_sum<kGroup>(sum, scratch) * inverse_count : 0.0f;
     const float c2 = group_sum<kGroup>(sum_xhat, scratch) * inverse_count;
     T* dx = a.dx + row * features;
+    // The residual's gradient, loaded packed before the first store to dx (see add_residual).
+    using Packed = std::conditional_t<kVec == 1, T, Vector16<T>>;
+    Packed dresidual[kResidual ? kItems / kVec : 1];
+    if constexpr (kResidual) {
+#pragma unroll
+      for (int k = 0; k < x.kVectors; ++k) {
+        if (!x.has(k)) continue;
+        if constexpr (kVec == 1) {
+          dresidual[k] = a.dresidual[row * features + x.offset(k)];
+        } else {
+          dresidual[k] = load_vector16(a.dresidual + row * features + x.offset(k));
+        }
+      }
+    }
 #pragma unroll
     for (int k = 0; k < x.kVectors; ++k) {
       if (!x.has(k)) continue;
       float out[kVec];
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) out[i] = rstd * (dy.value[k * kVec + i] - c1 - x.value[k * kVec + i] * c2);
+      for (int i = 0; i < kVec; ++i) {
+        out[i] = rstd * (dy.value[k * kVec + i] - c1 - x.value[k * kVec + i] * c2);
+        if constexpr (kResidual) {
+          if constexpr (kVec == 1) {
+            out[i] += to_float(dresidual[k]);
+          } else {
+            out[i] += to_float(dresidual[k][i]);
+          }
+        }
+      }
       store_floats<kVec>(dx + x.offset(k), out);
     }
   }
@@ -147,7 +174,20 @@ template <typename T, int kGroup, int kItems, int kVec>
 void launch(const NormBackwardArgs<T>& a, float* partials, cudaStream_t stream) {
   constexpr int kCta = kCtaThreads<kGroup>;
   constexpr int kGroups = kCta / kGroup;
-  auto* kernel = norm_backward_fused_kernel<T, kGroup, kItems, kVec>;
+  if constexpr (kGroup == 1024) {
+    // At 1024 threads a CTA (64 registers a thread) the residual's gradient would spill: the plain
+    // kernel, then dx += dresidual as a pass of its own.
+    if (a.dresidual != nullptr) {
+      NormBackwardArgs<T> plain = a;
+      plain.dresidual = nullptr;
+      launch<T, kGroup, kItems, kVec>(plain, partials, stream);
+      add_elements(a.dx, a.dresidual, a.dx, a.rows * a.features, stream);
+      return;
+    }
+  }
+  auto* kernel = kGroup != 1024 && a.dresidual != nullptr
+                     ? norm_backward_fused_kernel<T, kGroup, kItems, kVec, kGroup != 1024>
+                     : norm_backward_fused_kernel<T, kGroup, kItems, kVec, false>;
   const int outputs = a.norm == Norm::layer ? 2 : 1;
   const auto shared_bytes = static_cast<std::size_t>(kGroups * outputs * a.features) * sizeof(float);
   set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared_bytes);
@@ -192,7 +232,7 @@ void backward_fused(const NormBackwardArgs<T>& a, cudaStream_t stream) {
     return;
   }
   const bool aligned = a.features % kVector16<T> == 0 && is_aligned16(a.x) && is_aligned16(a.dy) &&
-                       is_aligned16(a.dx) && is_aligned16(a.gamma);
+                       is_aligned16(a.dx) && is_aligned16(a.gamma) && is_aligned16(a.dresidual);
   if (aligned) {
     launch_for_width<T, kVector16<T>>(a, partials, stream);
   } else {

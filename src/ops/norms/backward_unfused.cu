@@ -6,6 +6,7 @@
 //   2. column partials: a thread per column and chunk of rows reads x and dy again and sums
 //      dy*xhat (and dy) down its chunk; chunks = backward_partial_count(rows, features).
 //   3. sum_column_partials adds the chunks per column, in order.
+//   4. the add_ forms: dx += dresidual, a pass of its own (add_elements).
 // What it costs against the minimum (x and dy read once): x and dy cross from memory twice (the
 // second pass of kernel 1 mostly hits L1/L2), the statistics are read twice, and the column
 // kernel's threads each walk a chunk of rows one element at a time.
@@ -93,6 +94,7 @@ void backward_unfused(const NormBackwardArgs<T>& a, cudaStream_t stream) {
                     static_cast<unsigned>(chunks));
     norm_column_partials_kernel<T><<<grid, kColumnThreads, 0, stream>>>(a, partials, chunks);
     CUDALAB_CHECK_LAUNCH();
+    if (a.dresidual != nullptr) add_elements(a.dx, a.dresidual, a.dx, a.rows * a.features, stream);
   }
   sum_column_partials(partials, chunks, a.features, a.dgamma, stream);
   if (a.norm == Norm::layer) sum_column_partials(partials + chunks * a.features, chunks, a.features, a.dbeta, stream);

@@ -18,7 +18,12 @@ using norms_variants::Norm;
 using norms_variants::NormBackwardArgs;
 using norms_variants::NormForwardArgs;
 
-const char* name_of(Norm norm, bool backward) {
+// The call's name, for messages: `add` for the add_ forms.
+const char* name_of(Norm norm, bool backward, bool add = false) {
+  if (add) {
+    if (norm == Norm::layer) return backward ? "add_layer_norm_backward" : "add_layer_norm";
+    return backward ? "add_rms_norm_backward" : "add_rms_norm";
+  }
   if (norm == Norm::layer) return backward ? "layer_norm_backward" : "layer_norm";
   return backward ? "rms_norm_backward" : "rms_norm";
 }
@@ -49,9 +54,38 @@ ForwardRung forward_rung(std::int64_t features, bool vector_aligned, int compute
   return ForwardRung::block_per_row;
 }
 
+// Whether every array of the forward is read and written in 16-byte vectors.
+template <typename T>
+bool forward_vector_aligned(const NormForwardArgs<T>& a) {
+  return norms_variants::rows_vector_aligned(a.features, sizeof(T)) && is_aligned16(a.x) && is_aligned16(a.y) &&
+         is_aligned16(a.gamma) && (a.norm == Norm::rms || is_aligned16(a.beta)) && is_aligned16(a.residual) &&
+         is_aligned16(a.residual_out);
+}
+
+}  // namespace
+
+namespace norms_variants {
+
+template <typename T>
+void fastest_forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
+  switch (forward_rung(a.features, forward_vector_aligned(a), current_gpu().compute_capability)) {
+    case ForwardRung::cluster: return cluster(a, stream);
+    case ForwardRung::vector_registers: return vector_registers(a, stream);
+    case ForwardRung::block_per_row: return block_per_row(a, stream);
+  }
+}
+CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, fastest_forward, NormForwardArgs)
+
+}  // namespace norms_variants
+
+namespace {
+
+// The add_ forms take the fused rung wherever it holds the row (to 32768 features), else the add
+// as a pass of its own before the plain norm.
 template <typename T>
 void forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
-  const char* call = name_of(a.norm, false);
+  const bool add = a.residual != nullptr || a.residual_out != nullptr;
+  const char* call = name_of(a.norm, false, add);
   CUDALAB_REQUIRE(a.rows >= 0 && a.features >= 0, std::string(call) + ": rows and features must be >= 0, got " +
                                                       std::to_string(a.rows) + " and " + std::to_string(a.features));
   CUDALAB_REQUIRE(std::isfinite(a.eps) && a.eps > 0.0f,
@@ -66,21 +100,20 @@ void forward(const NormForwardArgs<T>& a, cudaStream_t stream) {
   if (a.norm == Norm::layer) require_pointer(a.beta, call, "beta");
   require_optional_pointer(a.mean, call, "mean");
   require_optional_pointer(a.rstd, call, "rstd");
-  const bool aligned = norms_variants::rows_vector_aligned(a.features, sizeof(T)) && is_aligned16(a.x) &&
-                       is_aligned16(a.y) && is_aligned16(a.gamma) && (a.norm == Norm::rms || is_aligned16(a.beta));
-  switch (forward_rung(a.features, aligned, current_gpu().compute_capability)) {
-    case ForwardRung::cluster: return norms_variants::cluster(a, stream);
-    case ForwardRung::vector_registers: return norms_variants::vector_registers(a, stream);
-    case ForwardRung::block_per_row: return norms_variants::block_per_row(a, stream);
-  }
+  if (!add) return norms_variants::fastest_forward(a, stream);
+  require_pointer(a.residual, call, "residual");
+  require_pointer(a.residual_out, call, "residual_out");
+  if (norms_variants::vector_registers_limits(a.features, forward_vector_aligned(a)).empty())
+    return norms_variants::vector_registers(a, stream);
+  norms_variants::add_unfused(a, stream);
 }
 
 // The fused rung (one read of x and dy) wherever it runs, up to 16384 features, well ahead of the
 // unfused kernels in the bench (docs/norms.md); wider rows take the unfused ones.
 // `scratch` is the caller's workspace or the stream-ordered allocator.
 template <typename T>
-void backward(NormBackwardArgs<T> a, Workspace& scratch, cudaStream_t stream) {
-  const char* call = name_of(a.norm, true);
+void backward(NormBackwardArgs<T> a, Workspace& scratch, cudaStream_t stream, bool add = false) {
+  const char* call = name_of(a.norm, true, add);
   CUDALAB_REQUIRE(a.rows >= 0 && a.features >= 0, std::string(call) + ": rows and features must be >= 0, got " +
                                                       std::to_string(a.rows) + " and " + std::to_string(a.features));
   const std::string why = norms_variants::backward_shape_limits(a.rows, a.features);
@@ -96,6 +129,7 @@ void backward(NormBackwardArgs<T> a, Workspace& scratch, cudaStream_t stream) {
     require_pointer(a.rstd, call, "rstd");
     require_pointer(a.dx, call, "dx");
     if (a.norm == Norm::layer) require_pointer(a.mean, call, "mean");
+    if (add) require_pointer(a.dresidual, call, "dresidual");
   }
   a.workspace_bytes = norms_variants::backward_workspace_bytes(a.norm, a.rows, a.features);
   a.workspace = scratch.reserve(a.workspace_bytes);
@@ -227,18 +261,82 @@ void rms_norm_backward(const T* x, const T* dy, const T* gamma, const float* rst
   backward(rms_norm_backward_args(x, dy, gamma, rstd, dx, dgamma, rows, features), scratch, stream);
 }
 
-#define CUDALAB_NORM_ENTRIES(T, a, b)                                                                             \
-  template void layer_norm(const T*, const T*, const T*, T*, float*, float*, std::int64_t, std::int64_t, float,   \
-                           cudaStream_t);                                                                         \
-  template void layer_norm_backward(const T*, const T*, const T*, const float*, const float*, T*, T*, T*,         \
-                                    std::int64_t, std::int64_t, cudaStream_t);                                    \
-  template void layer_norm_backward(const T*, const T*, const T*, const float*, const float*, T*, T*, T*,         \
-                                    std::int64_t, std::int64_t, void*, std::size_t, cudaStream_t);                \
-  template void rms_norm(const T*, const T*, T*, float*, std::int64_t, std::int64_t, float, cudaStream_t);        \
-  template void rms_norm_backward(const T*, const T*, const T*, const float*, T*, T*, std::int64_t, std::int64_t, \
-                                  cudaStream_t);                                                                  \
-  template void rms_norm_backward(const T*, const T*, const T*, const float*, T*, T*, std::int64_t, std::int64_t, \
-                                  void*, std::size_t, cudaStream_t);
+template <typename T, typename>
+void add_layer_norm(const T* x, const T* residual, const T* gamma, const T* beta, T* y, T* residual_out, float* mean,
+                    float* rstd, std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
+  NormForwardArgs<T> a;
+  a.norm = Norm::layer;
+  a.x = x;
+  a.residual = residual;
+  a.gamma = gamma;
+  a.beta = beta;
+  a.y = y;
+  a.residual_out = residual_out;
+  a.mean = mean;
+  a.rstd = rstd;
+  a.rows = rows;
+  a.features = features;
+  a.eps = eps;
+  forward(a, stream);
+}
+
+template <typename T, typename>
+void add_rms_norm(const T* x, const T* residual, const T* gamma, T* y, T* residual_out, float* rstd, std::int64_t rows,
+                  std::int64_t features, float eps, cudaStream_t stream) {
+  NormForwardArgs<T> a;
+  a.norm = Norm::rms;
+  a.x = x;
+  a.residual = residual;
+  a.gamma = gamma;
+  a.y = y;
+  a.residual_out = residual_out;
+  a.rstd = rstd;
+  a.rows = rows;
+  a.features = features;
+  a.eps = eps;
+  forward(a, stream);
+}
+
+template <typename T, typename>
+void add_layer_norm_backward(const T* h, const T* dy, const T* dresidual, const T* gamma, const float* mean,
+                             const float* rstd, T* dx, T* dgamma, T* dbeta, std::int64_t rows, std::int64_t features,
+                             void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  CallerWorkspace scratch = caller_workspace(Norm::layer, workspace, workspace_bytes);
+  NormBackwardArgs<T> a = layer_norm_backward_args(h, dy, gamma, mean, rstd, dx, dgamma, dbeta, rows, features);
+  a.dresidual = dresidual;
+  backward(a, scratch, stream, true);
+}
+
+template <typename T, typename>
+void add_rms_norm_backward(const T* h, const T* dy, const T* dresidual, const T* gamma, const float* rstd, T* dx,
+                           T* dgamma, std::int64_t rows, std::int64_t features, void* workspace,
+                           std::size_t workspace_bytes, cudaStream_t stream) {
+  CallerWorkspace scratch = caller_workspace(Norm::rms, workspace, workspace_bytes);
+  NormBackwardArgs<T> a = rms_norm_backward_args(h, dy, gamma, rstd, dx, dgamma, rows, features);
+  a.dresidual = dresidual;
+  backward(a, scratch, stream, true);
+}
+
+#define CUDALAB_NORM_ENTRIES(T, a, b)                                                                               \
+  template void layer_norm(const T*, const T*, const T*, T*, float*, float*, std::int64_t, std::int64_t, float,     \
+                           cudaStream_t);                                                                           \
+  template void layer_norm_backward(const T*, const T*, const T*, const float*, const float*, T*, T*, T*,           \
+                                    std::int64_t, std::int64_t, cudaStream_t);                                      \
+  template void layer_norm_backward(const T*, const T*, const T*, const float*, const float*, T*, T*, T*,           \
+                                    std::int64_t, std::int64_t, void*, std::size_t, cudaStream_t);                  \
+  template void rms_norm(const T*, const T*, T*, float*, std::int64_t, std::int64_t, float, cudaStream_t);          \
+  template void rms_norm_backward(const T*, const T*, const T*, const float*, T*, T*, std::int64_t, std::int64_t,   \
+                                  cudaStream_t);                                                                    \
+  template void rms_norm_backward(const T*, const T*, const T*, const float*, T*, T*, std::int64_t, std::int64_t,   \
+                                  void*, std::size_t, cudaStream_t);                                                \
+  template void add_layer_norm(const T*, const T*, const T*, const T*, T*, T*, float*, float*, std::int64_t,        \
+                               std::int64_t, float, cudaStream_t);                                                  \
+  template void add_rms_norm(const T*, const T*, const T*, T*, T*, float*, std::int64_t, std::int64_t, float,       \
+                             cudaStream_t);                                                                         \
+  template void add_layer_norm_backward(const T*, const T*, const T*, const T*, const float*, const float*, T*, T*, \
+                                        T*, std::int64_t, std::int64_t, void*, std::size_t, cudaStream_t);          \
+  template void add_rms_norm_backward(const T*, const T*, const T*, const T*, const float*, T*, T*, std::int64_t,   \
+                                      std::int64_t, void*, std::size_t, cudaStream_t);
 CUDALAB_NORM_ELEMENTS(CUDALAB_NORM_ENTRIES, , )
 
 }  // namespace cudalab

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_pipeline_primitives.h>
 #include <cuda_runtime.h>
@@ -95,6 +96,40 @@ struct RowSlice {
   template <typename T>
   __device__ __forceinline__ void load(const T* row) {
     load_share<kVec, kVectors>(row, *this, 0.0f, value);
+  }
+
+  // The slice, holding x, becomes h = x + residual rounded to T (the value stored, so the norm
+  // sees what the residual stream keeps), and h is stored to `sum`. Every residual vector is
+  // loaded before the first store (no load may move above a store to memory the compiler cannot
+  // prove apart), kept packed: a 16-bit vector in 4 registers, not 8.
+  template <typename T>
+  __device__ __forceinline__ void add_residual(const T* residual, T* sum) {
+    using Packed = std::conditional_t<kVec == 1, T, Vector16<T>>;
+    Packed packed[kVectors];
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) {
+      if (!has(k)) continue;
+      if constexpr (kVec == 1) {
+        packed[k] = residual[offset(k)];
+      } else {
+        packed[k] = load_vector16(residual + offset(k));
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kVectors; ++k) {
+      if (!has(k)) continue;
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        float r;
+        if constexpr (kVec == 1) {
+          r = to_float(packed[k]);
+        } else {
+          r = to_float(packed[k][i]);
+        }
+        value[k * kVec + i] = to_float(from_float<T>(value[k * kVec + i] + r));
+      }
+      store_floats<kVec>(sum + offset(k), &value[k * kVec]);
+    }
   }
 };
 

@@ -164,7 +164,33 @@ class OutputChecks {
 
 }  // namespace
 
-Comparison check_norm_forward(const NormForwardHost& h) {
+// The add_ forms' sum as the kernels form it: x + residual in fp32, rounded once to the dtype,
+// checked bit for bit against the sum written. Returns the host sum, which the forward check then
+// normalizes in place of x.
+std::vector<unsigned char> residual_sum(const NormForwardHost& h, Comparison& sum_check) {
+  const std::int64_t count = h.rows * h.features;
+  const std::size_t size = size_of(h.dtype);
+  std::vector<unsigned char> sum(static_cast<std::size_t>(count) * size);
+  BoundedCheck check;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float x = static_cast<float>(element_to_double(h.dtype, h.x, i));
+    const float r = static_cast<float>(element_to_double(h.dtype, h.residual, i));
+    element_from_double(h.dtype, static_cast<double>(x + r), sum.data(), i);
+    const double reference = element_to_double(h.dtype, sum.data(), i);
+    check.add(i, element_to_double(h.dtype, h.residual_out, i), reference, 0.0, is_poison(h.residual_out, size, i));
+  }
+  sum_check = check.finish(0.0);
+  return sum;
+}
+
+Comparison check_norm_forward(const NormForwardHost& given) {
+  NormForwardHost h = given;
+  Comparison sum_check;
+  std::vector<unsigned char> sum;
+  if (given.residual != nullptr) {
+    sum = residual_sum(given, sum_check);
+    h.x = sum.data();
+  }
   const bool layer = h.norm == Norm::layer;
   const std::int64_t f = h.features;
   const double count = static_cast<double>(f);
@@ -243,6 +269,7 @@ Comparison check_norm_forward(const NormForwardHost& h) {
              is_poison(h.rstd, sizeof(float), r));
   });
   std::vector<Comparison> parts = {checks.finish(kY, output_rel_l2_limit(h.dtype))};
+  if (given.residual != nullptr) parts.push_back(sum_check);
   if (layer) parts.push_back(checks.finish(kMean, 0.0));
   parts.push_back(checks.finish(kRstd, output_rel_l2_limit(DType::f32)));
   return combine(parts);
@@ -298,10 +325,14 @@ Comparison check_norm_backward(const NormBackwardHost& h) {
     for (std::int64_t j = 0; j < f; ++j) {
       const double xhat = (value(h.x, base + j) - mean) * rstd;
       const double a = value(h.gamma, j) * value(h.dy, base + j);
-      const double reference = rstd * (a - c1 - xhat * c2);
-      const double error = rstd * (kUnit * std::fabs(a) + c1_error + std::fabs(xhat) * c2_error +
-                                   std::fabs(c2) * xhat_unit * std::fabs(xhat)) +
-                           4.0 * kUnit * rstd * (std::fabs(a) + std::fabs(c1) + std::fabs(xhat * c2));
+      const double gradient = rstd * (a - c1 - xhat * c2);
+      double error = rstd * (kUnit * std::fabs(a) + c1_error + std::fabs(xhat) * c2_error +
+                             std::fabs(c2) * xhat_unit * std::fabs(xhat)) +
+                     4.0 * kUnit * rstd * (std::fabs(a) + std::fabs(c1) + std::fabs(xhat * c2));
+      // The add_ forms: the residual's gradient added in fp32, one more rounding.
+      const double dresidual = h.dresidual != nullptr ? value(h.dresidual, base + j) : 0.0;
+      const double reference = gradient + dresidual;
+      if (h.dresidual != nullptr) error += kUnit * (std::fabs(gradient) + std::fabs(dresidual) + error);
       // Every term of `error` is an fp32 rounding of a, c1 or xhat c2, which may cancel: in a
       // one-feature row a - c1 is exactly 0, where a kernel that contracts gamma * dy - c1 into
       // one FMA keeps a's rounding, up to 2^-24 |a|. Only the output's last rounding scales with

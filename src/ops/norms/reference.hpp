@@ -46,6 +46,11 @@ struct NormForwardHost {
   const void* y = nullptr;
   const float* mean = nullptr;
   const float* rstd = nullptr;
+  // The add_ forms: the residual input and the sum written (null for the plain norms). The sum
+  // must equal x + residual summed in fp32 and rounded to `dtype`, bit for bit, and the
+  // statistics and y are checked as the norm of that sum.
+  const void* residual = nullptr;
+  const void* residual_out = nullptr;
 };
 
 // Host copies of one backward problem's tensors: x, dy (rows x features), gamma (features) of
@@ -64,11 +69,13 @@ struct NormBackwardHost {
   const void* dx = nullptr;
   const void* dgamma = nullptr;
   const void* dbeta = nullptr;
+  // The add_ forms: the residual's gradient, added to dx (null for the plain norms).
+  const void* dresidual = nullptr;
 };
 
 // One comparison for all of a problem's outputs: element counts, mismatches and their kinds add
-// up; indices count through the outputs in order (y, then mean, then rstd; dx, then dgamma, then
-// dbeta); the relative L2 error is the largest of the outputs'; the tolerance reported is
+// up; indices count through the outputs in order (y, then the add_ forms' sum, then mean, then
+// rstd; dx, then dgamma, then dbeta); the relative L2 error is the largest of the outputs'; the tolerance reported is
 // {0, the largest elementwise bound}. An output over its relative-L2 limit whose elements are all
 // in bounds counts one mismatch, at its element of largest error.
 Comparison check_norm_forward(const NormForwardHost& host);

@@ -1,5 +1,6 @@
 // The normalization ops: layer_norm, layer_norm_backward, rms_norm and rms_norm_backward over
-// [rows, features] (features the last, contiguous dimension) in f32, bf16 and f16. Their tensors,
+// [rows, features] (features the last, contiguous dimension) in f32, bf16 and f16, and their
+// add_ forms (a pre-norm block's residual add fused with the norm). Their tensors,
 // inputs, checks against the double-precision CPU reference, work models, the ladders and the
 // baselines (CUB's segmented reductions for the forward, the unfused kernels for the backward:
 // no vendor library cudalab links has a LayerNorm or RMSNorm call).
@@ -39,12 +40,16 @@ constexpr char kDy[] = "dy";
 constexpr char kDx[] = "dx";
 constexpr char kDgamma[] = "dgamma";
 constexpr char kDbeta[] = "dbeta";
+constexpr char kResidual[] = "residual";
+constexpr char kH[] = "h";
+constexpr char kDresidual[] = "dresidual";
 
 std::int64_t rows_of(const Problem& p) { return p.dim("rows"); }
 std::int64_t features_of(const Problem& p) { return p.dim("features"); }
 bool vector_aligned(const Problem& p) { return nv::rows_vector_aligned(features_of(p), size_of(p.dtype)); }
 
-template <Norm kNorm>
+// kAdd: the add_ form (a residual in, the sum out; the backward's x is the sum h).
+template <Norm kNorm, bool kAdd = false>
 struct ForwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
@@ -52,6 +57,10 @@ struct ForwardBinding {
     Args a;
     a.norm = kNorm;
     a.x = tensors.data<T>(kX);
+    if (kAdd) {
+      a.residual = tensors.data<T>(kResidual);
+      a.residual_out = tensors.data<T>(kH);
+    }
     a.gamma = tensors.data<T>(kGamma);
     a.y = tensors.data<T>(kY);
     a.rstd = tensors.data<float>(kRstd);
@@ -68,14 +77,15 @@ struct ForwardBinding {
   }
 };
 
-template <Norm kNorm>
+template <Norm kNorm, bool kAdd = false>
 struct BackwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
     Args a;
     a.norm = kNorm;
-    a.x = tensors.data<T>(kX);
+    a.x = tensors.data<T>(kAdd ? kH : kX);
+    if (kAdd) a.dresidual = tensors.data<T>(kDresidual);
     a.dy = tensors.data<T>(kDy);
     a.gamma = tensors.data<T>(kGamma);
     a.rstd = tensors.data<float>(kRstd);
@@ -110,9 +120,9 @@ std::string fused_limits(const DeviceInfo&, const Problem& p) { return nv::backw
 
 using Elements = NormElements;
 
-template <Norm kNorm, typename Launch>
+template <Norm kNorm, bool kAdd = false, typename Launch>
 Variant forward_variant(const char* id, const std::string& technique, Role role, Limits limits, Launch launch) {
-  Variant v = make_variant<ForwardBinding<kNorm>, nv::NormForwardArgs>(id, technique, role, Elements{}, launch);
+  Variant v = make_variant<ForwardBinding<kNorm, kAdd>, nv::NormForwardArgs>(id, technique, role, Elements{}, launch);
   v.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
     const std::string why = nv::forward_shape_limits(rows_of(p), features_of(p));
     return why.empty() && limits != nullptr ? limits(device, p) : why;
@@ -136,9 +146,9 @@ Variant cub_variant() {
   return v;
 }
 
-template <Norm kNorm, typename Launch>
+template <Norm kNorm, bool kAdd = false, typename Launch>
 Variant backward_variant(const char* id, const char* technique, Role role, Limits limits, Launch launch) {
-  Variant v = make_variant<BackwardBinding<kNorm>, nv::NormBackwardArgs>(id, technique, role, Elements{}, launch);
+  Variant v = make_variant<BackwardBinding<kNorm, kAdd>, nv::NormBackwardArgs>(id, technique, role, Elements{}, launch);
   v.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
     const std::string why = nv::backward_shape_limits(rows_of(p), features_of(p));
     return why.empty() && limits != nullptr ? limits(device, p) : why;
@@ -172,7 +182,7 @@ void fill_rstd(void* device, std::int64_t count, std::uint64_t seed, Distributio
   fill_norm_rstd(static_cast<float*>(device), count, seed, d, p.dtype, kNorm, s);
 }
 
-template <Norm kNorm>
+template <Norm kNorm, bool kAdd = false>
 Comparison check_forward(const CheckContext& c) {
   NormForwardHost h;
   h.norm = kNorm;
@@ -181,6 +191,10 @@ Comparison check_forward(const CheckContext& c) {
   h.features = features_of(c.problem);
   h.eps = c.problem.param(ids::kEps);
   h.x = c.tensors[kX].host();
+  if (kAdd) {
+    h.residual = c.tensors[kResidual].host();
+    h.residual_out = c.tensors[kH].host();
+  }
   h.gamma = c.tensors[kGamma].host();
   h.y = c.tensors[kY].host();
   h.rstd = c.tensors.host<float>(kRstd);
@@ -191,14 +205,15 @@ Comparison check_forward(const CheckContext& c) {
   return check_norm_forward(h);
 }
 
-template <Norm kNorm>
+template <Norm kNorm, bool kAdd = false>
 Comparison check_backward(const CheckContext& c) {
   NormBackwardHost h;
   h.norm = kNorm;
   h.dtype = c.problem.dtype;
   h.rows = rows_of(c.problem);
   h.features = features_of(c.problem);
-  h.x = c.tensors[kX].host();
+  h.x = c.tensors[kAdd ? kH : kX].host();
+  if (kAdd) h.dresidual = c.tensors[kDresidual].host();
   h.dy = c.tensors[kDy].host();
   h.gamma = c.tensors[kGamma].host();
   h.rstd = c.tensors.host<float>(kRstd);
@@ -381,6 +396,78 @@ void register_rms_norm_backward(Registry& registry) {
   registry.add(std::move(op));
 }
 
+// The add_ forms: h = x + residual written beside y = norm(h); the backward adds h's gradient from
+// the residual stream to dx. Their baseline runs the add as a pass of its own, as eager PyTorch
+// does; the fused rung is vector_registers with the residual read beside x.
+template <Norm kNorm>
+void register_add_norm(Registry& registry) {
+  const bool layer = kNorm == Norm::layer;
+  Op op = norm_op(layer ? ids::kAddLayerNorm : ids::kAddRmsNorm,
+                  layer ? "residual add + LayerNorm: h = x + residual, y = LayerNorm(h); writes h, saves mean and rstd "
+                          "(fp32)"
+                        : "residual add + RMSNorm: h = x + residual, y = RMSNorm(h); writes h, saves rstd (fp32)",
+                  {{ids::kEps, layer ? 1e-5 : 1e-6}});
+  op.tensors = {
+      {kX, TensorRole::input, {}, matrix, fill_x},
+      {kResidual, TensorRole::input, {}, matrix, fill_x},
+      {kGamma, TensorRole::input, {}, per_feature, fill_gamma},
+  };
+  if (layer) op.tensors.push_back({kBeta, TensorRole::input, {}, per_feature, fill_beta});
+  op.tensors.push_back({kY, TensorRole::output, {}, matrix, {}});
+  op.tensors.push_back({kH, TensorRole::output, {}, matrix, {}});
+  if (layer) op.tensors.push_back({kMean, TensorRole::output, DType::f32, per_row, {}});
+  op.tensors.push_back({kRstd, TensorRole::output, DType::f32, per_row, {}});
+  // x and the residual read, y and h written; LayerNorm ~9 operations an element, RMSNorm ~5.
+  op.work = [](const Problem& p) {
+    return kNorm == Norm::layer ? norm_work(p, 2, 2, 2, 0, 0, 2, 9) : norm_work(p, 2, 1, 2, 0, 0, 1, 5);
+  };
+  op.check = check_forward<kNorm, true>;
+  op.variants = {
+      forward_variant<kNorm, true>(ids::kAddUnfused,
+                                   "the add as a pass of its own, then the fastest plain norm over the sum",
+                                   Role::baseline, nullptr, CUDALAB_LAUNCHER(nv::add_unfused)),
+      forward_variant<kNorm, true>(ids::kVectorRegisters,
+                                   "x and the residual read once into registers, the sum written beside y",
+                                   Role::ladder, vector_registers_limits, CUDALAB_LAUNCHER(nv::vector_registers)),
+  };
+  registry.add(std::move(op));
+}
+
+template <Norm kNorm>
+void register_add_norm_backward(Registry& registry) {
+  const bool layer = kNorm == Norm::layer;
+  Op op = norm_op(layer ? ids::kAddLayerNormBackward : ids::kAddRmsNormBackward,
+                  layer ? "residual add + LayerNorm's gradients: dx (x's and the residual's) = LayerNorm's at h + "
+                          "dresidual, dgamma, dbeta"
+                        : "residual add + RMSNorm's gradients: dx (x's and the residual's) = RMSNorm's at h + "
+                          "dresidual, dgamma",
+                  {});
+  op.tensors = {
+      {kH, TensorRole::input, {}, matrix, fill_x},
+      {kDy, TensorRole::input, {}, matrix, fill_dy},
+      {kDresidual, TensorRole::input, {}, matrix, fill_dy},
+      {kGamma, TensorRole::input, {}, per_feature, fill_gamma},
+  };
+  if (layer) op.tensors.push_back({kMean, TensorRole::input, DType::f32, per_row, fill_mean});
+  op.tensors.push_back({kRstd, TensorRole::input, DType::f32, per_row, fill_rstd<kNorm>});
+  op.tensors.push_back({kDx, TensorRole::output, {}, matrix, {}});
+  op.tensors.push_back({kDgamma, TensorRole::output, {}, per_feature, {}});
+  if (layer) op.tensors.push_back({kDbeta, TensorRole::output, {}, per_feature, {}});
+  op.work = [](const Problem& p) {
+    return kNorm == Norm::layer ? norm_work(p, 3, 1, 1, 2, 2, 0, 13) : norm_work(p, 3, 1, 1, 1, 1, 0, 10);
+  };
+  op.check = check_backward<kNorm, true>;
+  op.check_host_bytes = backward_check_host_bytes;
+  op.variants = {
+      backward_variant<kNorm, true>(ids::kUnfused,
+                                    "the plain unfused backward, then dx += dresidual as a pass of its own",
+                                    Role::baseline, nullptr, CUDALAB_LAUNCHER(nv::backward_unfused)),
+      backward_variant<kNorm, true>(ids::kFused, "the fused backward, dresidual added to dx on its way out",
+                                    Role::ladder, fused_limits, CUDALAB_LAUNCHER(nv::backward_fused)),
+  };
+  registry.add(std::move(op));
+}
+
 }  // namespace
 
 void register_norms(Registry& registry) {
@@ -388,6 +475,10 @@ void register_norms(Registry& registry) {
   register_layer_norm_backward(registry);
   register_rms_norm(registry);
   register_rms_norm_backward(registry);
+  register_add_norm<Norm::layer>(registry);
+  register_add_norm_backward<Norm::layer>(registry);
+  register_add_norm<Norm::rms>(registry);
+  register_add_norm_backward<Norm::rms>(registry);
 }
 
 }  // namespace cudalab::harness

@@ -15,7 +15,9 @@
 // width and dtype; a row wider than 32768 features (16384 with element loads) does not fit (rung `cluster`
 // splits it over a cluster); at 32 values a thread, a 1024-thread block holds an SM alone, and a
 // CTA loads, sums and stores one row with nothing of its own to overlap (only the other CTAs on
-// the SM fill the gaps).
+// the SM fill the gaps). With a residual (add_layer_norm, add_rms_norm) the group reads x and the
+// residual once each and writes their sum beside y: the add a pre-norm block runs before its norm,
+// without the sum's second read.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -29,8 +31,15 @@
 namespace cudalab::norms_variants {
 namespace {
 
-template <typename T, int kGroup, int kItems, int kVec>
-__global__ void __launch_bounds__(kCtaThreads<kGroup>, kMinCtasPerSm<kGroup, kItems, kVec>)
+// kResidual: the add_ form (a separate kernel, so the plain norm keeps its registers). Its thread
+// holds the residual's vectors beside the row's values: it asks for half the CTAs an SM, twice the
+// registers (at half the threads, each has twice the loads in flight: as many bytes an SM).
+template <int kGroup, int kItems, int kVec, bool kResidual>
+inline constexpr int kForwardCtasPerSm = kResidual ? (kMinCtasPerSm<kGroup, kItems, kVec> + 1) / 2
+                                                   : kMinCtasPerSm<kGroup, kItems, kVec>;
+
+template <typename T, int kGroup, int kItems, int kVec, bool kResidual>
+__global__ void __launch_bounds__(kCtaThreads<kGroup>, kForwardCtasPerSm<kGroup, kItems, kVec, kResidual>)
     norm_vector_registers_kernel(NormForwardArgs<T> a) {
   constexpr int kGroups = kCtaThreads<kGroup> / kGroup;
   __shared__ float scratch[kGroup / kWarpSize + 1];
@@ -44,7 +53,14 @@ __global__ void __launch_bounds__(kCtaThreads<kGroup>, kMinCtasPerSm<kGroup, kIt
     const T* x = a.x + row * a.features;
     RowSlice<kItems, kVec, kGroup> slice(thread, vectors);
     slice.load(x);
-    const float pivot = a.norm == Norm::layer ? to_float(x[0]) : 0.0f;
+    float pivot = 0.0f;
+    if constexpr (kResidual) {
+      const T* residual = a.residual + row * a.features;
+      if (a.norm == Norm::layer) pivot = to_float(from_float<T>(to_float(x[0]) + to_float(residual[0])));
+      slice.add_residual(residual, a.residual_out + row * a.features);
+    } else if (a.norm == Norm::layer) {
+      pivot = to_float(x[0]);
+    }
     const RowStatistics statistics = row_statistics(a.norm, slice, pivot, inverse_count, a.eps, reduce);
     // Saved first, so pivot and mean_d hold no registers through the output loop.
     if (thread == 0) {
@@ -60,8 +76,24 @@ void launch(const NormForwardArgs<T>& a, cudaStream_t stream) {
   static_assert(kGroup * kItems <= kBlockRowMax, "the widest class is kBlockRowMax");
   constexpr int kGroups = kCtaThreads<kGroup> / kGroup;
   const std::int64_t blocks = std::min<std::int64_t>(ceil_div<std::int64_t>(a.rows, kGroups), 1 << 30);
-  norm_vector_registers_kernel<T, kGroup, kItems, kVec>
-      <<<static_cast<int>(blocks), kCtaThreads<kGroup>, 0, stream>>>(a);
+  if constexpr (kGroup == 1024) {
+    // A 1024-thread CTA has 64 registers a thread, which the row's values fill: the residual's
+    // would spill. The add goes first, as a pass of its own, and the plain kernel reads the sum.
+    if (a.residual != nullptr) {
+      add_elements(a.x, a.residual, a.residual_out, a.rows * a.features, stream);
+      NormForwardArgs<T> sum = a;
+      sum.x = a.residual_out;
+      sum.residual = nullptr;
+      sum.residual_out = nullptr;
+      return launch<T, kGroup, kItems, kVec>(sum, stream);
+    }
+    norm_vector_registers_kernel<T, kGroup, kItems, kVec, false>
+        <<<static_cast<int>(blocks), kCtaThreads<kGroup>, 0, stream>>>(a);
+  } else {
+    auto* kernel = a.residual != nullptr ? norm_vector_registers_kernel<T, kGroup, kItems, kVec, true>
+                                         : norm_vector_registers_kernel<T, kGroup, kItems, kVec, false>;
+    kernel<<<static_cast<int>(blocks), kCtaThreads<kGroup>, 0, stream>>>(a);
+  }
   CUDALAB_CHECK_LAUNCH();
 }
 
@@ -92,7 +124,8 @@ void launch_for_width(const NormForwardArgs<T>& a, cudaStream_t stream) {
 template <typename T>
 void vector_registers(const NormForwardArgs<T>& a, cudaStream_t stream) {
   const bool aligned = a.features % kVector16<T> == 0 && is_aligned16(a.x) && is_aligned16(a.y) &&
-                       is_aligned16(a.gamma) && (a.norm == Norm::rms || is_aligned16(a.beta));
+                       is_aligned16(a.gamma) && (a.norm == Norm::rms || is_aligned16(a.beta)) &&
+                       (a.residual == nullptr || (is_aligned16(a.residual) && is_aligned16(a.residual_out)));
   const std::string why = forward_shape_limits(a.rows, a.features) + vector_registers_limits(a.features, aligned);
   CUDALAB_REQUIRE(why.empty(), "vector_registers: " + why);
   if (a.rows == 0) return;

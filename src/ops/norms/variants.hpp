@@ -38,7 +38,9 @@ inline constexpr int kMaxClusterSize = 8;
 // (fp32). beta and mean are LayerNorm's only (null for RMSNorm); mean and rstd may be null (not
 // written). Device pointers aligned to their element; kernels take 16-byte vectors where every
 // row starts on a 16-byte boundary and fall back to element accesses where not. Only the CUB
-// baseline uses a workspace (cub_unfused_workspace_bytes).
+// baseline uses a workspace (cub_unfused_workspace_bytes). With `residual` (the add_ forms of a
+// pre-norm block) the row normalized is h = x + residual, summed in fp32 and rounded to T, and h
+// is written to residual_out; only rungs `vector_registers` and `add_unfused` read them.
 template <typename T>
 struct NormForwardArgs {
   using Element = T;
@@ -49,6 +51,8 @@ struct NormForwardArgs {
   T* y = nullptr;
   float* mean = nullptr;
   float* rstd = nullptr;
+  const T* residual = nullptr;
+  T* residual_out = nullptr;
   std::int64_t rows = 0;
   std::int64_t features = 0;
   float eps = 1e-5f;
@@ -60,6 +64,8 @@ struct NormForwardArgs {
 // Writes dx (rows x features), dgamma and, for LayerNorm, dbeta (features each). dgamma and dbeta
 // are fp32 column sums over rows, each summed in a fixed order (the same bits on every run) and
 // rounded once to T. `workspace` holds backward_workspace_bytes(norm, rows, features) bytes.
+// `dresidual` (the add_ forms; null: none) is added to dx: the gradient h = x + residual gets from
+// its other use, the residual stream, so dx is both x's and the residual's gradient.
 template <typename T>
 struct NormBackwardArgs {
   using Element = T;
@@ -69,6 +75,7 @@ struct NormBackwardArgs {
   const T* gamma = nullptr;
   const float* mean = nullptr;
   const float* rstd = nullptr;
+  const T* dresidual = nullptr;
   T* dx = nullptr;
   T* dgamma = nullptr;
   T* dbeta = nullptr;
@@ -132,6 +139,17 @@ template <typename T>
 void cub_unfused(const NormForwardArgs<T>& args, cudaStream_t stream);
 template <typename T>
 std::size_t cub_unfused_workspace_bytes(Norm norm, std::int64_t rows, std::int64_t features);
+
+// The add_ forms' unfused baseline, as separate framework ops run them: out = x + residual in one
+// pass (add_elements), then the fastest plain forward rung over the sum, which reads it again.
+template <typename T>
+void add_unfused(const NormForwardArgs<T>& args, cudaStream_t stream);
+// out[i] = a[i] + b[i] for count elements, summed in fp32 and rounded to T; out may be a.
+template <typename T>
+void add_elements(const T* a, const T* b, T* out, std::int64_t count, cudaStream_t stream);
+// The plain forward (no residual) on the rung the library takes for the shape (norms.cu).
+template <typename T>
+void fastest_forward(const NormForwardArgs<T>& args, cudaStream_t stream);
 
 // ---- backward rungs ----
 

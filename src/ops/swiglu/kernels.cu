@@ -1,11 +1,9 @@
-// The gated-unit rungs (SwiGLU and GeGLU, by the activation an Args names) on one flat map kernel, and the unfused
-// baseline's passes. The map kernel takes kIn input arrays to kOut output arrays, element by element, in accesses of V
-// elements (1, or one 16-byte vector) with U accesses per thread. Each thread loads all U vectors of every input before
-// computing the first: U requests in flight per array. The elements past the last whole vector
-// (fewer than V) are done one each by the first block.
+// The gated-unit rungs (SwiGLU and GeGLU, by the activation an Args names) on the flat map kernel
+// (core/flat_map.cuh), and the unfused baseline's passes.
 #include <algorithm>
 #include <cstdint>
 
+#include "core/flat_map.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
@@ -16,79 +14,6 @@ namespace cudalab::swiglu_variants {
 namespace {
 
 constexpr int kBlock = 256;
-// 16 elements of each array per thread: four 16-byte vectors of fp32, two of a 16-bit type (whose
-// values, widened to fp32, take twice the registers per byte).
-template <typename T>
-constexpr int kVectorsPerThread = 16 / kVector16<T>;
-
-template <typename T, int kIn, int kOut>
-struct Arrays {
-  const T* in[kIn];
-  T* out[kOut];
-};
-
-template <typename T, int V, int U, int kIn, int kOut, typename Fn>
-__global__ void __launch_bounds__(kBlock) map_kernel(Arrays<T, kIn, kOut> arrays, std::int64_t n, Fn fn) {
-  const std::int64_t vectors = n / V;
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kBlock * U + threadIdx.x;
-  float in[U][kIn][V] = {};
-#pragma unroll
-  for (int k = 0; k < U; ++k) {
-    const std::int64_t q = first + k * kBlock;
-    if (q < vectors) {
-#pragma unroll
-      for (int a = 0; a < kIn; ++a) load_floats<V>(arrays.in[a] + q * V, in[k][a]);
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < U; ++k) {
-    const std::int64_t q = first + k * kBlock;
-    if (q >= vectors) continue;
-    float out[kOut][V];
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      float x[kIn], y[kOut];
-#pragma unroll
-      for (int a = 0; a < kIn; ++a) x[a] = in[k][a][e];
-      fn(x, y);
-#pragma unroll
-      for (int a = 0; a < kOut; ++a) out[a][e] = y[a];
-    }
-#pragma unroll
-    for (int a = 0; a < kOut; ++a) store_floats<V>(arrays.out[a] + q * V, out[a]);
-  }
-  if (blockIdx.x == 0 && threadIdx.x < n - vectors * V) {
-    const std::int64_t i = vectors * V + threadIdx.x;
-    float x[kIn], y[kOut];
-#pragma unroll
-    for (int a = 0; a < kIn; ++a) x[a] = to_float(arrays.in[a][i]);
-    fn(x, y);
-#pragma unroll
-    for (int a = 0; a < kOut; ++a) arrays.out[a][i] = from_float<T>(y[a]);
-  }
-}
-
-template <int V, int U, typename T, int kIn, int kOut, typename Fn>
-void launch_map(const Arrays<T, kIn, kOut>& arrays, std::int64_t n, Fn fn, cudaStream_t stream) {
-  if (n == 0) return;
-  const std::int64_t blocks = std::max<std::int64_t>(1, ceil_div<std::int64_t>(n / V, std::int64_t{kBlock} * U));
-  map_kernel<T, V, U><<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(arrays, n, fn);
-  CUDALAB_CHECK_LAUNCH();
-}
-
-// 16-byte accesses, kVectorsPerThread<T> per thread, where every array is 16-byte aligned, else
-// element accesses, four per thread.
-template <typename T, int kIn, int kOut, typename Fn>
-void launch_vectorized(const Arrays<T, kIn, kOut>& arrays, std::int64_t n, Fn fn, cudaStream_t stream) {
-  bool aligned = true;
-  for (const T* p : arrays.in) aligned = aligned && is_aligned16(p);
-  for (T* p : arrays.out) aligned = aligned && is_aligned16(p);
-  if (aligned) {
-    launch_map<kVector16<T>, kVectorsPerThread<T>>(arrays, n, fn, stream);
-  } else {
-    launch_map<1, 4>(arrays, n, fn, stream);
-  }
-}
 
 // expf, not __expf: the kernels are memory-bound, and the accurate exponential keeps the result
 // within a few fp32 ulps where the fast one drifts for |v| in the tens.
@@ -187,28 +112,30 @@ struct SlopeTimes {
 template <typename T>
 void scalar(const SwigluArgs<T>& a, cudaStream_t stream) {
   with_activation(a.activation, [&](auto act) {
-    launch_map<1, 1>(Arrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, a.n, Forward<decltype(act)>{}, stream);
+    launch_flat_map<1, 1>(FlatArrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, a.n, Forward<decltype(act)>{}, stream);
   });
 }
 
 template <typename T>
 void backward_scalar(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
   with_activation(a.activation, [&](auto act) {
-    launch_map<1, 1>(Arrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n, Backward<decltype(act)>{}, stream);
+    launch_flat_map<1, 1>(FlatArrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n, Backward<decltype(act)>{},
+                          stream);
   });
 }
 
 template <typename T>
 void vectorized(const SwigluArgs<T>& a, cudaStream_t stream) {
   with_activation(a.activation, [&](auto act) {
-    launch_vectorized(Arrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, a.n, Forward<decltype(act)>{}, stream);
+    launch_flat_map_vectorized(FlatArrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, a.n, Forward<decltype(act)>{}, stream);
   });
 }
 
 template <typename T>
 void backward_vectorized(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
   with_activation(a.activation, [&](auto act) {
-    launch_vectorized(Arrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n, Backward<decltype(act)>{}, stream);
+    launch_flat_map_vectorized(FlatArrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n,
+                               Backward<decltype(act)>{}, stream);
   });
 }
 

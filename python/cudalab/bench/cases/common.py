@@ -84,18 +84,23 @@ def backward(fn, leaves):
     def prepare(inputs):
         args = {k: (v.detach().requires_grad_() if k in leaves else v) for k, v in inputs.items() if k != "dy"}
         y = fn(**args)
-        dy = inputs["dy"]
+        dy = _gradients_of(y, inputs["dy"])
         wrt = [args[k] for k in leaves]
         return lambda: torch.autograd.grad(y, wrt, dy, retain_graph=True)
 
     return prepare
 
 
+def _gradients_of(y, dy):
+    """The incoming gradient for each of fn's outputs: dy for every one (the add_ forms' y and h)."""
+    return tuple(dy for _ in y) if isinstance(y, tuple) else dy
+
+
 def reference_backward(fn, leaves):
     def reference(inputs):
         args = {k: v.double().requires_grad_(k in leaves) for k, v in inputs.items() if k != "dy"}
         y = fn(**args)
-        return torch.autograd.grad(y, [args[k] for k in leaves], inputs["dy"].double())
+        return torch.autograd.grad(y, [args[k] for k in leaves], _gradients_of(y, inputs["dy"].double()))
 
     return reference
 

@@ -1,5 +1,5 @@
-"""The fused row ops over [rows, features], forward and backward: bias + activation, LayerNorm, RMSNorm
-and softmax, each against eager PyTorch and torch.compile of it."""
+"""The fused row ops over [rows, features], forward and backward: bias + activation, LayerNorm, RMSNorm,
+their residual-add forms and softmax, each against eager PyTorch and torch.compile of it."""
 
 import dataclasses
 from typing import Callable
@@ -31,6 +31,12 @@ class RowOp:
     leaves: list
     eager_technique: str
     eager_backward: str
+
+
+def _add_then(norm, x, residual):
+    """A pre-norm block's step as eager code writes it: (norm(x + residual), x + residual)."""
+    h = x + residual
+    return norm(h), h
 
 
 def row_ops():
@@ -70,6 +76,30 @@ def row_ops():
             "F.rms_norm's backward",
         ),
         RowOp(
+            "add_layer_norm",
+            [("eps", LAYER_NORM_EPS)],
+            [],
+            lambda x, residual, weight, bias: _add_then(
+                lambda h: F.layer_norm(h, h.shape[-1:], weight, bias, LAYER_NORM_EPS), x, residual
+            ),
+            lambda x, residual, weight, bias: ops.add_layer_norm(x, residual, weight, bias, LAYER_NORM_EPS),
+            ["x", "residual", "weight", "bias"],
+            "x + residual, then F.layer_norm: two kernels, the sum written and read back",
+            "native_layer_norm_backward, then the residual's gradient added",
+        ),
+        RowOp(
+            "add_rms_norm",
+            [("eps", RMS_NORM_EPS)],
+            [],
+            lambda x, residual, weight, bias=None: _add_then(
+                lambda h: F.rms_norm(h, h.shape[-1:], weight, RMS_NORM_EPS), x, residual
+            ),
+            lambda x, residual, weight, bias=None: ops.add_rms_norm(x, residual, weight, RMS_NORM_EPS),
+            ["x", "residual", "weight"],
+            "x + residual, then F.rms_norm",
+            "F.rms_norm's backward, then the residual's gradient added",
+        ),
+        RowOp(
             "softmax",
             [],
             [],
@@ -90,13 +120,16 @@ def row_op_cases(rows, features, dtypes):
     dims = [("rows", rows), ("features", features)]
     for dtype in dtypes:
 
-        def make_inputs(g, dtype=dtype):
-            return {
+        def make_inputs(g, dtype=dtype, residual=False):
+            inputs = {
                 "x": normal(g, (rows, features), dtype),
                 "weight": (torch.rand(features, device="cuda", generator=g) + 0.5).to(dtype),
                 "bias": normal(g, (features,), dtype, 1.0, 0.0),
                 "dy": normal(g, (rows, features), dtype, 1.0, 0.0),
             }
+            if residual:  # the add_ forms' second stream (their backward's dy serves both outputs)
+                inputs["residual"] = normal(g, (rows, features), dtype)
+            return inputs
 
         for r in row_ops():
             forward_variants = three_ways(
@@ -110,7 +143,8 @@ def row_op_cases(rows, features, dtypes):
                 lambda fn, leaves=r.leaves: backward(fn, leaves),
                 ", its backward graph",
             )
-            common = dict(dims=dims, dtype=dtype, make_inputs=make_inputs)
+            inputs = (lambda g, dtype=dtype: make_inputs(g, dtype, True)) if "residual" in r.leaves else make_inputs
+            common = dict(dims=dims, dtype=dtype, make_inputs=inputs)
             cases.append(
                 Case(
                     r.op,
