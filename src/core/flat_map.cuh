@@ -27,7 +27,8 @@ struct FlatArrays {
 };
 
 template <typename T, int V, int U, int kIn, int kOut, typename Fn>
-__global__ void __launch_bounds__(kFlatMapBlock) flat_map_kernel(FlatArrays<T, kIn, kOut> arrays, std::int64_t n, Fn fn) {
+__global__ void __launch_bounds__(kFlatMapBlock)
+    flat_map_kernel(FlatArrays<T, kIn, kOut> arrays, std::int64_t n, Fn fn) {
   const std::int64_t vectors = n / V;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kFlatMapBlock * U + threadIdx.x;
   float in[U][kIn][V] = {};

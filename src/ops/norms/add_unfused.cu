@@ -27,6 +27,7 @@ template <typename T>
 void add_unfused(const NormForwardArgs<T>& a, cudaStream_t stream) {
   const std::string why = forward_shape_limits(a.rows, a.features);
   CUDALAB_REQUIRE(why.empty(), "add_unfused: " + why);
+  if (a.rows == 0) return;
   CUDALAB_REQUIRE(a.residual != nullptr && a.residual_out != nullptr,
                   "add_unfused: the add_ forms' baseline needs residual and residual_out");
   add_elements(a.x, a.residual, a.residual_out, a.rows * a.features, stream);

@@ -64,9 +64,12 @@ struct PackedVector {
 };
 
 // kResidual: the add_ form, dresidual added to dx (a separate kernel, so the plain backward keeps its
-// registers; it holds dresidual's vectors too, so it asks for 768 threads an SM, not 1024).
+// registers; it holds dresidual's vectors too, so it asks for 768 threads an SM, not 1024, except
+// in 1024-thread CTAs, where it spills a few values instead: dx must be rounded once, so the add
+// cannot be a pass of its own).
 template <typename T, int kGroup, int kItems, int kVec, bool kResidual>
-__global__ void __launch_bounds__(kCtaThreads<kGroup>, (kResidual ? 768 : 1024) / kCtaThreads<kGroup>)
+__global__ void __launch_bounds__(kCtaThreads<kGroup>,
+                                  kResidual&& kGroup < 1024 ? 768 / kCtaThreads<kGroup> : 1024 / kCtaThreads<kGroup>)
     norm_backward_fused_kernel(NormBackwardArgs<T> a, float* partials, std::int64_t partial_rows) {
   constexpr int kGroups = kCtaThreads<kGroup> / kGroup;
   // [kGroups][outputs][features]: each group's column sums of dy*xhat, then (LayerNorm) of dy.
@@ -174,20 +177,8 @@ template <typename T, int kGroup, int kItems, int kVec>
 void launch(const NormBackwardArgs<T>& a, float* partials, cudaStream_t stream) {
   constexpr int kCta = kCtaThreads<kGroup>;
   constexpr int kGroups = kCta / kGroup;
-  if constexpr (kGroup == 1024) {
-    // At 1024 threads a CTA (64 registers a thread) the residual's gradient would spill: the plain
-    // kernel, then dx += dresidual as a pass of its own.
-    if (a.dresidual != nullptr) {
-      NormBackwardArgs<T> plain = a;
-      plain.dresidual = nullptr;
-      launch<T, kGroup, kItems, kVec>(plain, partials, stream);
-      add_elements(a.dx, a.dresidual, a.dx, a.rows * a.features, stream);
-      return;
-    }
-  }
-  auto* kernel = kGroup != 1024 && a.dresidual != nullptr
-                     ? norm_backward_fused_kernel<T, kGroup, kItems, kVec, kGroup != 1024>
-                     : norm_backward_fused_kernel<T, kGroup, kItems, kVec, false>;
+  auto* kernel = a.dresidual != nullptr ? norm_backward_fused_kernel<T, kGroup, kItems, kVec, true>
+                                        : norm_backward_fused_kernel<T, kGroup, kItems, kVec, false>;
   const int outputs = a.norm == Norm::layer ? 2 : 1;
   const auto shared_bytes = static_cast<std::size_t>(kGroups * outputs * a.features) * sizeof(float);
   set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared_bytes);

@@ -6,7 +6,8 @@
 //   2. column partials: a thread per column and chunk of rows reads x and dy again and sums
 //      dy*xhat (and dy) down its chunk; chunks = backward_partial_count(rows, features).
 //   3. sum_column_partials adds the chunks per column, in order.
-//   4. the add_ forms: dx += dresidual, a pass of its own (add_elements).
+// The add_ forms' dresidual is added in kernel 1, in fp32 before dx's one rounding (an add pass
+// of its own over the rounded dx, as eager PyTorch runs it, rounds twice and fails the check).
 // What it costs against the minimum (x and dy read once): x and dy cross from memory twice (the
 // second pass of kernel 1 mostly hits L1/L2), the statistics are read twice, and the column
 // kernel's threads each walk a chunk of rows one element at a time.
@@ -46,10 +47,12 @@ __global__ void __launch_bounds__(kRowThreads) norm_backward_dx_kernel(NormBackw
     const float c1 = layer ? group_sum<kRowThreads>(sum, scratch) * inverse_count : 0.0f;
     const float c2 = group_sum<kRowThreads>(sum_xhat, scratch) * inverse_count;
     T* dx = a.dx + row * features;
+    const T* dresidual = a.dresidual != nullptr ? a.dresidual + row * features : nullptr;
     for (std::int64_t c = threadIdx.x; c < features; c += kRowThreads) {
       const float g_dy = to_float(a.gamma[c]) * to_float(dy[c]);
       const float xhat = (to_float(x[c]) - mean) * rstd;
-      dx[c] = from_float<T>(rstd * (g_dy - c1 - xhat * c2));
+      const float gradient = rstd * (g_dy - c1 - xhat * c2);
+      dx[c] = from_float<T>(dresidual != nullptr ? gradient + to_float(dresidual[c]) : gradient);
     }
   }
 }
@@ -94,7 +97,6 @@ void backward_unfused(const NormBackwardArgs<T>& a, cudaStream_t stream) {
                     static_cast<unsigned>(chunks));
     norm_column_partials_kernel<T><<<grid, kColumnThreads, 0, stream>>>(a, partials, chunks);
     CUDALAB_CHECK_LAUNCH();
-    if (a.dresidual != nullptr) add_elements(a.dx, a.dresidual, a.dx, a.rows * a.features, stream);
   }
   sum_column_partials(partials, chunks, a.features, a.dgamma, stream);
   if (a.norm == Norm::layer) sum_column_partials(partials + chunks * a.features, chunks, a.features, a.dbeta, stream);

@@ -460,7 +460,7 @@ void register_add_norm_backward(Registry& registry) {
   op.check_host_bytes = backward_check_host_bytes;
   op.variants = {
       backward_variant<kNorm, true>(ids::kUnfused,
-                                    "the plain unfused backward, then dx += dresidual as a pass of its own",
+                                    "the plain unfused backward, dresidual added in its dx kernel before the rounding",
                                     Role::baseline, nullptr, CUDALAB_LAUNCHER(nv::backward_unfused)),
       backward_variant<kNorm, true>(ids::kFused, "the fused backward, dresidual added to dx on its way out",
                                     Role::ladder, fused_limits, CUDALAB_LAUNCHER(nv::backward_fused)),
