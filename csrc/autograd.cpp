@@ -84,6 +84,7 @@ class Gemm : public torch::autograd::Function<Gemm> {
     ctx->saved_data["beta"] = beta;
     ctx->saved_data["b_transposed"] = b_transposed;
     ctx->saved_data["has_c"] = c.has_value() && c->defined();
+    ctx->saved_data["c_row"] = c.has_value() && c->defined() && c->dim() == 1;
     return below_autograd([&] { return op.call(a, b, c, alpha, beta, b_transposed); });
   }
 
@@ -100,7 +101,16 @@ class Gemm : public torch::autograd::Function<Gemm> {
       db = b_transposed ? call_gemm(operand(dout.mT(), fp32), a, alpha) : call_gemm(operand(a.mT(), fp32), dout, alpha);
     if (ctx->saved_data["has_c"].toBool() && ctx->needs_input_grad(2)) {
       const double beta = ctx->saved_data["beta"].toDouble();
-      dc = beta == 1.0 ? grads[0] : grads[0].mul(beta);  // a bias added through c: no pass
+      if (ctx->saved_data["c_row"].toBool()) {
+        // A row broadcast over the output's rows (a bias): the column sums of dout, by cudalab's
+        // kernel; a create_graph pass sums with torch, whose sum has a derivative.
+        static const auto sum_op = op_named<at::Tensor(const at::Tensor&)>("cudalab::bias_gradient");
+        dc = at::GradMode::is_enabled() ? grads[0].reshape({-1, grads[0].size(-1)}).sum(0)
+                                        : sum_op.call(grads[0].contiguous());
+        if (beta != 1.0) dc = dc.mul(beta);
+      } else {
+        dc = beta == 1.0 ? grads[0] : grads[0].mul(beta);  // c of the output's shape: no pass
+      }
     }
     return {da, db, dc, at::Tensor(), at::Tensor(), at::Tensor()};
   }

@@ -1,7 +1,7 @@
-// The fused ops (bias + activation, LayerNorm, RMSNorm and their residual-add forms, softmax, SwiGLU, GeGLU, forward
-// and backward) on CUDA tensors: checks, outputs from torch's allocator, one library call on the current stream.
-// Backward scratch comes from torch's allocator too (the library's workspace overloads), so it follows torch's stream
-// semantics and CUDA-graph capture.
+// The fused ops (bias + activation and a bias's gradient, LayerNorm, RMSNorm and their residual-add forms, softmax,
+// SwiGLU, GeGLU, forward and backward) on CUDA tensors: checks, outputs from torch's allocator, one library call on the
+// current stream. Backward scratch comes from torch's allocator too (the library's workspace overloads), so it follows
+// torch's stream semantics and CUDA-graph capture.
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -72,6 +72,25 @@ std::tuple<at::Tensor, at::Tensor> bias_act_backward(const at::Tensor& x, const 
     });
   });
   return {dx, dbias};
+}
+
+// The column sums of dy over all but its last dimension: a broadcast bias's gradient.
+at::Tensor bias_gradient(const at::Tensor& dy) {
+  constexpr const char* op = "bias_gradient";
+  check_tensor(op, "dy", dy, dy.device(), c10::nullopt, scalar_types(BiasActElements{}));
+  const auto [rows, features] = rows_and_features(op, dy);
+  const c10::cuda::CUDAGuard guard(dy.device());
+  at::Tensor dbias = at::empty({features}, dy.options());
+  const std::size_t bytes = cudalab::bias_act_backward_workspace_bytes(rows, features);
+  at::Tensor scratch = workspace(dy, bytes);
+  with_element_type<BiasActElements>(dy, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::bias_gradient(data<T>(dy), mutable_data<T>(dbias), rows, features, scratch.mutable_data_ptr(), bytes,
+                             current_stream(dy));
+    });
+  });
+  return dbias;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& x, const at::Tensor& weight,
@@ -378,6 +397,7 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "bias_act(Tensor x, Tensor bias, str activation) -> Tensor", &bias_act, BiasActElements{});
   define_op(m, "bias_act_backward(Tensor x, Tensor bias, Tensor dy, str activation) -> (Tensor, Tensor)",
             &bias_act_backward, BiasActElements{});
+  define_op(m, "bias_gradient(Tensor dy) -> Tensor", &bias_gradient, BiasActElements{});
   define_op(m, "layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor, Tensor)", &layer_norm,
             NormElements{});
   define_op(

@@ -1,4 +1,5 @@
-// gemm as torch ops: out = alpha * a @ op(b) + beta * c over 2-D matrices or 3-D batches
+// gemm as torch ops: out = alpha * a @ op(b) + beta * c (c of the output's shape, or a row of n values
+// broadcast over its rows) over 2-D matrices or 3-D batches
 // (gemm_batched), op(b) = b, or b^T for b stored n x k (b_transposed: nn.Linear's x @ W^T), into a
 // new tensor (gemm) or in place into c (gemm_). Operands are taken as they lie: a matrix whose rows
 // or whose columns are contiguous (so a .mT view too) goes to the library as is, its layout passed
@@ -142,16 +143,20 @@ void run_product(const Product& p, const at::Tensor& a, const at::Tensor& b, at:
   });
 }
 
-at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& c, double alpha, double beta,
-                bool b_transposed) {
+at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& given_c, double alpha,
+                double beta, bool b_transposed) {
   const Product p = describe(a, b, b_transposed);
+  c10::optional<at::Tensor> c = given_c;
   at::Tensor out;
   if (c.has_value() && beta != 0.0) {
     check_strided_tensor(kOp, "c", *c, a.device());
     TORCH_CHECK_TYPE(c->scalar_type() == a.scalar_type(), "cudalab.gemm: c must be ", a.scalar_type(), " like a, got ",
                      c->scalar_type());
-    TORCH_CHECK_VALUE(c->sizes() == at::IntArrayRef(p.shape), "cudalab.gemm: c must have the output's shape ",
-                      at::IntArrayRef(p.shape), ", got ", c->sizes());
+    // A row of n values (a bias) is broadcast over every row of the output.
+    const at::Tensor full = c->dim() == 1 && c->size(0) == p.n ? c->expand(p.shape) : *c;
+    TORCH_CHECK_VALUE(full.sizes() == at::IntArrayRef(p.shape), "cudalab.gemm: c must have the output's shape ",
+                      at::IntArrayRef(p.shape), " or be a row of ", p.n, " values, got ", c->sizes());
+    c = full;
     // A 16-bit single product reads c where it lies when its columns are contiguous (a Linear's
     // bias, expanded over the rows, has row stride 0); otherwise c is copied into the output first.
     const bool readable = a.scalar_type() != at::kFloat && !p.batched && (p.n <= 1 || c->stride(1) == 1) &&
@@ -186,7 +191,7 @@ void gemm_(at::Tensor c, const at::Tensor& a, const at::Tensor& b, double alpha,
 
 // x @ weight^T + bias over x's last dimension (torch.nn.functional.linear): the GEMM on x's rows
 // with the weight read as stored ([out, in]; in fp32 a transposed copy, as those kernels take B
-// row-major) and the bias, broadcast over the rows, as its C. Composite: autograd and torch.compile
+// row-major) and the bias as its C, a row broadcast over the rows. Composite: autograd and torch.compile
 // see the GEMM and the views, so it needs neither a backward nor a fake kernel of its own, and an
 // nn.Linear layer costs one call from Python.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
@@ -207,8 +212,8 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const c10::opti
   c10::SymInt rows = 1;
   for (std::int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.sym_size(d);
   const at::Tensor matrix = x.reshape_symint({rows, in_features});
-  const c10::optional<at::Tensor> c =
-      with_bias ? c10::optional<at::Tensor>(bias->expand_symint({rows, out_features})) : c10::nullopt;
+  // The bias as gemm's row c: its gradient is gemm's column sum of dout (cudalab::bias_gradient).
+  const c10::optional<at::Tensor> c = with_bias ? bias : c10::nullopt;
   const bool fp32 = x.scalar_type() == at::kFloat;
   const at::Tensor y =
       gemm_op.call(matrix, fp32 ? weight.t().contiguous() : weight, c, 1.0, with_bias ? 1.0 : 0.0, !fp32);

@@ -77,4 +77,12 @@ void bias_act_backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, 
                        std::int64_t features, Activation activation, void* workspace, std::size_t workspace_bytes,
                        cudaStream_t stream = nullptr);
 
+// dbias[j] = the sum over the rows of dy[., j] (rows x features in, `features` values out): the bias
+// gradient of a product with a bias broadcast over its rows (a Linear layer's), summed in fp32 in a
+// fixed order and rounded once, with the caller's scratch of bias_act_backward_workspace_bytes(rows,
+// features) bytes. rows == 0 writes zeros. Throws as bias_act_backward does.
+template <typename T, typename = RequireElement<T, BiasActElements>>
+void bias_gradient(const T* dy, T* dbias, std::int64_t rows, std::int64_t features, void* workspace,
+                   std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+
 }  // namespace cudalab

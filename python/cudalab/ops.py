@@ -297,10 +297,11 @@ def gemm(
     without a copy: ``a`` or ``a.mT`` of a contiguous [k, m], ``b`` [k, n] or a ``.mT`` view of a
     contiguous [n, k], and the same with ``b_transposed``. The fp32 kernels take ``a`` [m, k] and
     ``op(b)`` [k, n] with contiguous rows only, and refuse other layouts (call ``.contiguous()``).
-    Matrices with neither rows nor columns contiguous are refused (ValueError) by name. ``c`` may
-    have any strides: in bf16 and float16 a single product reads it where it lies when its columns
-    are contiguous (a bias expanded over the rows, row stride 0, included), otherwise it is copied
-    into the new contiguous output first. Sizes may be 0: k = 0 gives
+    Matrices with neither rows nor columns contiguous are refused (ValueError) by name. ``c`` has
+    the output's shape, or is a row of n values broadcast over every row (a bias: its gradient is
+    then the column sums of the output's, one cudalab kernel); it may have any strides: in bf16 and
+    float16 a single product reads it where it lies when its columns are contiguous (a broadcast
+    row included), otherwise it is copied into the new contiguous output first. Sizes may be 0: k = 0 gives
     ``beta * c``, m = 0 or n = 0 an empty output. Under ``torch.autocast`` on CUDA, a, b and c are
     cast to the autocast dtype first, as ``torch.matmul``'s are."""
     a, b, c = autocast_inputs(a, b, c)
@@ -429,6 +430,11 @@ def _(x, bias, activation):
 @torch.library.register_fake("cudalab::bias_act_backward")
 def _(x, bias, dy, activation):
     return torch.empty_like(x), torch.empty_like(bias)
+
+
+@torch.library.register_fake("cudalab::bias_gradient")
+def _(dy):
+    return dy.new_empty(dy.shape[-1:])
 
 
 @torch.library.register_fake("cudalab::layer_norm")

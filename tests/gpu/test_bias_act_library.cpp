@@ -2,7 +2,7 @@
 // activation, rows 16-byte aligned or not, arrays at offsets that break the 16-byte alignment
 // (the vector-gather and scalar paths), no rows, no features; nothing outside the outputs is
 // written; the backward's two workspace forms agree bit for bit and repeat bit for bit; every finite
-// 16-bit input value.
+// 16-bit input value; bias_gradient's column sums against double-precision sums.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -202,6 +202,55 @@ TEST(LibraryBiasActBackward, NoRowsWritesZeroDbias) {
   EXPECT_TRUE(dbias.untouched_outside(stream.get()));
   EXPECT_NO_THROW(
       bias_act_backward<float>(nullptr, nullptr, nullptr, nullptr, nullptr, 5, 0, Activation::relu, stream.get()));
+}
+
+// bias_gradient: each column's sum within fp32's bound for a sum of `rows` terms (the tile order:
+// 16 in sequence a lane, the lane tree, the partials in order: (2 ceil(log2 rows) + 2) 2^-23 of the
+// terms' magnitude) plus the output's rounding; the same bits on a second call; nothing written
+// outside dbias.
+template <typename T>
+void check_bias_gradient(Shape shape, std::int64_t at) {
+  SCOPED_TRACE(testing::Message() << to_string(dtype_of_v<T>) << " bias_gradient " << shape.rows << "x"
+                                  << shape.features << " offset " << at);
+  Stream stream;
+  const std::int64_t n = shape.rows * shape.features;
+  Padded<T> dy(n, at), dbias(shape.features, at);
+  dy.fill(7, stream.get());
+  dbias.poison(stream.get());
+  const std::size_t bytes = bias_act_backward_workspace_bytes(shape.rows, shape.features);
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes > 0 ? bytes : 1));
+  bias_gradient(dy.data(), dbias.data(), shape.rows, shape.features, workspace.data(), bytes, stream.get());
+  const std::vector<unsigned char> first = dbias.inside(stream.get()), values = dy.inside(stream.get());
+  EXPECT_TRUE(dbias.untouched_outside(stream.get()));
+  const DType dtype = dtype_of_v<T>;
+  const double unit =
+      dtype == DType::f32 ? std::ldexp(1.0, -24) : (dtype == DType::f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8));
+  const double levels = shape.rows > 1 ? std::ceil(std::log2(static_cast<double>(shape.rows))) : 1.0;
+  for (std::int64_t j = 0; j < shape.features; ++j) {
+    double sum = 0.0, magnitude = 0.0;
+    for (std::int64_t r = 0; r < shape.rows; ++r) {
+      const double v = element_to_double(dtype, values.data(), r * shape.features + j);
+      sum += v;
+      magnitude += std::fabs(v);
+    }
+    const double error = (2.0 * levels + 2.0) * std::ldexp(1.0, -23) * magnitude;
+    const double bound = error + unit * (std::fabs(sum) + error) + 1e-30;
+    const double got = element_to_double(dtype, first.data(), j);
+    ASSERT_LE(std::fabs(got - sum), bound) << "column " << j << ": got " << got << ", expected " << sum;
+  }
+  bias_gradient(dy.data(), dbias.data(), shape.rows, shape.features, workspace.data(), bytes, stream.get());
+  EXPECT_EQ(dbias.inside(stream.get()), first);
+}
+
+TEST(LibraryBiasGradient, EveryElementType) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  for_each_element(BiasActElements{}, [](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    for (const Shape& shape : kShapes)
+      for (std::int64_t at : {0, 1}) check_bias_gradient<T>(shape, at);
+    check_bias_gradient<T>({8192, 3072}, 0);  // a GPT-2 medium qkv projection's bias
+    check_bias_gradient<T>({0, 8}, 0);        // no rows: zeros
+  });
 }
 
 }  // namespace

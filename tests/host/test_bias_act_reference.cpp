@@ -445,6 +445,15 @@ TEST(BiasActLibrary, ValidatesBeforeTouchingTheGpu) {
   ASSERT_EQ(bias_act_backward_workspace_bytes(0, 4), 0u);
   test_support::expect_arguments_accepted(
       [&] { bias_act_backward<float>(nullptr, b, nullptr, nullptr, db, 0, 4, relu, nullptr, 0); });
+  // bias_gradient: sizes, a null or overlapping dbias, the workspace.
+  EXPECT_EQ(thrown_kind([&] { bias_gradient(g, db, -1, 4, y, needed); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { bias_gradient(g, db, kHuge, kHuge, y, needed); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { bias_gradient(g, static_cast<float*>(nullptr), 300, 4, y, needed); }),
+            ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { bias_gradient(g, g + 4, 300, 4, y, needed); }), ErrorKind::invalid_argument)
+      << "dbias inside dy";
+  EXPECT_EQ(thrown_kind([&] { bias_gradient(g, db, 300, 4, y, needed - 4); }), ErrorKind::invalid_argument);
+  test_support::expect_arguments_accepted([&] { bias_gradient<float>(nullptr, db, 0, 4, nullptr, 0); });
 }
 
 }  // namespace

@@ -97,6 +97,7 @@ def cpu_kernels():
             x + r), "CPU")
         lib.impl("add_rms_norm_backward", lambda h, dy, dh, w, rstd: (lambda g: (g[0] + dh, g[1]))(_backward_of(
             lambda h, w: _rms_norm(h, w, 1e-6), [h, w], [0, 1])(h, w, dy)), "CPU")
+        lib.impl("bias_gradient", lambda dy: dy.reshape(-1, dy.shape[-1]).sum(0), "CPU")
         lib.impl("bias_act", _bias_act, "CPU")
         lib.impl("bias_act_backward", lambda x, b, dy, act: _backward_of(
             lambda x, b: _bias_act(x, b, act), [x, b], [0, 1])(x, b, dy), "CPU")
@@ -130,6 +131,11 @@ def test_linear_with_bias_and_its_second_derivative(cpu_kernels):
         x.reshape(-1, 6), w, b.expand(6, 5), 1.0, 1.0, True), (x, layer.weight, layer.bias))
     assert torch.autograd.gradgradcheck(lambda x, w: torch.ops.cudalab.gemm(x.reshape(-1, 6), w, None, 1.0, 0.0, True),
                                         (x, layer.weight))
+    # c as a row broadcast over the output's rows (how linear passes its bias): its gradient is the
+    # column sums (bias_gradient), and under create_graph torch's sum, which has a derivative.
+    row = lambda x, w, b: torch.ops.cudalab.gemm(x.reshape(-1, 6), w, b, 1.0, 0.5, True)  # noqa: E731
+    assert torch.autograd.gradcheck(row, (x, layer.weight, layer.bias))
+    assert torch.autograd.gradgradcheck(row, (x, layer.weight, layer.bias))
     reference = torch.nn.Linear(6, 5).double()
     reference.load_state_dict(layer.state_dict())
     y = layer(x)

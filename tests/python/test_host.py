@@ -40,6 +40,7 @@ FORWARD = {
 }
 BACKWARD = [
     "bias_act_backward",
+    "bias_gradient",
     "layer_norm_backward",
     "rms_norm_backward",
     "add_layer_norm_backward",
@@ -144,6 +145,8 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
     statistics = torch.rand(shape[:-1], device=device, dtype=torch.float32) + 0.5
     if name == "bias_act_backward":
         return (x.detach(), vector.detach(), dy, "gelu_tanh")
+    if name == "bias_gradient":
+        return (dy,)
     if name == "layer_norm_backward":
         return (x.detach(), dy, vector.detach(), statistics, statistics)
     if name == "rms_norm_backward":

@@ -111,12 +111,26 @@ void bias_act_backward(const T* x, const T* bias, const T* dy, T* dx, T* dbias, 
   backward(x, bias, dy, dx, dbias, rows, features, activation, workspace, workspace_bytes, stream);
 }
 
+template <typename T, typename>
+void bias_gradient(const T* dy, T* dbias, std::int64_t rows, std::int64_t features, void* workspace,
+                   std::size_t workspace_bytes, cudaStream_t stream) {
+  CUDALAB_REQUIRE(rows >= 0 && features >= 0, "bias_gradient: rows and features must be >= 0, got " +
+                                                  std::to_string(rows) + " and " + std::to_string(features));
+  const std::int64_t elements = checked_product("bias_gradient", "rows * features", {rows, features});
+  require_arrays("bias_gradient", {{dy, elements, sizeof(T), "dy"}}, {{dbias, features, sizeof(T), "dbias"}});
+  if (features == 0) return;
+  CallerWorkspace scratch(workspace, workspace_bytes, "bias_gradient", "bias_act_backward_workspace_bytes");
+  const std::size_t bytes = bias_act_variants::backward_workspace_bytes(rows, features);
+  bias_act_variants::column_sums(dy, dbias, rows, features, static_cast<float*>(scratch.reserve(bytes)), stream);
+}
+
 #define CUDALAB_BIAS_ACT_ENTRIES(T, a, b)                                                                              \
   template void bias_act(const T*, const T*, T*, std::int64_t, std::int64_t, Activation, cudaStream_t);                \
   template void bias_act_backward(const T*, const T*, const T*, T*, T*, std::int64_t, std::int64_t, Activation,        \
                                   cudaStream_t);                                                                       \
   template void bias_act_backward(const T*, const T*, const T*, T*, T*, std::int64_t, std::int64_t, Activation, void*, \
-                                  std::size_t, cudaStream_t);
+                                  std::size_t, cudaStream_t);                                                          \
+  template void bias_gradient(const T*, T*, std::int64_t, std::int64_t, void*, std::size_t, cudaStream_t);
 CUDALAB_BIAS_ACT_ELEMENTS(CUDALAB_BIAS_ACT_ENTRIES, , )
 
 }  // namespace cudalab

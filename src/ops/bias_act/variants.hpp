@@ -100,4 +100,10 @@ void unfused_backward(const BiasActBackwardArgs<T>& args, cudaStream_t stream);
 // The workspace of fused_backward and unfused_backward: one fp32 partial per column per block row.
 std::size_t backward_workspace_bytes(std::int64_t rows, std::int64_t features);
 
+// out[j] = the sum over the rows of m[., j] in fp32, rounded once to T (zeros for no rows): the
+// baseline's second pass, and a Linear's bias gradient. `partials` holds
+// backward_workspace_bytes(rows, features).
+template <typename T>
+void column_sums(const T* m, T* out, std::int64_t rows, std::int64_t features, float* partials, cudaStream_t stream);
+
 }  // namespace cudalab::bias_act_variants
