@@ -93,103 +93,129 @@ at::Tensor bias_gradient(const at::Tensor& dy) {
   return dbias;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& x, const at::Tensor& weight,
-                                                          const at::Tensor& bias, double eps) {
-  constexpr const char* op = "layer_norm";
+// The norms' forward, plain or the add_ form (with `residual`: h = x + residual written beside y):
+// LayerNorm with `bias`, RMSNorm without. mean is LayerNorm's, h the add_ form's.
+struct NormOutputs {
+  at::Tensor y, h, mean, rstd;
+};
+
+NormOutputs norm_forward(const char* op, const at::Tensor& x, const at::Tensor* residual, const at::Tensor& weight,
+                         const at::Tensor* bias, double eps) {
   check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
+  if (residual != nullptr) check_tensor(op, "residual", *residual, x.device(), x.scalar_type());
   check_tensor(op, "weight", weight, x.device(), x.scalar_type());
-  check_tensor(op, "bias", bias, x.device(), x.scalar_type());
+  if (bias != nullptr) check_tensor(op, "bias", *bias, x.device(), x.scalar_type());
   const auto [rows, features] = rows_and_features(op, x);
+  if (residual != nullptr) check_same_shape(op, "residual", *residual, "x", x);
   check_vector(op, "weight", weight, features);
-  check_vector(op, "bias", bias, features);
+  if (bias != nullptr) check_vector(op, "bias", *bias, features);
   const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty_like(x);
-  at::Tensor mean = statistics_like(x);
-  at::Tensor rstd = statistics_like(x);
+  NormOutputs out;
+  out.y = at::empty_like(x);
+  if (residual != nullptr) out.h = at::empty_like(x);
+  if (bias != nullptr) out.mean = statistics_like(x);
+  out.rstd = statistics_like(x);
   with_element_type<NormElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
+    const auto e = static_cast<float>(eps);
+    float* rstd = out.rstd.mutable_data_ptr<float>();
     call_library(op, [&] {
-      cudalab::layer_norm(data<T>(x), data<T>(weight), data<T>(bias), mutable_data<T>(y),
-                          mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(), rows, features,
-                          static_cast<float>(eps), current_stream(x));
+      const cudaStream_t stream = current_stream(x);
+      if (bias != nullptr && residual != nullptr) {
+        cudalab::add_layer_norm(data<T>(x), data<T>(*residual), data<T>(weight), data<T>(*bias), mutable_data<T>(out.y),
+                                mutable_data<T>(out.h), out.mean.mutable_data_ptr<float>(), rstd, rows, features, e,
+                                stream);
+      } else if (bias != nullptr) {
+        cudalab::layer_norm(data<T>(x), data<T>(weight), data<T>(*bias), mutable_data<T>(out.y),
+                            out.mean.mutable_data_ptr<float>(), rstd, rows, features, e, stream);
+      } else if (residual != nullptr) {
+        cudalab::add_rms_norm(data<T>(x), data<T>(*residual), data<T>(weight), mutable_data<T>(out.y),
+                              mutable_data<T>(out.h), rstd, rows, features, e, stream);
+      } else {
+        cudalab::rms_norm(data<T>(x), data<T>(weight), mutable_data<T>(out.y), rstd, rows, features, e, stream);
+      }
     });
   });
-  return {y, mean, rstd};
+  return out;
+}
+
+// The norms' backward from x (the add_ form's h, named so) and dy, plus the add_ form's dh; mean
+// given for LayerNorm, which also returns dbias.
+struct NormGradients {
+  at::Tensor dx, dweight, dbias;
+};
+
+NormGradients norm_backward(const char* op, const char* x_name, const at::Tensor& x, const at::Tensor& dy,
+                            const at::Tensor* dh, const at::Tensor& weight, const at::Tensor* mean,
+                            const at::Tensor& rstd) {
+  check_tensor(op, x_name, x, x.device(), c10::nullopt, scalar_types(NormElements{}));
+  check_tensor(op, "dy", dy, x.device(), x.scalar_type());
+  if (dh != nullptr) check_tensor(op, "dh", *dh, x.device(), x.scalar_type());
+  check_tensor(op, "weight", weight, x.device(), x.scalar_type());
+  const auto [rows, features] = rows_and_features(op, x);
+  check_same_shape(op, "dy", dy, x_name, x);
+  if (dh != nullptr) check_same_shape(op, "dh", *dh, x_name, x);
+  check_vector(op, "weight", weight, features);
+  if (mean != nullptr) check_statistics(op, "mean", *mean, x.device(), rows);
+  check_statistics(op, "rstd", rstd, x.device(), rows);
+  const c10::cuda::CUDAGuard guard(x.device());
+  NormGradients out;
+  out.dx = at::empty_like(x);
+  out.dweight = at::empty_like(weight);
+  if (mean != nullptr) out.dbias = at::empty_like(weight);
+  const std::size_t bytes = mean != nullptr ? cudalab::layer_norm_backward_workspace_bytes(rows, features)
+                                            : cudalab::rms_norm_backward_workspace_bytes(rows, features);
+  at::Tensor scratch = workspace(x, bytes);
+  with_element_type<NormElements>(x, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const float* saved_rstd = rstd.const_data_ptr<float>();
+    void* work = scratch.mutable_data_ptr();
+    call_library(op, [&] {
+      const cudaStream_t stream = current_stream(x);
+      if (mean != nullptr && dh != nullptr) {
+        cudalab::add_layer_norm_backward(data<T>(x), data<T>(dy), data<T>(*dh), data<T>(weight),
+                                         mean->const_data_ptr<float>(), saved_rstd, mutable_data<T>(out.dx),
+                                         mutable_data<T>(out.dweight), mutable_data<T>(out.dbias), rows, features, work,
+                                         bytes, stream);
+      } else if (mean != nullptr) {
+        cudalab::layer_norm_backward(data<T>(x), data<T>(dy), data<T>(weight), mean->const_data_ptr<float>(),
+                                     saved_rstd, mutable_data<T>(out.dx), mutable_data<T>(out.dweight),
+                                     mutable_data<T>(out.dbias), rows, features, work, bytes, stream);
+      } else if (dh != nullptr) {
+        cudalab::add_rms_norm_backward(data<T>(x), data<T>(dy), data<T>(*dh), data<T>(weight), saved_rstd,
+                                       mutable_data<T>(out.dx), mutable_data<T>(out.dweight), rows, features, work,
+                                       bytes, stream);
+      } else {
+        cudalab::rms_norm_backward(data<T>(x), data<T>(dy), data<T>(weight), saved_rstd, mutable_data<T>(out.dx),
+                                   mutable_data<T>(out.dweight), rows, features, work, bytes, stream);
+      }
+    });
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& x, const at::Tensor& weight,
+                                                          const at::Tensor& bias, double eps) {
+  NormOutputs o = norm_forward("layer_norm", x, nullptr, weight, &bias, eps);
+  return {o.y, o.mean, o.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(const at::Tensor& x, const at::Tensor& dy,
                                                                    const at::Tensor& weight, const at::Tensor& mean,
                                                                    const at::Tensor& rstd) {
-  constexpr const char* op = "layer_norm_backward";
-  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
-  check_tensor(op, "dy", dy, x.device(), x.scalar_type());
-  check_tensor(op, "weight", weight, x.device(), x.scalar_type());
-  const auto [rows, features] = rows_and_features(op, x);
-  check_same_shape(op, "dy", dy, "x", x);
-  check_vector(op, "weight", weight, features);
-  check_statistics(op, "mean", mean, x.device(), rows);
-  check_statistics(op, "rstd", rstd, x.device(), rows);
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor dx = at::empty_like(x);
-  at::Tensor dweight = at::empty_like(weight);
-  at::Tensor dbias = at::empty_like(weight);
-  const std::size_t bytes = cudalab::layer_norm_backward_workspace_bytes(rows, features);
-  at::Tensor scratch = workspace(x, bytes);
-  with_element_type<NormElements>(x, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::layer_norm_backward(data<T>(x), data<T>(dy), data<T>(weight), mean.const_data_ptr<float>(),
-                                   rstd.const_data_ptr<float>(), mutable_data<T>(dx), mutable_data<T>(dweight),
-                                   mutable_data<T>(dbias), rows, features, scratch.mutable_data_ptr(), bytes,
-                                   current_stream(x));
-    });
-  });
-  return {dx, dweight, dbias};
+  NormGradients g = norm_backward("layer_norm_backward", "x", x, dy, nullptr, weight, &mean, rstd);
+  return {g.dx, g.dweight, g.dbias};
 }
 
 std::tuple<at::Tensor, at::Tensor> rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  constexpr const char* op = "rms_norm";
-  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
-  check_tensor(op, "weight", weight, x.device(), x.scalar_type());
-  const auto [rows, features] = rows_and_features(op, x);
-  check_vector(op, "weight", weight, features);
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty_like(x);
-  at::Tensor rstd = statistics_like(x);
-  with_element_type<NormElements>(x, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::rms_norm(data<T>(x), data<T>(weight), mutable_data<T>(y), rstd.mutable_data_ptr<float>(), rows, features,
-                        static_cast<float>(eps), current_stream(x));
-    });
-  });
-  return {y, rstd};
+  NormOutputs o = norm_forward("rms_norm", x, nullptr, weight, nullptr, eps);
+  return {o.y, o.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor> rms_norm_backward(const at::Tensor& x, const at::Tensor& dy,
                                                      const at::Tensor& weight, const at::Tensor& rstd) {
-  constexpr const char* op = "rms_norm_backward";
-  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
-  check_tensor(op, "dy", dy, x.device(), x.scalar_type());
-  check_tensor(op, "weight", weight, x.device(), x.scalar_type());
-  const auto [rows, features] = rows_and_features(op, x);
-  check_same_shape(op, "dy", dy, "x", x);
-  check_vector(op, "weight", weight, features);
-  check_statistics(op, "rstd", rstd, x.device(), rows);
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor dx = at::empty_like(x);
-  at::Tensor dweight = at::empty_like(weight);
-  const std::size_t bytes = cudalab::rms_norm_backward_workspace_bytes(rows, features);
-  at::Tensor scratch = workspace(x, bytes);
-  with_element_type<NormElements>(x, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::rms_norm_backward(data<T>(x), data<T>(dy), data<T>(weight), rstd.const_data_ptr<float>(),
-                                 mutable_data<T>(dx), mutable_data<T>(dweight), rows, features,
-                                 scratch.mutable_data_ptr(), bytes, current_stream(x));
-    });
-  });
-  return {dx, dweight};
+  NormGradients g = norm_backward("rms_norm_backward", "x", x, dy, nullptr, weight, nullptr, rstd);
+  return {g.dx, g.dweight};
 }
 
 // The add_ forms: y = norm(h) and h = x + residual, one pass (h is returned: the block's new
@@ -198,113 +224,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm(const 
                                                                           const at::Tensor& residual,
                                                                           const at::Tensor& weight,
                                                                           const at::Tensor& bias, double eps) {
-  constexpr const char* op = "add_layer_norm";
-  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
-  check_tensor(op, "residual", residual, x.device(), x.scalar_type());
-  check_tensor(op, "weight", weight, x.device(), x.scalar_type());
-  check_tensor(op, "bias", bias, x.device(), x.scalar_type());
-  const auto [rows, features] = rows_and_features(op, x);
-  check_same_shape(op, "residual", residual, "x", x);
-  check_vector(op, "weight", weight, features);
-  check_vector(op, "bias", bias, features);
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty_like(x);
-  at::Tensor h = at::empty_like(x);
-  at::Tensor mean = statistics_like(x);
-  at::Tensor rstd = statistics_like(x);
-  with_element_type<NormElements>(x, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::add_layer_norm(data<T>(x), data<T>(residual), data<T>(weight), data<T>(bias), mutable_data<T>(y),
-                              mutable_data<T>(h), mean.mutable_data_ptr<float>(), rstd.mutable_data_ptr<float>(), rows,
-                              features, static_cast<float>(eps), current_stream(x));
-    });
-  });
-  return {y, h, mean, rstd};
+  NormOutputs o = norm_forward("add_layer_norm", x, &residual, weight, &bias, eps);
+  return {o.y, o.h, o.mean, o.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_layer_norm_backward(const at::Tensor& h, const at::Tensor& dy,
                                                                        const at::Tensor& dh, const at::Tensor& weight,
                                                                        const at::Tensor& mean, const at::Tensor& rstd) {
-  constexpr const char* op = "add_layer_norm_backward";
-  check_tensor(op, "h", h, h.device(), c10::nullopt, scalar_types(NormElements{}));
-  check_tensor(op, "dy", dy, h.device(), h.scalar_type());
-  check_tensor(op, "dh", dh, h.device(), h.scalar_type());
-  check_tensor(op, "weight", weight, h.device(), h.scalar_type());
-  const auto [rows, features] = rows_and_features(op, h);
-  check_same_shape(op, "dy", dy, "h", h);
-  check_same_shape(op, "dh", dh, "h", h);
-  check_vector(op, "weight", weight, features);
-  check_statistics(op, "mean", mean, h.device(), rows);
-  check_statistics(op, "rstd", rstd, h.device(), rows);
-  const c10::cuda::CUDAGuard guard(h.device());
-  at::Tensor dx = at::empty_like(h);
-  at::Tensor dweight = at::empty_like(weight);
-  at::Tensor dbias = at::empty_like(weight);
-  const std::size_t bytes = cudalab::layer_norm_backward_workspace_bytes(rows, features);
-  at::Tensor scratch = workspace(h, bytes);
-  with_element_type<NormElements>(h, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::add_layer_norm_backward(data<T>(h), data<T>(dy), data<T>(dh), data<T>(weight),
-                                       mean.const_data_ptr<float>(), rstd.const_data_ptr<float>(), mutable_data<T>(dx),
-                                       mutable_data<T>(dweight), mutable_data<T>(dbias), rows, features,
-                                       scratch.mutable_data_ptr(), bytes, current_stream(h));
-    });
-  });
-  return {dx, dweight, dbias};
+  NormGradients g = norm_backward("add_layer_norm_backward", "h", h, dy, &dh, weight, &mean, rstd);
+  return {g.dx, g.dweight, g.dbias};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                             const at::Tensor& weight, double eps) {
-  constexpr const char* op = "add_rms_norm";
-  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(NormElements{}));
-  check_tensor(op, "residual", residual, x.device(), x.scalar_type());
-  check_tensor(op, "weight", weight, x.device(), x.scalar_type());
-  const auto [rows, features] = rows_and_features(op, x);
-  check_same_shape(op, "residual", residual, "x", x);
-  check_vector(op, "weight", weight, features);
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty_like(x);
-  at::Tensor h = at::empty_like(x);
-  at::Tensor rstd = statistics_like(x);
-  with_element_type<NormElements>(x, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::add_rms_norm(data<T>(x), data<T>(residual), data<T>(weight), mutable_data<T>(y), mutable_data<T>(h),
-                            rstd.mutable_data_ptr<float>(), rows, features, static_cast<float>(eps), current_stream(x));
-    });
-  });
-  return {y, h, rstd};
+  NormOutputs o = norm_forward("add_rms_norm", x, &residual, weight, nullptr, eps);
+  return {o.y, o.h, o.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor> add_rms_norm_backward(const at::Tensor& h, const at::Tensor& dy,
                                                          const at::Tensor& dh, const at::Tensor& weight,
                                                          const at::Tensor& rstd) {
-  constexpr const char* op = "add_rms_norm_backward";
-  check_tensor(op, "h", h, h.device(), c10::nullopt, scalar_types(NormElements{}));
-  check_tensor(op, "dy", dy, h.device(), h.scalar_type());
-  check_tensor(op, "dh", dh, h.device(), h.scalar_type());
-  check_tensor(op, "weight", weight, h.device(), h.scalar_type());
-  const auto [rows, features] = rows_and_features(op, h);
-  check_same_shape(op, "dy", dy, "h", h);
-  check_same_shape(op, "dh", dh, "h", h);
-  check_vector(op, "weight", weight, features);
-  check_statistics(op, "rstd", rstd, h.device(), rows);
-  const c10::cuda::CUDAGuard guard(h.device());
-  at::Tensor dx = at::empty_like(h);
-  at::Tensor dweight = at::empty_like(weight);
-  const std::size_t bytes = cudalab::rms_norm_backward_workspace_bytes(rows, features);
-  at::Tensor scratch = workspace(h, bytes);
-  with_element_type<NormElements>(h, [&](auto* tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::add_rms_norm_backward(data<T>(h), data<T>(dy), data<T>(dh), data<T>(weight),
-                                     rstd.const_data_ptr<float>(), mutable_data<T>(dx), mutable_data<T>(dweight), rows,
-                                     features, scratch.mutable_data_ptr(), bytes, current_stream(h));
-    });
-  });
-  return {dx, dweight};
+  NormGradients g = norm_backward("add_rms_norm_backward", "h", h, dy, &dh, weight, nullptr, rstd);
+  return {g.dx, g.dweight};
 }
 
 at::Tensor softmax(const at::Tensor& x) {

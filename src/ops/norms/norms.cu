@@ -154,13 +154,12 @@ CallerWorkspace caller_workspace(Norm norm, void* workspace, std::size_t bytes) 
       norm == Norm::layer ? "layer_norm_backward_workspace_bytes" : "rms_norm_backward_workspace_bytes");
 }
 
-}  // namespace
-
-template <typename T, typename>
-void layer_norm(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, std::int64_t rows,
-                std::int64_t features, float eps, cudaStream_t stream) {
+// The forward's arguments; beta and mean LayerNorm's (null for RMSNorm).
+template <typename T>
+NormForwardArgs<T> forward_args(Norm norm, const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd,
+                                std::int64_t rows, std::int64_t features, float eps) {
   NormForwardArgs<T> a;
-  a.norm = Norm::layer;
+  a.norm = norm;
   a.x = x;
   a.gamma = gamma;
   a.beta = beta;
@@ -170,22 +169,45 @@ void layer_norm(const T* x, const T* gamma, const T* beta, T* y, float* mean, fl
   a.rows = rows;
   a.features = features;
   a.eps = eps;
-  forward(a, stream);
+  return a;
+}
+
+// The add_ form of `a`: h = x + residual written to residual_out, then normalized.
+template <typename T>
+NormForwardArgs<T> with_residual(NormForwardArgs<T> a, const T* residual, T* residual_out) {
+  a.residual = residual;
+  a.residual_out = residual_out;
+  return a;
+}
+
+}  // namespace
+
+template <typename T, typename>
+void layer_norm(const T* x, const T* gamma, const T* beta, T* y, float* mean, float* rstd, std::int64_t rows,
+                std::int64_t features, float eps, cudaStream_t stream) {
+  forward(forward_args(Norm::layer, x, gamma, beta, y, mean, rstd, rows, features, eps), stream);
 }
 
 template <typename T, typename>
 void rms_norm(const T* x, const T* gamma, T* y, float* rstd, std::int64_t rows, std::int64_t features, float eps,
               cudaStream_t stream) {
-  NormForwardArgs<T> a;
-  a.norm = Norm::rms;
-  a.x = x;
-  a.gamma = gamma;
-  a.y = y;
-  a.rstd = rstd;
-  a.rows = rows;
-  a.features = features;
-  a.eps = eps;
-  forward(a, stream);
+  forward(forward_args<T>(Norm::rms, x, gamma, nullptr, y, nullptr, rstd, rows, features, eps), stream);
+}
+
+template <typename T, typename>
+void add_layer_norm(const T* x, const T* residual, const T* gamma, const T* beta, T* y, T* residual_out, float* mean,
+                    float* rstd, std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
+  forward(with_residual(forward_args(Norm::layer, x, gamma, beta, y, mean, rstd, rows, features, eps), residual,
+                        residual_out),
+          stream);
+}
+
+template <typename T, typename>
+void add_rms_norm(const T* x, const T* residual, const T* gamma, T* y, T* residual_out, float* rstd, std::int64_t rows,
+                  std::int64_t features, float eps, cudaStream_t stream) {
+  forward(with_residual(forward_args<T>(Norm::rms, x, gamma, nullptr, y, nullptr, rstd, rows, features, eps), residual,
+                        residual_out),
+          stream);
 }
 
 std::size_t layer_norm_backward_workspace_bytes(std::int64_t rows, std::int64_t features) {
@@ -259,42 +281,6 @@ void rms_norm_backward(const T* x, const T* dy, const T* gamma, const float* rst
                        std::int64_t features, void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
   CallerWorkspace scratch = caller_workspace(Norm::rms, workspace, workspace_bytes);
   backward(rms_norm_backward_args(x, dy, gamma, rstd, dx, dgamma, rows, features), scratch, stream);
-}
-
-template <typename T, typename>
-void add_layer_norm(const T* x, const T* residual, const T* gamma, const T* beta, T* y, T* residual_out, float* mean,
-                    float* rstd, std::int64_t rows, std::int64_t features, float eps, cudaStream_t stream) {
-  NormForwardArgs<T> a;
-  a.norm = Norm::layer;
-  a.x = x;
-  a.residual = residual;
-  a.gamma = gamma;
-  a.beta = beta;
-  a.y = y;
-  a.residual_out = residual_out;
-  a.mean = mean;
-  a.rstd = rstd;
-  a.rows = rows;
-  a.features = features;
-  a.eps = eps;
-  forward(a, stream);
-}
-
-template <typename T, typename>
-void add_rms_norm(const T* x, const T* residual, const T* gamma, T* y, T* residual_out, float* rstd, std::int64_t rows,
-                  std::int64_t features, float eps, cudaStream_t stream) {
-  NormForwardArgs<T> a;
-  a.norm = Norm::rms;
-  a.x = x;
-  a.residual = residual;
-  a.gamma = gamma;
-  a.y = y;
-  a.residual_out = residual_out;
-  a.rstd = rstd;
-  a.rows = rows;
-  a.features = features;
-  a.eps = eps;
-  forward(a, stream);
 }
 
 template <typename T, typename>
