@@ -1,6 +1,6 @@
 // The skeleton the Hopper (sm_90a) kernels are built on, over core/hopper.cuh's PTX layer: shared
 // storage laid out by structs, a TMA pipeline object (CUTLASS's PipelineTmaAsync in our own
-// terms), the producer's loop, and the persistent tile scheduler.
+// terms) and the producer's loop. The GEMM rungs' tile schedules: ops/gemm/schedules.cuh.
 //
 // A pipeline is a ring of kStages shared-memory slots of kSlotBytes between one producer thread
 // (issuing TMA loads) and consumer warpgroups. Each slot has a full barrier (one arrival: the
@@ -84,14 +84,6 @@ __device__ __forceinline__ void produce(const TmaPipeline<kStages, kSlotBytes>& 
     load(pipeline.slot(at.stage), barrier, i);
     at.advance();
   }
-}
-
-// The static persistent schedule: block b of a grid of `step` takes work items b, b + step, ...
-// of `count`, and visit(item) runs each in turn (the producer and the consumers walk the same
-// sequence, so their rings stay in step).
-template <typename Visit>
-__device__ __forceinline__ void for_each_persistent(int first, int step, int count, Visit&& visit) {
-  for (int item = first; item < count; item += step) visit(item);
 }
 
 #endif  // CUDALAB_SM90A

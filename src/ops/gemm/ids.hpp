@@ -39,6 +39,7 @@ inline constexpr char kWgmmaSpecialized[] = "wgmma_specialized";
 inline constexpr char kWgmmaPersistent[] = "wgmma_persistent";
 inline constexpr char kWgmmaSmall[] = "wgmma_small";
 inline constexpr char kWgmmaSmallSplitK[] = "wgmma_small_splitk";
+inline constexpr char kWgmmaStreamK[] = "wgmma_streamk";
 inline constexpr char kWgmmaCluster[] = "wgmma_cluster";
 
 // The cuBLAS baselines.

@@ -293,6 +293,10 @@ std::vector<Variant> tensor_core_ladder() {
       tensor_core_rung(ids::kWgmmaSmallSplitK,
                        "wgmma_small with k split across CTAs where its tiles leave SMs idle, the parts added after",
                        v::wgmma_small_splitk<bf16>, v::wgmma_small_splitk<__half>, v::wgmma_small_limits),
+      tensor_core_rung(ids::kWgmmaStreamK,
+                       "the persistent kernel's k-steps shared evenly by the SMs (stream-K), split tiles finished "
+                       "in the kernel",
+                       v::wgmma_streamk<bf16>, v::wgmma_streamk<__half>, v::wgmma_persistent_limits),
       tensor_core_rung(ids::kWgmmaCluster, "2-CTA clusters, the shared operand multicast by TMA",
                        v::wgmma_cluster<bf16>, v::wgmma_cluster<__half>, v::wgmma_cluster_limits),
   };

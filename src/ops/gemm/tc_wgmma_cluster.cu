@@ -30,6 +30,7 @@
 #include "cudalab/error.hpp"
 #include "ops/gemm/hopper.cuh"
 #include "ops/gemm/mma_sync.cuh"
+#include "ops/gemm/schedules.cuh"
 #include "ops/gemm/tensor_core_variants.hpp"
 
 namespace cudalab::gemm_variants {
@@ -64,11 +65,12 @@ constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
 constexpr std::uint16_t kClusterMask = (1 << kClusterSize) - 1;
 static_assert(kSharedBytes <= 227 * 1024, "one block per SM must fit");
 using Pipeline = TmaPipeline<kStages, kStageBytes>;
+using Schedule = ClusterSchedule<kClusterSize, kGroupM>;
 
 template <typename T, bool kAMnMajor, bool kBMnMajor, bool kTmaStore>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_cluster_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                         const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p) {
+                         const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p, const Schedule schedule) {
 #if CUDALAB_SM90A_DEVICE
   extern __shared__ std::uint8_t dynamic_shared[];
   const std::uint32_t shared = aligned_shared_base(dynamic_shared);
@@ -76,10 +78,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::uint32_t staging = shared + offsetof(SharedStorage, staging);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int rank = static_cast<int>(cluster_cta_rank());
-  const int cluster = static_cast<int>(blockIdx.x) / kClusterSize;
-  const int clusters = static_cast<int>(gridDim.x) / kClusterSize;
-  const int cluster_rows = (p.tiles_m + kClusterSize - 1) / kClusterSize;
-  const int cluster_tiles = p.batch * cluster_rows * p.tiles_n;
+  const int cluster = schedule.claim();
   pipeline.init(kConsumers * kClusterSize);
   cluster_sync();  // the peer's barriers exist before any multicast or remote arrival reaches them
 
@@ -90,11 +89,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;  // a separate C is not prefetched
       const int prefetch_kt = old_c ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
       RingPosition<kStages> ring;
-      for_each_persistent(cluster, clusters, cluster_tiles, [&](int tile) {
-        const TileCoord at = grouped_tile(tile, cluster_rows, p.tiles_n, kGroupM);
-        const int m0 = (at.m * kClusterSize + rank) * kBlockM, n0 = at.n * kBlockN;
+      schedule.for_each(cluster, [&](const GemmWork& work) {
+        const TileCoord at = work.at;
+        const int m0 = at.m * kBlockM, n0 = at.n * kBlockN;
         // Each slot's empty barrier collects the arrivals of both blocks' consumers.
-        produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
+        produce(pipeline, ring, work.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
           load_operand<kBlockM, kAMnMajor>(stage, &a_map, barrier, kt * kBlockK, m0, at.batch * p.batch_step_a);
           load_operand<kBPartColumns, kBMnMajor>(stage + kATileBytes + rank * kBPartBytes, &b_map, barrier,
                                                  kt * kBlockK, n0 + rank * kBPartColumns, at.batch * p.batch_step_b,
@@ -111,13 +110,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (thread < kClusterSize) pipeline.consumer_release_in(stage, thread);
     };
     RingPosition<kStages> ring;
-    for_each_persistent(cluster, clusters, cluster_tiles, [&](int tile) {
-      const TileCoord at = grouped_tile(tile, cluster_rows, p.tiles_n, kGroupM);
+    schedule.for_each(cluster, [&](const GemmWork& work) {
+      const TileCoord at = work.at;
       float acc[kBlockN / 2] = {};
-      consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
-                                                            release);
+      consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring,
+                                                            consumer * 64 * kRowBytes, release);
       const OutputMatrix<T> out = at_offset(p.out, at.batch * p.stride_c);
-      const int row0 = (at.m * kClusterSize + rank) * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
+      const int row0 = at.m * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
       if constexpr (kTmaStore) {
         store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,
                                at.batch * p.batch_step_c, epilogue_barrier(consumer));
@@ -155,10 +154,11 @@ void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream) {
                     auto tma_store_c) { return wgmma_cluster_kernel<T, a_mn_major, b_mn_major, tma_store_c>; },
                  args.a_transposed, !args.b_transposed, tma_store);
   hopper::set_shared_memory(kernel, kSharedBytes);
-  const std::int64_t cluster_tiles = static_cast<std::int64_t>(launch.params.batch) *
-                                     ceil_div(launch.params.tiles_m, kClusterSize) * launch.params.tiles_n;
-  launch_persistent_clusters(kernel, kClusterSize, kThreads, kSharedBytes, cluster_tiles, stream, "wgmma_cluster",
-                             launch.a_map, launch.b_map, launch.c_map, launch.params);
+  const auto& p = launch.params;
+  const int cluster_rows = ceil_div(p.tiles_m, kClusterSize);
+  const Schedule schedule{{}, cluster_rows, p.tiles_n, p.batch * cluster_rows * p.tiles_n, p.k_tiles};
+  launch_persistent_clusters(kernel, kClusterSize, kThreads, kSharedBytes, schedule.cluster_tiles, stream,
+                             "wgmma_cluster", launch.a_map, launch.b_map, launch.c_map, p, schedule);
 #else
   (void)stream;
 #endif

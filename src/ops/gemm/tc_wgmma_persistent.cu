@@ -31,6 +31,15 @@
 // k-range is cut into as many parts as give about one work item per SM; each part's fp32 sums go to
 // scratch, and a second kernel adds the parts in order and blends them into C. Costs: the partial
 // sums' round trip (splits x m x n floats) and a second launch.
+// Rung `wgmma_streamk` runs the large tiles' kernel with every CTA taking an equal share of all
+// the tiles' k-steps (stream-K, ops/gemm/stream_k.hpp): the shapes of few tiles and long k (a
+// weight gradient, 3072 x 1024 x 8192: 96 tiles for 132 SMs) keep every SM busy to the end. A tile
+// cut between CTAs is finished by its owner, the CTA with its last k-steps, which waits for the
+// others' fp32 partial tiles (written to scratch in the accumulators' order, a flag raised per tile
+// and warpgroup with release semantics) and adds them in a fixed order before its epilogue: no
+// second launch, and the same bits on every run. Costs: the partial tiles' round trip through L2
+// (64 KiB per warpgroup), an owner's wait when a peer is late, and a memset of the flags per call.
+// All four rungs of this file are one kernel over the schedules of ops/gemm/schedules.cuh.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +51,7 @@
 #include "cudalab/error.hpp"
 #include "ops/gemm/hopper.cuh"
 #include "ops/gemm/mma_sync.cuh"
+#include "ops/gemm/schedules.cuh"
 #include "ops/gemm/tensor_core_variants.hpp"
 
 namespace cudalab::gemm_variants {
@@ -96,48 +106,6 @@ static_assert(shared_storage_bytes<SharedStorage<LargeTiles>>() <= 227 * 1024 &&
                   shared_storage_bytes<SharedStorage<SmallTiles>>() <= 227 * 1024,
               "one block per SM must fit");
 
-// Split k across CTAs (wgmma_small_splitk): work item u is tile u % tiles over k-tiles
-// [(u / tiles) * k_tiles_per_split, ...), its fp32 sums written to partial + (u / tiles) * batch * m * n.
-// One split: items are tiles, over all of k.
-struct SplitK {
-  int splits = 1, k_tiles_per_split = 0;
-  float* partial = nullptr;
-};
-
-// A work item's tile and k-tiles.
-struct WorkItem {
-  int tile, split, kt0, k_tiles;
-};
-__device__ __forceinline__ WorkItem work_item(int unit, int tiles, int k_tiles, const SplitK& split) {
-  const int part = unit / tiles, kt0 = part * split.k_tiles_per_split;
-  const int rest = k_tiles - kt0;
-  return {unit - part * tiles, part, kt0, rest < split.k_tiles_per_split ? rest : split.k_tiles_per_split};
-}
-
-// A warpgroup's 64 x N fp32 sums (the accumulators' layout of store_accumulators_direct) into a
-// dense m x n matrix at `partial`, clipped to its bounds.
-template <int kRegisters>
-__device__ __forceinline__ void store_partial_sums(float* partial, std::int64_t m, std::int64_t n,
-                                                   const float (&acc)[kRegisters], std::int64_t row0,
-                                                   std::int64_t col0) {
-  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
-  const std::int64_t row = row0 + 16 * (t / 32) + lane / 4, col = col0 + 2 * (lane % 4);
-#pragma unroll
-  for (int i = 0; i < kRegisters / 4; ++i)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const std::int64_t r = row + 8 * half, c = col + 8 * i;  // c is even
-      if (r >= m) continue;
-      float* at = partial + r * n + c;
-      if (n % 2 == 0 && c + 1 < n) {  // r n + c even: an 8-byte aligned pair
-        *reinterpret_cast<float2*>(at) = make_float2(acc[4 * i + 2 * half], acc[4 * i + 2 * half + 1]);
-        continue;
-      }
-      if (c < n) at[0] = acc[4 * i + 2 * half];
-      if (c + 1 < n) at[1] = acc[4 * i + 2 * half + 1];
-    }
-}
-
 // Split k-steps: the second consumer warpgroup's accumulators into `reduce` (element i of thread t
 // at float i * 128 + t: a warp's 32 stores hit 32 banks), added by the first. `first_tile` and
 // `more_tiles` pace the hand-over: the second waits until the first has read the previous tile's sums.
@@ -162,10 +130,11 @@ __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters],
   }
 }
 
-template <typename T, typename Tiles, bool kAMnMajor, bool kBMnMajor, bool kTmaStore, bool kSplitK = false>
+template <typename T, typename Tiles, bool kAMnMajor, bool kBMnMajor, bool kTmaStore, typename Schedule>
 __global__ void __launch_bounds__(Tiles::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                            const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p, const SplitK split) {
+                            const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p,
+                            const Schedule schedule) {
 #if CUDALAB_SM90A_DEVICE
   constexpr int kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN, kStages = Tiles::kStages;
   constexpr int kATileBytes = Tiles::kATileBytes;
@@ -176,9 +145,8 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
                                                           shared + offsetof(Storage, barriers));
   const std::uint32_t staging = shared + offsetof(Storage, staging);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
-  const int tiles = p.batch * p.tiles_m * p.tiles_n, units = tiles * split.splits;
-  const int first = static_cast<int>(blockIdx.x), step = static_cast<int>(gridDim.x);
   pipeline.init(Tiles::kConsumers);
+  const int unit = schedule.claim();
   __syncthreads();
 
   if (warpgroup == 0) {
@@ -188,11 +156,10 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;  // a separate C is not prefetched
       const int prefetch_kt = old_c ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
       RingPosition<kStages> ring;
-      for_each_persistent(first, step, units, [&](int unit) {
-        const WorkItem item = work_item(unit, tiles, p.k_tiles, split);
-        const TileCoord at = grouped_tile(item.tile, p.tiles_m, p.tiles_n, kGroupM);
-        produce(pipeline, ring, item.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int i) {
-          const int kt = item.kt0 + i;
+      schedule.for_each(unit, [&](const GemmWork& work) {
+        const TileCoord at = work.at;
+        produce(pipeline, ring, work.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int i) {
+          const int kt = work.kt0 + i;
           load_operand<kBlockM, kAMnMajor>(stage, &a_map, barrier, kt * kBlockK, at.m * kBlockM,
                                            at.batch * p.batch_step_a);
           load_operand<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, at.n * kBlockN,
@@ -211,29 +178,23 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       if (leader) pipeline.consumer_release(stage);
     };
     RingPosition<kStages> ring;
-    for_each_persistent(first, step, units, [&](int unit) {
-      const WorkItem item = work_item(unit, tiles, p.k_tiles, split);
-      const TileCoord at = grouped_tile(item.tile, p.tiles_m, p.tiles_n, kGroupM);
+    schedule.for_each(unit, [&](const GemmWork& work) {
+      const TileCoord at = work.at;
       float acc[kBlockN / 2] = {};
       if constexpr (Tiles::kSplit) {
         if (consumer == 0) {
-          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, item.k_tiles, pipeline, ring, 0, release);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, work.k_tiles, pipeline, ring, 0, release);
         } else {
-          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(acc, item.k_tiles, pipeline, ring, 0, release);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(acc, work.k_tiles, pipeline, ring, 0, release);
         }
-        hand_over_partial_sums(acc, consumer, shared + offsetof(Storage, reduce), unit == first, unit + step < units);
+        hand_over_partial_sums(acc, consumer, shared + offsetof(Storage, reduce), work.first, work.more);
         if (consumer == 1) return;
       } else {
-        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, item.k_tiles, pipeline, ring,
+        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring,
                                                               consumer * 64 * kRowBytes, release);
       }
       const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
-      if constexpr (kSplitK) {
-        const std::int64_t matrix = p.out.m * p.out.n;
-        store_partial_sums(split.partial + (static_cast<std::int64_t>(item.split) * p.batch + at.batch) * matrix,
-                           p.out.m, p.out.n, acc, row0, col0);
-        return;
-      }
+      if (!schedule.finish(acc, work, consumer, p, row0, col0)) return;
       const OutputMatrix<T> out = at_offset(p.out, at.batch * p.stride_c);
       if constexpr (kTmaStore) {
         store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,
@@ -272,8 +233,34 @@ std::string persistent_limits(const GemmShape& shape, int compute_capability) {
   return why.empty() ? hopper::tile_count_limits(shape, Tiles::kBlockM, Tiles::kBlockN) : why;
 }
 
+// How a launch shares k between CTAs: not at all (every item a whole tile), split-K (parts of each
+// tile's k, added by a second kernel; the small tiles) or stream-K (the large tiles).
+enum class KSharing { none, split_k, stream_k };
+
+#if CUDALAB_SM90A
+// The kernel for the operands' layouts and C's store, on `schedule`, over `grid` CTAs.
+// kTmaStorable: false for a schedule whose epilogue never stores C (split-K), so no TMA-store
+// kernel is built for it.
+template <typename T, typename Tiles, bool kTmaStorable, typename Schedule>
+void launch_on(const hopper::WgmmaLaunch<T>& launch, const GemmArgs<T>& args, bool tma_store, const Schedule& schedule,
+               int grid, cudaStream_t stream) {
+  auto* kernel = with_flags(
+      [](auto a_mn_major, auto b_mn_major, auto tma_store_c) {
+        return wgmma_persistent_kernel < T, Tiles, a_mn_major, b_mn_major, decltype(tma_store_c)::value && kTmaStorable,
+               Schedule > ;
+      },
+      args.a_transposed, !args.b_transposed, tma_store);
+  constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<Tiles>>();
+  hopper::set_shared_memory(kernel, kSharedBytes);
+  kernel<<<grid, Tiles::kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.params,
+                                                          schedule);
+  CUDALAB_CHECK_LAUNCH();
+}
+#endif
+
 template <typename T, typename Tiles>
-void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t stream, bool split_k = false) {
+void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t stream,
+                       KSharing sharing = KSharing::none) {
   require_limits(name, persistent_limits<Tiles>(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
@@ -284,7 +271,7 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   // Split k where the tiles leave SMs idle: about one work item per SM, parts of at least 4
   // k-tiles but the last. The small tiles only (the large ones' kernels have no partial-sum store).
   SplitK split;
-  if (split_k && std::is_same_v<Tiles, SmallTiles> && tiles < sm_count) {
+  if (sharing == KSharing::split_k && std::is_same_v<Tiles, SmallTiles> && tiles < sm_count) {
     const int most = std::max(k_tiles / 4, 1);
     const int wanted = static_cast<int>(std::min<std::int64_t>(sm_count / tiles, most));
     split.k_tiles_per_split = (k_tiles + wanted - 1) / std::max(wanted, 1);
@@ -295,35 +282,51 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   const bool tma_store = !splitting && hopper::c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
                                                                Tiles::kBlockM, Tiles::kBlockN, tma_store ? 64 : 0);
-  StreamOrderedWorkspace scratch(stream);  // the partial sums, handed back on the stream afterwards
-  if (splitting) {
+  StreamOrderedWorkspace scratch(stream);  // partial sums, handed back on the stream afterwards
+  const auto p = launch.params;
+  if constexpr (std::is_same_v<Tiles, LargeTiles>) {
+    if (sharing == KSharing::stream_k && k_tiles > 0) {  // k = 0: whole tiles of no k-steps, below
+      // One unit per SM, at most one per k-step of the work; boundaries kept 4 k-steps from tile
+      // edges where tiles are long enough. Scratch: a partial tile per unit and warpgroup, then the
+      // flags and the ticket, zeroed here.
+      using Schedule = StreamKSchedule<kGroupM, LargeTiles::kBlockN>;
+      const int grid = static_cast<int>(std::min<std::int64_t>(tiles * k_tiles, sm_count));
+      Schedule schedule;
+      schedule.plan = StreamKPlan{static_cast<int>(tiles), k_tiles, grid, 2 * 4 < k_tiles ? 4 : 0};
+      schedule.tiles_m = p.tiles_m;
+      schedule.tiles_n = p.tiles_n;
+      const std::size_t slot_bytes = static_cast<std::size_t>(grid) * 2 * Schedule::kSlotFloats * sizeof(float);
+      const std::size_t flag_bytes = (static_cast<std::size_t>(tiles) * 2 + 1) * sizeof(unsigned);
+      auto* base = static_cast<std::uint8_t*>(scratch.reserve(slot_bytes + flag_bytes));
+      schedule.slots = reinterpret_cast<float*>(base);
+      schedule.flags = reinterpret_cast<unsigned*>(base + slot_bytes);
+      schedule.ticket = schedule.flags + 2 * tiles;
+      CUDALAB_CUDA_CHECK(cudaMemsetAsync(schedule.flags, 0, flag_bytes, stream));
+      launch_on<T, Tiles, true>(launch, args, tma_store, schedule, grid, stream);
+      return;
+    }
+  }
+  const int grid = static_cast<int>(std::min<std::int64_t>(tiles * split.splits, sm_count));
+  if (!splitting) {
+    const PersistentSchedule<kGroupM, false> schedule{p.tiles_m, p.tiles_n, static_cast<int>(tiles), k_tiles, split};
+    launch_on<T, Tiles, true>(launch, args, tma_store, schedule, grid, stream);
+    return;
+  }
+  if constexpr (std::is_same_v<Tiles, SmallTiles>) {
     const auto bytes = static_cast<std::size_t>(split.splits) * static_cast<std::size_t>(args.batch) *
                        static_cast<std::size_t>(args.m) * static_cast<std::size_t>(args.n) * sizeof(float);
     split.partial = static_cast<float*>(scratch.reserve(bytes));
-  }
-  auto* kernel = with_flags(
-      [](auto a_mn_major, auto b_mn_major, auto tma_store_c, auto split_sums) {
-        constexpr bool kSplitSums = decltype(split_sums)::value && std::is_same_v<Tiles, SmallTiles>;
-        constexpr bool kTmaStore = decltype(tma_store_c)::value && !kSplitSums;
-        return wgmma_persistent_kernel<T, Tiles, a_mn_major, b_mn_major, kTmaStore, kSplitSums>;
-      },
-      args.a_transposed, !args.b_transposed, tma_store, splitting);
-  constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<Tiles>>();
-  hopper::set_shared_memory(kernel, kSharedBytes);
-  const int grid = static_cast<int>(std::min<std::int64_t>(tiles * split.splits, sm_count));
-  kernel<<<grid, Tiles::kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.params,
-                                                          split);
-  CUDALAB_CHECK_LAUNCH();
-  if (splitting) {
+    const PersistentSchedule<kGroupM, true> schedule{p.tiles_m, p.tiles_n, static_cast<int>(tiles), k_tiles, split};
+    launch_on<T, Tiles, false>(launch, args, false, schedule, grid, stream);
     constexpr int kThreads = 256;
     const std::int64_t outputs = args.batch * args.m * args.n;
     add_partial_sums_kernel<T>
         <<<resident_grid_size(add_partial_sums_kernel<T>, kThreads, outputs), kThreads, 0, stream>>>(
-            split.partial, split.splits, launch.params.out, launch.params.stride_c, args.batch);
+            split.partial, split.splits, p.out, p.stride_c, args.batch);
     CUDALAB_CHECK_LAUNCH();
   }
 #else
-  (void)name, (void)stream, (void)split_k;
+  (void)name, (void)stream, (void)sharing;
 #endif
 }
 
@@ -347,9 +350,16 @@ void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream) {
 
 template <typename T>
 void wgmma_small_splitk(const GemmArgs<T>& args, cudaStream_t stream) {
-  launch_persistent<T, SmallTiles>(args, "wgmma_small_splitk", stream, true);
+  launch_persistent<T, SmallTiles>(args, "wgmma_small_splitk", stream, KSharing::split_k);
 }
 
+template <typename T>
+void wgmma_streamk(const GemmArgs<T>& args, cudaStream_t stream) {
+  launch_persistent<T, LargeTiles>(args, "wgmma_streamk", stream, KSharing::stream_k);
+}
+
+template void wgmma_streamk<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void wgmma_streamk<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 template void wgmma_small<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_small_splitk<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_small_splitk<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);

@@ -23,6 +23,7 @@
 #include "cudalab/error.hpp"
 #include "ops/gemm/hopper.cuh"
 #include "ops/gemm/mma_sync.cuh"
+#include "ops/gemm/schedules.cuh"
 #include "ops/gemm/tensor_core_variants.hpp"
 
 namespace cudalab::gemm_variants {
@@ -56,8 +57,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ std::uint8_t dynamic_shared[];
   const std::uint32_t shared = aligned_shared_base(dynamic_shared);
   const Pipeline pipeline(shared + offsetof(SharedStorage, ring), shared + offsetof(SharedStorage, barriers));
-  const int m0 = static_cast<int>(blockIdx.y) * kBlockM, n0 = static_cast<int>(blockIdx.x) * kBlockN;
-  const int z = static_cast<int>(blockIdx.z);
+  const TileSchedule schedule{{}, p.k_tiles};
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   pipeline.init(kConsumers);
   __syncthreads();
@@ -66,24 +66,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       RingPosition<kStages> ring;
-      produce(pipeline, ring, p.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
-        tma_load(stage, &a_map, barrier, kt * kBlockK, m0, z * p.batch_step_a);
-        load_operand<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, n0, z * p.batch_step_b);
+      schedule.for_each(0, [&](const GemmWork& work) {
+        const int m0 = work.at.m * kBlockM, n0 = work.at.n * kBlockN, z = work.at.batch;
+        produce(pipeline, ring, work.k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int kt) {
+          tma_load(stage, &a_map, barrier, kt * kBlockK, m0, z * p.batch_step_a);
+          load_operand<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, n0, z * p.batch_step_b);
+        });
       });
     }
   } else {
     setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
     const bool leader = threadIdx.x % 128 == 0;
-    float acc[kBlockN / 2] = {};
     const auto release = [&](int stage) {
       if (leader) pipeline.consumer_release(stage);
     };
     RingPosition<kStages> ring;
-    consumer_k_loop<T, false, kBMnMajor, kATileBytes>(acc, p.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
-                                                      release);
-    const OutputMatrix<T> out = at_offset(p.out, z * p.stride_c);
-    store_accumulators_direct(out, acc, m0 + 64 * consumer, n0);
+    schedule.for_each(0, [&](const GemmWork& work) {
+      float acc[kBlockN / 2] = {};
+      consumer_k_loop<T, false, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring, consumer * 64 * kRowBytes,
+                                                        release);
+      const OutputMatrix<T> out = at_offset(p.out, work.at.batch * p.stride_c);
+      store_accumulators_direct(out, acc, work.at.m * kBlockM + 64 * consumer, work.at.n * kBlockN);
+    });
   }
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)

@@ -112,6 +112,11 @@ void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream);
 template <typename T>
 void wgmma_small_splitk(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_small_limits(const GemmShape& shape, int compute_capability);
+// wgmma_persistent's large tiles with every CTA taking an equal share of all the tiles' k-steps
+// (stream-K), a split tile finished in the kernel by the CTA with its last k-steps. Takes what
+// wgmma_persistent takes.
+template <typename T>
+void wgmma_streamk(const GemmArgs<T>& args, cudaStream_t stream);
 // 2-CTA thread-block clusters sharing one operand's tile by TMA multicast.
 template <typename T>
 void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream);
