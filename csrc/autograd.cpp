@@ -342,6 +342,40 @@ at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up) {
   return GatedUnit<kGeglu, kGegluBackward>::apply_or_run(gate, up);
 }
 
+// ---- swiglu_packed and geglu_packed: the same units on one x [.., 2F]; dx in x's layout
+
+template <const char* kForward, const char* kBackward>
+class PackedGatedUnit : public torch::autograd::Function<PackedGatedUnit<kForward, kBackward>> {
+ public:
+  static at::Tensor run(const at::Tensor& x) {
+    static const auto op = op_named<at::Tensor(const at::Tensor&)>(kForward);
+    return below_autograd([&] { return op.call(x); });
+  }
+
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x) {
+    ctx->save_for_backward({x});
+    return run(x);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative(kForward);
+    static const auto op = op_named<at::Tensor(const at::Tensor&, const at::Tensor&)>(kBackward);
+    return {op.call(ctx->get_saved_variables()[0], grads[0].contiguous())};
+  }
+
+  static at::Tensor apply_or_run(const at::Tensor& x) { return wants_gradient(x) ? PackedGatedUnit::apply(x) : run(x); }
+};
+
+constexpr char kSwigluPacked[] = "cudalab::swiglu_packed", kSwigluPackedBackward[] = "cudalab::swiglu_packed_backward";
+constexpr char kGegluPacked[] = "cudalab::geglu_packed", kGegluPackedBackward[] = "cudalab::geglu_packed_backward";
+
+at::Tensor swiglu_packed(const at::Tensor& x) {
+  return PackedGatedUnit<kSwigluPacked, kSwigluPackedBackward>::apply_or_run(x);
+}
+at::Tensor geglu_packed(const at::Tensor& x) {
+  return PackedGatedUnit<kGegluPacked, kGegluPackedBackward>::apply_or_run(x);
+}
+
 // ---- rope: x rotated by the position's angle; its gradient is dy rotated back
 
 using RopeSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, std::int64_t, bool,
@@ -484,6 +518,8 @@ TORCH_LIBRARY_IMPL(cudalab, Autograd, m) {
   m.impl("bias_act", &bias_act);
   m.impl("swiglu", &swiglu);
   m.impl("geglu", &geglu);
+  m.impl("swiglu_packed", &swiglu_packed);
+  m.impl("geglu_packed", &geglu_packed);
   m.impl("rope", &rope);
   m.impl("attention", &attention);
   m.impl("attention_packed", &attention_packed);

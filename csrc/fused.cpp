@@ -332,6 +332,65 @@ std::tuple<at::Tensor, at::Tensor> geglu_backward(const at::Tensor& gate, const 
   return gated_unit_backward("geglu_backward", gate, up, dy, [](auto... a) { cudalab::geglu_backward(a...); });
 }
 
+// A packed gated unit through `forward(x, y, rows, width, stream)`: x [.., 2F] (gate's F columns,
+// then up's, as a fused projection gives them) to y [.., F].
+template <typename Forward>
+at::Tensor packed_gated_unit(const char* op, const at::Tensor& x, Forward forward) {
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(SwigluElements{}));
+  const auto [rows, columns] = rows_and_features(op, x);
+  TORCH_CHECK_VALUE(columns % 2 == 0, "cudalab.", op,
+                    ": x's last dimension (gate's columns, then up's) must be even, got ", columns);
+  std::vector<std::int64_t> sizes = x.sizes().vec();
+  sizes.back() = columns / 2;
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor y = at::empty(sizes, x.options());
+  with_element_type<SwigluElements>(x, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] { forward(data<T>(x), mutable_data<T>(y), rows, columns / 2, current_stream(x)); });
+  });
+  return y;
+}
+
+// Its backward through `backward(x, dy, dx, rows, width, stream)`: dx in x's layout.
+template <typename Backward>
+at::Tensor packed_gated_unit_backward(const char* op, const at::Tensor& x, const at::Tensor& dy, Backward backward) {
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(SwigluElements{}));
+  check_tensor(op, "dy", dy, x.device(), x.scalar_type());
+  const auto [rows, columns] = rows_and_features(op, x);
+  TORCH_CHECK_VALUE(columns % 2 == 0, "cudalab.", op,
+                    ": x's last dimension (gate's columns, then up's) must be even, got ", columns);
+  std::vector<std::int64_t> sizes = x.sizes().vec();
+  sizes.back() = columns / 2;
+  TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(sizes), "cudalab.", op, ": dy must have shape ",
+                    at::IntArrayRef(sizes), " (x's with half its last dimension), got ", dy.sizes());
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor dx = at::empty_like(x);
+  with_element_type<SwigluElements>(x, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op,
+                 [&] { backward(data<T>(x), data<T>(dy), mutable_data<T>(dx), rows, columns / 2, current_stream(x)); });
+  });
+  return dx;
+}
+
+at::Tensor swiglu_packed(const at::Tensor& x) {
+  return packed_gated_unit("swiglu_packed", x, [](auto... a) { cudalab::swiglu_packed(a...); });
+}
+
+at::Tensor swiglu_packed_backward(const at::Tensor& x, const at::Tensor& dy) {
+  return packed_gated_unit_backward("swiglu_packed_backward", x, dy,
+                                    [](auto... a) { cudalab::swiglu_packed_backward(a...); });
+}
+
+at::Tensor geglu_packed(const at::Tensor& x) {
+  return packed_gated_unit("geglu_packed", x, [](auto... a) { cudalab::geglu_packed(a...); });
+}
+
+at::Tensor geglu_packed_backward(const at::Tensor& x, const at::Tensor& dy) {
+  return packed_gated_unit_backward("geglu_packed_backward", x, dy,
+                                    [](auto... a) { cudalab::geglu_packed_backward(a...); });
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
@@ -368,6 +427,10 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "geglu(Tensor gate, Tensor up) -> Tensor", &geglu, SwigluElements{});
   define_op(m, "geglu_backward(Tensor gate, Tensor up, Tensor dy) -> (Tensor, Tensor)", &geglu_backward,
             SwigluElements{});
+  define_op(m, "swiglu_packed(Tensor x) -> Tensor", &swiglu_packed, SwigluElements{});
+  define_op(m, "swiglu_packed_backward(Tensor x, Tensor dy) -> Tensor", &swiglu_packed_backward, SwigluElements{});
+  define_op(m, "geglu_packed(Tensor x) -> Tensor", &geglu_packed, SwigluElements{});
+  define_op(m, "geglu_packed_backward(Tensor x, Tensor dy) -> Tensor", &geglu_packed_backward, SwigluElements{});
 }
 
 }  // namespace cudalab::torch_ops

@@ -42,4 +42,24 @@ template <typename T, typename = RequireElement<T, SwigluElements>>
 void geglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup, std::int64_t n,
                     cudaStream_t stream = nullptr);
 
+// The packed forms, over a fused gate-and-up projection's output: x holds `rows` rows of 2 * width
+// elements, gate's `width` of them, then up's ([.., 2F] as one Linear of 2F outputs gives them); y
+// is rows x width. The backward writes dx in x's layout (dgate's columns, then dup's), so the
+// projection's backward takes it as it is. 16-byte accesses when the arrays are 16-byte aligned
+// and width is a multiple of 16 bytes. Throws as the flat forms do, and for a negative rows or
+// width or a rows * 2 * width that overflows 64 bits.
+template <typename T, typename = RequireElement<T, SwigluElements>>
+void swiglu_packed(const T* x, T* y, std::int64_t rows, std::int64_t width, cudaStream_t stream = nullptr);
+
+template <typename T, typename = RequireElement<T, SwigluElements>>
+void swiglu_packed_backward(const T* x, const T* dy, T* dx, std::int64_t rows, std::int64_t width,
+                            cudaStream_t stream = nullptr);
+
+template <typename T, typename = RequireElement<T, SwigluElements>>
+void geglu_packed(const T* x, T* y, std::int64_t rows, std::int64_t width, cudaStream_t stream = nullptr);
+
+template <typename T, typename = RequireElement<T, SwigluElements>>
+void geglu_packed_backward(const T* x, const T* dy, T* dx, std::int64_t rows, std::int64_t width,
+                           cudaStream_t stream = nullptr);
+
 }  // namespace cudalab

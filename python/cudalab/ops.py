@@ -77,6 +77,20 @@ def geglu(gate: Tensor, up: Tensor) -> Tensor:
     return torch.ops.cudalab.geglu(gate, up)
 
 
+def swiglu_packed(x: Tensor) -> Tensor:
+    """:func:`swiglu` on one tensor ``x`` [..., 2F] whose last dimension holds the gate's F
+    columns, then up's (one Linear of 2F outputs, the gate and up projections fused): y [..., F].
+    Nothing is split or copied: the kernels read the two halves where they lie, and the backward
+    writes dx in x's layout, the fused projection's gradient as it is. Differentiable in x."""
+    return torch.ops.cudalab.swiglu_packed(x)
+
+
+def geglu_packed(x: Tensor) -> Tensor:
+    """:func:`geglu` on one tensor ``x`` [..., 2F], the gate's F columns, then up's, as
+    :func:`swiglu_packed` takes them."""
+    return torch.ops.cudalab.geglu_packed(x)
+
+
 def rope(
     x: Tensor, cos: Tensor, sin: Tensor, seq_dim: int = 1, interleaved: bool = False, position_offset: int = 0
 ) -> Tensor:
@@ -495,9 +509,19 @@ def _gated_unit_backward_fake(gate, up, dy):
     return torch.empty_like(gate), torch.empty_like(up)
 
 
+def _packed_gated_unit_fake(x):
+    return x.new_empty(*x.shape[:-1], x.shape[-1] // 2)
+
+
+def _packed_gated_unit_backward_fake(x, dy):
+    return torch.empty_like(x)
+
+
 for _unit in ("swiglu", "geglu"):
     torch.library.register_fake(f"cudalab::{_unit}")(_gated_unit_fake)
     torch.library.register_fake(f"cudalab::{_unit}_backward")(_gated_unit_backward_fake)
+    torch.library.register_fake(f"cudalab::{_unit}_packed")(_packed_gated_unit_fake)
+    torch.library.register_fake(f"cudalab::{_unit}_packed_backward")(_packed_gated_unit_backward_fake)
 
 
 @torch.library.register_fake("cudalab::adamw_")

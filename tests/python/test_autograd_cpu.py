@@ -106,6 +106,10 @@ def cpu_kernels():
             lib.impl(name, unit, "CPU")
             lib.impl(f"{name}_backward", (lambda unit: lambda g, u, dy: _backward_of(unit, [g, u], [0, 1])(g, u, dy))(
                 unit), "CPU")
+            packed = (lambda unit: lambda x: unit(*x.chunk(2, -1)))(unit)
+            lib.impl(f"{name}_packed", packed, "CPU")
+            lib.impl(f"{name}_packed_backward", (lambda packed: lambda x, dy: _backward_of(packed, [x], [0])(x, dy)[0])(
+                packed), "CPU")
         lib.impl("rope", _rope, "CPU")
         lib.impl("rope_backward", lambda dy, cos, sin, seq_dim=1, interleaved=False, offset=0: _rope(
             dy, cos, sin, seq_dim, interleaved, offset, -1.0), "CPU")
@@ -189,6 +193,10 @@ def test_bias_act_and_gated_units(cpu_kernels):
     gate, up = _double(3, 5, seed=2), _double(3, 5, seed=3)
     assert torch.autograd.gradcheck(ops.swiglu, (gate, up))
     assert torch.autograd.gradcheck(ops.geglu, (gate, up))
+    x = _double(3, 10, seed=4)  # gate's 5 columns, then up's
+    assert torch.autograd.gradcheck(ops.swiglu_packed, (x,))
+    assert torch.autograd.gradcheck(ops.geglu_packed, (x,))
+    assert torch.equal(ops.swiglu_packed(x), ops.swiglu(*x.chunk(2, -1)))
 
 
 @pytest.mark.parametrize("position_offset", [0, 3])

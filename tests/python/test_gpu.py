@@ -169,6 +169,34 @@ def test_gated_units_and_their_gradients_match_float64(unit, dtype, shape, offse
         assert g.dtype == dtype and rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
 
 
+PACKED_UNITS = {"swiglu": ops.swiglu_packed, "geglu": ops.geglu_packed}
+
+
+@pytest.mark.parametrize("unit", list(PACKED_UNITS))
+@pytest.mark.parametrize("dtype", dtypes_of("swiglu_packed"))
+@pytest.mark.parametrize("shape", [(2,), (3, 7, 62), (4096, 2000), (2, 28672), (5, 8194)])
+@pytest.mark.parametrize("offset", [0, 1])
+def test_packed_gated_units_and_their_gradients_match_float64(unit, dtype, shape, offset):
+    # x [..., 2F]: gate's F columns, then up's. F = 1, 31, 1000, 14336, 4097: whole 16-byte vectors
+    # a half or not; offset 1 starts x one element past a 16-byte boundary.
+    torch.manual_seed(zlib.crc32(repr(("packed", unit, dtype, shape, offset)).encode()))
+    _, activation = GATED_UNITS[unit]
+    n = math.prod(shape)
+    storage = (torch.randn(n + offset, device="cuda") * 3).to(dtype)
+    x = storage[offset:].view(shape).requires_grad_()
+    dy = (torch.randn(*shape[:-1], shape[-1] // 2, device="cuda") * 3).to(dtype)
+    y = PACKED_UNITS[unit](x)
+    x64 = x.detach().double().requires_grad_()
+    gate, up = x64.chunk(2, -1)
+    ref = activation(gate) * up
+    assert y.dtype == dtype and y.shape == ref.shape
+    assert rel_l2(y, ref) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref):.3g}"
+    (dx,) = torch.autograd.grad(y, (x,), dy)
+    (dx_ref,) = torch.autograd.grad(ref, (x64,), dy.double())
+    assert dx.dtype == dtype and dx.shape == x.shape
+    assert rel_l2(dx, dx_ref) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(dx, dx_ref):.3g}"
+
+
 def test_float64_is_refused_by_name():
     # The ops take float32/16-bit tensors only, so gradcheck's float64 path is refused by name; the
     # float64 comparison above stands in for it.

@@ -24,6 +24,8 @@ FORWARD = {
     "softmax": "cudalab::softmax(Tensor x) -> Tensor",
     "swiglu": "cudalab::swiglu(Tensor gate, Tensor up) -> Tensor",
     "geglu": "cudalab::geglu(Tensor gate, Tensor up) -> Tensor",
+    "swiglu_packed": "cudalab::swiglu_packed(Tensor x) -> Tensor",
+    "geglu_packed": "cudalab::geglu_packed(Tensor x) -> Tensor",
     "gemm": "cudalab::gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0., "
     "bool b_transposed=False) -> Tensor",
     "reduce_sum": "cudalab::reduce_sum(Tensor x) -> Tensor",
@@ -48,6 +50,8 @@ BACKWARD = [
     "softmax_backward",
     "swiglu_backward",
     "geglu_backward",
+    "swiglu_packed_backward",
+    "geglu_packed_backward",
     "attention_backward",
     "attention_packed_backward",
 ]
@@ -138,6 +142,8 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (x,)
     if name in ("swiglu", "geglu"):
         return (x, tensor(*shape))
+    if name in ("swiglu_packed", "geglu_packed"):
+        return (tensor(*shape[:-1], 2 * features),)
     if name == "gemm":  # x as a batch [..., m, k] of matrices, times [..., k, 8], plus beta * c
         b = tensor(*shape[:-2], features, 8)
         return (x, b, tensor(*shape[:-1], 8), 1.5, -0.5, False)
@@ -157,6 +163,8 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (x.detach(), dy, tensor(*shape, grad=False), vector.detach(), statistics)
     if name in ("swiglu_backward", "geglu_backward"):
         return (x.detach(), tensor(*shape, grad=False), dy)
+    if name in ("swiglu_packed_backward", "geglu_packed_backward"):
+        return (tensor(*shape[:-1], 2 * features, grad=False), dy)
     assert name == "softmax_backward"
     return (x.detach(), dy)
 
@@ -190,6 +198,9 @@ def test_fake_shapes(dtype):
         assert dx.shape == x.shape and dw.shape == (16,)
         y, h, rstd = torch.ops.cudalab.add_rms_norm(x, x, w, 1e-6)
         assert h.shape == x.shape and rstd.shape == (4, 8)
+        y = torch.ops.cudalab.swiglu_packed(x)
+        assert y.shape == (4, 8, 8) and y.dtype == dtype
+        assert torch.ops.cudalab.geglu_packed_backward(x, y).shape == x.shape
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)

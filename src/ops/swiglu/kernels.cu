@@ -71,23 +71,70 @@ void with_activation(GluActivation activation, Launch launch) {
   }
 }
 
-// The unfused baseline: one kernel per step, each a pass through memory, out[i] = fn(a[i], b[i])
-// over a grid that strides the array (element accesses; the fp32 intermediates keep its result
-// within the check's bound, where eager PyTorch's 16-bit ones round twice).
+// An array of a pass: rows `pitch` elements apart (one row when the problem is flat).
+template <typename T>
+struct PassArray {
+  T* data;
+  std::int64_t pitch;
+};
+
+// The unfused baseline: one kernel per step, each a pass through memory, out = fn(a, b) element by
+// element over rows x width, a grid that strides the rows and each row's columns (element
+// accesses; the fp32 intermediates keep its result within the check's bound, where eager
+// PyTorch's 16-bit ones round twice).
 template <typename A, typename B, typename Out, typename Fn>
-__global__ void __launch_bounds__(kBlock)
-    pass_kernel(const A* __restrict__ a, const B* __restrict__ b, Out* __restrict__ out, std::int64_t n, Fn fn) {
+__global__ void __launch_bounds__(kBlock) pass_kernel(PassArray<const A> a, PassArray<const B> b, PassArray<Out> out,
+                                                      std::int64_t rows, std::int64_t width, Fn fn) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kBlock;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x; i < n; i += stride)
-    out[i] = from_float<Out>(fn(to_float(a[i]), to_float(b[i])));
+  for (std::int64_t row = blockIdx.y; row < rows; row += gridDim.y)
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x; i < width; i += stride)
+      out.data[row * out.pitch + i] =
+          from_float<Out>(fn(to_float(a.data[row * a.pitch + i]), to_float(b.data[row * b.pitch + i])));
 }
 
 template <typename A, typename B, typename Out, typename Fn>
-void launch_pass(const A* a, const B* b, Out* out, std::int64_t n, Fn fn, cudaStream_t stream) {
-  if (n == 0) return;
-  const int blocks = resident_grid_size(pass_kernel<A, B, Out, Fn>, kBlock, n);
-  pass_kernel<<<blocks, kBlock, 0, stream>>>(a, b, out, n, fn);
+void launch_pass(PassArray<const A> a, PassArray<const B> b, PassArray<Out> out, std::int64_t rows, std::int64_t width,
+                 Fn fn, cudaStream_t stream) {
+  if (rows == 0 || width == 0) return;
+  auto* kernel = pass_kernel<A, B, Out, Fn>;
+  const int across = resident_grid_size(kernel, kBlock, width);
+  const int down = static_cast<int>(std::clamp<std::int64_t>(resident_grid_size(kernel, kBlock, rows * width) / across,
+                                                             1, std::min<std::int64_t>(rows, 65535)));
+  kernel<<<dim3(across, down), kBlock, 0, stream>>>(a, b, out, rows, width, fn);
   CUDALAB_CHECK_LAUNCH();
+}
+
+// The geometry of an Args' arrays: rows and width, and the pitch of the packed arrays (gate and
+// up, dgate and dup) and of the dense ones (y, dy and the baseline's fp32 scratch).
+struct Geometry {
+  std::int64_t rows, width, packed, dense;
+};
+template <typename Args>
+Geometry geometry(const Args& a) {
+  if (a.rows.pitch == 0) return {1, a.n, a.n, a.n};
+  return {a.rows.width == 0 ? 0 : a.n / a.rows.width, a.rows.width, a.rows.pitch, a.rows.width};
+}
+
+template <int kIn, int kOut>
+MapRows<kIn, kOut> map_rows(const Geometry& g, const std::int64_t (&in)[kIn], const std::int64_t (&out)[kOut]) {
+  MapRows<kIn, kOut> shape;
+  shape.rows = g.rows;
+  shape.width = g.width;
+  std::copy(in, in + kIn, shape.in_pitch);
+  std::copy(out, out + kOut, shape.out_pitch);
+  return shape;
+}
+
+// The flat map's geometry: gate and up in, y out; gate, up and dy in, dgate and dup out.
+template <typename T>
+MapRows<2, 1> rows_of(const SwigluArgs<T>& a) {
+  const Geometry g = geometry(a);
+  return map_rows<2, 1>(g, {g.packed, g.packed}, {g.dense});
+}
+template <typename T>
+MapRows<3, 2> rows_of(const SwigluBackwardArgs<T>& a) {
+  const Geometry g = geometry(a);
+  return map_rows<3, 2>(g, {g.packed, g.packed, g.dense}, {g.packed, g.packed});
 }
 
 template <typename Act>
@@ -112,29 +159,30 @@ struct SlopeTimes {
 template <typename T>
 void scalar(const SwigluArgs<T>& a, cudaStream_t stream) {
   with_activation(a.activation, [&](auto act) {
-    launch_flat_map<1, 1>(FlatArrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, a.n, Forward<decltype(act)>{}, stream);
+    launch_flat_map<1, 1>(FlatArrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, rows_of(a), Forward<decltype(act)>{}, stream);
   });
 }
 
 template <typename T>
 void backward_scalar(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
   with_activation(a.activation, [&](auto act) {
-    launch_flat_map<1, 1>(FlatArrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n, Backward<decltype(act)>{},
-                          stream);
+    launch_flat_map<1, 1>(FlatArrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, rows_of(a),
+                          Backward<decltype(act)>{}, stream);
   });
 }
 
 template <typename T>
 void vectorized(const SwigluArgs<T>& a, cudaStream_t stream) {
   with_activation(a.activation, [&](auto act) {
-    launch_flat_map_vectorized(FlatArrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, a.n, Forward<decltype(act)>{}, stream);
+    launch_flat_map_vectorized(FlatArrays<T, 2, 1>{{a.gate, a.up}, {a.y}}, rows_of(a), Forward<decltype(act)>{},
+                               stream);
   });
 }
 
 template <typename T>
 void backward_vectorized(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
   with_activation(a.activation, [&](auto act) {
-    launch_flat_map_vectorized(FlatArrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, a.n,
+    launch_flat_map_vectorized(FlatArrays<T, 3, 2>{{a.gate, a.up, a.dy}, {a.dgate, a.dup}}, rows_of(a),
                                Backward<decltype(act)>{}, stream);
   });
 }
@@ -142,24 +190,31 @@ void backward_vectorized(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
 // act(gate) into the fp32 workspace, then its product with up: two passes.
 template <typename T>
 void unfused(const SwigluArgs<T>& a, cudaStream_t stream) {
+  const Geometry g = geometry(a);
   auto* activated = static_cast<float*>(a.workspace);
+  const PassArray<const T> gate{a.gate, g.packed}, up{a.up, g.packed};
   with_activation(a.activation, [&](auto act) {
-    launch_pass(a.gate, a.gate, activated, a.n, ActivationOfFirst<decltype(act)>{}, stream);
+    launch_pass(gate, gate, PassArray<float>{activated, g.dense}, g.rows, g.width, ActivationOfFirst<decltype(act)>{},
+                stream);
   });
-  launch_pass(activated, a.up, a.y, a.n, Product{}, stream);
+  launch_pass(PassArray<const float>{activated, g.dense}, up, PassArray<T>{a.y, g.dense}, g.rows, g.width, Product{},
+              stream);
 }
 
 // dup = dy * act(gate) and dgate = dy * (act'(gate) * up), each a pass into the fp32 workspace
 // and a product pass: four passes.
 template <typename T>
 void backward_unfused(const SwigluBackwardArgs<T>& a, cudaStream_t stream) {
-  auto* scratch = static_cast<float*>(a.workspace);
+  const Geometry g = geometry(a);
+  const PassArray<const T> gate{a.gate, g.packed}, up{a.up, g.packed}, dy{a.dy, g.dense};
+  const PassArray<const float> scratch{static_cast<const float*>(a.workspace), g.dense};
+  const PassArray<float> scratch_out{static_cast<float*>(a.workspace), g.dense};
   with_activation(a.activation, [&](auto act) {
     using Act = decltype(act);
-    launch_pass(a.gate, a.gate, scratch, a.n, ActivationOfFirst<Act>{}, stream);
-    launch_pass(scratch, a.dy, a.dup, a.n, Product{}, stream);
-    launch_pass(a.gate, a.up, scratch, a.n, SlopeTimes<Act>{}, stream);
-    launch_pass(scratch, a.dy, a.dgate, a.n, Product{}, stream);
+    launch_pass(gate, gate, scratch_out, g.rows, g.width, ActivationOfFirst<Act>{}, stream);
+    launch_pass(scratch, dy, PassArray<T>{a.dup, g.packed}, g.rows, g.width, Product{}, stream);
+    launch_pass(gate, up, scratch_out, g.rows, g.width, SlopeTimes<Act>{}, stream);
+    launch_pass(scratch, dy, PassArray<T>{a.dgate, g.packed}, g.rows, g.width, Product{}, stream);
   });
 }
 

@@ -26,26 +26,59 @@ constexpr double kEvaluation = 16;
 
 std::int64_t elements(const Problem& p) { return p.dim("rows") * p.dim("features"); }
 
-template <v::GluActivation kActivation>
+// The two layouts of the problem's gate and up: their own tensors (flat), or the halves of one x
+// [rows, 2 * features] (packed), whose row r holds gate's features columns, then up's.
+template <bool kPacked>
+struct Layout {
+  static constexpr const char* kGate = kPacked ? "x" : "gate";
+  static constexpr const char* kUp = kPacked ? "x" : "up";
+  static constexpr const char* kDgate = kPacked ? "dx" : "dgate";
+  static constexpr const char* kDup = kPacked ? "dx" : "dup";
+  // Where element i of rows x features lies in gate's (and dgate's) tensor, and in up's.
+  static std::int64_t gate_at(const Problem& p, std::int64_t i) {
+    if constexpr (kPacked) {
+      const std::int64_t f = p.dim("features");
+      return i / f * 2 * f + i % f;
+    } else {
+      return i;
+    }
+  }
+  static std::int64_t up_at(const Problem& p, std::int64_t i) {
+    return kPacked ? gate_at(p, i) + p.dim("features") : i;
+  }
+  template <typename Args>
+  static void set_rows(const Problem& p, Args& args) {
+    if constexpr (kPacked) args.rows = {p.dim("features"), 2 * p.dim("features")};
+  }
+};
+
+template <v::GluActivation kActivation, bool kPacked>
 struct ForwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
-    Args args{tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("y"), elements(problem),
+    using L = Layout<kPacked>;
+    T* x = tensors.data<T>(L::kGate);
+    Args args{x, tensors.data<T>(L::kUp) + L::up_at(problem, 0), tensors.data<T>("y"), elements(problem),
               tensors.workspace()};
     args.activation = kActivation;
+    L::set_rows(problem, args);
     return args;
   }
 };
 
-template <v::GluActivation kActivation>
+template <v::GluActivation kActivation, bool kPacked>
 struct BackwardBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
-    Args args{tensors.data<T>("gate"), tensors.data<T>("up"), tensors.data<T>("dy"), tensors.data<T>("dgate"),
-              tensors.data<T>("dup"),  elements(problem),     tensors.workspace()};
+    using L = Layout<kPacked>;
+    const std::int64_t up = L::up_at(problem, 0);
+    Args args{tensors.data<T>(L::kGate),  tensors.data<T>(L::kUp) + up,  tensors.data<T>("dy"),
+              tensors.data<T>(L::kDgate), tensors.data<T>(L::kDup) + up, elements(problem),
+              tensors.workspace()};
     args.activation = kActivation;
+    L::set_rows(problem, args);
     return args;
   }
 };
@@ -79,41 +112,44 @@ Activation gelu_tanh(double g) {
 }
 
 // y = act(gate) * up against the double reference.
-template <Activation (*kAct)(double)>
+template <Activation (*kAct)(double), bool kPacked>
 Comparison check_forward(const CheckContext& c) {
-  const Tensor& gate = c.tensors["gate"];
-  const Tensor& up = c.tensors["up"];
+  using L = Layout<kPacked>;
+  const Tensor& gate = c.tensors[L::kGate];
+  const Tensor& up = c.tensors[L::kUp];
   const RoundedOutput y{c.tensors["y"]};
   return compare_elements(elements(c.problem), Tolerance{y.unit, y.absolute},
                           [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
                             for (std::int64_t i = begin; i < end; ++i) {
-                              const double u = up.host_value(i);
-                              const Activation a = kAct(gate.host_value(i));
+                              const double u = up.host_value(L::up_at(c.problem, i));
+                              const Activation a = kAct(gate.host_value(L::gate_at(c.problem, i)));
                               y.add(b, i, a.value * u, kEvaluation * kFp32Unit * a.value_scale * std::fabs(u));
                             }
                           });
 }
 
 // dgate = dy * up * act'(gate) and dup = dy * act(gate) against the double reference.
-template <Activation (*kAct)(double)>
+template <Activation (*kAct)(double), bool kPacked>
 Comparison check_backward(const CheckContext& c) {
-  const Tensor& gate = c.tensors["gate"];
-  const Tensor& up = c.tensors["up"];
+  using L = Layout<kPacked>;
+  const Tensor& gate = c.tensors[L::kGate];
+  const Tensor& up = c.tensors[L::kUp];
   const Tensor& dy = c.tensors["dy"];
-  const RoundedOutput dgate{c.tensors["dgate"]};
-  const RoundedOutput dup{c.tensors["dup"]};
+  const RoundedOutput dgate{c.tensors[L::kDgate]};
+  const RoundedOutput dup{c.tensors[L::kDup]};
   const std::int64_t n = elements(c.problem);
   // One comparison over both outputs: dgate's elements first, then dup's at n + i.
   return compare_elements(
       2 * n, Tolerance{dgate.unit, dgate.absolute}, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
         for (std::int64_t k = begin; k < end; ++k) {
           const std::int64_t i = k < n ? k : k - n;
-          const double u = up.host_value(i), d = dy.host_value(i);
-          const Activation a = kAct(gate.host_value(i));
+          const std::int64_t g_at = L::gate_at(c.problem, i), u_at = L::up_at(c.problem, i);
+          const double u = up.host_value(u_at), d = dy.host_value(i);
+          const Activation a = kAct(gate.host_value(g_at));
           if (k < n) {
-            dgate.add(b, i, d * u * a.slope, kEvaluation * kFp32Unit * std::fabs(d * u) * a.slope_scale);
+            dgate.add(b, g_at, d * u * a.slope, kEvaluation * kFp32Unit * std::fabs(d * u) * a.slope_scale);
           } else {
-            dup.add(b, i, d * a.value, kEvaluation * kFp32Unit * std::fabs(d) * a.value_scale);
+            dup.add(b, u_at, d * a.value, kEvaluation * kFp32Unit * std::fabs(d) * a.value_scale);
           }
         }
       });
@@ -146,33 +182,45 @@ Variant baseline(const std::string& technique, Launch launch) {
   return b;
 }
 
-// One gated unit's two ops: their names and summaries, the activation as the baselines'
-// techniques name it, and their checks.
+// One gated unit's two ops: the forward's name (the backward's adds _backward) and their summaries, the activation as
+// the baselines' techniques name it, and their checks (flat and packed).
 struct GatedUnit {
   const char* forward_name;
   const char* forward_summary;
-  const char* backward_name;
   const char* backward_summary;
   const char* activation;
   Comparison (*forward_check)(const CheckContext&);
   Comparison (*backward_check)(const CheckContext&);
+  Comparison (*packed_forward_check)(const CheckContext&);
+  Comparison (*packed_backward_check)(const CheckContext&);
 };
 
-template <v::GluActivation kActivation>
-void register_gated(Registry& registry, const GatedUnit& unit) {
-  using Forward = ForwardBinding<kActivation>;
-  using Backward = BackwardBinding<kActivation>;
-  const std::string act = unit.activation;
-  Op forward = swiglu_op(unit.forward_name, unit.forward_summary);
-  forward.tensors = {{"gate", TensorRole::input, {}, elements},
-                     {"up", TensorRole::input, {}, elements},
-                     {"y", TensorRole::output, {}, elements}};
+std::int64_t packed_elements(const Problem& p) { return 2 * elements(p); }
+
+// The unit's forward and backward ops, flat (gate and up tensors) or packed (<name>_packed: one x
+// [rows, 2 * features]; the backward's dx in x's layout).
+template <v::GluActivation kActivation, bool kPacked>
+void register_gated_ops(Registry& registry, const GatedUnit& unit) {
+  using Forward = ForwardBinding<kActivation, kPacked>;
+  using Backward = BackwardBinding<kActivation, kPacked>;
+  const std::string act = unit.activation, suffix = kPacked ? "_packed" : "";
+  const std::string packed_note =
+      kPacked ? "; gate and up the two halves of one x [rows, 2 * features], a fused projection's output" : "";
+  Op forward = swiglu_op((unit.forward_name + suffix).c_str(), unit.forward_summary);
+  forward.summary += packed_note;
+  if constexpr (kPacked) {
+    forward.tensors = {{"x", TensorRole::input, {}, packed_elements}, {"y", TensorRole::output, {}, elements}};
+  } else {
+    forward.tensors = {{"gate", TensorRole::input, {}, elements},
+                       {"up", TensorRole::input, {}, elements},
+                       {"y", TensorRole::output, {}, elements}};
+  }
   // Read gate and up, write y; per element an exp (or a tanh), an add, a division and two products.
   forward.work = [](const Problem& p) {
     const double n = static_cast<double>(elements(p)), size = static_cast<double>(size_of(p.dtype));
     return Work{2 * size * n, size * n, 5 * n};
   };
-  forward.check = unit.forward_check;
+  forward.check = kPacked ? unit.packed_forward_check : unit.forward_check;
   forward.variants = {
       baseline<Forward, v::SwigluArgs>("unfused passes: " + act + "(gate) to an fp32 array, then the product",
                                        CUDALAB_LAUNCHER(v::unfused)),
@@ -182,19 +230,26 @@ void register_gated(Registry& registry, const GatedUnit& unit) {
   };
   registry.add(std::move(forward));
 
-  Op backward = swiglu_op(unit.backward_name, unit.backward_summary);
-  backward.tensors = {{"gate", TensorRole::input, {}, elements},
-                      {"up", TensorRole::input, {}, elements},
-                      {"dy", TensorRole::input, {}, elements},
-                      {"dgate", TensorRole::output, {}, elements},
-                      {"dup", TensorRole::output, {}, elements}};
+  Op backward = swiglu_op((unit.forward_name + suffix + "_backward").c_str(), unit.backward_summary);
+  backward.summary += packed_note;
+  if constexpr (kPacked) {
+    backward.tensors = {{"x", TensorRole::input, {}, packed_elements},
+                        {"dy", TensorRole::input, {}, elements},
+                        {"dx", TensorRole::output, {}, packed_elements}};
+  } else {
+    backward.tensors = {{"gate", TensorRole::input, {}, elements},
+                        {"up", TensorRole::input, {}, elements},
+                        {"dy", TensorRole::input, {}, elements},
+                        {"dgate", TensorRole::output, {}, elements},
+                        {"dup", TensorRole::output, {}, elements}};
+  }
   // Read gate, up and dy, write dgate and dup; per element an exp (or a tanh), an add, a division
   // and about nine products and sums.
   backward.work = [](const Problem& p) {
     const double n = static_cast<double>(elements(p)), size = static_cast<double>(size_of(p.dtype));
     return Work{3 * size * n, 2 * size * n, 12 * n};
   };
-  backward.check = unit.backward_check;
+  backward.check = kPacked ? unit.packed_backward_check : unit.backward_check;
   backward.variants = {
       baseline<Backward, v::SwigluBackwardArgs>(
           "unfused passes: " + act + "(gate) and " + act + "'(gate) * up to an fp32 array, each times dy",
@@ -208,17 +263,25 @@ void register_gated(Registry& registry, const GatedUnit& unit) {
   registry.add(std::move(backward));
 }
 
+template <v::GluActivation kActivation>
+void register_gated(Registry& registry, const GatedUnit& unit) {
+  register_gated_ops<kActivation, false>(registry, unit);
+  register_gated_ops<kActivation, true>(registry, unit);
+}
+
 }  // namespace
 
 void register_swiglu(Registry& registry) {
   register_gated<v::GluActivation::silu>(
-      registry, {"swiglu", "y = silu(gate) * up, element-wise (a Llama MLP's gate), fp32 inside", "swiglu_backward",
-                 "dgate = dy * up * silu'(gate), dup = dy * silu(gate), element-wise, fp32 inside", "silu",
-                 check_forward<silu>, check_backward<silu>});
+      registry,
+      {"swiglu", "y = silu(gate) * up, element-wise (a Llama MLP's gate), fp32 inside",
+       "dgate = dy * up * silu'(gate), dup = dy * silu(gate), element-wise, fp32 inside", "silu",
+       check_forward<silu, false>, check_backward<silu, false>, check_forward<silu, true>, check_backward<silu, true>});
   register_gated<v::GluActivation::gelu_tanh>(
       registry, {"geglu", "y = gelu(gate) * up with GELU's tanh form, element-wise (a Gemma MLP's gate), fp32 inside",
-                 "geglu_backward", "dgate = dy * up * gelu'(gate), dup = dy * gelu(gate), element-wise, fp32 inside",
-                 "gelu", check_forward<gelu_tanh>, check_backward<gelu_tanh>});
+                 "dgate = dy * up * gelu'(gate), dup = dy * gelu(gate), element-wise, fp32 inside", "gelu",
+                 check_forward<gelu_tanh, false>, check_backward<gelu_tanh, false>, check_forward<gelu_tanh, true>,
+                 check_backward<gelu_tanh, true>});
 }
 
 }  // namespace cudalab::harness

@@ -15,6 +15,13 @@ namespace cudalab::swiglu_variants {
 // 0.5 v (1 + tanh(sqrt(2 / pi) (v + 0.044715 v^3))) (GeGLU).
 enum class GluActivation { silu, gelu_tanh };
 
+// The packed form, a fused projection's output [rows, 2 * width] (gate's columns, then up's):
+// `pitch` != 0 makes the n elements rows of `width`, gate's and up's rows (and, backward, dgate's
+// and dup's) `pitch` elements apart; y and dy stay dense. pitch 0: flat arrays of n.
+struct GluRows {
+  std::int64_t width = 0, pitch = 0;
+};
+
 template <typename T>
 struct SwigluArgs {
   using Element = T;
@@ -24,6 +31,7 @@ struct SwigluArgs {
   std::int64_t n = 0;
   void* workspace = nullptr;  // the baseline's: workspace_bytes(n)
   GluActivation activation = GluActivation::silu;
+  GluRows rows;
 };
 
 template <typename T>
@@ -37,6 +45,7 @@ struct SwigluBackwardArgs {
   std::int64_t n = 0;
   void* workspace = nullptr;  // the baseline's: workspace_bytes(n)
   GluActivation activation = GluActivation::silu;
+  GluRows rows;
 };
 
 // One element per thread, a 256-thread block per 256 elements.
