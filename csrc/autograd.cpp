@@ -415,6 +415,44 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& si
   return Rope::apply(x, cos, sin, seq_dim, interleaved, position_offset);
 }
 
+// ---- rope_packed: the q and k heads of a packed q-k-v rotated, the v heads copied
+
+using RopePackedSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, std::int64_t,
+                                       std::int64_t, std::int64_t);
+
+class RopePacked : public torch::autograd::Function<RopePacked> {
+ public:
+  static at::Tensor run(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, std::int64_t heads,
+                        std::int64_t kv_heads, std::int64_t position_offset) {
+    static const auto op = op_named<RopePackedSignature>("cudalab::rope_packed");
+    return below_autograd([&] { return op.call(qkv, cos, sin, heads, kv_heads, position_offset); });
+  }
+
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin,
+                            std::int64_t heads, std::int64_t kv_heads, std::int64_t position_offset) {
+    ctx->save_for_backward({cos, sin});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["kv_heads"] = kv_heads;
+    ctx->saved_data["position_offset"] = position_offset;
+    return run(qkv, cos, sin, heads, kv_heads, position_offset);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    refuse_second_derivative("rope_packed");
+    static const auto op = op_named<RopePackedSignature>("cudalab::rope_packed_backward");
+    const auto s = ctx->get_saved_variables();
+    const at::Tensor dqkv = op.call(grads[0].contiguous(), s[0], s[1], ctx->saved_data["heads"].toInt(),
+                                    ctx->saved_data["kv_heads"].toInt(), ctx->saved_data["position_offset"].toInt());
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor rope_packed(const at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, std::int64_t heads,
+                       std::int64_t kv_heads, std::int64_t position_offset) {
+  if (!wants_gradient(qkv)) return RopePacked::run(qkv, cos, sin, heads, kv_heads, position_offset);
+  return RopePacked::apply(qkv, cos, sin, heads, kv_heads, position_offset);
+}
+
 // ---- attention: (o, lse); lse leaves the node detached, so o's gradient is the whole of it (as
 // FlashAttention's)
 
@@ -521,6 +559,7 @@ TORCH_LIBRARY_IMPL(cudalab, Autograd, m) {
   m.impl("swiglu_packed", &swiglu_packed);
   m.impl("geglu_packed", &geglu_packed);
   m.impl("rope", &rope);
+  m.impl("rope_packed", &rope_packed);
   m.impl("attention", &attention);
   m.impl("attention_packed", &attention_packed);
 }

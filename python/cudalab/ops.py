@@ -105,6 +105,17 @@ def rope(
     return torch.ops.cudalab.rope(x, cos, sin, seq_dim, interleaved, position_offset)
 
 
+def rope_packed(
+    qkv: Tensor, cos: Tensor, sin: Tensor, heads: int, kv_heads: int | None = None, position_offset: int = 0
+) -> Tensor:
+    """:func:`rope` on a fused q-k-v projection's output, in :func:`attention_packed`'s layout:
+    ``qkv`` [batch, seq, (heads + 2 * kv_heads) * head_dim] (contiguous) holds each position's q
+    heads, then k's, then v's. Returns a tensor of qkv's shape with the q and k heads rotated
+    (half-split pairs, Llama's) and the v heads copied, ready for :func:`attention_packed`: the
+    projection's output is never split. Differentiable in qkv."""
+    return torch.ops.cudalab.rope_packed(qkv, cos, sin, heads, heads if kv_heads is None else kv_heads, position_offset)
+
+
 def cross_entropy(
     logits: Tensor,
     target: Tensor,
@@ -537,6 +548,16 @@ def _(params, grads, masters, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weig
 @torch.library.register_fake("cudalab::rope")
 def _(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
     return torch.empty_like(x)
+
+
+@torch.library.register_fake("cudalab::rope_packed")
+def _(qkv, cos, sin, heads, kv_heads, position_offset=0):
+    return torch.empty_like(qkv)
+
+
+@torch.library.register_fake("cudalab::rope_packed_backward")
+def _(dy, cos, sin, heads, kv_heads, position_offset=0):
+    return torch.empty_like(dy)
 
 
 @torch.library.register_fake("cudalab::rope_backward")

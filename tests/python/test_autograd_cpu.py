@@ -29,6 +29,13 @@ def _rms_norm(x, weight, eps):
     return x * rstd[..., None] * weight, rstd
 
 
+def _eps_of(x, rstd, centred):
+    """The eps a norm's forward used, per row, from the rstd it saved: the backward stand-ins
+    differentiate the forward the op ran."""
+    spread = x.var(-1, unbiased=False) if centred else x.pow(2).mean(-1)
+    return (rstd.pow(-2) - spread).detach()
+
+
 def _bias_act(x, bias, activation):
     h = x + bias
     return F.relu(h) if activation == "relu" else F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
@@ -51,6 +58,14 @@ def _attention_packed(qkv, heads, kv_heads, scale=None, causal=False):
     q, k, v = qkv.view(batch, seq, heads + 2 * kv_heads, head_dim).split([heads, kv_heads, kv_heads], 2)
     o, lse = _attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale, causal)
     return o.transpose(1, 2).reshape(batch, seq, heads * head_dim).contiguous(), lse
+
+
+def _rope_packed(qkv, cos, sin, heads, kv_heads, position_offset=0, sign=1.0):
+    # The q and k heads of qkv [batch, seq, (heads + 2 kv_heads) * head_dim] rotated, v's copied.
+    batch, seq, width = qkv.shape
+    head_dim = width // (heads + 2 * kv_heads)
+    q_k, v = qkv.view(batch, seq, -1, head_dim).split([heads + kv_heads, kv_heads], 2)
+    return torch.cat((_rope(q_k, cos, sin, 1, False, position_offset, sign), v), 2).reshape(qkv.shape)
 
 
 def _rope(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0, sign=1.0):
@@ -83,20 +98,21 @@ def cpu_kernels():
         lib.impl("gemm", _gemm, "CPU")
         lib.impl("layer_norm", _layer_norm, "CPU")
         lib.impl("layer_norm_backward", lambda x, dy, w, mean, rstd: _backward_of(
-            lambda x, w: _layer_norm(x, w, torch.zeros_like(w), 1e-5), [x, w], [0, 1])(x, w, dy) + (
+            lambda x, w: _layer_norm(x, w, torch.zeros_like(w), _eps_of(x, rstd, True)), [x, w], [0, 1])(x, w, dy) + (
                 dy.reshape(-1, dy.shape[-1]).sum(0),), "CPU")
         lib.impl("rms_norm", _rms_norm, "CPU")
         lib.impl("rms_norm_backward", lambda x, dy, w, rstd: _backward_of(
-            lambda x, w: _rms_norm(x, w, 1e-6), [x, w], [0, 1])(x, w, dy), "CPU")
+            lambda x, w: _rms_norm(x, w, _eps_of(x, rstd, False)), [x, w], [0, 1])(x, w, dy), "CPU")
         lib.impl("add_layer_norm", lambda x, r, w, b, eps: (lambda h: (_layer_norm(h, w, b, eps)[0], h) + _layer_norm(
             h, w, b, eps)[1:])(x + r), "CPU")
         lib.impl("add_layer_norm_backward", lambda h, dy, dh, w, mean, rstd: (lambda g: (g[0] + dh, g[1], g[2]))(
-            _backward_of(lambda h, w: _layer_norm(h, w, torch.zeros_like(w), 1e-5), [h, w], [0, 1])(h, w, dy) + (
+            _backward_of(lambda h, w: _layer_norm(h, w, torch.zeros_like(w), _eps_of(h, rstd, True)), [h, w], [0, 1])(
+                h, w, dy) + (
                 dy.reshape(-1, dy.shape[-1]).sum(0),)), "CPU")
         lib.impl("add_rms_norm", lambda x, r, w, eps: (lambda h: (_rms_norm(h, w, eps)[0], h, _rms_norm(h, w, eps)[1]))(
             x + r), "CPU")
         lib.impl("add_rms_norm_backward", lambda h, dy, dh, w, rstd: (lambda g: (g[0] + dh, g[1]))(_backward_of(
-            lambda h, w: _rms_norm(h, w, 1e-6), [h, w], [0, 1])(h, w, dy)), "CPU")
+            lambda h, w: _rms_norm(h, w, _eps_of(h, rstd, False)), [h, w], [0, 1])(h, w, dy)), "CPU")
         lib.impl("bias_gradient", lambda dy: dy.reshape(-1, dy.shape[-1]).sum(0), "CPU")
         lib.impl("bias_act", _bias_act, "CPU")
         lib.impl("bias_act_backward", lambda x, b, dy, act: _backward_of(
@@ -113,6 +129,9 @@ def cpu_kernels():
         lib.impl("rope", _rope, "CPU")
         lib.impl("rope_backward", lambda dy, cos, sin, seq_dim=1, interleaved=False, offset=0: _rope(
             dy, cos, sin, seq_dim, interleaved, offset, -1.0), "CPU")
+        lib.impl("rope_packed", _rope_packed, "CPU")
+        lib.impl("rope_packed_backward", lambda dy, cos, sin, heads, kv_heads, offset=0: _rope_packed(
+            dy, cos, sin, heads, kv_heads, offset, -1.0), "CPU")
         lib.impl("attention", _attention, "CPU")
         lib.impl("attention_backward", lambda q, k, v, o, lse, do, scale=None, causal=False: _backward_of(
             lambda q, k, v: _attention(q, k, v, scale, causal), [q, k, v], [0, 1, 2])(q, k, v, do), "CPU")
@@ -197,6 +216,13 @@ def test_bias_act_and_gated_units(cpu_kernels):
     assert torch.autograd.gradcheck(ops.swiglu_packed, (x,))
     assert torch.autograd.gradcheck(ops.geglu_packed, (x,))
     assert torch.equal(ops.swiglu_packed(x), ops.swiglu(*x.chunk(2, -1)))
+
+
+def test_rope_packed(cpu_kernels):
+    qkv = _double(2, 5, 4 * 8)
+    angles = torch.rand(16, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(8)) * 6
+    cos, sin = angles.cos(), angles.sin()
+    assert torch.autograd.gradcheck(lambda qkv: ops.rope_packed(qkv, cos, sin, 2, 1, position_offset=2), (qkv,))
 
 
 @pytest.mark.parametrize("position_offset", [0, 3])
@@ -287,3 +313,25 @@ def test_compiled_autograd_takes_the_statistics_ops(cpu_kernels):
         loss.backward()
     for got, expected in zip((x.grad, w.grad, b.grad), want):
         torch.testing.assert_close(got, expected)
+
+
+def test_cudalab_built_llama_is_the_torch_built_one(cpu_kernels):
+    # The whole wiring of the cudalab-built Llama (one q-k-v projection through rope_packed and
+    # attention_packed, grouped heads, gate and up through swiglu_packed, the residual-add norms)
+    # on the stand-ins, in float64, against the torch-built model with the same state_dict.
+    from cudalab.models.llama import Llama, LlamaConfig
+
+    config = LlamaConfig(layers=2, d_model=32, heads=4, kv_heads=2, mlp=48, vocab=40, seq=12)
+    reference = Llama(config, "torch").double()
+    ours = Llama(config, "cudalab").double()
+    ours.load_state_dict(reference.state_dict())
+    tokens = torch.randint(0, config.vocab, (2, 9), generator=torch.Generator().manual_seed(1))
+    weights = torch.randn(2, 9, config.d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    outputs = []
+    for model in (ours, reference):
+        h = model.hidden(tokens)
+        (h * weights).sum().backward()
+        outputs.append((h.detach(), {name: p.grad for name, p in model.named_parameters()}))
+    torch.testing.assert_close(outputs[0][0], outputs[1][0])
+    for name, grad in outputs[1][1].items():
+        torch.testing.assert_close(outputs[0][1][name], grad, msg=name)

@@ -125,3 +125,59 @@ def test_opcheck(dtype):
     x = torch.randn(2, 32, 4, 64, device="cuda").to(dtype)
     torch.library.opcheck(torch.ops.cudalab.rope.default, (x, cos, sin, 1, False, 8))
     torch.library.opcheck(torch.ops.cudalab.rope_backward.default, (x, cos, sin, 1, True, 0))
+
+
+def test_packed_form_registered_with_its_schema_and_fake_shape():
+    assert str(torch.ops.cudalab.rope_packed.default._schema) == (
+        "cudalab::rope_packed(Tensor qkv, Tensor cos, Tensor sin, int heads, int kv_heads, int position_offset=0) "
+        "-> Tensor"
+    )
+    with torch.device("meta"):
+        qkv = torch.empty(2, 16, 8 * 64, dtype=torch.bfloat16)
+        cos = torch.empty(16, 32)
+        assert ops.rope_packed(qkv, cos, cos, 4, 2).shape == qkv.shape
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch, seq, heads, kv_heads, head_dim, offset",
+                         [(1, 1, 1, 1, 2, 0), (2, 7, 4, 2, 6, 0), (2, 129, 8, 2, 64, 0), (1, 300, 4, 4, 128, 5)])
+def test_packed_form_rotates_q_and_k_and_copies_v(dtype, batch, seq, heads, kv_heads, head_dim, offset):
+    # qkv [batch, seq, (heads + 2 kv_heads) * head_dim] as attention_packed takes it; the split
+    # heads against the float64 reference, v's bits unchanged, and the gradient.
+    torch.manual_seed(zlib.crc32(repr((dtype, seq, heads, kv_heads, head_dim)).encode()))
+    all_heads = heads + 2 * kv_heads
+    qkv = torch.randn(batch, seq, all_heads * head_dim, device="cuda").to(dtype).requires_grad_()
+    cos, sin = tables(offset + seq, head_dim)
+    y = ops.rope_packed(qkv, cos, sin, heads, kv_heads, offset)
+    assert y.shape == qkv.shape and y.dtype == dtype and y.is_contiguous()
+    split = [heads + kv_heads, kv_heads]
+    rotated, v = y.view(batch, seq, all_heads, head_dim).split(split, 2)
+    x_rotated, x_v = qkv.detach().view(batch, seq, all_heads, head_dim).split(split, 2)
+    assert rel_l2(rotated, reference(x_rotated, cos, sin, 1, False, offset)) <= REL_L2[dtype]
+    assert torch.equal(v, x_v)
+    dy = torch.randn_like(y)
+    (dqkv,) = torch.autograd.grad(y, qkv, dy)
+    x64 = qkv.detach().double().requires_grad_()
+    q_k, v64 = x64.view(batch, seq, all_heads, head_dim).split(split, 2)
+    ref = torch.cat((reference(q_k, cos, sin, 1, False, offset), v64), 2).reshape(qkv.shape)
+    (dqkv_ref,) = torch.autograd.grad(ref, x64, dy.double())
+    assert rel_l2(dqkv, dqkv_ref) <= REL_L2[dtype]
+
+
+@requires_cuda
+def test_packed_form_refuses_a_width_that_is_not_whole_heads():
+    cos, sin = tables(8, 16)
+    with pytest.raises(ValueError, match="qkv must be \\[batch, seq, \\(heads \\+ 2 \\* kv_heads\\) \\* head_dim\\]"):
+        ops.rope_packed(torch.randn(1, 8, 100, device="cuda"), cos, sin, 4, 1)
+    with pytest.raises(ValueError, match="heads and kv_heads must be > 0"):
+        ops.rope_packed(torch.randn(1, 8, 96, device="cuda"), cos, sin, 4, 0)
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_packed_form_opcheck(dtype):
+    cos, sin = tables(40, 64)
+    qkv = torch.randn(2, 32, 8 * 64, device="cuda").to(dtype)
+    torch.library.opcheck(torch.ops.cudalab.rope_packed.default, (qkv, cos, sin, 4, 2, 8))
+    torch.library.opcheck(torch.ops.cudalab.rope_packed_backward.default, (qkv, cos, sin, 4, 2, 0))

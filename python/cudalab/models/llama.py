@@ -1,8 +1,9 @@
 """A Llama-style decoder (pre-norm blocks of RMSNorm, grouped-query attention with rotary position
 embedding, a SwiGLU MLP; an untied LM head) built two ways from one parameter layout, Hugging Face's
-``LlamaForCausalLM`` state_dict keys: ``ops="torch"`` with torch.nn, SDPA and PyTorch's own
+``LlamaForCausalLM`` state_dict keys (q, k and v, and gate and up, each run as one projection and
+saved as Hugging Face's separate ones): ``ops="torch"`` with torch.nn, SDPA and PyTorch's own
 RoPE, SwiGLU and cross-entropy; ``ops="cudalab"`` with cudalab.nn.Linear and RMSNorm,
-cudalab.ops.rope, attention, swiglu and cross_entropy."""
+cudalab.ops.rope_packed, attention_packed, swiglu_packed and cross_entropy."""
 
 from dataclasses import dataclass
 
@@ -47,28 +48,56 @@ def _torch_rope(x, cos, sin):
     return x * c + torch.cat((-x[..., half:], x[..., :half]), -1) * s
 
 
+def _stored_as_parts(module, fused, parts):
+    """Hugging Face's state_dict keys for projections that share their input and run as one Linear:
+    ``module.<fused>``'s output rows are the parts' in order, and it saves and loads as the Linears
+    ``(name, rows)`` of `parts` (its weight split, or theirs concatenated), in their place."""
+    names, rows = [name for name, _ in parts], [count for _, count in parts]
+
+    def save(module, state_dict, prefix, local_metadata):
+        key = prefix + fused + ".weight"
+        keys = list(state_dict)
+        later = [(k, state_dict.pop(k)) for k in keys[keys.index(key) + 1 :]]
+        for name, part in zip(names, state_dict.pop(key).split(rows)):
+            state_dict[prefix + name + ".weight"] = part
+        state_dict.update(later)
+
+    def load(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        keys = [prefix + name + ".weight" for name in names]
+        if all(k in state_dict for k in keys):
+            state_dict[prefix + fused + ".weight"] = torch.cat([state_dict.pop(k) for k in keys])
+
+    module.register_state_dict_post_hook(save)
+    module.register_load_state_dict_pre_hook(load)
+
+
 class Attention(torch.nn.Module):
+    """q, k and v from one projection (saved as q_proj, k_proj and v_proj): one GEMM forward, and
+    one for x's gradient backward, where three would need their gradients added."""
+
     def __init__(self, config, use_cudalab):
         super().__init__()
         linear = cnn.Linear if use_cudalab else torch.nn.Linear
         d, hd = config.d_model, config.head_dim
         self.heads, self.kv_heads, self.head_dim, self.use_cudalab = config.heads, config.kv_heads, hd, use_cudalab
-        self.q_proj = linear(d, config.heads * hd, bias=False)
-        self.k_proj = linear(d, config.kv_heads * hd, bias=False)
-        self.v_proj = linear(d, config.kv_heads * hd, bias=False)
-        self.o_proj = linear(config.heads * hd, d, bias=False)
+        q_rows, kv_rows = config.heads * hd, config.kv_heads * hd
+        self.qkv_proj = linear(d, q_rows + 2 * kv_rows, bias=False)
+        self.o_proj = linear(q_rows, d, bias=False)
+        _stored_as_parts(self, "qkv_proj", [("q_proj", q_rows), ("k_proj", kv_rows), ("v_proj", kv_rows)])
 
     def forward(self, x, cos, sin, cache=None, start=0):
         """x's tokens at positions start.. With `cache` (this layer's k and v, [batch, kv_heads,
         positions, head_dim]) their keys and values are written there and the queries attend to every
         cached position up to theirs: a whole prompt at start 0, then one token a step."""
         b, s, _ = x.shape
-        q = self.q_proj(x).view(b, s, self.heads, self.head_dim)
-        k = self.k_proj(x).view(b, s, self.kv_heads, self.head_dim)
-        v = self.v_proj(x).view(b, s, self.kv_heads, self.head_dim)
+        qkv = self.qkv_proj(x)
         if self.use_cudalab:
-            q, k = ops.rope(q, cos, sin, position_offset=start), ops.rope(k, cos, sin, position_offset=start)
-        else:
+            # q's and k's heads rotated where they lie; with no cache, straight into attention.
+            qkv = ops.rope_packed(qkv, cos, sin, self.heads, self.kv_heads, position_offset=start)
+            if cache is None and start == 0:
+                return self.o_proj(ops.attention_packed(qkv, self.heads, self.kv_heads, causal=True)[0])
+        q, k, v = qkv.view(b, s, -1, self.head_dim).split([self.heads, self.kv_heads, self.kv_heads], 2)
+        if not self.use_cudalab:
             q, k = _torch_rope(q, cos[start:], sin[start:]), _torch_rope(k, cos[start:], sin[start:])
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         if cache is not None:
@@ -81,8 +110,8 @@ class Attention(torch.nn.Module):
             # One query against every cached key: cudalab's attention takes one length for q and k.
             o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
         elif self.use_cudalab:
-            # The transposed heads are read where they lie, and o comes back [b, s, heads, head_dim]
-            # transposed: the reshape below is a view.
+            # The prompt with a cache: q's heads read where they lie in qkv, and o comes back [b, s,
+            # heads, head_dim] transposed: the reshape below is a view.
             o = ops.attention(q, k, v, causal=True)[0]
         else:
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
@@ -90,17 +119,23 @@ class Attention(torch.nn.Module):
 
 
 class Mlp(torch.nn.Module):
+    """gate and up from one projection (saved as gate_proj and up_proj), its output [.., 2 * mlp]
+    taken whole by cudalab's swiglu_packed."""
+
     def __init__(self, config, use_cudalab):
         super().__init__()
         linear = cnn.Linear if use_cudalab else torch.nn.Linear
         self.use_cudalab = use_cudalab
-        self.gate_proj = linear(config.d_model, config.mlp, bias=False)
-        self.up_proj = linear(config.d_model, config.mlp, bias=False)
+        self.gate_up_proj = linear(config.d_model, 2 * config.mlp, bias=False)
         self.down_proj = linear(config.mlp, config.d_model, bias=False)
+        _stored_as_parts(self, "gate_up_proj", [("gate_proj", config.mlp), ("up_proj", config.mlp)])
 
     def forward(self, x):
-        gate, up = self.gate_proj(x), self.up_proj(x)
-        return self.down_proj(ops.swiglu(gate, up) if self.use_cudalab else F.silu(gate) * up)
+        gate_up = self.gate_up_proj(x)
+        if self.use_cudalab:
+            return self.down_proj(ops.swiglu_packed(gate_up))
+        gate, up = gate_up.chunk(2, -1)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class DecoderLayer(torch.nn.Module):
