@@ -10,14 +10,15 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "cudalab/elements.hpp"
 
 namespace cudalab {
 
-// Room is left for the fp8 formats (e4m3, e5m2): a new entry here, its traits below, a fill rule
-// in the harness, and its tolerance class.
-enum class DType { f32, f64, f16, bf16, i32, i64, u8, u16, u32 };
+// e4m3 is fp8 with 4 exponent and 3 mantissa bits (__nv_fp8_e4m3: the FP8 GEMM's inputs; no NaN
+// but 0x7f and 0xff, largest finite 448); e5m2 would follow it the same way.
+enum class DType { f32, f64, f16, bf16, i32, i64, u8, u16, u32, e4m3 };
 
 // How a result of this dtype is judged: integers exactly; fp32 and fp64 by their own rounding;
 // bf16/fp16 as values computed in fp32 and rounded once to 8 or 11 significant bits.
@@ -79,6 +80,10 @@ struct dtype_of<std::uint16_t> {
 template <>
 struct dtype_of<std::uint32_t> {
   static constexpr DType value = DType::u32;
+};
+template <>
+struct dtype_of<__nv_fp8_e4m3> {
+  static constexpr DType value = DType::e4m3;
 };
 template <typename T>
 inline constexpr DType dtype_of_v = dtype_of<T>::value;

@@ -1,4 +1,5 @@
-// Matrix multiply: FP32 on CUDA cores; BF16 and FP16 on tensor cores; single or strided batches.
+// Matrix multiply: FP32 on CUDA cores; BF16 and FP16 on tensor cores; single or strided batches;
+// FP8 (e4m3) into BF16 on Hopper.
 #pragma once
 
 #include <cstddef>
@@ -6,6 +7,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
 #include "cudalab/elements.hpp"
@@ -102,5 +104,19 @@ void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
                   float beta, T* c, std::int64_t ldc, std::int64_t stride_c, cudaStream_t stream = nullptr,
                   Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
+
+// FP8 on Hopper tensor cores: C = alpha * scale_a * scale_b * A B^T with e4m3 A (m x k, lda >= k)
+// and B (n x k, ldb >= k: an nn.Linear weight as stored), both row-major, into bf16 C (m x n, ldc >=
+// n), asynchronously on `stream`. scale_a and scale_b are device pointers to one float each (the
+// dequantization scales of the inputs, as torch._scaled_mm takes them), or null for 1. The products
+// accumulate in fp32, promoted out of the tensor cores every 128 of k (their FP8 sums keep about 14
+// significant bits); each result is rounded once to bf16. k == 0 gives C = 0; m == 0 or n == 0 does
+// nothing. A and B must be 16-byte aligned with lda and ldb multiples of 16 (TMA's rules); C must
+// not overlap them. Throws cudalab::Error: invalid_argument for negative sizes, leading dimensions
+// below a row, null or misaligned pointers, or overlap; unsupported off Hopper (compute capability
+// 9.0) or in a build without sm_90a code; cuda when a launch fails.
+void gemm_fp8(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const __nv_fp8_e4m3* a, std::int64_t lda,
+              const __nv_fp8_e4m3* b, std::int64_t ldb, __nv_bfloat16* c, std::int64_t ldc,
+              const float* scale_a = nullptr, const float* scale_b = nullptr, cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

@@ -173,6 +173,8 @@ Table ceilings_table(const harness::Ceilings& c) {
        "cublasGemmEx 8192^3, fp32 accumulate, random data"},
       {"TF32 tensor GEMM (TFLOP/s)", c.tf32_tensor_tflops > 0 ? format_fixed(c.tf32_tensor_tflops, 1) : "-", "-", "-",
        "cublasGemmEx 8192^3 fp32, CUBLAS_COMPUTE_32F_FAST_TF32, random data"},
+      {"FP8 tensor GEMM (TFLOP/s)", c.fp8_tensor_tflops > 0 ? format_fixed(c.fp8_tensor_tflops, 1) : "-", "-", "-",
+       "cublasLtMatmul 8192^3 e4m3 -> bf16, fp32 accumulate, random data"},
       {"H2D pageable (GB/s)", format_fixed(c.h2d_pageable_gbps, 2), sheet(c.datasheet_pcie_gbps, 2),
        ratio(c.h2d_pageable_gbps, c.datasheet_pcie_gbps), "cudaMemcpyAsync 256 MiB from malloc'd memory"},
       {"H2D pinned (GB/s)", format_fixed(c.h2d_pinned_gbps, 2), sheet(c.datasheet_pcie_gbps, 2),

@@ -5,8 +5,8 @@
 namespace cudalab {
 namespace {
 
-// 2^-24, 2^-53, 2^-11, 2^-8: half an ulp of 1 in fp32, fp64, fp16 (11 significant bits) and
-// bf16 (8 significant bits).
+// 2^-24, 2^-53, 2^-11, 2^-8, 2^-4: half an ulp of 1 in fp32, fp64, fp16 (11 significant bits),
+// bf16 (8 significant bits) and e4m3 (4 significant bits).
 constexpr DTypeTraits kTraits[] = {
     {DType::f32, "f32", 4, false, ToleranceClass::fp32, 5.9604644775390625e-8},
     {DType::f64, "f64", 8, false, ToleranceClass::fp64, 1.1102230246251565e-16},
@@ -17,6 +17,7 @@ constexpr DTypeTraits kTraits[] = {
     {DType::u8, "u8", 1, true, ToleranceClass::exact, 0.0},
     {DType::u16, "u16", 2, true, ToleranceClass::exact, 0.0},
     {DType::u32, "u32", 4, true, ToleranceClass::exact, 0.0},
+    {DType::e4m3, "e4m3", 1, false, ToleranceClass::half_precision, 0.0625},
 };
 
 template <typename T>
@@ -67,6 +68,7 @@ double element_to_double(DType dtype, const void* elements, std::int64_t index) 
     case DType::u8: return load<std::uint8_t>(elements, index);
     case DType::u16: return load<std::uint16_t>(elements, index);
     case DType::u32: return load<std::uint32_t>(elements, index);
+    case DType::e4m3: return static_cast<double>(static_cast<float>(load<__nv_fp8_e4m3>(elements, index)));
   }
   return 0.0;
 }
@@ -82,6 +84,7 @@ void element_from_double(DType dtype, double value, void* elements, std::int64_t
     case DType::u8: store(static_cast<std::uint8_t>(value), elements, index); break;
     case DType::u16: store(static_cast<std::uint16_t>(value), elements, index); break;
     case DType::u32: store(static_cast<std::uint32_t>(value), elements, index); break;
+    case DType::e4m3: store(__nv_fp8_e4m3(value), elements, index); break;  // saturates to +-448
   }
 }
 

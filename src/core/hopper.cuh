@@ -36,6 +36,7 @@
 #include <cuda.h>  // CUtensorMap and its enums only; the encoder comes through the runtime (no -lcuda)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include "core/launch_attributes.hpp"
@@ -105,9 +106,11 @@ inline TensorMapEncodeTiled tensor_map_encoder() {
 
 template <typename T>
 constexpr CUtensorMapDataType tensor_map_type() {
-  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half> || std::is_same_v<T, float>,
-                "bf16, f16 or f32 elements");
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half> || std::is_same_v<T, float> ||
+                    std::is_same_v<T, __nv_fp8_e4m3>,
+                "bf16, f16, f32 or e4m3 elements");
   if constexpr (std::is_same_v<T, float>) return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  if constexpr (std::is_same_v<T, __nv_fp8_e4m3>) return CU_TENSOR_MAP_DATA_TYPE_UINT8;  // bytes: TMA only moves them
   return std::is_same_v<T, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
@@ -474,6 +477,17 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[kRegisters], std::uint64
       CUDALAB_WGMMA_M64N256("f16");
     }
   }
+}
+
+// d (f32) = A B (kAccumulate false: d's old values ignored) or d += A B for e4m3 A (64 x 32) and
+// B (32 x 128, stored n x k), both K-major in shared memory (fp8 has no transposed form). One
+// k-step is 32 bytes of each row, as a 16-bit k-step is: the same descriptors serve both.
+template <bool kAccumulate>
+__device__ __forceinline__ void wgmma_e4m3_m64n128k32(float (&d)[64], std::uint64_t a, std::uint64_t b) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {" CUDALAB_WGMMA_REGS_0_63
+               "}, %64, %65, %66, 1, 1;\n"
+               : CUDALAB_WGMMA_ACC64(0)
+               : "l"(a), "l"(b), "n"(static_cast<int>(kAccumulate)));
 }
 
 // d (f32) = A B (kAccumulate false: d's old values ignored, no zeroing needed) or d += A B, for a

@@ -122,6 +122,17 @@ __device__ __half random_element<__half>(std::uint64_t seed, std::int64_t i, std
   return __float2half_rn((mix64(bits) & 1) ? magnitude : -magnitude);
 }
 
+// e4m3 holds 16 values per binade and at most 448: the float draws rounded, large magnitudes
+// spread over 16-448.
+template <>
+__device__ __nv_fp8_e4m3 random_element<__nv_fp8_e4m3>(std::uint64_t seed, std::int64_t i, std::int64_t n,
+                                                       Distribution d) {
+  if (d != Distribution::large_magnitude) return __nv_fp8_e4m3(random_value(seed, i, n, d));
+  const std::uint64_t bits = mix64(seed ^ mix64(static_cast<std::uint64_t>(i)));
+  const float magnitude = 16.0f + 432.0f * unit_float(bits);
+  return __nv_fp8_e4m3((mix64(bits) & 1) ? magnitude : -magnitude);
+}
+
 // Unsigned words over the whole range, with random_byte's all_equal and sorted cases.
 template <typename T>
 __device__ T random_unsigned(std::uint64_t seed, std::int64_t i, std::int64_t n, Distribution d) {
@@ -188,6 +199,7 @@ void fill_random(DType dtype, void* device_values, std::int64_t n, std::uint64_t
     case DType::u8: return launch_fill(static_cast<std::uint8_t*>(device_values), n, seed, distribution, stream);
     case DType::u16: return launch_fill(static_cast<std::uint16_t*>(device_values), n, seed, distribution, stream);
     case DType::u32: return launch_fill(static_cast<std::uint32_t*>(device_values), n, seed, distribution, stream);
+    case DType::e4m3: return launch_fill(static_cast<__nv_fp8_e4m3*>(device_values), n, seed, distribution, stream);
   }
 }
 

@@ -28,11 +28,13 @@ const char* to_string(Engine engine) {
     case Engine::cuda_cores: return "cuda_cores";
     case Engine::tensor_cores: return "tensor_cores";
     case Engine::by_dtype: return "by_dtype";
+    case Engine::fp8_tensor_cores: return "fp8_tensor_cores";
   }
   return "?";
 }
 
 ComputeUnit compute_unit(Engine engine, DType dtype) {
+  if (engine == Engine::fp8_tensor_cores) return ComputeUnit::fp8_tensor_cores;  // whatever C's dtype
   if (engine == Engine::by_dtype)
     engine = dtype == DType::bf16 || dtype == DType::f16 ? Engine::tensor_cores : Engine::cuda_cores;
   if (engine == Engine::tensor_cores) {

@@ -35,7 +35,7 @@ const char* to_string(Role role);
 // math widens to fp32) and integer ALUs for integers; tensor cores are TF32 for f32 inputs and
 // BF16/FP16 for those dtypes. by_dtype: tensor cores for bf16/fp16 and CUDA cores otherwise, for
 // a library call that picks its engine from the dtype (cudalab::gemm).
-enum class Engine { cuda_cores, tensor_cores, by_dtype };
+enum class Engine { cuda_cores, tensor_cores, by_dtype, fp8_tensor_cores };
 ComputeUnit compute_unit(Engine engine, DType dtype);
 const char* to_string(Engine engine);
 

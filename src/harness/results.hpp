@@ -59,7 +59,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(ComputeUnit, {{ComputeUnit::fp32_cuda_cores, "fp32_
                                            {ComputeUnit::integer, "integer"},
                                            {ComputeUnit::tf32_tensor_cores, "tf32_tensor_cores"},
                                            {ComputeUnit::bf16_tensor_cores, "bf16_tensor_cores"},
-                                           {ComputeUnit::fp16_tensor_cores, "fp16_tensor_cores"}})
+                                           {ComputeUnit::fp16_tensor_cores, "fp16_tensor_cores"},
+                                           {ComputeUnit::fp8_tensor_cores, "fp8_tensor_cores"}})
 
 // Readers take defaults for missing keys, so files written before a field existed still load.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Dim, name, size)
@@ -71,9 +72,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RooflinePoint, gbps, tflops, mem
                                                 compute_ceiling_tflops, floor_seconds, bound, fraction)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ceilings, copy_kernel_gbps, memcpy_d2d_gbps, read_gbps, fp32_tflops,
                                                 bf16_tensor_tflops, fp16_tensor_tflops, tf32_tensor_tflops,
-                                                h2d_pageable_gbps, h2d_pinned_gbps, d2h_pageable_gbps, d2h_pinned_gbps,
-                                                launch_latency_us, launch_throughput_us, datasheet_dram_gbps,
-                                                datasheet_fp32_tflops, datasheet_bf16_tflops, datasheet_pcie_gbps)
+                                                fp8_tensor_tflops, h2d_pageable_gbps, h2d_pinned_gbps,
+                                                d2h_pageable_gbps, d2h_pinned_gbps, launch_latency_us,
+                                                launch_throughput_us, datasheet_dram_gbps, datasheet_fp32_tflops,
+                                                datasheet_bf16_tflops, datasheet_pcie_gbps)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, commit, dirty, gpu_name, gpu_uuid,
                                                 compute_capability, sm_count, memory_gib, driver_version,
                                                 driver_cuda_version, runtime_cuda_version, max_sm_clock_mhz,

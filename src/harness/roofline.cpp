@@ -19,6 +19,7 @@ const char* to_string(ComputeUnit unit) {
     case ComputeUnit::tf32_tensor_cores: return "tf32_tensor_cores";
     case ComputeUnit::bf16_tensor_cores: return "bf16_tensor_cores";
     case ComputeUnit::fp16_tensor_cores: return "fp16_tensor_cores";
+    case ComputeUnit::fp8_tensor_cores: return "fp8_tensor_cores";
   }
   return "unknown";
 }
@@ -29,6 +30,7 @@ double compute_ceiling_tflops(const Ceilings& ceilings, ComputeUnit unit) {
     case ComputeUnit::tf32_tensor_cores: return ceilings.tf32_tensor_tflops;
     case ComputeUnit::bf16_tensor_cores: return ceilings.bf16_tensor_tflops;
     case ComputeUnit::fp16_tensor_cores: return ceilings.fp16_tensor_tflops;
+    case ComputeUnit::fp8_tensor_cores: return ceilings.fp8_tensor_tflops;
     case ComputeUnit::fp64_cuda_cores:
     case ComputeUnit::integer: return 0;
   }

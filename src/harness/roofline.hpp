@@ -16,6 +16,7 @@ struct Ceilings {
   double bf16_tensor_tflops = 0;  // cuBLAS BF16 GEMM (fp32 accumulate) on random data
   double fp16_tensor_tflops = 0;  // cuBLAS FP16 GEMM (fp32 accumulate) on random data
   double tf32_tensor_tflops = 0;  // cuBLAS FP32 GEMM in TF32 tensor-core mode on random data
+  double fp8_tensor_tflops = 0;   // cuBLASLt FP8 (e4m3) GEMM, bf16 out, fp32 accumulate; 0 before compute 8.9
   double h2d_pageable_gbps = 0;
   double h2d_pinned_gbps = 0;
   double d2h_pageable_gbps = 0;
@@ -43,7 +44,8 @@ enum class ComputeUnit {
   integer,
   tf32_tensor_cores,
   bf16_tensor_cores,
-  fp16_tensor_cores
+  fp16_tensor_cores,
+  fp8_tensor_cores
 };
 const char* to_string(ComputeUnit unit);
 // The measured rate of `unit` in TFLOP/s (TOP/s); 0 where the probe does not measure it.

@@ -18,6 +18,7 @@
 #include "harness/random.hpp"
 #include "harness/results.hpp"
 #include "harness/timer.hpp"
+#include "ops/gemm/fp8.hpp"
 #include "probe/datasheet.hpp"
 
 namespace cudalab::probe {
@@ -193,6 +194,29 @@ double measure_tensor_gemm(DType dtype, cublasComputeType_t compute, KernelTimer
   return 2.0 * static_cast<double>(size) * size * size / (t.median * 1e-3) / 1e12;
 }
 
+// cuBLASLt's FP8 rate (e4m3 in, bf16 out, fp32 accumulation, unit scales) on the same product:
+// the ceiling the FP8 GEMM is held to. 0 where the GPU has no FP8 tensor cores (before 8.9).
+double measure_fp8_gemm(const DeviceInfo& device, KernelTimer& timer, cudaStream_t stream) {
+  if (device.compute_major * 10 + device.compute_minor < 89) return 0.0;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDALAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const int size = free_bytes > (std::size_t{4} << 30) ? 8192 : 4096;
+  const std::int64_t elements = static_cast<std::int64_t>(size) * size;
+  DeviceBuffer<__nv_fp8_e4m3> a(elements), b(elements);
+  DeviceBuffer<__nv_bfloat16> out(elements);
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(gemm_variants::cublaslt_fp8_workspace_bytes()));
+  harness::fill_random(DType::e4m3, a.data(), elements, 7, harness::Distribution::uniform, stream);
+  harness::fill_random(DType::e4m3, b.data(), elements, 8, harness::Distribution::uniform, stream);
+  gemm_variants::GemmFp8Args args;
+  args.m = args.n = args.k = size;
+  args.a = a.data(), args.lda = size, args.b = b.data(), args.ldb = size, args.c = out.data(), args.ldc = size;
+  args.workspace = workspace.data();
+  TimingOptions options = probe_timing();
+  options.stopping.max_samples = 50;
+  const auto t = timer.time([&](cudaStream_t s) { gemm_variants::cublaslt_fp8(args, s); }, stream, options);
+  return 2.0 * static_cast<double>(size) * size * size / (t.median * 1e-3) / 1e12;
+}
+
 void measure_transfers(Ceilings& c, cudaStream_t stream) {
   const std::size_t bytes = std::size_t{256} << 20;
   DeviceBuffer<char> device_buffer(static_cast<std::int64_t>(bytes));
@@ -249,7 +273,7 @@ Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(con
   measure_memory(c, timer, stream.get());
   say("probe: FP32 FMA throughput");
   measure_fp32(c, timer, stream.get(), device);
-  say("probe: BF16, FP16 and TF32 tensor-core GEMMs through cuBLAS");
+  say("probe: BF16, FP16 and TF32 tensor-core GEMMs through cuBLAS, FP8 through cuBLASLt");
   // The best of three interleaved rounds, so each precision has the same history and a ceiling
   // is the rate the card reached. It steadies BF16 (785-811 TFLOP/s over twelve processes on one
   // H100) but not TF32 (368-416): that spread is between processes, not rounds (docs/notes.md).
@@ -260,6 +284,7 @@ Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(con
         std::max(c.fp16_tensor_tflops, measure_tensor_gemm(DType::f16, CUBLAS_COMPUTE_32F, timer, stream.get()));
     c.tf32_tensor_tflops = std::max(c.tf32_tensor_tflops,
                                     measure_tensor_gemm(DType::f32, CUBLAS_COMPUTE_32F_FAST_TF32, timer, stream.get()));
+    c.fp8_tensor_tflops = std::max(c.fp8_tensor_tflops, measure_fp8_gemm(device, timer, stream.get()));
   }
   say("probe: host<->device transfers (pageable, pinned)");
   measure_transfers(c, stream.get());
@@ -290,7 +315,10 @@ std::optional<Ceilings> load_cached(const DeviceInfo& device) {
     if (document.value("schema", "") != "cudalab-probe/1" ||
         document.value("runtime_cuda_version", 0) != device.runtime_cuda_version)
       return std::nullopt;
-    return document.at("ceilings").get<Ceilings>();
+    const Ceilings ceilings = document.at("ceilings").get<Ceilings>();
+    // A cache written before the probe measured FP8, on a GPU that has it, is measured again.
+    if (ceilings.fp8_tensor_tflops == 0 && device.compute_major * 10 + device.compute_minor >= 89) return std::nullopt;
+    return ceilings;
   } catch (const std::exception&) {
     return std::nullopt;  // a damaged cache is measured again, not an error
   }

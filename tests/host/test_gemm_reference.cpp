@@ -68,6 +68,48 @@ TEST(GemmLibrary, RejectsBadArguments) {
   EXPECT_NO_THROW(gemm(0, 5, 5, 1, no_input, 5, no_input, 5, 0, no_output, 5));
 }
 
+// The FP8 call checks its arguments before any CUDA call: sizes, pitches, null and misaligned
+// pointers (TMA reads 16-byte aligned rows), overlap of C with an input.
+TEST(GemmFp8Library, RejectsBadArguments) {
+  alignas(16) __nv_fp8_e4m3 a[64] = {}, b[64] = {};
+  alignas(16) __nv_bfloat16 c[64] = {};
+  auto kind = [](auto call) { return test_support::thrown_kind(call); };
+  EXPECT_EQ(kind([&] { gemm_fp8(-1, 1, 16, 1, a, 16, b, 16, c, 1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(kind([&] { gemm_fp8(2, 2, 32, 1, a, 16, b, 32, c, 2); }), ErrorKind::invalid_argument);  // lda < k
+  EXPECT_EQ(kind([&] { gemm_fp8(2, 4, 16, 1, a, 16, b, 16, c, 2); }), ErrorKind::invalid_argument);  // ldc < n
+  EXPECT_EQ(kind([&] { gemm_fp8(2, 2, 16, 1, nullptr, 16, b, 16, c, 2); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(kind([&] { gemm_fp8(2, 2, 16, 1, a, 16, b, 16, nullptr, 2); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(kind([&] { gemm_fp8(2, 2, 16, 1, a + 1, 16, b, 16, c, 2); }), ErrorKind::invalid_argument);  // A + 1 B
+  EXPECT_EQ(kind([&] { gemm_fp8(2, 2, 8, 1, a, 8, b, 8, c, 2); }), ErrorKind::invalid_argument);  // pitch 8 bytes
+  auto* c_over_a = reinterpret_cast<__nv_bfloat16*>(a);
+  EXPECT_EQ(kind([&] { gemm_fp8(2, 2, 16, 1, a, 16, b, 16, c_over_a, 2); }), ErrorKind::invalid_argument);
+  EXPECT_NO_THROW(gemm_fp8(0, 5, 16, 1, nullptr, 16, nullptr, 16, nullptr, 5));  // no outputs: nothing to do
+}
+
+// The FP8 op: e4m3 inputs, bf16 C, its work in bytes of each, and why its variants cannot run.
+TEST(GemmFp8Op, WorkAndLimits) {
+  namespace ids = harness::gemm_ids;
+  const harness::Op& op = *harness::builtin_registry().find_op(ids::kFp8Op);
+  EXPECT_EQ(op.dtypes, (std::vector<DType>{DType::bf16}));
+  const harness::Problem p = op.problem({64, 32, 128}, DType::bf16);
+  const harness::Work w = op.work(p);
+  EXPECT_EQ(w.bytes_read, 64.0 * 128 + 32.0 * 128 + 8);  // one byte an input element, the two scales
+  EXPECT_EQ(w.bytes_written, 2.0 * 64 * 32);
+  EXPECT_EQ(w.flops, 2.0 * 64 * 32 * 128);
+  DeviceInfo ampere, ada, hopper;
+  ampere.compute_major = 8, ampere.compute_minor = 0;
+  ada.compute_major = 8, ada.compute_minor = 9;
+  hopper.compute_major = 9, hopper.compute_minor = 0;
+  const harness::Variant& ours = *op.find_variant(ids::kWgmmaFp8);
+  const harness::Variant& lt = *op.find_variant(ids::kCublasLtFp8);
+  EXPECT_NE(harness::why_not(ours, ada, p), "");
+  EXPECT_NE(harness::why_not(lt, ampere, p), "");
+  EXPECT_EQ(harness::why_not(lt, ada, p), "");
+  const harness::Problem odd_k = op.problem({16, 16, 40}, DType::bf16);  // rows of 40 bytes: not TMA's
+  EXPECT_NE(harness::why_not(lt, hopper, odd_k), "");
+  EXPECT_EQ(harness::compute_unit(ours.engine, DType::bf16), harness::ComputeUnit::fp8_tensor_cores);
+}
+
 TEST(GemmOp, ProblemsCarryAlphaAndBeta) {
   const harness::Op* op = harness::builtin_registry().find_op(harness::gemm_ids::kOp);
   ASSERT_NE(op, nullptr);

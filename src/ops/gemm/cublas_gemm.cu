@@ -75,7 +75,9 @@ void widen(DType dtype, const void* in, double* out, std::int64_t count, bool ab
     case DType::f32: return widen_as<float>(in, out, count, absolute, scale, stream);
     case DType::f16: return widen_as<__half>(in, out, count, absolute, scale, stream);
     case DType::bf16: return widen_as<__nv_bfloat16>(in, out, count, absolute, scale, stream);
-    default: throw Error(ErrorKind::invalid_argument, "dgemm_reference: f32, f16 or bf16 only", __FILE__, __LINE__);
+    case DType::e4m3: return widen_as<__nv_fp8_e4m3>(in, out, count, absolute, scale, stream);
+    default:
+      throw Error(ErrorKind::invalid_argument, "dgemm_reference: f32, f16, bf16 or e4m3 only", __FILE__, __LINE__);
   }
 }
 
@@ -160,17 +162,24 @@ void dgemm_reference(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k
   if (m == 0 || n == 0) return;
   double* wide_a = scratch;
   double* wide_b = scratch + m * k;
+  const auto widen_c0 = [&](double* out, bool absolute, double scale) {
+    if (c0 == nullptr) {
+      CUDALAB_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(m * n) * sizeof(double), stream));
+    } else {
+      widen(dtype, c0, out, m * n, absolute, scale, stream);
+    }
+  };
   widen(dtype, a, wide_a, m * k, false, 1.0, stream);
   widen(dtype, b, wide_b, k * n, false, 1.0, stream);
-  widen(dtype, c0, reference, m * n, false, 1.0, stream);
+  widen_c0(reference, false, 1.0);
   if (k > 0) {
     dgemm_row_major(m, n, k, alpha, wide_a, wide_b, a_transposed, b_transposed, beta, reference, stream);
   } else {
-    widen(dtype, c0, reference, m * n, false, beta, stream);
+    widen_c0(reference, false, beta);
   }
   widen(dtype, a, wide_a, m * k, true, 1.0, stream);
   widen(dtype, b, wide_b, k * n, true, 1.0, stream);
-  widen(dtype, c0, bound, m * n, true, std::fabs(static_cast<double>(beta)), stream);
+  widen_c0(bound, true, std::fabs(static_cast<double>(beta)));
   if (k > 0)
     dgemm_row_major(m, n, k, std::fabs(static_cast<double>(alpha)), wide_a, wide_b, a_transposed, b_transposed, 1.0,
                     bound, stream);

@@ -51,8 +51,8 @@ void cublas_aat_syrk(const float* a, std::int64_t rows, std::int64_t depth, floa
 void cublas_aat_gemm(const float* a, std::int64_t rows, std::int64_t depth, float* c, cudaStream_t stream);
 
 // The FP64 reference for large problems, all on the device: dense row-major A (m x k, or k x m
-// when `a_transposed`), B (k x n, or n x k when `b_transposed`), C0 (m x n), all of `dtype` (f32,
-// f16 or bf16), are widened to double and
+// when `a_transposed`), B (k x n, or n x k when `b_transposed`), C0 (m x n; null: none), all of
+// `dtype` (f32, f16, bf16 or e4m3), are widened to double and
 //   reference = alpha A B + beta C0            (cublasDgemm)
 //   bound     = |alpha| |A| |B| + |beta| |C0|  (a second cublasDgemm on absolute values)
 // `reference` and `bound` are device arrays of m * n doubles; `scratch` holds m*k + k*n doubles.

@@ -55,18 +55,23 @@ inline std::string tma_limits(const GemmShape& shape) {
   return "";
 }
 
-// What every Hopper rung needs: this build's sm_90a code, a compute capability 9.0 GPU, and
-// operands TMA can describe.
-inline std::string wgmma_limits(const GemmShape& shape, int compute_capability) {
+// What every Hopper rung needs first: this build's sm_90a code and a compute capability 9.0 GPU.
+inline std::string hopper_limits(int compute_capability) {
 #if CUDALAB_SM90A
   if (compute_capability != 90)
     return "wgmma and TMA need compute capability 9.0 (Hopper); this GPU is " +
            std::to_string(compute_capability / 10) + "." + std::to_string(compute_capability % 10);
-  return tma_limits(shape);
+  return "";
 #else
-  (void)shape, (void)compute_capability;
+  (void)compute_capability;
   return kNotBuilt;
 #endif
+}
+
+// And the 16-bit rungs' operands as TMA can describe them.
+inline std::string wgmma_limits(const GemmShape& shape, int compute_capability) {
+  const std::string why = hopper_limits(compute_capability);
+  return why.empty() ? tma_limits(shape) : why;
 }
 
 // The persistent rungs number every tile of the batch with one int.
@@ -433,6 +438,19 @@ __device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& ou
       tma_store(c_map, buffer, col, row0, z);
       bulk_commit();
     }
+  }
+}
+
+// A consumer warpgroup's accumulators into C: through shared memory and TMA stores (kTmaStore:
+// C's rows allow it, `staging` is the warpgroup's buffer) or straight from registers.
+template <bool kTmaStore, typename T, int kRegisters>
+__device__ __forceinline__ void store_accumulators(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
+                                                   const CUtensorMap* c_map, std::uint32_t staging, int row0, int col0,
+                                                   int z, int consumer) {
+  if constexpr (kTmaStore) {
+    store_accumulators_tma(out, acc, c_map, staging, row0, col0, z, epilogue_barrier(consumer));
+  } else {
+    store_accumulators_direct(out, acc, row0, col0);
   }
 }
 

@@ -8,6 +8,10 @@ namespace cudalab::harness::gemm_ids {
 inline constexpr char kOp[] = "gemm";
 // The same product over a strided batch of matrices (dims batch, M, N, K).
 inline constexpr char kBatchedOp[] = "gemm_batched";
+// FP8 (e4m3) A and B into bf16 C (dims M, N, K), its rung and cuBLASLt's.
+inline constexpr char kFp8Op[] = "gemm_fp8";
+inline constexpr char kWgmmaFp8[] = "wgmma_fp8";
+inline constexpr char kCublasLtFp8[] = "cublaslt_fp8";
 
 // The ladder.
 inline constexpr char kNaive[] = "naive";

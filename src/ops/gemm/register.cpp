@@ -14,6 +14,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "cudalab/device.hpp"
 #include "cudalab/error.hpp"
@@ -21,6 +22,7 @@
 #include "cudalab/memory.hpp"
 #include "harness/registry.hpp"
 #include "ops/gemm/cublas_gemm.hpp"
+#include "ops/gemm/fp8.hpp"
 #include "ops/gemm/ids.hpp"
 #include "ops/gemm/reference.hpp"
 #include "ops/gemm/tensor_core_variants.hpp"
@@ -437,6 +439,151 @@ void register_gemm_batched(Registry& registry) {
   registry.add(std::move(op));
 }
 
+// ---- The FP8 GEMM: C (bf16) = alpha * scale_a * scale_b * A B^T, e4m3 A (M x K) and B (N x K)
+
+// The two scales as the check and the launchers read them: a device array of two floats, each a
+// power of two times a value from the seed (0.5-0.94 and 0.125-0.5), so the check sees the
+// product scaled as a dequantization would scale it.
+void fill_scales(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem&,
+                 cudaStream_t stream) {
+  const float scales[2] = {0.5f + static_cast<float>(seed % 8) / 16.0f, 1.0f / static_cast<float>(2 << (seed % 3))};
+  // Pageable source: the copy has taken the values before it returns.
+  CUDALAB_CUDA_CHECK(
+      cudaMemcpyAsync(device, scales, static_cast<std::size_t>(count) * sizeof(float), cudaMemcpyHostToDevice, stream));
+}
+
+struct Fp8Binding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    Args args;
+    args.m = problem.dim("M"), args.n = problem.dim("N"), args.k = problem.dim("K");
+    args.alpha = alpha_of(problem);
+    args.a = tensors.data<__nv_fp8_e4m3>("a"), args.lda = args.k;
+    args.b = tensors.data<__nv_fp8_e4m3>("b"), args.ldb = args.k;
+    args.c = tensors.data<bf16>("c"), args.ldc = args.n;
+    args.scale_a = tensors.data<float>("scales");
+    args.scale_b = args.scale_a + 1;
+    args.workspace = tensors.workspace();
+    return args;
+  }
+};
+
+// Against alpha * scale_a * scale_b * A B^T in double (the e4m3 values are exact in double). The
+// tolerance models the tensor cores' FP8 sums: each product exact, each of a window of 128 sums
+// (one k-tile, the promotion interval) rounded to about 14 significant bits, a unit of 2^-13; the
+// fp32 sums of the windows and the bf16 rounding of the result after that.
+Comparison check_fp8(const CheckContext& ctx) {
+  const std::int64_t m = ctx.problem.dim("M"), n = ctx.problem.dim("N"), k = ctx.problem.dim("K");
+  const Tensor& a = ctx.tensors["a"];
+  const Tensor& b = ctx.tensors["b"];
+  const Tensor& c = ctx.tensors["c"];
+  const auto* scales = static_cast<const float*>(ctx.tensors["scales"].host());
+  const float alpha = alpha_of(ctx.problem) * (scales[0] * scales[1]);
+  std::vector<double> value, bound;
+  if (ctx.problem.elements() <= kHostReferenceLimit) {
+    const HostFloats ha(DType::e4m3, a.host(), a.count()), hb(DType::e4m3, b.host(), b.count());
+    GemmReference r = gemm_reference(m, n, k, alpha, ha.data(), k, hb.data(), k, 0.0, nullptr, n, true);
+    value = std::move(r.value);
+    bound = std::move(r.bound);
+  } else {
+    DeviceBuffer<double> reference(c.count()), magnitude(c.count()), scratch(m * k + k * n);
+    v::dgemm_reference(DType::e4m3, m, n, k, alpha, a.device(), b.device(), false, true, 0.0f, nullptr,
+                       reference.data(), magnitude.data(), scratch.data(), ctx.stream);
+    value = to_host(reference, ctx.stream);
+    bound = to_host(magnitude, ctx.stream);
+  }
+  GemmTolerance tolerance;
+  tolerance.accumulate_unit = 1.0 / 8192.0;
+  tolerance.output_unit = traits(DType::bf16).unit_roundoff;
+  const HostFloats out(DType::bf16, c.host(), c.count());
+  return compare_gemm(out.data(), c.count(), value.data(), bound.data(), std::min<std::int64_t>(k, 128), tolerance);
+}
+
+template <typename Limits>
+Variant fp8_variant(const std::string& id, const std::string& technique, Role role,
+                    void (*launch)(const v::GemmFp8Args&, cudaStream_t), Limits limits) {
+  Variant x = make_variant<Fp8Binding>(id, technique, role, launch);
+  x.engine = Engine::fp8_tensor_cores;
+  x.can_implement = [limits](const DeviceInfo& device, const Problem& p) {
+    const v::GemmFp8Shape shape{p.dim("M"), p.dim("N"), p.dim("K"), p.dim("K"), p.dim("K"), p.dim("N")};
+    return limits(shape, device.compute_major * 10 + device.compute_minor);
+  };
+  return x;
+}
+
+void register_gemm_fp8(Registry& registry) {
+  Op op;
+  op.name = ids::kFp8Op;
+  op.summary =
+      "C (bf16) = alpha scale_a scale_b A B^T with e4m3 A (M x K) and B (N x K), row-major: FP8 on Hopper "
+      "tensor cores against cuBLASLt";
+  op.dim_names = {"M", "N", "K"};
+  op.dtypes = {DType::bf16};  // C's; A and B are e4m3
+  op.params = {{"alpha", 1.5}};
+  const auto elements = [](const char* rows, const char* cols) {
+    return [=](const Problem& p) { return p.dim(rows) * p.dim(cols); };
+  };
+  op.tensors = {
+      {"a", TensorRole::input, DType::e4m3, elements("M", "K"), fill_operand},
+      {"b", TensorRole::input, DType::e4m3, elements("N", "K"), fill_operand},
+      {"scales", TensorRole::input, DType::f32, [](const Problem&) -> std::int64_t { return 2; }, fill_scales},
+      {"c", TensorRole::output, {}, elements("M", "N")}};
+  op.work = [](const Problem& p) {
+    const double m = static_cast<double>(p.dim("M")), n = static_cast<double>(p.dim("N")),
+                 k = static_cast<double>(p.dim("K"));
+    return Work{(m + n) * k + 8, 2 * m * n, 2 * m * n * k};
+  };
+  op.check = check_fp8;
+  // The product, the LLM layers' forward products (tokens x out x in, the weight stored out x in)
+  // and decode rows; the tests: one element, sizes of no tile multiple, C rows TMA cannot store
+  // (N = 4100: the direct stores), k = 0, a k that is no multiple of 16 (both variants refuse it),
+  // and the device reference's sizes.
+  op.bench_problems = cross(op,
+                            {{8192, 8192, 8192},
+                             {4096, 4096, 4096},
+                             {4096, 11008, 4096},
+                             {4096, 4096, 11008},
+                             {8192, 14336, 4096},
+                             {8192, 4096, 14336},
+                             {8192, 28672, 8192},
+                             {16, 8192, 8192},
+                             {128, 8192, 8192}},
+                            op.dtypes);
+  op.test_problems = cross(op,
+                           {{1, 16, 16},
+                            {127, 129, 144},
+                            {200, 264, 1024},
+                            {3, 4100, 256},
+                            {64, 72, 0},
+                            {16, 16, 40},
+                            {1000, 1000, 1008},
+                            {4096, 4096, 4096},
+                            {8192, 64, 8192}},
+                           op.dtypes);
+  op.check_device_bytes = [](const Problem& p) -> std::size_t {
+    if (p.elements() <= kHostReferenceLimit) return 0;
+    const std::int64_t m = p.dim("M"), n = p.dim("N"), k = p.dim("K");
+    return static_cast<std::size_t>(m * k + k * n + 2 * m * n) * sizeof(double);
+  };
+  op.check_host_bytes = [](const Problem& p) -> std::size_t {
+    const std::int64_t m = p.dim("M"), n = p.dim("N"), k = p.dim("K");
+    return static_cast<std::size_t>(m * n) * 2 * sizeof(double) +
+           static_cast<std::size_t>(m * k + k * n + m * n) * sizeof(float);
+  };
+  Variant lt = fp8_variant(ids::kCublasLtFp8,
+                           "cublasLtMatmul, e4m3 A and B, per-tensor scales, bf16 C, fp32 accumulation (no fast mode)",
+                           Role::baseline, v::cublaslt_fp8, v::cublaslt_fp8_limits);
+  lt.workspace_bytes = [](const Problem&) { return v::cublaslt_fp8_workspace_bytes(); };
+  op.variants = {
+      fp8_variant(ids::kWgmmaFp8,
+                  "the persistent skeleton on 128 x 128 tiles, wgmma m64n128k32 e4m3, each k-tile's sums promoted "
+                  "to fp32 registers",
+                  Role::ladder, v::wgmma_fp8, v::wgmma_fp8_limits),
+      std::move(lt),
+  };
+  registry.add(std::move(op));
+}
+
 }  // namespace
 
 void register_gemm_staging_experiment(Registry& registry);
@@ -536,6 +683,7 @@ void register_gemm(Registry& registry) {
   op.variants.push_back(cublas_gemm_ex());
   registry.add(std::move(op));
   register_gemm_batched(registry);
+  register_gemm_fp8(registry);
   register_gemm_staging_experiment(registry);
   register_gemm_claims(registry);
 }

@@ -115,14 +115,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       float acc[kBlockN / 2] = {};
       consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring,
                                                             consumer * 64 * kRowBytes, release);
-      const OutputMatrix<T> out = at_offset(p.out, at.batch * p.stride_c);
       const int row0 = at.m * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
-      if constexpr (kTmaStore) {
-        store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,
-                               at.batch * p.batch_step_c, epilogue_barrier(consumer));
-      } else {
-        store_accumulators_direct(out, acc, row0, col0);
-      }
+      store_accumulators<kTmaStore>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
+                                    staging + consumer * kStagingBytes, row0, col0, at.batch * p.batch_step_c,
+                                    consumer);
     });
     if (kTmaStore && thread == 0) bulk_wait_all();
   }

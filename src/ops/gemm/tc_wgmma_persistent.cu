@@ -195,13 +195,9 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       }
       const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
       if (!schedule.finish(acc, work, consumer, p, row0, col0)) return;
-      const OutputMatrix<T> out = at_offset(p.out, at.batch * p.stride_c);
-      if constexpr (kTmaStore) {
-        store_accumulators_tma(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0,
-                               at.batch * p.batch_step_c, epilogue_barrier(consumer));
-      } else {
-        store_accumulators_direct(out, acc, row0, col0);
-      }
+      store_accumulators<kTmaStore>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
+                                    staging + consumer * kStagingBytes, row0, col0, at.batch * p.batch_step_c,
+                                    consumer);
     });
     if (kTmaStore && leader) bulk_wait_all();  // the staging buffers must outlive their last stores
   }

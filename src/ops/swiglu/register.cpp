@@ -58,9 +58,12 @@ struct ForwardBinding {
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
     using L = Layout<kPacked>;
-    T* x = tensors.data<T>(L::kGate);
-    Args args{x, tensors.data<T>(L::kUp) + L::up_at(problem, 0), tensors.data<T>("y"), elements(problem),
-              tensors.workspace()};
+    Args args;
+    args.gate = tensors.data<T>(L::kGate);
+    args.up = tensors.data<T>(L::kUp) + L::up_at(problem, 0);
+    args.y = tensors.data<T>("y");
+    args.n = elements(problem);
+    args.workspace = tensors.workspace();
     args.activation = kActivation;
     L::set_rows(problem, args);
     return args;
@@ -74,9 +77,14 @@ struct BackwardBinding {
     using T = typename Args::Element;
     using L = Layout<kPacked>;
     const std::int64_t up = L::up_at(problem, 0);
-    Args args{tensors.data<T>(L::kGate),  tensors.data<T>(L::kUp) + up,  tensors.data<T>("dy"),
-              tensors.data<T>(L::kDgate), tensors.data<T>(L::kDup) + up, elements(problem),
-              tensors.workspace()};
+    Args args;
+    args.gate = tensors.data<T>(L::kGate);
+    args.up = tensors.data<T>(L::kUp) + up;
+    args.dy = tensors.data<T>("dy");
+    args.dgate = tensors.data<T>(L::kDgate);
+    args.dup = tensors.data<T>(L::kDup) + up;
+    args.n = elements(problem);
+    args.workspace = tensors.workspace();
     args.activation = kActivation;
     L::set_rows(problem, args);
     return args;
