@@ -20,6 +20,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "cudalab/elements.hpp"
 #include "cudalab/error.hpp"
@@ -36,6 +37,8 @@ template <>
 inline constexpr at::ScalarType kScalarTypeOf<__half> = at::kHalf;
 template <>
 inline constexpr at::ScalarType kScalarTypeOf<__nv_bfloat16> = at::kBFloat16;
+template <>
+inline constexpr at::ScalarType kScalarTypeOf<__nv_fp8_e4m3> = at::kFloat8_e4m3fn;
 
 // torch's dtypes of an op's element list (cudalab::NormElements, ...), in the list's order.
 template <typename... Ts>

@@ -222,6 +222,37 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const c10::opti
   return y.reshape_symint(shape);
 }
 
+// C (bf16, [m, n]) = alpha * scale_a * scale_b * a b^T for float8_e4m3fn a [m, k] and b [n, k] (a
+// Linear's activations and its weight as stored), both contiguous; each scale a float32 tensor of
+// one element on a's device, as torch._scaled_mm takes them, or None for 1. Hopper. Not
+// differentiable.
+at::Tensor gemm_fp8(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& scale_a,
+                    const c10::optional<at::Tensor>& scale_b, double alpha) {
+  constexpr const char* op = "gemm_fp8";
+  check_tensor(op, "a", a, a.device(), c10::nullopt, {at::kFloat8_e4m3fn});
+  check_tensor(op, "b", b, a.device(), at::kFloat8_e4m3fn, {at::kFloat8_e4m3fn});
+  TORCH_CHECK_VALUE(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(1), "cudalab.gemm_fp8: a must be [m, k] and ",
+                    "b [n, k] (a weight as stored), got ", a.sizes(), " and ", b.sizes());
+  const float* scales[2] = {nullptr, nullptr};
+  const c10::optional<at::Tensor>* given[2] = {&scale_a, &scale_b};
+  for (int i = 0; i < 2; ++i) {
+    if (!given[i]->has_value() || !(*given[i])->defined()) continue;
+    const at::Tensor& s = **given[i];
+    const char* name = i == 0 ? "scale_a" : "scale_b";
+    check_tensor(op, name, s, a.device(), at::kFloat, {at::kFloat});
+    TORCH_CHECK_VALUE(s.numel() == 1, "cudalab.gemm_fp8: ", name, " must hold one value, got ", s.sizes());
+    scales[i] = data<float>(s);
+  }
+  const std::int64_t m = a.size(0), n = b.size(0), k = a.size(1);
+  const c10::cuda::CUDAGuard guard(a.device());
+  at::Tensor c = at::empty({m, n}, a.options().dtype(at::kBFloat16));
+  call_library(op, [&] {
+    cudalab::gemm_fp8(m, n, k, static_cast<float>(alpha), data<__nv_fp8_e4m3>(a), k, data<__nv_fp8_e4m3>(b), k,
+                      mutable_data<__nv_bfloat16>(c), n, scales[0], scales[1], current_stream(a));
+  });
+  return c;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
@@ -232,6 +263,8 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
       &gemm, GemmElements{});
   define_op(m, "gemm_(Tensor(a!) c, Tensor a, Tensor b, float alpha=1., float beta=0., bool b_transposed=False) -> ()",
             &gemm_, GemmElements{});
+  define_op(m, "gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, float alpha=1.) -> Tensor",
+            &gemm_fp8, TypeList<__nv_fp8_e4m3>{});
 }
 
 }  // namespace cudalab::torch_ops

@@ -333,6 +333,17 @@ def gemm(
     return torch.ops.cudalab.gemm(a, b, c, alpha, beta, b_transposed)
 
 
+def gemm_fp8(
+    a: Tensor, b: Tensor, scale_a: Tensor | None = None, scale_b: Tensor | None = None, alpha: float = 1.0
+) -> Tensor:
+    """``alpha * scale_a * scale_b * a @ b.T`` in bfloat16 for ``torch.float8_e4m3fn`` a [m, k] and b
+    [n, k] (a Linear's activations and its weight as stored), both contiguous: ``torch._scaled_mm(a,
+    b.T, scale_a, scale_b, out_dtype=torch.bfloat16)``. The scales are float32 tensors of one element
+    on the GPU (the inputs' dequantization factors), or None for 1. FP32 accumulation, promoted out
+    of the tensor cores every 128 of k. Hopper (compute capability 9.0) only; not differentiable."""
+    return torch.ops.cudalab.gemm_fp8(a, b, scale_a, scale_b, alpha)
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``torch.nn.functional.linear(x, weight, bias)``: ``x @ weight.mT + bias`` over x's last
     dimension (weight [out_features, in_features], bias [out_features] or None) by cudalab's GEMM,
@@ -548,6 +559,11 @@ def _(params, grads, masters, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weig
 @torch.library.register_fake("cudalab::rope")
 def _(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
     return torch.empty_like(x)
+
+
+@torch.library.register_fake("cudalab::gemm_fp8")
+def _(a, b, scale_a=None, scale_b=None, alpha=1.0):
+    return a.new_empty(a.shape[0], b.shape[0], dtype=torch.bfloat16)
 
 
 @torch.library.register_fake("cudalab::rope_packed")

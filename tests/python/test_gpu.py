@@ -32,6 +32,8 @@ def rel_l2(out, ref):
 
 @pytest.mark.parametrize("name, dtype", [(n, dtype) for n in list(FORWARD) + BACKWARD for dtype in dtypes_of(n)])
 def test_opcheck_on_cuda(name, dtype):
+    if name == "gemm_fp8" and torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("gemm_fp8 runs on Hopper (compute capability 9.0)")
     grad = name in DIFFERENTIABLE and dtype.is_floating_point
     args = arguments(name, "cuda", dtype, (7, 33, 1000), requires_grad=grad)
     tolerance = {}
@@ -195,6 +197,38 @@ def test_packed_gated_units_and_their_gradients_match_float64(unit, dtype, shape
     (dx_ref,) = torch.autograd.grad(ref, (x64,), dy.double())
     assert dx.dtype == dtype and dx.shape == x.shape
     assert rel_l2(dx, dx_ref) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(dx, dx_ref):.3g}"
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 16, 16), (127, 129, 144), (3, 4100, 256), (1000, 1000, 1008), (4096, 4096, 4096)])
+@pytest.mark.parametrize("scaled", [False, True])
+def test_gemm_fp8_matches_float64_and_scaled_mm(m, n, k, scaled):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("gemm_fp8 runs on Hopper (compute capability 9.0)")
+    torch.manual_seed(zlib.crc32(repr(("fp8", m, n, k, scaled)).encode()))
+    a = (torch.randn(m, k, device="cuda") * 4).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k, device="cuda") * 4).to(torch.float8_e4m3fn)
+    scale_a = torch.tensor([0.125], device="cuda") if scaled else None
+    scale_b = torch.tensor([0.75], device="cuda") if scaled else None
+    c = ops.gemm_fp8(a, b, scale_a, scale_b, alpha=1.5)
+    factor = 1.5 * (0.125 * 0.75 if scaled else 1.0)
+    ref = factor * (a.double() @ b.double().T)
+    assert c.dtype == torch.bfloat16 and c.shape == (m, n)
+    assert rel_l2(c, ref) <= REL_L2[torch.bfloat16], f"rel L2 {rel_l2(c, ref):.3g}"
+    if hasattr(torch, "_scaled_mm") and m % 16 == 0 and n % 16 == 0:
+        one = torch.ones(1, device="cuda")
+        theirs = torch._scaled_mm(a, b.T, scale_a if scaled else one, scale_b if scaled else one,
+                                  out_dtype=torch.bfloat16) * 1.5
+        assert rel_l2(c, theirs.double()) <= 2 * REL_L2[torch.bfloat16]
+
+
+def test_gemm_fp8_refuses_what_tma_cannot_read():
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("gemm_fp8 runs on Hopper (compute capability 9.0)")
+    a = torch.randn(8, 40, device="cuda").to(torch.float8_e4m3fn)
+    with pytest.raises(RuntimeError, match="lda and ldb multiples of 16"):
+        ops.gemm_fp8(a, a)
+    with pytest.raises(TypeError, match="a must be"):
+        ops.gemm_fp8(a.float(), a)
 
 
 def test_float64_is_refused_by_name():

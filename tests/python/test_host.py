@@ -39,6 +39,8 @@ FORWARD = {
     "-> (Tensor, Tensor)",
     "attention_packed": "cudalab::attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, "
     "bool causal=False) -> (Tensor, Tensor)",
+    "gemm_fp8": "cudalab::gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, "
+    "float alpha=1.) -> Tensor",
 }
 BACKWARD = [
     "bias_act_backward",
@@ -56,8 +58,8 @@ BACKWARD = [
     "attention_packed_backward",
 ]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
-# backward raises (the library has none).
-DIFFERENTIABLE = [name for name in FORWARD if name not in ("select_at_least", "histogram", "conv2d")]
+# backward raises (the library has none); gemm_fp8 is an inference product.
+DIFFERENTIABLE = [name for name in FORWARD if name not in ("select_at_least", "histogram", "conv2d", "gemm_fp8")]
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 # The dtypes of the library's primitives' first argument; the fused ops take their element lists'
 # (cudalab._C.element_types), gemm and attention FLOATS.
@@ -104,6 +106,10 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (tensor(rows, features),)
     if name == "conv2d":
         return (tensor(rows, features), tensor(3, 3))
+    if name == "gemm_fp8":  # a [rows, k] against a weight of 32 outputs, k the features to a multiple of 16 (TMA's)
+        k = 16 * max(1, features // 16)
+        weight = torch.randn(32, k, device=device).to(dtype)
+        return (torch.randn(rows, k, device=device).to(dtype), weight, torch.ones(1, device=device) / 4, None, 1.0)
     if name in ("attention_packed", "attention_packed_backward"):
         qkv = tensor(shape[0], shape[1], 8 * 64)
         if name == "attention_packed":

@@ -523,9 +523,10 @@ void register_gemm_fp8(Registry& registry) {
   const auto elements = [](const char* rows, const char* cols) {
     return [=](const Problem& p) { return p.dim(rows) * p.dim(cols); };
   };
+  // A and B take the harness's e4m3 fill (its large magnitudes, 16-448, give products fp32 holds).
   op.tensors = {
-      {"a", TensorRole::input, DType::e4m3, elements("M", "K"), fill_operand},
-      {"b", TensorRole::input, DType::e4m3, elements("N", "K"), fill_operand},
+      {"a", TensorRole::input, DType::e4m3, elements("M", "K")},
+      {"b", TensorRole::input, DType::e4m3, elements("N", "K")},
       {"scales", TensorRole::input, DType::f32, [](const Problem&) -> std::int64_t { return 2; }, fill_scales},
       {"c", TensorRole::output, {}, elements("M", "N")}};
   op.work = [](const Problem& p) {
