@@ -28,13 +28,16 @@
 #include "ops/gemm/schedules.cuh"
 
 namespace cudalab::gemm_variants {
+namespace {
+constexpr int kBlockM = 128, kBlockN = 128;  // a CTA's tile of C
+}  // namespace
 
 #if CUDALAB_SM90A
 namespace {
 
 using namespace hopper;
 
-constexpr int kBlockM = 128, kBlockN = 128, kStages = 6, kConsumers = 2;
+constexpr int kStages = 6, kConsumers = 2;
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kKTile = static_cast<int>(kRowBytes);  // e4m3 elements a k-tile: one 128-byte row
 constexpr int kATileBytes = kBlockM * static_cast<int>(kRowBytes);
