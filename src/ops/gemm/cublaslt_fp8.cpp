@@ -100,8 +100,10 @@ std::string cublaslt_fp8_limits(const GemmFp8Shape& shape, int compute_capabilit
     return "cuBLASLt's FP8 GEMM needs compute capability 8.9 or later; this GPU is " +
            std::to_string(compute_capability / 10) + "." + std::to_string(compute_capability % 10);
   if (shape.k == 0) return "cuBLASLt's FP8 GEMM needs k > 0";
-  if (shape.k % 16 != 0 || shape.lda % 16 != 0 || shape.ldb % 16 != 0 || shape.ldc % 8 != 0)
-    return "cuBLASLt's FP8 GEMM takes k and the pitches of A and B as multiples of 16, C's of 8";
+  // torch._scaled_mm asks the same of its operands before it calls cuBLASLt.
+  if (shape.m % 16 != 0 || shape.n % 16 != 0 || shape.k % 16 != 0 || shape.lda % 16 != 0 || shape.ldb % 16 != 0 ||
+      shape.ldc % 8 != 0)
+    return "cuBLASLt's FP8 GEMM takes m, n, k and the pitches of A and B as multiples of 16, C's of 8";
   return "";
 }
 
