@@ -25,9 +25,18 @@ EPS32 = torch.finfo(torch.float32).eps
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def rel_l2(out, ref):
+def rel_l2(out, ref, floor=1e-300):
     out, ref = out.double(), ref.double()
-    return ((out - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+    return ((out - ref).norm() / ref.norm().clamp_min(floor)).item()
+
+
+def gated_floors(gate, up, dy):
+    """Norms below which a gated unit's output and gradients are compared absolutely: a millionth of
+    what they would be with the activation and its slope at 1. For a gate below about -5.4 the exact
+    GELU's 1 + erf(g / sqrt 2) is under float32's resolution at 1, so the kernels and PyTorch return
+    0 where float64 gives 1e-9 or less: with every gate there, a relative error means nothing."""
+    gate, up, dy = gate.detach().double(), up.detach().double(), dy.double()
+    return 1e-6 * (gate * up).norm().item(), 1e-6 * (dy * (gate.abs() + up.abs())).norm().item()
 
 
 @pytest.mark.parametrize("name, dtype", [(n, dtype) for n in list(FORWARD) + BACKWARD for dtype in dtypes_of(n)])
@@ -36,15 +45,18 @@ def test_opcheck_on_cuda(name, dtype):
         pytest.skip("gemm_fp8 runs on Hopper (compute capability 9.0)")
     grad = name in DIFFERENTIABLE and dtype.is_floating_point
     args = arguments(name, "cuda", dtype, (7, 33, 1000), requires_grad=grad)
-    tolerance = {}
+    options = {}
     if name.endswith("_scan") and dtype == torch.float32:
         # opcheck compares two runs, and the float scans' order of adds changes from run to run
         # (each 4096-element tile's look-back sums whichever predecessors have published): runs
         # differ by about one rounding of the running prefix per tile.
         tiles = math.ceil(args[0].numel() / 4096)
         largest = torch.cumsum(args[0].detach().flatten(), 0).abs().max().item()
-        tolerance = {"rtol": 1.3e-6, "atol": tiles * EPS32 * largest}
-    torch.library.opcheck(getattr(torch.ops.cudalab, name).default, args, **tolerance)
+        options = {"rtol": 1.3e-6, "atol": tiles * EPS32 * largest}
+    if name == "gemm_fp8":
+        # opcheck's schema test multiplies the inputs, which PyTorch does not do for float8.
+        options["test_utils"] = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+    torch.library.opcheck(getattr(torch.ops.cudalab, name).default, args, **options)
 
 
 def reference(name, x, w, b):
@@ -163,12 +175,14 @@ def test_gated_units_and_their_gradients_match_float64(unit, dtype, shape, offse
     y = op(gate, up)
     ref = activation(gate.double()) * up.double()
     assert y.dtype == dtype and y.shape == gate.shape
-    assert rel_l2(y, ref) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref):.3g}"
+    floor, grad_floor = gated_floors(gate, up, dy)
+    assert rel_l2(y, ref, floor) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref, floor):.3g}"
     grads = torch.autograd.grad(y, (gate, up), dy)
     g64, u64 = gate.detach().double().requires_grad_(), up.detach().double().requires_grad_()
     refs = torch.autograd.grad(activation(g64) * u64, (g64, u64), dy.double())
     for g, r in zip(grads, refs):
-        assert g.dtype == dtype and rel_l2(g, r) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(g, r):.3g}"
+        error = rel_l2(g, r, grad_floor)
+        assert g.dtype == dtype and error <= 2 * REL_L2[dtype], f"gradient rel L2 {error:.3g}"
 
 
 PACKED_UNITS = {"swiglu": ops.swiglu_packed, "geglu": ops.geglu_packed}
@@ -192,11 +206,13 @@ def test_packed_gated_units_and_their_gradients_match_float64(unit, dtype, shape
     gate, up = x64.chunk(2, -1)
     ref = activation(gate) * up
     assert y.dtype == dtype and y.shape == ref.shape
-    assert rel_l2(y, ref) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref):.3g}"
+    floor, grad_floor = gated_floors(gate, up, dy)
+    assert rel_l2(y, ref, floor) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref, floor):.3g}"
     (dx,) = torch.autograd.grad(y, (x,), dy)
     (dx_ref,) = torch.autograd.grad(ref, (x64,), dy.double())
     assert dx.dtype == dtype and dx.shape == x.shape
-    assert rel_l2(dx, dx_ref) <= 2 * REL_L2[dtype], f"gradient rel L2 {rel_l2(dx, dx_ref):.3g}"
+    error = rel_l2(dx, dx_ref, grad_floor)
+    assert error <= 2 * REL_L2[dtype], f"gradient rel L2 {error:.3g}"
 
 
 @pytest.mark.parametrize("m, n, k", [(1, 16, 16), (127, 129, 144), (3, 4100, 256), (1000, 1000, 1008), (4096, 4096, 4096)])

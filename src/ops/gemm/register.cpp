@@ -441,15 +441,19 @@ void register_gemm_batched(Registry& registry) {
 
 // ---- The FP8 GEMM: C (bf16) = alpha * scale_a * scale_b * A B^T, e4m3 A (M x K) and B (N x K)
 
-// The two scales as the check and the launchers read them: a device array of two floats, each a
-// power of two times a value from the seed (0.5-0.94 and 0.125-0.5), so the check sees the
-// product scaled as a dequantization would scale it.
-void fill_scales(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem&,
-                 cudaStream_t stream) {
-  const float scales[2] = {0.5f + static_cast<float>(seed % 8) / 16.0f, 1.0f / static_cast<float>(2 << (seed % 3))};
-  // Pageable source: the copy has taken the values before it returns.
-  CUDALAB_CUDA_CHECK(
-      cudaMemcpyAsync(device, scales, static_cast<std::size_t>(count) * sizeof(float), cudaMemcpyHostToDevice, stream));
+// Each scale is a tensor of one float, its own allocation: cuBLASLt refuses a scale pointer that is
+// not 16-byte aligned ("not supported"), so the two are never packed in one array. Values: a power of
+// two times a number from the seed (0.5-0.94 and 0.125-0.5), so the check sees the product scaled as
+// a dequantization would scale it.
+void fill_scale(void* device, float value, cudaStream_t stream) {
+  // Pageable source: the copy has taken the value before it returns.
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(device, &value, sizeof(float), cudaMemcpyHostToDevice, stream));
+}
+void fill_scale_a(void* device, std::int64_t, std::uint64_t seed, Distribution, const Problem&, cudaStream_t stream) {
+  fill_scale(device, 0.5f + static_cast<float>(seed % 8) / 16.0f, stream);
+}
+void fill_scale_b(void* device, std::int64_t, std::uint64_t seed, Distribution, const Problem&, cudaStream_t stream) {
+  fill_scale(device, 1.0f / static_cast<float>(2 << (seed % 3)), stream);
 }
 
 struct Fp8Binding {
@@ -461,8 +465,8 @@ struct Fp8Binding {
     args.a = tensors.data<__nv_fp8_e4m3>("a"), args.lda = args.k;
     args.b = tensors.data<__nv_fp8_e4m3>("b"), args.ldb = args.k;
     args.c = tensors.data<bf16>("c"), args.ldc = args.n;
-    args.scale_a = tensors.data<float>("scales");
-    args.scale_b = args.scale_a + 1;
+    args.scale_a = tensors.data<float>("scale_a");
+    args.scale_b = tensors.data<float>("scale_b");
     args.workspace = tensors.workspace();
     return args;
   }
@@ -477,8 +481,9 @@ Comparison check_fp8(const CheckContext& ctx) {
   const Tensor& a = ctx.tensors["a"];
   const Tensor& b = ctx.tensors["b"];
   const Tensor& c = ctx.tensors["c"];
-  const auto* scales = static_cast<const float*>(ctx.tensors["scales"].host());
-  const float alpha = alpha_of(ctx.problem) * (scales[0] * scales[1]);
+  const float scale_a = *static_cast<const float*>(ctx.tensors["scale_a"].host());
+  const float scale_b = *static_cast<const float*>(ctx.tensors["scale_b"].host());
+  const float alpha = alpha_of(ctx.problem) * (scale_a * scale_b);
   std::vector<double> value, bound;
   if (ctx.problem.elements() <= kHostReferenceLimit) {
     const HostFloats ha(DType::e4m3, a.host(), a.count()), hb(DType::e4m3, b.host(), b.count());
@@ -523,12 +528,13 @@ void register_gemm_fp8(Registry& registry) {
   const auto elements = [](const char* rows, const char* cols) {
     return [=](const Problem& p) { return p.dim(rows) * p.dim(cols); };
   };
+  const auto one = [](const Problem&) -> std::int64_t { return 1; };
   // A and B take the harness's e4m3 fill (its large magnitudes, 16-448, give products fp32 holds).
-  op.tensors = {
-      {"a", TensorRole::input, DType::e4m3, elements("M", "K")},
-      {"b", TensorRole::input, DType::e4m3, elements("N", "K")},
-      {"scales", TensorRole::input, DType::f32, [](const Problem&) -> std::int64_t { return 2; }, fill_scales},
-      {"c", TensorRole::output, {}, elements("M", "N")}};
+  op.tensors = {{"a", TensorRole::input, DType::e4m3, elements("M", "K")},
+                {"b", TensorRole::input, DType::e4m3, elements("N", "K")},
+                {"scale_a", TensorRole::input, DType::f32, one, fill_scale_a},
+                {"scale_b", TensorRole::input, DType::f32, one, fill_scale_b},
+                {"c", TensorRole::output, {}, elements("M", "N")}};
   op.work = [](const Problem& p) {
     const double m = static_cast<double>(p.dim("M")), n = static_cast<double>(p.dim("N")),
                  k = static_cast<double>(p.dim("K"));
