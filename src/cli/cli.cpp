@@ -41,9 +41,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       "3 no usable CUDA device, 4 out of memory.\n");
 
   ProbeArgs probe_args;
-  auto* probe = app.add_subcommand("probe",
-                                   "Measure this GPU's ceilings (bandwidth, FP32, BF16 tensor, PCIe, "
-                                   "launch latency), print them beside the datasheet and cache them");
+  auto* probe =
+      app.add_subcommand("probe",
+                         "Measure this GPU's ceilings (bandwidth, FP32, BF16/FP16/TF32/FP8 tensor GEMMs, PCIe, "
+                         "launch latency), print them beside the datasheet and cache them");
   probe->add_option("--json", probe_args.json_path, "Also write the ceilings and provenance to this file");
 
   bool list_json = false;

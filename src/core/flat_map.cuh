@@ -45,13 +45,15 @@ MapRows<kIn, kOut> flat_rows(std::int64_t n) {
 }
 
 // Grid (x, y): x covers a row's vectors, U accesses of kFlatMapBlock threads a block; y walks the
-// rows (a row a block row, rows past the grid's 65535 in turn).
-template <typename T, int V, int U, int kIn, int kOut, typename Fn>
+// rows (a row a block row, rows past the grid's 65535 in turn). kRows false: one row, no row loop
+// (its pointer arithmetic costs a flat map at the copy rate 2%: ncu counts 9% more instructions).
+template <typename T, int V, int U, bool kRows, int kIn, int kOut, typename Fn>
 __global__ void __launch_bounds__(kFlatMapBlock)
     flat_map_kernel(FlatArrays<T, kIn, kOut> arrays, MapRows<kIn, kOut> shape, Fn fn) {
   const std::int64_t vectors = shape.width / V;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kFlatMapBlock * U + threadIdx.x;
-  for (std::int64_t row = blockIdx.y; row < shape.rows; row += gridDim.y) {
+  const std::int64_t rows = kRows ? shape.rows : 1, row_step = kRows ? gridDim.y : 1;
+  for (std::int64_t row = kRows ? blockIdx.y : 0; row < rows; row += row_step) {
     const T* in_row[kIn];
     T* out_row[kOut];
 #pragma unroll
@@ -104,7 +106,11 @@ void launch_flat_map(const FlatArrays<T, kIn, kOut>& arrays, const MapRows<kIn, 
       std::max<std::int64_t>(1, ceil_div<std::int64_t>(shape.width / V, std::int64_t{kFlatMapBlock} * U));
   CUDALAB_REQUIRE(blocks <= 0x7fffffff, "flat map: more than 2^31 - 1 blocks a row");
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(std::min<std::int64_t>(shape.rows, 65535)));
-  flat_map_kernel<T, V, U><<<grid, kFlatMapBlock, 0, stream>>>(arrays, shape, fn);
+  if (shape.rows == 1) {
+    flat_map_kernel<T, V, U, false><<<grid, kFlatMapBlock, 0, stream>>>(arrays, shape, fn);
+  } else {
+    flat_map_kernel<T, V, U, true><<<grid, kFlatMapBlock, 0, stream>>>(arrays, shape, fn);
+  }
   CUDALAB_CHECK_LAUNCH();
 }
 

@@ -211,6 +211,13 @@ double measure_fp8_gemm(const DeviceInfo& device, KernelTimer& timer, cudaStream
   args.m = args.n = args.k = size;
   args.a = a.data(), args.lda = size, args.b = b.data(), args.ldb = size, args.c = out.data(), args.ldc = size;
   args.workspace = workspace.data();
+  // Scales of 1 in their own allocations, as the gemm_fp8 baseline passes them: cuBLASLt's
+  // heuristic sees the scale pointers, so the ceiling is the configuration the baseline runs.
+  DeviceBuffer<float> scale_a(1), scale_b(1);
+  const float one = 1.0f;
+  CUDALAB_CUDA_CHECK(cudaMemcpy(scale_a.data(), &one, sizeof(one), cudaMemcpyHostToDevice));
+  CUDALAB_CUDA_CHECK(cudaMemcpy(scale_b.data(), &one, sizeof(one), cudaMemcpyHostToDevice));
+  args.scale_a = scale_a.data(), args.scale_b = scale_b.data();
   TimingOptions options = probe_timing();
   options.stopping.max_samples = 50;
   const auto t = timer.time([&](cudaStream_t s) { gemm_variants::cublaslt_fp8(args, s); }, stream, options);
@@ -307,6 +314,9 @@ std::string cache_path(const DeviceInfo& device) {
   return (folder / ("probe-" + device.uuid + ".json")).string();
 }
 
+// The probe's method, recorded in its cache: a cache of another is not used.
+constexpr int kProbeMethod = 2;
+
 std::optional<Ceilings> load_cached(const DeviceInfo& device) {
   const std::string path = cache_path(device);
   if (!std::filesystem::exists(path)) return std::nullopt;
@@ -315,10 +325,10 @@ std::optional<Ceilings> load_cached(const DeviceInfo& device) {
     if (document.value("schema", "") != "cudalab-probe/1" ||
         document.value("runtime_cuda_version", 0) != device.runtime_cuda_version)
       return std::nullopt;
-    const Ceilings ceilings = document.at("ceilings").get<Ceilings>();
-    // A cache written before the probe measured FP8, on a GPU that has it, is measured again.
-    if (ceilings.fp8_tensor_tflops == 0 && device.compute_major * 10 + device.compute_minor >= 89) return std::nullopt;
-    return ceilings;
+    // A cache of an older method (one that measured no FP8, or FP8 without scale pointers) is
+    // measured again.
+    if (document.value("method", 0) != kProbeMethod) return std::nullopt;
+    return document.at("ceilings").get<Ceilings>();
   } catch (const std::exception&) {
     return std::nullopt;  // a damaged cache is measured again, not an error
   }
@@ -326,6 +336,7 @@ std::optional<Ceilings> load_cached(const DeviceInfo& device) {
 
 void save_cache(const DeviceInfo& device, const Ceilings& ceilings) {
   harness::write_json_file(cache_path(device), {{"schema", "cudalab-probe/1"},
+                                                {"method", kProbeMethod},
                                                 {"gpu_name", device.name},
                                                 {"gpu_uuid", device.uuid},
                                                 {"runtime_cuda_version", device.runtime_cuda_version},

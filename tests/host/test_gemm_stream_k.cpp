@@ -111,5 +111,15 @@ TEST(GemmStreamK, AWeightGradientOn132Units) {
   EXPECT_EQ(plan.boundary(plan.units), 96 * 128);
 }
 
+// The plan's arithmetic is 32-bit: a plan of 2^31 - 32768 iterations is taken and ends there
+// (no overflow on the way), one of 2^31 is refused (the launch runs the persistent schedule then).
+TEST(GemmStreamK, ThirtyTwoBitIterations) {
+  const StreamKPlan large{65535, 32768, 132, 4};
+  EXPECT_TRUE(large.fits_32_bits());
+  EXPECT_EQ(large.boundary(large.units), 65535 * 32768);
+  for (int u = 0; u < large.units; ++u) EXPECT_LT(large.boundary(u), large.boundary(u + 1));
+  EXPECT_FALSE((StreamKPlan{65536, 32768, 132, 4}.fits_32_bits()));
+}
+
 }  // namespace
 }  // namespace cudalab::gemm_variants

@@ -30,13 +30,18 @@ def rel_l2(out, ref, floor=1e-300):
     return ((out - ref).norm() / ref.norm().clamp_min(floor)).item()
 
 
-def gated_floors(gate, up, dy):
-    """Norms below which a gated unit's output and gradients are compared absolutely: a millionth of
-    what they would be with the activation and its slope at 1. For a gate below about -5.4 the exact
-    GELU's 1 + erf(g / sqrt 2) is under float32's resolution at 1, so the kernels and PyTorch return
-    0 where float64 gives 1e-9 or less: with every gate there, a relative error means nothing."""
+def gated_floors(gate, up, dy, dtype):
+    """Norms below which a gated unit's output and gradients are compared absolutely. For a gate
+    below about -5.4 the exact GELU's 1 + erf(g / sqrt 2) is under float32's resolution at 1, so the
+    kernels and PyTorch return 0 where float64 gives 1e-9 or less, and float16 rounds anything under
+    3e-8 to 0: a relative error of such outputs means nothing. The floors: a millionth of the norm
+    the values would have with the activation and its slope at 1, and the norm that rounding every
+    element to `dtype`'s smallest step would stay within at its tolerance."""
     gate, up, dy = gate.detach().double(), up.detach().double(), dy.double()
-    return 1e-6 * (gate * up).norm().item(), 1e-6 * (dy * (gate.abs() + up.abs())).norm().item()
+    step = torch.finfo(dtype).tiny * torch.finfo(dtype).eps  # the smallest subnormal
+    rounding = step * math.sqrt(max(gate.numel(), up.numel())) / (2 * REL_L2[dtype])
+    return (max(1e-6 * (gate * up).norm().item(), rounding),
+            max(1e-6 * (dy * (gate.abs() + up.abs())).norm().item(), rounding))
 
 
 @pytest.mark.parametrize("name, dtype", [(n, dtype) for n in list(FORWARD) + BACKWARD for dtype in dtypes_of(n)])
@@ -175,7 +180,7 @@ def test_gated_units_and_their_gradients_match_float64(unit, dtype, shape, offse
     y = op(gate, up)
     ref = activation(gate.double()) * up.double()
     assert y.dtype == dtype and y.shape == gate.shape
-    floor, grad_floor = gated_floors(gate, up, dy)
+    floor, grad_floor = gated_floors(gate, up, dy, dtype)
     assert rel_l2(y, ref, floor) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref, floor):.3g}"
     grads = torch.autograd.grad(y, (gate, up), dy)
     g64, u64 = gate.detach().double().requires_grad_(), up.detach().double().requires_grad_()
@@ -206,7 +211,7 @@ def test_packed_gated_units_and_their_gradients_match_float64(unit, dtype, shape
     gate, up = x64.chunk(2, -1)
     ref = activation(gate) * up
     assert y.dtype == dtype and y.shape == ref.shape
-    floor, grad_floor = gated_floors(gate, up, dy)
+    floor, grad_floor = gated_floors(gate, up, dy, dtype)
     assert rel_l2(y, ref, floor) <= REL_L2[dtype], f"forward rel L2 {rel_l2(y, ref, floor):.3g}"
     (dx,) = torch.autograd.grad(y, (x,), dy)
     (dx_ref,) = torch.autograd.grad(ref, (x64,), dy.double())

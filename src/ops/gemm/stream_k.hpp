@@ -45,18 +45,21 @@ struct StreamKPlan {
 
   CUDALAB_STREAM_K_FN std::int64_t iterations() const { return static_cast<std::int64_t>(tiles) * k_steps; }
 
-  // The first iteration of unit u's range, u in [0, units] (boundary(units) is the end).
-  CUDALAB_STREAM_K_FN std::int64_t boundary(int u) const {
-    const std::int64_t q = iterations() / units, r = iterations() % units;
-    std::int64_t b = u * q + (u < r ? u : r);
-    const std::int64_t into = b % k_steps;
+  // The first iteration of unit u's range, u in [0, units] (boundary(units) is the end). 32-bit
+  // arithmetic: the launch keeps iterations() below 2^31 (fits_32_bits), so no 64-bit division (a
+  // subroutine call on the GPU) runs before a unit's first load.
+  CUDALAB_STREAM_K_FN int boundary(int u) const {
+    const int total = tiles * k_steps, q = total / units, r = total % units;
+    int b = u * q + (u < r ? u : r);
+    const int into = b % k_steps;
     if (into != 0 && into <= snap) b -= into;
     if (into != 0 && into > snap && k_steps - into <= snap) b += k_steps - into;
     return b;
   }
+  CUDALAB_STREAM_K_FN bool fits_32_bits() const { return iterations() < (std::int64_t{1} << 31); }
 
   // The lowest unit whose range holds `iteration` (ranges may be empty after snapping).
-  CUDALAB_STREAM_K_FN int unit_of(std::int64_t iteration) const {
+  CUDALAB_STREAM_K_FN int unit_of(int iteration) const {
     int low = 0, high = units - 1;
     while (low < high) {
       const int middle = (low + high) / 2;
@@ -92,22 +95,22 @@ struct StreamKPlan {
   CUDALAB_STREAM_K_FN Walk walk(int u) const {
     Walk w;
     w.k_steps = k_steps;
-    const std::int64_t begin = boundary(u), end = boundary(u + 1);
+    const int begin = boundary(u), end = boundary(u + 1);
     if (begin == end) return w;
-    const int first_tile = static_cast<int>(begin / k_steps), last_tile = static_cast<int>((end - 1) / k_steps);
-    const int begin_step = static_cast<int>(begin % k_steps), end_step = static_cast<int>(end % k_steps);
+    const int first_tile = begin / k_steps, last_tile = (end - 1) / k_steps;
+    const int begin_step = begin % k_steps, end_step = end % k_steps;
     int first_whole = first_tile, last_whole = last_tile;
     if (end_step != 0) {  // the range ends inside a tile: that piece is published
       w.publish_tile = last_tile;
       w.publish_first = first_tile == last_tile ? begin_step : 0;
-      w.publish_steps = first_tile == last_tile ? static_cast<int>(end - begin) : end_step;
+      w.publish_steps = first_tile == last_tile ? end - begin : end_step;
       --last_whole;
     }
     if (begin_step != 0 && !(first_tile == last_tile && end_step != 0)) {  // starts inside a tile: owned
       w.owns = true;
       w.owned_tile = first_tile;
       w.owned_first = begin_step;
-      w.first_peer = unit_of(static_cast<std::int64_t>(first_tile) * k_steps);
+      w.first_peer = unit_of(first_tile * k_steps);
       ++first_whole;
     }
     w.last_whole = last_whole;

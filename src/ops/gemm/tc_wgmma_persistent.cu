@@ -281,24 +281,28 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   StreamOrderedWorkspace scratch(stream);  // partial sums, handed back on the stream afterwards
   const auto p = launch.params;
   if constexpr (std::is_same_v<Tiles, LargeTiles>) {
-    if (sharing == KSharing::stream_k && k_tiles > 0) {  // k = 0: whole tiles of no k-steps, below
+    const int units = static_cast<int>(std::min<std::int64_t>(tiles * k_tiles, sm_count));
+    const StreamKPlan plan{static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff)), k_tiles, units,
+                           2 * 4 < k_tiles ? 4 : 0};
+    // k = 0: whole tiles of no k-steps; 2^31 iterations or more (a plan's 32-bit arithmetic): the
+    // persistent schedule below, whose whole tiles already fill every SM many times over.
+    if (sharing == KSharing::stream_k && k_tiles > 0 && tiles <= 0x7fffffff && plan.fits_32_bits()) {
       // One unit per SM, at most one per k-step of the work; boundaries kept 4 k-steps from tile
       // edges where tiles are long enough. Scratch: a partial tile per unit and warpgroup, then the
       // flags and the ticket, zeroed here.
       using Schedule = StreamKSchedule<kGroupM, LargeTiles::kBlockN>;
-      const int grid = static_cast<int>(std::min<std::int64_t>(tiles * k_tiles, sm_count));
       Schedule schedule;
-      schedule.plan = StreamKPlan{static_cast<int>(tiles), k_tiles, grid, 2 * 4 < k_tiles ? 4 : 0};
+      schedule.plan = plan;
       schedule.tiles_m = p.tiles_m;
       schedule.tiles_n = p.tiles_n;
-      const std::size_t slot_bytes = static_cast<std::size_t>(grid) * 2 * Schedule::kSlotFloats * sizeof(float);
+      const std::size_t slot_bytes = static_cast<std::size_t>(units) * 2 * Schedule::kSlotFloats * sizeof(float);
       const std::size_t flag_bytes = (static_cast<std::size_t>(tiles) * 2 + 1) * sizeof(unsigned);
       auto* base = static_cast<std::uint8_t*>(scratch.reserve(slot_bytes + flag_bytes));
       schedule.slots = reinterpret_cast<float*>(base);
       schedule.flags = reinterpret_cast<unsigned*>(base + slot_bytes);
       schedule.ticket = schedule.flags + 2 * tiles;
       CUDALAB_CUDA_CHECK(cudaMemsetAsync(schedule.flags, 0, flag_bytes, stream));
-      launch_on<T, Tiles, true>(launch, args, tma_store, schedule, grid, stream);
+      launch_on<T, Tiles, true>(launch, args, tma_store, schedule, units, stream);
       return;
     }
   }
