@@ -31,17 +31,20 @@ def rel_l2(out, ref, floor=1e-300):
 
 
 def gated_floors(gate, up, dy, dtype):
-    """Norms below which a gated unit's output and gradients are compared absolutely. For a gate
-    below about -5.4 the exact GELU's 1 + erf(g / sqrt 2) is under float32's resolution at 1, so the
-    kernels and PyTorch return 0 where float64 gives 1e-9 or less, and float16 rounds anything under
-    3e-8 to 0: a relative error of such outputs means nothing. The floors: a millionth of the norm
-    the values would have with the activation and its slope at 1, and the norm that rounding every
-    element to `dtype`'s smallest step would stay within at its tolerance."""
+    """Norms below which a gated unit's output and gradients are compared absolutely. The kernels
+    (and PyTorch) compute GELU and its slope in float32 as 1 + erf(g / sqrt 2): an absolute error of
+    float32's resolution at 1, where float64's value for a gate below about -5.4 is under 1e-8. A
+    tensor of such gates only would fail any relative bound. Each floor is the norm at which eight
+    float32 units of |up| (1 + |g|) (the output) or of |dy| (1 + |g|) (1 + |up|) (the gradients)
+    meet the tolerance, or at which rounding to `dtype`'s smallest step does."""
     gate, up, dy = gate.detach().double(), up.detach().double(), dy.double()
+    tolerance = REL_L2[dtype]
     step = torch.finfo(dtype).tiny * torch.finfo(dtype).eps  # the smallest subnormal
-    rounding = step * math.sqrt(max(gate.numel(), up.numel())) / (2 * REL_L2[dtype])
-    return (max(1e-6 * (gate * up).norm().item(), rounding),
-            max(1e-6 * (dy * (gate.abs() + up.abs())).norm().item(), rounding))
+    rounding = step * math.sqrt(max(gate.numel(), up.numel())) / (2 * tolerance)
+    scale = 8 * EPS32 / tolerance
+    output = scale * (up.abs() * (1 + gate.abs())).norm().item()
+    gradient = scale / 2 * (dy.abs() * (1 + gate.abs()) * (1 + up.abs())).norm().item()
+    return max(output, rounding), max(gradient, rounding)
 
 
 @pytest.mark.parametrize("name, dtype", [(n, dtype) for n in list(FORWARD) + BACKWARD for dtype in dtypes_of(n)])
