@@ -858,11 +858,11 @@ int command_claims(const ClaimsArgs& args, Context& context) {
     }
     ++measured;
     for (const auto& j : entry["judgements"])
-      t.rows.push_back({entry["id"], entry["source"], entry["claim"], j.value("predicted", ""),
-                        j.value("measured", "") + " (" +
-                            std::filesystem::path(j.value("file", "")).filename().string() + ", " +
-                            j.value("commit", "") + ", " + j.value("gpu", "") + ")",
-                        j.value("verdict", "")});
+      t.rows.push_back(
+          {entry["id"], entry["source"], entry["claim"], j.value("predicted", ""),
+           j.value("measured", "") + " (" + std::filesystem::path(j.value("file", "")).filename().string() + ", " +
+               (j.value("commit", "").empty() ? "" : j.value("commit", "") + ", ") + j.value("gpu", "") + ")",
+           j.value("verdict", "")});
   }
   const std::string summary = std::to_string(measured) + " of " + std::to_string(all.size()) + " claims judged from " +
                               std::to_string(paths.size()) + " file(s)\n";

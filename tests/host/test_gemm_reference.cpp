@@ -254,12 +254,14 @@ TEST(GemmOp, ClaimsReadTheirProblems) {
   const harness::Problem hgemm4096 = op.problem({4096, 4096, 4096}, DType::f16);
   int found = 0;
   for (const harness::ClaimCheck& claim : registry.claims()) {
-    if (claim.id != "C26" && claim.id != "C27" && claim.id != "C28" && claim.id != "C30" && claim.id != "C34") continue;
+    if (claim.id != "C26" && claim.id != "C27" && claim.id != "C28" && claim.id != "C30" && claim.id != "C34" &&
+        claim.id != "C35")
+      continue;
     ++found;
     ASSERT_FALSE(claim.uses.empty()) << claim.id;
     for (const harness::ClaimUse& use : claim.uses) {
-      if (claim.id == "C34") {
-        // Every use at 8192^3, f32 or one of the 16-bit types.
+      if (claim.id == "C34" || claim.id == "C35") {
+        // Every use at 8192^3: f32 or a 16-bit type, or the FP8 op's.
         EXPECT_EQ(use.problem.dims, cube8192.dims) << use.variant;
         continue;
       }
@@ -271,7 +273,7 @@ TEST(GemmOp, ClaimsReadTheirProblems) {
     }
     EXPECT_TRUE(claim.evaluate(nlohmann::json::object()).is_null()) << claim.id;
   }
-  EXPECT_EQ(found, 5);
+  EXPECT_EQ(found, 6);
 }
 
 // A results document with the committed H100 run's medians (results/nvidia-h100-80gb-hbm3/gemm.json)
@@ -335,6 +337,19 @@ class GemmClaims : public ::testing::Test {
                        {"problem", {{"key", key}}},
                        {"time_ms", {{"median", ms}}},
                        {"roofline", {{"tflops", flop / (ms * 1e-3) / 1e12}}}});
+  }
+
+  // Adds the FP8 op's record of `variant` at 8192^3, timed at `ms`.
+  void set_fp8(const std::string& variant, double ms, const std::string& role) {
+    const harness::Op& fp8 = *harness::builtin_registry().find_op(harness::gemm_ids::kFp8Op);
+    const double flop = 2.0 * 8192.0 * 8192.0 * 8192.0;
+    results_["records"].push_back({{"op", harness::gemm_ids::kFp8Op},
+                                   {"variant", variant},
+                                   {"role", role},
+                                   {"distribution", "uniform"},
+                                   {"problem", {{"key", fp8.problem({8192, 8192, 8192}, DType::bf16).key()}}},
+                                   {"time_ms", {{"median", ms}}},
+                                   {"roofline", {{"tflops", flop / (ms * 1e-3) / 1e12}}}});
   }
 
   // Multiplies the effective rate of a staging row by `factor`.
@@ -430,6 +445,23 @@ TEST_F(GemmClaims, PartsTurnWithTheMeasurement) {
   scale_row("AB", "shared_ab", 2.0 / 0.9178);
   EXPECT_EQ(outcomes("C11"), (Outcomes{kHolds, kNot}));
   EXPECT_EQ(outcomes("C12"), (Outcomes{kHolds, kHolds}));
+}
+
+// C35 with the H200 run's medians at 8192^3 (results/nvidia-h200/gemm-fp8.json for FP8; BF16 from
+// gemm-model-sweep.json): cuBLASLt FP8 1.87x cuBLAS BF16 (90% of the claimed 2x's effect, holds),
+// wgmma_fp8 1.53x cudalab's BF16 (61%, partly); then 2.2x (beyond, holds) and 1.2x (26%, not).
+TEST_F(GemmClaims, Fp8OverBf16) {
+  namespace ids = harness::gemm_ids;
+  set(8192, ids::kCublasGemmEx, 1.391, "baseline", DType::bf16);
+  set(8192, ids::kWgmmaPersistent, 1.382, "ladder", DType::bf16);
+  EXPECT_TRUE(test_support::claim_check("C35").evaluate(results_).is_null()) << "no FP8 record yet";
+  set_fp8(ids::kCublasLtFp8, 0.744, "baseline");
+  set_fp8(ids::kWgmmaFp8, 0.903, "ladder");
+  EXPECT_EQ(outcomes("C35"), (Outcomes{kHolds, kPartly}));
+  results_["records"].erase(results_["records"].end() - 2, results_["records"].end());
+  set_fp8(ids::kCublasLtFp8, 1.391 / 2.2, "baseline");
+  set_fp8(ids::kWgmmaFp8, 1.382 / 1.2, "ladder");
+  EXPECT_EQ(outcomes("C35"), (Outcomes{kHolds, kNot}));
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The tutorial claims the matrix multiply answers, each judged part by part by the one verdict rule
 // (harness/verdict.hpp): C26 (the RTX 3090 ladder, "tiled reaches ~90% of cuBLAS"), C27 (the
 // tile-size table), C28 (double buffering's 20-30%), C30 (the A100 table, its own arithmetic
-// included), C34 (tensor cores against CUDA cores), read at fixed bench problems through the op's
-// ids, and C11, C12 (shared-memory staging with K = 32), read from the staging experiment's table.
+// included), C34 (tensor cores against CUDA cores), C35 (FP8 tensor cores against BF16), read at
+// fixed bench problems through the ops' ids, and C11, C12 (shared-memory staging with K = 32), read from the staging
+// experiment's table.
 //
 // The variants the claims are about: the tutorials' naive kernel (tutorials 000 and 004) puts
 // threadIdx.x along the columns of C, which is the ladder's `coalesced` step (the ladder's `naive`
@@ -205,6 +206,31 @@ nlohmann::json claim_c34(const nlohmann::json& results, const Problem& fp32, con
                         judge_ratio("cudalab BF16 over cudalab FP32: 8x+", 8.0, ours)});
 }
 
+// C35: "4th-gen Tensor Cores: FP8 support, up to 6x A100 performance" (H100). Across GPUs the 6x is
+// the H100's dense BF16 rate over the A100's (989 / 312 TFLOP/s on NVIDIA's datasheets) times FP8's
+// 2x over BF16 on the H100 (1979 / 989); on one GPU the claim's measurable part is that 2x. Two
+// ratio parts at 8192^3: cuBLASLt FP8 over cuBLAS BF16, and cudalab's fastest FP8 ladder step over
+// its fastest BF16 one.
+nlohmann::json claim_c35(const nlohmann::json& results, const Problem& fp8, const Problem& bf16) {
+  const auto* cublas_fp8 = timed_record(results, ids::kFp8Op, ids::kCublasLtFp8, fp8);
+  const auto* cublas_bf16 = timed_record(results, ids::kOp, ids::kCublasGemmEx, bf16);
+  const auto* best_fp8 = fastest_ladder_record(results, ids::kFp8Op, fp8);
+  const auto* best_bf16 = fastest_ladder_record(results, ids::kOp, bf16);
+  if (cublas_fp8 == nullptr || cublas_bf16 == nullptr || best_fp8 == nullptr || best_bf16 == nullptr) return nullptr;
+  const double vendor = tflops(*cublas_fp8) / tflops(*cublas_bf16);
+  const double ours = tflops(*best_fp8) / tflops(*best_bf16);
+  const std::string measured = "at " + at(bf16) + ", TFLOP/s: cuBLASLt FP8 " + format_fixed(tflops(*cublas_fp8), 1) +
+                               ", cuBLAS BF16 " + format_fixed(tflops(*cublas_bf16), 1) + ": " +
+                               format_fixed(vendor, 2) + "x; cudalab FP8 " + (*best_fp8)["variant"].get<std::string>() +
+                               " " + format_fixed(tflops(*best_fp8), 1) + ", BF16 " +
+                               (*best_bf16)["variant"].get<std::string>() + " " + format_fixed(tflops(*best_bf16), 1) +
+                               ": " + format_fixed(ours, 2) + "x";
+  return claim_verdict("C35", "2x the BF16 GEMM rate from FP8 on one GPU (the 6x over an A100 less the H100's 3.2x)",
+                       measured,
+                       {judge_ratio("cuBLASLt FP8 over cuBLAS BF16: 2x", 2.0, vendor),
+                        judge_ratio("cudalab FP8 over cudalab BF16: 2x", 2.0, ours)});
+}
+
 // The staging experiment's value in `column` for (product, kernel), 0 when absent.
 double row_value(const nlohmann::json& table, const std::string& product, const std::string& kernel, int column) {
   for (const auto& row : table["rows"])
@@ -299,6 +325,15 @@ void register_gemm_claims(Registry& registry) {
   registry.add(ClaimCheck{"C34", ids::kOp, c34_uses, [=](const nlohmann::json& results) {
                             return claim_c34(results, cube8192, bf16_8192, fp16_8192);
                           }});
+  // C35 at the same size: the FP8 op's variants and the BF16 ones C34 reads.
+  const Op& fp8_op = *registry.find_op(ids::kFp8Op);
+  const Problem fp8_8192 = fp8_op.problem({8192, 8192, 8192}, DType::bf16);
+  std::vector<ClaimUse> c35_uses = {{ids::kOp, ids::kCublasGemmEx, bf16_8192}};
+  for (const Variant& v : fp8_op.variants) c35_uses.push_back({ids::kFp8Op, v.id, fp8_8192});
+  for (const Variant& v : op.variants)
+    if (v.role == Role::ladder && v.supports(DType::bf16)) c35_uses.push_back({ids::kOp, v.id, bf16_8192});
+  registry.add(ClaimCheck{"C35", ids::kFp8Op, c35_uses,
+                          [=](const nlohmann::json& results) { return claim_c35(results, fp8_8192, bf16_8192); }});
   registry.add(ClaimCheck{"C11", ids::kOp, {}, claim_c11});
   registry.add(ClaimCheck{"C12", ids::kOp, {}, claim_c12});
 }
