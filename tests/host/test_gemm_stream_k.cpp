@@ -1,9 +1,10 @@
 // The stream-K schedule without a GPU: over shapes of few and many tiles, short and long k, grids
-// smaller and larger than the work, with and without snapping, every (tile, k-step) is computed
-// exactly once; a unit publishes at most once and owns at most once, the publish first in its
-// walk and the owned piece last; each split tile has one owner, the last piece in k, whose peers
-// are exactly the other pieces' units, all lower, each publishing that tile; ranges are balanced,
-// and no boundary stops within `snap` k-steps of a tile edge.
+// smaller and larger than the work, with and without snapping, with and without whole
+// data-parallel tiles first, every (tile, k-step) is computed exactly once; a unit's data-parallel
+// tiles come first in its walk, u, u + units, ...; it publishes at most once and owns at most
+// once, the publish first after those and the owned piece last; each split tile has one owner, the last piece in k,
+// whose peers are exactly the other pieces' units, all lower, each publishing that tile; ranges are balanced, and no
+// boundary stops within `snap` k-steps of a tile edge.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -23,10 +24,12 @@ struct Seen {
 
 void check_plan(const StreamKPlan& plan) {
   SCOPED_TRACE(testing::Message() << plan.tiles << " tiles x " << plan.k_steps << " k-steps over " << plan.units
-                                  << " units, snap " << plan.snap);
-  std::vector<int> covered(static_cast<std::size_t>(plan.iterations()), 0);
+                                  << " units, snap " << plan.snap << ", " << plan.dp_tiles << " whole first");
+  ASSERT_EQ(plan.dp_tiles % plan.units, 0);
+  const int dp_count = plan.dp_tiles / plan.units;
+  std::vector<int> covered(static_cast<std::size_t>(plan.tiles) * static_cast<std::size_t>(plan.k_steps), 0);
   std::map<int, std::vector<Seen>> by_tile;
-  std::int64_t shortest = plan.iterations(), longest = 0;
+  std::int64_t shortest = plan.stream_iterations(), longest = 0;
   for (int u = 0; u < plan.units; ++u) {
     ASSERT_LE(plan.boundary(u), plan.boundary(u + 1)) << "boundaries in order";
     const std::int64_t into = plan.boundary(u) % plan.k_steps;
@@ -38,13 +41,20 @@ void check_plan(const StreamKPlan& plan) {
     std::vector<StreamKPiece> walk;
     plan.for_each_piece(u, [&](const StreamKPiece& p) { walk.push_back(p); });
     int publishes = 0, owns = 0;
+    ASSERT_GE(walk.size(), static_cast<std::size_t>(dp_count));
     for (std::size_t i = 0; i < walk.size(); ++i) {
       const StreamKPiece& p = walk[i];
       ASSERT_GT(p.k_count, 0);
+      if (i < static_cast<std::size_t>(dp_count)) {
+        EXPECT_EQ(p.role, StreamKRole::whole);
+        EXPECT_EQ(p.tile, u + static_cast<int>(i) * plan.units) << "data-parallel tiles in turn";
+      } else {
+        EXPECT_GE(p.tile, plan.dp_tiles) << "stream-K pieces after the data-parallel tiles";
+      }
       ASSERT_LE(p.first_k + p.k_count, plan.k_steps);
       if (p.role == StreamKRole::publish) {
         ++publishes;
-        EXPECT_EQ(i, 0u) << "the publish comes first";
+        EXPECT_EQ(i, static_cast<std::size_t>(dp_count)) << "the publish comes first after the whole tiles";
         EXPECT_LT(p.first_k + p.k_count, plan.k_steps) << "a published piece does not reach the tile's end";
       }
       if (p.role == StreamKRole::owner) {
@@ -97,6 +107,7 @@ TEST(GemmStreamK, EveryIterationOnceOnePublishOneOwnerPerUnit) {
         for (int snap : {0, 4}) {
           if (2 * snap >= k_steps) continue;
           check_plan({tiles, k_steps, units, snap});
+          check_plan(stream_k_plan(tiles, k_steps, units, snap));
         }
 }
 
@@ -109,6 +120,25 @@ TEST(GemmStreamK, AWeightGradientOn132Units) {
   for (int u = 0; u < plan.units; ++u) plan.for_each_piece(u, [&](const StreamKPiece& p) { ++pieces[p.tile]; });
   for (const auto& [tile, count] : pieces) EXPECT_LE(count, 3) << "tile " << tile;
   EXPECT_EQ(plan.boundary(plan.units), 96 * 128);
+}
+
+// The hybrid plan: whole waves of tiles leave nothing to split; two or more waves and a remainder
+// keep all but the last one to two waves whole; under two waves, every tile is in the stream-K part.
+TEST(GemmStreamK, HybridKeepsAllButTheLastWavesWhole) {
+  EXPECT_EQ(stream_k_plan(264, 64, 132, 4).dp_tiles, 264);  // two whole waves
+  EXPECT_EQ(stream_k_plan(512, 64, 132, 4).dp_tiles, 264);  // 3.9 waves: 248 tiles split, 1.9 waves
+  EXPECT_EQ(stream_k_plan(300, 64, 132, 4).dp_tiles, 132);
+  EXPECT_EQ(stream_k_plan(200, 64, 132, 4).dp_tiles, 0);  // 1.5 waves
+  EXPECT_EQ(stream_k_plan(96, 128, 132, 4).dp_tiles, 0);
+  const StreamKPlan whole = stream_k_plan(264, 64, 132, 4);
+  for (int u = 0; u < whole.units; ++u) {
+    std::vector<StreamKPiece> walk;
+    whole.for_each_piece(u, [&](const StreamKPiece& p) { walk.push_back(p); });
+    ASSERT_EQ(walk.size(), 2u);
+    EXPECT_TRUE(walk[0].role == StreamKRole::whole && walk[1].role == StreamKRole::whole);
+  }
+  for (int tiles : {264, 265, 399, 512, 1000})
+    for (int units : {7, 132}) check_plan(stream_k_plan(tiles, 64, units, 4));
 }
 
 // The plan's arithmetic is 32-bit: a plan of 2^31 - 32768 iterations is taken and ends there

@@ -40,7 +40,8 @@
 // second launch, and the same bits on every run. Costs: the partial tiles' round trip through L2
 // (64 KiB per warpgroup), an owner's wait when a peer is late, a memset of the flags per call, and
 // L2 reuse: CTAs at different k-offsets share no A or B panels (3.6x persistent's DRAM reads at
-// 4096^3 on an H200), so it loses wherever whole tiles fill the SMs (docs/gemm-tensor-cores.md).
+// 4096^3 on an H200 with every tile split), hence all but the last one or two waves' tiles whole
+// (stream_k_plan).
 // All four rungs of this file are one kernel over the schedules of ops/gemm/schedules.cuh.
 #include <algorithm>
 #include <cstddef>
@@ -284,14 +285,15 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   const auto p = launch.params;
   if constexpr (std::is_same_v<Tiles, LargeTiles>) {
     const int units = static_cast<int>(std::min<std::int64_t>(tiles * k_tiles, sm_count));
-    const StreamKPlan plan{static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff)), k_tiles, units,
-                           2 * 4 < k_tiles ? 4 : 0};
-    // k = 0: whole tiles of no k-steps; 2^31 iterations or more (a plan's 32-bit arithmetic): the
-    // persistent schedule below, whose whole tiles already fill every SM many times over.
+    const StreamKPlan plan = stream_k_plan(static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff)), k_tiles, units,
+                                           2 * 4 < k_tiles ? 4 : 0);
+    // k = 0: whole tiles of no k-steps; 2^31 stream-K iterations or more (a plan's 32-bit
+    // arithmetic): the persistent schedule below, whose whole tiles already fill every SM many
+    // times over.
     if (sharing == KSharing::stream_k && k_tiles > 0 && tiles <= 0x7fffffff && plan.fits_32_bits()) {
-      // One unit per SM, at most one per k-step of the work; boundaries kept 4 k-steps from tile
-      // edges where tiles are long enough. Scratch: a partial tile per unit and warpgroup, then the
-      // flags and the ticket, zeroed here.
+      // One unit per SM, at most one per k-step of the work; all but the last waves' tiles whole
+      // (stream_k_plan); boundaries kept 4 k-steps from tile edges where tiles are long enough. Scratch: a partial tile
+      // per unit and warpgroup, then the flags and the ticket, zeroed here.
       using Schedule = StreamKSchedule<kGroupM, LargeTiles::kBlockN>;
       Schedule schedule;
       schedule.plan = plan;
