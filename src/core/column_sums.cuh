@@ -11,28 +11,42 @@
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
-#include "core/warp.cuh"
 #include "cudalab/error.hpp"
 
 namespace cudalab {
 
-inline constexpr int kColumnSumMaxLanes = 32;
+inline constexpr int kColumnSumColumns = 8;    // a block's columns: 32 bytes of a partial row, one sector
+inline constexpr int kColumnSumMaxLanes = 64;  // its partial-row lanes
+inline constexpr int kColumnSumMaxOutputs = 2;
 
-// out[j] = the sum of partials[p * features + j] over p < parts. Blocks of 32 columns (a warp reads
-// 128 contiguous bytes of a partial row) x `lanes` (blockDim.y, a power of two): lane l adds
-// partials l, l + lanes, ... in order, then a pairwise tree over the lanes in shared memory. A
-// resident grid strides over the column groups.
+// Up to two column sums at once (a LayerNorm's dgamma and dbeta): output o's partials at
+// partials[o], each `parts` rows of `features` floats, its sums to out[o].
 template <typename T>
-__global__ void __launch_bounds__(kWarpSize* kColumnSumMaxLanes)
-    column_partials_sum_kernel(const float* __restrict__ partials, std::int64_t parts, std::int64_t features,
-                               T* __restrict__ out) {
-  __shared__ float lane_sums[kColumnSumMaxLanes][kWarpSize];
+struct ColumnSums {
+  const float* partials[kColumnSumMaxOutputs] = {};
+  T* out[kColumnSumMaxOutputs] = {};
+  int outputs = 1;
+};
+
+// out[j] = the sum of partials[p * features + j] over p < parts, for each output. Blocks of 8
+// columns (a warp reads four partial rows' 32-byte sectors) x `lanes` (blockDim.y, a power of two):
+// lane l adds partials l, l + lanes, ... in order, eight loads in flight, then a pairwise tree over
+// the lanes in shared memory. Narrow blocks with many lanes keep every SM busy and each thread's
+// chain of loads short where features are few (1024: 128 blocks an output, where 32-column blocks
+// gave 32). A resident grid strides over (output, column group).
+template <typename T>
+__global__ void __launch_bounds__(kColumnSumColumns* kColumnSumMaxLanes)
+    column_partials_sum_kernel(ColumnSums<T> sums, std::int64_t parts, std::int64_t features) {
+  __shared__ float lane_sums[kColumnSumMaxLanes][kColumnSumColumns];
   const int lanes = static_cast<int>(blockDim.y);
-  for (std::int64_t group = blockIdx.x; group * kWarpSize < features; group += gridDim.x) {
-    const std::int64_t j = group * kWarpSize + threadIdx.x;
+  const std::int64_t groups = ceil_div<std::int64_t>(features, kColumnSumColumns);
+  for (std::int64_t item = blockIdx.x; item < groups * sums.outputs; item += gridDim.x) {
+    const int o = static_cast<int>(item / groups);
+    const std::int64_t j = (item - o * groups) * kColumnSumColumns + threadIdx.x;
+    const float* partials = sums.partials[o];
     float sum = 0.0f;
     if (j < features) {
-#pragma unroll 4
+#pragma unroll 8
       for (std::int64_t p = threadIdx.y; p < parts; p += lanes) sum += partials[p * features + j];
     }
     lane_sums[threadIdx.y][threadIdx.x] = sum;
@@ -42,23 +56,35 @@ __global__ void __launch_bounds__(kWarpSize* kColumnSumMaxLanes)
         lane_sums[threadIdx.y][threadIdx.x] += lane_sums[threadIdx.y + half][threadIdx.x];
       __syncthreads();
     }
-    if (threadIdx.y == 0 && j < features) out[j] = from_float<T>(lane_sums[0][threadIdx.x]);
-    __syncthreads();  // the next group reuses lane_sums
+    if (threadIdx.y == 0 && j < features) sums.out[o][j] = from_float<T>(lane_sums[0][threadIdx.x]);
+    __syncthreads();  // the next item reuses lane_sums
   }
 }
 
-// out = the column sums of `parts` rows of partials (parts == 0: zeros, the empty sum). As many
-// lanes as partials, up to 32: fewer partials leave no lane idle.
+// Each output's column sums of `parts` rows of partials (parts == 0: zeros, the empty sum), in one
+// launch. As many lanes as partials, up to 64: fewer partials leave no lane idle.
+template <typename T>
+void launch_column_partials_sum(const ColumnSums<T>& sums, std::int64_t parts, std::int64_t features,
+                                cudaStream_t stream) {
+  if (features == 0 || sums.outputs == 0) return;
+  CUDALAB_REQUIRE(sums.outputs <= kColumnSumMaxOutputs, "column sums: at most two outputs a launch");
+  int lanes = 1;  // the smallest power of two >= parts, at most kColumnSumMaxLanes
+  while (lanes < kColumnSumMaxLanes && lanes < parts) lanes *= 2;
+  const std::int64_t items = ceil_div<std::int64_t>(features, kColumnSumColumns) * sums.outputs;
+  const int threads = kColumnSumColumns * lanes;
+  const int blocks = resident_grid_size(column_partials_sum_kernel<T>, threads, items * threads);
+  column_partials_sum_kernel<T><<<blocks, dim3(kColumnSumColumns, lanes), 0, stream>>>(sums, parts, features);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+// One output's column sums.
 template <typename T>
 void launch_column_partials_sum(const float* partials, std::int64_t parts, std::int64_t features, T* out,
                                 cudaStream_t stream) {
-  if (features == 0) return;
-  int lanes = 1;  // the smallest power of two >= parts, at most kColumnSumMaxLanes
-  while (lanes < kColumnSumMaxLanes && lanes < parts) lanes *= 2;
-  const std::int64_t groups = ceil_div<std::int64_t>(features, kWarpSize);
-  const int blocks = resident_grid_size(column_partials_sum_kernel<T>, kWarpSize * lanes, groups * kWarpSize * lanes);
-  column_partials_sum_kernel<T><<<blocks, dim3(kWarpSize, lanes), 0, stream>>>(partials, parts, features, out);
-  CUDALAB_CHECK_LAUNCH();
+  ColumnSums<T> sums;
+  sums.partials[0] = partials;
+  sums.out[0] = out;
+  launch_column_partials_sum(sums, parts, features, stream);
 }
 
 }  // namespace cudalab

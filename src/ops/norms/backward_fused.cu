@@ -188,9 +188,8 @@ void launch(const NormBackwardArgs<T>& a, float* partials, cudaStream_t stream) 
   const int blocks = resident_grid_size(kernel, kCta, wanted * kCta, shared_bytes);
   kernel<<<blocks, kCta, shared_bytes, stream>>>(a, partials, partial_rows);
   CUDALAB_CHECK_LAUNCH();
-  sum_column_partials(partials, blocks, a.features, a.dgamma, stream);
-  if (a.norm == Norm::layer)
-    sum_column_partials(partials + partial_rows * a.features, blocks, a.features, a.dbeta, stream);
+  sum_column_partials(partials, partial_rows, blocks, a.features, a.dgamma, a.norm == Norm::layer ? a.dbeta : nullptr,
+                      stream);
 }
 
 // The smallest group whose registers hold the row (16 values of x and 16 of dy a thread at most;
@@ -218,8 +217,7 @@ void backward_fused(const NormBackwardArgs<T>& a, cudaStream_t stream) {
   auto* partials =
       static_cast<float*>(workspace_of(a, backward_workspace_bytes(a.norm, a.rows, a.features), "backward_fused"));
   if (a.rows == 0 || a.features == 0) {
-    sum_column_partials(partials, 0, a.features, a.dgamma, stream);
-    if (a.norm == Norm::layer) sum_column_partials(partials, 0, a.features, a.dbeta, stream);
+    sum_column_partials(partials, 0, 0, a.features, a.dgamma, a.norm == Norm::layer ? a.dbeta : nullptr, stream);
     return;
   }
   const bool aligned = a.features % kVector16<T> == 0 && is_aligned16(a.x) && is_aligned16(a.dy) &&

@@ -5,7 +5,7 @@
 //      dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat)).
 //   2. column partials: a thread per column and chunk of rows reads x and dy again and sums
 //      dy*xhat (and dy) down its chunk; chunks = backward_partial_count(rows, features).
-//   3. sum_column_partials adds the chunks per column, in order.
+//   3. sum_column_partials adds the chunks per column, in order (dgamma and dbeta in one launch).
 // The add_ forms' dresidual is added in kernel 1, in fp32 before dx's one rounding (an add pass
 // of its own over the rounded dx, as eager PyTorch runs it, rounds twice and fails the check).
 // What it costs against the minimum (x and dy read once): x and dy cross from memory twice (the
@@ -98,8 +98,8 @@ void backward_unfused(const NormBackwardArgs<T>& a, cudaStream_t stream) {
     norm_column_partials_kernel<T><<<grid, kColumnThreads, 0, stream>>>(a, partials, chunks);
     CUDALAB_CHECK_LAUNCH();
   }
-  sum_column_partials(partials, chunks, a.features, a.dgamma, stream);
-  if (a.norm == Norm::layer) sum_column_partials(partials + chunks * a.features, chunks, a.features, a.dbeta, stream);
+  sum_column_partials(partials, chunks, chunks, a.features, a.dgamma, a.norm == Norm::layer ? a.dbeta : nullptr,
+                      stream);
 }
 
 CUDALAB_NORM_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_unfused, NormBackwardArgs)

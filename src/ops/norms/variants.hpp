@@ -171,9 +171,11 @@ std::size_t backward_workspace_bytes(Norm norm, std::int64_t rows, std::int64_t 
 // How many partial rows the workspace holds (the backward rungs' grids never exceed it).
 std::int64_t backward_partial_count(std::int64_t rows, std::int64_t features);
 
-// Shared by both backward rungs: out[c] = the sum over p < count of partials[p * features + c],
-// in the fixed order of core/column_sums.cuh, rounded once to T (zeros when count is 0).
+// Shared by both backward rungs, one launch: dgamma[c] = the sum over p < count of
+// partials[p * features + c], and dbeta (unless null) the same of the partials `stride` rows
+// further, in the fixed order of core/column_sums.cuh, rounded once to T (zeros when count is 0).
 template <typename T>
-void sum_column_partials(const float* partials, std::int64_t count, std::int64_t features, T* out, cudaStream_t stream);
+void sum_column_partials(const float* partials, std::int64_t stride, std::int64_t count, std::int64_t features,
+                         T* dgamma, T* dbeta, cudaStream_t stream);
 
 }  // namespace cudalab::norms_variants
