@@ -108,7 +108,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 
   ClaimsArgs claims_args;
   auto* claims = app.add_subcommand("claims",
-                                    "Judge every tutorial claim (C01-C35) from results files under the one verdict "
+                                    "Judge every tutorial claim (C01-C37) from results files under the one verdict "
                                     "rule, part by part (no GPU needed)");
   claims->add_option("results", claims_args.results_paths,
                      "Results files (default: every results/<gpu>/*.json below the current folder)");

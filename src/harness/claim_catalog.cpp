@@ -85,8 +85,13 @@ const std::vector<ClaimText>& claim_catalog() {
        "fused-ops benchmarks"},
       {"C33", "Flash attention cuts attention memory from O(N^2) to O(N)", "004", "attention benchmark (memory)"},
       {"C34", "Tensor cores give 8x+ the throughput of CUDA cores (A100, FP16)", "004", "tensor-core gemm vs sgemm"},
-      // C35 is the project's own reading of tutorial 004's Hopper section (the list it extends ends at C34).
+      // C35-C37 are the project's own readings of the tutorials (the list they extend ends at C34):
+      // tutorial 004's Hopper section, and 001's paragraph on unified virtual addressing.
       {"C35", "4th-gen Tensor Cores: FP8 support, up to 6x A100 performance (H100)", "004", "FP8 gemm vs BF16 gemm"},
+      {"C36", "NVLink 4.0: 900 GB/s bidirectional bandwidth (H100)", "004", "peer_transfers experiment"},
+      {"C37",
+       "Unified virtual addressing is what makes peer-to-peer transfers between GPUs possible, bypassing host memory",
+       "001", "peer_transfers experiment"},
   };
   return catalog;
 }

@@ -1,5 +1,6 @@
-// The few NVML facts cudalab records (driver version, current clocks, PCIe link), read through
-// dlopen so the binaries still start on machines without the driver's libnvidia-ml.
+// The few NVML facts cudalab records (driver version, current clocks, PCIe link, the link between
+// two GPUs), read through dlopen so the binaries still start on machines without the driver's
+// libnvidia-ml.
 #pragma once
 
 #include <string>
@@ -19,6 +20,10 @@ struct NvmlSnapshot {
 
 // Reads the device with this PCI bus id ("0000:3B:00.0", as cudaDeviceGetPCIBusId gives).
 NvmlSnapshot nvml_snapshot(const std::string& pci_bus_id);
+
+// How the GPUs with these PCI bus ids reach each other: "NVLink" where NVML reports NVLink
+// peer-to-peer between them, "no NVLink" where it reports none, "" where NVML cannot say.
+std::string nvml_p2p_link(const std::string& pci_bus_id_a, const std::string& pci_bus_id_b);
 
 // Bytes per second of one direction of a PCIe link (after line coding); 0 when unknown.
 double pcie_bytes_per_second(unsigned generation, unsigned width);

@@ -1,12 +1,15 @@
 // The transfer experiments' kernels and the chunked stream pipeline, verified on the GPU at small
 // sizes in every issue order.
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "cudalab/memory.hpp"
 #include "gpu_test_support.hpp"
+#include "harness/registry.hpp"
 #include "ops/transfers/host_memory.hpp"
 #include "ops/transfers/kernels.hpp"
 #include "ops/transfers/pipeline.hpp"
@@ -28,6 +31,34 @@ TEST(TransfersGpu, CopyWordsMovesMappedHostBytesBothWays) {
   copy_words(back.device_view(), device.data(), bytes, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(std::memcmp(source.data(), back.data(), bytes), 0);
+}
+
+// peer_transfers at its small sizes (CUDALAB_TRANSFERS_SMALL): with one GPU, no rows and a note
+// that says why; with more, every path of every ordered pair checked (a wrong byte throws) and
+// timed.
+TEST(TransfersGpu, PeerTransfersRunEveryPairOrSayWhyNot) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  ASSERT_EQ(setenv("CUDALAB_TRANSFERS_SMALL", "1", 1), 0);
+  const harness::Experiment* e = harness::builtin_registry().find_experiment("peer_transfers");
+  ASSERT_NE(e, nullptr);
+  harness::ExperimentContext context;
+  context.seed = 5;
+  const nlohmann::json table = harness::run_experiment(*e, context);
+  unsetenv("CUDALAB_TRANSFERS_SMALL");
+  if (count < 2) {
+    EXPECT_TRUE(table["rows"].empty());
+    EXPECT_NE(table["notes"][0].get<std::string>().find("needs two or more"), std::string::npos);
+    return;
+  }
+  // Per ordered pair at the small scale's one size: memcpy_peer and its 4-byte latency, both ways,
+  // host-staged, and the SM paths where peer access allows them.
+  EXPECT_GE(table["rows"].size(), static_cast<std::size_t>(count * (count - 1) * 4));
+  for (const auto& row : table["rows"]) {
+    EXPECT_EQ(row.size(), table["columns"].size());
+    EXPECT_GT(row[9].get<double>(), 0.0) << row.dump();  // gbps
+  }
 }
 
 TEST(TransfersGpu, CopyWordsRejectsUnalignedArguments) {

@@ -224,13 +224,13 @@ TEST(Claims, ListsAllThirtyFourWithoutAGpu) {
   }
   const Outcome text = invoke({"claims", path.c_str()});
   EXPECT_EQ(text.code, kExitOk) << text.err;
-  EXPECT_NE(text.out.find("0 of 35 claims judged from 1 file(s)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("0 of 37 claims judged from 1 file(s)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("not measured yet"), std::string::npos);
   const Outcome json = invoke({"claims", path.c_str(), "--json"});
   ASSERT_EQ(json.code, kExitOk);
   const auto all = nlohmann::json::parse(json.out);
-  EXPECT_EQ(all.size(), 35u);
-  EXPECT_EQ(all[34]["id"], "C35");
+  EXPECT_EQ(all.size(), 37u);
+  EXPECT_EQ(all[36]["id"], "C37");
   EXPECT_TRUE(all[0]["judgements"].empty());
   // --update fills the one-line summary as well as the full table.
   const std::string page = ::testing::TempDir() + "cudalab_claims_page.md";

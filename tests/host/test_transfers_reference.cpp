@@ -74,15 +74,15 @@ TEST(TransfersReference, PatternDependsOnSeedAndPrefixesAgree) {
 
 TEST(TransfersReference, ExperimentsAndClaimsAreRegisteredOnTheTransfersPage) {
   const auto& registry = harness::builtin_registry();
-  for (const char* name :
-       {"transfers", "managed_memory", "streams_pipeline", "streams_chunk_size", "streams_concurrency"}) {
+  for (const char* name : {"transfers", "managed_memory", "streams_pipeline", "streams_chunk_size",
+                           "streams_concurrency", "peer_transfers"}) {
     const auto* e = registry.find_experiment(name);
     ASSERT_NE(e, nullptr) << name;
     EXPECT_EQ(e->op, "transfers");
   }
   int claims = 0;
   for (const auto& c : registry.claims()) claims += c.page == "transfers";
-  EXPECT_EQ(claims, 3);
+  EXPECT_EQ(claims, 5);
 }
 
 TEST(TransfersReference, ClaimsAreSilentWithoutTheirTables) {
@@ -190,6 +190,39 @@ TEST(TransfersReference, C31JudgesEachHintAtTheLargestSize) {
   v = claim_check("C31").evaluate(managed_table(0.9, 0, 0.7));
   EXPECT_EQ(outcomes(v), (Outcomes{kNot, kHolds, kPartly}));
   EXPECT_NE(v["measured"].get<std::string>().find("prefetch not measured on this device"), std::string::npos);
+}
+
+// A peer_transfers table of two GPUs: rows at 1 MiB (ignored: not the largest) and 256 MiB.
+nlohmann::json peer_table(const std::string& link, double both_ways, double peer, double staged, double pull) {
+  const nlohmann::json columns = {"pair",  "from",      "to",     "link", "peer_access", "path",
+                                  "bytes", "median_us", "min_us", "gbps", "samples"};
+  const double large = 268435456;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const char* pair : {"0->1", "1->0"}) {
+    rows.push_back({pair, 0, 1, link, "yes", "memcpy_peer_both_ways", 1048576, 1, 1, 9999.0, 3});
+    rows.push_back({pair, 0, 1, link, "yes", "memcpy_peer_both_ways", large, 1, 1, both_ways, 3});
+    rows.push_back({pair, 0, 1, link, "yes", "memcpy_peer", large, 1, 1, peer, 3});
+    rows.push_back({pair, 0, 1, link, "yes", "memcpy_peer", 4, 1, 1, 0.001, 3});
+    rows.push_back({pair, 0, 1, link, "yes", "host_staged", large, 1, 1, staged, 3});
+    if (pull > 0) rows.push_back({pair, 0, 1, link, "yes", "sm_pull", large, 1, 1, pull, 3});
+  }
+  return {{"experiments", {{{"name", "peer_transfers"}, {"columns", columns}, {"rows", rows}}}}};
+}
+
+TEST(TransfersReference, C36AndC37JudgeThePeerTable) {
+  // Two H200s over NVLink (the rates the multi-GPU notes quote: 783 GB/s both ways, 396 one way,
+  // an SM pull 374) against about 25 GB/s through pinned host memory.
+  const nlohmann::json nvlink = peer_table("NVLink", 783, 396, 25, 374);
+  EXPECT_EQ(outcomes(claim_check("C36").evaluate(nvlink)), (Outcomes{kHolds}));
+  EXPECT_EQ(outcomes(claim_check("C37").evaluate(nvlink)), (Outcomes{kHolds, kHolds}));
+  // 600 GB/s both ways is 0.67x of 900: within 1.5x of the range, partly; 400 is not.
+  EXPECT_EQ(outcomes(claim_check("C36").evaluate(peer_table("NVLink", 600, 300, 25, 0))), (Outcomes{kPartly}));
+  EXPECT_EQ(outcomes(claim_check("C36").evaluate(peer_table("NVLink", 400, 200, 25, 0))), (Outcomes{kNot}));
+  // Over PCIe there is no NVLink row to judge C36 by; a peer copy no faster than staging fails
+  // C37, and without peer access its SM part is not there.
+  const nlohmann::json pcie = peer_table("no NVLink", 50, 25, 25, 0);
+  EXPECT_TRUE(claim_check("C36").evaluate(pcie).is_null());
+  EXPECT_EQ(outcomes(claim_check("C37").evaluate(pcie)), (Outcomes{kNot}));
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// The transfer and stream experiments (all shown on docs/transfers.md) and what they share.
+// The transfer, stream and peer experiments (all shown on docs/transfers.md) and what they share.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "harness/registry.hpp"
@@ -29,6 +30,9 @@ harness::TimingOptions copy_timing(const ExperimentScale& scale, int min_samples
 // for more managed memory than it has free can hang it).
 std::size_t free_device_bytes();
 
+// A plots list of one line chart: GB/s against bytes (log scale), a line per path.
+nlohmann::json copy_rate_plot(const std::string& title);
+
 // The streams_pipeline and streams_chunk_size tables' columns (the C29 claim and its tests read them).
 const nlohmann::json& pipeline_columns();
 
@@ -37,5 +41,6 @@ harness::Experiment managed_memory_experiment();
 harness::Experiment streams_pipeline_experiment();
 harness::Experiment streams_chunk_size_experiment();
 harness::Experiment streams_concurrency_experiment();
+harness::Experiment peer_transfers_experiment();
 
 }  // namespace cudalab::transfers

@@ -1,5 +1,5 @@
-// Registry entries for the transfers page: the transfer, managed-memory and stream experiments,
-// the settings they share, and the claims their tables answer (C04, C29, C31).
+// Registry entries for the transfers page: the transfer, managed-memory, stream and peer experiments,
+// the settings they share, and the claims their tables answer (C04, C29, C31, C36, C37).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -36,6 +36,16 @@ harness::TimingOptions copy_timing(const ExperimentScale& scale, int min_samples
   options.stopping.target_stdrel = 0.02;
   options.stopping.budget_seconds = scale.small ? 0.01 : 0.1;
   return options;
+}
+
+nlohmann::json copy_rate_plot(const std::string& title) {
+  return nlohmann::json::array({{{"title", title},
+                                 {"x", "bytes"},
+                                 {"y", "gbps"},
+                                 {"series", "path"},
+                                 {"x_log", true},
+                                 {"y_log", false},
+                                 {"y_label", "GB/s"}}});
 }
 
 std::size_t free_device_bytes() {
@@ -202,6 +212,72 @@ nlohmann::json claim_c31(const nlohmann::json& results) {
                                 measured, parts);
 }
 
+// peer_transfers' rows of `path` at the table's largest size (the 4-byte latency rows aside).
+std::vector<nlohmann::json> peer_rows(const nlohmann::json& table, const std::string& path) {
+  double largest = 0;
+  for (const auto& row : table["rows"]) largest = std::max(largest, cell(table, row, "bytes"));
+  std::vector<nlohmann::json> rows;
+  for (const auto& row : table["rows"])
+    if (row[column_index(table, "path")] == path && cell(table, row, "bytes") == largest) rows.push_back(row);
+  return rows;
+}
+
+// C36: "NVLink 4.0: 900 GB/s bidirectional bandwidth" (the H100). One range part: the fastest
+// pair's cudaMemcpyPeerAsync both ways at once over a link NVML calls NVLink, near the stated 900
+// (0.8-1.25x of it, the "near" band of the other single-figure claims).
+nlohmann::json claim_c36(const nlohmann::json& results) {
+  const auto* table = experiment(results, "peer_transfers");
+  if (table == nullptr) return nullptr;
+  double best = 0;
+  std::string pair;
+  for (const auto& row : peer_rows(*table, "memcpy_peer_both_ways"))
+    if (row[column_index(*table, "link")] == "NVLink" && cell(*table, row, "gbps") > best) {
+      best = cell(*table, row, "gbps");
+      pair = row[0];
+    }
+  if (best <= 0) return nullptr;
+  return harness::claim_verdict(
+      "C36", "900 GB/s both ways at once between two GPUs over NVLink 4.0 (within 0.8-1.25x)",
+      "cudaMemcpyPeerAsync both ways at once, " + pair + ": " + format_fixed(best, 1) + " GB/s",
+      {judge_range("both ways over NVLink: near 900 GB/s", 900 * kNearLow, 900 * kNearHigh, best)});
+}
+
+// C37: UVA is what makes peer-to-peer transfers between GPUs possible, bypassing host memory. The
+// claim states no speed; taken as faster than staging through the host by at least 1.25x, the edge
+// of the "near" band, as the other claims of a gain with no number are. Two ratio parts over the pair whose peer copy
+// is fastest: its cudaMemcpyPeerAsync and its SM pull (a kernel dereferencing the peer's pointer) over its host-staged
+// copy.
+nlohmann::json claim_c37(const nlohmann::json& results) {
+  const auto* table = experiment(results, "peer_transfers");
+  if (table == nullptr) return nullptr;
+  const auto rate_of = [&](const std::string& path, const std::string& pair) {
+    for (const auto& row : peer_rows(*table, path))
+      if (row[0] == pair) return cell(*table, row, "gbps");
+    return 0.0;
+  };
+  double peer = 0;
+  std::string pair;
+  for (const auto& row : peer_rows(*table, "memcpy_peer"))
+    if (cell(*table, row, "gbps") > peer) {
+      peer = cell(*table, row, "gbps");
+      pair = row[0];
+    }
+  const double staged = rate_of("host_staged", pair), pull = rate_of("sm_pull", pair);
+  if (peer <= 0 || staged <= 0) return nullptr;
+  std::vector<PartVerdict> parts = {
+      judge_ratio("cudaMemcpyPeerAsync over host staging: faster", kSlower, peer / staged)};
+  std::string measured = pair + ": cudaMemcpyPeerAsync " + format_fixed(peer, 1) + " GB/s, host-staged " +
+                         format_fixed(staged, 1) + " (" + format_fixed(peer / staged, 2) + "x)";
+  if (pull > 0) {
+    parts.push_back(judge_ratio("SM pull over peer access over host staging: faster", kSlower, pull / staged));
+    measured += ", SM pull " + format_fixed(pull, 1) + " (" + format_fixed(pull / staged, 2) + "x)";
+  } else {
+    measured += "; no peer access: SM pull not measured";
+  }
+  return harness::claim_verdict("C37", "direct peer-to-peer faster than staging through host memory (>= 1.25x)",
+                                measured, parts);
+}
+
 }  // namespace
 }  // namespace cudalab::transfers
 
@@ -213,9 +289,12 @@ void register_transfers(Registry& registry) {
   registry.add(transfers::streams_pipeline_experiment());
   registry.add(transfers::streams_chunk_size_experiment());
   registry.add(transfers::streams_concurrency_experiment());
+  registry.add(transfers::peer_transfers_experiment());
   registry.add(ClaimCheck{"C04", "transfers", {}, transfers::claim_c04});
   registry.add(ClaimCheck{"C29", "transfers", {}, transfers::claim_c29});
   registry.add(ClaimCheck{"C31", "transfers", {}, transfers::claim_c31});
+  registry.add(ClaimCheck{"C36", "transfers", {}, transfers::claim_c36});
+  registry.add(ClaimCheck{"C37", "transfers", {}, transfers::claim_c37});
 }
 
 }  // namespace cudalab::harness

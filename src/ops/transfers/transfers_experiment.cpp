@@ -155,13 +155,7 @@ nlohmann::json run_transfers(const harness::ExperimentContext& context) {
 harness::Experiment transfers_experiment() {
   return {"transfers", "transfers",
           "Host<->device copy rate: pageable, pinned, write-combined, mapped; 4 KiB..1 GiB (C04)", run_transfers,
-          nlohmann::json::array({{{"title", "Host<->device copy rate by host memory kind"},
-                                  {"x", "bytes"},
-                                  {"y", "gbps"},
-                                  {"series", "path"},
-                                  {"x_log", true},
-                                  {"y_log", false},
-                                  {"y_label", "GB/s"}}})};
+          copy_rate_plot("Host<->device copy rate by host memory kind")};
 }
 
 }  // namespace cudalab::transfers

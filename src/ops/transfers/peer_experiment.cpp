@@ -1,0 +1,250 @@
+// Experiment `peer_transfers`: every ordered pair of GPUs of this host (one process drives them
+// all), the link between them and the rates of the ways to move bytes from one to the other:
+// cudaMemcpyPeerAsync one way and both ways at once, the SMs of the receiver reading the sender's
+// memory (pull) and of the sender writing the receiver's (push), both over peer access (unified
+// virtual addressing: one pointer space for every GPU), and staging through pinned host memory,
+// the way without peer access. A 4-byte peer copy gives the latency. Every path is first run once
+// into poisoned memory and its bytes compared with the source.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/format.hpp"
+#include "cudalab/error.hpp"
+#include "cudalab/memory.hpp"
+#include "harness/nvml.hpp"
+#include "harness/registry.hpp"
+#include "harness/timer.hpp"
+#include "ops/transfers/experiments.hpp"
+#include "ops/transfers/kernels.hpp"
+#include "ops/transfers/reference.hpp"
+
+namespace cudalab::transfers {
+namespace {
+
+constexpr unsigned char kPoison = 0xAB;
+constexpr std::size_t kLatencyBytes = 4;
+
+// Makes `device` current for its lifetime (allocations, streams and events belong to the current
+// device), then restores the one before.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    CUDALAB_CUDA_CHECK(cudaGetDevice(&previous_));
+    CUDALAB_CUDA_CHECK(cudaSetDevice(device));
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+  ~CurrentDevice() { cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+// Lets `from`'s kernels address `to`'s memory; false where the pair cannot (no peer path).
+bool enable_peer_access(int from, int to) {
+  int can = 0;
+  CUDALAB_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
+  if (can == 0) return false;
+  const CurrentDevice current(from);
+  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // enabled for an earlier pair: not an error, so clear it from the last-error slot
+    return true;
+  }
+  CUDALAB_CUDA_CHECK(status);
+  return true;
+}
+
+std::string bus_id(int device) {
+  char id[32] = {};
+  CUDALAB_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof id, device));
+  return id;
+}
+
+// One GPU's side of a pair: a source holding the pattern, a destination, a stream, a second one
+// for the copy in the other direction, and the events that fork work to its streams and join it
+// back, all made while that GPU was current (make_side).
+struct Side {
+  int device;
+  DeviceBuffer<unsigned char> source, destination;
+  Stream stream, other;
+  Event fork, join;
+};
+
+Side make_side(int device, std::size_t bytes, const void* pattern) {
+  const CurrentDevice current(device);
+  const auto n = static_cast<std::int64_t>(bytes);
+  Side side{device,   DeviceBuffer<unsigned char>(n), DeviceBuffer<unsigned char>(n), Stream(),
+            Stream(), Event(cudaEventDisableTiming),  Event(cudaEventDisableTiming)};
+  CUDALAB_CUDA_CHECK(cudaMemcpy(side.source.data(), pattern, bytes, cudaMemcpyHostToDevice));
+  return side;
+}
+
+enum class Path { memcpy_peer, memcpy_peer_both, sm_pull, sm_push, host_staged };
+
+const char* to_string(Path path) {
+  switch (path) {
+    case Path::memcpy_peer: return "memcpy_peer";
+    case Path::memcpy_peer_both: return "memcpy_peer_both_ways";
+    case Path::sm_pull: return "sm_pull";
+    case Path::sm_push: return "sm_push";
+    case Path::host_staged: return "host_staged";
+  }
+  return "";
+}
+
+// Runs `path` from `a` to `b` for `bytes`, enqueued on `stream` (a's, the timed one; a current):
+// work on another stream forks from it and joins it through events, so its stop event follows
+// every byte.
+void move(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging, cudaStream_t stream) {
+  // Runs work(branch) on `on`'s stream `branch`, ordered after what `stream` holds and before what
+  // it gets next.
+  const auto fork_join = [&](Side& on, cudaStream_t branch, const auto& work) {
+    a.fork.record(stream);
+    const CurrentDevice current(on.device);
+    CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(branch, a.fork.get(), 0));
+    work(branch);
+    on.join.record(branch);
+    CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(stream, on.join.get(), 0));
+  };
+  switch (path) {
+    case Path::memcpy_peer:
+      CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), b.device, a.source.data(), a.device, bytes, stream));
+      break;
+    case Path::memcpy_peer_both:
+      fork_join(a, a.other.get(), [&](cudaStream_t branch) {
+        CUDALAB_CUDA_CHECK(
+            cudaMemcpyPeerAsync(a.destination.data(), a.device, b.source.data(), b.device, bytes, branch));
+      });
+      CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), b.device, a.source.data(), a.device, bytes, stream));
+      break;
+    case Path::sm_pull:  // b's SMs read a's memory
+      fork_join(b, b.stream.get(),
+                [&](cudaStream_t branch) { copy_words(b.destination.data(), a.source.data(), bytes, branch); });
+      break;
+    case Path::sm_push:  // a's SMs write b's memory
+      copy_words(b.destination.data(), a.source.data(), bytes, stream);
+      break;
+    case Path::host_staged:
+      CUDALAB_CUDA_CHECK(cudaMemcpyAsync(staging, a.source.data(), bytes, cudaMemcpyDeviceToHost, stream));
+      fork_join(b, b.stream.get(), [&](cudaStream_t branch) {
+        CUDALAB_CUDA_CHECK(cudaMemcpyAsync(b.destination.data(), staging, bytes, cudaMemcpyHostToDevice, branch));
+      });
+      break;
+  }
+}
+
+// Poisons the destinations, runs `path` once and compares what arrived with the pattern.
+bool moves_right(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging, const void* pattern,
+                 std::vector<unsigned char>& check) {
+  for (Side* side : {&a, &b}) {
+    const CurrentDevice current(side->device);
+    CUDALAB_CUDA_CHECK(cudaMemset(side->destination.data(), kPoison, bytes));
+  }
+  move(path, a, b, bytes, staging, a.stream.get());
+  for (Side* side : {&a, &b}) {
+    const CurrentDevice current(side->device);
+    CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  const auto arrived = [&](const Side& side) {
+    CUDALAB_CUDA_CHECK(cudaMemcpy(check.data(), side.destination.data(), bytes, cudaMemcpyDeviceToHost));
+    return std::memcmp(check.data(), pattern, bytes) == 0;
+  };
+  return arrived(b) && (path != Path::memcpy_peer_both || arrived(a));
+}
+
+nlohmann::json run_peer_transfers(const harness::ExperimentContext& context) {
+  int count = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&count));
+  const nlohmann::json columns = {"pair",  "from",      "to",     "link", "peer_access", "path",
+                                  "bytes", "median_us", "min_us", "gbps", "samples"};
+  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json notes = nlohmann::json::array();
+  const nlohmann::json head = {{"name", "peer_transfers"},
+                               {"op", "transfers"},
+                               {"summary", "Copies between the GPUs of one host, pair by pair, by path"},
+                               {"columns", columns}};
+  if (count < 2) {
+    notes.push_back("every row skipped: this host has " + std::to_string(count) +
+                    " GPU; the experiment needs two or more");
+    nlohmann::json result = head;
+    result["rows"] = rows;
+    result["notes"] = notes;
+    return result;
+  }
+  const ExperimentScale scale = experiment_scale();
+  std::size_t smallest_free = free_device_bytes();
+  for (int d = 0; d < count; ++d) {
+    const CurrentDevice current(d);
+    smallest_free = std::min(smallest_free, free_device_bytes());
+  }
+  // Two buffers a GPU, and a pinned staging buffer: a quarter of the smallest free memory at most.
+  const std::size_t largest =
+      std::min(scale.small ? std::size_t{1} << 20 : std::size_t{256} << 20, smallest_free / 8) & ~std::size_t{15};
+  std::vector<unsigned char> pattern(largest), check(largest);
+  fill_pattern(pattern.data(), largest, context.seed);
+  PinnedBuffer<unsigned char> staging(static_cast<std::int64_t>(largest));
+  std::vector<std::size_t> sizes = {std::min(std::size_t{1} << 20, largest), largest};
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  harness::KernelTimer timer;
+
+  for (int from = 0; from < count; ++from)
+    for (int to = 0; to < count; ++to) {
+      if (from == to) continue;
+      const bool forward = enable_peer_access(from, to), backward = enable_peer_access(to, from);
+      const std::string link = harness::nvml_p2p_link(bus_id(from), bus_id(to));
+      const std::string pair = std::to_string(from) + "->" + std::to_string(to);
+      Side a = make_side(from, largest, pattern.data()), b = make_side(to, largest, pattern.data());
+      std::vector<Path> paths = {Path::memcpy_peer, Path::memcpy_peer_both, Path::host_staged};
+      if (backward) paths.push_back(Path::sm_pull);
+      if (forward) paths.push_back(Path::sm_push);
+      if (!forward || !backward)
+        notes.push_back(pair + ": no peer access " + (forward ? "back" : "forward") +
+                        "; the SM paths that need it are skipped, and cudaMemcpyPeerAsync goes through the host");
+      const CurrentDevice current(from);  // the timed stream's device
+      const auto time_path = [&](Path path, std::size_t bytes) {
+        if (context.progress)
+          context.progress("peer_transfers " + pair + " " + to_string(path) + " " +
+                           format_bytes(static_cast<double>(bytes)));
+        if (!moves_right(path, a, b, bytes, staging.data(), pattern.data(), check))
+          throw Error(ErrorKind::cuda,
+                      "peer_transfers: " + pair + " " + to_string(path) + " of " +
+                          format_bytes(static_cast<double>(bytes)) + " delivered wrong bytes",
+                      __FILE__, __LINE__);
+        const harness::Summary t = timer.time([&](cudaStream_t s) { move(path, a, b, bytes, staging.data(), s); },
+                                              a.stream.get(), copy_timing(scale));
+        const double moved = static_cast<double>(bytes) * (path == Path::memcpy_peer_both ? 2 : 1);
+        rows.push_back({pair, from, to, link, forward && backward ? "yes" : "no", to_string(path), bytes,
+                        t.median * 1e3, t.min * 1e3, moved / (t.median * 1e-3) / 1e9, t.count});
+      };
+      for (Path path : paths)
+        for (std::size_t bytes : sizes) time_path(path, bytes);
+      time_path(Path::memcpy_peer, kLatencyBytes);
+    }
+  notes.push_back(
+      "median_us, min_us: CUDA events on the sending GPU's stream around one transfer, after a warm-up; the "
+      "receiving GPU's part of a path joins that stream through events; samples until a 2% spread or a time "
+      "budget ends");
+  notes.push_back("gbps: bytes moved over the median; memcpy_peer_both_ways moves the size in each direction");
+  notes.push_back(
+      "sm_pull: the receiving GPU's copy kernel reads the sender's memory; sm_push: the sender's writes the "
+      "receiver's; host_staged: cudaMemcpyAsync to pinned host memory, then from it to the receiver");
+  notes.push_back("link: NVML's NVLink peer-to-peer status for the pair (empty where NVML cannot say)");
+  nlohmann::json result = head;
+  result["rows"] = rows;
+  result["notes"] = notes;
+  return result;
+}
+
+}  // namespace
+
+harness::Experiment peer_transfers_experiment() {
+  return {"peer_transfers", "transfers",
+          "Copies between GPUs of one host, each ordered pair: peer copies one and both ways, SM pull and push over "
+          "peer access, staged through pinned host memory; a 4-byte copy's latency",
+          run_peer_transfers, copy_rate_plot("Copy rate between GPUs by path")};
+}
+
+}  // namespace cudalab::transfers
