@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -33,32 +34,45 @@ TEST(TransfersGpu, CopyWordsMovesMappedHostBytesBothWays) {
   EXPECT_EQ(std::memcmp(source.data(), back.data(), bytes), 0);
 }
 
-// peer_transfers at its small sizes (CUDALAB_TRANSFERS_SMALL): with one GPU, no rows and a note
-// that says why; with more, every path of every ordered pair checked (a wrong byte throws) and
-// timed.
-TEST(TransfersGpu, PeerTransfersRunEveryPairOrSayWhyNot) {
-  CUDALAB_REQUIRE_GPU_OR_SKIP();
+// Runs a multi-GPU experiment at the small scale (CUDALAB_TRANSFERS_SMALL). With one GPU its table
+// has no rows and a note that says why, checked here; returns the table and the GPU count.
+std::pair<nlohmann::json, int> run_on_every_gpu(const char* name, std::uint64_t seed) {
   int count = 0;
-  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
-  ASSERT_EQ(setenv("CUDALAB_TRANSFERS_SMALL", "1", 1), 0);
-  const harness::Experiment* e = harness::builtin_registry().find_experiment("peer_transfers");
-  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  EXPECT_EQ(setenv("CUDALAB_TRANSFERS_SMALL", "1", 1), 0);
+  const harness::Experiment* e = harness::builtin_registry().find_experiment(name);
+  EXPECT_NE(e, nullptr);
   harness::ExperimentContext context;
-  context.seed = 5;
-  const nlohmann::json table = harness::run_experiment(*e, context);
+  context.seed = seed;
+  nlohmann::json table = harness::run_experiment(*e, context);
   unsetenv("CUDALAB_TRANSFERS_SMALL");
   if (count < 2) {
     EXPECT_TRUE(table["rows"].empty());
     EXPECT_NE(table["notes"][0].get<std::string>().find("needs two or more"), std::string::npos);
-    return;
   }
-  // Per ordered pair at the small scale's one size: memcpy_peer and its 4-byte latency, both ways,
-  // host-staged, and the SM paths where peer access allows them.
+  for (const auto& row : table["rows"]) EXPECT_EQ(row.size(), table["columns"].size());
+  return {table, count};
+}
+
+// peer_transfers: every path of every ordered pair checked (a wrong byte throws) and timed. Per
+// pair at the small scale's one size: memcpy_peer and its 4-byte latency, both ways, host-staged,
+// and the SM paths where peer access allows them.
+TEST(TransfersGpu, PeerTransfersRunEveryPairOrSayWhyNot) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const auto [table, count] = run_on_every_gpu("peer_transfers", 5);
+  if (count < 2) return;
   EXPECT_GE(table["rows"].size(), static_cast<std::size_t>(count * (count - 1) * 4));
-  for (const auto& row : table["rows"]) {
-    EXPECT_EQ(row.size(), table["columns"].size());
-    EXPECT_GT(row[9].get<double>(), 0.0) << row.dump();  // gbps
-  }
+  for (const auto& row : table["rows"]) EXPECT_GT(row[9].get<double>(), 0.0) << row.dump();  // gbps
+}
+
+// all_reduce: every rung that can run at every size checked against the exact sum (a wrong
+// element throws) and timed; host_staged alone gives 8 KiB .. 512 KiB in both dtypes.
+TEST(TransfersGpu, AllReduceRunsEveryRungOrSaysWhyNot) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const auto [table, count] = run_on_every_gpu("all_reduce", 9);
+  if (count < 2) return;
+  EXPECT_GE(table["rows"].size(), 2u * 4u);
+  for (const auto& row : table["rows"]) EXPECT_GT(row[7].get<double>(), 0.0) << row.dump();  // busbw_gbps
 }
 
 TEST(TransfersGpu, CopyWordsRejectsUnalignedArguments) {

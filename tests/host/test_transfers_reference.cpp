@@ -1,5 +1,6 @@
 // The transfer experiments' host arithmetic: the pipeline kernel's closed form, the chunk plan,
 // the byte pattern, their registry entries, and the claims' part verdicts (C04, C29, C31).
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "error_kind.hpp"
 #include "harness/registry.hpp"
+#include "ops/transfers/all_reduce.hpp"
 #include "ops/transfers/experiments.hpp"
 #include "ops/transfers/reference.hpp"
 
@@ -75,7 +77,7 @@ TEST(TransfersReference, PatternDependsOnSeedAndPrefixesAgree) {
 TEST(TransfersReference, ExperimentsAndClaimsAreRegisteredOnTheTransfersPage) {
   const auto& registry = harness::builtin_registry();
   for (const char* name : {"transfers", "managed_memory", "streams_pipeline", "streams_chunk_size",
-                           "streams_concurrency", "peer_transfers"}) {
+                           "streams_concurrency", "peer_transfers", "all_reduce"}) {
     const auto* e = registry.find_experiment(name);
     ASSERT_NE(e, nullptr) << name;
     EXPECT_EQ(e->op, "transfers");
@@ -223,6 +225,17 @@ TEST(TransfersReference, C36AndC37JudgeThePeerTable) {
   const nlohmann::json pcie = peer_table("no NVLink", 50, 25, 25, 0);
   EXPECT_TRUE(claim_check("C36").evaluate(pcie).is_null());
   EXPECT_EQ(outcomes(claim_check("C37").evaluate(pcie)), (Outcomes{kNot}));
+}
+
+// nccl-tests' bus bandwidth: 2 (n - 1) / n of the algorithm's rate (1 at 2 GPUs, 1.5 at 4, 1.75
+// at 8); the check's bound: n + 1 roundings to the output type of the magnitudes' sum.
+TEST(TransfersReference, AllReduceBusBandwidthAndBound) {
+  EXPECT_DOUBLE_EQ(all_reduce_bus_gbps(2e9, 2.0, 2), 1.0);
+  EXPECT_DOUBLE_EQ(all_reduce_bus_gbps(2e9, 2.0, 4), 1.5);
+  EXPECT_DOUBLE_EQ(all_reduce_bus_gbps(2e9, 2.0, 8), 1.75);
+  EXPECT_EQ(all_reduce_bus_gbps(1e9, 0.0, 2), 0.0);
+  EXPECT_DOUBLE_EQ(all_reduce_bound(DType::f32, 2, 3.0), 3 * 3.0 * std::ldexp(1.0, -24));
+  EXPECT_DOUBLE_EQ(all_reduce_bound(DType::bf16, 4, 1.0), 5 * std::ldexp(1.0, -8));
 }
 
 }  // namespace

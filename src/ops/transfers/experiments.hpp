@@ -26,6 +26,23 @@ ExperimentScale experiment_scale();
 // transfer does not go through the cache the flush empties).
 harness::TimingOptions copy_timing(const ExperimentScale& scale, int min_samples = 3);
 
+// Makes `device` current for its lifetime (allocations, streams and events belong to the current
+// device), then restores the one before: the multi-GPU experiments' way between GPUs.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device);
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+  ~CurrentDevice();
+
+ private:
+  int previous_ = 0;
+};
+
+// Lets `from`'s kernels address `to`'s memory (peer access over unified virtual addressing);
+// false where the pair cannot. Enabling it again is not an error.
+bool enable_peer_access(int from, int to);
+
 // cudaMemGetInfo's free bytes: the cap for every allocation, managed ones included (asking a GPU
 // for more managed memory than it has free can hang it).
 std::size_t free_device_bytes();
@@ -42,5 +59,6 @@ harness::Experiment streams_pipeline_experiment();
 harness::Experiment streams_chunk_size_experiment();
 harness::Experiment streams_concurrency_experiment();
 harness::Experiment peer_transfers_experiment();
+harness::Experiment all_reduce_experiment();
 
 }  // namespace cudalab::transfers

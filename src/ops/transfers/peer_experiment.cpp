@@ -26,37 +26,6 @@ namespace {
 constexpr unsigned char kPoison = 0xAB;
 constexpr std::size_t kLatencyBytes = 4;
 
-// Makes `device` current for its lifetime (allocations, streams and events belong to the current
-// device), then restores the one before.
-class CurrentDevice {
- public:
-  explicit CurrentDevice(int device) {
-    CUDALAB_CUDA_CHECK(cudaGetDevice(&previous_));
-    CUDALAB_CUDA_CHECK(cudaSetDevice(device));
-  }
-  CurrentDevice(const CurrentDevice&) = delete;
-  CurrentDevice& operator=(const CurrentDevice&) = delete;
-  ~CurrentDevice() { cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
-};
-
-// Lets `from`'s kernels address `to`'s memory; false where the pair cannot (no peer path).
-bool enable_peer_access(int from, int to) {
-  int can = 0;
-  CUDALAB_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
-  if (can == 0) return false;
-  const CurrentDevice current(from);
-  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
-  if (status == cudaErrorPeerAccessAlreadyEnabled) {
-    cudaGetLastError();  // enabled for an earlier pair: not an error, so clear it from the last-error slot
-    return true;
-  }
-  CUDALAB_CUDA_CHECK(status);
-  return true;
-}
-
 std::string bus_id(int device) {
   char id[32] = {};
   CUDALAB_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof id, device));

@@ -1,4 +1,4 @@
-// Registry entries for the transfers page: the transfer, managed-memory, stream and peer experiments,
+// Registry entries for the transfers page: the transfer, managed-memory, stream, peer and all-reduce experiments,
 // the settings they share, and the claims their tables answer (C04, C29, C31, C36, C37).
 #include <algorithm>
 #include <cmath>
@@ -46,6 +46,27 @@ nlohmann::json copy_rate_plot(const std::string& title) {
                                  {"x_log", true},
                                  {"y_log", false},
                                  {"y_label", "GB/s"}}});
+}
+
+CurrentDevice::CurrentDevice(int device) {
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&previous_));
+  CUDALAB_CUDA_CHECK(cudaSetDevice(device));
+}
+
+CurrentDevice::~CurrentDevice() { cudaSetDevice(previous_); }
+
+bool enable_peer_access(int from, int to) {
+  int can = 0;
+  CUDALAB_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
+  if (can == 0) return false;
+  const CurrentDevice current(from);
+  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // enabled before: not an error, so clear it from the last-error slot
+    return true;
+  }
+  CUDALAB_CUDA_CHECK(status);
+  return true;
 }
 
 std::size_t free_device_bytes() {
@@ -290,6 +311,7 @@ void register_transfers(Registry& registry) {
   registry.add(transfers::streams_chunk_size_experiment());
   registry.add(transfers::streams_concurrency_experiment());
   registry.add(transfers::peer_transfers_experiment());
+  registry.add(transfers::all_reduce_experiment());
   registry.add(ClaimCheck{"C04", "transfers", {}, transfers::claim_c04});
   registry.add(ClaimCheck{"C29", "transfers", {}, transfers::claim_c29});
   registry.add(ClaimCheck{"C31", "transfers", {}, transfers::claim_c31});

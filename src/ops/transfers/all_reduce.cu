@@ -1,0 +1,91 @@
+// The all-reduce ladder's one-shot kernel and the host arithmetic beside it (all_reduce.hpp).
+#include "ops/transfers/all_reduce.hpp"
+
+#include <cuda_bf16.h>
+
+#include "core/launch.cuh"
+#include "core/vector.cuh"
+#include "cudalab/error.hpp"
+
+namespace cudalab::transfers {
+namespace {
+
+template <typename T>
+struct PeerInputs {
+  const T* in[kAllReduceMaxGpus];
+};
+
+constexpr int kBlock = 256;
+
+// Each thread sums V elements of every input (16-byte loads where V > 1: all of a thread's GPUs'
+// loads in flight before the first add) over a grid-stride loop of V-element groups.
+template <typename T, int V>
+__global__ void __launch_bounds__(kBlock)
+    one_shot_sum_kernel(PeerInputs<T> inputs, int gpus, T* __restrict__ out, std::int64_t groups) {
+  for (std::int64_t q = static_cast<std::int64_t>(blockIdx.x) * kBlock + threadIdx.x; q < groups;
+       q += static_cast<std::int64_t>(gridDim.x) * kBlock) {
+    float sum[V] = {};
+#pragma unroll
+    for (int g = 0; g < kAllReduceMaxGpus; ++g) {
+      if (g >= gpus) break;
+      float x[V];
+      load_floats<V>(inputs.in[g] + q * V, x);
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum[e] += x[e];
+    }
+    store_floats<V>(out + q * V, sum);
+  }
+}
+
+template <typename T>
+void launch(const void* const* inputs, int gpus, void* out, std::int64_t count, cudaStream_t stream) {
+  PeerInputs<T> peers{};
+  bool aligned = is_aligned16(out);
+  for (int g = 0; g < gpus; ++g) {
+    peers.in[g] = static_cast<const T*>(inputs[g]);
+    aligned = aligned && is_aligned16(inputs[g]);
+  }
+  constexpr int kVector = kVector16<T>;
+  auto* typed_out = static_cast<T*>(out);
+  std::int64_t done = 0;
+  if (aligned && count >= kVector) {
+    const std::int64_t groups = count / kVector;
+    one_shot_sum_kernel<T, kVector>
+        <<<resident_grid_size(one_shot_sum_kernel<T, kVector>, kBlock, groups), kBlock, 0, stream>>>(peers, gpus,
+                                                                                                     typed_out, groups);
+    CUDALAB_CHECK_LAUNCH();
+    done = groups * kVector;
+  }
+  if (done < count) {  // the elements past the last whole vector, or every element of unaligned arrays
+    for (int g = 0; g < gpus; ++g) peers.in[g] += done;
+    const std::int64_t rest = count - done;
+    one_shot_sum_kernel<T, 1><<<resident_grid_size(one_shot_sum_kernel<T, 1>, kBlock, rest), kBlock, 0, stream>>>(
+        peers, gpus, typed_out + done, rest);
+    CUDALAB_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace
+
+void one_shot_sum(DType dtype, const void* const* inputs, int gpus, void* out, std::int64_t count,
+                  cudaStream_t stream) {
+  CUDALAB_REQUIRE(gpus >= 1 && gpus <= kAllReduceMaxGpus, "one_shot_sum: 1 to 8 GPUs");
+  CUDALAB_REQUIRE(count >= 0, "one_shot_sum: a negative count");
+  if (count == 0) return;
+  switch (dtype) {
+    case DType::f32: return launch<float>(inputs, gpus, out, count, stream);
+    case DType::bf16: return launch<__nv_bfloat16>(inputs, gpus, out, count, stream);
+    default: CUDALAB_REQUIRE(false, std::string("one_shot_sum: f32 or bf16, not ") + to_string(dtype));
+  }
+}
+
+double all_reduce_bus_gbps(double bytes, double seconds, int gpus) {
+  if (seconds <= 0 || gpus < 1) return 0.0;
+  return bytes / seconds / 1e9 * 2.0 * (gpus - 1) / gpus;
+}
+
+double all_reduce_bound(DType dtype, int gpus, double magnitude_sum) {
+  return (gpus + 1) * traits(dtype).unit_roundoff * magnitude_sum;
+}
+
+}  // namespace cudalab::transfers

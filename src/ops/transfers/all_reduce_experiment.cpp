@@ -1,0 +1,283 @@
+// Experiment `all_reduce`: the sum of one array per GPU, left on every GPU, over every GPU of the
+// host driven by one process, f32 and bf16, 8 KiB to 512 MiB an array. The ladder: staged through
+// pinned host memory (each GPU's array copied to the host, summed there by one CPU thread, the sum
+// copied back to every GPU); one-shot (each GPU's kernel reads every GPU's array over peer access
+// and writes the sum: one pass, every link carrying the whole array); NCCL's all-reduce as the
+// baseline, in the same run. Every rung at every size is checked against a host sum of the same
+// inputs first; a wrong element throws.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/format.hpp"
+#include "cudalab/error.hpp"
+#include "cudalab/memory.hpp"
+#include "harness/registry.hpp"
+#include "harness/timer.hpp"
+#include "ops/transfers/all_reduce.hpp"
+#include "ops/transfers/experiments.hpp"
+
+namespace cudalab::transfers {
+namespace {
+
+constexpr std::size_t kStagedLargestBytes = std::size_t{8} << 20;  // the host sum's single thread is slow past it
+
+// A value in [-1, 1) from (seed, gpu, index): splitmix64's finaliser.
+double input_value(std::uint64_t seed, int gpu, std::int64_t index) {
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(gpu) * 0x100000001ull +
+                                                    static_cast<std::uint64_t>(index) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) / static_cast<double>(1ull << 52) - 1.0;
+}
+
+enum class Rung { host_staged, one_shot, nccl };
+
+const char* to_string(Rung rung) {
+  switch (rung) {
+    case Rung::host_staged: return "host_staged";
+    case Rung::one_shot: return "one_shot";
+    case Rung::nccl: return "nccl";
+  }
+  return "";
+}
+
+// One GPU's arrays (its input, the output every rung writes), streams and the events of the fork
+// and join, made while that GPU was current.
+struct Gpu {
+  DeviceBuffer<unsigned char> input, output;
+  Stream stream;
+  Event forked, done;
+};
+
+struct Bench {
+  int gpus = 0;
+  DType dtype = DType::f32;
+  std::vector<Gpu> gpu;
+  std::vector<PinnedBuffer<unsigned char>> staged;  // the host copies of each GPU's array
+  PinnedBuffer<unsigned char> staged_sum;
+  std::vector<double> exact, magnitude;  // the exact sum and the sum of magnitudes, element by element
+  std::int64_t staged_count = 0;         // the elements the host callback sums
+};
+
+void sum_on_host(void* data) {
+  auto* b = static_cast<Bench*>(data);
+  for (std::int64_t i = 0; i < b->staged_count; ++i) {
+    float sum = 0.0f;  // fp32 in GPU order, as the one-shot kernel adds
+    for (int g = 0; g < b->gpus; ++g)
+      sum += static_cast<float>(element_to_double(b->dtype, b->staged[static_cast<std::size_t>(g)].data(), i));
+    element_from_double(b->dtype, sum, b->staged_sum.data(), i);
+  }
+}
+
+// Runs `rung` on `count` elements, enqueued from GPU 0's stream (current): every GPU's stream
+// forks from it and joins it, so its stop event follows the whole all-reduce.
+void run_rung(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count, cudaStream_t stream) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * size_of(b.dtype);
+  b.gpu[0].forked.record(stream);
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  std::vector<cudaStream_t> streams;
+  for (Gpu& g : b.gpu) {
+    inputs.push_back(g.input.data());
+    outputs.push_back(g.output.data());
+    streams.push_back(g.stream.get());
+  }
+  for (int g = 0; g < b.gpus; ++g) {
+    const CurrentDevice current(g);
+    CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(streams[static_cast<std::size_t>(g)], b.gpu[0].forked.get(), 0));
+  }
+  const auto join = [&] {
+    for (int g = 0; g < b.gpus; ++g) {
+      const CurrentDevice current(g);
+      b.gpu[static_cast<std::size_t>(g)].done.record(streams[static_cast<std::size_t>(g)]);
+      CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(stream, b.gpu[static_cast<std::size_t>(g)].done.get(), 0));
+    }
+  };
+  switch (rung) {
+    case Rung::host_staged:
+      for (int g = 0; g < b.gpus; ++g) {
+        const CurrentDevice current(g);
+        CUDALAB_CUDA_CHECK(cudaMemcpyAsync(b.staged[static_cast<std::size_t>(g)].data(), inputs[g], bytes,
+                                           cudaMemcpyDeviceToHost, streams[g]));
+      }
+      join();
+      b.staged_count = count;
+      CUDALAB_CUDA_CHECK(cudaLaunchHostFunc(stream, sum_on_host, &b));
+      b.gpu[0].forked.record(stream);
+      for (int g = 0; g < b.gpus; ++g) {
+        const CurrentDevice current(g);
+        CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(streams[g], b.gpu[0].forked.get(), 0));
+        CUDALAB_CUDA_CHECK(cudaMemcpyAsync(outputs[g], b.staged_sum.data(), bytes, cudaMemcpyHostToDevice, streams[g]));
+      }
+      break;
+    case Rung::one_shot:
+      for (int g = 0; g < b.gpus; ++g) {
+        const CurrentDevice current(g);
+        one_shot_sum(b.dtype, inputs.data(), b.gpus, outputs[g], count, streams[g]);
+      }
+      break;
+    case Rung::nccl: nccl.all_reduce(b.dtype, inputs.data(), outputs.data(), count, streams.data()); break;
+  }
+  join();
+}
+
+// Poisons every output, runs `rung` once, and compares every GPU's every element with the exact
+// sum within all_reduce_bound. Returns "" or what was wrong.
+std::string rung_error(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * size_of(b.dtype);
+  for (int g = 0; g < b.gpus; ++g) {
+    const CurrentDevice current(g);
+    CUDALAB_CUDA_CHECK(cudaMemset(b.gpu[static_cast<std::size_t>(g)].output.data(), 0xFF, bytes));  // NaN in both
+    CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  run_rung(rung, b, nccl, count, b.gpu[0].stream.get());
+  std::vector<unsigned char> host(bytes);
+  for (int g = 0; g < b.gpus; ++g) {
+    const CurrentDevice current(g);
+    CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+    CUDALAB_CUDA_CHECK(
+        cudaMemcpy(host.data(), b.gpu[static_cast<std::size_t>(g)].output.data(), bytes, cudaMemcpyDeviceToHost));
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double got = element_to_double(b.dtype, host.data(), i);
+      const double want = b.exact[static_cast<std::size_t>(i)];
+      if (!(std::fabs(got - want) <= all_reduce_bound(b.dtype, b.gpus, b.magnitude[static_cast<std::size_t>(i)])))
+        return "GPU " + std::to_string(g) + " element " + std::to_string(i) + ": " + format_fixed(got, 6) +
+               ", the exact sum " + format_fixed(want, 6);
+    }
+  }
+  return "";
+}
+
+nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
+  int gpus = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&gpus));
+  gpus = std::min(gpus, kAllReduceMaxGpus);
+  nlohmann::json result = {
+      {"name", "all_reduce"},
+      {"op", "transfers"},
+      {"summary", "All-reduce (sum) over the GPUs of one host: staged through the host, one-shot kernel, NCCL"},
+      {"columns",
+       {"rung", "dtype", "gpus", "bytes", "median_us", "min_us", "algbw_gbps", "busbw_gbps", "of_nccl_busbw",
+        "samples"}},
+      {"rows", nlohmann::json::array()},
+      {"notes", nlohmann::json::array()}};
+  nlohmann::json& rows = result["rows"];
+  nlohmann::json& notes = result["notes"];
+  if (gpus < 2) {
+    notes.push_back("every row skipped: this host has " + std::to_string(gpus) +
+                    " GPU; the experiment needs two or more");
+    return result;
+  }
+  const ExperimentScale scale = experiment_scale();
+  bool all_peers = true;
+  for (int a = 0; a < gpus; ++a)
+    for (int c = 0; c < gpus; ++c)
+      if (a != c) all_peers = enable_peer_access(a, c) && all_peers;
+  if (!all_peers) notes.push_back("one_shot skipped: some pair of GPUs has no peer access");
+  const Nccl nccl(gpus);
+  if (nccl.available()) {
+    notes.push_back("NCCL " + nccl.version() + ", one communicator per GPU in this process (ncclCommInitAll)");
+  } else {
+    notes.push_back("nccl skipped: " + nccl.reason());
+  }
+  std::vector<Rung> rungs = {Rung::host_staged};
+  if (all_peers) rungs.push_back(Rung::one_shot);
+  if (nccl.available()) rungs.push_back(Rung::nccl);
+
+  std::size_t smallest_free = free_device_bytes();
+  for (int g = 0; g < gpus; ++g) {
+    const CurrentDevice current(g);
+    smallest_free = std::min(smallest_free, free_device_bytes());
+  }
+  const std::size_t largest = std::min(scale.small ? std::size_t{1} << 20 : std::size_t{512} << 20, smallest_free / 4);
+  std::vector<std::size_t> sizes;
+  for (std::size_t s = std::size_t{8} << 10; s <= largest; s *= 4) sizes.push_back(s);
+
+  harness::KernelTimer timer;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    Bench b;
+    b.gpus = gpus;
+    b.dtype = dtype;
+    const std::int64_t most = static_cast<std::int64_t>(largest / size_of(dtype));
+    std::vector<unsigned char> host(largest);
+    b.exact.assign(static_cast<std::size_t>(most), 0.0);
+    b.magnitude.assign(static_cast<std::size_t>(most), 0.0);
+    for (int g = 0; g < gpus; ++g) {
+      for (std::int64_t i = 0; i < most; ++i) {
+        element_from_double(dtype, input_value(context.seed, g, i), host.data(), i);
+        const double x = element_to_double(dtype, host.data(), i);  // the value as stored
+        b.exact[static_cast<std::size_t>(i)] += x;
+        b.magnitude[static_cast<std::size_t>(i)] += std::fabs(x);
+      }
+      const CurrentDevice current(g);
+      Gpu side{DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)),
+               DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)), Stream(), Event(cudaEventDisableTiming),
+               Event(cudaEventDisableTiming)};
+      CUDALAB_CUDA_CHECK(cudaMemcpy(side.input.data(), host.data(), largest, cudaMemcpyHostToDevice));
+      b.gpu.push_back(std::move(side));
+      b.staged.emplace_back(static_cast<std::int64_t>(std::min(largest, kStagedLargestBytes)));
+    }
+    b.staged_sum = PinnedBuffer<unsigned char>(static_cast<std::int64_t>(std::min(largest, kStagedLargestBytes)));
+
+    const CurrentDevice current(0);  // the timed stream's GPU
+    std::vector<double> nccl_busbw(sizes.size(), 0.0);
+    for (Rung rung : {Rung::nccl, Rung::one_shot, Rung::host_staged}) {  // NCCL first: the others' reference
+      if (std::find(rungs.begin(), rungs.end(), rung) == rungs.end()) continue;
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        const std::size_t bytes = sizes[k];
+        if (rung == Rung::host_staged && bytes > kStagedLargestBytes) continue;
+        const auto count = static_cast<std::int64_t>(bytes / size_of(dtype));
+        if (context.progress)
+          context.progress("all_reduce " + std::string(to_string(rung)) + " " + cudalab::to_string(dtype) + " " +
+                           format_bytes(static_cast<double>(bytes)));
+        const std::string wrong = rung_error(rung, b, nccl, count);
+        if (!wrong.empty())
+          throw Error(ErrorKind::cuda,
+                      "all_reduce: " + std::string(to_string(rung)) + " " + cudalab::to_string(dtype) + " " +
+                          format_bytes(static_cast<double>(bytes)) + ": " + wrong,
+                      __FILE__, __LINE__);
+        const harness::Summary t = timer.time([&](cudaStream_t s) { run_rung(rung, b, nccl, count, s); },
+                                              b.gpu[0].stream.get(), copy_timing(scale));
+        const double seconds = t.median * 1e-3;
+        const double busbw = all_reduce_bus_gbps(static_cast<double>(bytes), seconds, gpus);
+        if (rung == Rung::nccl) nccl_busbw[k] = busbw;
+        rows.push_back({to_string(rung), cudalab::to_string(dtype), gpus, bytes, t.median * 1e3, t.min * 1e3,
+                        static_cast<double>(bytes) / seconds / 1e9, busbw,
+                        nccl_busbw[k] > 0 ? busbw / nccl_busbw[k] : 0.0, t.count});
+      }
+    }
+  }
+  notes.push_back(
+      "median_us, min_us: CUDA events on GPU 0's stream around one all-reduce; every GPU's stream forks from it "
+      "and joins it through events; samples until a 2% spread or a time budget ends");
+  notes.push_back(
+      "algbw_gbps: bytes of one GPU's array over the time; busbw_gbps: algbw x 2 (gpus - 1) / gpus, nccl-tests' "
+      "bus bandwidth; of_nccl_busbw: over NCCL's at the same dtype and size (0 where NCCL did not run)");
+  notes.push_back("host_staged: at most " + format_bytes(static_cast<double>(kStagedLargestBytes)) +
+                  " an array (one CPU thread sums)");
+  notes.push_back(
+      "every rung at every size was first run into outputs of NaN and every element of every GPU compared with the "
+      "exact sum of the stored inputs, within gpus + 1 roundings of the sum of their magnitudes");
+  return result;
+}
+
+}  // namespace
+
+harness::Experiment all_reduce_experiment() {
+  return {"all_reduce", "transfers",
+          "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..512 MiB: staged through the host, a one-shot "
+          "kernel over peer access, NCCL",
+          run_all_reduce,
+          nlohmann::json::array({{{"title", "All-reduce bus bandwidth by rung"},
+                                  {"x", "bytes"},
+                                  {"y", "busbw_gbps"},
+                                  {"series", "rung"},
+                                  {"x_log", true},
+                                  {"y_log", true},
+                                  {"y_label", "bus GB/s"}}})};
+}
+
+}  // namespace cudalab::transfers
