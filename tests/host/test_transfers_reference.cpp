@@ -227,6 +227,27 @@ TEST(TransfersReference, C36AndC37JudgeThePeerTable) {
   EXPECT_EQ(outcomes(claim_check("C37").evaluate(pcie)), (Outcomes{kNot}));
 }
 
+// The two-shot rung's parts: whole 16-byte vectors but the last, covering the elements once, in
+// order, for counts of no multiple of anything and more GPUs than vectors.
+TEST(TransfersReference, AllReducePartsCoverEveryElementOnce) {
+  for (DType dtype : {DType::f32, DType::bf16})
+    for (int gpus : {2, 3, 4, 8})
+      for (std::int64_t count : {0, 1, 3, 7, 8, 9, 1000, 4097, 1 << 20}) {
+        std::int64_t next = 0;
+        const std::int64_t vector = 16 / static_cast<std::int64_t>(size_of(dtype));
+        for (int g = 0; g < gpus; ++g) {
+          const AllReducePart part = all_reduce_part(g, gpus, count, dtype);
+          EXPECT_EQ(part.first, next) << gpus << " GPUs, " << count << ", part " << g;
+          EXPECT_GE(part.count, 0);
+          if (part.first + part.count < count) {
+            EXPECT_EQ(part.count % vector, 0);
+          }
+          next = part.first + part.count;
+        }
+        EXPECT_EQ(next, count) << gpus << " GPUs, " << count << " elements";
+      }
+}
+
 // nccl-tests' bus bandwidth: 2 (n - 1) / n of the algorithm's rate (1 at 2 GPUs, 1.5 at 4, 1.75
 // at 8); the check's bound: n + 1 roundings to the output type of the magnitudes' sum.
 TEST(TransfersReference, AllReduceBusBandwidthAndBound) {

@@ -1,6 +1,8 @@
 // The all-reduce ladder's one-shot kernel and the host arithmetic beside it (all_reduce.hpp).
 #include "ops/transfers/all_reduce.hpp"
 
+#include <algorithm>
+
 #include <cuda_bf16.h>
 
 #include "core/launch.cuh"
@@ -77,6 +79,13 @@ void one_shot_sum(DType dtype, const void* const* inputs, int gpus, void* out, s
     case DType::bf16: return launch<__nv_bfloat16>(inputs, gpus, out, count, stream);
     default: CUDALAB_REQUIRE(false, std::string("one_shot_sum: f32 or bf16, not ") + to_string(dtype));
   }
+}
+
+AllReducePart all_reduce_part(int g, int gpus, std::int64_t count, DType dtype) {
+  const auto vector = static_cast<std::int64_t>(16 / size_of(dtype));
+  const std::int64_t each = ((count + gpus - 1) / gpus + vector - 1) / vector * vector;
+  const std::int64_t first = std::min(count, g * each);
+  return {first, std::min(count, first + each) - first};
 }
 
 double all_reduce_bus_gbps(double bytes, double seconds, int gpus) {

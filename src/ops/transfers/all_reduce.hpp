@@ -22,6 +22,14 @@ inline constexpr int kAllReduceMaxGpus = 8;
 // for another dtype or more than kAllReduceMaxGpus inputs.
 void one_shot_sum(DType dtype, const void* const* inputs, int gpus, void* out, std::int64_t count, cudaStream_t stream);
 
+// GPU g's part of `count` elements in the two-shot rung: [first, first + count). Parts are whole
+// 16-byte vectors of `dtype` (the one-shot kernel's vector path) but the last, and together cover
+// the elements once; trailing GPUs get empty parts where the elements run out.
+struct AllReducePart {
+  std::int64_t first = 0, count = 0;
+};
+AllReducePart all_reduce_part(int g, int gpus, std::int64_t count, DType dtype);
+
 // nccl-tests' bus bandwidth of an all-reduce of `bytes` in `seconds` over `gpus`: the algorithm's
 // rate (bytes / seconds) times 2 (gpus - 1) / gpus, the share of the data each link carries in a
 // ring, so the figure compares with a link's rate whatever the GPU count.

@@ -2,7 +2,9 @@
 // host driven by one process, f32 and bf16, 8 KiB to 512 MiB an array. The ladder: staged through
 // pinned host memory (each GPU's array copied to the host, summed there by one CPU thread, the sum
 // copied back to every GPU); one-shot (each GPU's kernel reads every GPU's array over peer access
-// and writes the sum: one pass, every link carrying the whole array); NCCL's all-reduce as the
+// and writes the sum: one pass, every link carrying the whole array); two-shot (each GPU sums one
+// n-th of the elements from every GPU's array, then copies every other GPU's n-th of the sum:
+// each link carries 2 (n - 1) / n of the array, as a ring does); NCCL's all-reduce as the
 // baseline, in the same run. Every rung at every size is checked against a host sum of the same
 // inputs first; a wrong element throws.
 #include <algorithm>
@@ -33,12 +35,13 @@ double input_value(std::uint64_t seed, int gpu, std::int64_t index) {
   return static_cast<double>(z >> 11) / static_cast<double>(1ull << 52) - 1.0;
 }
 
-enum class Rung { host_staged, one_shot, nccl };
+enum class Rung { host_staged, one_shot, two_shot, nccl };
 
 const char* to_string(Rung rung) {
   switch (rung) {
     case Rung::host_staged: return "host_staged";
     case Rung::one_shot: return "one_shot";
+    case Rung::two_shot: return "two_shot";
     case Rung::nccl: return "nccl";
   }
   return "";
@@ -49,7 +52,7 @@ const char* to_string(Rung rung) {
 struct Gpu {
   DeviceBuffer<unsigned char> input, output;
   Stream stream;
-  Event forked, done;
+  Event forked, done, scattered;
 };
 
 struct Bench {
@@ -119,6 +122,39 @@ void run_rung(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count, cudaStr
         one_shot_sum(b.dtype, inputs.data(), b.gpus, outputs[g], count, streams[g]);
       }
       break;
+    case Rung::two_shot: {
+      const std::size_t element = size_of(b.dtype);
+      const auto at = [&](const void* base, std::int64_t first) {
+        return static_cast<const unsigned char*>(base) + static_cast<std::size_t>(first) * element;
+      };
+      const auto out_at = [&](int g, std::int64_t first) {
+        return static_cast<unsigned char*>(outputs[static_cast<std::size_t>(g)]) +
+               static_cast<std::size_t>(first) * element;
+      };
+      // Reduce-scatter: GPU g sums its part from every GPU's array into its own output.
+      for (int g = 0; g < b.gpus; ++g) {
+        const CurrentDevice current(g);
+        const AllReducePart mine = all_reduce_part(g, b.gpus, count, b.dtype);
+        std::vector<const void*> parts;
+        for (const void* input : inputs) parts.push_back(at(input, mine.first));
+        one_shot_sum(b.dtype, parts.data(), b.gpus, out_at(g, mine.first), mine.count, streams[g]);
+        b.gpu[static_cast<std::size_t>(g)].scattered.record(streams[g]);
+      }
+      // All-gather: once every part is summed, GPU g copies the other GPUs' parts of the sum.
+      for (int g = 0; g < b.gpus; ++g) {
+        const CurrentDevice current(g);
+        for (int p = 0; p < b.gpus; ++p) {
+          if (p == g) continue;
+          CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(streams[g], b.gpu[static_cast<std::size_t>(p)].scattered.get(), 0));
+          const AllReducePart theirs = all_reduce_part(p, b.gpus, count, b.dtype);
+          if (theirs.count == 0) continue;
+          CUDALAB_CUDA_CHECK(cudaMemcpyAsync(out_at(g, theirs.first), at(outputs[p], theirs.first),
+                                             static_cast<std::size_t>(theirs.count) * element, cudaMemcpyDefault,
+                                             streams[g]));
+        }
+      }
+      break;
+    }
     case Rung::nccl: nccl.all_reduce(b.dtype, inputs.data(), outputs.data(), count, streams.data()); break;
   }
   join();
@@ -158,7 +194,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
   nlohmann::json result = {
       {"name", "all_reduce"},
       {"op", "transfers"},
-      {"summary", "All-reduce (sum) over the GPUs of one host: staged through the host, one-shot kernel, NCCL"},
+      {"summary", "All-reduce (sum) over the GPUs of one host: staged through the host, one-shot, two-shot, NCCL"},
       {"columns",
        {"rung", "dtype", "gpus", "bytes", "median_us", "min_us", "algbw_gbps", "busbw_gbps", "of_nccl_busbw",
         "samples"}},
@@ -176,7 +212,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
   for (int a = 0; a < gpus; ++a)
     for (int c = 0; c < gpus; ++c)
       if (a != c) all_peers = enable_peer_access(a, c) && all_peers;
-  if (!all_peers) notes.push_back("one_shot skipped: some pair of GPUs has no peer access");
+  if (!all_peers) notes.push_back("one_shot and two_shot skipped: some pair of GPUs has no peer access");
   const Nccl nccl(gpus);
   if (nccl.available()) {
     notes.push_back("NCCL " + nccl.version() + ", one communicator per GPU in this process (ncclCommInitAll)");
@@ -184,7 +220,10 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
     notes.push_back("nccl skipped: " + nccl.reason());
   }
   std::vector<Rung> rungs = {Rung::host_staged};
-  if (all_peers) rungs.push_back(Rung::one_shot);
+  if (all_peers) {
+    rungs.push_back(Rung::one_shot);
+    rungs.push_back(Rung::two_shot);
+  }
   if (nccl.available()) rungs.push_back(Rung::nccl);
 
   std::size_t smallest_free = free_device_bytes();
@@ -214,7 +253,10 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
       }
       const CurrentDevice current(g);
       Gpu side{DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)),
-               DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)), Stream(), Event(cudaEventDisableTiming),
+               DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)),
+               Stream(),
+               Event(cudaEventDisableTiming),
+               Event(cudaEventDisableTiming),
                Event(cudaEventDisableTiming)};
       CUDALAB_CUDA_CHECK(cudaMemcpy(side.input.data(), host.data(), largest, cudaMemcpyHostToDevice));
       b.gpu.push_back(std::move(side));
@@ -224,7 +266,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
 
     const CurrentDevice current(0);  // the timed stream's GPU
     std::vector<double> nccl_busbw(sizes.size(), 0.0);
-    for (Rung rung : {Rung::nccl, Rung::one_shot, Rung::host_staged}) {  // NCCL first: the others' reference
+    for (Rung rung : {Rung::nccl, Rung::one_shot, Rung::two_shot, Rung::host_staged}) {  // NCCL first: the reference
       if (std::find(rungs.begin(), rungs.end(), rung) == rungs.end()) continue;
       for (std::size_t k = 0; k < sizes.size(); ++k) {
         const std::size_t bytes = sizes[k];
@@ -268,8 +310,8 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
 
 harness::Experiment all_reduce_experiment() {
   return {"all_reduce", "transfers",
-          "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..512 MiB: staged through the host, a one-shot "
-          "kernel over peer access, NCCL",
+          "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..512 MiB: staged through the host, one-shot and "
+          "two-shot kernels over peer access, NCCL",
           run_all_reduce,
           nlohmann::json::array({{{"title", "All-reduce bus bandwidth by rung"},
                                   {"x", "bytes"},
