@@ -139,6 +139,8 @@ TEST(GemmStreamK, HybridKeepsAllButTheLastWavesWhole) {
   }
   for (int tiles : {264, 265, 399, 512, 1000})
     for (int units : {7, 132}) check_plan(stream_k_plan(tiles, 64, units, 4));
+  // No k-steps, hence no units: a plan of nothing, not a division by zero.
+  EXPECT_EQ(stream_k_plan(5, 0, 0, 0).dp_tiles, 0);
 }
 
 // The plan's arithmetic is 32-bit: a plan of 2^31 - 32768 iterations is taken and ends there

@@ -151,6 +151,7 @@ struct StreamKPlan {
 // remainder; every tile in the stream-K part when there is less than two waves.
 inline StreamKPlan stream_k_plan(int tiles, int k_steps, int units, int snap) {
   StreamKPlan plan{tiles, k_steps, units, snap, 0};
+  if (units <= 0) return plan;  // no work (k_steps or tiles 0): nothing to plan
   const int waves = tiles / units;
   if (tiles % units == 0) {
     plan.dp_tiles = tiles;

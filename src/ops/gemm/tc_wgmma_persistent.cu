@@ -284,16 +284,17 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   StreamOrderedWorkspace scratch(stream);  // partial sums, handed back on the stream afterwards
   const auto p = launch.params;
   if constexpr (std::is_same_v<Tiles, LargeTiles>) {
+    // k = 0 (whole tiles of no k-steps) and plans of 2^31 stream-K iterations or more (the plan's
+    // 32-bit arithmetic) take the persistent schedule below, whose whole tiles already fill every
+    // SM many times over.
+    const bool planned = sharing == KSharing::stream_k && k_tiles > 0 && tiles <= 0x7fffffff;
     const int units = static_cast<int>(std::min<std::int64_t>(tiles * k_tiles, sm_count));
-    const StreamKPlan plan = stream_k_plan(static_cast<int>(std::min<std::int64_t>(tiles, 0x7fffffff)), k_tiles, units,
-                                           2 * 4 < k_tiles ? 4 : 0);
-    // k = 0: whole tiles of no k-steps; 2^31 stream-K iterations or more (a plan's 32-bit
-    // arithmetic): the persistent schedule below, whose whole tiles already fill every SM many
-    // times over.
-    if (sharing == KSharing::stream_k && k_tiles > 0 && tiles <= 0x7fffffff && plan.fits_32_bits()) {
+    const StreamKPlan plan =
+        planned ? stream_k_plan(static_cast<int>(tiles), k_tiles, units, 2 * 4 < k_tiles ? 4 : 0) : StreamKPlan{};
+    if (planned && plan.fits_32_bits()) {
       // One unit per SM, at most one per k-step of the work; all but the last waves' tiles whole
-      // (stream_k_plan); boundaries kept 4 k-steps from tile edges where tiles are long enough. Scratch: a partial tile
-      // per unit and warpgroup, then the flags and the ticket, zeroed here.
+      // (stream_k_plan); boundaries kept 4 k-steps from tile edges where tiles are long enough.
+      // Scratch: a partial tile per unit and warpgroup, then the flags and the ticket, zeroed here.
       using Schedule = StreamKSchedule<kGroupM, LargeTiles::kBlockN>;
       Schedule schedule;
       schedule.plan = plan;
