@@ -37,15 +37,25 @@ TEST(TransfersGpu, CopyWordsMovesMappedHostBytesBothWays) {
 // Runs a multi-GPU experiment at the small scale (CUDALAB_TRANSFERS_SMALL). With one GPU its table
 // has no rows and a note that says why, checked here; returns the table and the GPU count.
 std::pair<nlohmann::json, int> run_on_every_gpu(const char* name, std::uint64_t seed) {
+  // Sets the small scale for this run only, also when the experiment throws.
+  struct SmallScale {
+    SmallScale() { setenv("CUDALAB_TRANSFERS_SMALL", "1", 1); }
+    ~SmallScale() { unsetenv("CUDALAB_TRANSFERS_SMALL"); }
+  };
   int count = 0;
   EXPECT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
-  EXPECT_EQ(setenv("CUDALAB_TRANSFERS_SMALL", "1", 1), 0);
   const harness::Experiment* e = harness::builtin_registry().find_experiment(name);
-  EXPECT_NE(e, nullptr);
+  if (e == nullptr) {
+    ADD_FAILURE() << "no experiment " << name;
+    return {nlohmann::json::object(), count};
+  }
   harness::ExperimentContext context;
   context.seed = seed;
-  nlohmann::json table = harness::run_experiment(*e, context);
-  unsetenv("CUDALAB_TRANSFERS_SMALL");
+  nlohmann::json table;
+  {
+    const SmallScale small;
+    table = harness::run_experiment(*e, context);
+  }
   if (count < 2) {
     EXPECT_TRUE(table["rows"].empty());
     EXPECT_NE(table["notes"][0].get<std::string>().find("needs two or more"), std::string::npos);

@@ -1,5 +1,5 @@
 // Experiment `all_reduce`: the sum of one array per GPU, left on every GPU, over every GPU of the
-// host driven by one process, f32 and bf16, 8 KiB to 512 MiB an array. The ladder: staged through
+// host driven by one process, f32 and bf16, 8 KiB to 256 MiB an array. The ladder: staged through
 // pinned host memory (each GPU's array copied to the host, summed there by one CPU thread, the sum
 // copied back to every GPU); one-shot (each GPU's kernel reads every GPU's array over peer access
 // and writes the sum: one pass, every link carrying the whole array); two-shot (each GPU sums one
@@ -9,6 +9,7 @@
 // inputs first; a wrong element throws.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,8 @@ void run_rung(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count, cudaStr
 // sum within all_reduce_bound. Returns "" or what was wrong.
 std::string rung_error(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count) {
   const std::size_t bytes = static_cast<std::size_t>(count) * size_of(b.dtype);
+  for (auto& staged : b.staged) std::memset(staged.data(), 0xFF, static_cast<std::size_t>(staged.size()));
+  std::memset(b.staged_sum.data(), 0xFF, static_cast<std::size_t>(b.staged_sum.size()));
   for (int g = 0; g < b.gpus; ++g) {
     const CurrentDevice current(g);
     CUDALAB_CUDA_CHECK(cudaMemset(b.gpu[static_cast<std::size_t>(g)].output.data(), 0xFF, bytes));  // NaN in both
@@ -231,9 +234,10 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
     const CurrentDevice current(g);
     smallest_free = std::min(smallest_free, free_device_bytes());
   }
-  const std::size_t largest = std::min(scale.small ? std::size_t{1} << 20 : std::size_t{512} << 20, smallest_free / 4);
+  const std::size_t largest = std::min(scale.small ? std::size_t{1} << 20 : std::size_t{256} << 20, smallest_free / 4);
   std::vector<std::size_t> sizes;
   for (std::size_t s = std::size_t{8} << 10; s <= largest; s *= 4) sizes.push_back(s);
+  if (!sizes.empty() && sizes.back() < largest && largest % 16 == 0) sizes.push_back(largest);
 
   harness::KernelTimer timer;
   for (DType dtype : {DType::f32, DType::bf16}) {
@@ -310,7 +314,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
 
 harness::Experiment all_reduce_experiment() {
   return {"all_reduce", "transfers",
-          "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..512 MiB: staged through the host, one-shot and "
+          "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..256 MiB: staged through the host, one-shot and "
           "two-shot kernels over peer access, NCCL",
           run_all_reduce,
           nlohmann::json::array({{{"title", "All-reduce bus bandwidth by rung"},

@@ -31,17 +31,21 @@ Fn symbol(void* library, const char* name) {
   return reinterpret_cast<Fn>(dlsym(library, name));
 }
 
-// libnccl.so.2 from the loader's path, then CUDALAB_NCCL_LIBRARY, then PyTorch's nvidia-nccl
-// package in the usual Python locations; null where none loads.
+// CUDALAB_NCCL_LIBRARY, then libnccl.so.2 from the loader's path, then PyTorch's nvidia-nccl
+// package in the active virtual environment or the usual Python locations; null where none loads.
 void* load_nccl() {
-  std::vector<std::string> candidates = {"libnccl.so.2"};
+  std::vector<std::string> candidates;
   if (const char* path = std::getenv("CUDALAB_NCCL_LIBRARY"); path != nullptr && *path != '\0')
     candidates.emplace_back(path);
-  for (const char* pattern : {"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
-                              "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-                              "/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2"}) {
+  candidates.emplace_back("libnccl.so.2");
+  std::vector<std::string> patterns = {"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+                                       "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+                                       "/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2"};
+  if (const char* venv = std::getenv("VIRTUAL_ENV"); venv != nullptr && *venv != '\0')
+    patterns.insert(patterns.begin(), std::string(venv) + "/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2");
+  for (const std::string& pattern : patterns) {
     glob_t found{};
-    if (glob(pattern, 0, nullptr, &found) == 0)
+    if (glob(pattern.c_str(), 0, nullptr, &found) == 0)
       for (std::size_t i = 0; i < found.gl_pathc; ++i) candidates.emplace_back(found.gl_pathv[i]);
     globfree(&found);
   }
@@ -69,6 +73,9 @@ Nccl::Nccl(int gpus) : gpus_(gpus) {
     reason_ = "NCCL: the library lacks ncclCommInitAll, ncclAllReduce or the group calls";
     return;
   }
+  // NVLink multicast (NVLS) stays off unless the environment asks for it: on a shared NVSwitch host
+  // a program using it can take the GPUs out of service for others.
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
   std::vector<int> devices(static_cast<std::size_t>(gpus));
   for (int g = 0; g < gpus; ++g) devices[static_cast<std::size_t>(g)] = g;
   const int status = init_all(comms_, gpus, devices.data());

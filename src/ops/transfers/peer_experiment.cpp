@@ -32,22 +32,31 @@ std::string bus_id(int device) {
   return id;
 }
 
-// One GPU's side of a pair: a source holding the pattern, a destination, a stream, a second one
-// for the copy in the other direction, and the events that fork work to its streams and join it
-// back, all made while that GPU was current (make_side).
+// One GPU's side of a pair: a source holding its own pattern (each side's differs, so a copy in
+// the wrong direction cannot pass the check), a destination, a stream, a second one for the copy
+// in the other direction, and the events that fork work to its streams and join it back, all made
+// while that GPU was current (make_side).
 struct Side {
   int device;
+  std::vector<unsigned char> pattern;
   DeviceBuffer<unsigned char> source, destination;
   Stream stream, other;
   Event fork, join;
 };
 
-Side make_side(int device, std::size_t bytes, const void* pattern) {
+Side make_side(int device, std::size_t bytes, std::uint64_t seed) {
   const CurrentDevice current(device);
   const auto n = static_cast<std::int64_t>(bytes);
-  Side side{device,   DeviceBuffer<unsigned char>(n), DeviceBuffer<unsigned char>(n), Stream(),
-            Stream(), Event(cudaEventDisableTiming),  Event(cudaEventDisableTiming)};
-  CUDALAB_CUDA_CHECK(cudaMemcpy(side.source.data(), pattern, bytes, cudaMemcpyHostToDevice));
+  Side side{device,
+            std::vector<unsigned char>(bytes),
+            DeviceBuffer<unsigned char>(n),
+            DeviceBuffer<unsigned char>(n),
+            Stream(),
+            Stream(),
+            Event(cudaEventDisableTiming),
+            Event(cudaEventDisableTiming)};
+  fill_pattern(side.pattern.data(), bytes, seed + static_cast<std::uint64_t>(device));
+  CUDALAB_CUDA_CHECK(cudaMemcpy(side.source.data(), side.pattern.data(), bytes, cudaMemcpyHostToDevice));
   return side;
 }
 
@@ -82,8 +91,8 @@ void move(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging
     case Path::memcpy_peer:
       CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), b.device, a.source.data(), a.device, bytes, stream));
       break;
-    case Path::memcpy_peer_both:
-      fork_join(a, a.other.get(), [&](cudaStream_t branch) {
+    case Path::memcpy_peer_both:  // each direction from its sender's stream, so both GPUs' copy engines work
+      fork_join(b, b.other.get(), [&](cudaStream_t branch) {
         CUDALAB_CUDA_CHECK(
             cudaMemcpyPeerAsync(a.destination.data(), a.device, b.source.data(), b.device, bytes, branch));
       });
@@ -105,23 +114,26 @@ void move(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging
   }
 }
 
-// Poisons the destinations, runs `path` once and compares what arrived with the pattern.
-bool moves_right(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging, const void* pattern,
+// Poisons the destinations and the staging buffer, runs `path` once and compares what arrived
+// with the sending side's pattern (and, both ways, a's destination with b's).
+bool moves_right(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging,
                  std::vector<unsigned char>& check) {
+  std::memset(staging, kPoison, bytes);
   for (Side* side : {&a, &b}) {
     const CurrentDevice current(side->device);
     CUDALAB_CUDA_CHECK(cudaMemset(side->destination.data(), kPoison, bytes));
+    CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());  // the poison lands before any copy starts
   }
   move(path, a, b, bytes, staging, a.stream.get());
   for (Side* side : {&a, &b}) {
     const CurrentDevice current(side->device);
     CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
   }
-  const auto arrived = [&](const Side& side) {
-    CUDALAB_CUDA_CHECK(cudaMemcpy(check.data(), side.destination.data(), bytes, cudaMemcpyDeviceToHost));
-    return std::memcmp(check.data(), pattern, bytes) == 0;
+  const auto arrived = [&](const Side& at, const Side& from) {
+    CUDALAB_CUDA_CHECK(cudaMemcpy(check.data(), at.destination.data(), bytes, cudaMemcpyDeviceToHost));
+    return std::memcmp(check.data(), from.pattern.data(), bytes) == 0;
   };
-  return arrived(b) && (path != Path::memcpy_peer_both || arrived(a));
+  return arrived(b, a) && (path != Path::memcpy_peer_both || arrived(a, b));
 }
 
 nlohmann::json run_peer_transfers(const harness::ExperimentContext& context) {
@@ -152,8 +164,7 @@ nlohmann::json run_peer_transfers(const harness::ExperimentContext& context) {
   // Two buffers a GPU, and a pinned staging buffer: a quarter of the smallest free memory at most.
   const std::size_t largest =
       std::min(scale.small ? std::size_t{1} << 20 : std::size_t{256} << 20, smallest_free / 8) & ~std::size_t{15};
-  std::vector<unsigned char> pattern(largest), check(largest);
-  fill_pattern(pattern.data(), largest, context.seed);
+  std::vector<unsigned char> check(largest);
   PinnedBuffer<unsigned char> staging(static_cast<std::int64_t>(largest));
   std::vector<std::size_t> sizes = {std::min(std::size_t{1} << 20, largest), largest};
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -165,19 +176,22 @@ nlohmann::json run_peer_transfers(const harness::ExperimentContext& context) {
       const bool forward = enable_peer_access(from, to), backward = enable_peer_access(to, from);
       const std::string link = harness::nvml_p2p_link(bus_id(from), bus_id(to));
       const std::string pair = std::to_string(from) + "->" + std::to_string(to);
-      Side a = make_side(from, largest, pattern.data()), b = make_side(to, largest, pattern.data());
+      Side a = make_side(from, largest, context.seed), b = make_side(to, largest, context.seed);
       std::vector<Path> paths = {Path::memcpy_peer, Path::memcpy_peer_both, Path::host_staged};
       if (backward) paths.push_back(Path::sm_pull);
       if (forward) paths.push_back(Path::sm_push);
       if (!forward || !backward)
-        notes.push_back(pair + ": no peer access " + (forward ? "back" : "forward") +
+        notes.push_back(pair + ": no peer access " +
+                        (forward    ? "back"
+                         : backward ? "forward"
+                                    : "either way") +
                         "; the SM paths that need it are skipped, and cudaMemcpyPeerAsync goes through the host");
       const CurrentDevice current(from);  // the timed stream's device
       const auto time_path = [&](Path path, std::size_t bytes) {
         if (context.progress)
           context.progress("peer_transfers " + pair + " " + to_string(path) + " " +
                            format_bytes(static_cast<double>(bytes)));
-        if (!moves_right(path, a, b, bytes, staging.data(), pattern.data(), check))
+        if (!moves_right(path, a, b, bytes, staging.data(), check))
           throw Error(ErrorKind::cuda,
                       "peer_transfers: " + pair + " " + to_string(path) + " of " +
                           format_bytes(static_cast<double>(bytes)) + " delivered wrong bytes",
@@ -196,7 +210,9 @@ nlohmann::json run_peer_transfers(const harness::ExperimentContext& context) {
       "median_us, min_us: CUDA events on the sending GPU's stream around one transfer, after a warm-up; the "
       "receiving GPU's part of a path joins that stream through events; samples until a 2% spread or a time "
       "budget ends");
-  notes.push_back("gbps: bytes moved over the median; memcpy_peer_both_ways moves the size in each direction");
+  notes.push_back(
+      "gbps: bytes moved over the median; memcpy_peer_both_ways moves the size in each direction, each from its "
+      "sender's stream");
   notes.push_back(
       "sm_pull: the receiving GPU's copy kernel reads the sender's memory; sm_push: the sender's writes the "
       "receiver's; host_staged: cudaMemcpyAsync to pinned host memory, then from it to the receiver");
