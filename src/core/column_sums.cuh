@@ -30,7 +30,7 @@ struct ColumnSums {
 
 // out[j] = the sum of partials[p * features + j] over p < parts, for each output. Blocks of 8
 // columns (a warp reads four partial rows' 32-byte sectors) x `lanes` (blockDim.y, a power of two):
-// lane l adds partials l, l + lanes, ... in order, eight loads in flight, then a pairwise tree over
+// lane l adds partials l, l + lanes, ... in order (unrolled by 8), then a pairwise tree over
 // the lanes in shared memory. Narrow blocks with many lanes keep every SM busy and each thread's
 // chain of loads short where features are few (1024: 128 blocks an output, where 32-column blocks
 // gave 32). A resident grid strides over (output, column group).
@@ -43,7 +43,10 @@ __global__ void __launch_bounds__(kColumnSumColumns* kColumnSumMaxLanes)
   for (std::int64_t item = blockIdx.x; item < groups * sums.outputs; item += gridDim.x) {
     const int o = static_cast<int>(item / groups);
     const std::int64_t j = (item - o * groups) * kColumnSumColumns + threadIdx.x;
-    const float* partials = sums.partials[o];
+    // Selects, not an indexed read: a run-time index into the parameter struct would copy it to
+    // local memory and turn the loads generic.
+    const float* __restrict__ partials = o == 0 ? sums.partials[0] : sums.partials[1];
+    T* __restrict__ out = o == 0 ? sums.out[0] : sums.out[1];
     float sum = 0.0f;
     if (j < features) {
 #pragma unroll 8
@@ -56,7 +59,7 @@ __global__ void __launch_bounds__(kColumnSumColumns* kColumnSumMaxLanes)
         lane_sums[threadIdx.y][threadIdx.x] += lane_sums[threadIdx.y + half][threadIdx.x];
       __syncthreads();
     }
-    if (threadIdx.y == 0 && j < features) sums.out[o][j] = from_float<T>(lane_sums[0][threadIdx.x]);
+    if (threadIdx.y == 0 && j < features) out[j] = from_float<T>(lane_sums[0][threadIdx.x]);
     __syncthreads();  // the next item reuses lane_sums
   }
 }
