@@ -62,6 +62,33 @@ __device__ __forceinline__ void store_partial_sums(float* partial, std::int64_t 
     }
 }
 
+// C = alpha * (the splits' partial sums added in order) + beta * C, element by element.
+template <typename T>
+__global__ void add_partial_sums_kernel(const float* partial, int splits, OutputMatrix<T> out, std::int64_t stride_c,
+                                        std::int64_t batch) {
+  const std::int64_t matrix = out.m * out.n, total = batch * matrix;
+  for (std::int64_t i = global_thread_index(); i < total; i += global_thread_count()) {
+    float sum = partial[i];
+    for (int s = 1; s < splits; ++s) sum += partial[s * total + i];
+    const std::int64_t z = i / matrix, rest = i - z * matrix, row = rest / out.n, col = rest - row * out.n;
+    const OutputMatrix<T> at = at_offset(out, z * stride_c);
+    blend_store(at.c + row * at.ldc + col, at.old + row * at.ldold + col, at.alpha, at.beta, sum);
+  }
+}
+
+// The split-K schedule's second kernel: the parts a PersistentSchedule<..., true> kernel left in
+// `partial` summed into out (alpha, beta and C as out says).
+template <typename T>
+void add_partial_sums(const float* partial, int splits, const OutputMatrix<T>& out, std::int64_t stride_c,
+                      std::int64_t batch, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const std::int64_t outputs = batch * out.m * out.n;
+  add_partial_sums_kernel<T>
+      <<<resident_grid_size(add_partial_sums_kernel<T>, kThreads, outputs), kThreads, 0, stream>>>(partial, splits, out,
+                                                                                                   stride_c, batch);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 #endif  // CUDALAB_SM90A
 
 // The finish of a schedule whose every work item is a whole tile: the epilogue stores it.
@@ -99,6 +126,22 @@ struct SplitK {
   int splits = 1, k_tiles_per_split = 0;
   float* partial = nullptr;
 };
+
+// Where `tiles` leave SMs idle, k split for about one work item per SM, parts of at least 4 k-tiles
+// but the last; elsewhere one split (partial stays null: the caller reserves splits * outputs
+// floats when there are more).
+inline SplitK split_k_for(std::int64_t tiles, int k_tiles, int sm_count) {
+  SplitK split{1, k_tiles, nullptr};
+  if (tiles <= 0 || tiles >= sm_count) return split;
+  const int most = k_tiles / 4 > 1 ? k_tiles / 4 : 1;
+  const std::int64_t fill = sm_count / tiles;
+  const int wanted = static_cast<int>(fill < most ? fill : most);
+  if (wanted <= 1) return split;
+  split.k_tiles_per_split = (k_tiles + wanted - 1) / wanted;
+  split.splits = (k_tiles + split.k_tiles_per_split - 1) / split.k_tiles_per_split;
+  if (split.splits <= 1) split = SplitK{1, k_tiles, nullptr};
+  return split;
+}
 
 // The static persistent schedule: CTA b of a grid of g takes work items b, b + g, ... in the order
 // of grouped_tile (bands of kGroupM tile rows, column by column), so the tiles that run at one

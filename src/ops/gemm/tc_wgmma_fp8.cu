@@ -23,6 +23,7 @@
 #include "core/hopper/pipeline.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
+#include "core/workspace.hpp"
 #include "cudalab/error.hpp"
 #include "ops/gemm/fp8.hpp"
 #include "ops/gemm/hopper.cuh"
@@ -55,7 +56,6 @@ struct SharedStorage {
 constexpr int kSharedBytes = shared_storage_bytes<SharedStorage>();
 static_assert(kSharedBytes <= 227 * 1024, "one block per SM must fit");
 using Pipeline = TmaPipeline<kStages, kStageBytes>;
-using Schedule = PersistentSchedule<kGroupM, false>;
 
 // The dequantization scales, device pointers (null: 1).
 struct Fp8Scales {
@@ -105,11 +105,13 @@ __device__ __forceinline__ void promoted_k_loop(float (&acc)[kRegisters], int k_
   }
 }
 
-template <bool kTmaStore>
+// kSplitK: the schedule's items are parts of k (few tiles for the SMs, as at decode rows); each
+// part's sums, dequantized, go to the schedule's scratch and add_partial_sums finishes C.
+template <bool kTmaStore, bool kSplitK>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_fp8_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                      const __grid_constant__ CUtensorMap c_map, const WgmmaParams<__nv_bfloat16> p,
-                     const Schedule schedule, const Fp8Scales scales) {
+                     const PersistentSchedule<kGroupM, kSplitK> schedule, const Fp8Scales scales) {
 #if CUDALAB_SM90A_DEVICE
   extern __shared__ std::uint8_t dynamic_shared[];
   const std::uint32_t shared = aligned_shared_base(dynamic_shared);
@@ -139,14 +141,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     const auto release = [&](int stage) {
       if (leader) pipeline.consumer_release(stage);
     };
+    const float dequantize = (scales.a != nullptr ? *scales.a : 1.0f) * (scales.b != nullptr ? *scales.b : 1.0f);
     OutputMatrix<__nv_bfloat16> out = p.out;
-    out.alpha *= (scales.a != nullptr ? *scales.a : 1.0f) * (scales.b != nullptr ? *scales.b : 1.0f);
+    out.alpha *= dequantize;
     RingPosition<kStages> ring;
     if (consumer == 1) hand_over_turn(consumer);
     schedule.for_each(unit, [&](const GemmWork& work) {
       float acc[kRegisters] = {};
       promoted_k_loop(acc, work.k_tiles, pipeline, ring, consumer, release);
       const int row0 = work.at.m * kBlockM + 64 * consumer, col0 = work.at.n * kBlockN;
+      if constexpr (kSplitK) {
+#pragma unroll
+        for (int i = 0; i < kRegisters; ++i) acc[i] *= dequantize;
+      }
+      if (!schedule.finish(acc, work, consumer, p, row0, col0)) return;
       store_accumulators<kTmaStore>(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0, 0, consumer);
     });
     if (consumer == 0) wait_for_turn(consumer);  // consumer 1's last hand-over
@@ -192,12 +200,27 @@ void wgmma_fp8(const GemmFp8Args& args, cudaStream_t stream) {
   if (tma_store)
     c_map = hopper::make_tensor_map(static_cast<const __nv_bfloat16*>(args.c), args.m, args.n, args.ldc, 1, 0, 64);
   const int tiles = p.tiles_m * p.tiles_n;
-  const Schedule schedule{p.tiles_m, p.tiles_n, tiles, p.k_tiles, SplitK{1, p.k_tiles, nullptr}};
-  auto* kernel = tma_store ? wgmma_fp8_kernel<true> : wgmma_fp8_kernel<false>;
+  const int sm_count = current_gpu().sm_count;
+  // Few tiles for the SMs (decode rows: 64 tiles at n = 8192): k split across CTAs (split_k_for).
+  SplitK split = split_k_for(tiles, p.k_tiles, sm_count);
+  const int grid = static_cast<int>(std::min<std::int64_t>(static_cast<std::int64_t>(tiles) * split.splits, sm_count));
+  const Fp8Scales fp8_scales{args.scale_a, args.scale_b};
+  if (split.splits > 1) {
+    StreamOrderedWorkspace scratch(stream);  // the parts' sums, handed back on the stream afterwards
+    split.partial = static_cast<float*>(scratch.reserve(static_cast<std::size_t>(split.splits) *
+                                                        static_cast<std::size_t>(args.m * args.n) * sizeof(float)));
+    const PersistentSchedule<kGroupM, true> schedule{p.tiles_m, p.tiles_n, tiles, p.k_tiles, split};
+    hopper::set_shared_memory(wgmma_fp8_kernel<false, true>, kSharedBytes);
+    wgmma_fp8_kernel<false, true>
+        <<<grid, kThreads, kSharedBytes, stream>>>(a_map, b_map, c_map, p, schedule, fp8_scales);
+    CUDALAB_CHECK_LAUNCH();
+    add_partial_sums(split.partial, split.splits, p.out, 0, 1, stream);  // the parts are dequantized already
+    return;
+  }
+  const PersistentSchedule<kGroupM, false> schedule{p.tiles_m, p.tiles_n, tiles, p.k_tiles, split};
+  auto* kernel = tma_store ? wgmma_fp8_kernel<true, false> : wgmma_fp8_kernel<false, false>;
   hopper::set_shared_memory(kernel, kSharedBytes);
-  const int grid = std::min(tiles, current_gpu().sm_count);
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(a_map, b_map, c_map, p, schedule,
-                                                   Fp8Scales{args.scale_a, args.scale_b});
+  kernel<<<grid, kThreads, kSharedBytes, stream>>>(a_map, b_map, c_map, p, schedule, fp8_scales);
   CUDALAB_CHECK_LAUNCH();
 #else
   (void)stream;

@@ -209,20 +209,6 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
 #endif
 }
 
-// C = alpha * (the splits' partial sums added in order) + beta * C, element by element.
-template <typename T>
-__global__ void add_partial_sums_kernel(const float* partial, int splits, OutputMatrix<T> out, std::int64_t stride_c,
-                                        std::int64_t batch) {
-  const std::int64_t matrix = out.m * out.n, total = batch * matrix;
-  for (std::int64_t i = global_thread_index(); i < total; i += global_thread_count()) {
-    float sum = partial[i];
-    for (int s = 1; s < splits; ++s) sum += partial[s * total + i];
-    const std::int64_t z = i / matrix, rest = i - z * matrix, row = rest / out.n, col = rest - row * out.n;
-    const OutputMatrix<T> at = at_offset(out, z * stride_c);
-    blend_store(at.c + row * at.ldc + col, at.old + row * at.ldold + col, at.alpha, at.beta, sum);
-  }
-}
-
 }  // namespace
 #endif  // CUDALAB_SM90A
 
@@ -267,16 +253,11 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   const std::int64_t tiles =
       args.batch * ceil_div<std::int64_t>(args.m, Tiles::kBlockM) * ceil_div<std::int64_t>(args.n, Tiles::kBlockN);
   const auto k_tiles = static_cast<int>(ceil_div<std::int64_t>(args.k, hopper::kBlockK));
-  // Split k where the tiles leave SMs idle: about one work item per SM, parts of at least 4
-  // k-tiles but the last. The small tiles only (the large ones' kernels have no partial-sum store).
-  SplitK split;
-  if (sharing == KSharing::split_k && std::is_same_v<Tiles, SmallTiles> && tiles < sm_count) {
-    const int most = std::max(k_tiles / 4, 1);
-    const int wanted = static_cast<int>(std::min<std::int64_t>(sm_count / tiles, most));
-    split.k_tiles_per_split = (k_tiles + wanted - 1) / std::max(wanted, 1);
-    split.splits = split.k_tiles_per_split > 0 ? (k_tiles + split.k_tiles_per_split - 1) / split.k_tiles_per_split : 1;
-  }
-  if (split.splits <= 1) split = SplitK{1, k_tiles, nullptr};
+  // Split k where the tiles leave SMs idle (split_k_for). The small tiles only (the large ones'
+  // kernels have no partial-sum store).
+  const SplitK split = sharing == KSharing::split_k && std::is_same_v<Tiles, SmallTiles>
+                           ? split_k_for(tiles, k_tiles, sm_count)
+                           : SplitK{1, k_tiles, nullptr};
   const bool splitting = split.splits > 1;
   const bool tma_store = !splitting && hopper::c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
@@ -320,15 +301,11 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   if constexpr (std::is_same_v<Tiles, SmallTiles>) {
     const auto bytes = static_cast<std::size_t>(split.splits) * static_cast<std::size_t>(args.batch) *
                        static_cast<std::size_t>(args.m) * static_cast<std::size_t>(args.n) * sizeof(float);
-    split.partial = static_cast<float*>(scratch.reserve(bytes));
-    const PersistentSchedule<kGroupM, true> schedule{p.tiles_m, p.tiles_n, static_cast<int>(tiles), k_tiles, split};
+    SplitK parts = split;
+    parts.partial = static_cast<float*>(scratch.reserve(bytes));
+    const PersistentSchedule<kGroupM, true> schedule{p.tiles_m, p.tiles_n, static_cast<int>(tiles), k_tiles, parts};
     launch_on<T, Tiles, false>(launch, args, false, schedule, grid, stream);
-    constexpr int kThreads = 256;
-    const std::int64_t outputs = args.batch * args.m * args.n;
-    add_partial_sums_kernel<T>
-        <<<resident_grid_size(add_partial_sums_kernel<T>, kThreads, outputs), kThreads, 0, stream>>>(
-            split.partial, split.splits, p.out, p.stride_c, args.batch);
-    CUDALAB_CHECK_LAUNCH();
+    add_partial_sums(parts.partial, parts.splits, p.out, p.stride_c, args.batch, stream);
   }
 #else
   (void)name, (void)stream, (void)sharing;
