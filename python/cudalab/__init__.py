@@ -25,5 +25,8 @@ if _release(_C.torch_version) != _release(torch.__version__):
 
 from . import nn, ops, optim  # noqa: F401  (fake kernels and autograd; drop-in modules)
 from .hf import patch  # noqa: F401  (Hugging Face models on cudalab's ops)
+from . import _inductor
+
+_inductor.install()  # torch.compile lowers each op as a plain extern call
 
 __version__ = "0.1.0"

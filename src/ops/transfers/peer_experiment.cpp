@@ -78,38 +78,51 @@ const char* to_string(Path path) {
 // every byte.
 void move(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging, cudaStream_t stream) {
   // Runs work(branch) on `on`'s stream `branch`, ordered after what `stream` holds and before what
-  // it gets next.
-  const auto fork_join = [&](Side& on, cudaStream_t branch, const auto& work) {
+  // it gets next; alongside() is enqueued on `stream` before the join, so the two run at once.
+  const auto fork_join = [&](Side& on, cudaStream_t branch, const auto& work, const auto& alongside) {
     a.fork.record(stream);
-    const CurrentDevice current(on.device);
-    CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(branch, a.fork.get(), 0));
-    work(branch);
-    on.join.record(branch);
+    {
+      const CurrentDevice current(on.device);
+      CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(branch, a.fork.get(), 0));
+      work(branch);
+      on.join.record(branch);
+    }
+    alongside();
     CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(stream, on.join.get(), 0));
   };
+  const auto nothing = [] {};
   switch (path) {
     case Path::memcpy_peer:
       CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), b.device, a.source.data(), a.device, bytes, stream));
       break;
     case Path::memcpy_peer_both:  // each direction from its sender's stream, so both GPUs' copy engines work
-      fork_join(b, b.other.get(), [&](cudaStream_t branch) {
-        CUDALAB_CUDA_CHECK(
-            cudaMemcpyPeerAsync(a.destination.data(), a.device, b.source.data(), b.device, bytes, branch));
-      });
-      CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(b.destination.data(), b.device, a.source.data(), a.device, bytes, stream));
+      fork_join(
+          b, b.other.get(),
+          [&](cudaStream_t branch) {
+            CUDALAB_CUDA_CHECK(
+                cudaMemcpyPeerAsync(a.destination.data(), a.device, b.source.data(), b.device, bytes, branch));
+          },
+          [&] {
+            CUDALAB_CUDA_CHECK(
+                cudaMemcpyPeerAsync(b.destination.data(), b.device, a.source.data(), a.device, bytes, stream));
+          });
       break;
     case Path::sm_pull:  // b's SMs read a's memory
-      fork_join(b, b.stream.get(),
-                [&](cudaStream_t branch) { copy_words(b.destination.data(), a.source.data(), bytes, branch); });
+      fork_join(
+          b, b.stream.get(),
+          [&](cudaStream_t branch) { copy_words(b.destination.data(), a.source.data(), bytes, branch); }, nothing);
       break;
     case Path::sm_push:  // a's SMs write b's memory
       copy_words(b.destination.data(), a.source.data(), bytes, stream);
       break;
     case Path::host_staged:
       CUDALAB_CUDA_CHECK(cudaMemcpyAsync(staging, a.source.data(), bytes, cudaMemcpyDeviceToHost, stream));
-      fork_join(b, b.stream.get(), [&](cudaStream_t branch) {
-        CUDALAB_CUDA_CHECK(cudaMemcpyAsync(b.destination.data(), staging, bytes, cudaMemcpyHostToDevice, branch));
-      });
+      fork_join(
+          b, b.stream.get(),
+          [&](cudaStream_t branch) {
+            CUDALAB_CUDA_CHECK(cudaMemcpyAsync(b.destination.data(), staging, bytes, cudaMemcpyHostToDevice, branch));
+          },
+          nothing);
       break;
   }
 }
