@@ -350,16 +350,9 @@ __device__ __forceinline__ void load_old_pairs(const OutputMatrix<T>& out, int r
 }
 
 // The GEMM rungs' named barriers (0 is __syncthreads): one per storing consumer warpgroup for its
-// epilogue's boxes, the split-k-steps hand-over's two, one per consumer warpgroup for stream-K's
-// partial tiles (kStreamKBarrier + consumer), and one per consumer warpgroup for the FP8 rung's
-// turns at issuing wgmmas (kIssueTurnBarrier + consumer).
-enum NamedBarrier : int {
-  kEpilogueBarrier = 1,
-  kReduceFullBarrier = 3,
-  kReduceFreeBarrier = 4,
-  kStreamKBarrier = 5,
-  kIssueTurnBarrier = 7,
-};
+// epilogue's boxes, the split-k-steps hand-over's two, and one per consumer warpgroup for stream-K's
+// partial tiles (kStreamKBarrier + consumer).
+enum NamedBarrier : int { kEpilogueBarrier = 1, kReduceFullBarrier = 3, kReduceFreeBarrier = 4, kStreamKBarrier = 5 };
 
 // The epilogue barrier of consumer warpgroup `consumer` (0 or 1).
 __device__ __forceinline__ int epilogue_barrier(int consumer) { return kEpilogueBarrier + consumer; }

@@ -12,9 +12,7 @@
 // TMA-store path (or straight from registers where C's rows do not allow it).
 // Costs, against an unpromoted kernel: 64 more registers a thread (hence 128-column tiles, not
 // 256: twice the B traffic per FLOP of wgmma_persistent's tiles) and a wait for each k-tile's
-// wgmmas before the next are issued, which the other consumer warpgroup's wgmmas fill: the two
-// take turns at issuing (wait_for_turn below), as FlashAttention-3's warpgroups take turns between
-// their GEMMs and softmax.
+// wgmmas before the next are issued; the other consumer warpgroup's wgmmas fill that gap.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -63,39 +61,24 @@ struct Fp8Scales {
   const float* b;
 };
 
-// The two consumer warpgroups take turns at issuing a k-tile's wgmmas (consumer 0 first): each
-// waits for its turn before issuing and hands the turn over after its commit. Issued in turns, one
-// warpgroup's wgmmas finish a group's time before the other's, and its promotion (the wait and the
-// 64 adds) runs while the other's wgmmas keep the tensor cores busy; issued together, both groups
-// finish at once and both warpgroups add while the tensor cores idle. Consumer 1 hands consumer 0
-// its first turn at the start, and consumer 0 takes the turn left over at the end, so every arrival
-// on the two barriers is waited for.
-__device__ __forceinline__ void wait_for_turn(int consumer) { named_barrier_sync(kIssueTurnBarrier + consumer, 256); }
-__device__ __forceinline__ void hand_over_turn(int consumer) {
-  named_barrier_arrive(kIssueTurnBarrier + (1 - consumer), 256);
-}
-
-// A consumer warpgroup's k-loop with promotion: each k-tile's four k-steps into `part` (the first
-// overwrites it), issued in this warpgroup's turn, then part added to `acc`. `ring` continues across
-// tiles; a_offset picks this warpgroup's rows of the A tile.
+// A consumer warpgroup's k-loop with promotion: each k-tile's four k-steps into `part`, then part
+// added to `acc`. `ring` continues across tiles; a_offset picks this warpgroup's rows of the A tile.
 template <typename Release>
 __device__ __forceinline__ void promoted_k_loop(float (&acc)[kRegisters], int k_tiles, const Pipeline& pipeline,
-                                                RingPosition<kStages>& ring, int consumer, Release&& release) {
-  const std::uint32_t a_offset = consumer * 64 * kRowBytes;
+                                                RingPosition<kStages>& ring, std::uint32_t a_offset,
+                                                Release&& release) {
   float part[kRegisters] = {};
   fence_accumulators(part);
   for (int kt = 0; kt < k_tiles; ++kt) {
     pipeline.consumer_wait(ring);
     const std::uint32_t a_tile = pipeline.slot(ring.stage) + a_offset;
     const std::uint32_t b_tile = pipeline.slot(ring.stage) + kATileBytes;
-    wait_for_turn(consumer);
     wgmma_fence();
     wgmma_e4m3_m64n128k32<false>(part, k_major_descriptor(a_tile, 0), k_major_descriptor(b_tile, 0));
 #pragma unroll
     for (int kk = 1; kk < kKTile / 32; ++kk)
       wgmma_e4m3_m64n128k32<true>(part, k_major_descriptor(a_tile, kk), k_major_descriptor(b_tile, kk));
     wgmma_commit();
-    hand_over_turn(consumer);
     wgmma_wait<0>();
     fence_accumulators(part);
     release(ring.stage);
@@ -145,10 +128,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     OutputMatrix<__nv_bfloat16> out = p.out;
     out.alpha *= dequantize;
     RingPosition<kStages> ring;
-    if (consumer == 1) hand_over_turn(consumer);
     schedule.for_each(unit, [&](const GemmWork& work) {
       float acc[kRegisters] = {};
-      promoted_k_loop(acc, work.k_tiles, pipeline, ring, consumer, release);
+      promoted_k_loop(acc, work.k_tiles, pipeline, ring, consumer * 64 * kRowBytes, release);
       const int row0 = work.at.m * kBlockM + 64 * consumer, col0 = work.at.n * kBlockN;
       if constexpr (kSplitK) {
 #pragma unroll
@@ -157,8 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (!schedule.finish(acc, work, consumer, p, row0, col0)) return;
       store_accumulators<kTmaStore>(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0, 0, consumer);
     });
-    if (consumer == 0) wait_for_turn(consumer);  // consumer 1's last hand-over
-    if (kTmaStore && leader) bulk_wait_all();    // the staging buffers must outlive their last stores
+    if (kTmaStore && leader) bulk_wait_all();  // the staging buffers must outlive their last stores
   }
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
