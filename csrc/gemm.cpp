@@ -19,6 +19,7 @@
 
 #include "common.hpp"
 #include "cudalab/gemm.hpp"
+#include "cudalab/quantize.hpp"
 
 namespace cudalab::torch_ops {
 namespace {
@@ -253,6 +254,27 @@ at::Tensor gemm_fp8(const at::Tensor& a, const at::Tensor& b, const c10::optiona
   return c;
 }
 
+// x quantized to float8_e4m3fn with one scale from its own largest magnitude
+// (cudalab::quantize_fp8): q of x's shape, then the dequantization scale (amax / 448) and amax, each
+// a float32 tensor of one element on x's device: q and scale as gemm_fp8 takes an input. Not
+// differentiable.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_fp8(const at::Tensor& x) {
+  constexpr const char* op = "quantize_fp8";
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(QuantizeElements{}));
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor q = at::empty(x.sizes(), x.options().dtype(at::kFloat8_e4m3fn));
+  at::Tensor scale = at::empty({1}, x.options().dtype(at::kFloat));
+  at::Tensor amax = at::empty({1}, x.options().dtype(at::kFloat));
+  with_element_type<QuantizeElements>(x, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::quantize_fp8(data<T>(x), mutable_data<__nv_fp8_e4m3>(q), mutable_data<float>(scale),
+                            mutable_data<float>(amax), x.numel(), current_stream(x));
+    });
+  });
+  return {q, scale, amax};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
@@ -265,6 +287,7 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
             &gemm_, GemmElements{});
   define_op(m, "gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, float alpha=1.) -> Tensor",
             &gemm_fp8, TypeList<__nv_fp8_e4m3>{});
+  define_op(m, "quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)", &quantize_fp8, QuantizeElements{});
 }
 
 }  // namespace cudalab::torch_ops

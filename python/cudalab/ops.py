@@ -344,6 +344,15 @@ def gemm_fp8(
     return torch.ops.cudalab.gemm_fp8(a, b, scale_a, scale_b, alpha)
 
 
+def quantize_fp8(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """x (float32, float16 or bfloat16, contiguous) as ``torch.float8_e4m3fn`` with one scale from its
+    own largest magnitude: returns ``(q, scale, amax)`` with ``amax = x.abs().max()`` (NaNs left
+    out), ``scale = amax / 448`` (1 where amax is 0) and ``q = (x * (448 / amax))`` rounded to
+    e4m3 (saturating at 448), scale and amax float32 tensors of one element. ``q`` and ``scale`` are
+    what :func:`gemm_fp8` takes as an input and its scale. Not differentiable."""
+    return torch.ops.cudalab.quantize_fp8(x)
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``torch.nn.functional.linear(x, weight, bias)``: ``x @ weight.mT + bias`` over x's last
     dimension (weight [out_features, in_features], bias [out_features] or None) by cudalab's GEMM,
@@ -564,6 +573,13 @@ def _(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
 @torch.library.register_fake("cudalab::gemm_fp8")
 def _(a, b, scale_a=None, scale_b=None, alpha=1.0):
     return a.new_empty(a.shape[0], b.shape[0], dtype=torch.bfloat16)
+
+
+@torch.library.register_fake("cudalab::quantize_fp8")
+def _(x):
+    return torch.empty_like(x, dtype=torch.float8_e4m3fn), x.new_empty(1, dtype=torch.float32), x.new_empty(
+        1, dtype=torch.float32
+    )
 
 
 @torch.library.register_fake("cudalab::rope_packed")

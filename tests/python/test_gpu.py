@@ -14,7 +14,7 @@ import cudalab.nn
 from cudalab import ops
 from cudalab.bench.cases.attention import ATTENTION_LSE_REL_L2, ATTENTION_REL_L2, attention_reference
 from conftest import requires_cuda
-from test_host import BACKWARD, DIFFERENTIABLE, FORWARD, arguments, dtypes_of
+from test_host import BACKWARD, DIFFERENTIABLE, FLOATS, FORWARD, arguments, dtypes_of
 
 pytestmark = requires_cuda
 
@@ -243,6 +243,29 @@ def test_gemm_fp8_matches_float64_and_scaled_mm(m, n, k, scaled):
         theirs = torch._scaled_mm(a, b.T, scale_a if scaled else one, scale_b if scaled else one,
                                   out_dtype=torch.bfloat16) * 1.5
         assert rel_l2(c, theirs.double()) <= 2 * REL_L2[torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n, offset", [(0, 0), (1, 0), (17, 0), (1000003, 0), (1000003, 1), (1 << 23, 0), ((1 << 24) + 5, 0)])
+def test_quantize_fp8_is_torchs_scaled_cast_to_the_bit(dtype, n, offset):
+    # The same float32 steps in PyTorch: amax, 448 / amax, the product, the cast (which rounds to
+    # nearest even; x * (448 / amax) never passes 448 by half a step, so saturation never differs).
+    # offset 1: x one element past a 16-byte boundary (the element-wise path); 2^23 bf16 elements
+    # take the one-read path, 2^24 + 5 the two-pass one.
+    torch.manual_seed(zlib.crc32(repr(("quantize", dtype, n, offset)).encode()))
+    x = (torch.randn(n + offset, device="cuda") * 3).to(dtype)[offset:]
+    q, scale, amax = ops.quantize_fp8(x)
+    assert q.dtype == torch.float8_e4m3fn and q.shape == x.shape and scale.shape == amax.shape == (1,)
+    want_amax = x.float().abs().max() if n else torch.zeros((), device="cuda")
+    assert torch.equal(amax[0], want_amax)
+    if n == 0:
+        assert scale.item() == 1.0
+        return
+    multiplier = torch.tensor(448.0, device="cuda") / want_amax
+    assert torch.equal(scale[0], want_amax / torch.tensor(448.0, device="cuda"))
+    want = (x.float() * multiplier).to(torch.float8_e4m3fn)
+    mismatches = (q.view(torch.uint8) != want.view(torch.uint8)).sum().item()
+    assert mismatches == 0, f"{mismatches} of {n} elements differ"
 
 
 def test_gemm_fp8_refuses_what_tma_cannot_read():

@@ -1,0 +1,134 @@
+// The FP8 quantization op, quantize_fp8: x (f32, bf16 or f16) to e4m3 with one scale from its own
+// amax (include/cudalab/quantize.hpp). Its tensors, the bit-exact check, the work model (one read
+// of x, one write of q) and the ladder: two passes, then one read with the slices held in shared
+// memory. No library in the CUDA toolkit has this call, so the ladder has no baseline row: its
+// figure is the fraction of the copy rate.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda_fp8.h>
+
+#include "cudalab/quantize.hpp"
+#include "harness/random.hpp"
+#include "harness/registry.hpp"
+#include "ops/quantize/variants.hpp"
+
+namespace cudalab::harness {
+namespace {
+
+namespace v = quantize_variants;
+using Elements = QuantizeElements;
+
+struct Binding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args args;
+    args.x = tensors.data<T>("x");
+    args.q = tensors.data<__nv_fp8_e4m3>("q");
+    args.scale = tensors.data<float>("scale");
+    args.amax = tensors.data<float>("amax");
+    args.n = problem.dim("n");
+    return args;
+  }
+};
+
+// The header's definition on the host, in the same fp32 operations: amax, the two scales, and each
+// q_i from x_i * (448 / amax) through the same conversion. Elements n and n + 1 of the comparison are
+// scale and amax; every one must match to the bit.
+Comparison check_quantize(const CheckContext& c) {
+  const std::int64_t n = c.problem.dim("n");
+  const DType dtype = c.problem.dtype;
+  const void* x = c.tensors["x"].host();
+  const auto* q = static_cast<const unsigned char*>(c.tensors["q"].host());
+  const float scale = *static_cast<const float*>(c.tensors["scale"].host());
+  const float amax = *static_cast<const float*>(c.tensors["amax"].host());
+  float want_amax = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i)
+    want_amax = std::fmax(want_amax, std::fabs(static_cast<float>(element_to_double(dtype, x, i))));
+  const float multiplier = want_amax > 0.0f ? 448.0f / want_amax : 1.0f;
+  const float want_scale = want_amax > 0.0f ? want_amax / 448.0f : 1.0f;
+  const unsigned char poison = poison_byte(DType::e4m3);
+  return compare_elements(n + 2, Tolerance::exact(), [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      double out = 0.0, ref = 0.0;
+      bool exact = false, unwritten = false;
+      if (i < n) {
+        const float value = static_cast<float>(element_to_double(dtype, x, i)) * multiplier;
+        const unsigned char expected = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
+        exact = q[i] == expected;
+        unwritten = !exact && q[i] == poison;
+        out = element_to_double(DType::e4m3, q, i);
+        ref = element_to_double(DType::e4m3, &expected, 0);
+      } else {
+        const float got = i == n ? scale : amax, want = i == n ? want_scale : want_amax;
+        exact = std::memcmp(&got, &want, sizeof(float)) == 0;
+        out = got, ref = want;
+      }
+      if (exact) {
+        const double passed = std::isnan(ref) ? 0.0 : ref;  // NaN == NaN is false; equal bits pass
+        b.add(i, passed, passed, false);
+      } else {
+        ComparisonBuilder failure(Tolerance{-1.0, -1.0});  // the bits decided: no tolerance passes it
+        failure.add(i, out, ref, unwritten);
+        b.merge(failure);
+      }
+    }
+  });
+}
+
+template <typename Launch>
+Variant variant(const char* id, const char* technique, Launch launch) {
+  return make_variant<Binding, v::QuantizeArgs>(id, technique, Role::ladder, Elements{}, launch);
+}
+
+}  // namespace
+
+void register_quantize(Registry& registry) {
+  Op op;
+  op.name = "quantize_fp8";
+  op.summary = "x to e4m3 with one scale from its own largest magnitude (amax / 448), the FP8 GEMM's per-tensor input";
+  op.dim_names = {"n"};
+  op.dtypes = dtypes_of(Elements{});
+  const auto all = [](const Problem& p) { return p.dim("n"); };
+  const auto one = [](const Problem&) -> std::int64_t { return 1; };
+  op.tensors = {{"x", TensorRole::input, {}, all},
+                {"q", TensorRole::output, DType::e4m3, all},
+                {"scale", TensorRole::output, DType::f32, one},
+                {"amax", TensorRole::output, DType::f32, one}};
+  // The least a quantization moves: x read once, q written once, the two floats.
+  op.work = [](const Problem& p) {
+    const double n = static_cast<double>(p.dim("n"));
+    return Work{n * static_cast<double>(size_of(p.dtype)), n + 8, 0};
+  };
+  op.check = check_quantize;
+  // Activations and weights of Llama layers in elements: 1024 x 4096 (4M), 2048 x 4096 (8M: the
+  // resident rung's size in bf16), 4096 x 4096 (16M) and 8192 x 4096 (32M), then 2^28.
+  op.bench_problems = cross(op, {{1 << 22}, {1 << 23}, {1 << 24}, {1 << 25}, {1 << 28}}, {DType::bf16, DType::f32});
+  // Empty, one element, a tail of 3, one chunk and one more, a prime, and 2^24 + 5: more than the
+  // resident rung holds on 132 SMs in any of the dtypes, which it refuses.
+  op.test_problems = cross(op, {{0}, {1}, {3}, {16}, {17}, {1000003}, {(1 << 24) + 5}}, op.dtypes);
+  Variant resident = variant("resident",
+                             "one read: a cooperative grid of one block per SM keeps its slice of x in shared memory "
+                             "across a grid-wide barrier on the amax, then converts it",
+                             CUDALAB_LAUNCHER(v::resident));
+  resident.can_implement = [](const DeviceInfo& device, const Problem& p) -> std::string {
+    const std::int64_t capacity =
+        v::resident_capacity(device.sm_count, device.shared_memory_per_block_optin, size_of(p.dtype));
+    if (p.dim("n") <= capacity) return "";
+    return "the SMs' shared memory holds " + std::to_string(capacity) + " elements of " + to_string(p.dtype) + ", not " +
+           std::to_string(p.dim("n"));
+  };
+  op.variants = {
+      variant("two_pass", "an amax kernel (a block max, one atomicMax each), then a quantize kernel; x read twice",
+              CUDALAB_LAUNCHER(v::two_pass)),
+      std::move(resident),
+  };
+  registry.add(std::move(op));
+}
+
+}  // namespace cudalab::harness
