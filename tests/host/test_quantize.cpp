@@ -19,8 +19,7 @@ TEST(QuantizeLibrary, ValidatesBeforeTouchingTheGpu) {
   auto* scale = reinterpret_cast<float*>(std::uintptr_t{0x30000});
   auto* amax = reinterpret_cast<float*>(std::uintptr_t{0x30010});
   EXPECT_EQ(thrown_kind([&] { quantize_fp8(x, q, scale, amax, -1); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] { quantize_fp8<__nv_bfloat16>(nullptr, q, scale, amax, 4); }),
-            ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { quantize_fp8<__nv_bfloat16>(nullptr, q, scale, amax, 4); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { quantize_fp8(x, static_cast<__nv_fp8_e4m3*>(nullptr), scale, amax, 4); }),
             ErrorKind::invalid_argument);
   // scale and amax are written even for n = 0, so they are never optional.
@@ -28,11 +27,11 @@ TEST(QuantizeLibrary, ValidatesBeforeTouchingTheGpu) {
             ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { quantize_fp8(x, q, scale, reinterpret_cast<float*>(std::uintptr_t{0x30002}), 4); }),
             ErrorKind::invalid_argument);  // amax misaligned
-  EXPECT_EQ(thrown_kind([&] { quantize_fp8(reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{0x10001}), q, scale, amax,
-                                           4); }),
-            ErrorKind::invalid_argument);  // x misaligned
+  EXPECT_EQ(
+      thrown_kind([&] { quantize_fp8(reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{0x10001}), q, scale, amax, 4); }),
+      ErrorKind::invalid_argument);  // x misaligned
   EXPECT_EQ(thrown_kind([&] { quantize_fp8(x, reinterpret_cast<__nv_fp8_e4m3*>(x) + 2, scale, amax, 4); }),
-            ErrorKind::invalid_argument);  // q overlaps x
+            ErrorKind::invalid_argument);                                                             // q overlaps x
   EXPECT_EQ(thrown_kind([&] { quantize_fp8(x, q, scale, scale, 4); }), ErrorKind::invalid_argument);  // one float
 }
 

@@ -16,6 +16,7 @@
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
 #include "cudalab/quantize.hpp"
+#include "ops/quantize/scales.cuh"
 #include "ops/quantize/variants.hpp"
 
 namespace cudalab::quantize_variants {
@@ -25,19 +26,11 @@ namespace cg = cooperative_groups;
 
 constexpr int kBlock = 256;
 constexpr int kResidentBlock = 1024;
-constexpr float kE4m3Max = 448.0f;
-
 using Byte = __nv_fp8_storage_t;
 
 // The 16-byte vectors of x in a chunk: 2 in bf16 and fp16, 4 in fp32.
 template <typename T>
-constexpr int kVectors = kChunk * static_cast<int>(sizeof(T)) / 16;
-
-// The scales from amax, each one correctly rounded division (the header's definition).
-__device__ __forceinline__ float quantize_multiplier(float amax) {
-  return amax > 0.0f ? __fdiv_rn(kE4m3Max, amax) : 1.0f;
-}
-__device__ __forceinline__ float dequantize_scale(float amax) { return amax > 0.0f ? __fdiv_rn(amax, kE4m3Max) : 1.0f; }
+constexpr int kVectors = kChunk* static_cast<int>(sizeof(T)) / 16;
 
 template <typename T>
 __device__ __forceinline__ void widen(const Vector16<T> (&in)[kVectors<T>], float (&v)[kChunk]) {
@@ -67,10 +60,6 @@ __device__ __forceinline__ void store_chunk(Byte* q, const float (&v)[kChunk], f
     out[p] = __nv_cvt_float2_to_fp8x2(make_float2(__fmul_rn(v[2 * p], multiplier), __fmul_rn(v[2 * p + 1], multiplier)),
                                       __NV_SATFINITE, __NV_E4M3);
   store_vector16(reinterpret_cast<__nv_fp8x2_storage_t*>(q), out);
-}
-
-__device__ __forceinline__ Byte quantize_one(float x, float multiplier) {
-  return __nv_cvt_float_to_fp8(__fmul_rn(x, multiplier), __NV_SATFINITE, __NV_E4M3);
 }
 
 // The block's largest magnitude into *amax: atomicMax on the bits orders non-negative floats as
@@ -167,8 +156,8 @@ void two_pass(const QuantizeArgs<T>& args, cudaStream_t stream) {
   const std::int64_t items = vectors ? args.n / kChunk + args.n % kChunk : args.n;
   CUDALAB_CUDA_CHECK(cudaMemsetAsync(args.amax, 0, sizeof(float), stream));
   if (args.n > 0) {
-    amax_kernel<T><<<resident_grid_size(amax_kernel<T>, kBlock, items), kBlock, 0, stream>>>(args.x, args.n, vectors,
-                                                                                             args.amax);
+    amax_kernel<T>
+        <<<resident_grid_size(amax_kernel<T>, kBlock, items), kBlock, 0, stream>>>(args.x, args.n, vectors, args.amax);
     CUDALAB_CUDA_CHECK(cudaGetLastError());
   }
   const int grid = args.n > 0 ? resident_grid_size(quantize_kernel<T>, kBlock, items) : 1;

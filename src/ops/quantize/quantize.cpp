@@ -20,10 +20,12 @@ bool aligned16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(po
 template <typename T, typename>
 void quantize_fp8(const T* x, __nv_fp8_e4m3* q, float* scale, float* amax, std::int64_t n, cudaStream_t stream) {
   CUDALAB_REQUIRE(n >= 0, "quantize_fp8: n must be >= 0, got " + std::to_string(n));
-  require_arrays("quantize_fp8", {{x, n, sizeof(T), "x"}},
-                 {{q, n, sizeof(__nv_fp8_e4m3), "q"}, {scale, 1, sizeof(float), "scale"}, {amax, 1, sizeof(float), "amax"}});
+  require_arrays(
+      "quantize_fp8", {{x, n, sizeof(T), "x"}},
+      {{q, n, sizeof(__nv_fp8_e4m3), "q"}, {scale, 1, sizeof(float), "scale"}, {amax, 1, sizeof(float), "amax"}});
   const v::QuantizeArgs<T> args{x, q, scale, amax, n};
-  const bool resident = n * static_cast<std::int64_t>(sizeof(T)) >= kResidentFromBytes && aligned16(x) && aligned16(q) && n <= v::resident_capacity_here(sizeof(T));
+  const bool resident = n * static_cast<std::int64_t>(sizeof(T)) >= kResidentFromBytes && aligned16(x) &&
+                        aligned16(q) && n <= v::resident_capacity_here(sizeof(T));
   if (resident) {
     v::resident(args, stream);
   } else {

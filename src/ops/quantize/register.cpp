@@ -1,8 +1,8 @@
 // The FP8 quantization op, quantize_fp8: x (f32, bf16 or f16) to e4m3 with one scale from its own
 // amax (include/cudalab/quantize.hpp). Its tensors, the bit-exact check, the work model (one read
 // of x, one write of q) and the ladder: two passes, then one read with the slices held in shared
-// memory. No library in the CUDA toolkit has this call, so the ladder has no baseline row: its
-// figure is the fraction of the copy rate.
+// memory; beside them the same two passes composed from CUB and Thrust (the toolkit has no
+// quantization call of its own).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -33,6 +33,8 @@ struct Binding {
     args.scale = tensors.data<float>("scale");
     args.amax = tensors.data<float>("amax");
     args.n = problem.dim("n");
+    args.workspace = tensors.workspace();
+    args.workspace_bytes = tensors.workspace_bytes();
     return args;
   }
 };
@@ -82,8 +84,17 @@ Comparison check_quantize(const CheckContext& c) {
 }
 
 template <typename Launch>
-Variant variant(const char* id, const char* technique, Launch launch) {
-  return make_variant<Binding, v::QuantizeArgs>(id, technique, Role::ladder, Elements{}, launch);
+Variant variant(const char* id, const char* technique, Launch launch, Role role = Role::ladder) {
+  return make_variant<Binding, v::QuantizeArgs>(id, technique, role, Elements{}, launch);
+}
+
+std::size_t cub_thrust_workspace(const Problem& p) {
+  const std::int64_t n = p.dim("n");
+  switch (p.dtype) {
+    case DType::bf16: return v::cub_thrust_workspace_bytes<__nv_bfloat16>(n);
+    case DType::f16: return v::cub_thrust_workspace_bytes<__half>(n);
+    default: return v::cub_thrust_workspace_bytes<float>(n);
+  }
 }
 
 }  // namespace
@@ -120,13 +131,19 @@ void register_quantize(Registry& registry) {
     const std::int64_t capacity =
         v::resident_capacity(device.sm_count, device.shared_memory_per_block_optin, size_of(p.dtype));
     if (p.dim("n") <= capacity) return "";
-    return "the SMs' shared memory holds " + std::to_string(capacity) + " elements of " + to_string(p.dtype) + ", not " +
-           std::to_string(p.dim("n"));
+    return "the SMs' shared memory holds " + std::to_string(capacity) + " elements of " + to_string(p.dtype) +
+           ", not " + std::to_string(p.dim("n"));
   };
+  Variant baseline = variant("cub_thrust",
+                             "cub::DeviceReduce::TransformReduce for the amax, thrust::for_each_n for the scales, "
+                             "thrust::transform for q",
+                             CUDALAB_LAUNCHER(v::cub_thrust), Role::baseline);
+  baseline.workspace_bytes = cub_thrust_workspace;
   op.variants = {
       variant("two_pass", "an amax kernel (a block max, one atomicMax each), then a quantize kernel; x read twice",
               CUDALAB_LAUNCHER(v::two_pass)),
       std::move(resident),
+      std::move(baseline),
   };
   registry.add(std::move(op));
 }

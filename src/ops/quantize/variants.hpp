@@ -19,6 +19,8 @@ struct QuantizeArgs {
   float* scale = nullptr;
   float* amax = nullptr;
   std::int64_t n = 0;
+  void* workspace = nullptr;  // the baseline's: cub_thrust_workspace_bytes<T>(n)
+  std::size_t workspace_bytes = 0;
 };
 
 // Elements a thread moves at once: one 16-byte vector of q. A block's slice in the resident rung is
@@ -31,7 +33,8 @@ constexpr int kChunk = 16;
 inline std::int64_t resident_capacity(int sm_count, std::size_t shared_bytes_per_block, std::size_t element_size) {
   constexpr std::size_t kReserved = 1024;
   if (shared_bytes_per_block <= kReserved || sm_count <= 0) return 0;
-  const auto per_block = static_cast<std::int64_t>((shared_bytes_per_block - kReserved) / element_size) / kChunk * kChunk;
+  const auto per_block =
+      static_cast<std::int64_t>((shared_bytes_per_block - kReserved) / element_size) / kChunk * kChunk;
   return static_cast<std::int64_t>(sm_count) * per_block;
 }
 
@@ -48,5 +51,13 @@ void two_pass(const QuantizeArgs<T>& args, cudaStream_t stream);
 // from shared memory. Only for 16-byte aligned x and q and n <= resident_capacity(...).
 template <typename T>
 void resident(const QuantizeArgs<T>& args, cudaStream_t stream);
+
+// The baseline, the same two passes from CCCL's building blocks: cub::DeviceReduce::TransformReduce
+// for the amax, one thrust::for_each_n element for the scales, thrust::transform for q. Its workspace
+// holds the multiplier (448 / amax) and CUB's temporary storage.
+template <typename T>
+std::size_t cub_thrust_workspace_bytes(std::int64_t n);
+template <typename T>
+void cub_thrust(const QuantizeArgs<T>& args, cudaStream_t stream);
 
 }  // namespace cudalab::quantize_variants
