@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <string>
 
-#include <cub/device/device_reduce.cuh>
 #include <thrust/execution_policy.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform.h>
+#include <cub/device/device_reduce.cuh>
 
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
@@ -69,8 +69,8 @@ void cub_thrust(const QuantizeArgs<T>& args, cudaStream_t stream) {
                   "quantize_fp8 cub_thrust: the workspace holds " + std::to_string(args.workspace_bytes) +
                       " bytes, the call needs " + std::to_string(kCubOffset + bytes));
   auto* multiplier = static_cast<float*>(args.workspace);
-  CUDALAB_CUDA_CHECK(amax_call<T>(static_cast<unsigned char*>(args.workspace) + kCubOffset, bytes, args.x, args.amax,
-                                  args.n, stream));
+  CUDALAB_CUDA_CHECK(
+      amax_call<T>(static_cast<unsigned char*>(args.workspace) + kCubOffset, bytes, args.x, args.amax, args.n, stream));
   // par_nosync: no stream synchronization inside the calls, so the timer measures the kernels.
   thrust::for_each_n(thrust::cuda::par_nosync.on(stream), thrust::counting_iterator<int>(0), 1,
                      Scales{args.amax, args.scale, multiplier});
@@ -82,8 +82,8 @@ void cub_thrust(const QuantizeArgs<T>& args, cudaStream_t stream) {
   }
 }
 
-#define CUDALAB_QUANTIZE_BASELINE(T, a, b)                                \
-  template std::size_t cub_thrust_workspace_bytes<T>(std::int64_t);     \
+#define CUDALAB_QUANTIZE_BASELINE(T, a, b)                          \
+  template std::size_t cub_thrust_workspace_bytes<T>(std::int64_t); \
   CUDALAB_LAUNCHER_INSTANCE(T, cub_thrust, QuantizeArgs)
 CUDALAB_QUANTIZE_ELEMENTS(CUDALAB_QUANTIZE_BASELINE, , )
 

@@ -1,0 +1,43 @@
+"""FP8 inputs: per-tensor e4m3 quantization (the scale from the tensor's own amax) as PyTorch code
+writes it, eager and compiled, beside cudalab.ops.quantize_fp8."""
+
+import torch
+
+from ... import ops
+from .common import Case, forward, normal, three_ways
+
+E4M3_MAX = 448.0
+
+
+def _torch_quantize(x):
+    """amax, the dequantization scale and q, in float32 as cudalab's op defines them."""
+    amax = x.abs().amax().float()
+    q = (x.float() * (E4M3_MAX / amax)).to(torch.float8_e4m3fn)
+    return q, (amax / E4M3_MAX).reshape(1), amax.reshape(1)
+
+
+def quantize_cases(n, dtypes):
+    """n elements of each dtype (a Llama activation of 8192 x 4096 is 2^25)."""
+    cases = []
+    for dtype in dtypes:
+        cases.append(
+            Case(
+                "quantize_fp8",
+                [("n", n)],
+                dtype,
+                [],
+                lambda g, dtype=dtype: {"x": normal(g, (n,), dtype)},
+                lambda inputs: _torch_quantize(**inputs),
+                three_ways(
+                    "x.abs().amax(), then (x.float() * (448 / amax)).to(float8_e4m3fn)",
+                    _torch_quantize,
+                    "cudalab.ops.quantize_fp8",
+                    ops.quantize_fp8,
+                    forward,
+                ),
+                # amax exactly; the scale and q as computed in float32 (Inductor's division may round
+                # 448 / amax differently by an ulp, which moves a few q by one e4m3 step).
+                (1e-2, 1e-6, 0.0),
+            )
+        )
+    return cases
