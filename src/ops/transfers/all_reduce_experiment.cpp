@@ -1,12 +1,12 @@
 // Experiment `all_reduce`: the sum of one array per GPU, left on every GPU, over every GPU of the
-// host driven by one process, f32 and bf16, 8 KiB to 256 MiB an array. The ladder: staged through
+// host driven by one process, f32 and bf16, 8 KiB to 1 GiB an array. The ladder: staged through
 // pinned host memory (each GPU's array copied to the host, summed there by one CPU thread, the sum
-// copied back to every GPU); one-shot (each GPU's kernel reads every GPU's array over peer access
-// and writes the sum: one pass, every link carrying the whole array); two-shot (each GPU sums one
-// n-th of the elements from every GPU's array, then copies every other GPU's n-th of the sum:
-// each link carries 2 (n - 1) / n of the array, as a ring does); NCCL's all-reduce as the
-// baseline, in the same run. Every rung at every size is checked against a host sum of the same
-// inputs first; a wrong element throws.
+// copied back to every GPU); a ring of cudaMemcpyPeerAsync copies (n - 1 steps of copying a chunk
+// from the left neighbour and adding it, then n - 1 of passing the summed chunks on); one-shot (each GPU's kernel reads
+// every GPU's array over peer access and writes the sum: one pass, every link carrying the whole array); two-shot (each
+// GPU sums one n-th of the elements from every GPU's array, then copies every other GPU's n-th of the sum: each link
+// carries 2 (n - 1) / n of the array, as a ring does); NCCL's all-reduce as the baseline, in the same run. Every rung
+// at every size is checked against a host sum of the same inputs first; a wrong element throws.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -36,11 +36,12 @@ double input_value(std::uint64_t seed, int gpu, std::int64_t index) {
   return static_cast<double>(z >> 11) / static_cast<double>(1ull << 52) - 1.0;
 }
 
-enum class Rung { host_staged, one_shot, two_shot, nccl };
+enum class Rung { host_staged, ring, one_shot, two_shot, nccl };
 
 const char* to_string(Rung rung) {
   switch (rung) {
     case Rung::host_staged: return "host_staged";
+    case Rung::ring: return "ring";
     case Rung::one_shot: return "one_shot";
     case Rung::two_shot: return "two_shot";
     case Rung::nccl: return "nccl";
@@ -48,12 +49,14 @@ const char* to_string(Rung rung) {
   return "";
 }
 
-// One GPU's arrays (its input, the output every rung writes), streams and the events of the fork
-// and join, made while that GPU was current.
+// One GPU's arrays (its input, the output every rung writes, the ring's received chunk), stream and
+// events (the fork and join, the two-shot's scattered part, the ring's steps), made while that GPU
+// was current.
 struct Gpu {
-  DeviceBuffer<unsigned char> input, output;
+  DeviceBuffer<unsigned char> input, output, scratch;
   Stream stream;
   Event forked, done, scattered;
+  std::vector<Event> steps;  // the ring's: reduce-scatter steps 0 .. n - 2, then all-gather steps
 };
 
 struct Bench {
@@ -156,6 +159,63 @@ void run_rung(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count, cudaStr
       }
       break;
     }
+    case Rung::ring: {
+      // Chunk c is all_reduce_part(c mod n). Reduce-scatter: at step s GPU r copies chunk
+      // r - 1 - s of its left neighbour's partial sums (of its input at step 0) into its scratch
+      // and adds its own input's chunk into its output; after n - 1 steps it holds chunk r + 1's
+      // sum. All-gather: at step t it copies chunk r - t's sum from its left neighbour's output.
+      const int n = b.gpus;
+      const std::size_t element = size_of(b.dtype);
+      const auto chunk = [&](int c) { return all_reduce_part(((c % n) + n) % n, n, count, b.dtype); };
+      const auto in_at = [&](int g, std::int64_t first) {
+        return static_cast<const unsigned char*>(inputs[static_cast<std::size_t>(g)]) +
+               static_cast<std::size_t>(first) * element;
+      };
+      const auto out_at = [&](int g, std::int64_t first) {
+        return static_cast<unsigned char*>(outputs[static_cast<std::size_t>(g)]) +
+               static_cast<std::size_t>(first) * element;
+      };
+      const auto gpu = [&](int g) -> Gpu& { return b.gpu[static_cast<std::size_t>(g)]; };
+      const auto wait = [&](int g, const Event& event) {
+        CUDALAB_CUDA_CHECK(cudaStreamWaitEvent(streams[static_cast<std::size_t>(g)], event.get(), 0));
+      };
+      const auto step = [&](int g, int k) -> const Event& { return gpu(g).steps[static_cast<std::size_t>(k)]; };
+      for (int s = 0; s < n - 1; ++s) {
+        for (int r = 0; r < n; ++r) {
+          const int left = (r + n - 1) % n;
+          const CurrentDevice current(r);
+          cudaStream_t stream_r = streams[static_cast<std::size_t>(r)];
+          if (s > 0) wait(r, step(left, s - 1));
+          const AllReducePart part = chunk(r - 1 - s);
+          if (part.count > 0) {
+            const unsigned char* from = s == 0 ? in_at(left, part.first) : out_at(left, part.first);
+            CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(gpu(r).scratch.data(), r, from, left,
+                                                   static_cast<std::size_t>(part.count) * element, stream_r));
+            const void* addends[2] = {gpu(r).scratch.data(), in_at(r, part.first)};
+            one_shot_sum(b.dtype, addends, 2, out_at(r, part.first), part.count, stream_r);
+          }
+          step(r, s).record(stream_r);
+        }
+      }
+      for (int t = 0; t < n - 1; ++t) {
+        for (int r = 0; r < n; ++r) {
+          const int left = (r + n - 1) % n, right = (r + 1) % n;
+          const CurrentDevice current(r);
+          cudaStream_t stream_r = streams[static_cast<std::size_t>(r)];
+          // The left neighbour's chunk is whole after its last reduce-scatter step or its all-gather
+          // step t - 1; r's output is read by its right neighbour until that one's last
+          // reduce-scatter step.
+          wait(r, step(left, n - 2 + t));
+          if (t == 0) wait(r, step(right, n - 2));
+          const AllReducePart part = chunk(r - t);
+          if (part.count > 0)
+            CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(out_at(r, part.first), r, out_at(left, part.first), left,
+                                                   static_cast<std::size_t>(part.count) * element, stream_r));
+          step(r, n - 1 + t).record(stream_r);
+        }
+      }
+      break;
+    }
     case Rung::nccl: nccl.all_reduce(b.dtype, inputs.data(), outputs.data(), count, streams.data()); break;
   }
   join();
@@ -194,15 +254,16 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
   int gpus = 0;
   CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&gpus));
   gpus = std::min(gpus, kAllReduceMaxGpus);
-  nlohmann::json result = {
-      {"name", "all_reduce"},
-      {"op", "transfers"},
-      {"summary", "All-reduce (sum) over the GPUs of one host: staged through the host, one-shot, two-shot, NCCL"},
-      {"columns",
-       {"rung", "dtype", "gpus", "bytes", "median_us", "min_us", "algbw_gbps", "busbw_gbps", "of_nccl_busbw",
-        "samples"}},
-      {"rows", nlohmann::json::array()},
-      {"notes", nlohmann::json::array()}};
+  nlohmann::json result = {{"name", "all_reduce"},
+                           {"op", "transfers"},
+                           {"summary",
+                            "All-reduce (sum) over the GPUs of one host: staged through the host, a ring of peer "
+                            "copies, one-shot, two-shot, NCCL"},
+                           {"columns",
+                            {"rung", "dtype", "gpus", "bytes", "median_us", "min_us", "algbw_gbps", "busbw_gbps",
+                             "of_nccl_busbw", "samples"}},
+                           {"rows", nlohmann::json::array()},
+                           {"notes", nlohmann::json::array()}};
   nlohmann::json& rows = result["rows"];
   nlohmann::json& notes = result["notes"];
   if (gpus < 2) {
@@ -215,7 +276,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
   for (int a = 0; a < gpus; ++a)
     for (int c = 0; c < gpus; ++c)
       if (a != c) all_peers = enable_peer_access(a, c) && all_peers;
-  if (!all_peers) notes.push_back("one_shot and two_shot skipped: some pair of GPUs has no peer access");
+  if (!all_peers) notes.push_back("ring, one_shot and two_shot skipped: some pair of GPUs has no peer access");
   const Nccl nccl(gpus);
   if (nccl.available()) {
     notes.push_back("NCCL " + nccl.version() + ", one communicator per GPU in this process (ncclCommInitAll)");
@@ -224,6 +285,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
   }
   std::vector<Rung> rungs = {Rung::host_staged};
   if (all_peers) {
+    rungs.push_back(Rung::ring);
     rungs.push_back(Rung::one_shot);
     rungs.push_back(Rung::two_shot);
   }
@@ -234,10 +296,14 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
     const CurrentDevice current(g);
     smallest_free = std::min(smallest_free, free_device_bytes());
   }
-  const std::size_t largest = std::min(scale.small ? std::size_t{1} << 20 : std::size_t{256} << 20, smallest_free / 4);
+  const std::size_t largest = std::min(scale.small ? std::size_t{1} << 20 : std::size_t{1} << 30, smallest_free / 4);
   std::vector<std::size_t> sizes;
   for (std::size_t s = std::size_t{8} << 10; s <= largest; s *= 4) sizes.push_back(s);
   if (!sizes.empty() && sizes.back() < largest && largest % 16 == 0) sizes.push_back(largest);
+  // 256 MiB as well (the powers of 4 from 8 KiB pass it): where large messages are usually compared.
+  if (const std::size_t mid = std::size_t{256} << 20; mid < largest) sizes.push_back(mid);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
 
   harness::KernelTimer timer;
   for (DType dtype : {DType::f32, DType::bf16}) {
@@ -256,12 +322,17 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
         b.magnitude[static_cast<std::size_t>(i)] += std::fabs(x);
       }
       const CurrentDevice current(g);
+      const std::size_t chunk_bytes =
+          static_cast<std::size_t>(all_reduce_part(0, gpus, most, dtype).count) * size_of(dtype);
       Gpu side{DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)),
                DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)),
+               DeviceBuffer<unsigned char>(static_cast<std::int64_t>(chunk_bytes)),
                Stream(),
                Event(cudaEventDisableTiming),
                Event(cudaEventDisableTiming),
-               Event(cudaEventDisableTiming)};
+               Event(cudaEventDisableTiming),
+               {}};
+      for (int step = 0; step < 2 * (gpus - 1); ++step) side.steps.emplace_back(cudaEventDisableTiming);
       CUDALAB_CUDA_CHECK(cudaMemcpy(side.input.data(), host.data(), largest, cudaMemcpyHostToDevice));
       b.gpu.push_back(std::move(side));
       b.staged.emplace_back(static_cast<std::int64_t>(std::min(largest, kStagedLargestBytes)));
@@ -270,7 +341,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
 
     const CurrentDevice current(0);  // the timed stream's GPU
     std::vector<double> nccl_busbw(sizes.size(), 0.0);
-    for (Rung rung : {Rung::nccl, Rung::one_shot, Rung::two_shot, Rung::host_staged}) {  // NCCL first: the reference
+    for (Rung rung : {Rung::nccl, Rung::one_shot, Rung::two_shot, Rung::ring, Rung::host_staged}) {  // NCCL first
       if (std::find(rungs.begin(), rungs.end(), rung) == rungs.end()) continue;
       for (std::size_t k = 0; k < sizes.size(); ++k) {
         const std::size_t bytes = sizes[k];
@@ -314,8 +385,8 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
 
 harness::Experiment all_reduce_experiment() {
   return {"all_reduce", "transfers",
-          "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..256 MiB: staged through the host, one-shot and "
-          "two-shot kernels over peer access, NCCL",
+          "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..1 GiB: staged through the host, a ring of "
+          "peer copies, one-shot and two-shot kernels over peer access, NCCL",
           run_all_reduce,
           nlohmann::json::array({{{"title", "All-reduce bus bandwidth by rung"},
                                   {"x", "bytes"},
