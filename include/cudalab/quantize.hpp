@@ -1,13 +1,15 @@
 // FP8 quantization with one scale for the whole tensor, from the tensor's own largest magnitude
 // (current scaling): what a per-tensor-scaled FP8 GEMM (cudalab::gemm_fp8) takes as A and B.
 //
-//   amax  = max |x_i|                  (NaN elements do not count)
-//   scale = amax / 448                 (1 where amax is 0; the dequantization factor gemm_fp8 reads)
-//   q_i   = e4m3(x_i * (448 / amax))   (round to nearest even, saturating to +-448; NaN stays NaN)
+//   amax  = max |x_i| over the finite x_i   (NaN and +-inf do not count)
+//   scale = amax / 448                      (1 where amax is 0; the dequantization factor gemm_fp8 reads)
+//   m     = min(448 / amax, FLT_MAX)        (1 where amax is 0; capped where the quotient overflows)
+//   q_i   = e4m3(x_i * m)                   (round to nearest even, saturating to +-448, +-inf
+//                                            included; NaN stays NaN)
 //
-// so the largest magnitude lands on e4m3's largest finite value and q_i * scale approximates x_i.
-// 448 / amax and amax / 448 are each one correctly rounded fp32 division, and x_i * (448 / amax)
-// one fp32 product, so the result is defined to the bit (the checks compare bits).
+// so the largest finite magnitude lands on e4m3's largest finite value and q_i * scale approximates
+// x_i. The divisions are each one correctly rounded fp32 division and x_i * m one fp32 product, so
+// the result is defined to the bit (the checks compare bits).
 //
 // x: n elements of float, __half or __nv_bfloat16; q: n bytes; scale and amax: one float each, all
 // device pointers, the outputs apart from x and from each other. 16-byte aligned x and q move in

@@ -346,10 +346,11 @@ def gemm_fp8(
 
 def quantize_fp8(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """x (float32, float16 or bfloat16, contiguous) as ``torch.float8_e4m3fn`` with one scale from its
-    own largest magnitude: returns ``(q, scale, amax)`` with ``amax = x.abs().max()`` (NaNs left
-    out), ``scale = amax / 448`` (1 where amax is 0) and ``q = (x * (448 / amax))`` rounded to
-    e4m3 (saturating at 448), scale and amax float32 tensors of one element. ``q`` and ``scale`` are
-    what :func:`gemm_fp8` takes as an input and its scale. Not differentiable."""
+    own largest magnitude: returns ``(q, scale, amax)`` with amax the largest finite ``|x|`` (NaN
+    and inf left out), ``scale = amax / 448`` (1 where amax is 0) and ``q = x * (448 / amax)``
+    rounded to e4m3, saturating at +-448 (inf included; NaN stays NaN); scale and amax are float32
+    tensors of one element. ``q`` and ``scale`` are what :func:`gemm_fp8` takes as an input and its
+    scale. Not differentiable."""
     return torch.ops.cudalab.quantize_fp8(x)
 
 

@@ -268,6 +268,35 @@ def test_quantize_fp8_is_torchs_scaled_cast_to_the_bit(dtype, n, offset):
     assert mismatches == 0, f"{mismatches} of {n} elements differ"
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("values", ["special", "tiny"])
+def test_quantize_fp8_special_values(dtype, values):
+    # NaN and +-inf do not count toward amax; inf saturates to +-448, NaN stays NaN, -0 keeps its
+    # sign. "tiny": an amax below 448 / FLT_MAX, where 448 / amax overflows and the multiplier is
+    # capped at FLT_MAX (zeros stay zeros, not NaN).
+    if values == "tiny" and dtype == torch.float16:
+        pytest.skip("float16 holds no value below 448 / FLT_MAX")
+    inf, nan = float("inf"), float("nan")
+    if values == "special":
+        head = [nan, -nan, inf, -inf, -0.0, 0.0, 3.0, -2.5, 1e-3, -7e-4]
+    else:
+        head = [1e-37, -5e-38, 0.0, -0.0, 2e-38]
+    torch.manual_seed(zlib.crc32(repr(("quantize special", dtype, values)).encode()))
+    tail = torch.randn(1000, device="cuda") * (1e-38 if values == "tiny" else 1.0)
+    x = torch.cat([torch.tensor(head, device="cuda"), tail]).to(dtype)
+    q, scale, amax = ops.quantize_fp8(x)
+    wide = x.float()
+    want_amax = wide[wide.isfinite()].abs().max()
+    assert torch.equal(amax[0], want_amax)
+    largest = torch.tensor(torch.finfo(torch.float32).max, device="cuda")
+    multiplier = torch.minimum(torch.tensor(448.0, device="cuda") / want_amax, largest)
+    want = (wide * multiplier).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    nan_at = wide.isnan()
+    assert torch.equal(q.float().isnan(), nan_at)
+    got, expected = q.view(torch.uint8)[~nan_at], want.view(torch.uint8)[~nan_at]
+    assert torch.equal(got, expected), f"{int((got != expected).sum())} elements differ"
+
+
 def test_gemm_fp8_refuses_what_tma_cannot_read():
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("gemm_fp8 runs on Hopper (compute capability 9.0)")

@@ -24,11 +24,11 @@ constexpr std::size_t kCubOffset = 256;
 
 template <typename T>
 struct Magnitude {
-  __device__ float operator()(T x) const { return fabsf(to_float(x)); }
+  __device__ float operator()(T x) const { return counted_magnitude(to_float(x)); }
 };
 
 struct LargerOf {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }  // drops a NaN
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
 struct Scales {

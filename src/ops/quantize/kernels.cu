@@ -48,7 +48,7 @@ __device__ __forceinline__ void load_chunk(const T* x, Vector16<T> (&in)[kVector
 
 __device__ __forceinline__ float max_magnitude(const float (&v)[kChunk], float m) {
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) m = fmaxf(m, fabsf(v[i]));  // fmaxf drops a NaN
+  for (int i = 0; i < kChunk; ++i) m = fmaxf(m, counted_magnitude(v[i]));
   return m;
 }
 
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kBlock) amax_kernel(const T* x, std::int64_t n
     m = max_magnitude(v, m);
   }
   for (std::int64_t i = chunks * kChunk + global_thread_index(); i < n; i += global_thread_count())
-    m = fmaxf(m, fabsf(to_float(x[i])));
+    m = fmaxf(m, counted_magnitude(to_float(x[i])));
   publish_max(m, amax);
 }
 
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kResidentBlock)
   }
   for (std::int64_t i = chunks * kChunk + threadIdx.x; i < count; i += blockDim.x) {
     slice[i] = x[begin + i];
-    m = fmaxf(m, fabsf(to_float(slice[i])));
+    m = fmaxf(m, counted_magnitude(to_float(slice[i])));
   }
   publish_max(m, amax);
   cg::this_grid().sync();  // every block's atomicMax has landed

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,11 @@ Comparison check_quantize(const CheckContext& c) {
   const float scale = *static_cast<const float*>(c.tensors["scale"].host());
   const float amax = *static_cast<const float*>(c.tensors["amax"].host());
   float want_amax = 0.0f;
-  for (std::int64_t i = 0; i < n; ++i)
-    want_amax = std::fmax(want_amax, std::fabs(static_cast<float>(element_to_double(dtype, x, i))));
-  const float multiplier = want_amax > 0.0f ? 448.0f / want_amax : 1.0f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float magnitude = std::fabs(static_cast<float>(element_to_double(dtype, x, i)));
+    if (magnitude < std::numeric_limits<float>::infinity()) want_amax = std::max(want_amax, magnitude);
+  }
+  const float multiplier = want_amax > 0.0f ? std::min(448.0f / want_amax, std::numeric_limits<float>::max()) : 1.0f;
   const float want_scale = want_amax > 0.0f ? want_amax / 448.0f : 1.0f;
   const unsigned char poison = poison_byte(DType::e4m3);
   return compare_elements(n + 2, Tolerance::exact(), [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
