@@ -106,28 +106,32 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 // Block b holds x[b * per_block, ...) (per_block a multiple of kChunk) in shared memory from its
-// max to its conversion; *amax was zeroed before the launch.
+// max to its conversion; *amax was zeroed before the launch. Vector i of chunk c sits at
+// vectors[i * chunks + c], so a warp's 16-byte accesses are 512 contiguous bytes (no bank
+// conflicts); the tail past the last chunk follows the vectors.
 template <typename T>
 __global__ void __launch_bounds__(kResidentBlock)
     resident_kernel(const T* x, Byte* q, std::int64_t n, std::int64_t per_block, float* amax, float* scale) {
   extern __shared__ uint4 shared_words[];
-  T* slice = reinterpret_cast<T*>(shared_words);
+  auto* vectors = reinterpret_cast<Vector16<T>*>(shared_words);
   const std::int64_t begin = blockIdx.x * per_block;
   const std::int64_t count = std::max<std::int64_t>(0, std::min(per_block, n - begin));
   const std::int64_t chunks = count / kChunk;
+  T* tail = reinterpret_cast<T*>(vectors + kVectors<T> * chunks);
   float m = 0.0f;
   for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     Vector16<T> in[kVectors<T>];
     float v[kChunk];
     load_chunk(x + begin + c * kChunk, in);
 #pragma unroll
-    for (int i = 0; i < kVectors<T>; ++i) store_vector16(slice + c * kChunk + i * Vector16<T>::kCount, in[i]);
+    for (int i = 0; i < kVectors<T>; ++i) vectors[i * chunks + c] = in[i];
     widen(in, v);
     m = max_magnitude(v, m);
   }
   for (std::int64_t i = chunks * kChunk + threadIdx.x; i < count; i += blockDim.x) {
-    slice[i] = x[begin + i];
-    m = fmaxf(m, counted_magnitude(to_float(slice[i])));
+    const T value = x[begin + i];
+    tail[i - chunks * kChunk] = value;
+    m = fmaxf(m, counted_magnitude(to_float(value)));
   }
   publish_max(m, amax);
   cg::this_grid().sync();  // every block's atomicMax has landed
@@ -137,12 +141,13 @@ __global__ void __launch_bounds__(kResidentBlock)
   for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     Vector16<T> in[kVectors<T>];
     float v[kChunk];
-    load_chunk(slice + c * kChunk, in);
+#pragma unroll
+    for (int i = 0; i < kVectors<T>; ++i) in[i] = vectors[i * chunks + c];
     widen(in, v);
     store_chunk(q + begin + c * kChunk, v, multiplier);
   }
   for (std::int64_t i = chunks * kChunk + threadIdx.x; i < count; i += blockDim.x)
-    q[begin + i] = quantize_one(to_float(slice[i]), multiplier);
+    q[begin + i] = quantize_one(to_float(tail[i - chunks * kChunk]), multiplier);
 }
 
 bool vectors_fit(const void* x, const void* q) { return is_aligned16(x) && is_aligned16(q); }
