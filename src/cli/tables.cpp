@@ -188,6 +188,15 @@ Table ceilings_table(const harness::Ceilings& c) {
       {"back-to-back launch (us each)", format_fixed(c.launch_throughput_us, 2), "-", "-",
        "10000 empty kernels, one synchronize"},
   };
+  // A host of one GPU (or a results file from before these were measured) has no peer rows.
+  if (c.peer_gpus > 0) {
+    const std::string to = "to the best of " + std::to_string(c.peer_gpus) + " peer GPU" + (c.peer_gpus > 1 ? "s" : "");
+    t.rows.push_back({"peer copy (GB/s)", format_fixed(c.peer_gbps, 1), "-", "-", "cudaMemcpyPeerAsync 256 MiB " + to});
+    t.rows.push_back({"peer copy both ways (GB/s, both directions)", format_fixed(c.peer_bidirectional_gbps, 1), "-",
+                      "-", "cudaMemcpyPeerAsync 256 MiB each way at once, " + to});
+    t.rows.push_back({"peer copy of 4 bytes (us)", format_fixed(c.peer_latency_us, 2), "-", "-",
+                      "CUDA events around one cudaMemcpyPeerAsync, " + to});
+  }
   return t;
 }
 

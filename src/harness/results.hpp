@@ -74,7 +74,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ceilings, copy_kernel_gbps, memc
                                                 bf16_tensor_tflops, fp16_tensor_tflops, tf32_tensor_tflops,
                                                 fp8_tensor_tflops, h2d_pageable_gbps, h2d_pinned_gbps,
                                                 d2h_pageable_gbps, d2h_pinned_gbps, launch_latency_us,
-                                                launch_throughput_us, datasheet_dram_gbps, datasheet_fp32_tflops,
+                                                launch_throughput_us, peer_gpus, peer_gbps, peer_bidirectional_gbps,
+                                                peer_latency_us, datasheet_dram_gbps, datasheet_fp32_tflops,
                                                 datasheet_bf16_tflops, datasheet_pcie_gbps)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, commit, dirty, gpu_name, gpu_uuid,
                                                 compute_capability, sm_count, memory_gib, driver_version,

@@ -23,6 +23,13 @@ struct Ceilings {
   double d2h_pinned_gbps = 0;
   double launch_latency_us = 0;     // empty kernel: launch + synchronize, round trip
   double launch_throughput_us = 0;  // empty kernel: back-to-back launches, per launch
+  // To the other GPUs of the host this one has peer access to (0 on a single-GPU host): how many,
+  // and the best of them for cudaMemcpyPeerAsync one way and both ways at once (bytes moved in
+  // both directions over the time), and a 4-byte copy's time.
+  int peer_gpus = 0;
+  double peer_gbps = 0;
+  double peer_bidirectional_gbps = 0;
+  double peer_latency_us = 0;
 
   double datasheet_dram_gbps = 0;  // 2 x memory clock x bus width
   double datasheet_fp32_tflops = 0;

@@ -19,6 +19,7 @@
 #include "harness/results.hpp"
 #include "harness/timer.hpp"
 #include "ops/gemm/fp8.hpp"
+#include "ops/transfers/experiments.hpp"
 #include "probe/datasheet.hpp"
 
 namespace cudalab::probe {
@@ -297,6 +298,16 @@ Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(con
   measure_transfers(c, stream.get());
   say("probe: kernel launch latency");
   measure_launch(c, stream.get());
+  int gpus = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&gpus));
+  if (gpus > 1) {
+    say("probe: copies to the host's other GPUs (cudaMemcpyPeerAsync)");
+    const transfers::PeerCeilings peers = transfers::measure_peer_ceilings(device.ordinal);
+    c.peer_gpus = peers.peers;
+    c.peer_gbps = peers.gbps;
+    c.peer_bidirectional_gbps = peers.bidirectional_gbps;
+    c.peer_latency_us = peers.latency_us;
+  }
   return c;
 }
 
@@ -315,7 +326,7 @@ std::string cache_path(const DeviceInfo& device) {
 }
 
 // The probe's method, recorded in its cache: a cache of another is not used.
-constexpr int kProbeMethod = 2;
+constexpr int kProbeMethod = 3;
 
 std::optional<Ceilings> load_cached(const DeviceInfo& device) {
   const std::string path = cache_path(device);
@@ -325,8 +336,8 @@ std::optional<Ceilings> load_cached(const DeviceInfo& device) {
     if (document.value("schema", "") != "cudalab-probe/1" ||
         document.value("runtime_cuda_version", 0) != device.runtime_cuda_version)
       return std::nullopt;
-    // A cache of an older method (one that measured no FP8, or FP8 without scale pointers) is
-    // measured again.
+    // A cache of an older method (one that measured no FP8, FP8 without scale pointers, or no
+    // copies to other GPUs) is measured again.
     if (document.value("method", 0) != kProbeMethod) return std::nullopt;
     return document.at("ceilings").get<Ceilings>();
   } catch (const std::exception&) {

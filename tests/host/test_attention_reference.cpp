@@ -520,8 +520,8 @@ TEST(AttentionLibrary, ValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(backward({1, 3, 2, 8, 64}, {}, q, dq), kInvalid) << "3 heads over 2 kv heads";
   EXPECT_EQ(backward({1, 2, 0, 8, 64}, {}, q, dq), kInvalid) << "no kv heads";
   EXPECT_EQ(backward({1 << 20, 1 << 20, 1 << 20, 1 << 20, 64}, {}, q, dq), kInvalid) << "sizes past 64 bits";
-  EXPECT_EQ(backward(good, {NAN, false}, q, dq), kInvalid) << "a NaN scale";
-  EXPECT_EQ(backward(good, {-0.5f, true}, q, dq), kInvalid) << "a negative scale";
+  EXPECT_EQ(backward(good, {NAN, false, {}}, q, dq), kInvalid) << "a NaN scale";
+  EXPECT_EQ(backward(good, {-0.5f, true, {}}, q, dq), kInvalid) << "a negative scale";
   EXPECT_EQ(backward(good, {}, q, nullptr), kInvalid) << "dq null";
   EXPECT_EQ(backward(good, {}, q, q), kInvalid) << "dq is q";
   EXPECT_EQ(backward(good, {}, at(0x100001), dq), kInvalid) << "q off its element's alignment";

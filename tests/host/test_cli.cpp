@@ -143,6 +143,20 @@ TEST(Cli, VersionNamesTheCommit) {
   EXPECT_NE(o.out.find("commit "), std::string::npos) << o.out;
 }
 
+TEST(CeilingsTable, PeerRowsOnlyWhereTheProbeFoundPeers) {
+  harness::Ceilings c;
+  const std::size_t single = ceilings_table(c).rows.size();
+  c.peer_gpus = 3;
+  c.peer_gbps = 393.3;
+  c.peer_bidirectional_gbps = 766.0;
+  c.peer_latency_us = 4.8;
+  const Table t = ceilings_table(c);
+  ASSERT_EQ(t.rows.size(), single + 3);
+  EXPECT_EQ(t.rows[single][1], "393.3");
+  EXPECT_EQ(t.rows[single + 1][1], "766.0");
+  EXPECT_NE(t.rows[single][4].find("3 peer GPUs"), std::string::npos);
+}
+
 TEST(ParseParam, TakesNameEqualsAFiniteNumber) {
   EXPECT_EQ(parse_param("exclusive=1"), (std::pair<std::string, double>{"exclusive", 1.0}));
   EXPECT_EQ(parse_param("eps=1e-5").second, 1e-5);

@@ -43,6 +43,16 @@ class CurrentDevice {
 // false where the pair cannot. Enabling it again is not an error.
 bool enable_peer_access(int from, int to);
 
+// The probe's ceilings between GPU `from` (current) and the others: how many it has peer access to
+// both ways, and the best of them for cudaMemcpyPeerAsync of 256 MiB one way and both ways at once
+// (GB/s, the bytes of both directions), and for a 4-byte copy (us); each timed with events, each
+// copy checked once. Zeros where no other GPU has peer access.
+struct PeerCeilings {
+  int peers = 0;
+  double gbps = 0, bidirectional_gbps = 0, latency_us = 0;
+};
+PeerCeilings measure_peer_ceilings(int from);
+
 // cudaMemGetInfo's free bytes: the cap for every allocation, managed ones included (asking a GPU
 // for more managed memory than it has free can hang it).
 std::size_t free_device_bytes();

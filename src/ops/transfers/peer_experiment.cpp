@@ -131,7 +131,7 @@ void move(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging
 // with the sending side's pattern (and, both ways, a's destination with b's).
 bool moves_right(Path path, Side& a, Side& b, std::size_t bytes, unsigned char* staging,
                  std::vector<unsigned char>& check) {
-  std::memset(staging, kPoison, bytes);
+  if (staging != nullptr) std::memset(staging, kPoison, bytes);  // null: a path that stages nothing
   for (Side* side : {&a, &b}) {
     const CurrentDevice current(side->device);
     CUDALAB_CUDA_CHECK(cudaMemset(side->destination.data(), kPoison, bytes));
@@ -237,6 +237,38 @@ nlohmann::json run_peer_transfers(const harness::ExperimentContext& context) {
 }
 
 }  // namespace
+
+PeerCeilings measure_peer_ceilings(int from) {
+  int count = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&count));
+  PeerCeilings best;
+  const std::size_t bytes = std::min(std::size_t{256} << 20, free_device_bytes() / 8) & ~std::size_t{15};
+  std::vector<unsigned char> check(bytes);
+  harness::KernelTimer timer;
+  const ExperimentScale scale;  // the full sizes whatever CUDALAB_TRANSFERS_SMALL says
+  for (int to = 0; to < count; ++to) {
+    if (to == from || !enable_peer_access(from, to) || !enable_peer_access(to, from)) continue;
+    ++best.peers;
+    Side a = make_side(from, bytes, 0), b = make_side(to, bytes, 0);
+    const CurrentDevice current(from);
+    const auto time = [&](Path path, std::size_t size) {
+      if (!moves_right(path, a, b, size, nullptr, check))
+        throw Error(ErrorKind::cuda,
+                    "probe: cudaMemcpyPeerAsync from GPU " + std::to_string(from) + " to " + std::to_string(to) +
+                        " delivered wrong bytes",
+                    __FILE__, __LINE__);
+      return timer.time([&](cudaStream_t s) { move(path, a, b, size, nullptr, s); }, a.stream.get(), copy_timing(scale))
+          .median;
+    };
+    const double one_way = static_cast<double>(bytes) / (time(Path::memcpy_peer, bytes) * 1e-3) / 1e9;
+    const double both = 2.0 * static_cast<double>(bytes) / (time(Path::memcpy_peer_both, bytes) * 1e-3) / 1e9;
+    const double latency = time(Path::memcpy_peer, kLatencyBytes) * 1e3;
+    best.gbps = std::max(best.gbps, one_way);
+    best.bidirectional_gbps = std::max(best.bidirectional_gbps, both);
+    best.latency_us = best.latency_us > 0 ? std::min(best.latency_us, latency) : latency;
+  }
+  return best;
+}
 
 harness::Experiment peer_transfers_experiment() {
   return {"peer_transfers", "transfers",
