@@ -407,10 +407,17 @@ harness::Experiment all_reduce_experiment() {
           nlohmann::json::array({{{"title", "All-reduce bus bandwidth by rung"},
                                   {"x", "bytes"},
                                   {"y", "busbw_gbps"},
-                                  {"series", "rung"},
+                                  {"series", {"rung", "dtype"}},
                                   {"x_log", true},
                                   {"y_log", true},
-                                  {"y_label", "bus GB/s"}}})};
+                                  {"y_label", "bus GB/s"}},
+                                 {{"title", "All-reduce time by rung"},
+                                  {"x", "bytes"},
+                                  {"y", "median_us"},
+                                  {"series", {"rung", "dtype"}},
+                                  {"x_log", true},
+                                  {"y_log", true},
+                                  {"y_label", "us (median)"}}})};
 }
 
 }  // namespace cudalab::transfers
