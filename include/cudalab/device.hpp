@@ -38,6 +38,12 @@ std::string no_device_reason();
 // Throws Error{no_device} with no_device_reason() when device_count() == 0.
 void require_device();
 
+// Lets GPU `from`'s kernels address GPU `to`'s memory (peer access over unified virtual
+// addressing); false where the pair cannot. Each pair is enabled once in a process (asking again
+// is an error the runtime reports, and compute-sanitizer with it); access that another library
+// enabled first is taken as it is. The current device is left as it was.
+bool enable_peer_access(int from, int to);
+
 // Reads the attributes of `ordinal` (or the current device when ordinal < 0).
 DeviceInfo device_info(int ordinal = -1);
 

@@ -23,7 +23,7 @@ if _release(_C.torch_version) != _release(torch.__version__):
         "in this environment (pip install --no-build-isolation .)"
     )
 
-from . import nn, ops, optim  # noqa: F401  (fake kernels and autograd; drop-in modules)
+from . import distributed, nn, ops, optim  # noqa: F401  (fake kernels and autograd; drop-in modules)
 from .hf import patch  # noqa: F401  (Hugging Face models on cudalab's ops)
 from . import _inductor
 

@@ -1,6 +1,9 @@
 #include "cudalab/device.hpp"
 
 #include <cstdio>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include <cuda_runtime.h>
 
@@ -106,6 +109,25 @@ void require_kernel_image() {
                   ". Rebuild with CUDAARCHS=" + std::to_string(info.compute_capability()) +
                   " (docs/usage.md, 'Other GPUs'): " + cudaGetErrorString(status),
               __FILE__, __LINE__);
+}
+
+bool enable_peer_access(int from, int to) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> enabled;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (from == to || enabled.count({from, to}) != 0) return true;
+  int can = 0;
+  CUDALAB_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
+  if (can == 0) return false;
+  int previous = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&previous));
+  CUDALAB_CUDA_CHECK(cudaSetDevice(from));
+  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();  // clear the last-error slot
+  cudaSetDevice(previous);
+  if (status != cudaErrorPeerAccessAlreadyEnabled) CUDALAB_CUDA_CHECK(status);
+  enabled.insert({from, to});
+  return true;
 }
 
 }  // namespace cudalab

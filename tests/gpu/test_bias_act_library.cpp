@@ -106,7 +106,7 @@ void check_every_finite_input() {
   for (std::uint32_t b = 0; b < 65536; ++b) {
     const std::uint16_t pattern = static_cast<std::uint16_t>(b);
     T value;
-    std::memcpy(&value, &pattern, sizeof(value));
+    std::memcpy(static_cast<void*>(&value), &pattern, sizeof(value));
     if (std::isfinite(static_cast<float>(value))) bits.push_back(pattern);
   }
   const auto n = static_cast<std::int64_t>(bits.size());

@@ -10,6 +10,7 @@
 
 #include "claims_test_support.hpp"
 
+#include "cudalab/all_reduce.hpp"
 #include "error_kind.hpp"
 #include "harness/registry.hpp"
 #include "ops/transfers/all_reduce.hpp"
@@ -246,6 +247,26 @@ TEST(TransfersReference, AllReducePartsCoverEveryElementOnce) {
         }
         EXPECT_EQ(next, count) << gpus << " GPUs, " << count << " elements";
       }
+}
+
+// The one-process-per-GPU all-reduce refuses bad arguments before it touches a GPU.
+TEST(TransfersReference, AllReduceIpcValidatesBeforeTouchingTheGpu) {
+  auto* x = reinterpret_cast<float*>(std::uintptr_t{0x10000});
+  void* buffers[2] = {reinterpret_cast<void*>(std::uintptr_t{0x20000}),
+                      reinterpret_cast<void*>(std::uintptr_t{0x30000})};
+  unsigned* signals[2] = {reinterpret_cast<unsigned*>(std::uintptr_t{0x40000}),
+                          reinterpret_cast<unsigned*>(std::uintptr_t{0x50000})};
+  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, -1, buffers, signals, 0, 2, 1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, signals, 2, 2, 1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, signals, 0, 9, 1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, signals, 0, 2, 0); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] {
+              all_reduce_ipc(reinterpret_cast<float*>(std::uintptr_t{0x10002}), 8, buffers, signals, 0, 2, 1);
+            }),
+            ErrorKind::invalid_argument);
+  buffers[1] = nullptr;
+  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, signals, 0, 2, 1); }), ErrorKind::invalid_argument);
+  EXPECT_NO_THROW(all_reduce_ipc(x, 0, buffers, signals, 0, 2, 1));  // nothing to do
 }
 
 // nccl-tests' bus bandwidth: 2 (n - 1) / n of the algorithm's rate (1 at 2 GPUs, 1.5 at 4, 1.75

@@ -2,11 +2,13 @@
 #include "ops/transfers/all_reduce.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include <cuda_bf16.h>
 
 #include "core/launch.cuh"
 #include "core/vector.cuh"
+#include "core/warp.cuh"
 #include "cudalab/error.hpp"
 
 namespace cudalab::transfers {
@@ -67,7 +69,35 @@ void launch(const void* const* inputs, int gpus, void* out, std::int64_t count, 
   }
 }
 
+struct Signals {
+  unsigned* of[kAllReduceMaxGpus];
+};
+
+// Thread g of the one block tells GPU g this GPU has arrived, then waits for GPU g's arrival.
+// __grid_constant__: indexed in the parameter space itself, not copied to local memory.
+__global__ void cross_gpu_barrier_kernel(const __grid_constant__ Signals signals, int rank, int gpus, unsigned epoch) {
+  const int g = static_cast<int>(threadIdx.x);
+  if (g >= gpus) return;
+  unsigned* theirs = signals.of[g];
+  unsigned* mine = signals.of[rank];
+  __threadfence_system();  // what came before the launch (the copy into the buffer) lands first
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(theirs + rank), "r"(epoch) : "memory");
+  unsigned seen = 0;
+  do {
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(mine + g) : "memory");
+  } while (seen < epoch);
+}
+
 }  // namespace
+
+void cross_gpu_barrier(unsigned* const* signals, int rank, int gpus, unsigned epoch, cudaStream_t stream) {
+  CUDALAB_REQUIRE(gpus >= 1 && gpus <= kAllReduceMaxGpus && rank >= 0 && rank < gpus,
+                  "cross_gpu_barrier: rank " + std::to_string(rank) + " of " + std::to_string(gpus) + " GPUs (1 to 8)");
+  Signals s{};
+  for (int g = 0; g < gpus; ++g) s.of[g] = signals[g];
+  cross_gpu_barrier_kernel<<<1, kWarpSize, 0, stream>>>(s, rank, gpus, epoch);
+  CUDALAB_CHECK_LAUNCH();
+}
 
 void one_shot_sum(DType dtype, const void* const* inputs, int gpus, void* out, std::int64_t count,
                   cudaStream_t stream) {
@@ -98,3 +128,40 @@ double all_reduce_bound(DType dtype, int gpus, double magnitude_sum) {
 }
 
 }  // namespace cudalab::transfers
+
+namespace cudalab {
+
+template <typename T, typename>
+void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, unsigned* const* signals, int rank, int gpus,
+                    unsigned epoch, cudaStream_t stream) {
+  CUDALAB_REQUIRE(count >= 0, "all_reduce_ipc: count must be >= 0, got " + std::to_string(count));
+  CUDALAB_REQUIRE(gpus >= 1 && gpus <= kAllReduceMaxGpus && rank >= 0 && rank < gpus,
+                  "all_reduce_ipc: rank " + std::to_string(rank) + " of " + std::to_string(gpus) + " GPUs (1 to 8)");
+  CUDALAB_REQUIRE(epoch > 0, "all_reduce_ipc: epochs start at 1 (the signal arrays start at 0)");
+  if (count == 0) return;
+  CUDALAB_REQUIRE(x != nullptr && buffers != nullptr && signals != nullptr,
+                  "all_reduce_ipc: x, buffers and signals must not be null");
+  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(x) % sizeof(T) == 0,
+                  "all_reduce_ipc: x must be aligned to its element");
+  for (int g = 0; g < gpus; ++g)
+    CUDALAB_REQUIRE(buffers[g] != nullptr && signals[g] != nullptr &&
+                        reinterpret_cast<std::uintptr_t>(signals[g]) % sizeof(unsigned) == 0,
+                    "all_reduce_ipc: GPU " + std::to_string(g) + "'s buffer or signal array is null or misaligned");
+  CUDALAB_CUDA_CHECK(
+      cudaMemcpyAsync(buffers[rank], x, static_cast<std::size_t>(count) * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+  transfers::cross_gpu_barrier(signals, rank, gpus, epoch, stream);
+  const void* inputs[kAllReduceMaxGpus] = {};
+  unsigned* finished[kAllReduceMaxGpus] = {};
+  for (int g = 0; g < gpus; ++g) {
+    inputs[g] = buffers[g];
+    finished[g] = signals[g] + kAllReduceMaxGpus;
+  }
+  transfers::one_shot_sum(dtype_of_v<T>, inputs, gpus, x, count, stream);
+  transfers::cross_gpu_barrier(finished, rank, gpus, epoch, stream);
+}
+
+#define CUDALAB_ALL_REDUCE_ENTRY(T, a, b) \
+  template void all_reduce_ipc(T*, std::int64_t, void* const*, unsigned* const*, int, int, unsigned, cudaStream_t);
+CUDALAB_ALL_REDUCE_ELEMENTS(CUDALAB_ALL_REDUCE_ENTRY, , )
+
+}  // namespace cudalab

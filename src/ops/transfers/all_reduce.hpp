@@ -10,17 +10,26 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cudalab/all_reduce.hpp"
 #include "cudalab/dtype.hpp"
 
 namespace cudalab::transfers {
 
-inline constexpr int kAllReduceMaxGpus = 8;
+using cudalab::kAllReduceMaxGpus;
 
 // out[i] = the sum of inputs[g][i] over g < gpus (fp32 sums in the order g = 0, 1, ..., so every
 // GPU computes the same bits), rounded once to `dtype` (f32 or bf16). The inputs are any GPU's
 // memory this GPU can address (peer access enabled); out is this GPU's. Throws invalid_argument
 // for another dtype or more than kAllReduceMaxGpus inputs.
 void one_shot_sum(DType dtype, const void* const* inputs, int gpus, void* out, std::int64_t count, cudaStream_t stream);
+
+// A barrier between GPUs of different processes (or of one): GPU `rank` stores `epoch` into slot
+// `rank` of every GPU's signal array (signals[g]: kAllReduceMaxGpus unsigned words in GPU g's
+// memory, mapped into this process through CUDA IPC or peer access; signals[rank] its own), after
+// a system-scope fence that makes everything ordered before the launch visible to them, then waits
+// until every slot of its own array holds `epoch` or later. One block; every GPU of the barrier
+// must launch it with the same epoch, and epochs must grow from call to call (the arrays start at 0).
+void cross_gpu_barrier(unsigned* const* signals, int rank, int gpus, unsigned epoch, cudaStream_t stream);
 
 // GPU g's part of `count` elements in the two-shot rung: [first, first + count). Parts are whole
 // 16-byte vectors of `dtype` (the one-shot kernel's vector path) but the last, and together cover

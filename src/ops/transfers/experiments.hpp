@@ -39,10 +39,6 @@ class CurrentDevice {
   int previous_ = 0;
 };
 
-// Lets `from`'s kernels address `to`'s memory (peer access over unified virtual addressing);
-// false where the pair cannot. Enabling it again is not an error.
-bool enable_peer_access(int from, int to);
-
 // The probe's ceilings between GPU `from` (current) and the others: how many it has peer access to
 // both ways, and the best of them for cudaMemcpyPeerAsync of 256 MiB one way and both ways at once
 // (GB/s, the bytes of both directions), and for a 4-byte copy (us); each timed with events, each

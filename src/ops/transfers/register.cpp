@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,26 +54,6 @@ CurrentDevice::CurrentDevice(int device) {
 }
 
 CurrentDevice::~CurrentDevice() { cudaSetDevice(previous_); }
-
-bool enable_peer_access(int from, int to) {
-  // Pairs this process enabled: asking again returns an error that compute-sanitizer reports.
-  static std::mutex mutex;
-  static std::set<std::pair<int, int>> enabled;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (enabled.count({from, to}) != 0) return true;
-  int can = 0;
-  CUDALAB_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
-  if (can == 0) return false;
-  const CurrentDevice current(from);
-  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
-  if (status == cudaErrorPeerAccessAlreadyEnabled) {
-    cudaGetLastError();  // enabled by another library (NCCL): not an error, so clear the last-error slot
-  } else {
-    CUDALAB_CUDA_CHECK(status);
-  }
-  enabled.insert({from, to});
-  return true;
-}
 
 std::size_t free_device_bytes() {
   std::size_t free_bytes = 0, total_bytes = 0;

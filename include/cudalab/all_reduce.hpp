@@ -1,0 +1,40 @@
+// The sum of one array per GPU, left in every GPU's array, where each GPU is driven by its own
+// process (one process per GPU, as torch.distributed runs them) on one host. Every process calls
+// all_reduce_ipc on its GPU with the same count and epoch:
+//
+//   x (count elements, this GPU's) is copied into this GPU's staging buffer, buffers[rank]; a
+//   barrier waits until every GPU has done so; x becomes the fp32 sum, in GPU order, of every GPU's
+//   buffer, read over NVLink or PCIe peer access and rounded once to T (so every GPU holds the same
+//   bits); a second barrier keeps any GPU from refilling its buffer while another still reads it.
+//
+// buffers[g] and signals[g] are GPU g's staging buffer (at least count * sizeof(T) bytes, 16-byte
+// aligned for the vector path) and signal array (kAllReduceSignalWords unsigned words, zeroed
+// once when allocated), mapped into this process with CUDA IPC (cudaIpcOpenMemHandle, or
+// torch.multiprocessing's sharing of CUDA tensors); this process must have peer access to every
+// other GPU. The barriers compare epochs: `epoch` must be the same on every GPU for one call and
+// larger than the last call's (start at 1). Asynchronous on `stream`. count == 0 does nothing.
+// Throws cudalab::Error (invalid_argument for a negative count, gpus outside 1..8, a rank outside
+// 0..gpus-1, epoch 0, or a null or misaligned pointer; cuda when a launch fails).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include "cudalab/elements.hpp"
+
+namespace cudalab {
+
+#define CUDALAB_ALL_REDUCE_ELEMENTS(X, a, b) X(float, a, b) X(__nv_bfloat16, a, b)
+using AllReduceElements = CUDALAB_ELEMENT_LIST(CUDALAB_ALL_REDUCE_ELEMENTS);
+
+inline constexpr int kAllReduceMaxGpus = 8;
+// A signal array: one word per GPU for each of the two barriers.
+inline constexpr int kAllReduceSignalWords = 2 * kAllReduceMaxGpus;
+
+template <typename T, typename = RequireElement<T, AllReduceElements>>
+void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, unsigned* const* signals, int rank, int gpus,
+                    unsigned epoch, cudaStream_t stream = nullptr);
+
+}  // namespace cudalab
