@@ -37,8 +37,8 @@ void all_reduce_ipc_(at::Tensor x, const std::vector<at::Tensor>& buffers, const
     const at::Tensor& b = buffers[static_cast<std::size_t>(g)];
     const at::Tensor& s = signals[static_cast<std::size_t>(g)];
     TORCH_CHECK_VALUE(b.is_cuda() && b.scalar_type() == at::kByte && b.is_contiguous() && b.nbytes() >= x.nbytes(),
-                      "cudalab.", op, ": buffer ", g, " must be a contiguous CUDA uint8 tensor of at least ", x.nbytes(),
-                      " bytes");
+                      "cudalab.", op, ": buffer ", g, " must be a contiguous CUDA uint8 tensor of at least ",
+                      x.nbytes(), " bytes");
     TORCH_CHECK_VALUE(s.is_cuda() && s.scalar_type() == at::kInt && s.is_contiguous() &&
                           s.numel() >= kAllReduceSignalWords && s.device() == b.device(),
                       "cudalab.", op, ": signals ", g, " must be a contiguous CUDA int32 tensor of ",
