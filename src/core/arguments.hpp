@@ -13,6 +13,10 @@
 
 namespace cudalab {
 
+// True when `pointer` may be moved in 16-byte vectors (the host side's test; kernels have
+// is_aligned16 in core/vector.cuh).
+inline bool aligned16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
+
 // The product of `sizes` (each >= 0, checked by the caller), or invalid_argument "<call>: <what>
 // overflows 64 bits". A zero size makes it 0 whatever the others are: an empty problem.
 inline std::int64_t checked_product(const char* call, const char* what, std::initializer_list<std::int64_t> sizes) {

@@ -36,7 +36,6 @@ void gemm_fp8(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const
                   {scale_b, scale_b ? 1 : 0, 4, "scale_b"}},
                  {{c, span(m, ldc, n), sizeof(__nv_bfloat16), "C"}});
   if (k > 0) {
-    const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     CUDALAB_REQUIRE(aligned16(a) && aligned16(b) && lda % 16 == 0 && ldb % 16 == 0,
                     std::string(kCall) + ": A and B must be 16-byte aligned with lda and ldb multiples of 16 (TMA)");
   }

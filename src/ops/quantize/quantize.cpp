@@ -15,8 +15,6 @@ namespace v = quantize_variants;
 // stay in L2 between two_pass's reads, and a cooperative launch's grid barrier costs more there.
 constexpr std::int64_t kResidentFromBytes = std::int64_t{4} << 20;
 
-bool aligned16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
-
 template <typename T, typename>
 void quantize_fp8(const T* x, __nv_fp8_e4m3* q, float* scale, float* amax, std::int64_t n, cudaStream_t stream) {
   CUDALAB_REQUIRE(n >= 0, "quantize_fp8: n must be >= 0, got " + std::to_string(n));

@@ -19,8 +19,7 @@ void forward(const char* call, v::GluActivation activation, const T* gate, const
              cudaStream_t stream) {
   CUDALAB_REQUIRE(n >= 0, std::string(call) + ": n must be >= 0, got " + std::to_string(n));
   require_arrays(call, {{gate, n, sizeof(T), "gate"}, {up, n, sizeof(T), "up"}}, {{y, n, sizeof(T), "y"}});
-  v::SwigluArgs<T> args{gate, up, y, n};
-  args.activation = activation;
+  const v::SwigluArgs<T> args{gate, up, y, n, nullptr, activation, {}};
   v::vectorized(args, stream);
 }
 
@@ -30,8 +29,7 @@ void backward(const char* call, v::GluActivation activation, const T* gate, cons
   CUDALAB_REQUIRE(n >= 0, std::string(call) + ": n must be >= 0, got " + std::to_string(n));
   require_arrays(call, {{gate, n, sizeof(T), "gate"}, {up, n, sizeof(T), "up"}, {dy, n, sizeof(T), "dy"}},
                  {{dgate, n, sizeof(T), "dgate"}, {dup, n, sizeof(T), "dup"}});
-  v::SwigluBackwardArgs<T> args{gate, up, dy, dgate, dup, n};
-  args.activation = activation;
+  const v::SwigluBackwardArgs<T> args{gate, up, dy, dgate, dup, n, nullptr, activation, {}};
   v::backward_vectorized(args, stream);
 }
 
@@ -48,9 +46,7 @@ void forward_packed(const char* call, v::GluActivation activation, const T* x, T
                     std::int64_t width, cudaStream_t stream) {
   const std::int64_t n = packed_elements(call, rows, width);
   require_arrays(call, {{x, 2 * n, sizeof(T), "x"}}, {{y, n, sizeof(T), "y"}});
-  v::SwigluArgs<T> args{x, x + width, y, n};
-  args.activation = activation;
-  args.rows = {width, 2 * width};
+  const v::SwigluArgs<T> args{x, x + width, y, n, nullptr, activation, {width, 2 * width}};
   v::vectorized(args, stream);
 }
 
@@ -59,9 +55,7 @@ void backward_packed(const char* call, v::GluActivation activation, const T* x, 
                      std::int64_t width, cudaStream_t stream) {
   const std::int64_t n = packed_elements(call, rows, width);
   require_arrays(call, {{x, 2 * n, sizeof(T), "x"}, {dy, n, sizeof(T), "dy"}}, {{dx, 2 * n, sizeof(T), "dx"}});
-  v::SwigluBackwardArgs<T> args{x, x + width, dy, dx, dx + width, n};
-  args.activation = activation;
-  args.rows = {width, 2 * width};
+  const v::SwigluBackwardArgs<T> args{x, x + width, dy, dx, dx + width, n, nullptr, activation, {width, 2 * width}};
   v::backward_vectorized(args, stream);
 }
 
