@@ -9,6 +9,7 @@ bits. On two H200s over NVLink the kernel beats NCCL at every size in one proces
     dist.init_process_group("nccl")
     reduce = cudalab.distributed.AllReduce()      # collective: every rank builds it together
     reduce(x)                                     # x summed over the ranks, in place
+    ddp.register_comm_hook(reduce, cudalab.distributed.ddp_comm_hook)   # DDP's gradients by it
 
 Every process must see every GPU of the host (no CUDA_VISIBLE_DEVICES per process), each GPU
 must reach the others by peer access, and every rank must make the same calls in the same order
@@ -69,3 +70,14 @@ class AllReduce:
                 flat[start : start + step], self.buffers, self.signal_arrays, self.rank, self.epoch
             )
         return x
+
+
+def ddp_comm_hook(state, bucket):
+    """A DistributedDataParallel comm hook whose state is an AllReduce: each gradient bucket summed
+    by it and divided by the number of ranks (the average DDP's own hook gives), the same bits on
+    every rank: ``ddp.register_comm_hook(AllReduce(), ddp_comm_hook)``."""
+    tensor = bucket.buffer()
+    state(tensor).div_(state.world)
+    future = torch.futures.Future(devices=[tensor.device])
+    future.set_result(tensor)
+    return future

@@ -11,7 +11,8 @@ built from torch.nn (which also runs on the CPU, ``--device cpu``), for comparis
 Under ``torchrun --nproc_per_node N`` it trains data-parallel: one process per GPU (NCCL; gloo on
 the CPU), the model wrapped in DistributedDataParallel, each process on its own batches, the
 progress from the first process with tokens/s over all of them; at the end every replica's
-parameters are compared with the first's (they must be identical)."""
+parameters are compared with the first's (they must be identical). ``--all-reduce cudalab``
+averages the gradients with cudalab.distributed's one-shot kernel instead of NCCL."""
 
 import argparse
 import json
@@ -129,6 +130,13 @@ def parse(argv):
     parser.add_argument(
         "--fused-head", action="store_true", help="the LM head and loss as ops.linear_cross_entropy (--ops cudalab)"
     )
+    parser.add_argument(
+        "--all-reduce",
+        dest="all_reduce",
+        choices=["nccl", "cudalab"],
+        default="nccl",
+        help="data-parallel gradients by NCCL (DDP's own) or cudalab.distributed's one-shot kernel (default nccl)",
+    )
     parser.add_argument("--json", help="write the progress records and the summary here")
     return parser.parse_args(argv)
 
@@ -144,13 +152,18 @@ def main(argv=None):
         print("cudalab.train: needs a CUDA GPU (torch sees none); --ops torch --device cpu runs on the CPU",
               file=sys.stderr)
         return 3
-    if args.device == "cpu" and args.ops == "cudalab":
-        print("cudalab.train: cudalab's ops run on CUDA GPUs only; use --ops torch for --device cpu", file=sys.stderr)
+    if args.device == "cpu" and (args.ops == "cudalab" or args.all_reduce == "cudalab"):
+        print("cudalab.train: cudalab's ops run on CUDA GPUs only; use --ops torch --all-reduce nccl for --device cpu",
+              file=sys.stderr)
         return 2
     rank, world, device = _process_group(args)
     model, config, optimizer = _build(args.model, args.ops, args, device)
     # DDP starts every process from the first's weights and averages the gradients in the backward.
     trained = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    if world > 1 and args.all_reduce == "cudalab":
+        from .distributed import AllReduce, ddp_comm_hook
+
+        trained.register_comm_hook(AllReduce(), ddp_comm_hook)
     language = MarkovLanguage(config.vocab, args.seed, device)
     generator = torch.Generator(device=device).manual_seed(args.seed + 1)
     held_out = [language.sample(args.batch, config.seq + 1, generator) for _ in range(2)]

@@ -32,6 +32,23 @@ def _worker(rank, world, store):
                 assert mismatches == 0, f"rank {rank}, {dtype}, {n} elements: {mismatches} differ"
         with pytest.raises(ValueError, match="contiguous"):
             reduce(torch.ones(4, 2, device="cuda").t())
+        # As DDP's comm hook: the averaged gradients, the same on every rank, match NCCL's average.
+        torch.manual_seed(0)
+        model = torch.nn.Linear(64, 33).cuda()
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        ddp.register_comm_hook(reduce, cudalab.distributed.ddp_comm_hook)
+        x = torch.randn(8, 64, device="cuda", generator=torch.Generator(device="cuda").manual_seed(rank))
+        ddp(x).square().sum().backward()
+        reference = torch.nn.Linear(64, 33).cuda()
+        reference.load_state_dict(model.state_dict())
+        reference(x).square().sum().backward()
+        for ours, local in zip(model.parameters(), reference.parameters()):
+            average = local.grad.clone()
+            dist.all_reduce(average)
+            torch.testing.assert_close(ours.grad, average / world, rtol=1e-6, atol=1e-7)
+            first = ours.grad.clone()
+            dist.broadcast(first, 0)
+            assert torch.equal(ours.grad, first), f"rank {rank}: gradients differ from rank 0's"
     finally:
         dist.destroy_process_group()
 
