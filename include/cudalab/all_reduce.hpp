@@ -12,7 +12,10 @@
 // once when allocated), mapped into this process with CUDA IPC (cudaIpcOpenMemHandle, or
 // torch.multiprocessing's sharing of CUDA tensors); this process must have peer access to every
 // other GPU. The barriers compare epochs: `epoch` must be the same on every GPU for one call and
-// larger than the last call's (start at 1). Asynchronous on `stream`. count == 0 does nothing.
+// larger than the last call's (start at 1); calls must follow one another on one stream (the
+// second barrier of one call is what lets the next refill the buffer). A GPU that does not arrive
+// at a barrier within 20 s is taken as gone: the kernel traps and this process's next CUDA call
+// fails. Asynchronous on `stream`. count == 0 does nothing.
 // Throws cudalab::Error (invalid_argument for a negative count, gpus outside 1..8, a rank outside
 // 0..gpus-1, epoch 0, or a null or misaligned pointer; cuda when a launch fails).
 #pragma once

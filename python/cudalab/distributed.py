@@ -12,8 +12,9 @@ bits. On two H200s over NVLink the kernel beats NCCL at every size in one proces
     ddp.register_comm_hook(reduce, cudalab.distributed.ddp_comm_hook)   # DDP's gradients by it
 
 Every process must see every GPU of the host (no CUDA_VISIBLE_DEVICES per process), each GPU
-must reach the others by peer access, and every rank must make the same calls in the same order
-(a rank that does not call leaves the others waiting, as with NCCL)."""
+must reach the others by peer access, and every rank must make the same calls in the same order;
+a rank that does not arrive within 20 s is taken as gone (the others' kernels trap, and their next
+CUDA call fails). Not for CUDA graphs: the barriers' epochs are counted on the host."""
 
 import torch
 import torch.distributed as dist
@@ -34,26 +35,45 @@ class AllReduce:
         self.world = dist.get_world_size(group)
         if not 1 <= self.world <= MAX_GPUS:
             raise ValueError(f"cudalab.distributed.AllReduce: 1 to {MAX_GPUS} ranks, got {self.world}")
-        if buffer_bytes < 16 or buffer_bytes % 16:
-            raise ValueError(f"cudalab.distributed.AllReduce: buffer_bytes must be a positive multiple of 16, got {buffer_bytes}")
+        if buffer_bytes < 32 or buffer_bytes % 16:
+            raise ValueError(
+                f"cudalab.distributed.AllReduce: buffer_bytes must be a multiple of 16 from 32, got {buffer_bytes}"
+            )
         self.device = torch.device("cuda", torch.cuda.current_device())
+        # Every rank learns every rank's GPU, and all refuse together where one cannot reach another
+        # (a rank that raised alone would leave the others waiting at the first barrier).
+        devices = [None] * self.world
+        dist.all_gather_object(devices, self.device.index, group=group)
+        if len(set(devices)) != self.world:
+            raise RuntimeError(
+                f"cudalab.distributed.AllReduce: the ranks' GPUs are {devices}: one GPU per rank, and every process "
+                "must see every GPU of the host (no CUDA_VISIBLE_DEVICES per process)"
+            )
+        reachable = all(torch.cuda.can_device_access_peer(self.device.index, d) for d in devices if d != self.device.index)
+        everyone = [None] * self.world
+        dist.all_gather_object(everyone, reachable, group=group)
+        if not all(everyone):
+            raise RuntimeError(f"cudalab.distributed.AllReduce: some GPU of {devices} has no peer access to another")
         self.buffer = torch.empty(buffer_bytes, dtype=torch.uint8, device=self.device)
         self.signals = torch.zeros(SIGNAL_WORDS, dtype=torch.int32, device=self.device)
-        shared = [None] * self.world
-        dist.all_gather_object(shared, (reduce_tensor(self.buffer), reduce_tensor(self.signals)), group=group)
+        # One share per receiving rank: each share's reference counter is released by one process.
+        shares = [
+            None if rank == self.rank else (reduce_tensor(self.buffer), reduce_tensor(self.signals))
+            for rank in range(self.world)
+        ]
+        gathered = [None] * self.world
+        dist.all_gather_object(gathered, shares, group=group)
         self.buffers, self.signal_arrays = [], []
-        for rank, (buffer, signals) in enumerate(shared):
+        for rank, theirs in enumerate(gathered):
             if rank == self.rank:
                 buffer, signals = self.buffer, self.signals
             else:
-                buffer, signals = buffer[0](*buffer[1]), signals[0](*signals[1])
-            if buffer.device == self.device and rank != self.rank:
-                raise RuntimeError(
-                    f"cudalab.distributed.AllReduce: ranks {self.rank} and {rank} share {self.device}: one GPU per rank"
-                )
+                (rebuild, args), (rebuild_signals, signal_args) = theirs[self.rank]
+                buffer, signals = rebuild(*args), rebuild_signals(*signal_args)
             self.buffers.append(buffer)
             self.signal_arrays.append(signals)
         self.epoch = 0
+        self.done = None  # the last call's second barrier, which the next call's stream waits for
         torch.cuda.synchronize(self.device)  # the zeroed signals land before any rank can signal
         dist.barrier(group=group)
 
@@ -62,6 +82,14 @@ class AllReduce:
         returns x."""
         if not x.is_contiguous():
             raise ValueError("cudalab.distributed.AllReduce: x must be contiguous")
+        if x.device != self.device:
+            raise ValueError(f"cudalab.distributed.AllReduce: x is on {x.device}, this rank's GPU is {self.device}")
+        if torch.cuda.is_current_stream_capturing():
+            # A captured epoch would be the same on every replay, and the barriers would stop waiting.
+            raise RuntimeError("cudalab.distributed.AllReduce cannot be captured in a CUDA graph")
+        stream = torch.cuda.current_stream(self.device)
+        if self.done is not None:
+            stream.wait_event(self.done)  # the buffer is refilled only after every GPU has read it
         flat = x.view(-1)
         step = self.buffer.numel() // x.element_size() // 8 * 8  # pieces start 16-byte aligned
         for start in range(0, flat.numel(), step):
@@ -69,6 +97,8 @@ class AllReduce:
             torch.ops.cudalab._all_reduce_ipc_(
                 flat[start : start + step], self.buffers, self.signal_arrays, self.rank, self.epoch
             )
+        self.done = torch.cuda.Event()
+        self.done.record(stream)
         return x
 
 

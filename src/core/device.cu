@@ -121,9 +121,9 @@ bool enable_peer_access(int from, int to) {
   if (can == 0) return false;
   int previous = 0;
   CUDALAB_CUDA_CHECK(cudaGetDevice(&previous));
-  CUDALAB_CUDA_CHECK(cudaSetDevice(from));
-  const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
-  if (status == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();  // clear the last-error slot
+  const cudaError_t selected = cudaSetDevice(from);
+  const cudaError_t status = selected == cudaSuccess ? cudaDeviceEnablePeerAccess(to, 0) : selected;
+  cudaGetLastError();  // the error is reported below (or, already enabled, is none): clear the last-error slot
   cudaSetDevice(previous);
   if (status != cudaErrorPeerAccessAlreadyEnabled) CUDALAB_CUDA_CHECK(status);
   enabled.insert({from, to});

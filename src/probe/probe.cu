@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -302,11 +303,18 @@ Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(con
   CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&gpus));
   if (gpus > 1) {
     say("probe: copies to the host's other GPUs (cudaMemcpyPeerAsync)");
-    const transfers::PeerCeilings peers = transfers::measure_peer_ceilings(device.ordinal);
-    c.peer_gpus = peers.peers;
-    c.peer_gbps = peers.gbps;
-    c.peer_bidirectional_gbps = peers.bidirectional_gbps;
-    c.peer_latency_us = peers.latency_us;
+    // The other GPUs may be busy, full or in another process's exclusive mode: their ceilings
+    // are left out (zeros, no rows) rather than failing the probe of this one.
+    try {
+      const transfers::PeerCeilings peers = transfers::measure_peer_ceilings(device.ordinal);
+      c.peer_gpus = peers.peers;
+      c.peer_gbps = peers.gbps;
+      c.peer_bidirectional_gbps = peers.bidirectional_gbps;
+      c.peer_latency_us = peers.latency_us;
+    } catch (const Error& error) {
+      say(std::string("probe: copies to other GPUs not measured: ") + error.what());
+      cudaGetLastError();
+    }
   }
   return c;
 }

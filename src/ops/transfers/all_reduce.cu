@@ -73,19 +73,34 @@ struct Signals {
   unsigned* of[kAllReduceMaxGpus];
 };
 
+// A GPU that has not arrived after this long is taken as gone (its process failed before the
+// call): the kernel traps, which fails this process's next CUDA call, instead of spinning forever.
+constexpr unsigned long long kBarrierTimeoutNs = 20ull * 1000 * 1000 * 1000;
+
+__device__ __forceinline__ unsigned long long global_nanoseconds() {
+  unsigned long long now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
 // Thread g of the one block tells GPU g this GPU has arrived, then waits for GPU g's arrival.
-// __grid_constant__: indexed in the parameter space itself, not copied to local memory.
+// __grid_constant__: indexed in the parameter space itself, not copied to local memory. The copy
+// into the buffer that came before the launch is complete when the kernel starts (stream order),
+// and peers read it through this GPU's L2 after they see the flag.
 __global__ void cross_gpu_barrier_kernel(const __grid_constant__ Signals signals, int rank, int gpus, unsigned epoch) {
   const int g = static_cast<int>(threadIdx.x);
   if (g >= gpus) return;
   unsigned* theirs = signals.of[g];
   unsigned* mine = signals.of[rank];
-  __threadfence_system();  // what came before the launch (the copy into the buffer) lands first
+  __threadfence_system();  // this GPU's own earlier writes (the sum into x) before the flag
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(theirs + rank), "r"(epoch) : "memory");
+  const unsigned long long start = global_nanoseconds();
   unsigned seen = 0;
-  do {
+  for (;;) {
     asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(mine + g) : "memory");
-  } while (seen < epoch);
+    if (seen >= epoch) break;
+    if (global_nanoseconds() - start > kBarrierTimeoutNs) __trap();
+  }
 }
 
 }  // namespace
@@ -145,6 +160,7 @@ void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, unsigned* co
                   "all_reduce_ipc: x must be aligned to its element");
   for (int g = 0; g < gpus; ++g)
     CUDALAB_REQUIRE(buffers[g] != nullptr && signals[g] != nullptr &&
+                        reinterpret_cast<std::uintptr_t>(buffers[g]) % sizeof(T) == 0 &&
                         reinterpret_cast<std::uintptr_t>(signals[g]) % sizeof(unsigned) == 0,
                     "all_reduce_ipc: GPU " + std::to_string(g) + "'s buffer or signal array is null or misaligned");
   CUDALAB_CUDA_CHECK(

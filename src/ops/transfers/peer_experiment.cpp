@@ -242,12 +242,20 @@ PeerCeilings measure_peer_ceilings(int from) {
   int count = 0;
   CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&count));
   PeerCeilings best;
-  const std::size_t bytes = std::min(std::size_t{256} << 20, free_device_bytes() / 8) & ~std::size_t{15};
-  std::vector<unsigned char> check(bytes);
   harness::KernelTimer timer;
   const ExperimentScale scale;  // the full sizes whatever CUDALAB_TRANSFERS_SMALL says
+  const std::size_t free_here = free_device_bytes();
   for (int to = 0; to < count; ++to) {
     if (to == from || !enable_peer_access(from, to) || !enable_peer_access(to, from)) continue;
+    std::size_t free_there = 0;
+    {
+      const CurrentDevice other(to);
+      free_there = free_device_bytes();
+    }
+    // Two buffers a side: an eighth of the smaller free memory at most.
+    const std::size_t bytes = std::min(std::size_t{256} << 20, std::min(free_here, free_there) / 8) & ~std::size_t{15};
+    if (bytes == 0) continue;
+    std::vector<unsigned char> check(bytes);
     ++best.peers;
     Side a = make_side(from, bytes, 0), b = make_side(to, bytes, 0);
     const CurrentDevice current(from);
