@@ -1,25 +1,28 @@
 // The all-reduce of one process per GPU (cudalab.distributed): x summed in place over the GPUs whose
-// staging buffers and signal arrays were shared through CUDA IPC (cudalab::all_reduce_ipc). The
-// sharing, the epochs and the chunking of tensors larger than a buffer live in Python.
+// staging buffers and signal arrays were shared through CUDA IPC (cudalab::all_reduce_ipc), and the
+// sharing itself: a buffer from cudaMalloc with its IPC handle, and another rank's buffer opened for
+// this rank's GPU. The epochs and the chunking of tensors larger than a buffer live in Python.
 #include <cstdint>
+#include <cstring>
 #include <string>
-#include <utility>
+#include <tuple>
 #include <vector>
 
+#include <ATen/ops/from_blob.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #include <torch/library.h>
 
 #include "common.hpp"
 #include "cudalab/all_reduce.hpp"
-#include "cudalab/device.hpp"
 
 namespace cudalab::torch_ops {
 namespace {
 
 // x (f32 or bf16, contiguous, this process's GPU) summed over the GPUs of `buffers` (uint8, each
 // GPU's staging buffer of at least x's bytes) and `signals` (int32, each GPU's
-// kAllReduceSignalWords words), both in rank order, this GPU's at `rank`; `epoch` as
-// all_reduce_ipc takes it.
+// kAllReduceSignalWords words), both in rank order, this GPU's at `rank` and the others' opened by
+// _ipc_open (so all of them on x's device); `epoch` as all_reduce_ipc takes it.
 void all_reduce_ipc_(at::Tensor x, const std::vector<at::Tensor>& buffers, const std::vector<at::Tensor>& signals,
                      std::int64_t rank, std::int64_t epoch) {
   constexpr const char* op = "_all_reduce_ipc_";
@@ -36,17 +39,14 @@ void all_reduce_ipc_(at::Tensor x, const std::vector<at::Tensor>& buffers, const
   for (std::int64_t g = 0; g < gpus; ++g) {
     const at::Tensor& b = buffers[static_cast<std::size_t>(g)];
     const at::Tensor& s = signals[static_cast<std::size_t>(g)];
-    TORCH_CHECK_VALUE(b.is_cuda() && b.scalar_type() == at::kByte && b.is_contiguous() && b.nbytes() >= x.nbytes(),
-                      "cudalab.", op, ": buffer ", g, " must be a contiguous CUDA uint8 tensor of at least ",
-                      x.nbytes(), " bytes");
-    TORCH_CHECK_VALUE(s.is_cuda() && s.scalar_type() == at::kInt && s.is_contiguous() &&
-                          s.numel() >= kAllReduceSignalWords && s.device() == b.device(),
-                      "cudalab.", op, ": signals ", g, " must be a contiguous CUDA int32 tensor of ",
-                      kAllReduceSignalWords, " words on its buffer's GPU");
-    TORCH_CHECK_VALUE((g == rank) == (b.device() == x.device()), "cudalab.", op, ": buffer ", g,
-                      g == rank ? " must be on x's GPU" : " must be on another GPU than x's");
-    TORCH_CHECK(cudalab::enable_peer_access(x.device().index(), b.device().index()), "cudalab.", op, ": GPU ",
-                x.device().index(), " cannot address GPU ", b.device().index(), "'s memory (no peer access)");
+    TORCH_CHECK_VALUE(
+        b.device() == x.device() && b.scalar_type() == at::kByte && b.is_contiguous() && b.nbytes() >= x.nbytes(),
+        "cudalab.", op, ": buffer ", g, " must be a contiguous uint8 tensor on x's device (", x.device(),
+        ") of at least ", x.nbytes(), " bytes");
+    TORCH_CHECK_VALUE(s.device() == x.device() && s.scalar_type() == at::kInt && s.is_contiguous() &&
+                          s.numel() >= kAllReduceSignalWords,
+                      "cudalab.", op, ": signals ", g, " must be a contiguous int32 tensor of ", kAllReduceSignalWords,
+                      " words on x's device (", x.device(), ")");
     buffer_pointers.push_back(b.data_ptr());
     signal_pointers.push_back(reinterpret_cast<unsigned*>(s.data_ptr()));
   }
@@ -60,11 +60,60 @@ void all_reduce_ipc_(at::Tensor x, const std::vector<at::Tensor>& buffers, const
   });
 }
 
+// `bytes` of memory on `device` from cudaMalloc, outside torch's caching allocator (whose blocks
+// hold other tensors too, all of which a handle would expose), and its CUDA IPC handle: the
+// cudaIpcMemHandle_t's bytes in a CPU uint8 tensor, for the other ranks' _ipc_open.
+std::tuple<at::Tensor, at::Tensor> ipc_buffer(std::int64_t bytes, at::Device device) {
+  constexpr const char* op = "_ipc_buffer";
+  TORCH_CHECK_VALUE(device.is_cuda() && device.has_index(), "cudalab.", op, ": a CUDA device with an index, got ",
+                    device);
+  TORCH_CHECK_VALUE(bytes > 0, "cudalab.", op, ": bytes must be positive, got ", bytes);
+  const c10::cuda::CUDAGuard guard(device);
+  void* memory = nullptr;
+  cudaIpcMemHandle_t handle{};
+  call_library(op, [&] {
+    CUDALAB_CUDA_CHECK(cudaMalloc(&memory, static_cast<std::size_t>(bytes)));
+    const cudaError_t exported = cudaIpcGetMemHandle(&handle, memory);
+    if (exported != cudaSuccess) cudaFree(memory);
+    CUDALAB_CUDA_CHECK(exported);
+  });
+  at::Tensor buffer = at::from_blob(
+      memory, {bytes}, [](void* p) { cudaFree(p); }, at::TensorOptions().dtype(at::kByte).device(device));
+  at::Tensor bytes_of_handle = at::empty({static_cast<std::int64_t>(sizeof(handle))}, at::kByte);
+  std::memcpy(bytes_of_handle.data_ptr(), &handle, sizeof(handle));
+  return {buffer, bytes_of_handle};
+}
+
+// Another rank's _ipc_buffer of `bytes`, opened for kernels on `device` (this rank's GPU) by
+// cudalab::open_peer_buffer; the tensor says `device`, where it is addressed, and closes the
+// mapping when freed.
+at::Tensor ipc_open(const at::Tensor& handle, std::int64_t bytes, at::Device device) {
+  constexpr const char* op = "_ipc_open";
+  TORCH_CHECK_VALUE(device.is_cuda() && device.has_index(), "cudalab.", op, ": a CUDA device with an index, got ",
+                    device);
+  TORCH_CHECK_VALUE(handle.device().is_cpu() && handle.scalar_type() == at::kByte && handle.is_contiguous() &&
+                        handle.numel() == static_cast<std::int64_t>(sizeof(cudaIpcMemHandle_t)),
+                    "cudalab.", op, ": handle must be _ipc_buffer's ", sizeof(cudaIpcMemHandle_t), " CPU bytes, got ",
+                    handle.sizes(), " ", handle.scalar_type(), " on ", handle.device());
+  TORCH_CHECK_VALUE(bytes > 0, "cudalab.", op, ": bytes must be positive, got ", bytes);
+  cudaIpcMemHandle_t ipc{};
+  std::memcpy(&ipc, handle.data_ptr(), sizeof(ipc));
+  void* mapped = nullptr;
+  call_library(op, [&] { mapped = cudalab::open_peer_buffer(ipc, device.index()); });
+  return at::from_blob(
+      mapped, {bytes}, [](void* p) { cudaIpcCloseMemHandle(p); }, at::TensorOptions().dtype(at::kByte).device(device));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "_all_reduce_ipc_(Tensor(a!) x, Tensor[] buffers, Tensor[] signals, int rank, int epoch) -> ()",
             &all_reduce_ipc_, AllReduceElements{});
+  // Neither takes a CUDA tensor to dispatch on: one kernel for every backend.
+  m.def("_ipc_buffer(int bytes, Device device) -> (Tensor, Tensor)");
+  m.impl("_ipc_buffer", torch::dispatch(c10::DispatchKey::CompositeExplicitAutograd, &ipc_buffer));
+  m.def("_ipc_open(Tensor handle, int bytes, Device device) -> Tensor");
+  m.impl("_ipc_open", torch::dispatch(c10::DispatchKey::CompositeExplicitAutograd, &ipc_open));
 }
 
 }  // namespace cudalab::torch_ops

@@ -18,7 +18,6 @@ CUDA call fails). Not for CUDA graphs: the barriers' epochs are counted on the h
 
 import torch
 import torch.distributed as dist
-from torch.multiprocessing.reductions import reduce_tensor
 
 SIGNAL_WORDS = 16  # cudalab::kAllReduceSignalWords: a word per GPU for each of the two barriers
 MAX_GPUS = 8
@@ -54,24 +53,26 @@ class AllReduce:
         dist.all_gather_object(everyone, reachable, group=group)
         if not all(everyone):
             raise RuntimeError(f"cudalab.distributed.AllReduce: some GPU of {devices} has no peer access to another")
-        self.buffer = torch.empty(buffer_bytes, dtype=torch.uint8, device=self.device)
-        self.signals = torch.zeros(SIGNAL_WORDS, dtype=torch.int32, device=self.device)
-        # One share per receiving rank: each share's reference counter is released by one process.
-        shares = [
-            None if rank == self.rank else (reduce_tensor(self.buffer), reduce_tensor(self.signals))
-            for rank in range(self.world)
-        ]
-        gathered = [None] * self.world
-        dist.all_gather_object(gathered, shares, group=group)
+        # Each rank's buffer and signals in one cudaMalloc'd region, opened by the others for their
+        # own GPU (memory opened for its owner's GPU, as torch.multiprocessing shares CUDA tensors,
+        # faults when another GPU's kernel reads it).
+        region_bytes = buffer_bytes + 4 * SIGNAL_WORDS
+        self.region, handle = torch.ops.cudalab._ipc_buffer(region_bytes, self.device)
+        self.region[buffer_bytes:].zero_()
+        handles = [None] * self.world
+        dist.all_gather_object(handles, handle.numpy().tobytes(), group=group)
         self.buffers, self.signal_arrays = [], []
-        for rank, theirs in enumerate(gathered):
-            if rank == self.rank:
-                buffer, signals = self.buffer, self.signals
-            else:
-                (rebuild, args), (rebuild_signals, signal_args) = theirs[self.rank]
-                buffer, signals = rebuild(*args), rebuild_signals(*signal_args)
-            self.buffers.append(buffer)
-            self.signal_arrays.append(signals)
+        for rank, theirs in enumerate(handles):
+            region = (
+                self.region
+                if rank == self.rank
+                else torch.ops.cudalab._ipc_open(
+                    torch.frombuffer(bytearray(theirs), dtype=torch.uint8), region_bytes, self.device
+                )
+            )
+            self.buffers.append(region[:buffer_bytes])
+            self.signal_arrays.append(region[buffer_bytes:].view(torch.int32))
+        self.buffer = self.buffers[self.rank]
         self.epoch = 0
         self.done = None  # the last call's second barrier, which the next call's stream waits for
         torch.cuda.synchronize(self.device)  # the zeroed signals land before any rank can signal
@@ -111,3 +112,5 @@ def ddp_comm_hook(state, bucket):
     future = torch.futures.Future(devices=[tensor.device])
     future.set_result(tensor)
     return future
+
+

@@ -146,6 +146,17 @@ double all_reduce_bound(DType dtype, int gpus, double magnitude_sum) {
 
 namespace cudalab {
 
+void* open_peer_buffer(const cudaIpcMemHandle_t& handle, int device) {
+  int previous = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDevice(&previous));
+  CUDALAB_CUDA_CHECK(cudaSetDevice(device));
+  void* mapped = nullptr;
+  const cudaError_t status = cudaIpcOpenMemHandle(&mapped, handle, cudaIpcMemLazyEnablePeerAccess);
+  cudaSetDevice(previous);
+  CUDALAB_CUDA_CHECK(status);
+  return mapped;
+}
+
 template <typename T, typename>
 void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, unsigned* const* signals, int rank, int gpus,
                     unsigned epoch, cudaStream_t stream) {

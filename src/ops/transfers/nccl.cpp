@@ -31,13 +31,13 @@ Fn symbol(void* library, const char* name) {
   return reinterpret_cast<Fn>(dlsym(library, name));
 }
 
-// CUDALAB_NCCL_LIBRARY, then libnccl.so.2 from the loader's path, then PyTorch's nvidia-nccl
-// package in the active virtual environment or the usual Python locations; null where none loads.
+// CUDALAB_NCCL_LIBRARY alone where it is set (a path that does not load leaves NCCL out), else
+// libnccl.so.2 from the loader's path, then PyTorch's nvidia-nccl package in the active virtual
+// environment or the usual Python locations; null where none loads.
 void* load_nccl() {
-  std::vector<std::string> candidates;
   if (const char* path = std::getenv("CUDALAB_NCCL_LIBRARY"); path != nullptr && *path != '\0')
-    candidates.emplace_back(path);
-  candidates.emplace_back("libnccl.so.2");
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  std::vector<std::string> candidates = {"libnccl.so.2"};
   std::vector<std::string> patterns = {"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
                                        "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
                                        "/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2"};
@@ -63,7 +63,11 @@ Nccl::Nccl(int gpus) : gpus_(gpus) {
   }
   library_ = load_nccl();
   if (library_ == nullptr) {
-    reason_ = "NCCL not found (libnccl.so.2 on the loader's path, CUDALAB_NCCL_LIBRARY, or PyTorch's nvidia-nccl)";
+    const char* path = std::getenv("CUDALAB_NCCL_LIBRARY");
+    reason_ =
+        path != nullptr && *path != '\0'
+            ? std::string("NCCL did not load from CUDALAB_NCCL_LIBRARY=") + path
+            : "NCCL not found (libnccl.so.2 on the loader's path, CUDALAB_NCCL_LIBRARY, or PyTorch's nvidia-nccl)";
     return;
   }
   auto init_all = symbol<CommInitAllFn>(library_, "ncclCommInitAll");
