@@ -20,7 +20,8 @@ namespace cudalab::torch_ops {
 namespace {
 
 // x (f32 or bf16, contiguous, this process's GPU) summed over the GPUs of `buffers` (uint8, each
-// GPU's staging buffer of at least x's bytes) and `signals` (int32, each GPU's
+// GPU's staging buffer, as large as the others and at least twice x's bytes: calls alternate
+// halves) and `signals` (int32, each GPU's
 // kAllReduceSignalWords words), both in rank order, this GPU's at `rank` and the others' opened by
 // _ipc_open (so all of them on x's device); `epoch` as all_reduce_ipc takes it.
 void all_reduce_ipc_(at::Tensor x, const std::vector<at::Tensor>& buffers, const std::vector<at::Tensor>& signals,
@@ -39,10 +40,10 @@ void all_reduce_ipc_(at::Tensor x, const std::vector<at::Tensor>& buffers, const
   for (std::int64_t g = 0; g < gpus; ++g) {
     const at::Tensor& b = buffers[static_cast<std::size_t>(g)];
     const at::Tensor& s = signals[static_cast<std::size_t>(g)];
-    TORCH_CHECK_VALUE(
-        b.device() == x.device() && b.scalar_type() == at::kByte && b.is_contiguous() && b.nbytes() >= x.nbytes(),
-        "cudalab.", op, ": buffer ", g, " must be a contiguous uint8 tensor on x's device (", x.device(),
-        ") of at least ", x.nbytes(), " bytes");
+    TORCH_CHECK_VALUE(b.device() == x.device() && b.scalar_type() == at::kByte && b.is_contiguous() &&
+                          b.nbytes() == buffers[0].nbytes() && b.nbytes() >= 2 * x.nbytes(),
+                      "cudalab.", op, ": buffer ", g, " must be a contiguous uint8 tensor on x's device (", x.device(),
+                      ") of at least twice x's ", x.nbytes(), " bytes, as large as buffer 0");
     TORCH_CHECK_VALUE(s.device() == x.device() && s.scalar_type() == at::kInt && s.is_contiguous() &&
                           s.numel() >= kAllReduceSignalWords,
                       "cudalab.", op, ": signals ", g, " must be a contiguous int32 tensor of ", kAllReduceSignalWords,
@@ -53,9 +54,9 @@ void all_reduce_ipc_(at::Tensor x, const std::vector<at::Tensor>& buffers, const
   with_element_type<AllReduceElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
-      cudalab::all_reduce_ipc(mutable_data<T>(x), x.numel(), buffer_pointers.data(), signal_pointers.data(),
-                              static_cast<int>(rank), static_cast<int>(gpus), static_cast<unsigned>(epoch),
-                              current_stream(x));
+      cudalab::all_reduce_ipc(mutable_data<T>(x), x.numel(), buffer_pointers.data(), buffers[0].nbytes(),
+                              signal_pointers.data(), static_cast<int>(rank), static_cast<int>(gpus),
+                              static_cast<unsigned>(epoch), current_stream(x));
     });
   });
 }

@@ -1,22 +1,25 @@
 // The sum of one array per GPU, left in every GPU's array, where each GPU is driven by its own
 // process (one process per GPU, as torch.distributed runs them) on one host. Every process calls
-// all_reduce_ipc on its GPU with the same count and epoch:
+// all_reduce_ipc on its GPU with the same count and epoch, its calls one after another on one
+// stream. One kernel: its block b on every GPU owns the same elements of x; it copies them into
+// half (epoch % 2) of this GPU's staging buffer, tells every GPU's block b so through their signal
+// arrays, waits until every GPU's block b has told it the same, and writes into x the fp32 sum in
+// GPU order of those elements of every GPU's half-buffer, read over NVLink or PCIe and rounded once
+// to T (so every GPU holds the same bits). Calls alternate halves, so none waits for the peers to
+// finish reading the last one: a GPU refills the half of call k only in call k + 2, after its
+// call k + 1 saw every GPU arrive there, which a GPU does only after finishing call k.
 //
-//   x (count elements, this GPU's) is copied into this GPU's staging buffer, buffers[rank]; a
-//   barrier waits until every GPU has done so; x becomes the fp32 sum, in GPU order, of every GPU's
-//   buffer, read over NVLink or PCIe peer access and rounded once to T (so every GPU holds the same
-//   bits); a second barrier keeps any GPU from refilling its buffer while another still reads it.
-//
-// buffers[g] and signals[g] are GPU g's staging buffer (at least count * sizeof(T) bytes, 16-byte
-// aligned for the vector path) and signal array (kAllReduceSignalWords unsigned words, zeroed
-// once when allocated): this process's own for g == rank, the others' opened by open_peer_buffer. The barriers compare
-// epochs: `epoch` must be the same on every GPU for one call and larger than the last call's (start at 1); calls must
-// follow one another on one stream (the second barrier of one call is what lets the next refill the buffer). A GPU that
-// does not arrive at a barrier within 20 s is taken as gone: the kernel traps and this process's next CUDA call fails.
-// Asynchronous on `stream`. count == 0 does nothing. Throws cudalab::Error (invalid_argument for a negative count, gpus
-// outside 1..8, a rank outside 0..gpus-1, epoch 0, or a null or misaligned pointer; cuda when a launch fails).
+// buffers[g] and signals[g] are GPU g's staging buffer (buffer_bytes, the same on every GPU, a
+// multiple of 32; count at most all_reduce_ipc_capacity) and signal array (kAllReduceSignalWords
+// unsigned words, zeroed once when allocated): this process's own for g == rank, the others' opened
+// by open_peer_buffer. `epoch` must be the same on every GPU for one call and larger than the last
+// call's (start at 1). A GPU that does not arrive within 20 s is taken as gone: the kernel traps
+// and this process's next CUDA call fails. Asynchronous on `stream`. count == 0 does nothing.
+// Throws cudalab::Error (invalid_argument for a negative or too large count, gpus outside 1..8, a
+// rank outside 0..gpus-1, epoch 0, or a null or misaligned pointer; cuda when the launch fails).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_bf16.h>
@@ -30,8 +33,16 @@ namespace cudalab {
 using AllReduceElements = CUDALAB_ELEMENT_LIST(CUDALAB_ALL_REDUCE_ELEMENTS);
 
 inline constexpr int kAllReduceMaxGpus = 8;
-// A signal array: one word per GPU for each of the two barriers.
-inline constexpr int kAllReduceSignalWords = 2 * kAllReduceMaxGpus;
+// all_reduce_ipc's kernel runs at most this many blocks.
+inline constexpr int kAllReduceMaxBlocks = 128;
+// A signal array: one word per GPU for each block.
+inline constexpr int kAllReduceSignalWords = kAllReduceMaxBlocks * kAllReduceMaxGpus;
+
+// The elements of T one all_reduce_ipc call takes with buffers of buffer_bytes: half of them.
+template <typename T>
+constexpr std::size_t all_reduce_ipc_capacity(std::size_t buffer_bytes) {
+  return buffer_bytes / 2 / sizeof(T);
+}
 
 // Another process's cudaMalloc'd memory, exported with cudaIpcGetMemHandle, mapped for kernels on
 // `device` (this process's GPU) with peer access enabled; close it with cudaIpcCloseMemHandle. It
@@ -42,7 +53,7 @@ inline constexpr int kAllReduceSignalWords = 2 * kAllReduceMaxGpus;
 void* open_peer_buffer(const cudaIpcMemHandle_t& handle, int device);
 
 template <typename T, typename = RequireElement<T, AllReduceElements>>
-void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, unsigned* const* signals, int rank, int gpus,
-                    unsigned epoch, cudaStream_t stream = nullptr);
+void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, std::size_t buffer_bytes, unsigned* const* signals,
+                    int rank, int gpus, unsigned epoch, cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

@@ -1,8 +1,8 @@
 """All-reduce (sum) across the GPUs of one host with one process per GPU, torch.distributed's usual
-layout, by cudalab's one-shot kernel (cudalab::all_reduce_ipc): each GPU copies its tensor into a
-staging buffer that every other process has mapped through CUDA IPC, and after a barrier between
-the GPUs each sums every GPU's buffer into its own tensor, in GPU order, so every GPU holds the same
-bits. On two H200s over NVLink the kernel beats NCCL at every size in one process
+layout, by cudalab's one-shot kernel (cudalab::all_reduce_ipc), one launch a call: each GPU copies
+its tensor into a staging buffer that every other process has mapped through CUDA IPC, and after a
+barrier between the GPUs' blocks each sums every GPU's buffer into its own tensor, in GPU order, so
+every GPU holds the same bits. On two H200s over NVLink the kernel beats NCCL at every size in one process
 (docs/transfers.md); with more GPUs it leads below a few MiB.
 
     torch.cuda.set_device(rank)
@@ -19,14 +19,14 @@ CUDA call fails). Not for CUDA graphs: the barriers' epochs are counted on the h
 import torch
 import torch.distributed as dist
 
-SIGNAL_WORDS = 16  # cudalab::kAllReduceSignalWords: a word per GPU for each of the two barriers
+SIGNAL_WORDS = 1024  # cudalab::kAllReduceSignalWords: a word per GPU for each of the kernel's blocks
 MAX_GPUS = 8
 
 
 class AllReduce:
     """The staging buffer (``buffer_bytes``) and signal array of this process's GPU, shared with the
-    other ranks of ``group`` when constructed (a collective call). Tensors larger than the buffer
-    are summed in buffer-sized pieces."""
+    other ranks of ``group`` when constructed (a collective call). Calls alternate the buffer's
+    halves; tensors larger than half of it are summed in half-buffer pieces."""
 
     def __init__(self, group=None, buffer_bytes=32 << 20):
         self.group = group
@@ -34,9 +34,9 @@ class AllReduce:
         self.world = dist.get_world_size(group)
         if not 1 <= self.world <= MAX_GPUS:
             raise ValueError(f"cudalab.distributed.AllReduce: 1 to {MAX_GPUS} ranks, got {self.world}")
-        if buffer_bytes < 32 or buffer_bytes % 16:
+        if buffer_bytes < 32 or buffer_bytes % 32:
             raise ValueError(
-                f"cudalab.distributed.AllReduce: buffer_bytes must be a multiple of 16 from 32, got {buffer_bytes}"
+                f"cudalab.distributed.AllReduce: buffer_bytes must be a multiple of 32 from 32, got {buffer_bytes}"
             )
         self.device = torch.device("cuda", torch.cuda.current_device())
         # Every rank learns every rank's GPU, and all refuse together where one cannot reach another
@@ -74,7 +74,8 @@ class AllReduce:
             self.signal_arrays.append(region[buffer_bytes:].view(torch.int32))
         self.buffer = self.buffers[self.rank]
         self.epoch = 0
-        self.done = None  # the last call's second barrier, which the next call's stream waits for
+        self.stream = None  # the last call's
+        self.half_bytes = buffer_bytes // 2  # a call's piece: calls alternate buffer halves
         torch.cuda.synchronize(self.device)  # the zeroed signals land before any rank can signal
         dist.barrier(group=group)
 
@@ -89,17 +90,19 @@ class AllReduce:
             # A captured epoch would be the same on every replay, and the barriers would stop waiting.
             raise RuntimeError("cudalab.distributed.AllReduce cannot be captured in a CUDA graph")
         stream = torch.cuda.current_stream(self.device)
-        if self.done is not None:
-            stream.wait_event(self.done)  # the buffer is refilled only after every GPU has read it
-        flat = x.view(-1)
-        step = self.buffer.numel() // x.element_size() // 8 * 8  # pieces start 16-byte aligned
+        if self.stream is not None and stream != self.stream:
+            # Calls alternate buffer halves, safe in one stream's order: the first call on another
+            # stream waits for everything the last one enqueued.
+            switched = torch.cuda.Event()
+            switched.record(self.stream)
+            stream.wait_event(switched)
+        self.stream = stream
+        flat, step = x.view(-1), self.half_bytes // x.element_size()
         for start in range(0, flat.numel(), step):
             self.epoch += 1
             torch.ops.cudalab._all_reduce_ipc_(
                 flat[start : start + step], self.buffers, self.signal_arrays, self.rank, self.epoch
             )
-        self.done = torch.cuda.Event()
-        self.done.record(stream)
         return x
 
 

@@ -256,17 +256,24 @@ TEST(TransfersReference, AllReduceIpcValidatesBeforeTouchingTheGpu) {
                       reinterpret_cast<void*>(std::uintptr_t{0x30000})};
   unsigned* signals[2] = {reinterpret_cast<unsigned*>(std::uintptr_t{0x40000}),
                           reinterpret_cast<unsigned*>(std::uintptr_t{0x50000})};
-  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, -1, buffers, signals, 0, 2, 1); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, signals, 2, 2, 1); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, signals, 0, 9, 1); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, signals, 0, 2, 0); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] {
-              all_reduce_ipc(reinterpret_cast<float*>(std::uintptr_t{0x10002}), 8, buffers, signals, 0, 2, 1);
-            }),
-            ErrorKind::invalid_argument);
+  constexpr std::size_t kBytes = 64;  // 8 floats a call: half of it
+  const auto refused = [&](float* at, std::int64_t count, std::size_t bytes, int rank, int gpus, unsigned epoch) {
+    return thrown_kind([&] { all_reduce_ipc(at, count, buffers, bytes, signals, rank, gpus, epoch); }) ==
+           ErrorKind::invalid_argument;
+  };
+  EXPECT_EQ(all_reduce_ipc_capacity<float>(kBytes), 8u);
+  EXPECT_TRUE(refused(x, -1, kBytes, 0, 2, 1));
+  EXPECT_TRUE(refused(x, 9, kBytes, 0, 2, 1));  // more than half the buffer
+  EXPECT_TRUE(refused(x, 8, 48, 0, 2, 1));      // not a multiple of 32 bytes
+  EXPECT_TRUE(refused(x, 8, kBytes, 2, 2, 1));  // rank outside the GPUs
+  EXPECT_TRUE(refused(x, 8, kBytes, 0, 9, 1));  // more than 8 GPUs
+  EXPECT_TRUE(refused(x, 8, kBytes, 0, 2, 0));  // epoch 0
+  EXPECT_TRUE(refused(reinterpret_cast<float*>(std::uintptr_t{0x10002}), 8, kBytes, 0, 2, 1));
+  buffers[1] = reinterpret_cast<void*>(std::uintptr_t{0x30004});  // not 16-byte aligned
+  EXPECT_TRUE(refused(x, 8, kBytes, 0, 2, 1));
   buffers[1] = nullptr;
-  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, signals, 0, 2, 1); }), ErrorKind::invalid_argument);
-  EXPECT_NO_THROW(all_reduce_ipc(x, 0, buffers, signals, 0, 2, 1));  // nothing to do
+  EXPECT_TRUE(refused(x, 8, kBytes, 0, 2, 1));
+  EXPECT_NO_THROW(all_reduce_ipc(x, 0, buffers, kBytes, signals, 0, 2, 1));  // nothing to do
 }
 
 // nccl-tests' bus bandwidth: 2 (n - 1) / n of the algorithm's rate (1 at 2 GPUs, 1.5 at 4, 1.75

@@ -8,7 +8,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-SIZES = [1, 17, 1000, 300001]  # 300001 f32 elements: two pieces of a 1 MiB buffer, and a tail
+# (elements, offset): 300001 f32 elements are three calls on half of a 1 MiB buffer each, and a
+# tail; an offset starts x off its 16-byte alignment (the kernel's element-wise path).
+SIZES = [(1, 0), (17, 0), (1000, 0), (1000, 1), (300001, 0), (300001, 3)]
 
 
 def _worker(rank, world, store):
@@ -19,9 +21,9 @@ def _worker(rank, world, store):
     try:
         reduce = cudalab.distributed.AllReduce(buffer_bytes=1 << 20)
         for dtype in (torch.float32, torch.bfloat16):
-            for n in SIZES:
+            for n, offset in SIZES:
                 generator = torch.Generator(device="cuda").manual_seed(1000 * n + rank)
-                x = torch.randn(n, device="cuda", generator=generator).to(dtype)
+                x = torch.randn(n + offset, device="cuda", generator=generator).to(dtype)[offset:]
                 every = [torch.empty_like(x) for _ in range(world)]
                 dist.all_gather(every, x)
                 want = torch.zeros(n, device="cuda")
@@ -29,7 +31,7 @@ def _worker(rank, world, store):
                     want += part.float()
                 assert reduce(x) is x
                 mismatches = int((x != want.to(dtype)).sum())
-                assert mismatches == 0, f"rank {rank}, {dtype}, {n} elements: {mismatches} differ"
+                assert mismatches == 0, f"rank {rank}, {dtype}, {n} elements at {offset}: {mismatches} differ"
         with pytest.raises(ValueError, match="contiguous"):
             reduce(torch.ones(4, 2, device="cuda").t())
         # As DDP's comm hook: the averaged gradients, the same on every rank, match NCCL's average.

@@ -13,7 +13,7 @@ import torch.distributed as dist
 
 from cudalab.distributed import AllReduce
 
-DEFAULT_BYTES = [8 << 10, 64 << 10, 512 << 10, 4 << 20, 32 << 20, 256 << 20]
+DEFAULT_BYTES = [8 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 32 << 20, 256 << 20]
 
 
 def _time_us(call, iterations):

@@ -69,10 +69,6 @@ void launch(const void* const* inputs, int gpus, void* out, std::int64_t count, 
   }
 }
 
-struct Signals {
-  unsigned* of[kAllReduceMaxGpus];
-};
-
 // A GPU that has not arrived after this long is taken as gone (its process failed before the
 // call): the kernel traps, which fails this process's next CUDA call, instead of spinning forever.
 constexpr unsigned long long kBarrierTimeoutNs = 20ull * 1000 * 1000 * 1000;
@@ -83,36 +79,81 @@ __device__ __forceinline__ unsigned long long global_nanoseconds() {
   return now;
 }
 
-// Thread g of the one block tells GPU g this GPU has arrived, then waits for GPU g's arrival.
-// __grid_constant__: indexed in the parameter space itself, not copied to local memory. The copy
-// into the buffer that came before the launch is complete when the kernel starts (stream order),
-// and peers read it through this GPU's L2 after they see the flag.
-__global__ void cross_gpu_barrier_kernel(const __grid_constant__ Signals signals, int rank, int gpus, unsigned epoch) {
-  const int g = static_cast<int>(threadIdx.x);
-  if (g >= gpus) return;
-  unsigned* theirs = signals.of[g];
-  unsigned* mine = signals.of[rank];
-  __threadfence_system();  // this GPU's own earlier writes (the sum into x) before the flag
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(theirs + rank), "r"(epoch) : "memory");
-  const unsigned long long start = global_nanoseconds();
-  unsigned seen = 0;
-  for (;;) {
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(mine + g) : "memory");
-    if (seen >= epoch) break;
-    if (global_nanoseconds() - start > kBarrierTimeoutNs) __trap();
+constexpr int kIpcBlock = 512;
+
+// Every GPU's half-buffer of this call and signal array, this process's mappings, in GPU order.
+struct IpcPeers {
+  const void* half[kAllReduceMaxGpus];
+  unsigned* signals[kAllReduceMaxGpus];
+};
+
+// all_reduce_ipc's one launch. Block b of every GPU owns the same elements (the same grid over the
+// same count): the vectors of its grid-stride loop, and block 0 also the elements past the last
+// whole vector. It copies them from x into this GPU's half-buffer, tells every GPU's block b so
+// (word b * kAllReduceMaxGpus + rank of their signal arrays), waits until every GPU's block b has
+// told it the same, then writes their fp32 sum in GPU order into x. kXVectors: x is 16-byte
+// aligned (the half-buffers always are). __grid_constant__: the peers are indexed in the
+// parameter space itself.
+template <typename T, bool kXVectors>
+__global__ void __launch_bounds__(kIpcBlock) ipc_one_shot_kernel(const __grid_constant__ IpcPeers peers, int rank,
+                                                                 int gpus, unsigned epoch, T* x, std::int64_t count) {
+  constexpr int V = kVector16<T>;
+  const std::int64_t vectors = count / V;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kIpcBlock;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kIpcBlock + threadIdx.x;
+  T* mine = static_cast<T*>(const_cast<void*>(peers.half[rank]));
+  for (std::int64_t q = first; q < vectors; q += stride) {
+    if constexpr (kXVectors) {
+      store_vector16(mine + q * V, load_vector16(x + q * V));
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) mine[q * V + e] = x[q * V + e];
+    }
   }
+  if (blockIdx.x == 0)
+    for (std::int64_t i = vectors * V + threadIdx.x; i < count; i += kIpcBlock) mine[i] = x[i];
+  __syncthreads();  // the block's copies, then one thread per GPU signals it and waits for it
+  if (threadIdx.x < gpus) {
+    const unsigned slot = blockIdx.x * kAllReduceMaxGpus;
+    __threadfence_system();
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(peers.signals[threadIdx.x] + slot + rank), "r"(epoch)
+                 : "memory");
+    const unsigned* arrived = peers.signals[rank] + slot + threadIdx.x;
+    const unsigned long long start = global_nanoseconds();
+    for (unsigned seen = 0;;) {
+      asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(arrived) : "memory");
+      if (seen >= epoch) break;
+      if (global_nanoseconds() - start > kBarrierTimeoutNs) __trap();
+    }
+  }
+  __syncthreads();
+  for (std::int64_t q = first; q < vectors; q += stride) {
+    float sum[V] = {};
+#pragma unroll
+    for (int g = 0; g < kAllReduceMaxGpus; ++g) {
+      if (g >= gpus) break;
+      // L2 only: this launch is the first to read these bytes since the peer wrote them.
+      const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(static_cast<const T*>(peers.half[g]) + q * V));
+      const auto& v = *reinterpret_cast<const Vector16<T>*>(&raw);
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum[e] += to_float(v[e]);
+    }
+    if constexpr (kXVectors) {
+      store_floats<V>(x + q * V, sum);
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) x[q * V + e] = from_float<T>(sum[e]);
+    }
+  }
+  if (blockIdx.x == 0)
+    for (std::int64_t i = vectors * V + threadIdx.x; i < count; i += kIpcBlock) {
+      float sum = 0.0f;
+      for (int g = 0; g < gpus; ++g) sum += to_float(__ldcg(static_cast<const T*>(peers.half[g]) + i));
+      x[i] = from_float<T>(sum);
+    }
 }
 
 }  // namespace
-
-void cross_gpu_barrier(unsigned* const* signals, int rank, int gpus, unsigned epoch, cudaStream_t stream) {
-  CUDALAB_REQUIRE(gpus >= 1 && gpus <= kAllReduceMaxGpus && rank >= 0 && rank < gpus,
-                  "cross_gpu_barrier: rank " + std::to_string(rank) + " of " + std::to_string(gpus) + " GPUs (1 to 8)");
-  Signals s{};
-  for (int g = 0; g < gpus; ++g) s.of[g] = signals[g];
-  cross_gpu_barrier_kernel<<<1, kWarpSize, 0, stream>>>(s, rank, gpus, epoch);
-  CUDALAB_CHECK_LAUNCH();
-}
 
 void one_shot_sum(DType dtype, const void* const* inputs, int gpus, void* out, std::int64_t count,
                   cudaStream_t stream) {
@@ -158,37 +199,48 @@ void* open_peer_buffer(const cudaIpcMemHandle_t& handle, int device) {
 }
 
 template <typename T, typename>
-void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, unsigned* const* signals, int rank, int gpus,
-                    unsigned epoch, cudaStream_t stream) {
+void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, std::size_t buffer_bytes, unsigned* const* signals,
+                    int rank, int gpus, unsigned epoch, cudaStream_t stream) {
   CUDALAB_REQUIRE(count >= 0, "all_reduce_ipc: count must be >= 0, got " + std::to_string(count));
   CUDALAB_REQUIRE(gpus >= 1 && gpus <= kAllReduceMaxGpus && rank >= 0 && rank < gpus,
                   "all_reduce_ipc: rank " + std::to_string(rank) + " of " + std::to_string(gpus) + " GPUs (1 to 8)");
   CUDALAB_REQUIRE(epoch > 0, "all_reduce_ipc: epochs start at 1 (the signal arrays start at 0)");
+  CUDALAB_REQUIRE(buffer_bytes % 32 == 0,
+                  "all_reduce_ipc: buffer_bytes must be a multiple of 32, got " + std::to_string(buffer_bytes));
+  CUDALAB_REQUIRE(static_cast<std::size_t>(count) <= all_reduce_ipc_capacity<T>(buffer_bytes),
+                  "all_reduce_ipc: " + std::to_string(count) + " elements do not fit half of a buffer of " +
+                      std::to_string(buffer_bytes) + " bytes");
   if (count == 0) return;
   CUDALAB_REQUIRE(x != nullptr && buffers != nullptr && signals != nullptr,
                   "all_reduce_ipc: x, buffers and signals must not be null");
   CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(x) % sizeof(T) == 0,
                   "all_reduce_ipc: x must be aligned to its element");
-  for (int g = 0; g < gpus; ++g)
-    CUDALAB_REQUIRE(buffers[g] != nullptr && signals[g] != nullptr &&
-                        reinterpret_cast<std::uintptr_t>(buffers[g]) % sizeof(T) == 0 &&
-                        reinterpret_cast<std::uintptr_t>(signals[g]) % sizeof(unsigned) == 0,
-                    "all_reduce_ipc: GPU " + std::to_string(g) + "'s buffer or signal array is null or misaligned");
-  CUDALAB_CUDA_CHECK(
-      cudaMemcpyAsync(buffers[rank], x, static_cast<std::size_t>(count) * sizeof(T), cudaMemcpyDeviceToDevice, stream));
-  transfers::cross_gpu_barrier(signals, rank, gpus, epoch, stream);
-  const void* inputs[kAllReduceMaxGpus] = {};
-  unsigned* finished[kAllReduceMaxGpus] = {};
+  transfers::IpcPeers peers{};
+  const std::size_t half = (epoch % 2) * (buffer_bytes / 2);
   for (int g = 0; g < gpus; ++g) {
-    inputs[g] = buffers[g];
-    finished[g] = signals[g] + kAllReduceMaxGpus;
+    CUDALAB_REQUIRE(buffers[g] != nullptr && signals[g] != nullptr && is_aligned16(buffers[g]) &&
+                        reinterpret_cast<std::uintptr_t>(signals[g]) % sizeof(unsigned) == 0,
+                    "all_reduce_ipc: GPU " + std::to_string(g) +
+                        "'s buffer or signal array is null or misaligned (buffers 16-byte aligned)");
+    peers.half[g] = static_cast<const char*>(buffers[g]) + half;
+    peers.signals[g] = signals[g];
   }
-  transfers::one_shot_sum(dtype_of_v<T>, inputs, gpus, x, count, stream);
-  transfers::cross_gpu_barrier(finished, rank, gpus, epoch, stream);
+  constexpr int kVector = kVector16<T>;
+  const std::int64_t vectors = count / kVector;
+  const int blocks = static_cast<int>(
+      std::clamp<std::int64_t>((vectors + transfers::kIpcBlock - 1) / transfers::kIpcBlock, 1, kAllReduceMaxBlocks));
+  if (is_aligned16(x))
+    transfers::ipc_one_shot_kernel<T, true>
+        <<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count);
+  else
+    transfers::ipc_one_shot_kernel<T, false>
+        <<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count);
+  CUDALAB_CHECK_LAUNCH();
 }
 
-#define CUDALAB_ALL_REDUCE_ENTRY(T, a, b) \
-  template void all_reduce_ipc(T*, std::int64_t, void* const*, unsigned* const*, int, int, unsigned, cudaStream_t);
+#define CUDALAB_ALL_REDUCE_ENTRY(T, a, b)                                                                         \
+  template void all_reduce_ipc(T*, std::int64_t, void* const*, std::size_t, unsigned* const*, int, int, unsigned, \
+                               cudaStream_t);
 CUDALAB_ALL_REDUCE_ELEMENTS(CUDALAB_ALL_REDUCE_ENTRY, , )
 
 }  // namespace cudalab

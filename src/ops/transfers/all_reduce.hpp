@@ -23,14 +23,6 @@ using cudalab::kAllReduceMaxGpus;
 // for another dtype or more than kAllReduceMaxGpus inputs.
 void one_shot_sum(DType dtype, const void* const* inputs, int gpus, void* out, std::int64_t count, cudaStream_t stream);
 
-// A barrier between GPUs of different processes (or of one): GPU `rank` stores `epoch` into slot
-// `rank` of every GPU's signal array (signals[g]: kAllReduceMaxGpus unsigned words in GPU g's
-// memory, mapped into this process through CUDA IPC or peer access; signals[rank] its own), after
-// a system-scope fence that makes everything ordered before the launch visible to them, then waits
-// until every slot of its own array holds `epoch` or later. One block; every GPU of the barrier
-// must launch it with the same epoch, and epochs must grow from call to call (the arrays start at 0).
-void cross_gpu_barrier(unsigned* const* signals, int rank, int gpus, unsigned epoch, cudaStream_t stream);
-
 // GPU g's part of `count` elements in the two-shot rung: [first, first + count). Parts are whole
 // 16-byte vectors of `dtype` (the one-shot kernel's vector path) but the last, and together cover
 // the elements once; trailing GPUs get empty parts where the elements run out.
