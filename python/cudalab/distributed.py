@@ -75,6 +75,7 @@ class AllReduce:
         self.buffer = self.buffers[self.rank]
         self.epoch = 0
         self.stream = None  # the last call's
+        self.hook_stream = None  # ddp_comm_hook's
         self.half_bytes = buffer_bytes // 2  # a call's piece: calls alternate buffer halves
         torch.cuda.synchronize(self.device)  # the zeroed signals land before any rank can signal
         dist.barrier(group=group)
@@ -109,11 +110,14 @@ class AllReduce:
 def ddp_comm_hook(state, bucket):
     """A DistributedDataParallel comm hook whose state is an AllReduce: each gradient bucket summed
     by it and divided by the number of ranks (the average DDP's own hook gives), the same bits on
-    every rank: ``ddp.register_comm_hook(AllReduce(), ddp_comm_hook)``."""
+    every rank: ``ddp.register_comm_hook(AllReduce(), ddp_comm_hook)``. The sums run on a stream of
+    their own, as NCCL's do, so that they overlap the rest of the backward pass."""
     tensor = bucket.buffer()
-    state(tensor).div_(state.world)
+    if state.hook_stream is None:
+        state.hook_stream = torch.cuda.Stream(state.device)
+    state.hook_stream.wait_stream(torch.cuda.current_stream(state.device))  # the bucket's gradients are ready
     future = torch.futures.Future(devices=[tensor.device])
-    future.set_result(tensor)
+    with torch.cuda.stream(state.hook_stream):
+        state(tensor).div_(state.world)
+        future.set_result(tensor)  # records the stream: DDP's use of the result waits for it
     return future
-
-

@@ -80,6 +80,8 @@ __device__ __forceinline__ unsigned long long global_nanoseconds() {
 }
 
 constexpr int kIpcBlock = 512;
+// Vectors a thread has in flight from each GPU (NVLink's latency needs several MiB in flight).
+constexpr int kIpcUnroll = 4;
 
 // Every GPU's half-buffer of this call and signal array, this process's mappings, in GPU order.
 struct IpcPeers {
@@ -88,12 +90,11 @@ struct IpcPeers {
 };
 
 // all_reduce_ipc's one launch. Block b of every GPU owns the same elements (the same grid over the
-// same count): the vectors of its grid-stride loop, and block 0 also the elements past the last
-// whole vector. It copies them from x into this GPU's half-buffer, tells every GPU's block b so
-// (word b * kAllReduceMaxGpus + rank of their signal arrays), waits until every GPU's block b has
-// told it the same, then writes their fp32 sum in GPU order into x. kXVectors: x is 16-byte
-// aligned (the half-buffers always are). __grid_constant__: the peers are indexed in the
-// parameter space itself.
+// same count): the vectors of its grid-stride loop, kIpcUnroll strides at a time, and block 0 also the elements past
+// the last whole vector. It copies them from x into this GPU's half-buffer, tells every GPU's block b so (word b *
+// kAllReduceMaxGpus + rank of their signal arrays), waits until every GPU's block b has told it the same, then writes
+// their fp32 sum in GPU order into x. kXVectors: x is 16-byte aligned (the half-buffers always are). __grid_constant__:
+// the peers are indexed in the parameter space itself.
 template <typename T, bool kXVectors>
 __global__ void __launch_bounds__(kIpcBlock) ipc_one_shot_kernel(const __grid_constant__ IpcPeers peers, int rank,
                                                                  int gpus, unsigned epoch, T* x, std::int64_t count) {
@@ -102,12 +103,24 @@ __global__ void __launch_bounds__(kIpcBlock) ipc_one_shot_kernel(const __grid_co
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kIpcBlock;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kIpcBlock + threadIdx.x;
   T* mine = static_cast<T*>(const_cast<void*>(peers.half[rank]));
-  for (std::int64_t q = first; q < vectors; q += stride) {
-    if constexpr (kXVectors) {
-      store_vector16(mine + q * V, load_vector16(x + q * V));
-    } else {
+  for (std::int64_t q0 = first; q0 < vectors; q0 += stride * kIpcUnroll) {
+    Vector16<T> v[kIpcUnroll];
 #pragma unroll
-      for (int e = 0; e < V; ++e) mine[q * V + e] = x[q * V + e];
+    for (int u = 0; u < kIpcUnroll; ++u) {
+      const std::int64_t q = q0 + u * stride;
+      if (q >= vectors) break;
+      if constexpr (kXVectors) {
+        v[u] = load_vector16(x + q * V);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) v[u][e] = x[q * V + e];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kIpcUnroll; ++u) {
+      const std::int64_t q = q0 + u * stride;
+      if (q >= vectors) break;
+      store_vector16(mine + q * V, v[u]);
     }
   }
   if (blockIdx.x == 0)
@@ -127,22 +140,36 @@ __global__ void __launch_bounds__(kIpcBlock) ipc_one_shot_kernel(const __grid_co
     }
   }
   __syncthreads();
-  for (std::int64_t q = first; q < vectors; q += stride) {
-    float sum[V] = {};
+  for (std::int64_t q0 = first; q0 < vectors; q0 += stride * kIpcUnroll) {
+    float sum[kIpcUnroll][V] = {};
 #pragma unroll
     for (int g = 0; g < kAllReduceMaxGpus; ++g) {
       if (g >= gpus) break;
-      // L2 only: this launch is the first to read these bytes since the peer wrote them.
-      const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(static_cast<const T*>(peers.half[g]) + q * V));
-      const auto& v = *reinterpret_cast<const Vector16<T>*>(&raw);
+      const T* from = static_cast<const T*>(peers.half[g]);
+      uint4 raw[kIpcUnroll];
 #pragma unroll
-      for (int e = 0; e < V; ++e) sum[e] += to_float(v[e]);
+      for (int u = 0; u < kIpcUnroll; ++u) {
+        const std::int64_t q = q0 + u * stride;
+        // L2 only: this launch is the first to read these bytes since the peer wrote them.
+        raw[u] = q < vectors ? __ldcg(reinterpret_cast<const uint4*>(from + q * V)) : uint4{};
+      }
+#pragma unroll
+      for (int u = 0; u < kIpcUnroll; ++u) {
+        const auto& v = *reinterpret_cast<const Vector16<T>*>(&raw[u]);
+#pragma unroll
+        for (int e = 0; e < V; ++e) sum[u][e] += to_float(v[e]);
+      }
     }
-    if constexpr (kXVectors) {
-      store_floats<V>(x + q * V, sum);
-    } else {
 #pragma unroll
-      for (int e = 0; e < V; ++e) x[q * V + e] = from_float<T>(sum[e]);
+    for (int u = 0; u < kIpcUnroll; ++u) {
+      const std::int64_t q = q0 + u * stride;
+      if (q >= vectors) break;
+      if constexpr (kXVectors) {
+        store_floats<V>(x + q * V, sum[u]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) x[q * V + e] = from_float<T>(sum[u][e]);
+      }
     }
   }
   if (blockIdx.x == 0)
