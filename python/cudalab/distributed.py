@@ -26,9 +26,11 @@ MAX_GPUS = 8
 class AllReduce:
     """The staging buffer (``buffer_bytes``) and signal array of this process's GPU, shared with the
     other ranks of ``group`` when constructed (a collective call). Calls alternate the buffer's
-    halves; tensors larger than half of it are summed in half-buffer pieces."""
+    halves; tensors larger than half of it are summed in half-buffer pieces. Tensors larger than
+    ``one_shot_bytes`` (default 8 MiB / (ranks - 1)) go to NCCL, which is faster there; 0 sends
+    every call to NCCL, and a huge value none."""
 
-    def __init__(self, group=None, buffer_bytes=32 << 20):
+    def __init__(self, group=None, buffer_bytes=32 << 20, one_shot_bytes=None):
         self.group = group
         self.rank = dist.get_rank(group)
         self.world = dist.get_world_size(group)
@@ -38,6 +40,12 @@ class AllReduce:
             raise ValueError(
                 f"cudalab.distributed.AllReduce: buffer_bytes must be a multiple of 32 from 32, got {buffer_bytes}"
             )
+        # Above this size a call goes to torch.distributed's all_reduce (NCCL): measured on H200s
+        # over NVLink, the one-shot kernel leads to 4 MiB on two GPUs and 1 MiB on four, and NCCL
+        # from 32 MiB on two and 4 MiB on four (docs/transfers.md).
+        if one_shot_bytes is not None and one_shot_bytes < 0:
+            raise ValueError(f"cudalab.distributed.AllReduce: one_shot_bytes must be >= 0, got {one_shot_bytes}")
+        self.one_shot_bytes = (8 << 20) // max(1, self.world - 1) if one_shot_bytes is None else one_shot_bytes
         self.device = torch.device("cuda", torch.cuda.current_device())
         # Every rank learns every rank's GPU, and all refuse together where one cannot reach another
         # (a rank that raised alone would leave the others waiting at the first barrier).
@@ -98,6 +106,9 @@ class AllReduce:
             switched.record(self.stream)
             stream.wait_event(switched)
         self.stream = stream
+        if x.numel() * x.element_size() > self.one_shot_bytes:
+            dist.all_reduce(x, group=self.group)
+            return x
         flat, step = x.view(-1), self.half_bytes // x.element_size()
         for start in range(0, flat.numel(), step):
             self.epoch += 1

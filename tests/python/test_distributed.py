@@ -19,7 +19,7 @@ def _worker(rank, world, store):
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method=f"file://{store}", rank=rank, world_size=world)
     try:
-        reduce = cudalab.distributed.AllReduce(buffer_bytes=1 << 20)
+        reduce = cudalab.distributed.AllReduce(buffer_bytes=1 << 20, one_shot_bytes=1 << 40)
         for dtype in (torch.float32, torch.bfloat16):
             for n, offset in SIZES:
                 generator = torch.Generator(device="cuda").manual_seed(1000 * n + rank)
@@ -32,6 +32,12 @@ def _worker(rank, world, store):
                 assert reduce(x) is x
                 mismatches = int((x != want.to(dtype)).sum())
                 assert mismatches == 0, f"rank {rank}, {dtype}, {n} elements at {offset}: {mismatches} differ"
+        # Above one_shot_bytes, NCCL's sum: the same on every rank.
+        routed = cudalab.distributed.AllReduce(buffer_bytes=1 << 20, one_shot_bytes=4096)
+        x = torch.randn(4097, device="cuda", generator=torch.Generator(device="cuda").manual_seed(rank))
+        nccl = x.clone()
+        dist.all_reduce(nccl)
+        assert torch.equal(routed(x), nccl)
         with pytest.raises(ValueError, match="contiguous"):
             reduce(torch.ones(4, 2, device="cuda").t())
         # As DDP's comm hook: the averaged gradients, the same on every rank, match NCCL's average.
