@@ -277,7 +277,8 @@ std::string splice_generated_blocks(const std::string& document,
 int command_probe(const ProbeArgs& args, Context& context) {
   const DeviceInfo device = usable_device();
   context.err << "probing " << device.name << " (a few seconds)" << std::endl;
-  const harness::Ceilings ceilings = probe::measure_ceilings(device, progress_printer(context, 5));
+  const harness::Ceilings ceilings =
+      probe::measure_ceilings(device, progress_printer(context, probe::measurement_count()));
   probe::save_cache(device, ceilings);
   context.out << device.name << ", sm_" << device.compute_capability() << ", " << device.sm_count << " SMs, "
               << format_bytes(double(device.global_memory_bytes)) << "\n"
@@ -573,7 +574,8 @@ int command_bench(const BenchArgs& args, Context& context) {
                 << " experiments kept" << std::endl;
 
   context.err << "measuring this GPU's ceilings (cached for later runs)" << std::endl;
-  const harness::Ceilings ceilings = probe::ceilings_for(device, true, progress_printer(context, 5));
+  const harness::Ceilings ceilings =
+      probe::ceilings_for(device, true, progress_printer(context, probe::measurement_count()));
   context.out << device_line(device, ceilings) << "\n";
 
   int steps = 0;

@@ -265,6 +265,12 @@ void measure_launch(Ceilings& c, cudaStream_t stream) {
 
 }  // namespace
 
+int measurement_count() {
+  int gpus = 0;
+  CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&gpus));
+  return gpus > 1 ? 6 : 5;
+}
+
 Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(const std::string&)>& progress) {
   auto say = [&](const std::string& what) {
     if (progress) progress(what);
@@ -299,9 +305,7 @@ Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(con
   measure_transfers(c, stream.get());
   say("probe: kernel launch latency");
   measure_launch(c, stream.get());
-  int gpus = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDeviceCount(&gpus));
-  if (gpus > 1) {
+  if (measurement_count() > 5) {
     say("probe: copies to the host's other GPUs (cudaMemcpyPeerAsync)");
     // The other GPUs may be busy, full or in another process's exclusive mode: their ceilings
     // are left out (zeros, no rows) rather than failing the probe of this one.

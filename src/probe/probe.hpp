@@ -11,6 +11,9 @@
 
 namespace cudalab::probe {
 
+// The measurements measure_ceilings announces to `progress`: 5, and 6 on a host of several GPUs.
+int measurement_count();
+
 // Measures every ceiling; `progress` hears one line per measurement. Takes ~10-20 s.
 harness::Ceilings measure_ceilings(const DeviceInfo& device, const std::function<void(const std::string&)>& progress);
 
