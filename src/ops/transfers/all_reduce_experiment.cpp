@@ -2,7 +2,9 @@
 // host driven by one process, f32 and bf16, 8 KiB to 1 GiB an array. The ladder: staged through
 // pinned host memory (each GPU's array copied to the host, summed there by one CPU thread, the sum
 // copied back to every GPU); a ring of cudaMemcpyPeerAsync copies (n - 1 steps of copying a chunk
-// from the left neighbour and adding it, then n - 1 of passing the summed chunks on); one-shot (each GPU's kernel reads
+// from the left neighbour and adding it, then n - 1 of passing the summed chunks on); the same ring
+// whose reduce-scatter steps are one kernel each, reading the left neighbour's chunk over peer
+// access and adding it as it arrives (ring_pull: no add after the copy); one-shot (each GPU's kernel reads
 // every GPU's array over peer access and writes the sum: one pass, every link carrying the whole array); two-shot (each
 // GPU sums one n-th of the elements from every GPU's array, then copies every other GPU's n-th of the sum: each link
 // carries 2 (n - 1) / n of the array, as a ring does); NCCL's all-reduce as the baseline, in the same run. Every rung
@@ -38,12 +40,13 @@ double input_value(std::uint64_t seed, int gpu, std::int64_t index) {
   return static_cast<double>(z >> 11) / static_cast<double>(1ull << 52) - 1.0;
 }
 
-enum class Rung { host_staged, ring, one_shot, two_shot, nccl };
+enum class Rung { host_staged, ring, ring_pull, one_shot, two_shot, nccl };
 
 const char* to_string(Rung rung) {
   switch (rung) {
     case Rung::host_staged: return "host_staged";
     case Rung::ring: return "ring";
+    case Rung::ring_pull: return "ring_pull";
     case Rung::one_shot: return "one_shot";
     case Rung::two_shot: return "two_shot";
     case Rung::nccl: return "nccl";
@@ -175,11 +178,13 @@ void run_rung(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count, cudaStr
       }
       break;
     }
-    case Rung::ring: {
+    case Rung::ring:
+    case Rung::ring_pull: {
       // Chunk c is all_reduce_part(c mod n). Reduce-scatter: at step s GPU r copies chunk
       // r - 1 - s of its left neighbour's partial sums (of its input at step 0) into its scratch
-      // and adds its own input's chunk into its output; after n - 1 steps it holds chunk r + 1's
-      // sum. All-gather: at step t it copies chunk r - t's sum from its left neighbour's output.
+      // and adds its own input's chunk into its output (ring_pull: one kernel reads the neighbour's
+      // chunk where it lies and adds); after n - 1 steps it holds chunk r + 1's sum. All-gather: at
+      // step t it copies chunk r - t's sum from its left neighbour's output.
       const int n = b.gpus;
       const std::size_t element = size_of(b.dtype);
       const auto chunk = [&](int c) { return all_reduce_part(((c % n) + n) % n, n, count, b.dtype); };
@@ -205,9 +210,10 @@ void run_rung(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count, cudaStr
           const AllReducePart part = chunk(r - 1 - s);
           if (part.count > 0) {
             const unsigned char* from = s == 0 ? in_at(left, part.first) : out_at(left, part.first);
-            CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(gpu(r).scratch.data(), r, from, left,
-                                                   static_cast<std::size_t>(part.count) * element, stream_r));
-            const void* addends[2] = {gpu(r).scratch.data(), in_at(r, part.first)};
+            if (rung == Rung::ring)
+              CUDALAB_CUDA_CHECK(cudaMemcpyPeerAsync(gpu(r).scratch.data(), r, from, left,
+                                                     static_cast<std::size_t>(part.count) * element, stream_r));
+            const void* addends[2] = {rung == Rung::ring ? gpu(r).scratch.data() : from, in_at(r, part.first)};
             one_shot_sum(b.dtype, addends, 2, out_at(r, part.first), part.count, stream_r);
           }
           step(r, s).record(stream_r);
@@ -274,7 +280,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
                            {"op", "transfers"},
                            {"summary",
                             "All-reduce (sum) over the GPUs of one host: staged through the host, a ring of peer "
-                            "copies, one-shot, two-shot, NCCL"},
+                            "copies, a ring of kernel pulls, one-shot, two-shot, NCCL"},
                            {"columns",
                             {"rung", "dtype", "gpus", "bytes", "median_us", "min_us", "algbw_gbps", "busbw_gbps",
                              "of_nccl_busbw", "samples"}},
@@ -292,7 +298,8 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
   for (int a = 0; a < gpus; ++a)
     for (int c = 0; c < gpus; ++c)
       if (a != c) all_peers = enable_peer_access(a, c) && all_peers;
-  if (!all_peers) notes.push_back("ring, one_shot and two_shot skipped: some pair of GPUs has no peer access");
+  if (!all_peers)
+    notes.push_back("ring, ring_pull, one_shot and two_shot skipped: some pair of GPUs has no peer access");
   const Nccl nccl(gpus);
   if (nccl.available()) {
     notes.push_back("NCCL " + nccl.version() + ", one communicator per GPU in this process (ncclCommInitAll)");
@@ -302,6 +309,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
   std::vector<Rung> rungs = {Rung::host_staged};
   if (all_peers) {
     rungs.push_back(Rung::ring);
+    rungs.push_back(Rung::ring_pull);
     rungs.push_back(Rung::one_shot);
     rungs.push_back(Rung::two_shot);
   }
@@ -357,7 +365,8 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
 
     const CurrentDevice current(0);  // the timed stream's GPU
     std::vector<double> nccl_busbw(sizes.size(), 0.0);
-    for (Rung rung : {Rung::nccl, Rung::one_shot, Rung::two_shot, Rung::ring, Rung::host_staged}) {  // NCCL first
+    for (Rung rung :
+         {Rung::nccl, Rung::one_shot, Rung::two_shot, Rung::ring, Rung::ring_pull, Rung::host_staged}) {  // NCCL first
       if (std::find(rungs.begin(), rungs.end(), rung) == rungs.end()) continue;
       for (std::size_t k = 0; k < sizes.size(); ++k) {
         const std::size_t bytes = sizes[k];
@@ -402,7 +411,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
 harness::Experiment all_reduce_experiment() {
   return {"all_reduce", "transfers",
           "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..1 GiB: staged through the host, a ring of "
-          "peer copies, one-shot and two-shot kernels over peer access, NCCL",
+          "peer copies, the ring pulling with kernels, one-shot and two-shot kernels over peer access, NCCL",
           run_all_reduce,
           nlohmann::json::array({{{"title", "All-reduce bus bandwidth by rung"},
                                   {"x", "bytes"},
