@@ -390,7 +390,8 @@ int command_list(bool json, Context& context) {
                                  {"variants", variants}});
     }
     for (const auto& e : registry.experiments())
-      document["experiments"].push_back({{"name", e.name}, {"op", e.op}, {"summary", e.summary}, {"plots", e.plots}});
+      document["experiments"].push_back(
+          {{"name", e.name}, {"op", e.op}, {"summary", e.summary}, {"plots", e.plots}, {"sizes", e.sizes}});
     context.out << document.dump(2) << "\n";
     return kExitOk;
   }
@@ -407,7 +408,10 @@ int command_list(bool json, Context& context) {
     context.out << t.text();
   }
   if (!registry.experiments().empty()) context.out << "experiments:\n";
-  for (const auto& e : registry.experiments()) context.out << "  " << e.name << ": " << e.summary << "\n";
+  for (const auto& e : registry.experiments()) {
+    context.out << "  " << e.name << ": " << e.summary << "\n";
+    if (!e.sizes.empty()) context.out << "      --n: " << e.sizes << "\n";
+  }
   return kExitOk;
 }
 
@@ -418,13 +422,16 @@ int command_run(const RunArgs& args, Context& context) {
   if (op == nullptr && experiment == nullptr)
     throw Error(ErrorKind::invalid_argument, "unknown op or experiment '" + args.name + "' (see `cudalab list`)",
                 __FILE__, __LINE__);
-  if (experiment != nullptr && (!args.variants.empty() || !args.sizes.empty() || !args.shapes.empty() ||
-                                !args.dtypes.empty() || !args.params.empty() || args.check_only || args.profile))
+  if (experiment != nullptr &&
+      (!args.variants.empty() || (!args.sizes.empty() && experiment->sizes.empty()) || !args.shapes.empty() ||
+       !args.dtypes.empty() || !args.params.empty() || args.check_only || args.profile))
     throw Error(ErrorKind::invalid_argument,
-                "'" + args.name +
-                    "' is an experiment: it takes no --variant, --n, --shape, --dtype, --param, "
-                    "--check-only or --profile",
+                "'" + args.name + "' is an experiment: it takes no --variant, " +
+                    (experiment->sizes.empty() ? "--n, " : "") + "--shape, --dtype, --param, --check-only or --profile",
                 __FILE__, __LINE__);
+  std::vector<std::int64_t> experiment_sizes;
+  if (experiment != nullptr)
+    for (const std::string& text : args.sizes) experiment_sizes.push_back(parse_element_count(text));
   std::vector<harness::Problem> problems;
   if (op != nullptr) {
     for (const std::string& id : args.variants)
@@ -488,8 +495,9 @@ int command_run(const RunArgs& args, Context& context) {
       all.insert(all.end(), records.begin(), records.end());
     }
   } else {
-    auto result =
-        harness::run_experiment(*experiment, experiment_context(device, ceilings, seed, progress_printer(context, 0)));
+    harness::ExperimentContext run_context = experiment_context(device, ceilings, seed, progress_printer(context, 0));
+    run_context.sizes = experiment_sizes;
+    auto result = harness::run_experiment(*experiment, run_context);
     print_experiment(result, context);
     experiments.push_back(std::move(result));
   }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -193,6 +194,7 @@ struct ExperimentContext {
   DeviceInfo device;
   Ceilings ceilings;
   std::uint64_t seed = 0;
+  std::vector<std::int64_t> sizes;  // --n, for an experiment that takes it (Experiment::sizes); else empty
   std::function<void(const std::string&)> progress;
 };
 
@@ -201,11 +203,22 @@ struct ExperimentContext {
 // bar chart specs, scripts/plots); run_experiment copies them into the result, and scripts/plots draws
 // a results file with this build's specs, so older files get the same charts.
 struct Experiment {
+  using Run = std::function<nlohmann::json(const ExperimentContext&)>;
+  Experiment(std::string name, std::string op, std::string summary, Run run,
+             nlohmann::json plots = nlohmann::json::array(), std::string sizes = {})
+      : name(std::move(name)),
+        op(std::move(op)),
+        summary(std::move(summary)),
+        run(std::move(run)),
+        plots(std::move(plots)),
+        sizes(std::move(sizes)) {}
+
   std::string name;
   std::string op;  // the op whose docs page shows it
   std::string summary;
-  std::function<nlohmann::json(const ExperimentContext&)> run;
-  nlohmann::json plots = nlohmann::json::array();
+  Run run;
+  nlohmann::json plots;
+  std::string sizes;  // what --n chooses in it, for `cudalab list`; empty: it takes no --n
 };
 
 // A plots list of one bar chart: a bar per row, labelled by `label` (a column, or a list of

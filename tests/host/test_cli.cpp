@@ -94,6 +94,11 @@ TEST(Cli, UnknownOpAndVariantAreRefused) {
   EXPECT_EQ(distribution.code, kExitUsage);
   const Outcome experiment_with_size = invoke({"run", "vecadd_host_pattern", "--n", "5"});
   EXPECT_EQ(experiment_with_size.code, kExitUsage);
+  // all_reduce takes --n (its arrays' elements), checked as an op's sizes are.
+  const Outcome all_reduce_zero = invoke({"run", "all_reduce", "--n", "0"});
+  EXPECT_EQ(all_reduce_zero.code, kExitUsage);
+  EXPECT_NE(all_reduce_zero.err.find("size"), std::string::npos) << all_reduce_zero.err;
+  EXPECT_EQ(lines(all_reduce_zero.err), 1) << all_reduce_zero.err;
   const Outcome shape_of_1d_op = invoke({"run", "vecadd", "--shape", "64x64"});
   EXPECT_EQ(shape_of_1d_op.code, kExitUsage);
   EXPECT_NE(shape_of_1d_op.err.find("sized by --n"), std::string::npos) << shape_of_1d_op.err;

@@ -320,7 +320,8 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
     const CurrentDevice current(g);
     smallest_free = std::min(smallest_free, free_device_bytes());
   }
-  const std::size_t largest = std::min(scale.small ? std::size_t{1} << 20 : std::size_t{1} << 30, smallest_free / 4);
+  const std::size_t fits = smallest_free / 4;  // each GPU holds an input, an output and the ring's chunk
+  const std::size_t largest = std::min(scale.small ? std::size_t{1} << 20 : std::size_t{1} << 30, fits);
   std::vector<std::size_t> sizes;
   for (std::size_t s = std::size_t{8} << 10; s <= largest; s *= 4) sizes.push_back(s);
   if (!sizes.empty() && sizes.back() < largest && largest % 16 == 0) sizes.push_back(largest);
@@ -329,8 +330,28 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
 
+  // --n: the arrays' elements, the same count in each dtype, instead of the byte sizes above.
+  const auto sizes_of = [&](DType dtype) {
+    if (context.sizes.empty()) return sizes;
+    std::vector<std::size_t> chosen;
+    for (const std::int64_t n : context.sizes) {
+      const std::size_t bytes = static_cast<std::size_t>(n) * size_of(dtype);
+      CUDALAB_REQUIRE(bytes <= fits, "all_reduce: " + std::to_string(n) + " " + cudalab::to_string(dtype) +
+                                         " elements need " + format_bytes(static_cast<double>(bytes)) +
+                                         " an array; every GPU has room for " +
+                                         format_bytes(static_cast<double>(fits)));
+      chosen.push_back(bytes);
+    }
+    return chosen;
+  };
   harness::KernelTimer timer;
   for (DType dtype : {DType::f32, DType::bf16}) {
+    const std::vector<std::size_t> sizes = sizes_of(dtype);
+    if (sizes.empty()) {
+      notes.push_back("every row skipped: no GPU has room for 8 KiB arrays");
+      break;
+    }
+    const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
     Bench b;
     b.gpus = gpus;
     b.dtype = dtype;
@@ -409,7 +430,8 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
 }  // namespace
 
 harness::Experiment all_reduce_experiment() {
-  return {"all_reduce", "transfers",
+  return {"all_reduce",
+          "transfers",
           "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..1 GiB: staged through the host, a ring of "
           "peer copies, the ring pulling with kernels, one-shot and two-shot kernels over peer access, NCCL",
           run_all_reduce,
@@ -426,7 +448,9 @@ harness::Experiment all_reduce_experiment() {
                                   {"series", {"rung", "dtype"}},
                                   {"x_log", true},
                                   {"y_log", true},
-                                  {"y_label", "us (median)"}}})};
+                                  {"y_label", "us (median)"}}}),
+          "the elements of each GPU's array, the same count in f32 and bf16 (default: 8 KiB, 32 KiB, ... 1 GiB an "
+          "array)"};
 }
 
 }  // namespace cudalab::transfers
