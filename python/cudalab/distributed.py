@@ -9,6 +9,7 @@ NCCL's 36-46 through torch.distributed; larger tensors go to NCCL (docs/transfer
     dist.init_process_group("nccl")
     reduce = cudalab.distributed.AllReduce()      # collective: every rank builds it together
     reduce(x)                                     # x summed over the ranks, in place
+    cudalab.all_reduce(x)                         # the same through one AllReduce per group
     ddp.register_comm_hook(reduce, cudalab.distributed.ddp_comm_hook)   # DDP's gradients by it
 
 Every process must see every GPU of the host (no CUDA_VISIBLE_DEVICES per process), each GPU
@@ -116,6 +117,20 @@ class AllReduce:
                 flat[start : start + step], self.buffers, self.signal_arrays, self.rank, self.epoch
             )
         return x
+
+
+_reducers = {}  # all_reduce's, one per process group
+
+
+def all_reduce(x, group=None):
+    """x summed in place over the ranks of ``group`` (the default group when None) and returned, by
+    the AllReduce that the first call for that group builds (so every rank's first call must come
+    together, as any collective's)."""
+    key = dist.group.WORLD if group is None else group
+    reducer = _reducers.get(key)
+    if reducer is None:
+        reducer = _reducers[key] = AllReduce(group)
+    return reducer(x)
 
 
 def ddp_comm_hook(state, bucket):

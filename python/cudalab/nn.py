@@ -71,9 +71,9 @@ class Linear(torch.nn.Linear):
     with contiguous rows only, so a transposed copy of the weight is made per call (and the
     backward copies its transposed operands likewise). Under ``torch.autocast``, x, the weight and
     the bias are cast to the autocast dtype, as ``torch.nn.Linear``'s are, and the product runs in
-    it on tensor cores. The bias goes in as the GEMM's C (beta 1), broadcast over the rows: copied
-    into the output before the product (cudalab's GEMM has no bias epilogue, so there is no fused
-    bias+GELU either), its gradient the sum of the output's over the rows. One call
+    it on tensor cores. The bias goes in as the GEMM's C (beta 1), broadcast over the rows: in
+    16-bit the GEMM's epilogue reads it where it lies and adds it, in float32 it is copied into the
+    output before the product; its gradient is the sum of the output's over the rows. One call
     (:func:`cudalab.ops.linear`, composite in C++) does all of it."""
 
     def forward(self, x):

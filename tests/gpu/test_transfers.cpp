@@ -2,6 +2,7 @@
 // sizes in every issue order.
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,7 +37,8 @@ TEST(TransfersGpu, CopyWordsMovesMappedHostBytesBothWays) {
 
 // Runs a multi-GPU experiment at the small scale (CUDALAB_TRANSFERS_SMALL). With one GPU its table
 // has no rows and a note that says why, checked here; returns the table and the GPU count.
-std::pair<nlohmann::json, int> run_on_every_gpu(const char* name, std::uint64_t seed) {
+std::pair<nlohmann::json, int> run_on_every_gpu(const char* name, std::uint64_t seed,
+                                                const std::vector<std::int64_t>& sizes = {}) {
   // Sets the small scale for this run only, also when the experiment throws.
   struct SmallScale {
     SmallScale() { setenv("CUDALAB_TRANSFERS_SMALL", "1", 1); }
@@ -51,6 +53,7 @@ std::pair<nlohmann::json, int> run_on_every_gpu(const char* name, std::uint64_t 
   }
   harness::ExperimentContext context;
   context.seed = seed;
+  context.sizes = sizes;
   nlohmann::json table;
   {
     const SmallScale small;
@@ -83,6 +86,17 @@ TEST(TransfersGpu, AllReduceRunsEveryRungOrSaysWhyNot) {
   if (count < 2) return;
   EXPECT_GE(table["rows"].size(), 2u * 4u);
   for (const auto& row : table["rows"]) EXPECT_GT(row[7].get<double>(), 0.0) << row.dump();  // busbw_gbps
+}
+
+// The same at element counts of no multiple (--n): one element (every GPU but the first has an
+// empty part), a few, and more than a vector per GPU with a ragged last part.
+TEST(TransfersGpu, AllReduceIsExactAtOddCounts) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  const auto [table, count] = run_on_every_gpu("all_reduce", 10, {1, 17, 1000003});
+  if (count < 2) return;
+  std::set<std::int64_t> bytes;
+  for (const auto& row : table["rows"]) bytes.insert(row[3].get<std::int64_t>());
+  EXPECT_EQ(bytes, (std::set<std::int64_t>{2, 4, 34, 68, 2000006, 4000012})) << table["rows"].dump();
 }
 
 TEST(TransfersGpu, CopyWordsRejectsUnalignedArguments) {

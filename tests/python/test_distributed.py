@@ -32,6 +32,14 @@ def _worker(rank, world, store):
                 assert reduce(x) is x
                 mismatches = int((x != want.to(dtype)).sum())
                 assert mismatches == 0, f"rank {rank}, {dtype}, {n} elements at {offset}: {mismatches} differ"
+        # cudalab.all_reduce: the same sum through the group's cached AllReduce.
+        x = torch.randn(1000, device="cuda", generator=torch.Generator(device="cuda").manual_seed(rank))
+        every = [torch.empty_like(x) for _ in range(world)]
+        dist.all_gather(every, x)
+        want = torch.zeros_like(x)
+        for part in every:
+            want += part
+        assert torch.equal(cudalab.all_reduce(x), want)
         # Above one_shot_bytes, NCCL's sum: the same on every rank.
         routed = cudalab.distributed.AllReduce(buffer_bytes=1 << 20, one_shot_bytes=4096)
         x = torch.randn(4097, device="cuda", generator=torch.Generator(device="cuda").manual_seed(rank))

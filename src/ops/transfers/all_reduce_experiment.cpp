@@ -283,7 +283,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
                             "copies, a ring of kernel pulls, one-shot, two-shot, NCCL"},
                            {"columns",
                             {"rung", "dtype", "gpus", "bytes", "median_us", "min_us", "algbw_gbps", "busbw_gbps",
-                             "of_nccl_busbw", "samples"}},
+                             "of_nccl_busbw", "of_peer_copy", "samples"}},
                            {"rows", nlohmann::json::array()},
                            {"notes", nlohmann::json::array()}};
   nlohmann::json& rows = result["rows"];
@@ -409,7 +409,8 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
         if (rung == Rung::nccl) nccl_busbw[k] = busbw;
         rows.push_back({to_string(rung), cudalab::to_string(dtype), gpus, bytes, t.median * 1e3, t.min * 1e3,
                         static_cast<double>(bytes) / seconds / 1e9, busbw,
-                        nccl_busbw[k] > 0 ? busbw / nccl_busbw[k] : 0.0, t.count});
+                        nccl_busbw[k] > 0 ? busbw / nccl_busbw[k] : 0.0,
+                        context.ceilings.peer_gbps > 0 ? busbw / context.ceilings.peer_gbps : 0.0, t.count});
       }
     }
   }
@@ -418,7 +419,9 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
       "and joins it through events; samples until a 2% spread or a time budget ends");
   notes.push_back(
       "algbw_gbps: bytes of one GPU's array over the time; busbw_gbps: algbw x 2 (gpus - 1) / gpus, nccl-tests' "
-      "bus bandwidth; of_nccl_busbw: over NCCL's at the same dtype and size (0 where NCCL did not run)");
+      "bus bandwidth; of_nccl_busbw: over NCCL's at the same dtype and size (0 where NCCL did not run); "
+      "of_peer_copy: over the probe's one-way cudaMemcpyPeerAsync rate, the roofline of a GPU's sends (0 where the "
+      "probe has no peer ceiling)");
   notes.push_back("host_staged: at most " + format_bytes(static_cast<double>(kStagedLargestBytes)) +
                   " an array (one CPU thread sums)");
   notes.push_back(
