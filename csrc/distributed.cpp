@@ -1,15 +1,22 @@
 // The all-reduce of one process per GPU (cudalab.distributed): x summed in place over the GPUs whose
 // staging buffers and signal arrays were shared through CUDA IPC (cudalab::all_reduce_ipc), and the
 // sharing itself: a buffer from cudaMalloc with its IPC handle, and another rank's buffer opened for
-// this rank's GPU. The epochs and the chunking of tensors larger than a buffer live in Python.
+// this rank's GPU. Python shares the buffers and keeps them alive; the epochs, the pieces of large
+// tensors and the order between streams are kept here, in a state per AllReduce.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include <ATen/ops/from_blob.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #include <torch/library.h>
 
@@ -19,45 +26,123 @@
 namespace cudalab::torch_ops {
 namespace {
 
-// x (f32 or bf16, contiguous, this process's GPU) summed over the GPUs of `buffers` (uint8, each
-// GPU's staging buffer, as large as the others and at least twice x's bytes: calls alternate
-// halves) and `signals` (int32, each GPU's
-// kAllReduceSignalWords words), both in rank order, this GPU's at `rank` and the others' opened by
-// _ipc_open (so all of them on x's device); `epoch` as all_reduce_ipc takes it.
-void all_reduce_ipc_(at::Tensor x, const std::vector<at::Tensor>& buffers, const std::vector<at::Tensor>& signals,
-                     std::int64_t rank, std::int64_t epoch) {
-  constexpr const char* op = "_all_reduce_ipc_";
-  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(AllReduceElements{}));
+// One AllReduce's state: every GPU's staging buffer and signal array as this process maps them,
+// this GPU's rank, the epochs and the last call's stream. It lives here, under a handle, so that a
+// call crosses from Python with a tensor and an integer instead of lists of tensors (whose
+// conversion cost more than the kernel below 1 MiB). Python keeps the tensors alive.
+struct IpcAllReduce {
+  at::Device device{at::kCUDA, 0};
+  std::vector<void*> buffers;
+  std::vector<unsigned*> signals;
+  std::size_t buffer_bytes = 0;
+  int rank = 0;
+  unsigned epoch = 0;  // the last call's
+  c10::optional<c10::cuda::CUDAStream> last;
+  cudaEvent_t switched = nullptr;  // made when a call first comes on another stream than the last
+};
+
+std::mutex& states_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::unordered_map<std::int64_t, std::unique_ptr<IpcAllReduce>>& states() {
+  static std::unordered_map<std::int64_t, std::unique_ptr<IpcAllReduce>> all;
+  return all;
+}
+
+// The state of `buffers` (uint8, every GPU's staging buffer, all of one size, a multiple of 32
+// bytes) and `signals` (int32, every GPU's kAllReduceSignalWords words), both in rank order, this
+// GPU's at `rank` and the others' opened by _ipc_open, so all of them on this GPU; a handle for
+// _all_reduce_ipc_ and _ipc_all_reduce_destroy.
+std::int64_t ipc_all_reduce_create(const std::vector<at::Tensor>& buffers, const std::vector<at::Tensor>& signals,
+                                   std::int64_t rank) {
+  constexpr const char* op = "_ipc_all_reduce_create";
   const auto gpus = static_cast<std::int64_t>(buffers.size());
   TORCH_CHECK_VALUE(gpus >= 1 && gpus <= kAllReduceMaxGpus && static_cast<std::int64_t>(signals.size()) == gpus,
                     "cudalab.", op, ": one buffer and one signal array per GPU, 1 to 8 GPUs; got ", buffers.size(),
                     " and ", signals.size());
   TORCH_CHECK_VALUE(rank >= 0 && rank < gpus, "cudalab.", op, ": rank ", rank, " of ", gpus, " GPUs");
-  TORCH_CHECK_VALUE(epoch > 0 && epoch <= 0xFFFFFFFFll, "cudalab.", op, ": epoch ", epoch, " is not in 1..2^32-1");
-  const c10::cuda::CUDAGuard guard(x.device());
-  std::vector<void*> buffer_pointers;
-  std::vector<unsigned*> signal_pointers;
+  auto state = std::make_unique<IpcAllReduce>();
+  state->device = buffers[0].device();
+  state->buffer_bytes = buffers[0].nbytes();
+  state->rank = static_cast<int>(rank);
+  TORCH_CHECK_VALUE(state->device.is_cuda() && state->buffer_bytes >= 32 && state->buffer_bytes % 32 == 0, "cudalab.",
+                    op, ": the buffers must be CUDA tensors of a multiple of 32 bytes");
   for (std::int64_t g = 0; g < gpus; ++g) {
     const at::Tensor& b = buffers[static_cast<std::size_t>(g)];
     const at::Tensor& s = signals[static_cast<std::size_t>(g)];
-    TORCH_CHECK_VALUE(b.device() == x.device() && b.scalar_type() == at::kByte && b.is_contiguous() &&
-                          b.nbytes() == buffers[0].nbytes() && b.nbytes() >= 2 * x.nbytes(),
-                      "cudalab.", op, ": buffer ", g, " must be a contiguous uint8 tensor on x's device (", x.device(),
-                      ") of at least twice x's ", x.nbytes(), " bytes, as large as buffer 0");
-    TORCH_CHECK_VALUE(s.device() == x.device() && s.scalar_type() == at::kInt && s.is_contiguous() &&
+    TORCH_CHECK_VALUE(b.device() == state->device && b.scalar_type() == at::kByte && b.is_contiguous() &&
+                          b.nbytes() == state->buffer_bytes,
+                      "cudalab.", op, ": buffer ", g, " must be a contiguous uint8 tensor on ", state->device, " of ",
+                      state->buffer_bytes, " bytes, as buffer 0");
+    TORCH_CHECK_VALUE(s.device() == state->device && s.scalar_type() == at::kInt && s.is_contiguous() &&
                           s.numel() >= kAllReduceSignalWords,
                       "cudalab.", op, ": signals ", g, " must be a contiguous int32 tensor of ", kAllReduceSignalWords,
-                      " words on x's device (", x.device(), ")");
-    buffer_pointers.push_back(b.data_ptr());
-    signal_pointers.push_back(reinterpret_cast<unsigned*>(s.data_ptr()));
+                      " words on ", state->device);
+    state->buffers.push_back(b.data_ptr());
+    state->signals.push_back(reinterpret_cast<unsigned*>(s.data_ptr()));
   }
+  static std::int64_t next = 0;
+  const std::lock_guard<std::mutex> lock(states_mutex());
+  states().emplace(++next, std::move(state));
+  return next;
+}
+
+void ipc_all_reduce_destroy(std::int64_t handle) {
+  std::unique_ptr<IpcAllReduce> state;
+  {
+    const std::lock_guard<std::mutex> lock(states_mutex());
+    const auto found = states().find(handle);
+    if (found == states().end()) return;
+    state = std::move(found->second);
+    states().erase(found);
+  }
+  if (state->switched != nullptr) cudaEventDestroy(state->switched);
+}
+
+// x (f32 or bf16, contiguous, on the state's GPU) summed in place over the GPUs of `handle`'s
+// state, on the current stream, in pieces of half a buffer (calls alternate halves); each piece
+// takes the next epoch.
+void all_reduce_ipc_(at::Tensor x, std::int64_t handle) {
+  constexpr const char* op = "_all_reduce_ipc_";
+  IpcAllReduce* state = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(states_mutex());
+    const auto found = states().find(handle);
+    TORCH_CHECK_VALUE(found != states().end(), "cudalab.", op, ": no all-reduce state ", handle);
+    state = found->second.get();
+  }
+  TORCH_CHECK_VALUE(x.device() == state->device, "cudalab.", op, ": x is on ", x.device(), ", this rank's GPU is ",
+                    state->device);
+  check_tensor(op, "x", x, state->device, c10::nullopt, scalar_types(AllReduceElements{}));
+  const c10::cuda::CUDAGuard guard(x.device());
+  const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(x.device().index());
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  C10_CUDA_CHECK(cudaStreamIsCapturing(stream.stream(), &capturing));
+  // A captured epoch would be the same on every replay, and the barriers would stop waiting.
+  TORCH_CHECK(capturing == cudaStreamCaptureStatusNone, "cudalab.", op, ": cannot be captured in a CUDA graph");
+  if (state->last.has_value() && *state->last != stream) {
+    // Calls alternate buffer halves, safe in one stream's order: the first call on another stream
+    // waits for everything the last one enqueued.
+    if (state->switched == nullptr) C10_CUDA_CHECK(cudaEventCreateWithFlags(&state->switched, cudaEventDisableTiming));
+    C10_CUDA_CHECK(cudaEventRecord(state->switched, state->last->stream()));
+    C10_CUDA_CHECK(cudaStreamWaitEvent(stream.stream(), state->switched, 0));
+  }
+  state->last = stream;
+  const auto gpus = static_cast<int>(state->buffers.size());
   with_element_type<AllReduceElements>(x, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    call_library(op, [&] {
-      cudalab::all_reduce_ipc(mutable_data<T>(x), x.numel(), buffer_pointers.data(), buffers[0].nbytes(),
-                              signal_pointers.data(), static_cast<int>(rank), static_cast<int>(gpus),
-                              static_cast<unsigned>(epoch), current_stream(x));
-    });
+    const auto step = static_cast<std::int64_t>(cudalab::all_reduce_ipc_capacity<T>(state->buffer_bytes));
+    T* data = mutable_data<T>(x);
+    for (std::int64_t start = 0; start < x.numel(); start += step) {
+      TORCH_CHECK(state->epoch < 0xFFFFFFFFu, "cudalab.", op, ": 2^32 - 1 calls made; build a new AllReduce");
+      ++state->epoch;
+      call_library(op, [&] {
+        cudalab::all_reduce_ipc(data + start, std::min(step, x.numel() - start), state->buffers.data(),
+                                state->buffer_bytes, state->signals.data(), state->rank, gpus, state->epoch,
+                                stream.stream());
+      });
+    }
   });
 }
 
@@ -108,9 +193,14 @@ at::Tensor ipc_open(const at::Tensor& handle, std::int64_t bytes, at::Device dev
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
-  define_op(m, "_all_reduce_ipc_(Tensor(a!) x, Tensor[] buffers, Tensor[] signals, int rank, int epoch) -> ()",
-            &all_reduce_ipc_, AllReduceElements{});
-  // Neither takes a CUDA tensor to dispatch on: one kernel for every backend.
+  define_op(m, "_all_reduce_ipc_(Tensor(a!) x, int handle) -> ()", &all_reduce_ipc_, AllReduceElements{});
+  m.def("_ipc_all_reduce_create(Tensor[] buffers, Tensor[] signals, int rank) -> int");
+  m.impl("_ipc_all_reduce_create",
+         torch::dispatch(c10::DispatchKey::CompositeExplicitAutograd, &ipc_all_reduce_create));
+  m.def("_ipc_all_reduce_destroy(int handle) -> ()");
+  m.impl("_ipc_all_reduce_destroy",
+         torch::dispatch(c10::DispatchKey::CompositeExplicitAutograd, &ipc_all_reduce_destroy));
+  // These take no CUDA tensor to dispatch on (or need none): one kernel for every backend.
   m.def("_ipc_buffer(int bytes, Device device) -> (Tensor, Tensor)");
   m.impl("_ipc_buffer", torch::dispatch(c10::DispatchKey::CompositeExplicitAutograd, &ipc_buffer));
   m.def("_ipc_open(Tensor handle, int bytes, Device device) -> Tensor");

@@ -17,6 +17,8 @@ must reach the others by peer access, and every rank must make the same calls in
 a rank that does not arrive within 20 s is taken as gone (the others' kernels trap, and their next
 CUDA call fails). Not for CUDA graphs: the barriers' epochs are counted on the host."""
 
+import weakref
+
 import torch
 import torch.distributed as dist
 
@@ -81,41 +83,20 @@ class AllReduce:
             )
             self.buffers.append(region[:buffer_bytes])
             self.signal_arrays.append(region[buffer_bytes:].view(torch.int32))
-        self.buffer = self.buffers[self.rank]
-        self.epoch = 0
-        self.stream = None  # the last call's
+        # The epochs, the pieces of large tensors and the order between streams live in C++.
+        self.handle = torch.ops.cudalab._ipc_all_reduce_create(self.buffers, self.signal_arrays, self.rank)
+        weakref.finalize(self, torch.ops.cudalab._ipc_all_reduce_destroy, self.handle)
         self.hook_stream = None  # ddp_comm_hook's
-        self.half_bytes = buffer_bytes // 2  # a call's piece: calls alternate buffer halves
         torch.cuda.synchronize(self.device)  # the zeroed signals land before any rank can signal
         dist.barrier(group=group)
 
     def __call__(self, x):
         """x (float32 or bfloat16, contiguous, on this rank's GPU) summed over the ranks in place;
-        returns x."""
-        if not x.is_contiguous():
-            raise ValueError("cudalab.distributed.AllReduce: x must be contiguous")
-        if x.device != self.device:
-            raise ValueError(f"cudalab.distributed.AllReduce: x is on {x.device}, this rank's GPU is {self.device}")
-        if torch.cuda.is_current_stream_capturing():
-            # A captured epoch would be the same on every replay, and the barriers would stop waiting.
-            raise RuntimeError("cudalab.distributed.AllReduce cannot be captured in a CUDA graph")
-        stream = torch.cuda.current_stream(self.device)
-        if self.stream is not None and stream != self.stream:
-            # Calls alternate buffer halves, safe in one stream's order: the first call on another
-            # stream waits for everything the last one enqueued.
-            switched = torch.cuda.Event()
-            switched.record(self.stream)
-            stream.wait_event(switched)
-        self.stream = stream
+        returns x. Not in CUDA graphs: the epochs are counted on the host."""
         if x.numel() * x.element_size() > self.one_shot_bytes:
             dist.all_reduce(x, group=self.group)
-            return x
-        flat, step = x.view(-1), self.half_bytes // x.element_size()
-        for start in range(0, flat.numel(), step):
-            self.epoch += 1
-            torch.ops.cudalab._all_reduce_ipc_(
-                flat[start : start + step], self.buffers, self.signal_arrays, self.rank, self.epoch
-            )
+        else:
+            torch.ops.cudalab._all_reduce_ipc_(x, self.handle)
         return x
 
 

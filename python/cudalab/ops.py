@@ -577,7 +577,7 @@ def _(a, b, scale_a=None, scale_b=None, alpha=1.0):
 
 
 @torch.library.register_fake("cudalab::_all_reduce_ipc_")
-def _(x, buffers, signals, rank, epoch):
+def _(x, handle):
     return None
 
 
