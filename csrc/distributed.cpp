@@ -31,11 +31,13 @@ namespace {
 // call crosses from Python with a tensor and an integer instead of lists of tensors (whose
 // conversion cost more than the kernel below 1 MiB). Python keeps the tensors alive.
 struct IpcAllReduce {
+  std::mutex mutex;  // held through a call: one call at a time per state, whichever thread makes it
   at::Device device{at::kCUDA, 0};
   std::vector<void*> buffers;
   std::vector<unsigned*> signals;
   std::size_t buffer_bytes = 0;
   int rank = 0;
+  double timeout_seconds = 600.0;
   unsigned epoch = 0;  // the last call's
   c10::optional<c10::cuda::CUDAStream> last;
   cudaEvent_t switched = nullptr;  // made when a call first comes on another stream than the last
@@ -45,24 +47,29 @@ std::mutex& states_mutex() {
   static std::mutex mutex;
   return mutex;
 }
-std::unordered_map<std::int64_t, std::unique_ptr<IpcAllReduce>>& states() {
-  static std::unordered_map<std::int64_t, std::unique_ptr<IpcAllReduce>> all;
+// shared_ptr: a call keeps its state alive while another thread destroys the handle.
+std::unordered_map<std::int64_t, std::shared_ptr<IpcAllReduce>>& states() {
+  static std::unordered_map<std::int64_t, std::shared_ptr<IpcAllReduce>> all;
   return all;
 }
 
 // The state of `buffers` (uint8, every GPU's staging buffer, all of one size, a multiple of 32
 // bytes) and `signals` (int32, every GPU's kAllReduceSignalWords words), both in rank order, this
 // GPU's at `rank` and the others' opened by _ipc_open, so all of them on this GPU; a handle for
-// _all_reduce_ipc_ and _ipc_all_reduce_destroy.
+// _all_reduce_ipc_ and _ipc_all_reduce_destroy. A call waits `timeout_seconds` for the other GPUs
+// (all_reduce_ipc).
 std::int64_t ipc_all_reduce_create(const std::vector<at::Tensor>& buffers, const std::vector<at::Tensor>& signals,
-                                   std::int64_t rank) {
+                                   std::int64_t rank, double timeout_seconds) {
   constexpr const char* op = "_ipc_all_reduce_create";
   const auto gpus = static_cast<std::int64_t>(buffers.size());
   TORCH_CHECK_VALUE(gpus >= 1 && gpus <= kAllReduceMaxGpus && static_cast<std::int64_t>(signals.size()) == gpus,
                     "cudalab.", op, ": one buffer and one signal array per GPU, 1 to 8 GPUs; got ", buffers.size(),
                     " and ", signals.size());
   TORCH_CHECK_VALUE(rank >= 0 && rank < gpus, "cudalab.", op, ": rank ", rank, " of ", gpus, " GPUs");
-  auto state = std::make_unique<IpcAllReduce>();
+  TORCH_CHECK_VALUE(timeout_seconds > 0 && timeout_seconds <= 1e9, "cudalab.", op,
+                    ": timeout_seconds must be in (0, 1e9], got ", timeout_seconds);
+  auto state = std::make_shared<IpcAllReduce>();
+  state->timeout_seconds = timeout_seconds;
   state->device = buffers[0].device();
   state->buffer_bytes = buffers[0].nbytes();
   state->rank = static_cast<int>(rank);
@@ -89,7 +96,7 @@ std::int64_t ipc_all_reduce_create(const std::vector<at::Tensor>& buffers, const
 }
 
 void ipc_all_reduce_destroy(std::int64_t handle) {
-  std::unique_ptr<IpcAllReduce> state;
+  std::shared_ptr<IpcAllReduce> state;
   {
     const std::lock_guard<std::mutex> lock(states_mutex());
     const auto found = states().find(handle);
@@ -97,7 +104,9 @@ void ipc_all_reduce_destroy(std::int64_t handle) {
     state = std::move(found->second);
     states().erase(found);
   }
+  const std::lock_guard<std::mutex> lock(state->mutex);  // after any call in flight on another thread
   if (state->switched != nullptr) cudaEventDestroy(state->switched);
+  state->switched = nullptr;
 }
 
 // x (f32 or bf16, contiguous, on the state's GPU) summed in place over the GPUs of `handle`'s
@@ -105,13 +114,14 @@ void ipc_all_reduce_destroy(std::int64_t handle) {
 // takes the next epoch.
 void all_reduce_ipc_(at::Tensor x, std::int64_t handle) {
   constexpr const char* op = "_all_reduce_ipc_";
-  IpcAllReduce* state = nullptr;
+  std::shared_ptr<IpcAllReduce> state;
   {
     const std::lock_guard<std::mutex> lock(states_mutex());
     const auto found = states().find(handle);
     TORCH_CHECK_VALUE(found != states().end(), "cudalab.", op, ": no all-reduce state ", handle);
-    state = found->second.get();
+    state = found->second;
   }
+  const std::lock_guard<std::mutex> lock(state->mutex);
   TORCH_CHECK_VALUE(x.device() == state->device, "cudalab.", op, ": x is on ", x.device(), ", this rank's GPU is ",
                     state->device);
   check_tensor(op, "x", x, state->device, c10::nullopt, scalar_types(AllReduceElements{}));
@@ -140,7 +150,7 @@ void all_reduce_ipc_(at::Tensor x, std::int64_t handle) {
       call_library(op, [&] {
         cudalab::all_reduce_ipc(data + start, std::min(step, x.numel() - start), state->buffers.data(),
                                 state->buffer_bytes, state->signals.data(), state->rank, gpus, state->epoch,
-                                stream.stream());
+                                stream.stream(), state->timeout_seconds);
       });
     }
   });
@@ -194,7 +204,7 @@ at::Tensor ipc_open(const at::Tensor& handle, std::int64_t bytes, at::Device dev
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "_all_reduce_ipc_(Tensor(a!) x, int handle) -> ()", &all_reduce_ipc_, AllReduceElements{});
-  m.def("_ipc_all_reduce_create(Tensor[] buffers, Tensor[] signals, int rank) -> int");
+  m.def("_ipc_all_reduce_create(Tensor[] buffers, Tensor[] signals, int rank, float timeout_seconds) -> int");
   m.impl("_ipc_all_reduce_create",
          torch::dispatch(c10::DispatchKey::CompositeExplicitAutograd, &ipc_all_reduce_create));
   m.def("_ipc_all_reduce_destroy(int handle) -> ()");

@@ -13,10 +13,14 @@
 // multiple of 32; count at most all_reduce_ipc_capacity) and signal array (kAllReduceSignalWords
 // unsigned words, zeroed once when allocated): this process's own for g == rank, the others' opened
 // by open_peer_buffer. `epoch` must be the same on every GPU for one call and larger than the last
-// call's (start at 1). A GPU that does not arrive within 20 s is taken as gone: the kernel traps
-// and this process's next CUDA call fails. Asynchronous on `stream`. count == 0 does nothing.
+// call's (start at 1). A GPU whose block has not arrived `timeout_seconds` after this GPU's did is
+// taken as gone (its process failed): the kernel traps, and this process's next CUDA call fails.
+// The blocks wait for their peers by spinning, so the grid (at most kAllReduceMaxBlocks blocks of
+// 512 threads) relies on every GPU starting its blocks in ascending order, as GPUs do.
+// Asynchronous on `stream`. count == 0 does nothing.
 // Throws cudalab::Error (invalid_argument for a negative or too large count, gpus outside 1..8, a
-// rank outside 0..gpus-1, epoch 0, or a null or misaligned pointer; cuda when the launch fails).
+// rank outside 0..gpus-1, epoch 0, a timeout outside (0, 1e9] s, or a null or misaligned pointer;
+// cuda when the launch fails).
 #pragma once
 
 #include <cstddef>
@@ -54,6 +58,6 @@ void* open_peer_buffer(const cudaIpcMemHandle_t& handle, int device);
 
 template <typename T, typename = RequireElement<T, AllReduceElements>>
 void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, std::size_t buffer_bytes, unsigned* const* signals,
-                    int rank, int gpus, unsigned epoch, cudaStream_t stream = nullptr);
+                    int rank, int gpus, unsigned epoch, cudaStream_t stream = nullptr, double timeout_seconds = 600.0);
 
 }  // namespace cudalab

@@ -24,7 +24,7 @@ if _release(_C.torch_version) != _release(torch.__version__):
     )
 
 from . import distributed, nn, ops, optim  # noqa: F401  (fake kernels and autograd; drop-in modules)
-from .distributed import all_reduce  # noqa: F401  (one process per GPU)
+from .distributed import all_reduce  # noqa: F401  (one process per GPU; distributed.close_all frees its buffers)
 from .hf import patch  # noqa: F401  (Hugging Face models on cudalab's ops)
 from . import _inductor
 

@@ -14,9 +14,13 @@ NCCL's 36-46 through torch.distributed; larger tensors go to NCCL (docs/transfer
 
 Every process must see every GPU of the host (no CUDA_VISIBLE_DEVICES per process), each GPU
 must reach the others by peer access, and every rank must make the same calls in the same order;
-a rank that does not arrive within 20 s is taken as gone (the others' kernels trap, and their next
-CUDA call fails). Not for CUDA graphs: the barriers' epochs are counted on the host."""
+a rank that does not arrive within ``timeout`` (10 minutes by default, as NCCL's process groups)
+is taken as gone: the others' kernels trap, and their next CUDA call fails. ``close()`` (every
+rank together) frees the buffers once no GPU reads them; dropping an AllReduce without it leaves
+that to the end of the process. Not for CUDA graphs: the barriers' epochs are counted on the
+host."""
 
+import datetime
 import weakref
 
 import torch
@@ -31,9 +35,9 @@ class AllReduce:
     other ranks of ``group`` when constructed (a collective call). Calls alternate the buffer's
     halves; tensors larger than half of it are summed in half-buffer pieces. Tensors larger than
     ``one_shot_bytes`` (default 8 MiB / (ranks - 1)) go to NCCL, which is faster there; 0 sends
-    every call to NCCL, and a huge value none."""
+    every call to NCCL, and a huge value none. So do dtypes the kernel does not take (float16)."""
 
-    def __init__(self, group=None, buffer_bytes=32 << 20, one_shot_bytes=None):
+    def __init__(self, group=None, buffer_bytes=32 << 20, one_shot_bytes=None, timeout=datetime.timedelta(minutes=10)):
         self.group = group
         self.rank = dist.get_rank(group)
         self.world = dist.get_world_size(group)
@@ -66,12 +70,40 @@ class AllReduce:
             raise RuntimeError(f"cudalab.distributed.AllReduce: some GPU of {devices} has no peer access to another")
         # Each rank's buffer and signals in one cudaMalloc'd region, opened by the others for their
         # own GPU (memory opened for its owner's GPU, as torch.multiprocessing shares CUDA tensors,
-        # faults when another GPU's kernel reads it).
+        # faults when another GPU's kernel reads it). Each step fails on every rank together.
         region_bytes = buffer_bytes + 4 * SIGNAL_WORDS
+        handle = self._together("allocating the staging buffer", lambda: self._allocate(region_bytes, buffer_bytes))
+        handles = [None] * self.world
+        dist.all_gather_object(handles, handle, group=group)
+        self._together("opening the other ranks' buffers", lambda: self._open(handles, region_bytes, buffer_bytes))
+        # The epochs, the pieces of large tensors and the order between streams live in C++.
+        self.handle = torch.ops.cudalab._ipc_all_reduce_create(
+            self.buffers, self.signal_arrays, self.rank, timeout.total_seconds()
+        )
+        self._destroy = weakref.finalize(self, _release, self.handle, self.device)
+        self.hook_stream = None  # ddp_comm_hook's
+        torch.cuda.synchronize(self.device)  # the zeroed signals land before any rank can signal
+        dist.barrier(group=group)
+
+    def _together(self, what, step):
+        """Runs `step` on every rank, then raises on every rank if it failed on any."""
+        try:
+            result, error = step(), None
+        except (RuntimeError, ValueError) as failure:
+            result, error = None, str(failure).splitlines()[0]
+        errors = [None] * self.world
+        dist.all_gather_object(errors, error, group=self.group)
+        failed = {rank: e for rank, e in enumerate(errors) if e is not None}
+        if failed:
+            raise RuntimeError(f"cudalab.distributed.AllReduce: {what} failed on rank(s) {failed}")
+        return result
+
+    def _allocate(self, region_bytes, buffer_bytes):
         self.region, handle = torch.ops.cudalab._ipc_buffer(region_bytes, self.device)
         self.region[buffer_bytes:].zero_()
-        handles = [None] * self.world
-        dist.all_gather_object(handles, handle.numpy().tobytes(), group=group)
+        return handle.numpy().tobytes()
+
+    def _open(self, handles, region_bytes, buffer_bytes):
         self.buffers, self.signal_arrays = [], []
         for rank, theirs in enumerate(handles):
             region = (
@@ -83,21 +115,31 @@ class AllReduce:
             )
             self.buffers.append(region[:buffer_bytes])
             self.signal_arrays.append(region[buffer_bytes:].view(torch.int32))
-        # The epochs, the pieces of large tensors and the order between streams live in C++.
-        self.handle = torch.ops.cudalab._ipc_all_reduce_create(self.buffers, self.signal_arrays, self.rank)
-        weakref.finalize(self, torch.ops.cudalab._ipc_all_reduce_destroy, self.handle)
-        self.hook_stream = None  # ddp_comm_hook's
-        torch.cuda.synchronize(self.device)  # the zeroed signals land before any rank can signal
-        dist.barrier(group=group)
 
     def __call__(self, x):
-        """x (float32 or bfloat16, contiguous, on this rank's GPU) summed over the ranks in place;
-        returns x. Not in CUDA graphs: the epochs are counted on the host."""
-        if x.numel() * x.element_size() > self.one_shot_bytes:
+        """x (contiguous, on this rank's GPU) summed over the ranks in place; returns x. float32 and
+        bfloat16 up to ``one_shot_bytes`` by cudalab's kernel, the rest by NCCL."""
+        if x.dtype not in (torch.float32, torch.bfloat16) or x.numel() * x.element_size() > self.one_shot_bytes:
             dist.all_reduce(x, group=self.group)
         else:
             torch.ops.cudalab._all_reduce_ipc_(x, self.handle)
         return x
+
+    def close(self):
+        """Frees the buffers, every rank together, once no GPU reads them (a collective; the object
+        cannot be called after it)."""
+        if not self._destroy.alive:
+            return
+        self._destroy()  # this GPU's calls finish, so it reads no other GPU's buffer
+        dist.barrier(group=self.group)
+        self.buffers = self.signal_arrays = None  # this process's mappings of the others' buffers close
+        dist.barrier(group=self.group)  # no process maps this one's buffer any more
+        self.region = None
+
+
+def _release(handle, device):
+    torch.cuda.synchronize(device)
+    torch.ops.cudalab._ipc_all_reduce_destroy(handle)
 
 
 _reducers = {}  # all_reduce's, one per process group
@@ -106,12 +148,18 @@ _reducers = {}  # all_reduce's, one per process group
 def all_reduce(x, group=None):
     """x summed in place over the ranks of ``group`` (the default group when None) and returned, by
     the AllReduce that the first call for that group builds (so every rank's first call must come
-    together, as any collective's)."""
+    together, as any collective's; ``close_all()`` frees them)."""
     key = dist.group.WORLD if group is None else group
     reducer = _reducers.get(key)
     if reducer is None:
         reducer = _reducers[key] = AllReduce(group)
     return reducer(x)
+
+
+def close_all():
+    """Closes the AllReduce objects that all_reduce built (a collective: every rank together)."""
+    for key in list(_reducers):
+        _reducers.pop(key).close()
 
 
 def ddp_comm_hook(state, bucket):

@@ -160,10 +160,12 @@ def main(argv=None):
     model, config, optimizer = _build(args.model, args.ops, args, device)
     # DDP starts every process from the first's weights and averages the gradients in the backward.
     trained = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    reducer = None
     if world > 1 and args.all_reduce == "cudalab":
         from .distributed import AllReduce, ddp_comm_hook
 
-        trained.register_comm_hook(AllReduce(), ddp_comm_hook)
+        reducer = AllReduce()
+        trained.register_comm_hook(reducer, ddp_comm_hook)
     language = MarkovLanguage(config.vocab, args.seed, device)
     generator = torch.Generator(device=device).manual_seed(args.seed + 1)
     held_out = [language.sample(args.batch, config.seq + 1, generator) for _ in range(2)]
@@ -217,6 +219,8 @@ def main(argv=None):
         summary["replicas_max_difference"] = difference
         say(f"replicas after {args.steps} steps: largest difference from the first process's parameters "
             f"{difference:g}", flush=True)
+        if reducer is not None:
+            reducer.close()
         dist.barrier()
         if cuda:  # NCCL's resources; a gloo group is never torn down (see the end of this file)
             dist.destroy_process_group()

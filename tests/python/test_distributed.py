@@ -40,6 +40,12 @@ def _worker(rank, world, store):
         for part in every:
             want += part
         assert torch.equal(cudalab.all_reduce(x), want)
+        cudalab.distributed.close_all()
+        # float16 goes to NCCL (the kernel takes float32 and bfloat16).
+        half = x.half()
+        nccl_half = half.clone()
+        dist.all_reduce(nccl_half)
+        assert torch.equal(reduce(half), nccl_half)
         # Above one_shot_bytes, NCCL's sum: the same on every rank.
         routed = cudalab.distributed.AllReduce(buffer_bytes=1 << 20, one_shot_bytes=4096)
         x = torch.randn(4097, device="cuda", generator=torch.Generator(device="cuda").manual_seed(rank))
@@ -65,6 +71,11 @@ def _worker(rank, world, store):
             first = ours.grad.clone()
             dist.broadcast(first, 0)
             assert torch.equal(ours.grad, first), f"rank {rank}: gradients differ from rank 0's"
+        # close() frees the buffers on every rank together; a closed AllReduce refuses calls.
+        reduce.close()
+        routed.close()
+        with pytest.raises(ValueError, match="no all-reduce state"):
+            reduce(torch.ones(4, device="cuda"))
     finally:
         dist.destroy_process_group()
 

@@ -69,10 +69,6 @@ void launch(const void* const* inputs, int gpus, void* out, std::int64_t count, 
   }
 }
 
-// A GPU that has not arrived after this long is taken as gone (its process failed before the
-// call): the kernel traps, which fails this process's next CUDA call, instead of spinning forever.
-constexpr unsigned long long kBarrierTimeoutNs = 20ull * 1000 * 1000 * 1000;
-
 __device__ __forceinline__ unsigned long long global_nanoseconds() {
   unsigned long long now = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
@@ -96,8 +92,9 @@ struct IpcPeers {
 // their fp32 sum in GPU order into x. kXVectors: x is 16-byte aligned (the half-buffers always are). __grid_constant__:
 // the peers are indexed in the parameter space itself.
 template <typename T, bool kXVectors>
-__global__ void __launch_bounds__(kIpcBlock) ipc_one_shot_kernel(const __grid_constant__ IpcPeers peers, int rank,
-                                                                 int gpus, unsigned epoch, T* x, std::int64_t count) {
+__global__ void __launch_bounds__(kIpcBlock)
+    ipc_one_shot_kernel(const __grid_constant__ IpcPeers peers, int rank, int gpus, unsigned epoch, T* x,
+                        std::int64_t count, unsigned long long timeout_ns) {
   constexpr int V = kVector16<T>;
   const std::int64_t vectors = count / V;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kIpcBlock;
@@ -136,7 +133,7 @@ __global__ void __launch_bounds__(kIpcBlock) ipc_one_shot_kernel(const __grid_co
     for (unsigned seen = 0;;) {
       asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(arrived) : "memory");
       if (seen >= epoch) break;
-      if (global_nanoseconds() - start > kBarrierTimeoutNs) __trap();
+      if (global_nanoseconds() - start > timeout_ns) __trap();
     }
   }
   __syncthreads();
@@ -227,11 +224,13 @@ void* open_peer_buffer(const cudaIpcMemHandle_t& handle, int device) {
 
 template <typename T, typename>
 void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, std::size_t buffer_bytes, unsigned* const* signals,
-                    int rank, int gpus, unsigned epoch, cudaStream_t stream) {
+                    int rank, int gpus, unsigned epoch, cudaStream_t stream, double timeout_seconds) {
   CUDALAB_REQUIRE(count >= 0, "all_reduce_ipc: count must be >= 0, got " + std::to_string(count));
   CUDALAB_REQUIRE(gpus >= 1 && gpus <= kAllReduceMaxGpus && rank >= 0 && rank < gpus,
                   "all_reduce_ipc: rank " + std::to_string(rank) + " of " + std::to_string(gpus) + " GPUs (1 to 8)");
   CUDALAB_REQUIRE(epoch > 0, "all_reduce_ipc: epochs start at 1 (the signal arrays start at 0)");
+  CUDALAB_REQUIRE(timeout_seconds > 0 && timeout_seconds <= 1e9,
+                  "all_reduce_ipc: timeout_seconds must be in (0, 1e9], got " + std::to_string(timeout_seconds));
   CUDALAB_REQUIRE(buffer_bytes % 32 == 0,
                   "all_reduce_ipc: buffer_bytes must be a multiple of 32, got " + std::to_string(buffer_bytes));
   CUDALAB_REQUIRE(static_cast<std::size_t>(count) <= all_reduce_ipc_capacity<T>(buffer_bytes),
@@ -256,18 +255,19 @@ void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, std::size_t 
   const std::int64_t vectors = count / kVector;
   const int blocks = static_cast<int>(
       std::clamp<std::int64_t>((vectors + transfers::kIpcBlock - 1) / transfers::kIpcBlock, 1, kAllReduceMaxBlocks));
+  const auto timeout_ns = static_cast<unsigned long long>(timeout_seconds * 1e9);
   if (is_aligned16(x))
     transfers::ipc_one_shot_kernel<T, true>
-        <<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count);
+        <<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count, timeout_ns);
   else
     transfers::ipc_one_shot_kernel<T, false>
-        <<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count);
+        <<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count, timeout_ns);
   CUDALAB_CHECK_LAUNCH();
 }
 
 #define CUDALAB_ALL_REDUCE_ENTRY(T, a, b)                                                                         \
   template void all_reduce_ipc(T*, std::int64_t, void* const*, std::size_t, unsigned* const*, int, int, unsigned, \
-                               cudaStream_t);
+                               cudaStream_t, double);
 CUDALAB_ALL_REDUCE_ELEMENTS(CUDALAB_ALL_REDUCE_ENTRY, , )
 
 }  // namespace cudalab
