@@ -268,6 +268,8 @@ TEST(TransfersReference, AllReduceIpcValidatesBeforeTouchingTheGpu) {
   EXPECT_TRUE(refused(x, 8, kBytes, 2, 2, 1));  // rank outside the GPUs
   EXPECT_TRUE(refused(x, 8, kBytes, 0, 9, 1));  // more than 8 GPUs
   EXPECT_TRUE(refused(x, 8, kBytes, 0, 2, 0));  // epoch 0
+  EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, kBytes, signals, 0, 2, 1, nullptr, 0.0); }),
+            ErrorKind::invalid_argument);  // no time to wait
   EXPECT_TRUE(refused(reinterpret_cast<float*>(std::uintptr_t{0x10002}), 8, kBytes, 0, 2, 1));
   buffers[1] = reinterpret_cast<void*>(std::uintptr_t{0x30004});  // not 16-byte aligned
   EXPECT_TRUE(refused(x, 8, kBytes, 0, 2, 1));
