@@ -24,6 +24,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from . import _C
 from .models.gpt import Gpt, GptConfig
 from .models.llama import Llama, LlamaConfig
 
@@ -213,7 +214,7 @@ def main(argv=None):
     summary = {"model": args.model, "ops": args.ops, "dtype": args.dtype, "device": args.device,
                "batch": args.batch, "seq": config.seq, "vocab": config.vocab, "steps": args.steps,
                "floor_nats": round(floor, 4), "seconds": round(time.perf_counter() - began, 2),
-               "tokens": tokens_done, "processes": world, "records": records}
+               "tokens": tokens_done, "processes": world, "records": records, "commit": _C.commit}
     if world > 1:
         difference = _replica_difference(model, device)
         summary["replicas_max_difference"] = difference

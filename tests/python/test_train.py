@@ -10,6 +10,7 @@ import sys
 import pytest
 import torch
 
+import cudalab
 from cudalab.train import SUCCESSOR_PROBABILITIES, MarkovLanguage, main
 from conftest import requires_cuda
 
@@ -38,6 +39,7 @@ def test_torch_built_model_trains_on_the_cpu(tmp_path):
     assert [r["step"] for r in summary["records"]] == [3, 6]
     assert all(math.isfinite(r["loss"]) and math.isfinite(r["held_out_loss"]) for r in summary["records"])
     assert summary["tokens"] == 6 * 4 * 32 and summary["floor_nats"] < math.log(97)
+    assert summary["commit"] == cudalab._C.commit  # the build that trained, for the results' provenance
 
 
 def test_data_parallel_on_two_cpu_processes(tmp_path):

@@ -12,6 +12,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from cudalab import _C
 from cudalab.distributed import AllReduce
 
 DEFAULT_BYTES = [8 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 32 << 20, 256 << 20]
@@ -90,7 +91,7 @@ def main(argv=None):
             with open(args.json, "w") as f:
                 nccl = ".".join(map(str, torch.cuda.nccl.version()))
                 json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "nccl": nccl,
-                           "records": records}, f, indent=1)
+                           "commit": _C.commit, "dirty": bool(_C.dirty), "records": records}, f, indent=1)
         return 1 if any(r["mismatches"] for r in records) else 0
     finally:
         dist.destroy_process_group()
