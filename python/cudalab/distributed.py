@@ -2,8 +2,8 @@
 layout, by cudalab's one-shot kernel (cudalab::all_reduce_ipc), one launch a call: each GPU copies
 its tensor into a staging buffer that every other process has mapped through CUDA IPC, and after a
 barrier between the GPUs' blocks each sums every GPU's buffer into its own tensor, in GPU order, so
-every GPU holds the same bits. On two and four H200s it takes 29-34 us a call below 1 MiB against
-NCCL's 36-46 through torch.distributed; larger tensors go to NCCL (docs/transfers.md).
+every GPU holds the same bits. On two and four H200s it takes 20-34 us a call below 1 MiB against
+NCCL's 33-46 through torch.distributed; larger tensors go to NCCL (docs/transfers.md).
 
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl")
