@@ -275,6 +275,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> quantize_fp8(const at::Tensor& x)
   return {q, scale, amax};
 }
 
+// x quantized to float8_e4m3fn with a scale given, and x's amax (cudalab::quantize_fp8_scaled):
+// delayed scaling, one read of x. scale: a float32 tensor of one element on x's device. Returns q of
+// x's shape and amax, a float32 tensor of one element. Not differentiable.
+std::tuple<at::Tensor, at::Tensor> quantize_fp8_scaled(const at::Tensor& x, const at::Tensor& scale) {
+  constexpr const char* op = "quantize_fp8_scaled";
+  check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(QuantizeElements{}));
+  check_tensor(op, "scale", scale, x.device(), at::kFloat, {at::kFloat});
+  TORCH_CHECK_VALUE(scale.numel() == 1, "cudalab.", op, ": scale must have one element, got ", scale.sizes());
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor q = at::empty(x.sizes(), x.options().dtype(at::kFloat8_e4m3fn));
+  at::Tensor amax = at::empty({1}, x.options().dtype(at::kFloat));
+  with_element_type<QuantizeElements>(x, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::quantize_fp8_scaled(data<T>(x), data<float>(scale), mutable_data<__nv_fp8_e4m3>(q),
+                                   mutable_data<float>(amax), x.numel(), current_stream(x));
+    });
+  });
+  return {q, amax};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
@@ -288,6 +309,8 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, float alpha=1.) -> Tensor",
             &gemm_fp8, TypeList<__nv_fp8_e4m3>{});
   define_op(m, "quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)", &quantize_fp8, QuantizeElements{});
+  define_op(m, "quantize_fp8_scaled(Tensor x, Tensor scale) -> (Tensor, Tensor)", &quantize_fp8_scaled,
+            QuantizeElements{});
 }
 
 }  // namespace cudalab::torch_ops

@@ -39,4 +39,20 @@ template <typename T, typename = RequireElement<T, QuantizeElements>>
 void quantize_fp8(const T* x, __nv_fp8_e4m3* q, float* scale, float* amax, std::int64_t n,
                   cudaStream_t stream = nullptr);
 
+// Delayed scaling, as FP8 training recipes run it: q with a scale chosen before (from the amaxes of
+// earlier steps), and this tensor's amax for the next, in one read of x whatever its size:
+//
+//   m     = min(1 / scale, FLT_MAX)   (1 where scale is not a positive finite float)
+//   q_i   = e4m3(x_i * m)             (as quantize_fp8's: saturating, NaN stays NaN)
+//   amax  = max |x_i| over the finite x_i
+//
+// scale: one float on the device (the dequantization factor the GEMM takes with q); amax: one
+// float, written. Elements beyond what the scale covers saturate to +-448 (amax tells how far off
+// the scale was). Asynchronous on `stream`; n == 0 writes amax 0. Throws cudalab::Error:
+// invalid_argument for a negative n, a null or misaligned pointer or overlapping arrays; cuda when
+// a launch fails.
+template <typename T, typename = RequireElement<T, QuantizeElements>>
+void quantize_fp8_scaled(const T* x, const float* scale, __nv_fp8_e4m3* q, float* amax, std::int64_t n,
+                         cudaStream_t stream = nullptr);
+
 }  // namespace cudalab

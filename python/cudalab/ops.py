@@ -354,6 +354,16 @@ def quantize_fp8(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return torch.ops.cudalab.quantize_fp8(x)
 
 
+def quantize_fp8_scaled(x: Tensor, scale: Tensor) -> tuple[Tensor, Tensor]:
+    """Delayed scaling: x (float32, float16 or bfloat16, contiguous) as ``torch.float8_e4m3fn`` with
+    a scale given (a float32 tensor of one element on x's GPU, chosen from earlier amaxes), and x's
+    own amax for the next scale, in one read of x: returns ``(q, amax)`` with ``q = x * (1 / scale)``
+    rounded to e4m3, saturating at +-448 (the multiplier 1 where scale is not a positive finite
+    float), and amax the largest finite ``|x|``. ``q`` and ``scale`` go to :func:`gemm_fp8` as an
+    input and its scale. Not differentiable."""
+    return torch.ops.cudalab.quantize_fp8_scaled(x, scale)
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``torch.nn.functional.linear(x, weight, bias)``: ``x @ weight.mT + bias`` over x's last
     dimension (weight [out_features, in_features], bias [out_features] or None) by cudalab's GEMM,
@@ -586,6 +596,11 @@ def _(x):
     return torch.empty_like(x, dtype=torch.float8_e4m3fn), x.new_empty(1, dtype=torch.float32), x.new_empty(
         1, dtype=torch.float32
     )
+
+
+@torch.library.register_fake("cudalab::quantize_fp8_scaled")
+def _(x, scale):
+    return torch.empty_like(x, dtype=torch.float8_e4m3fn), x.new_empty(1, dtype=torch.float32)
 
 
 @torch.library.register_fake("cudalab::rope_packed")

@@ -35,6 +35,22 @@ TEST(QuantizeLibrary, ValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(thrown_kind([&] { quantize_fp8(x, q, scale, scale, 4); }), ErrorKind::invalid_argument);  // one float
 }
 
+TEST(QuantizeLibrary, ScaledValidatesBeforeTouchingTheGpu) {
+  auto* x = reinterpret_cast<__nv_bfloat16*>(std::uintptr_t{0x10000});
+  auto* q = reinterpret_cast<__nv_fp8_e4m3*>(std::uintptr_t{0x20000});
+  const auto* scale = reinterpret_cast<const float*>(std::uintptr_t{0x30000});
+  auto* amax = reinterpret_cast<float*>(std::uintptr_t{0x30010});
+  EXPECT_EQ(thrown_kind([&] { quantize_fp8_scaled(x, scale, q, amax, -1); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { quantize_fp8_scaled(x, static_cast<const float*>(nullptr), q, amax, 4); }),
+            ErrorKind::invalid_argument);  // the scale is an input, never optional
+  EXPECT_EQ(thrown_kind([&] { quantize_fp8_scaled(x, scale, q, static_cast<float*>(nullptr), 0); }),
+            ErrorKind::invalid_argument);  // amax is written even for n = 0
+  EXPECT_EQ(thrown_kind([&] { quantize_fp8_scaled(x, scale, reinterpret_cast<__nv_fp8_e4m3*>(x) + 2, amax, 4); }),
+            ErrorKind::invalid_argument);  // q overlaps x
+  EXPECT_EQ(thrown_kind([&] { quantize_fp8_scaled(x, scale, q, const_cast<float*>(scale), 4); }),
+            ErrorKind::invalid_argument);  // amax on the scale
+}
+
 TEST(QuantizeResident, CapacityIsWholeChunksOfSharedMemoryLessTheReductionsPerSm) {
   namespace v = quantize_variants;
   // 227 KiB opt-in (Hopper) less 1 KiB: 115712 bf16 elements a block, a multiple of 16.

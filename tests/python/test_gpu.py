@@ -297,6 +297,31 @@ def test_quantize_fp8_special_values(dtype, values):
     assert torch.equal(got, expected), f"{int((got != expected).sum())} elements differ"
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [0, 17, 1 << 20])
+@pytest.mark.parametrize("scale_value", [1 / 448, 1 / 1000, 0.0, float("nan")])
+def test_quantize_fp8_scaled_is_torchs_saturating_cast_to_the_bit(dtype, n, scale_value):
+    # Delayed scaling: the product by 1 / scale, clamped to +-448 and cast (saturation happens here:
+    # the scale 1/1000 puts |x| > 0.448 past 448), and the amax of x. A scale that is not a positive
+    # finite float (0, NaN) converts with the multiplier 1.
+    torch.manual_seed(zlib.crc32(repr(("quantize scaled", dtype, n, scale_value)).encode()))
+    x = torch.cat([torch.tensor([float("inf"), float("nan"), -0.0], device="cuda"), torch.randn(n, device="cuda")])
+    x = x[:n].to(dtype) if n < 3 else x.to(dtype)
+    scale = torch.tensor([scale_value], device="cuda")
+    q, amax = ops.quantize_fp8_scaled(x, scale)
+    assert q.dtype == torch.float8_e4m3fn and q.shape == x.shape and amax.shape == (1,)
+    wide = x.float()
+    finite = wide[wide.isfinite()]
+    assert torch.equal(amax[0], finite.abs().max() if finite.numel() else torch.zeros((), device="cuda"))
+    usable = scale_value > 0 and scale_value == scale_value
+    multiplier = torch.tensor(1.0, device="cuda") / scale[0] if usable else torch.tensor(1.0, device="cuda")
+    want = (wide * multiplier).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    nan_at = wide.isnan()
+    assert torch.equal(q.float().isnan(), nan_at)
+    got, expected = q.view(torch.uint8)[~nan_at], want.view(torch.uint8)[~nan_at]
+    assert torch.equal(got, expected), f"{int((got != expected).sum())} elements differ"
+
+
 def test_gemm_fp8_refuses_what_tma_cannot_read():
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("gemm_fp8 runs on Hopper (compute capability 9.0)")

@@ -42,6 +42,7 @@ FORWARD = {
     "gemm_fp8": "cudalab::gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, "
     "float alpha=1.) -> Tensor",
     "quantize_fp8": "cudalab::quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)",
+    "quantize_fp8_scaled": "cudalab::quantize_fp8_scaled(Tensor x, Tensor scale) -> (Tensor, Tensor)",
 }
 BACKWARD = [
     "bias_act_backward",
@@ -59,11 +60,10 @@ BACKWARD = [
     "attention_packed_backward",
 ]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
-# backward raises (the library has none); gemm_fp8 is an inference product, quantize_fp8 its input's
-# rounding.
-DIFFERENTIABLE = [
-    name for name in FORWARD if name not in ("select_at_least", "histogram", "conv2d", "gemm_fp8", "quantize_fp8")
-]
+# backward raises (the library has none); gemm_fp8 is an inference product, the quantizations its
+# input's rounding.
+NOT_DIFFERENTIABLE = ("select_at_least", "histogram", "conv2d", "gemm_fp8", "quantize_fp8", "quantize_fp8_scaled")
+DIFFERENTIABLE = [name for name in FORWARD if name not in NOT_DIFFERENTIABLE]
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 # The dtypes of the library's primitives' first argument; the fused ops take their element lists'
 # (cudalab._C.element_types), gemm and attention FLOATS.
@@ -116,6 +116,8 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (torch.randn(rows, k, device=device).to(dtype), weight, torch.ones(1, device=device) / 4, None, 1.0)
     if name == "quantize_fp8":
         return (tensor(*shape),)
+    if name == "quantize_fp8_scaled":
+        return (tensor(*shape), torch.full((1,), 1 / 448, device=device))
     if name in ("attention_packed", "attention_packed_backward"):
         qkv = tensor(shape[0], shape[1], 8 * 64)
         if name == "attention_packed":

@@ -4,6 +4,7 @@
 // 55% in fp32, wherever x does not stay in L2 between the passes. resident reads it once: a
 // cooperative grid of one block per SM keeps its slices in shared memory across a grid-wide
 // barrier, for tensors up to the SMs' shared memory (about 15M bf16 elements on 132 SMs).
+// one_pass_scaled (delayed scaling: the scale given) converts and takes the amax in the same read.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -150,6 +151,29 @@ __global__ void __launch_bounds__(kResidentBlock)
     q[begin + i] = quantize_one(to_float(tail[i - chunks * kChunk]), multiplier);
 }
 
+// Delayed scaling: the chunks converted with the given scale's multiplier while their max is taken.
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    scaled_kernel(const T* x, const float* scale, Byte* q, std::int64_t n, bool vectors, float* amax) {
+  const float multiplier = scaled_multiplier(*scale);
+  const std::int64_t chunks = vectors ? n / kChunk : 0;
+  float m = 0.0f;
+  for (std::int64_t c = global_thread_index(); c < chunks; c += global_thread_count()) {
+    Vector16<T> in[kVectors<T>];
+    float v[kChunk];
+    load_chunk(x + c * kChunk, in);
+    widen(in, v);
+    m = max_magnitude(v, m);
+    store_chunk(q + c * kChunk, v, multiplier);
+  }
+  for (std::int64_t i = chunks * kChunk + global_thread_index(); i < n; i += global_thread_count()) {
+    const float value = to_float(x[i]);
+    m = fmaxf(m, counted_magnitude(value));
+    q[i] = quantize_one(value, multiplier);
+  }
+  publish_max(m, amax);
+}
+
 bool vectors_fit(const void* x, const void* q) { return is_aligned16(x) && is_aligned16(q); }
 
 }  // namespace
@@ -167,6 +191,18 @@ void two_pass(const QuantizeArgs<T>& args, cudaStream_t stream) {
   }
   const int grid = args.n > 0 ? resident_grid_size(quantize_kernel<T>, kBlock, items) : 1;
   quantize_kernel<T><<<grid, kBlock, 0, stream>>>(args.x, q, args.n, vectors, args.amax, args.scale);
+  CUDALAB_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void one_pass_scaled(const ScaledQuantizeArgs<T>& args, cudaStream_t stream) {
+  auto* q = reinterpret_cast<Byte*>(args.q);
+  const bool vectors = vectors_fit(args.x, args.q);
+  const std::int64_t items = vectors ? args.n / kChunk + args.n % kChunk : args.n;
+  CUDALAB_CUDA_CHECK(cudaMemsetAsync(args.amax, 0, sizeof(float), stream));
+  if (args.n == 0) return;
+  scaled_kernel<T><<<resident_grid_size(scaled_kernel<T>, kBlock, items), kBlock, 0, stream>>>(
+      args.x, args.scale, q, args.n, vectors, args.amax);
   CUDALAB_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -203,8 +239,10 @@ void resident(const QuantizeArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(kResidentBlock), params, shared, stream));
 }
 
-#define CUDALAB_QUANTIZE_LAUNCHERS(T, a, b) \
-  CUDALAB_LAUNCHER_INSTANCE(T, two_pass, QuantizeArgs) CUDALAB_LAUNCHER_INSTANCE(T, resident, QuantizeArgs)
+#define CUDALAB_QUANTIZE_LAUNCHERS(T, a, b)            \
+  CUDALAB_LAUNCHER_INSTANCE(T, two_pass, QuantizeArgs) \
+  CUDALAB_LAUNCHER_INSTANCE(T, resident, QuantizeArgs) \
+  CUDALAB_LAUNCHER_INSTANCE(T, one_pass_scaled, ScaledQuantizeArgs)
 CUDALAB_QUANTIZE_ELEMENTS(CUDALAB_QUANTIZE_LAUNCHERS, , )
 
 }  // namespace cudalab::quantize_variants

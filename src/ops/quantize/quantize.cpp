@@ -31,8 +31,18 @@ void quantize_fp8(const T* x, __nv_fp8_e4m3* q, float* scale, float* amax, std::
   }
 }
 
-#define CUDALAB_QUANTIZE_ENTRIES(T, a, b) \
-  template void quantize_fp8(const T*, __nv_fp8_e4m3*, float*, float*, std::int64_t, cudaStream_t);
+template <typename T, typename>
+void quantize_fp8_scaled(const T* x, const float* scale, __nv_fp8_e4m3* q, float* amax, std::int64_t n,
+                         cudaStream_t stream) {
+  CUDALAB_REQUIRE(n >= 0, "quantize_fp8_scaled: n must be >= 0, got " + std::to_string(n));
+  require_arrays("quantize_fp8_scaled", {{x, n, sizeof(T), "x"}, {scale, 1, sizeof(float), "scale"}},
+                 {{q, n, sizeof(__nv_fp8_e4m3), "q"}, {amax, 1, sizeof(float), "amax"}});
+  v::one_pass_scaled(v::ScaledQuantizeArgs<T>{x, scale, q, amax, n}, stream);
+}
+
+#define CUDALAB_QUANTIZE_ENTRIES(T, a, b)                                                           \
+  template void quantize_fp8(const T*, __nv_fp8_e4m3*, float*, float*, std::int64_t, cudaStream_t); \
+  template void quantize_fp8_scaled(const T*, const float*, __nv_fp8_e4m3*, float*, std::int64_t, cudaStream_t);
 CUDALAB_QUANTIZE_ELEMENTS(CUDALAB_QUANTIZE_ENTRIES, , )
 
 }  // namespace cudalab

@@ -86,9 +86,92 @@ Comparison check_quantize(const CheckContext& c) {
   });
 }
 
+// quantize_fp8_scaled's tensors: the scale an input, amax the float written.
+struct ScaledBinding {
+  template <typename Args>
+  static Args bind(const Problem& problem, Tensors& tensors) {
+    using T = typename Args::Element;
+    Args args;
+    args.x = tensors.data<T>("x");
+    args.scale = tensors.data<float>("scale");
+    args.q = tensors.data<__nv_fp8_e4m3>("q");
+    args.amax = tensors.data<float>("amax");
+    args.n = problem.dim("n");
+    args.workspace = tensors.workspace();
+    args.workspace_bytes = tensors.workspace_bytes();
+    return args;
+  }
+};
+
+// The scale a training step would bring from earlier steps: about what the inputs' amax (near 1)
+// gives, times a factor in [0.5, 2) from the seed, so that some runs saturate the largest elements.
+void fill_scale(void* device, std::int64_t, std::uint64_t seed, Distribution, const Problem&, cudaStream_t) {
+  const float scale = (0.5f + 1.5f * unit_float(mix64(seed))) / 448.0f;
+  CUDALAB_CUDA_CHECK(cudaMemcpy(device, &scale, sizeof(float), cudaMemcpyHostToDevice));
+}
+
+// quantize_fp8_scaled on the host: each q_i from x_i times the given scale's multiplier, and amax
+// (element n of the comparison), all to the bit.
+Comparison check_quantize_scaled(const CheckContext& c) {
+  const std::int64_t n = c.problem.dim("n");
+  const DType dtype = c.problem.dtype;
+  const void* x = c.tensors["x"].host();
+  const auto* q = static_cast<const unsigned char*>(c.tensors["q"].host());
+  const float scale = *static_cast<const float*>(c.tensors["scale"].host());
+  const float amax = *static_cast<const float*>(c.tensors["amax"].host());
+  const float multiplier = scale > 0.0f && scale < std::numeric_limits<float>::infinity()
+                               ? std::min(1.0f / scale, std::numeric_limits<float>::max())
+                               : 1.0f;
+  float want_amax = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float magnitude = std::fabs(static_cast<float>(element_to_double(dtype, x, i)));
+    if (magnitude < std::numeric_limits<float>::infinity()) want_amax = std::max(want_amax, magnitude);
+  }
+  const unsigned char poison = poison_byte(DType::e4m3);
+  return compare_elements(n + 1, Tolerance::exact(), [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      double out = 0.0, ref = 0.0;
+      bool exact = false, unwritten = false;
+      if (i < n) {
+        const float value = static_cast<float>(element_to_double(dtype, x, i)) * multiplier;
+        const unsigned char expected = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
+        exact = q[i] == expected;
+        unwritten = !exact && q[i] == poison;
+        out = element_to_double(DType::e4m3, q, i);
+        ref = element_to_double(DType::e4m3, &expected, 0);
+      } else {
+        exact = std::memcmp(&amax, &want_amax, sizeof(float)) == 0;
+        out = amax, ref = want_amax;
+      }
+      if (exact) {
+        const double passed = std::isnan(ref) ? 0.0 : ref;  // NaN == NaN is false; equal bits pass
+        b.add(i, passed, passed, false);
+      } else {
+        ComparisonBuilder failure(Tolerance{-1.0, -1.0});  // the bits decided: no tolerance passes it
+        failure.add(i, out, ref, unwritten);
+        b.merge(failure);
+      }
+    }
+  });
+}
+
 template <typename Launch>
 Variant variant(const char* id, const char* technique, Launch launch, Role role = Role::ladder) {
   return make_variant<Binding, v::QuantizeArgs>(id, technique, role, Elements{}, launch);
+}
+
+template <typename Launch>
+Variant scaled_variant(const char* id, const char* technique, Launch launch, Role role = Role::ladder) {
+  return make_variant<ScaledBinding, v::ScaledQuantizeArgs>(id, technique, role, Elements{}, launch);
+}
+
+std::size_t cub_thrust_scaled_workspace(const Problem& p) {
+  const std::int64_t n = p.dim("n");
+  switch (p.dtype) {
+    case DType::bf16: return v::cub_thrust_scaled_workspace_bytes<__nv_bfloat16>(n);
+    case DType::f16: return v::cub_thrust_scaled_workspace_bytes<__half>(n);
+    default: return v::cub_thrust_scaled_workspace_bytes<float>(n);
+  }
 }
 
 std::size_t cub_thrust_workspace(const Problem& p) {
@@ -98,6 +181,40 @@ std::size_t cub_thrust_workspace(const Problem& p) {
     case DType::f16: return v::cub_thrust_workspace_bytes<__half>(n);
     default: return v::cub_thrust_workspace_bytes<float>(n);
   }
+}
+
+// quantize_fp8_scaled: delayed scaling, the scale given and the amax produced, in one read.
+void register_quantize_scaled(Registry& registry) {
+  Op op;
+  op.name = "quantize_fp8_scaled";
+  op.summary = "x to e4m3 with a scale given (delayed scaling), and x's amax for the next scale, in one read";
+  op.dim_names = {"n"};
+  op.dtypes = dtypes_of(Elements{});
+  const auto all = [](const Problem& p) { return p.dim("n"); };
+  const auto one = [](const Problem&) -> std::int64_t { return 1; };
+  op.tensors = {{"x", TensorRole::input, {}, all},
+                {"scale", TensorRole::input, DType::f32, one, fill_scale},
+                {"q", TensorRole::output, DType::e4m3, all},
+                {"amax", TensorRole::output, DType::f32, one}};
+  op.work = [](const Problem& p) {
+    const double n = static_cast<double>(p.dim("n"));
+    return Work{n * static_cast<double>(size_of(p.dtype)) + 4, n + 4, 0};
+  };
+  op.check = check_quantize_scaled;
+  op.bench_problems = cross(op, {{1 << 22}, {1 << 23}, {1 << 24}, {1 << 25}, {1 << 28}}, {DType::bf16, DType::f32});
+  op.test_problems = cross(op, {{0}, {1}, {3}, {16}, {17}, {1000003}, {(1 << 24) + 5}}, op.dtypes);
+  Variant baseline = scaled_variant(
+      "cub_thrust", "cub::DeviceReduce::TransformReduce for the amax, thrust::transform for q (x read twice)",
+      CUDALAB_LAUNCHER(v::cub_thrust_scaled), Role::baseline);
+  baseline.workspace_bytes = cub_thrust_scaled_workspace;
+  op.variants = {
+      scaled_variant("one_pass",
+                     "one kernel converts each chunk with the given scale while taking its max (a block max, one "
+                     "atomicMax each); x read once",
+                     CUDALAB_LAUNCHER(v::one_pass_scaled)),
+      std::move(baseline),
+  };
+  registry.add(std::move(op));
 }
 
 }  // namespace
@@ -149,6 +266,7 @@ void register_quantize(Registry& registry) {
       std::move(baseline),
   };
   registry.add(std::move(op));
+  register_quantize_scaled(registry);
 }
 
 }  // namespace cudalab::harness

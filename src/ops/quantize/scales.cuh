@@ -18,6 +18,12 @@ __device__ __forceinline__ float quantize_multiplier(float amax) {
 }
 __device__ __forceinline__ float dequantize_scale(float amax) { return amax > 0.0f ? __fdiv_rn(amax, kE4m3Max) : 1.0f; }
 
+// Delayed scaling's multiplier from a given scale: 1 / scale, capped at the largest float; 1 where
+// the scale is not a positive finite float.
+__device__ __forceinline__ float scaled_multiplier(float scale) {
+  return scale > 0.0f && scale < INFINITY ? fminf(__fdiv_rn(1.0f, scale), FLT_MAX) : 1.0f;
+}
+
 // A magnitude that counts toward amax: a finite one (NaN and +-inf count as 0).
 __device__ __forceinline__ float counted_magnitude(float x) {
   const float a = fabsf(x);

@@ -23,6 +23,19 @@ struct QuantizeArgs {
   std::size_t workspace_bytes = 0;
 };
 
+// quantize_fp8_scaled's: the scale is an input, amax the one float written beside q.
+template <typename T>
+struct ScaledQuantizeArgs {
+  using Element = T;
+  const T* x = nullptr;
+  const float* scale = nullptr;
+  __nv_fp8_e4m3* q = nullptr;
+  float* amax = nullptr;
+  std::int64_t n = 0;
+  void* workspace = nullptr;  // the baseline's: cub_thrust_scaled_workspace_bytes<T>(n)
+  std::size_t workspace_bytes = 0;
+};
+
 // Elements a thread moves at once: one 16-byte vector of q. A block's slice in the resident rung is
 // a whole number of them, so every slice of an aligned x starts aligned.
 constexpr int kChunk = 16;
@@ -59,5 +72,17 @@ template <typename T>
 std::size_t cub_thrust_workspace_bytes(std::int64_t n);
 template <typename T>
 void cub_thrust(const QuantizeArgs<T>& args, cudaStream_t stream);
+
+// Delayed scaling in one pass: each thread converts its chunks with the given scale's multiplier
+// while taking their max (a block's max, one atomicMax a block); x read once.
+template <typename T>
+void one_pass_scaled(const ScaledQuantizeArgs<T>& args, cudaStream_t stream);
+
+// Its baseline from CCCL: cub::DeviceReduce::TransformReduce for the amax, thrust::transform for q
+// (x read twice).
+template <typename T>
+std::size_t cub_thrust_scaled_workspace_bytes(std::int64_t n);
+template <typename T>
+void cub_thrust_scaled(const ScaledQuantizeArgs<T>& args, cudaStream_t stream);
 
 }  // namespace cudalab::quantize_variants
