@@ -298,25 +298,30 @@ def test_quantize_fp8_special_values(dtype, values):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("n", [0, 17, 1 << 20])
-@pytest.mark.parametrize("scale_value", [1 / 448, 1 / 1000, 0.0, float("nan")])
-def test_quantize_fp8_scaled_is_torchs_saturating_cast_to_the_bit(dtype, n, scale_value):
-    # Delayed scaling: the product by 1 / scale, clamped to +-448 and cast (saturation happens here:
-    # the scale 1/1000 puts |x| > 0.448 past 448), and the amax of x. A scale that is not a positive
-    # finite float (0, NaN) converts with the multiplier 1.
-    torch.manual_seed(zlib.crc32(repr(("quantize scaled", dtype, n, scale_value)).encode()))
-    x = torch.cat([torch.tensor([float("inf"), float("nan"), -0.0], device="cuda"), torch.randn(n, device="cuda")])
-    x = x[:n].to(dtype) if n < 3 else x.to(dtype)
+@pytest.mark.parametrize("n, offset", [(0, 0), (17, 0), (1000003, 1), (1 << 20, 0)])
+@pytest.mark.parametrize("scale_value", [1 / 448, 1 / 1000, 1e-45, 0.0, -1 / 448, float("inf"), float("nan")])
+def test_quantize_fp8_scaled_is_torchs_saturating_cast_to_the_bit(dtype, n, offset, scale_value):
+    # Delayed scaling: the product by min(1 / scale, FLT_MAX), clamped to +-448 and cast (1/1000
+    # puts |x| > 0.448 past 448; 1e-45, a subnormal, overflows 1 / scale to the cap), and the amax
+    # of x. A scale that is not a positive finite float (0, negative, inf, NaN) converts with the
+    # multiplier 1. offset 1: x off its 16-byte alignment (the element-wise path). The first
+    # elements are inf, NaN and -0 where x has room for them.
+    torch.manual_seed(zlib.crc32(repr(("quantize scaled", dtype, n, offset, scale_value)).encode()))
+    wide = torch.randn(n + offset, device="cuda")
+    wide[offset : offset + 3] = torch.tensor([float("inf"), float("nan"), -0.0], device="cuda")[: max(0, min(3, n))]
+    x = wide.to(dtype)[offset:]
     scale = torch.tensor([scale_value], device="cuda")
     q, amax = ops.quantize_fp8_scaled(x, scale)
     assert q.dtype == torch.float8_e4m3fn and q.shape == x.shape and amax.shape == (1,)
-    wide = x.float()
-    finite = wide[wide.isfinite()]
+    values = x.float()
+    finite = values[values.isfinite()]
     assert torch.equal(amax[0], finite.abs().max() if finite.numel() else torch.zeros((), device="cuda"))
-    usable = scale_value > 0 and scale_value == scale_value
-    multiplier = torch.tensor(1.0, device="cuda") / scale[0] if usable else torch.tensor(1.0, device="cuda")
-    want = (wide * multiplier).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-    nan_at = wide.isnan()
+    one = torch.tensor(1.0, device="cuda")
+    largest = torch.tensor(torch.finfo(torch.float32).max, device="cuda")
+    usable = 0 < scale_value < float("inf")
+    multiplier = torch.minimum(one / scale[0], largest) if usable else one
+    want = (values * multiplier).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    nan_at = values.isnan()
     assert torch.equal(q.float().isnan(), nan_at)
     got, expected = q.view(torch.uint8)[~nan_at], want.view(torch.uint8)[~nan_at]
     assert torch.equal(got, expected), f"{int((got != expected).sum())} elements differ"

@@ -105,9 +105,11 @@ struct ScaledBinding {
 
 // The scale a training step would bring from earlier steps: about what the inputs' amax (near 1)
 // gives, times a factor in [0.5, 2) from the seed, so that some runs saturate the largest elements.
-void fill_scale(void* device, std::int64_t, std::uint64_t seed, Distribution, const Problem&, cudaStream_t) {
+void fill_scale(void* device, std::int64_t, std::uint64_t seed, Distribution, const Problem&, cudaStream_t stream) {
   const float scale = (0.5f + 1.5f * unit_float(mix64(seed))) / 448.0f;
-  CUDALAB_CUDA_CHECK(cudaMemcpy(device, &scale, sizeof(float), cudaMemcpyHostToDevice));
+  // On the workload's stream (the check's copy back and the launch follow it there); a pageable
+  // source is copied before the call returns.
+  CUDALAB_CUDA_CHECK(cudaMemcpyAsync(device, &scale, sizeof(float), cudaMemcpyHostToDevice, stream));
 }
 
 // quantize_fp8_scaled on the host: each q_i from x_i times the given scale's multiplier, and amax
