@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_fp8.h>
@@ -40,25 +41,29 @@ struct Binding {
   }
 };
 
-// The header's definition on the host, in the same fp32 operations: amax, the two scales, and each
-// q_i from x_i * (448 / amax) through the same conversion. Elements n and n + 1 of the comparison are
-// scale and amax; every one must match to the bit.
-Comparison check_quantize(const CheckContext& c) {
+// The largest finite magnitude of the problem's x, as the header defines amax.
+float host_amax(const CheckContext& c) {
+  const std::int64_t n = c.problem.dim("n");
+  const void* x = c.tensors["x"].host();
+  float amax = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float magnitude = std::fabs(static_cast<float>(element_to_double(c.problem.dtype, x, i)));
+    if (magnitude < std::numeric_limits<float>::infinity()) amax = std::max(amax, magnitude);
+  }
+  return amax;
+}
+
+// q_i against the conversion of x_i * multiplier (fp32, saturating), then each (got, want) float of
+// `floats` as elements n, n + 1, ...: every one must match to the bit.
+Comparison compare_quantized(const CheckContext& c, float multiplier,
+                             const std::vector<std::pair<float, float>>& floats) {
   const std::int64_t n = c.problem.dim("n");
   const DType dtype = c.problem.dtype;
   const void* x = c.tensors["x"].host();
   const auto* q = static_cast<const unsigned char*>(c.tensors["q"].host());
-  const float scale = *static_cast<const float*>(c.tensors["scale"].host());
-  const float amax = *static_cast<const float*>(c.tensors["amax"].host());
-  float want_amax = 0.0f;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float magnitude = std::fabs(static_cast<float>(element_to_double(dtype, x, i)));
-    if (magnitude < std::numeric_limits<float>::infinity()) want_amax = std::max(want_amax, magnitude);
-  }
-  const float multiplier = want_amax > 0.0f ? std::min(448.0f / want_amax, std::numeric_limits<float>::max()) : 1.0f;
-  const float want_scale = want_amax > 0.0f ? want_amax / 448.0f : 1.0f;
   const unsigned char poison = poison_byte(DType::e4m3);
-  return compare_elements(n + 2, Tolerance::exact(), [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+  const auto count = n + static_cast<std::int64_t>(floats.size());
+  return compare_elements(count, Tolerance::exact(), [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
     for (std::int64_t i = begin; i < end; ++i) {
       double out = 0.0, ref = 0.0;
       bool exact = false, unwritten = false;
@@ -70,7 +75,7 @@ Comparison check_quantize(const CheckContext& c) {
         out = element_to_double(DType::e4m3, q, i);
         ref = element_to_double(DType::e4m3, &expected, 0);
       } else {
-        const float got = i == n ? scale : amax, want = i == n ? want_scale : want_amax;
+        const auto [got, want] = floats[static_cast<std::size_t>(i - n)];
         exact = std::memcmp(&got, &want, sizeof(float)) == 0;
         out = got, ref = want;
       }
@@ -84,6 +89,17 @@ Comparison check_quantize(const CheckContext& c) {
       }
     }
   });
+}
+
+float host_float(const CheckContext& c, const char* name) { return *static_cast<const float*>(c.tensors[name].host()); }
+
+// The header's definition on the host, in the same fp32 operations: amax, the two scales, and each
+// q_i from x_i * (448 / amax) through the same conversion; scale and amax follow q.
+Comparison check_quantize(const CheckContext& c) {
+  const float amax = host_amax(c);
+  const float multiplier = amax > 0.0f ? std::min(448.0f / amax, std::numeric_limits<float>::max()) : 1.0f;
+  const float scale = amax > 0.0f ? amax / 448.0f : 1.0f;
+  return compare_quantized(c, multiplier, {{host_float(c, "scale"), scale}, {host_float(c, "amax"), amax}});
 }
 
 // quantize_fp8_scaled's tensors: the scale an input, amax the float written.
@@ -112,49 +128,14 @@ void fill_scale(void* device, std::int64_t, std::uint64_t seed, Distribution, co
   CUDALAB_CUDA_CHECK(cudaMemcpyAsync(device, &scale, sizeof(float), cudaMemcpyHostToDevice, stream));
 }
 
-// quantize_fp8_scaled on the host: each q_i from x_i times the given scale's multiplier, and amax
-// (element n of the comparison), all to the bit.
+// quantize_fp8_scaled on the host: each q_i from x_i times the given scale's multiplier; amax
+// follows q.
 Comparison check_quantize_scaled(const CheckContext& c) {
-  const std::int64_t n = c.problem.dim("n");
-  const DType dtype = c.problem.dtype;
-  const void* x = c.tensors["x"].host();
-  const auto* q = static_cast<const unsigned char*>(c.tensors["q"].host());
-  const float scale = *static_cast<const float*>(c.tensors["scale"].host());
-  const float amax = *static_cast<const float*>(c.tensors["amax"].host());
+  const float scale = host_float(c, "scale");
   const float multiplier = scale > 0.0f && scale < std::numeric_limits<float>::infinity()
                                ? std::min(1.0f / scale, std::numeric_limits<float>::max())
                                : 1.0f;
-  float want_amax = 0.0f;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float magnitude = std::fabs(static_cast<float>(element_to_double(dtype, x, i)));
-    if (magnitude < std::numeric_limits<float>::infinity()) want_amax = std::max(want_amax, magnitude);
-  }
-  const unsigned char poison = poison_byte(DType::e4m3);
-  return compare_elements(n + 1, Tolerance::exact(), [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      double out = 0.0, ref = 0.0;
-      bool exact = false, unwritten = false;
-      if (i < n) {
-        const float value = static_cast<float>(element_to_double(dtype, x, i)) * multiplier;
-        const unsigned char expected = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
-        exact = q[i] == expected;
-        unwritten = !exact && q[i] == poison;
-        out = element_to_double(DType::e4m3, q, i);
-        ref = element_to_double(DType::e4m3, &expected, 0);
-      } else {
-        exact = std::memcmp(&amax, &want_amax, sizeof(float)) == 0;
-        out = amax, ref = want_amax;
-      }
-      if (exact) {
-        const double passed = std::isnan(ref) ? 0.0 : ref;  // NaN == NaN is false; equal bits pass
-        b.add(i, passed, passed, false);
-      } else {
-        ComparisonBuilder failure(Tolerance{-1.0, -1.0});  // the bits decided: no tolerance passes it
-        failure.add(i, out, ref, unwritten);
-        b.merge(failure);
-      }
-    }
-  });
+  return compare_quantized(c, multiplier, {{host_float(c, "amax"), host_amax(c)}});
 }
 
 template <typename Launch>
