@@ -25,6 +25,7 @@ namespace {
 namespace v = quantize_variants;
 using Elements = QuantizeElements;
 
+// Both ops' tensors by name (quantize_fp8_scaled's scale an input, quantize_fp8's an output).
 struct Binding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
@@ -102,23 +103,6 @@ Comparison check_quantize(const CheckContext& c) {
   return compare_quantized(c, multiplier, {{host_float(c, "scale"), scale}, {host_float(c, "amax"), amax}});
 }
 
-// quantize_fp8_scaled's tensors: the scale an input, amax the float written.
-struct ScaledBinding {
-  template <typename Args>
-  static Args bind(const Problem& problem, Tensors& tensors) {
-    using T = typename Args::Element;
-    Args args;
-    args.x = tensors.data<T>("x");
-    args.scale = tensors.data<float>("scale");
-    args.q = tensors.data<__nv_fp8_e4m3>("q");
-    args.amax = tensors.data<float>("amax");
-    args.n = problem.dim("n");
-    args.workspace = tensors.workspace();
-    args.workspace_bytes = tensors.workspace_bytes();
-    return args;
-  }
-};
-
 // The scale a training step would bring from earlier steps: about what the inputs' amax (near 1)
 // gives, times a factor in [0.5, 2) from the seed, so that some runs saturate the largest elements.
 void fill_scale(void* device, std::int64_t, std::uint64_t seed, Distribution, const Problem&, cudaStream_t stream) {
@@ -145,7 +129,7 @@ Variant variant(const char* id, const char* technique, Launch launch, Role role 
 
 template <typename Launch>
 Variant scaled_variant(const char* id, const char* technique, Launch launch, Role role = Role::ladder) {
-  return make_variant<ScaledBinding, v::ScaledQuantizeArgs>(id, technique, role, Elements{}, launch);
+  return make_variant<Binding, v::ScaledQuantizeArgs>(id, technique, role, Elements{}, launch);
 }
 
 std::size_t cub_thrust_scaled_workspace(const Problem& p) {
