@@ -710,7 +710,8 @@ int command_report(const ReportArgs& args, Context& context) {
       }();
       if (check != nullptr && check->page == op) op_claims.push_back(claim);
     }
-    blocks.emplace_back("claims:" + op, claims_table(op_claims).markdown());
+    // A file that judges none of the page's claims (one experiment's run) leaves its block as it is.
+    if (!op_claims.empty()) blocks.emplace_back("claims:" + op, claims_table(op_claims).markdown());
   }
   // A ranking per configuration (an op at one dtype and parameter set), at its headline problem.
   for (const std::string& configuration : configurations(records)) {
@@ -736,7 +737,7 @@ int command_report(const ReportArgs& args, Context& context) {
     for (const auto& claim : evaluated["claims"])
       for (const auto& c : harness::builtin_registry().claims())
         if (c.id == claim.value("id", "") && c.page == page) page_claims.push_back(claim);
-    blocks.emplace_back("claims:" + page, claims_table(page_claims).markdown());
+    if (!page_claims.empty()) blocks.emplace_back("claims:" + page, claims_table(page_claims).markdown());
   }
   for (const auto& e : results.value("experiments", nlohmann::json::array())) {
     std::string text = experiment_table(e).markdown();

@@ -294,6 +294,21 @@ TEST(Report, RendersAResultsFileWithoutAGpu) {
   EXPECT_NE(o.out.find("<!-- baselines:cudalab_report_test -->"), std::string::npos) << "named by the file";
   EXPECT_NE(o.out.find("Test GPU"), std::string::npos);
   EXPECT_NE(o.out.find("ranking:vecadd_f32"), std::string::npos) << "blocks are per configuration";
+  // --update: a file that judges none of a page's claims leaves its claims block as it was.
+  const std::string page = ::testing::TempDir() + "cudalab_report_page.md";
+  {
+    std::ofstream file(page);
+    file << "<!-- cudalab:begin claims:vecadd -->\nkept\n<!-- cudalab:end claims:vecadd -->\n"
+            "<!-- cudalab:begin ranking:vecadd_f32 -->\nold\n<!-- cudalab:end ranking:vecadd_f32 -->\n";
+  }
+  EXPECT_EQ(invoke({"report", path.c_str(), "--update", page.c_str()}).code, kExitOk);
+  {
+    std::ifstream file(page);
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\nkept\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\nold\n"), std::string::npos) << "the ranking is regenerated: " << text;
+  }
+  std::remove(page.c_str());
   std::remove(path.c_str());
   // A schema-1 file renders only when it holds experiments alone (its records name problems the
   // old way).
