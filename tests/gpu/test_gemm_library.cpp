@@ -1,6 +1,7 @@
 // cudalab::gemm at odd shapes, strides and offsets, in FP32 and on tensor cores in BF16/FP16 (both
 // layouts of A and of B, strided batches), and the FP64 device reference against the host one (the device
 // reference checks the large problems of the ladder).
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -327,6 +328,64 @@ TEST(GemmReference, DeviceMatchesHostBf16Transposed) {
     ASSERT_NEAR(dv[i], host.value[i], 1e-12 * host.bound[i]) << i;
     ASSERT_NEAR(db[i], host.bound[i], 1e-12 * host.bound[i]) << i;
   }
+}
+
+// The device comparison the large problems use gives compare_gemm's verdict, counts, first mismatch
+// and largest error, in every output type, with mismatches planted in different blocks' ranges.
+template <typename T>
+void expect_device_comparison_matches_host(DType dtype, const harness::GemmTolerance& tolerance) {
+  const std::int64_t count = 300001, k = 77;
+  std::vector<double> value(count), bound(count);
+  std::vector<T> out(count);
+  std::vector<float> widened_out(count);
+  for (std::int64_t i = 0; i < count; ++i) {
+    value[i] = std::sin(0.37 * static_cast<double>(i)) * 8.0;
+    bound[i] = std::fabs(value[i]) + 1.0;
+    out[i] = static_cast<T>(static_cast<float>(value[i]));
+  }
+  DeviceBuffer<double> device_value(count), device_bound(count);
+  DeviceBuffer<T> device_out(count);
+  CUDALAB_CUDA_CHECK(cudaMemcpy(device_value.data(), value.data(), count * sizeof(double), cudaMemcpyHostToDevice));
+  CUDALAB_CUDA_CHECK(cudaMemcpy(device_bound.data(), bound.data(), count * sizeof(double), cudaMemcpyHostToDevice));
+  for (const bool planted : {false, true}) {
+    if (planted) {
+      out[299999] = static_cast<T>(1000.0f);  // planted from the last block back: the first must win
+      out[150001] = static_cast<T>(NAN);
+      out[12345] = static_cast<T>(static_cast<float>(value[12345] + 3.0));
+    }
+    for (std::int64_t i = 0; i < count; ++i) widened_out[i] = static_cast<float>(out[i]);
+    CUDALAB_CUDA_CHECK(cudaMemcpy(device_out.data(), out.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+    const harness::Comparison host =
+        harness::compare_gemm(widened_out.data(), count, value.data(), bound.data(), k, tolerance);
+    const harness::Comparison device = harness::compare_gemm_on_device(
+        dtype, device_out.data(), count, device_value.data(), device_bound.data(), k, tolerance, nullptr);
+    EXPECT_EQ(host.passed(), !planted) << to_string(dtype);
+    EXPECT_EQ(device.count, host.count);
+    EXPECT_EQ(device.mismatches, host.mismatches) << to_string(dtype);
+    EXPECT_EQ(device.non_finite, host.non_finite);
+    EXPECT_EQ(device.first_mismatch, host.first_mismatch);
+    EXPECT_EQ(device.first_mismatch_out, host.first_mismatch_out);
+    EXPECT_EQ(device.first_mismatch_ref, host.first_mismatch_ref);
+    EXPECT_EQ(device.max_abs_error, host.max_abs_error);
+    EXPECT_NEAR(device.rel_l2_error, host.rel_l2_error, 1e-12 * host.rel_l2_error);
+    EXPECT_EQ(device.tolerance.rtol, host.tolerance.rtol);
+    EXPECT_EQ(device.tolerance.atol, host.tolerance.atol);
+    if (planted) {
+      EXPECT_EQ(device.first_mismatch, 12345);
+    }
+  }
+}
+
+TEST(GemmReference, DeviceComparisonMatchesHost) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  harness::GemmTolerance sixteen_bit;
+  sixteen_bit.accumulate_unit = 1.0 / 8388608.0;
+  sixteen_bit.output_unit = 1.0 / 256.0;
+  expect_device_comparison_matches_host<float>(DType::f32, {});
+  expect_device_comparison_matches_host<__nv_bfloat16>(DType::bf16, sixteen_bit);
+  sixteen_bit.output_unit = 1.0 / 2048.0;
+  sixteen_bit.output_absolute = 1.0 / 33554432.0;
+  expect_device_comparison_matches_host<__half>(DType::f16, sixteen_bit);
 }
 
 }  // namespace

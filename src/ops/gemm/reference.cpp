@@ -45,12 +45,6 @@ GemmReference gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, dou
   return out;
 }
 
-double gemm_error_bound(std::int64_t k, double magnitude, const GemmTolerance& tolerance, double value) {
-  const double accumulated =
-      (2.0 * tolerance.input_unit + static_cast<double>(k + 3) * tolerance.accumulate_unit) * magnitude;
-  return accumulated + tolerance.output_unit * (std::fabs(value) + accumulated) + tolerance.output_absolute;
-}
-
 }  // namespace cudalab::harness
 
 namespace cudalab::harness {
@@ -86,8 +80,7 @@ Comparison compare_gemm(const float* out, std::int64_t count, const double* valu
     }
   });
   Comparison total;
-  total.tolerance = {2.0 * tolerance.input_unit + static_cast<double>(k + 3) * tolerance.accumulate_unit,
-                     tolerance.output_absolute};
+  total.tolerance = reported_tolerance(k, tolerance);
   double error_squares = 0, reference_squares = 0;
   for (const Partial& p : partials) {  // workers hold consecutive ranges: the first mismatch is the earliest
     if (p.result.mismatches > 0 && total.mismatches == 0) {
@@ -105,6 +98,11 @@ Comparison compare_gemm(const float* out, std::int64_t count, const double* valu
   total.rel_l2_error =
       reference_squares > 0 ? std::sqrt(error_squares / reference_squares) : (error_squares > 0 ? INFINITY : 0.0);
   return total;
+}
+
+Tolerance reported_tolerance(std::int64_t k, const GemmTolerance& tolerance) {
+  return {2.0 * tolerance.input_unit + static_cast<double>(k + 3) * tolerance.accumulate_unit,
+          tolerance.output_absolute};
 }
 
 }  // namespace cudalab::harness

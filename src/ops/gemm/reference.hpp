@@ -6,8 +6,11 @@
 // operands are passed widened to float, which holds them exactly.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include <cuda_runtime_api.h>
 
 namespace cudalab::harness {
 
@@ -35,7 +38,16 @@ struct GemmTolerance {
 // the magnitude bound, the classical first-order bound gamma_{k+3} for any summation order; plus
 // twice the inputs' own rounding; plus the final rounding of `value` (the exact result) to C's
 // type, applied to the value the accumulator may have reached.
-double gemm_error_bound(std::int64_t k, double magnitude, const GemmTolerance& tolerance = {}, double value = 0.0);
+// Inline for the device comparison too.
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    inline double
+    gemm_error_bound(std::int64_t k, double magnitude, const GemmTolerance& tolerance = {}, double value = 0.0) {
+  const double accumulated =
+      (2.0 * tolerance.input_unit + static_cast<double>(k + 3) * tolerance.accumulate_unit) * magnitude;
+  return accumulated + tolerance.output_unit * (fabs(value) + accumulated) + tolerance.output_absolute;
+}
 
 }  // namespace cudalab::harness
 
@@ -48,5 +60,17 @@ namespace cudalab::harness {
 // than to |value[i]|; atol = the output type's absolute term.
 Comparison compare_gemm(const float* out, std::int64_t count, const double* value, const double* bound, std::int64_t k,
                         const GemmTolerance& tolerance = {});
+
+// The same comparison where out (f32, f16 or bf16), value and bound are device arrays: reduced on
+// the device, so a large problem's outputs and references never cross to the host (at the 128256-
+// word LM head that is 525M elements, 10 GB of doubles, per variant). Sums are taken in another
+// order than the host's, so rel_l2_error may differ from compare_gemm's in its last digits.
+Comparison compare_gemm_on_device(DType out_dtype, const void* out, std::int64_t count, const double* value,
+                                  const double* bound, std::int64_t k, const GemmTolerance& tolerance,
+                                  cudaStream_t stream);
+
+// The tolerance a comparison reports: rtol the accumulation's factor (relative to the bound),
+// atol the output type's absolute term.
+Tolerance reported_tolerance(std::int64_t k, const GemmTolerance& tolerance);
 
 }  // namespace cudalab::harness

@@ -97,15 +97,6 @@ void fill_operand(void* device, std::int64_t count, std::uint64_t seed, Distribu
   fill_random(problem.dtype, device, count, seed, distribution, stream);
 }
 
-template <typename T>
-std::vector<T> to_host(const DeviceBuffer<T>& buffer, cudaStream_t stream) {
-  std::vector<T> host(static_cast<std::size_t>(buffer.size()));
-  if (buffer.size() > 0)
-    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost, stream));
-  CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return host;
-}
-
 // A host array of f32, f16 or bf16 values as floats (which hold the 16-bit types exactly): the
 // array itself for f32, a widened copy otherwise.
 class HostFloats {
@@ -151,20 +142,7 @@ Comparison check_gemm(const CheckContext& ctx) {
   const Tensor& b = ctx.tensors["b"];
   const Tensor& c = ctx.tensors["c"];
   const std::int64_t size_a = d.m * d.k, size_b = d.k * d.n, size_c = d.m * d.n;
-  std::vector<double> value, bound;
-  if (host_reference(ctx.problem)) {
-    const HostFloats ha(dtype, a.host(), a.count()), hb(dtype, b.host(), b.count());
-    const HostFloats hc0(dtype, c.initial_host(), c.count());
-    value.reserve(static_cast<std::size_t>(c.count()));
-    bound.reserve(static_cast<std::size_t>(c.count()));
-    for (std::int64_t z = 0; z < d.batch; ++z) {
-      const GemmReference r =
-          gemm_reference(d.m, d.n, d.k, alpha, ha.data() + z * size_a, s.lda, hb.data() + z * size_b, s.ldb, beta,
-                         hc0.data() + z * size_c, d.n, s.b_transposed, s.a_transposed);
-      value.insert(value.end(), r.value.begin(), r.value.end());
-      bound.insert(bound.end(), r.bound.begin(), r.bound.end());
-    }
-  } else {
+  if (!host_reference(ctx.problem)) {
     // A and B on the device are as generated (no variant writes them); the device C holds the
     // variant's result, so C0 goes up from its host copy.
     DeviceBuffer<unsigned char> c0(static_cast<std::int64_t>(c.bytes()));
@@ -180,8 +158,19 @@ Comparison check_gemm(const CheckContext& ctx) {
                          s.a_transposed, s.b_transposed, beta, at(c0.data(), z * size_c), reference.data() + z * size_c,
                          magnitude.data() + z * size_c, scratch.data(), ctx.stream);
     }
-    value = to_host(reference, ctx.stream);
-    bound = to_host(magnitude, ctx.stream);
+    return compare_gemm_on_device(dtype, c.device(), c.count(), reference.data(), magnitude.data(), d.k,
+                                  tolerance_of(ctx.unit, dtype), ctx.stream);
+  }
+  const HostFloats ha(dtype, a.host(), a.count()), hb(dtype, b.host(), b.count());
+  const HostFloats hc0(dtype, c.initial_host(), c.count());
+  std::vector<double> value, bound;
+  value.reserve(static_cast<std::size_t>(c.count()));
+  bound.reserve(static_cast<std::size_t>(c.count()));
+  for (std::int64_t z = 0; z < d.batch; ++z) {
+    const GemmReference r = gemm_reference(d.m, d.n, d.k, alpha, ha.data() + z * size_a, s.lda, hb.data() + z * size_b,
+                                           s.ldb, beta, hc0.data() + z * size_c, d.n, s.b_transposed, s.a_transposed);
+    value.insert(value.end(), r.value.begin(), r.value.end());
+    bound.insert(bound.end(), r.bound.begin(), r.bound.end());
   }
   const HostFloats out(dtype, c.host(), c.count());
   return compare_gemm(out.data(), c.count(), value.data(), bound.data(), d.k, tolerance_of(ctx.unit, dtype));
@@ -484,24 +473,21 @@ Comparison check_fp8(const CheckContext& ctx) {
   const float scale_a = *static_cast<const float*>(ctx.tensors["scale_a"].host());
   const float scale_b = *static_cast<const float*>(ctx.tensors["scale_b"].host());
   const float alpha = alpha_of(ctx.problem) * (scale_a * scale_b);
-  std::vector<double> value, bound;
-  if (ctx.problem.elements() <= kHostReferenceLimit) {
-    const HostFloats ha(DType::e4m3, a.host(), a.count()), hb(DType::e4m3, b.host(), b.count());
-    GemmReference r = gemm_reference(m, n, k, alpha, ha.data(), k, hb.data(), k, 0.0, nullptr, n, true);
-    value = std::move(r.value);
-    bound = std::move(r.bound);
-  } else {
-    DeviceBuffer<double> reference(c.count()), magnitude(c.count()), scratch(m * k + k * n);
-    v::dgemm_reference(DType::e4m3, m, n, k, alpha, a.device(), b.device(), false, true, 0.0f, nullptr,
-                       reference.data(), magnitude.data(), scratch.data(), ctx.stream);
-    value = to_host(reference, ctx.stream);
-    bound = to_host(magnitude, ctx.stream);
-  }
   GemmTolerance tolerance;
   tolerance.accumulate_unit = 1.0 / 8192.0;
   tolerance.output_unit = traits(DType::bf16).unit_roundoff;
+  const std::int64_t sums = std::min<std::int64_t>(k, 128);  // a k-tile's sums round in the tensor cores
+  if (ctx.problem.elements() > kHostReferenceLimit) {
+    DeviceBuffer<double> reference(c.count()), magnitude(c.count()), scratch(m * k + k * n);
+    v::dgemm_reference(DType::e4m3, m, n, k, alpha, a.device(), b.device(), false, true, 0.0f, nullptr,
+                       reference.data(), magnitude.data(), scratch.data(), ctx.stream);
+    return compare_gemm_on_device(DType::bf16, c.device(), c.count(), reference.data(), magnitude.data(), sums,
+                                  tolerance, ctx.stream);
+  }
+  const HostFloats ha(DType::e4m3, a.host(), a.count()), hb(DType::e4m3, b.host(), b.count());
+  const GemmReference r = gemm_reference(m, n, k, alpha, ha.data(), k, hb.data(), k, 0.0, nullptr, n, true);
   const HostFloats out(DType::bf16, c.host(), c.count());
-  return compare_gemm(out.data(), c.count(), value.data(), bound.data(), std::min<std::int64_t>(k, 128), tolerance);
+  return compare_gemm(out.data(), c.count(), r.value.data(), r.bound.data(), sums, tolerance);
 }
 
 template <typename Limits>
