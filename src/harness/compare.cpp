@@ -58,8 +58,11 @@ void ComparisonBuilder::add(std::int64_t index, double out, double ref, bool unw
 }
 
 void ComparisonBuilder::merge(const ComparisonBuilder& other) {
+  merge(other.result_, other.error_squares_, other.reference_squares_);
+}
+
+void ComparisonBuilder::merge(const Comparison& o, double error_squares, double reference_squares) {
   Comparison& r = result_;
-  const Comparison& o = other.result_;
   if (o.mismatches > 0 && (r.mismatches == 0 || o.first_mismatch < r.first_mismatch)) {
     r.first_mismatch = o.first_mismatch;
     r.first_mismatch_out = o.first_mismatch_out;
@@ -70,8 +73,8 @@ void ComparisonBuilder::merge(const ComparisonBuilder& other) {
   r.unwritten += o.unwritten;
   r.non_finite += o.non_finite;
   r.max_abs_error = std::max(r.max_abs_error, o.max_abs_error);
-  error_squares_ += other.error_squares_;
-  reference_squares_ += other.reference_squares_;
+  error_squares_ += error_squares;
+  reference_squares_ += reference_squares;
 }
 
 Comparison ComparisonBuilder::finish() const {

@@ -90,6 +90,9 @@ class ComparisonBuilder {
   explicit ComparisonBuilder(Tolerance tolerance) { result_.tolerance = tolerance; }
   void add(std::int64_t index, double out, double ref, bool unwritten);
   void merge(const ComparisonBuilder& other);
+  // A part counted elsewhere (a GPU block, a loop of its own): its counts, first mismatch, largest
+  // error and sums of squares.
+  void merge(const Comparison& part, double error_squares, double reference_squares);
   Comparison finish() const;
 
  private:

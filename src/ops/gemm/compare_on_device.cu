@@ -103,27 +103,22 @@ Comparison compare_gemm_on_device(DType out_dtype, const void* out, std::int64_t
   CUDALAB_CUDA_CHECK(
       cudaMemcpyAsync(host.data(), partials.data(), host.size() * sizeof(Partial), cudaMemcpyDeviceToHost, stream));
   CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  double error_squares = 0, reference_squares = 0;
-  long long first = std::numeric_limits<long long>::max();
+  ComparisonBuilder builder(total.tolerance);
   for (const Partial& p : host) {  // in block order: the same sums for the same grid
-    total.count += p.count;
-    total.mismatches += p.mismatches;
-    total.non_finite += p.non_finite;
-    total.max_abs_error = std::max(total.max_abs_error, p.max_abs_error);
-    error_squares += p.error_squares;
-    reference_squares += p.reference_squares;
-    first = std::min(first, p.first_mismatch);
+    Comparison part;
+    part.count = p.count, part.mismatches = p.mismatches, part.non_finite = p.non_finite;
+    part.first_mismatch = p.mismatches > 0 ? p.first_mismatch : -1;
+    part.max_abs_error = p.max_abs_error;
+    builder.merge(part, p.error_squares, p.reference_squares);
   }
-  total.rel_l2_error =
-      reference_squares > 0 ? std::sqrt(error_squares / reference_squares) : (error_squares > 0 ? INFINITY : 0.0);
-  if (total.mismatches > 0) {
-    total.first_mismatch = first;
+  total = builder.finish();
+  if (total.mismatches > 0) {  // the first mismatch's values, read back alone
     const std::size_t element = size_of(out_dtype);
     unsigned char got[sizeof(double)] = {};
-    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(got, static_cast<const unsigned char*>(out) + first * element, element,
+    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(got, static_cast<const unsigned char*>(out) + total.first_mismatch * element,
+                                       element, cudaMemcpyDeviceToHost, stream));
+    CUDALAB_CUDA_CHECK(cudaMemcpyAsync(&total.first_mismatch_ref, value + total.first_mismatch, sizeof(double),
                                        cudaMemcpyDeviceToHost, stream));
-    CUDALAB_CUDA_CHECK(
-        cudaMemcpyAsync(&total.first_mismatch_ref, value + first, sizeof(double), cudaMemcpyDeviceToHost, stream));
     CUDALAB_CUDA_CHECK(cudaStreamSynchronize(stream));
     total.first_mismatch_out = element_to_double(out_dtype, got, 0);
   }

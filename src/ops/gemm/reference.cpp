@@ -79,25 +79,9 @@ Comparison compare_gemm(const float* out, std::int64_t count, const double* valu
       }
     }
   });
-  Comparison total;
-  total.tolerance = reported_tolerance(k, tolerance);
-  double error_squares = 0, reference_squares = 0;
-  for (const Partial& p : partials) {  // workers hold consecutive ranges: the first mismatch is the earliest
-    if (p.result.mismatches > 0 && total.mismatches == 0) {
-      total.first_mismatch = p.result.first_mismatch;
-      total.first_mismatch_out = p.result.first_mismatch_out;
-      total.first_mismatch_ref = p.result.first_mismatch_ref;
-    }
-    total.count += p.result.count;
-    total.mismatches += p.result.mismatches;
-    total.non_finite += p.result.non_finite;
-    total.max_abs_error = std::max(total.max_abs_error, p.result.max_abs_error);
-    error_squares += p.error_squares;
-    reference_squares += p.reference_squares;
-  }
-  total.rel_l2_error =
-      reference_squares > 0 ? std::sqrt(error_squares / reference_squares) : (error_squares > 0 ? INFINITY : 0.0);
-  return total;
+  ComparisonBuilder total(reported_tolerance(k, tolerance));
+  for (const Partial& p : partials) total.merge(p.result, p.error_squares, p.reference_squares);
+  return total.finish();
 }
 
 Tolerance reported_tolerance(std::int64_t k, const GemmTolerance& tolerance) {
