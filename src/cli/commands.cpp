@@ -1,7 +1,9 @@
 #include "cli/commands.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,12 +35,19 @@ constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
 // below 2^56 every tensor's byte count fits in 64 bits.
 constexpr std::int64_t kMaxShapeProduct = std::int64_t{1} << 56;
 
+// "[step/total m:ss] what": the time since the first step, so a long run shows its pace.
 harness::Progress progress_printer(Context& context, int total) {
   auto step = std::make_shared<int>(0);
-  return [&context, total, step](const std::string& what) {
-    ++*step;
+  auto start = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [&context, total, step, start](const std::string& what) {
+    if (++*step == 1) *start = std::chrono::steady_clock::now();
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - *start).count();
+    char elapsed[32];
+    std::snprintf(elapsed, sizeof elapsed, " %lld:%02lld", static_cast<long long>(seconds / 60),
+                  static_cast<long long>(seconds % 60));
     context.err << "[" << (total > 0 ? std::to_string(*step) + "/" + std::to_string(total) : std::to_string(*step))
-                << "] " << what << std::endl;
+                << elapsed << "] " << what << std::endl;
   };
 }
 
