@@ -145,7 +145,7 @@ void all_reduce_ipc_(at::Tensor x, std::int64_t handle) {
     const auto step = static_cast<std::int64_t>(cudalab::all_reduce_ipc_capacity<T>(state->buffer_bytes));
     T* data = mutable_data<T>(x);
     for (std::int64_t start = 0; start < x.numel(); start += step) {
-      TORCH_CHECK(state->epoch < 0xFFFFFFFFu, "cudalab.", op, ": 2^32 - 1 calls made; build a new AllReduce");
+      TORCH_CHECK(state->epoch < 0x7FFFFFFFu, "cudalab.", op, ": 2^31 - 1 calls made; build a new AllReduce");
       ++state->epoch;
       call_library(op, [&] {
         cudalab::all_reduce_ipc(data + start, std::min(step, x.numel() - start), state->buffers.data(),

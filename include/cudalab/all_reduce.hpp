@@ -8,6 +8,11 @@
 // to T (so every GPU holds the same bits). Calls alternate halves, so none waits for the peers to
 // finish reading the last one: a GPU refills the half of call k only in call k + 2, after its
 // call k + 1 saw every GPU arrive there, which a GPU does only after finishing call k.
+// On three GPUs or more, from kAllReduceTwoShotBytes (all_reduce_ipc_two_shot), the same kernel
+// runs in two shots: each GPU sums a gpus-th of the vectors from every GPU's half-buffer into x and
+// over its own copy, and after a second barrier copies the rest of the sums from the GPUs that
+// made them: 2 (gpus - 1) / gpus of the array over the links instead of gpus - 1 arrays, the same
+// bits.
 //
 // buffers[g] and signals[g] are GPU g's staging buffer (buffer_bytes, the same on every GPU, a
 // multiple of 32; count at most all_reduce_ipc_capacity) and signal array (kAllReduceSignalWords
@@ -19,7 +24,7 @@
 // 512 threads) relies on every GPU starting its blocks in ascending order, as GPUs do.
 // Asynchronous on `stream`. count == 0 does nothing.
 // Throws cudalab::Error (invalid_argument for a negative or too large count, gpus outside 1..8, a
-// rank outside 0..gpus-1, epoch 0, a timeout outside (0, 1e9] s, or a null or misaligned pointer;
+// rank outside 0..gpus-1, an epoch outside 1..2^31 - 1, a timeout outside (0, 1e9] s, or a null or misaligned pointer;
 // cuda when the launch fails).
 #pragma once
 
@@ -41,6 +46,12 @@ inline constexpr int kAllReduceMaxGpus = 8;
 inline constexpr int kAllReduceMaxBlocks = 128;
 // A signal array: one word per GPU for each block.
 inline constexpr int kAllReduceSignalWords = kAllReduceMaxBlocks * kAllReduceMaxGpus;
+
+// From this many bytes of x, on three GPUs or more, all_reduce_ipc sums in two shots (above).
+inline constexpr std::size_t kAllReduceTwoShotBytes = std::size_t{2} << 20;
+constexpr bool all_reduce_ipc_two_shot(int gpus, std::size_t bytes) {
+  return gpus >= 3 && bytes >= kAllReduceTwoShotBytes;
+}
 
 // The elements of T one all_reduce_ipc call takes with buffers of buffer_bytes: half of them.
 template <typename T>

@@ -1,9 +1,10 @@
 """All-reduce (sum) across the GPUs of one host with one process per GPU, torch.distributed's usual
-layout, by cudalab's one-shot kernel (cudalab::all_reduce_ipc), one launch a call: each GPU copies
-its tensor into a staging buffer that every other process has mapped through CUDA IPC, and after a
+layout, by cudalab's kernel (cudalab::all_reduce_ipc), one launch a call: each GPU copies its
+tensor into a staging buffer that every other process has mapped through CUDA IPC, and after a
 barrier between the GPUs' blocks each sums every GPU's buffer into its own tensor, in GPU order, so
-every GPU holds the same bits. On two and four H200s it takes 20-34 us a call below 1 MiB against
-NCCL's 33-46 through torch.distributed; larger tensors go to NCCL (docs/transfers.md).
+every GPU holds the same bits (on three GPUs or more, from 2 MiB, each sums a share and the GPUs
+then copy each other's shares). On two and four H200s it takes 12-22 us a call below 1 MiB
+against NCCL's 47-88 through torch.distributed; larger tensors go to NCCL (docs/transfers.md).
 
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl")
@@ -34,10 +35,11 @@ class AllReduce:
     """The staging buffer (``buffer_bytes``) and signal array of this process's GPU, shared with the
     other ranks of ``group`` when constructed (a collective call). Calls alternate the buffer's
     halves; tensors larger than half of it are summed in half-buffer pieces. Tensors larger than
-    ``one_shot_bytes`` (default 8 MiB / (ranks - 1)) go to NCCL, which is faster there; 0 sends
-    every call to NCCL, and a huge value none. So do dtypes the kernel does not take (float16)."""
+    ``kernel_bytes`` (default 32 MiB on two ranks, 16 MiB on more) go to NCCL, which is faster
+    there; 0 sends every call to NCCL, and a huge value none. So do dtypes the kernel does not take
+    (float16)."""
 
-    def __init__(self, group=None, buffer_bytes=32 << 20, one_shot_bytes=None, timeout=datetime.timedelta(minutes=10)):
+    def __init__(self, group=None, buffer_bytes=32 << 20, kernel_bytes=None, timeout=datetime.timedelta(minutes=10)):
         self.group = group
         self.rank = dist.get_rank(group)
         self.world = dist.get_world_size(group)
@@ -47,12 +49,12 @@ class AllReduce:
             raise ValueError(
                 f"cudalab.distributed.AllReduce: buffer_bytes must be a multiple of 32 from 32, got {buffer_bytes}"
             )
-        # Above this size a call goes to torch.distributed's all_reduce (NCCL): measured on H200s
-        # over NVLink, the one-shot kernel leads to 4 MiB on two GPUs and 1 MiB on four, and NCCL
-        # from 32 MiB on two and 4 MiB on four (docs/transfers.md).
-        if one_shot_bytes is not None and one_shot_bytes < 0:
-            raise ValueError(f"cudalab.distributed.AllReduce: one_shot_bytes must be >= 0, got {one_shot_bytes}")
-        self.one_shot_bytes = (8 << 20) // max(1, self.world - 1) if one_shot_bytes is None else one_shot_bytes
+        # Above this size a call goes to torch.distributed's all_reduce (NCCL). Measured on two H200s
+        # over NVLink, the kernel leads NCCL up to 32 MiB (1.07-1.10x there) and trails it at 256 MiB;
+        # on three or more the two-shot form is expected to lead to 16 MiB (docs/transfers.md).
+        if kernel_bytes is not None and kernel_bytes < 0:
+            raise ValueError(f"cudalab.distributed.AllReduce: kernel_bytes must be >= 0, got {kernel_bytes}")
+        self.kernel_bytes = ((32 << 20) if self.world <= 2 else (16 << 20)) if kernel_bytes is None else kernel_bytes
         self.device = torch.device("cuda", torch.cuda.current_device())
         # Every rank learns every rank's GPU, and all refuse together where one cannot reach another
         # (a rank that raised alone would leave the others waiting at the first barrier).
@@ -118,8 +120,8 @@ class AllReduce:
 
     def __call__(self, x):
         """x (contiguous, on this rank's GPU) summed over the ranks in place; returns x. float32 and
-        bfloat16 up to ``one_shot_bytes`` by cudalab's kernel, the rest by NCCL."""
-        if x.dtype not in (torch.float32, torch.bfloat16) or x.numel() * x.element_size() > self.one_shot_bytes:
+        bfloat16 up to ``kernel_bytes`` by cudalab's kernel, the rest by NCCL."""
+        if x.dtype not in (torch.float32, torch.bfloat16) or x.numel() * x.element_size() > self.kernel_bytes:
             dist.all_reduce(x, group=self.group)
         else:
             torch.ops.cudalab._all_reduce_ipc_(x, self.handle)

@@ -12,7 +12,7 @@ Under ``torchrun --nproc_per_node N`` it trains data-parallel: one process per G
 the CPU), the model wrapped in DistributedDataParallel, each process on its own batches, the
 progress from the first process with tokens/s over all of them; at the end every replica's
 parameters are compared with the first's (they must be identical). ``--all-reduce cudalab``
-averages the gradients with cudalab.distributed's one-shot kernel instead of NCCL."""
+averages the gradients with cudalab.distributed's kernel instead of NCCL."""
 
 import argparse
 import json
@@ -136,7 +136,7 @@ def parse(argv):
         dest="all_reduce",
         choices=["nccl", "cudalab"],
         default="nccl",
-        help="data-parallel gradients by NCCL (DDP's own) or cudalab.distributed's one-shot kernel (default nccl)",
+        help="data-parallel gradients by NCCL (DDP's own) or cudalab.distributed's kernel (default nccl)",
     )
     parser.add_argument("--json", help="write the progress records and the summary here")
     return parser.parse_args(argv)

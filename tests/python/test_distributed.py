@@ -11,6 +11,22 @@ import torch.multiprocessing as mp
 # (elements, offset): 300001 f32 elements are three calls on half of a 1 MiB buffer each, and a
 # tail; an offset starts x off its 16-byte alignment (the kernel's element-wise path).
 SIZES = [(1, 0), (17, 0), (1000, 0), (1000, 1), (300001, 0), (300001, 3)]
+# On three GPUs or more a call of 2 MiB or more runs the two-shot form (on half of a 16 MiB buffer:
+# 3000001 f32 elements are a call of 8 MiB and one of 3.4 MiB); on two, the one-shot again.
+LARGE_SIZES = [(torch.float32, (1 << 19) + 5, 0), (torch.float32, 3000001, 0), (torch.bfloat16, (1 << 20) + 3, 1)]
+
+
+def _expect_rank_order_sum(reduce, dtype, n, offset, rank, world):
+    generator = torch.Generator(device="cuda").manual_seed(1000 * n + rank)
+    x = torch.randn(n + offset, device="cuda", generator=generator).to(dtype)[offset:]
+    every = [torch.empty_like(x) for _ in range(world)]
+    dist.all_gather(every, x)
+    want = torch.zeros(n, device="cuda")
+    for part in every:
+        want += part.float()
+    assert reduce(x) is x
+    mismatches = int((x != want.to(dtype)).sum())
+    assert mismatches == 0, f"rank {rank}, {dtype}, {n} elements at {offset}: {mismatches} differ"
 
 
 def _worker(rank, world, store):
@@ -19,19 +35,14 @@ def _worker(rank, world, store):
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method=f"file://{store}", rank=rank, world_size=world)
     try:
-        reduce = cudalab.distributed.AllReduce(buffer_bytes=1 << 20, one_shot_bytes=1 << 40)
+        reduce = cudalab.distributed.AllReduce(buffer_bytes=1 << 20, kernel_bytes=1 << 40)
         for dtype in (torch.float32, torch.bfloat16):
             for n, offset in SIZES:
-                generator = torch.Generator(device="cuda").manual_seed(1000 * n + rank)
-                x = torch.randn(n + offset, device="cuda", generator=generator).to(dtype)[offset:]
-                every = [torch.empty_like(x) for _ in range(world)]
-                dist.all_gather(every, x)
-                want = torch.zeros(n, device="cuda")
-                for part in every:
-                    want += part.float()
-                assert reduce(x) is x
-                mismatches = int((x != want.to(dtype)).sum())
-                assert mismatches == 0, f"rank {rank}, {dtype}, {n} elements at {offset}: {mismatches} differ"
+                _expect_rank_order_sum(reduce, dtype, n, offset, rank, world)
+        large = cudalab.distributed.AllReduce(buffer_bytes=16 << 20, kernel_bytes=1 << 40)
+        for dtype, n, offset in LARGE_SIZES:
+            _expect_rank_order_sum(large, dtype, n, offset, rank, world)
+        large.close()
         # cudalab.all_reduce: the same sum through the group's cached AllReduce.
         x = torch.randn(1000, device="cuda", generator=torch.Generator(device="cuda").manual_seed(rank))
         every = [torch.empty_like(x) for _ in range(world)]
@@ -46,8 +57,8 @@ def _worker(rank, world, store):
         nccl_half = half.clone()
         dist.all_reduce(nccl_half)
         assert torch.equal(reduce(half), nccl_half)
-        # Above one_shot_bytes, NCCL's sum: the same on every rank.
-        routed = cudalab.distributed.AllReduce(buffer_bytes=1 << 20, one_shot_bytes=4096)
+        # Above kernel_bytes, NCCL's sum: the same on every rank.
+        routed = cudalab.distributed.AllReduce(buffer_bytes=1 << 20, kernel_bytes=4096)
         x = torch.randn(4097, device="cuda", generator=torch.Generator(device="cuda").manual_seed(rank))
         nccl = x.clone()
         dist.all_reduce(nccl)

@@ -15,7 +15,7 @@ import torch.distributed as dist
 from cudalab import _C
 from cudalab.distributed import AllReduce
 
-DEFAULT_BYTES = [8 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 32 << 20, 256 << 20]
+DEFAULT_BYTES = [8 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 256 << 20]
 
 
 def _time_us(call, iterations):
@@ -60,7 +60,7 @@ def main(argv=None):
     dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
     try:
         # The kernel at every size: the default sends large tensors to NCCL instead.
-        reduce, world, records = AllReduce(one_shot_bytes=1 << 62), dist.get_world_size(), []
+        reduce, world, records = AllReduce(kernel_bytes=1 << 62), dist.get_world_size(), []
         for name in args.dtype:
             dtype = getattr(torch, name)
             for size in args.bytes:

@@ -85,16 +85,56 @@ struct IpcPeers {
   unsigned* signals[kAllReduceMaxGpus];
 };
 
+// Block b of every GPU tells every GPU's block b that it has reached `value` (word b *
+// kAllReduceMaxGpus + rank of their signal arrays) and waits until every GPU's block b has told it
+// the same. The block's memory operations before the call are visible to every GPU's block b after.
+__device__ __forceinline__ void blocks_barrier(const IpcPeers& peers, int rank, int gpus, unsigned value,
+                                               unsigned long long timeout_ns) {
+  __syncthreads();  // the block's writes, then one thread per GPU signals it and waits for it
+  if (threadIdx.x < gpus) {
+    const unsigned slot = blockIdx.x * kAllReduceMaxGpus;
+    __threadfence_system();
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(peers.signals[threadIdx.x] + slot + rank), "r"(value)
+                 : "memory");
+    const unsigned* arrived = peers.signals[rank] + slot + threadIdx.x;
+    const unsigned long long start = global_nanoseconds();
+    for (unsigned seen = 0;;) {
+      asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(arrived) : "memory");
+      if (seen >= value) break;
+      if (global_nanoseconds() - start > timeout_ns) __trap();
+    }
+  }
+  __syncthreads();
+}
+
+// x's vector q (kXVectors: x is 16-byte aligned; the half-buffers always are).
+template <bool kXVectors, typename T>
+__device__ __forceinline__ void store_x(T* x, std::int64_t q, const Vector16<T>& v) {
+  constexpr int V = kVector16<T>;
+  if constexpr (kXVectors) {
+    store_vector16(x + q * V, v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) x[q * V + e] = v[e];
+  }
+}
+
 // all_reduce_ipc's one launch. Block b of every GPU owns the same elements (the same grid over the
-// same count): the vectors of its grid-stride loop, kIpcUnroll strides at a time, and block 0 also the elements past
-// the last whole vector. It copies them from x into this GPU's half-buffer, tells every GPU's block b so (word b *
-// kAllReduceMaxGpus + rank of their signal arrays), waits until every GPU's block b has told it the same, then writes
-// their fp32 sum in GPU order into x. kXVectors: x is 16-byte aligned (the half-buffers always are). __grid_constant__:
-// the peers are indexed in the parameter space itself.
-template <typename T, bool kXVectors>
+// same count): the vectors q = b * 512 + thread + j * stride of its grid-stride loop, and block 0 also
+// the elements past the last whole vector. It copies them from x into this GPU's half-buffer, and
+// after a barrier between the GPUs' blocks:
+// - one-shot: writes into x the fp32 sum in GPU order of every GPU's half-buffer;
+// - kTwoShot: sums only the strides j = rank (mod gpus) so, rounds each sum to T once and writes it
+//   into x and over this GPU's own copy in its half-buffer; after a second barrier, copies the other
+//   strides' sums from the GPUs that made them. Each GPU reads 2 (gpus - 1) / gpus of the array from
+//   its peers instead of gpus - 1 arrays, for one more barrier; the bits are the one-shot's.
+// The elements past the last vector are summed from every buffer by block 0 of every GPU either way.
+// Barrier values: 2 epoch after the copies, 2 epoch + 1 after the two-shot's sums, so they grow
+// from call to call whichever form each call takes.
+template <typename T, bool kXVectors, bool kTwoShot>
 __global__ void __launch_bounds__(kIpcBlock)
-    ipc_one_shot_kernel(const __grid_constant__ IpcPeers peers, int rank, int gpus, unsigned epoch, T* x,
-                        std::int64_t count, unsigned long long timeout_ns) {
+    ipc_all_reduce_kernel(const __grid_constant__ IpcPeers peers, int rank, int gpus, unsigned epoch, T* x,
+                          std::int64_t count, unsigned long long timeout_ns) {
   constexpr int V = kVector16<T>;
   const std::int64_t vectors = count / V;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kIpcBlock;
@@ -122,22 +162,10 @@ __global__ void __launch_bounds__(kIpcBlock)
   }
   if (blockIdx.x == 0)
     for (std::int64_t i = vectors * V + threadIdx.x; i < count; i += kIpcBlock) mine[i] = x[i];
-  __syncthreads();  // the block's copies, then one thread per GPU signals it and waits for it
-  if (threadIdx.x < gpus) {
-    const unsigned slot = blockIdx.x * kAllReduceMaxGpus;
-    __threadfence_system();
-    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(peers.signals[threadIdx.x] + slot + rank), "r"(epoch)
-                 : "memory");
-    const unsigned* arrived = peers.signals[rank] + slot + threadIdx.x;
-    const unsigned long long start = global_nanoseconds();
-    for (unsigned seen = 0;;) {
-      asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(arrived) : "memory");
-      if (seen >= epoch) break;
-      if (global_nanoseconds() - start > timeout_ns) __trap();
-    }
-  }
-  __syncthreads();
-  for (std::int64_t q0 = first; q0 < vectors; q0 += stride * kIpcUnroll) {
+  blocks_barrier(peers, rank, gpus, 2 * epoch, timeout_ns);
+  // The sums of the strides first + (j0 + u * step) * stride, u < kIpcUnroll, from every GPU's buffer.
+  const std::int64_t step = kTwoShot ? gpus : 1;
+  for (std::int64_t j0 = kTwoShot ? rank : 0; first + j0 * stride < vectors; j0 += step * kIpcUnroll) {
     float sum[kIpcUnroll][V] = {};
 #pragma unroll
     for (int g = 0; g < kAllReduceMaxGpus; ++g) {
@@ -146,7 +174,7 @@ __global__ void __launch_bounds__(kIpcBlock)
       uint4 raw[kIpcUnroll];
 #pragma unroll
       for (int u = 0; u < kIpcUnroll; ++u) {
-        const std::int64_t q = q0 + u * stride;
+        const std::int64_t q = first + (j0 + u * step) * stride;
         // L2 only: this launch is the first to read these bytes since the peer wrote them.
         raw[u] = q < vectors ? __ldcg(reinterpret_cast<const uint4*>(from + q * V)) : uint4{};
       }
@@ -159,14 +187,13 @@ __global__ void __launch_bounds__(kIpcBlock)
     }
 #pragma unroll
     for (int u = 0; u < kIpcUnroll; ++u) {
-      const std::int64_t q = q0 + u * stride;
+      const std::int64_t q = first + (j0 + u * step) * stride;
       if (q >= vectors) break;
-      if constexpr (kXVectors) {
-        store_floats<V>(x + q * V, sum[u]);
-      } else {
+      Vector16<T> rounded;
 #pragma unroll
-        for (int e = 0; e < V; ++e) x[q * V + e] = from_float<T>(sum[u][e]);
-      }
+      for (int e = 0; e < V; ++e) rounded[e] = from_float<T>(sum[u][e]);
+      store_x<kXVectors>(x, q, rounded);
+      if constexpr (kTwoShot) store_vector16(mine + q * V, rounded);
     }
   }
   if (blockIdx.x == 0)
@@ -175,6 +202,26 @@ __global__ void __launch_bounds__(kIpcBlock)
       for (int g = 0; g < gpus; ++g) sum += to_float(__ldcg(static_cast<const T*>(peers.half[g]) + i));
       x[i] = from_float<T>(sum);
     }
+  if constexpr (kTwoShot) {
+    blocks_barrier(peers, rank, gpus, 2 * epoch + 1, timeout_ns);
+    for (std::int64_t j0 = 0; first + j0 * stride < vectors; j0 += kIpcUnroll) {
+      uint4 raw[kIpcUnroll];
+#pragma unroll
+      for (int u = 0; u < kIpcUnroll; ++u) {
+        const std::int64_t j = j0 + u, q = first + j * stride;
+        const int owner = static_cast<int>(j % gpus);
+        raw[u] = q < vectors && owner != rank
+                     ? __ldcg(reinterpret_cast<const uint4*>(static_cast<const T*>(peers.half[owner]) + q * V))
+                     : uint4{};
+      }
+#pragma unroll
+      for (int u = 0; u < kIpcUnroll; ++u) {
+        const std::int64_t j = j0 + u, q = first + j * stride;
+        if (q >= vectors) break;
+        if (j % gpus != rank) store_x<kXVectors>(x, q, *reinterpret_cast<const Vector16<T>*>(&raw[u]));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -228,7 +275,9 @@ void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, std::size_t 
   CUDALAB_REQUIRE(count >= 0, "all_reduce_ipc: count must be >= 0, got " + std::to_string(count));
   CUDALAB_REQUIRE(gpus >= 1 && gpus <= kAllReduceMaxGpus && rank >= 0 && rank < gpus,
                   "all_reduce_ipc: rank " + std::to_string(rank) + " of " + std::to_string(gpus) + " GPUs (1 to 8)");
-  CUDALAB_REQUIRE(epoch > 0, "all_reduce_ipc: epochs start at 1 (the signal arrays start at 0)");
+  CUDALAB_REQUIRE(epoch > 0 && epoch < 0x80000000u,
+                  "all_reduce_ipc: epochs run from 1 to 2^31 - 1 (the signal arrays start at 0; a barrier's value "
+                  "is 2 epoch or 2 epoch + 1)");
   CUDALAB_REQUIRE(timeout_seconds > 0 && timeout_seconds <= 1e9,
                   "all_reduce_ipc: timeout_seconds must be in (0, 1e9], got " + std::to_string(timeout_seconds));
   CUDALAB_REQUIRE(buffer_bytes % 32 == 0,
@@ -256,12 +305,12 @@ void all_reduce_ipc(T* x, std::int64_t count, void* const* buffers, std::size_t 
   const int blocks = static_cast<int>(
       std::clamp<std::int64_t>((vectors + transfers::kIpcBlock - 1) / transfers::kIpcBlock, 1, kAllReduceMaxBlocks));
   const auto timeout_ns = static_cast<unsigned long long>(timeout_seconds * 1e9);
-  if (is_aligned16(x))
-    transfers::ipc_one_shot_kernel<T, true>
-        <<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count, timeout_ns);
-  else
-    transfers::ipc_one_shot_kernel<T, false>
-        <<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count, timeout_ns);
+  const bool two_shot = all_reduce_ipc_two_shot(gpus, static_cast<std::size_t>(count) * sizeof(T));
+  auto* kernel = is_aligned16(x) ? (two_shot ? transfers::ipc_all_reduce_kernel<T, true, true>
+                                             : transfers::ipc_all_reduce_kernel<T, true, false>)
+                                 : (two_shot ? transfers::ipc_all_reduce_kernel<T, false, true>
+                                             : transfers::ipc_all_reduce_kernel<T, false, false>);
+  kernel<<<blocks, transfers::kIpcBlock, 0, stream>>>(peers, rank, gpus, epoch, x, count, timeout_ns);
   CUDALAB_CHECK_LAUNCH();
 }
 
