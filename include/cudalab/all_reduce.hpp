@@ -17,12 +17,11 @@
 // buffers[g] and signals[g] are GPU g's staging buffer (buffer_bytes, the same on every GPU, a
 // multiple of 32; count at most all_reduce_ipc_capacity) and signal array (kAllReduceSignalWords
 // unsigned words, zeroed once when allocated): this process's own for g == rank, the others' opened
-// by open_peer_buffer. `epoch` must be the same on every GPU for one call and larger than the last
-// call's (start at 1). A GPU whose block has not arrived `timeout_seconds` after this GPU's did is
-// taken as gone (its process failed): the kernel traps, and this process's next CUDA call fails.
-// The blocks wait for their peers by spinning, so the grid (at most kAllReduceMaxBlocks blocks of
-// 512 threads) relies on every GPU starting its blocks in ascending order, as GPUs do.
-// Asynchronous on `stream`. count == 0 does nothing.
+// by open_peer_buffer. `epoch` must be the same on every GPU for one call and exactly one more than
+// the last call's (start at 1): the halves alternate with it. A GPU whose block has not arrived `timeout_seconds` after
+// this GPU's did is taken as gone (its process failed): the kernel traps, and this process's next CUDA call fails. The
+// blocks wait for their peers by spinning, so the grid (at most kAllReduceMaxBlocks blocks of 512 threads) relies on
+// every GPU starting its blocks in ascending order, as GPUs do. Asynchronous on `stream`. count == 0 does nothing.
 // Throws cudalab::Error (invalid_argument for a negative or too large count, gpus outside 1..8, a
 // rank outside 0..gpus-1, an epoch outside 1..2^31 - 1, a timeout outside (0, 1e9] s, or a null or misaligned pointer;
 // cuda when the launch fails).

@@ -35,9 +35,9 @@ class AllReduce:
     """The staging buffer (``buffer_bytes``) and signal array of this process's GPU, shared with the
     other ranks of ``group`` when constructed (a collective call). Calls alternate the buffer's
     halves; tensors larger than half of it are summed in half-buffer pieces. Tensors larger than
-    ``kernel_bytes`` (default 32 MiB on two ranks, 16 MiB on more) go to NCCL, which is faster
-    there; 0 sends every call to NCCL, and a huge value none. So do dtypes the kernel does not take
-    (float16)."""
+    ``kernel_bytes`` (default 32 MiB on two ranks, 8 MiB / (ranks - 1) on more) go to NCCL, which
+    is faster there; 0 sends every call to NCCL, and a huge value none. So do dtypes the kernel does
+    not take (float16)."""
 
     def __init__(self, group=None, buffer_bytes=32 << 20, kernel_bytes=None, timeout=datetime.timedelta(minutes=10)):
         self.group = group
@@ -49,12 +49,13 @@ class AllReduce:
             raise ValueError(
                 f"cudalab.distributed.AllReduce: buffer_bytes must be a multiple of 32 from 32, got {buffer_bytes}"
             )
-        # Above this size a call goes to torch.distributed's all_reduce (NCCL). Measured on two H200s
-        # over NVLink, the kernel leads NCCL up to 32 MiB (1.07-1.10x there) and trails it at 256 MiB;
-        # on three or more the two-shot form is expected to lead to 16 MiB (docs/transfers.md).
+        # Above this size a call goes to torch.distributed's all_reduce (NCCL). Measured on H200s over
+        # NVLink: on two the kernel leads NCCL up to 32 MiB (1.07-1.10x there) and trails it at 256
+        # MiB; on four the one-shot form leads to 1 MiB and trails from 4 MiB (docs/transfers.md).
         if kernel_bytes is not None and kernel_bytes < 0:
             raise ValueError(f"cudalab.distributed.AllReduce: kernel_bytes must be >= 0, got {kernel_bytes}")
-        self.kernel_bytes = ((32 << 20) if self.world <= 2 else (16 << 20)) if kernel_bytes is None else kernel_bytes
+        default = (32 << 20) if self.world <= 2 else (8 << 20) // (self.world - 1)
+        self.kernel_bytes = default if kernel_bytes is None else kernel_bytes
         self.device = torch.device("cuda", torch.cuda.current_device())
         # Every rank learns every rank's GPU, and all refuse together where one cannot reach another
         # (a rank that raised alone would leave the others waiting at the first barrier).

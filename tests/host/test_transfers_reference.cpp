@@ -263,11 +263,12 @@ TEST(TransfersReference, AllReduceIpcValidatesBeforeTouchingTheGpu) {
   };
   EXPECT_EQ(all_reduce_ipc_capacity<float>(kBytes), 8u);
   EXPECT_TRUE(refused(x, -1, kBytes, 0, 2, 1));
-  EXPECT_TRUE(refused(x, 9, kBytes, 0, 2, 1));  // more than half the buffer
-  EXPECT_TRUE(refused(x, 8, 48, 0, 2, 1));      // not a multiple of 32 bytes
-  EXPECT_TRUE(refused(x, 8, kBytes, 2, 2, 1));  // rank outside the GPUs
-  EXPECT_TRUE(refused(x, 8, kBytes, 0, 9, 1));  // more than 8 GPUs
-  EXPECT_TRUE(refused(x, 8, kBytes, 0, 2, 0));  // epoch 0
+  EXPECT_TRUE(refused(x, 9, kBytes, 0, 2, 1));            // more than half the buffer
+  EXPECT_TRUE(refused(x, 8, 48, 0, 2, 1));                // not a multiple of 32 bytes
+  EXPECT_TRUE(refused(x, 8, kBytes, 2, 2, 1));            // rank outside the GPUs
+  EXPECT_TRUE(refused(x, 8, kBytes, 0, 9, 1));            // more than 8 GPUs
+  EXPECT_TRUE(refused(x, 8, kBytes, 0, 2, 0));            // epoch 0
+  EXPECT_TRUE(refused(x, 8, kBytes, 0, 2, 0x80000000u));  // a barrier's value 2 epoch + 1 would wrap
   EXPECT_EQ(thrown_kind([&] { all_reduce_ipc(x, 8, buffers, kBytes, signals, 0, 2, 1, nullptr, 0.0); }),
             ErrorKind::invalid_argument);  // no time to wait
   EXPECT_TRUE(refused(reinterpret_cast<float*>(std::uintptr_t{0x10002}), 8, kBytes, 0, 2, 1));

@@ -12,8 +12,15 @@ import torch.multiprocessing as mp
 # tail; an offset starts x off its 16-byte alignment (the kernel's element-wise path).
 SIZES = [(1, 0), (17, 0), (1000, 0), (1000, 1), (300001, 0), (300001, 3)]
 # On three GPUs or more a call of 2 MiB or more runs the two-shot form (on half of a 16 MiB buffer:
-# 3000001 f32 elements are a call of 8 MiB and one of 3.4 MiB); on two, the one-shot again.
-LARGE_SIZES = [(torch.float32, (1 << 19) + 5, 0), (torch.float32, 3000001, 0), (torch.bfloat16, (1 << 20) + 3, 1)]
+# 3000001 f32 elements are a call of 8 MiB, two turns of each warp's loop, and one of 3.4 MiB),
+# alternating with one-shot calls on the same buffers; on two GPUs, the one-shot every time.
+LARGE_SIZES = [
+    (torch.float32, (1 << 19) + 5, 0),
+    (torch.float32, 1000, 0),
+    (torch.float32, 3000001, 0),
+    (torch.bfloat16, 17, 0),
+    (torch.bfloat16, (1 << 20) + 3, 1),
+]
 
 
 def _expect_rank_order_sum(reduce, dtype, n, offset, rank, world):

@@ -124,10 +124,11 @@ __device__ __forceinline__ void store_x(T* x, std::int64_t q, const Vector16<T>&
 // the elements past the last whole vector. It copies them from x into this GPU's half-buffer, and
 // after a barrier between the GPUs' blocks:
 // - one-shot: writes into x the fp32 sum in GPU order of every GPU's half-buffer;
-// - kTwoShot: sums only the strides j = rank (mod gpus) so, rounds each sum to T once and writes it
-//   into x and over this GPU's own copy in its half-buffer; after a second barrier, copies the other
-//   strides' sums from the GPUs that made them. Each GPU reads 2 (gpus - 1) / gpus of the array from
-//   its peers instead of gpus - 1 arrays, for one more barrier; the bits are the one-shot's.
+// - kTwoShot: sums only the vectors of its warps w with w % gpus == rank, rounds each sum to T once
+//   and writes it into x and over this GPU's own copy in its half-buffer; after a second barrier,
+//   its other warps copy their vectors' sums from the GPUs that made them. Each GPU reads
+//   2 (gpus - 1) / gpus of the array from its peers instead of gpus - 1 arrays (the 16 warps split
+//   evenly on 2, 4 and 8 GPUs; 6/5/5 on three), for one more barrier; the bits are the one-shot's.
 // The elements past the last vector are summed from every buffer by block 0 of every GPU either way.
 // Barrier values: 2 epoch after the copies, 2 epoch + 1 after the two-shot's sums, so they grow
 // from call to call whichever form each call takes.
@@ -163,39 +164,41 @@ __global__ void __launch_bounds__(kIpcBlock)
   if (blockIdx.x == 0)
     for (std::int64_t i = vectors * V + threadIdx.x; i < count; i += kIpcBlock) mine[i] = x[i];
   blocks_barrier(peers, rank, gpus, 2 * epoch, timeout_ns);
-  // The sums of the strides first + (j0 + u * step) * stride, u < kIpcUnroll, from every GPU's buffer.
-  const std::int64_t step = kTwoShot ? gpus : 1;
-  for (std::int64_t j0 = kTwoShot ? rank : 0; first + j0 * stride < vectors; j0 += step * kIpcUnroll) {
-    float sum[kIpcUnroll][V] = {};
+  // Two-shot: warp w's vectors (every stride of its 32 threads) belong to GPU w % gpus, so each GPU
+  // sums a gpus-th of every block's vectors, coalesced, at any size.
+  const int owner = kTwoShot ? static_cast<int>(threadIdx.x / kWarpSize) % gpus : rank;
+  if (owner == rank)
+    for (std::int64_t q0 = first; q0 < vectors; q0 += stride * kIpcUnroll) {
+      float sum[kIpcUnroll][V] = {};
 #pragma unroll
-    for (int g = 0; g < kAllReduceMaxGpus; ++g) {
-      if (g >= gpus) break;
-      const T* from = static_cast<const T*>(peers.half[g]);
-      uint4 raw[kIpcUnroll];
+      for (int g = 0; g < kAllReduceMaxGpus; ++g) {
+        if (g >= gpus) break;
+        const T* from = static_cast<const T*>(peers.half[g]);
+        uint4 raw[kIpcUnroll];
 #pragma unroll
-      for (int u = 0; u < kIpcUnroll; ++u) {
-        const std::int64_t q = first + (j0 + u * step) * stride;
-        // L2 only: this launch is the first to read these bytes since the peer wrote them.
-        raw[u] = q < vectors ? __ldcg(reinterpret_cast<const uint4*>(from + q * V)) : uint4{};
+        for (int u = 0; u < kIpcUnroll; ++u) {
+          const std::int64_t q = q0 + u * stride;
+          // L2 only: this launch is the first to read these bytes since the peer wrote them.
+          raw[u] = q < vectors ? __ldcg(reinterpret_cast<const uint4*>(from + q * V)) : uint4{};
+        }
+#pragma unroll
+        for (int u = 0; u < kIpcUnroll; ++u) {
+          const auto& v = *reinterpret_cast<const Vector16<T>*>(&raw[u]);
+#pragma unroll
+          for (int e = 0; e < V; ++e) sum[u][e] += to_float(v[e]);
+        }
       }
 #pragma unroll
       for (int u = 0; u < kIpcUnroll; ++u) {
-        const auto& v = *reinterpret_cast<const Vector16<T>*>(&raw[u]);
+        const std::int64_t q = q0 + u * stride;
+        if (q >= vectors) break;
+        Vector16<T> rounded;
 #pragma unroll
-        for (int e = 0; e < V; ++e) sum[u][e] += to_float(v[e]);
+        for (int e = 0; e < V; ++e) rounded[e] = from_float<T>(sum[u][e]);
+        store_x<kXVectors>(x, q, rounded);
+        if constexpr (kTwoShot) store_vector16(mine + q * V, rounded);
       }
     }
-#pragma unroll
-    for (int u = 0; u < kIpcUnroll; ++u) {
-      const std::int64_t q = first + (j0 + u * step) * stride;
-      if (q >= vectors) break;
-      Vector16<T> rounded;
-#pragma unroll
-      for (int e = 0; e < V; ++e) rounded[e] = from_float<T>(sum[u][e]);
-      store_x<kXVectors>(x, q, rounded);
-      if constexpr (kTwoShot) store_vector16(mine + q * V, rounded);
-    }
-  }
   if (blockIdx.x == 0)
     for (std::int64_t i = vectors * V + threadIdx.x; i < count; i += kIpcBlock) {
       float sum = 0.0f;
@@ -204,21 +207,21 @@ __global__ void __launch_bounds__(kIpcBlock)
     }
   if constexpr (kTwoShot) {
     blocks_barrier(peers, rank, gpus, 2 * epoch + 1, timeout_ns);
-    for (std::int64_t j0 = 0; first + j0 * stride < vectors; j0 += kIpcUnroll) {
-      uint4 raw[kIpcUnroll];
+    if (owner != rank) {
+      const T* from = static_cast<const T*>(peers.half[owner]);
+      for (std::int64_t q0 = first; q0 < vectors; q0 += stride * kIpcUnroll) {
+        uint4 raw[kIpcUnroll];
 #pragma unroll
-      for (int u = 0; u < kIpcUnroll; ++u) {
-        const std::int64_t j = j0 + u, q = first + j * stride;
-        const int owner = static_cast<int>(j % gpus);
-        raw[u] = q < vectors && owner != rank
-                     ? __ldcg(reinterpret_cast<const uint4*>(static_cast<const T*>(peers.half[owner]) + q * V))
-                     : uint4{};
-      }
+        for (int u = 0; u < kIpcUnroll; ++u) {
+          const std::int64_t q = q0 + u * stride;
+          raw[u] = q < vectors ? __ldcg(reinterpret_cast<const uint4*>(from + q * V)) : uint4{};
+        }
 #pragma unroll
-      for (int u = 0; u < kIpcUnroll; ++u) {
-        const std::int64_t j = j0 + u, q = first + j * stride;
-        if (q >= vectors) break;
-        if (j % gpus != rank) store_x<kXVectors>(x, q, *reinterpret_cast<const Vector16<T>*>(&raw[u]));
+        for (int u = 0; u < kIpcUnroll; ++u) {
+          const std::int64_t q = q0 + u * stride;
+          if (q >= vectors) break;
+          store_x<kXVectors>(x, q, *reinterpret_cast<const Vector16<T>*>(&raw[u]));
+        }
       }
     }
   }
