@@ -27,5 +27,6 @@ inline constexpr char kAddUnfused[] = "unfused";
 // Backward rungs.
 inline constexpr char kUnfused[] = "unfused";
 inline constexpr char kFused[] = "fused";
+inline constexpr char kFusedRows[] = "fused_rows";
 
 }  // namespace cudalab::harness::norms_ids

@@ -165,6 +165,13 @@ void backward_unfused(const NormBackwardArgs<T>& args, cudaStream_t stream);
 template <typename T>
 void backward_fused(const NormBackwardArgs<T>& args, cudaStream_t stream);
 std::string backward_fused_limits(std::int64_t features);
+// Fused, several rows a CTA: `fused`'s arithmetic with the column sums in registers across every
+// row a thread's group takes, the next row loaded before the current one's dx goes out, and one
+// row of partials a CTA (about two an SM) instead of one a row group. Vector-aligned rows of 32 to
+// 512 16-byte vectors only.
+template <typename T>
+void backward_rows(const NormBackwardArgs<T>& args, cudaStream_t stream);
+std::string backward_rows_limits(std::int64_t features, std::size_t element_bytes, bool vector_aligned);
 
 // Scratch either backward rung needs: per-chunk fp32 column partials, one array per output.
 std::size_t backward_workspace_bytes(Norm norm, std::int64_t rows, std::int64_t features);
