@@ -165,9 +165,9 @@ void backward_unfused(const NormBackwardArgs<T>& args, cudaStream_t stream);
 template <typename T>
 void backward_fused(const NormBackwardArgs<T>& args, cudaStream_t stream);
 std::string backward_fused_limits(std::int64_t features);
-// Fused, several rows a CTA: `fused`'s arithmetic with the column sums in registers across every
-// row a thread's group takes, the next row loaded before the current one's dx goes out, and one
-// row of partials a CTA (about two an SM) instead of one a row group. Vector-aligned rows of 32 to
+// Fused, several rows a CTA: `fused`'s arithmetic with each thread's column sums in its own words
+// of shared memory across every row its group takes, the next row loaded before the current one's
+// dx goes out, and one row of partials a CTA (two an SM) instead of one a row group. Vector-aligned rows of 32 to
 // 512 16-byte vectors only.
 template <typename T>
 void backward_rows(const NormBackwardArgs<T>& args, cudaStream_t stream);
