@@ -119,6 +119,18 @@ __device__ __forceinline__ void store_x(T* x, std::int64_t q, const Vector16<T>&
   }
 }
 
+// The vectors q0 + u * stride (u < kIpcUnroll) of a half-buffer, zeros past `vectors`, read from L2
+// only: the launch is the first to read these bytes since their GPU wrote them.
+template <typename T>
+__device__ __forceinline__ void load_strided(const T* from, std::int64_t q0, std::int64_t stride, std::int64_t vectors,
+                                             uint4 (&raw)[kIpcUnroll]) {
+#pragma unroll
+  for (int u = 0; u < kIpcUnroll; ++u) {
+    const std::int64_t q = q0 + u * stride;
+    raw[u] = q < vectors ? __ldcg(reinterpret_cast<const uint4*>(from + q * kVector16<T>)) : uint4{};
+  }
+}
+
 // all_reduce_ipc's one launch. Block b of every GPU owns the same elements (the same grid over the
 // same count): the vectors q = b * 512 + thread + j * stride of its grid-stride loop, and block 0 also
 // the elements past the last whole vector. It copies them from x into this GPU's half-buffer, and
@@ -175,12 +187,7 @@ __global__ void __launch_bounds__(kIpcBlock)
         if (g >= gpus) break;
         const T* from = static_cast<const T*>(peers.half[g]);
         uint4 raw[kIpcUnroll];
-#pragma unroll
-        for (int u = 0; u < kIpcUnroll; ++u) {
-          const std::int64_t q = q0 + u * stride;
-          // L2 only: this launch is the first to read these bytes since the peer wrote them.
-          raw[u] = q < vectors ? __ldcg(reinterpret_cast<const uint4*>(from + q * V)) : uint4{};
-        }
+        load_strided(from, q0, stride, vectors, raw);
 #pragma unroll
         for (int u = 0; u < kIpcUnroll; ++u) {
           const auto& v = *reinterpret_cast<const Vector16<T>*>(&raw[u]);
@@ -211,11 +218,7 @@ __global__ void __launch_bounds__(kIpcBlock)
       const T* from = static_cast<const T*>(peers.half[owner]);
       for (std::int64_t q0 = first; q0 < vectors; q0 += stride * kIpcUnroll) {
         uint4 raw[kIpcUnroll];
-#pragma unroll
-        for (int u = 0; u < kIpcUnroll; ++u) {
-          const std::int64_t q = q0 + u * stride;
-          raw[u] = q < vectors ? __ldcg(reinterpret_cast<const uint4*>(from + q * V)) : uint4{};
-        }
+        load_strided(from, q0, stride, vectors, raw);
 #pragma unroll
         for (int u = 0; u < kIpcUnroll; ++u) {
           const std::int64_t q = q0 + u * stride;
