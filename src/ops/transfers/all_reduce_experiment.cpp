@@ -7,7 +7,10 @@
 // access and adding it as it arrives (ring_pull: no add after the copy); one-shot (each GPU's kernel reads
 // every GPU's array over peer access and writes the sum: one pass, every link carrying the whole array); two-shot (each
 // GPU sums one n-th of the elements from every GPU's array, then copies every other GPU's n-th of the sum: each link
-// carries 2 (n - 1) / n of the array, as a ring does); NCCL's all-reduce as the baseline, in the same run. Every rung
+// carries 2 (n - 1) / n of the array, as a ring does); flags (the library's all_reduce_ipc, which cudalab.distributed
+// runs one process a GPU: one launch a GPU whose blocks meet the other GPUs' at flags in memory, no events; two-shot
+// from 2 MiB on three GPUs or more; in place, so the input is first copied into the output); NCCL's all-reduce as
+// the baseline, in the same run. Every rung
 // at every size is checked against a host sum of the same inputs first; a wrong element throws.
 #include <algorithm>
 #include <cmath>
@@ -18,6 +21,7 @@
 #include <cuda_bf16.h>
 
 #include "core/format.hpp"
+#include "cudalab/all_reduce.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
 #include "harness/registry.hpp"
@@ -29,6 +33,7 @@ namespace cudalab::transfers {
 namespace {
 
 constexpr std::size_t kStagedLargestBytes = std::size_t{8} << 20;  // the host sum's single thread is slow past it
+constexpr std::size_t kFlagsLargestBytes = std::size_t{64} << 20;  // its staging buffers hold two such arrays
 
 // A value in [-1, 1) from (seed, gpu, index): splitmix64's finaliser.
 double input_value(std::uint64_t seed, int gpu, std::int64_t index) {
@@ -40,7 +45,7 @@ double input_value(std::uint64_t seed, int gpu, std::int64_t index) {
   return static_cast<double>(z >> 11) / static_cast<double>(1ull << 52) - 1.0;
 }
 
-enum class Rung { host_staged, ring, ring_pull, one_shot, two_shot, nccl };
+enum class Rung { host_staged, ring, ring_pull, one_shot, two_shot, flags, nccl };
 
 const char* to_string(Rung rung) {
   switch (rung) {
@@ -49,6 +54,7 @@ const char* to_string(Rung rung) {
     case Rung::ring_pull: return "ring_pull";
     case Rung::one_shot: return "one_shot";
     case Rung::two_shot: return "two_shot";
+    case Rung::flags: return "flags";
     case Rung::nccl: return "nccl";
   }
   return "";
@@ -61,7 +67,9 @@ struct Gpu {
   DeviceBuffer<unsigned char> input, output, scratch;
   Stream stream;
   Event forked, done, scattered;
-  std::vector<Event> steps;  // the ring's: reduce-scatter steps 0 .. n - 2, then all-gather steps
+  std::vector<Event> steps;             // the ring's: reduce-scatter steps 0 .. n - 2, then all-gather steps
+  DeviceBuffer<unsigned char> staging;  // flags: all_reduce_ipc's buffer (two halves)
+  DeviceBuffer<unsigned> signals;       // and its signal array, zeroed once
 };
 
 struct Bench {
@@ -72,6 +80,7 @@ struct Bench {
   PinnedBuffer<unsigned char> staged_sum;
   std::vector<double> exact, magnitude;  // the exact sum and the sum of magnitudes, element by element
   std::int64_t staged_count = 0;         // the elements the host callback sums
+  unsigned epoch = 0;                    // flags: the last call's
 };
 
 // fp32 sums in GPU order, as the one-shot kernel adds, a GPU's array at a time over the sums (the
@@ -238,6 +247,28 @@ void run_rung(Rung rung, Bench& b, const Nccl& nccl, std::int64_t count, cudaStr
       }
       break;
     }
+    case Rung::flags: {
+      std::vector<void*> buffers;
+      std::vector<unsigned*> signals;
+      for (Gpu& g : b.gpu) {
+        buffers.push_back(g.staging.data());
+        signals.push_back(g.signals.data());
+      }
+      ++b.epoch;
+      for (int g = 0; g < b.gpus; ++g) {
+        const CurrentDevice current(g);
+        CUDALAB_CUDA_CHECK(cudaMemcpyAsync(outputs[g], inputs[g], bytes, cudaMemcpyDeviceToDevice, streams[g]));
+        const auto staging = static_cast<std::size_t>(b.gpu[static_cast<std::size_t>(g)].staging.bytes());
+        if (b.dtype == DType::bf16) {
+          all_reduce_ipc(static_cast<__nv_bfloat16*>(outputs[g]), count, buffers.data(), staging, signals.data(), g,
+                         b.gpus, b.epoch, streams[g]);
+        } else {
+          all_reduce_ipc(static_cast<float*>(outputs[g]), count, buffers.data(), staging, signals.data(), g, b.gpus,
+                         b.epoch, streams[g]);
+        }
+      }
+      break;
+    }
     case Rung::nccl: nccl.all_reduce(b.dtype, inputs.data(), outputs.data(), count, streams.data()); break;
   }
   join();
@@ -280,7 +311,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
                            {"op", "transfers"},
                            {"summary",
                             "All-reduce (sum) over the GPUs of one host: staged through the host, a ring of peer "
-                            "copies, a ring of kernel pulls, one-shot, two-shot, NCCL"},
+                            "copies, a ring of kernel pulls, one-shot, two-shot, one launch meeting at flags, NCCL"},
                            {"columns",
                             {"rung", "dtype", "gpus", "bytes", "median_us", "min_us", "algbw_gbps", "busbw_gbps",
                              "of_nccl_busbw", "of_peer_copy", "samples"}},
@@ -299,7 +330,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
     for (int c = 0; c < gpus; ++c)
       if (a != c) all_peers = enable_peer_access(a, c) && all_peers;
   if (!all_peers)
-    notes.push_back("ring, ring_pull, one_shot and two_shot skipped: some pair of GPUs has no peer access");
+    notes.push_back("ring, ring_pull, one_shot, two_shot and flags skipped: some pair of GPUs has no peer access");
   const Nccl nccl(gpus);
   if (nccl.available()) {
     notes.push_back("NCCL " + nccl.version() + ", one communicator per GPU in this process (ncclCommInitAll)");
@@ -312,6 +343,7 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
     rungs.push_back(Rung::ring_pull);
     rungs.push_back(Rung::one_shot);
     rungs.push_back(Rung::two_shot);
+    rungs.push_back(Rung::flags);
   }
   if (nccl.available()) rungs.push_back(Rung::nccl);
 
@@ -369,6 +401,8 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
       const CurrentDevice current(g);
       const std::size_t chunk_bytes =
           static_cast<std::size_t>(all_reduce_part(0, gpus, most, dtype).count) * size_of(dtype);
+      // flags: two halves of the largest array it runs, each a 32-byte multiple.
+      const std::size_t flags_half = all_peers ? (std::min(largest, kFlagsLargestBytes) + 31) / 32 * 32 : 0;
       Gpu side{DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)),
                DeviceBuffer<unsigned char>(static_cast<std::int64_t>(largest)),
                DeviceBuffer<unsigned char>(static_cast<std::int64_t>(chunk_bytes)),
@@ -376,8 +410,11 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
                Event(cudaEventDisableTiming),
                Event(cudaEventDisableTiming),
                Event(cudaEventDisableTiming),
-               {}};
+               {},
+               DeviceBuffer<unsigned char>(static_cast<std::int64_t>(2 * flags_half)),
+               DeviceBuffer<unsigned>(all_peers ? kAllReduceSignalWords : 0)};
       for (int step = 0; step < 2 * (gpus - 1); ++step) side.steps.emplace_back(cudaEventDisableTiming);
+      if (side.signals.bytes() > 0) CUDALAB_CUDA_CHECK(cudaMemset(side.signals.data(), 0, side.signals.bytes()));
       CUDALAB_CUDA_CHECK(cudaMemcpy(side.input.data(), host.data(), largest, cudaMemcpyHostToDevice));
       b.gpu.push_back(std::move(side));
       b.staged.emplace_back(static_cast<std::int64_t>(std::min(largest, kStagedLargestBytes)));
@@ -387,11 +424,12 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
     const CurrentDevice current(0);  // the timed stream's GPU
     std::vector<double> nccl_busbw(sizes.size(), 0.0);
     for (Rung rung :
-         {Rung::nccl, Rung::one_shot, Rung::two_shot, Rung::ring, Rung::ring_pull, Rung::host_staged}) {  // NCCL first
+         {Rung::nccl, Rung::one_shot, Rung::two_shot, Rung::flags, Rung::ring, Rung::ring_pull, Rung::host_staged}) {
       if (std::find(rungs.begin(), rungs.end(), rung) == rungs.end()) continue;
       for (std::size_t k = 0; k < sizes.size(); ++k) {
         const std::size_t bytes = sizes[k];
         if (rung == Rung::host_staged && bytes > kStagedLargestBytes) continue;
+        if (rung == Rung::flags && bytes > kFlagsLargestBytes) continue;
         const auto count = static_cast<std::int64_t>(bytes / size_of(dtype));
         if (context.progress)
           context.progress("all_reduce " + std::string(to_string(rung)) + " " + cudalab::to_string(dtype) + " " +
@@ -424,6 +462,10 @@ nlohmann::json run_all_reduce(const harness::ExperimentContext& context) {
       "probe has no peer ceiling)");
   notes.push_back("host_staged: at most " + format_bytes(static_cast<double>(kStagedLargestBytes)) +
                   " an array (one CPU thread sums)");
+  notes.push_back("flags: at most " + format_bytes(static_cast<double>(kFlagsLargestBytes)) +
+                  " an array; its time includes copying each input into its output (the kernel works in place); "
+                  "two-shot from " +
+                  format_bytes(static_cast<double>(kAllReduceTwoShotBytes)) + " on three GPUs or more");
   notes.push_back(
       "every rung at every size was first run into outputs of NaN and every element of every GPU compared with the "
       "exact sum of the stored inputs, within gpus + 1 roundings of the sum of their magnitudes");
@@ -436,7 +478,8 @@ harness::Experiment all_reduce_experiment() {
   return {"all_reduce",
           "transfers",
           "All-reduce over the GPUs of one host, f32 and bf16, 8 KiB..1 GiB: staged through the host, a ring of "
-          "peer copies, the ring pulling with kernels, one-shot and two-shot kernels over peer access, NCCL",
+          "peer copies, the ring pulling with kernels, one-shot and two-shot kernels over peer access, one launch a "
+          "GPU meeting at flags, NCCL",
           run_all_reduce,
           nlohmann::json::array({{{"title", "All-reduce bus bandwidth by rung"},
                                   {"x", "bytes"},
