@@ -14,12 +14,19 @@
 //                      in bf16, inside a 50 MiB L2), so the gradient's re-read hits L2 and DRAM
 //                      sees one read and one write of the logits. Costs: a row's two block
 //                      reductions are not overlapped by another block's loads on the same SM.
+//   resident:          online_vectorized's block per row, which also keeps the row it reads in shared
+//                      memory (laid out 16-byte aligned as in memory, each thread's own columns) and
+//                      takes the gradient's pass from there. Fixes: the logits cross from memory once
+//                      whatever L2 holds. Costs: shared memory of a row (vocab x element bytes up to
+//                      kResidentRowBytes: 32000 and 50257 in bf16, not 128256), fewer blocks an SM.
 // Ignored rows skip the online pass: loss 0, lse 0, a gradient of zeros.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "core/launch.cuh"
+#include "core/launch_attributes.hpp"
 #include "core/vector.cuh"
 #include "cudalab/cross_entropy.hpp"
 #include "cudalab/error.hpp"
@@ -154,17 +161,26 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
   }
 }
 
-template <typename T, int kPack, int kThreads, bool kCapped>
+// kResident: the row is also kept in dynamic shared memory (resident, above), at the same offset
+// from a 16-byte boundary as in memory, so row_body and each thread's columns are the same there.
+template <typename T, int kPack, int kThreads, bool kCapped, bool kResident = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
     cross_entropy_kernel(const CrossEntropyArgs<T> p) {
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   __shared__ RowStats stats_scratch[kWarpSize];
   __shared__ float sum_scratch[kWarpSize];
+  extern __shared__ float4 resident_row[];
   const int thread = static_cast<int>(threadIdx.x);
   const bool smoothing = p.label_smoothing != 0.0f;
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const T* x = p.logits + row * p.vocab;
+    // Where the gradient's pass reads the row: the shared copy, once this row's first pass wrote it.
+    T* copy = nullptr;
+    if constexpr (kResident) {
+      __syncthreads();  // the last row's gradient pass is done with the copy
+      copy = reinterpret_cast<T*>(resident_row) + reinterpret_cast<std::uintptr_t>(x) % 16 / sizeof(T);
+    }
     const std::int64_t target = p.target[row];
     const bool ignored = target == p.ignore_index;
     if (ignored) {
@@ -180,6 +196,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
     const RowBody body = row_body<kPack>(x, p.vocab);
     const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
     if (edge >= 0) {
+      if constexpr (kResident) copy[edge] = x[edge];
       const float v[1] = {capped<kCapped>(to_float(x[edge]), p.softcap)};
       softmax_variants::accumulate(stats, v);
       sum_x += v[0];
@@ -188,6 +205,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
       const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
       float v[kStep];
       softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
+      // The values as loaded (T widened exactly: stored back, the same bits), before any cap.
+      if constexpr (kResident)
+        softmax_variants::store_fragment<kPack>(copy + body.head + base, count, thread, kThreads, v);
       if constexpr (kCapped) {
         // The present columns only: the padding stays -inf (its exponential 0).
 #pragma unroll
@@ -215,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
     if (p.dlogits != nullptr) {
       const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
       const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false);
-      write_gradient<T, kPack, kThreads, kCapped>(x, p.dlogits + row * p.vocab, p.vocab, g);
+      write_gradient<T, kPack, kThreads, kCapped>(kResident ? copy : x, p.dlogits + row * p.vocab, p.vocab, g);
     }
   }
 }
@@ -268,6 +288,23 @@ void launch_forward(const CrossEntropyArgs<T>& args, bool vectors, bool persiste
   CUDALAB_CHECK_LAUNCH();
 }
 
+// The resident rung: 512-thread blocks, as many as fit at once, walking the rows; each holds its
+// row (and up to 16 bytes of alignment) in shared memory.
+template <typename T>
+void launch_resident(const CrossEntropyArgs<T>& args, bool vectors, cudaStream_t stream) {
+  constexpr int kThreads = 512;
+  auto* kernel = with_flags(
+      [](auto capped, auto vectorized) {
+        return cross_entropy_kernel < T, decltype(vectorized)::value ? kVector16<T> : 1, kThreads, capped, true > ;
+      },
+      args.softcap > 0.0f, vectors);
+  const auto shared_bytes = static_cast<std::size_t>(args.vocab) * sizeof(T) + 16;
+  set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared_bytes);
+  const int blocks = resident_grid_size(kernel, kThreads, args.rows * kThreads, shared_bytes);
+  kernel<<<blocks, kThreads, shared_bytes, stream>>>(args);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 template <typename T>
@@ -288,6 +325,22 @@ template <typename T>
 void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows == 0) return;
   launch_forward<T, 1024>(args, bodies_match(args.logits, args.dlogits), true, stream);
+}
+
+std::string resident_limits(std::int64_t vocab, std::size_t element_bytes) {
+  const std::int64_t bytes = vocab * static_cast<std::int64_t>(element_bytes);
+  if (bytes > static_cast<std::int64_t>(kResidentRowBytes))
+    return "a row of " + std::to_string(bytes) + " bytes does not fit the " + std::to_string(kResidentRowBytes) +
+           " bytes of shared memory the rung gives a row";
+  return "";
+}
+
+template <typename T>
+void resident(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  const std::string why = resident_limits(args.vocab, sizeof(T));
+  CUDALAB_REQUIRE(why.empty(), "cross_entropy resident: " + why);
+  if (args.rows == 0) return;
+  launch_resident(args, bodies_match(args.logits, args.dlogits), stream);
 }
 
 template <typename T>
@@ -325,6 +378,7 @@ void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t s
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_scalar, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_vectorized, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, persistent, CrossEntropyArgs)
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, resident, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, library_choice, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_persistent, CrossEntropyBackwardArgs)
 

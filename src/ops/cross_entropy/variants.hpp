@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <cuda_runtime_api.h>
 
@@ -56,6 +57,13 @@ void online_vectorized(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 // rows in flight fit in L2, so the gradient pass re-reads them from there.
 template <typename T>
 void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream);
+// online_vectorized's blocks of 512 threads, as many as fit at once, each keeping the row it reads
+// in shared memory for the gradient's pass: the logits read from memory once. Rows of at most
+// kResidentRowBytes (vocab x element bytes).
+inline constexpr std::size_t kResidentRowBytes = std::size_t{200} << 10;
+template <typename T>
+void resident(const CrossEntropyArgs<T>& args, cudaStream_t stream);
+std::string resident_limits(std::int64_t vocab, std::size_t element_bytes);
 
 // The library call's rung: online_vectorized where every SM has two rows or more (one row's loads
 // overlap another's reductions), persistent below (on an H200 in bf16, 4096 rows of 32000 took 177
