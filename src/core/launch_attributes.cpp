@@ -45,6 +45,12 @@ CurrentGpu current_gpu() {
   return gpu;
 }
 
+std::size_t shared_memory_optin() {
+  int bytes = 0;
+  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, current_device()));
+  return static_cast<std::size_t>(bytes);
+}
+
 void set_dynamic_shared_memory(const void* kernel, std::size_t bytes, bool max_shared_carveout) {
   struct Set {
     std::size_t bytes = 0;

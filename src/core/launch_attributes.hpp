@@ -15,6 +15,8 @@ struct CurrentGpu {
   int sm_count = 0;
 };
 CurrentGpu current_gpu();
+// The most shared memory a block on the current device may ask for (cudaDevAttrMaxSharedMemoryPerBlockOptin).
+std::size_t shared_memory_optin();
 
 // Lets `kernel` (a __global__ function's address) launch with `bytes` of dynamic shared memory on
 // the current device and, with `max_shared_carveout`, prefers the SM's carveout at maximum shared

@@ -264,12 +264,10 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int kHeadDim>
 void launch(const AttentionArgs<T>& args, cudaStream_t stream) {
   constexpr std::size_t kShared = shared_bytes<kHeadDim>();
-  int device = 0, optin = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  CUDALAB_REQUIRE(kShared <= static_cast<std::size_t>(optin),
-                  "attention tiled: head_dim " + std::to_string(args.head_dim) + " needs " + std::to_string(kShared) +
-                      " bytes of shared memory a block; this GPU allows " + std::to_string(optin));
+  const std::size_t optin = shared_memory_optin();
+  CUDALAB_REQUIRE(kShared <= optin, "attention tiled: head_dim " + std::to_string(args.head_dim) + " needs " +
+                                        std::to_string(kShared) + " bytes of shared memory a block; this GPU allows " +
+                                        std::to_string(optin));
   CUDALAB_CUDA_CHECK(cudaFuncSetAttribute(attention_tiled_kernel<T, kHeadDim>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kShared)));
   const bool vectorized =

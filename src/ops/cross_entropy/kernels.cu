@@ -327,17 +327,19 @@ void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   launch_forward<T, 1024>(args, bodies_match(args.logits, args.dlogits), true, stream);
 }
 
-std::string resident_limits(std::int64_t vocab, std::size_t element_bytes) {
+std::string resident_limits(std::int64_t vocab, std::size_t element_bytes, std::size_t shared_memory_optin) {
+  // A row and its alignment, beside the kernel's 384 bytes of static reduction scratch.
+  const std::size_t room = std::min(kResidentRowBytes, shared_memory_optin > 1024 ? shared_memory_optin - 1024 : 0);
   const std::int64_t bytes = vocab * static_cast<std::int64_t>(element_bytes);
-  if (bytes > static_cast<std::int64_t>(kResidentRowBytes))
-    return "a row of " + std::to_string(bytes) + " bytes does not fit the " + std::to_string(kResidentRowBytes) +
-           " bytes of shared memory the rung gives a row";
+  if (bytes > static_cast<std::int64_t>(room))
+    return "a row of " + std::to_string(bytes) + " bytes does not fit the " + std::to_string(room) +
+           " bytes of shared memory the rung gives a row on this GPU";
   return "";
 }
 
 template <typename T>
 void resident(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
-  const std::string why = resident_limits(args.vocab, sizeof(T));
+  const std::string why = resident_limits(args.vocab, sizeof(T), shared_memory_optin());
   CUDALAB_REQUIRE(why.empty(), "cross_entropy resident: " + why);
   if (args.rows == 0) return;
   launch_resident(args, bodies_match(args.logits, args.dlogits), stream);

@@ -59,11 +59,11 @@ template <typename T>
 void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 // online_vectorized's blocks of 512 threads, as many as fit at once, each keeping the row it reads
 // in shared memory for the gradient's pass: the logits read from memory once. Rows of at most
-// kResidentRowBytes (vocab x element bytes).
+// kResidentRowBytes (vocab x element bytes), and what the GPU's shared memory holds beside 1 KiB.
 inline constexpr std::size_t kResidentRowBytes = std::size_t{200} << 10;
 template <typename T>
 void resident(const CrossEntropyArgs<T>& args, cudaStream_t stream);
-std::string resident_limits(std::int64_t vocab, std::size_t element_bytes);
+std::string resident_limits(std::int64_t vocab, std::size_t element_bytes, std::size_t shared_memory_optin);
 
 // The library call's rung: online_vectorized where every SM has two rows or more (one row's loads
 // overlap another's reductions), persistent below (on an H200 in bf16, 4096 rows of 32000 took 177

@@ -38,9 +38,7 @@ __global__ void __launch_bounds__(kPoisonThreads) poison_shared_memory_kernel(in
 // Two blocks per SM, one at a time: every SM's shared memory is overwritten before the next
 // kernel on the stream starts.
 void poison_shared_memory(cudaStream_t stream) {
-  int device = 0, bytes = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const auto bytes = static_cast<int>(shared_memory_optin());
   CUDALAB_CUDA_CHECK(
       cudaFuncSetAttribute(poison_shared_memory_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   const int blocks = 2 * current_gpu().sm_count;

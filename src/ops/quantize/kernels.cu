@@ -207,10 +207,7 @@ void one_pass_scaled(const ScaledQuantizeArgs<T>& args, cudaStream_t stream) {
 }
 
 std::int64_t resident_capacity_here(std::size_t element_size) {
-  int device = 0, shared_optin = 0;
-  CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
-  CUDALAB_CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return resident_capacity(current_gpu().sm_count, static_cast<std::size_t>(shared_optin), element_size);
+  return resident_capacity(current_gpu().sm_count, shared_memory_optin(), element_size);
 }
 
 template <typename T>
