@@ -35,9 +35,8 @@ class AllReduce:
     """The staging buffer (``buffer_bytes``) and signal array of this process's GPU, shared with the
     other ranks of ``group`` when constructed (a collective call). Calls alternate the buffer's
     halves; tensors larger than half of it are summed in half-buffer pieces. Tensors larger than
-    ``kernel_bytes`` (default 32 MiB on two ranks, 8 MiB / (ranks - 1) on more) go to NCCL, which
-    is faster there; 0 sends every call to NCCL, and a huge value none. So do dtypes the kernel does
-    not take (float16)."""
+    ``kernel_bytes`` (default 32 MiB / (ranks - 1)) go to NCCL, which is faster there; 0 sends
+    every call to NCCL, and a huge value none. So do dtypes the kernel does not take (float16)."""
 
     def __init__(self, group=None, buffer_bytes=32 << 20, kernel_bytes=None, timeout=datetime.timedelta(minutes=10)):
         self.group = group
@@ -50,11 +49,12 @@ class AllReduce:
                 f"cudalab.distributed.AllReduce: buffer_bytes must be a multiple of 32 from 32, got {buffer_bytes}"
             )
         # Above this size a call goes to torch.distributed's all_reduce (NCCL). Measured on H200s over
-        # NVLink: on two the kernel leads NCCL up to 32 MiB (1.07-1.10x there) and trails it at 256
-        # MiB; on four the one-shot form leads to 1 MiB and trails from 4 MiB (docs/transfers.md).
+        # NVLink (docs/transfers.md): the kernel leads NCCL up to 32 MiB on two GPUs (1.07-1.10x
+        # there), to 16 MiB on three (1.06x) and ties it at 8-16 MiB on four (0.96-1.01x), then
+        # trails: 32 MiB / (ranks - 1) follows that. Past four GPUs it is not measured.
         if kernel_bytes is not None and kernel_bytes < 0:
             raise ValueError(f"cudalab.distributed.AllReduce: kernel_bytes must be >= 0, got {kernel_bytes}")
-        default = (32 << 20) if self.world <= 2 else (8 << 20) // (self.world - 1)
+        default = (32 << 20) // max(1, self.world - 1)
         self.kernel_bytes = default if kernel_bytes is None else kernel_bytes
         self.device = torch.device("cuda", torch.cuda.current_device())
         # Every rank learns every rank's GPU, and all refuse together where one cannot reach another
