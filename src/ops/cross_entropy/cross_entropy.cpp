@@ -32,7 +32,8 @@ std::int64_t check_shape(const char* call, std::int64_t rows, std::int64_t vocab
 
 }  // namespace
 
-// online_vectorized or persistent by the rows per SM (variants.hpp: library_choice).
+// resident, online_vectorized or persistent by the rows per SM and the row's size (variants.hpp:
+// library_choice).
 template <typename T, typename>
 void cross_entropy(const T* logits, const std::int64_t* target, std::int64_t rows, std::int64_t vocab, float* loss,
                    float* lse, T* dlogits, const float* grad_scale, const CrossEntropyOptions& options,

@@ -65,9 +65,10 @@ template <typename T>
 void resident(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 std::string resident_limits(std::int64_t vocab, std::size_t element_bytes, std::size_t shared_memory_optin);
 
-// The library call's rung: online_vectorized where every SM has two rows or more (one row's loads
-// overlap another's reductions), persistent below (on an H200 in bf16, 4096 rows of 32000 took 177
-// against 235 us, 64 rows of 128256 31.5 against 27.1 us).
+// The library call's rung: where every SM has two rows or more (one row's loads overlap another's
+// reductions), resident if two of its blocks fit an SM's shared memory (on an H100 in bf16, 1.02-1.07x
+// online_vectorized at 4096-8192 rows of 32000-50304), else online_vectorized; persistent below (on
+// an H200 in bf16, 4096 rows of 32000 took 177 against 235 us, 64 rows of 128256 31.5 against 27.1 us).
 template <typename T>
 void library_choice(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 
