@@ -33,11 +33,19 @@ Tolerance Tolerance::fp64_sum(std::int64_t terms, double sum_abs) {
 }
 
 void ComparisonBuilder::add(std::int64_t index, double out, double ref, bool unwritten) {
+  add_judged(index, out, ref, unwritten, result_.tolerance.accepts(out, ref));
+}
+
+void ComparisonBuilder::add_within(std::int64_t index, double out, double ref, double bound, bool unwritten) {
+  add_judged(index, out, ref, unwritten, Tolerance{0.0, bound}.accepts(out, ref));
+}
+
+void ComparisonBuilder::add_judged(std::int64_t index, double out, double ref, bool unwritten, bool accepted) {
   Comparison& r = result_;
   ++r.count;
   const bool finite_ref = std::isfinite(ref);
   if (finite_ref) reference_squares_ += ref * ref;
-  bool bad = unwritten || !r.tolerance.accepts(out, ref);
+  const bool bad = unwritten || !accepted;
   if (unwritten) {
     ++r.unwritten;
   } else if (!std::isfinite(out) && finite_ref) {

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -83,6 +84,33 @@ TEST(Compare, ParallelChunksAgreeWithOneChunk) {
   EXPECT_EQ(c.count, n);
   EXPECT_EQ(c.mismatches, 2);
   EXPECT_EQ(c.first_mismatch, 3000000);
+}
+
+// An element's own bound replaces the builder's tolerance for it alone; the counts, first
+// mismatch and L2 sums are the same as for any other element.
+TEST(Compare, AddWithinHoldsOneElementToItsOwnBound) {
+  ComparisonBuilder b(Tolerance::exact());
+  b.add_within(0, 1.25, 1.0, 0.5, false);    // within its bound, not within the builder's
+  b.add_within(1, 1.25, 1.0, 0.125, false);  // outside its bound
+  b.add(2, 2.5, 2.0, false);                 // the builder's exact tolerance
+  b.add_within(3, 0.0, 1.0, 10.0, true);     // never written: fails whatever the bound
+  const Comparison c = b.finish();
+  EXPECT_EQ(c.count, 4);
+  EXPECT_EQ(c.mismatches, 3);
+  EXPECT_EQ(c.unwritten, 1);
+  EXPECT_EQ(c.first_mismatch, 1);
+  EXPECT_DOUBLE_EQ(c.first_mismatch_out, 1.25);
+  EXPECT_DOUBLE_EQ(c.max_abs_error, 0.5);
+  EXPECT_DOUBLE_EQ(c.tolerance.rtol, 0.0);
+  EXPECT_DOUBLE_EQ(c.tolerance.atol, 0.0);
+}
+
+// Each thread's builder starts a cache line of its own (compare.hpp: kHostCacheLine).
+TEST(Compare, BuildersInAVectorShareNoCacheLine) {
+  static_assert(alignof(ComparisonBuilder) == kHostCacheLine);
+  static_assert(sizeof(ComparisonBuilder) % kHostCacheLine == 0);
+  std::vector<ComparisonBuilder> builders(3, ComparisonBuilder(Tolerance::exact()));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(builders.data()) % kHostCacheLine, 0u);
 }
 
 TEST(Compare, EmptyOutputPasses) {

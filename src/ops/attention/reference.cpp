@@ -132,7 +132,7 @@ bool is_poison(std::size_t size, unsigned char pattern, const void* values, std:
 // One worker's verdicts: a ComparisonBuilder that accepts every element its own bound passes and,
 // through a builder that accepts nothing, records the others with their kind (unwritten, NaN, out
 // of bounds); O's L2 sums; and O's element of largest error, which an L2 failure reports.
-struct Tally {
+struct alignas(kHostCacheLine) Tally {  // a cache line of its own: one per host thread
   ComparisonBuilder verdicts{Tolerance{0.0, INFINITY}};
   L2Error l2;
   std::int64_t worst = -1;

@@ -49,13 +49,10 @@ bool within(double out, double ref, double bound, const OutputType& type) {
   return Tolerance{0.0, bound}.accepts(out, comparand(out, ref, bound, type));
 }
 
-// Adds output element `index` against `ref` within `bound`: a builder of its own carries the
-// element's tolerance, merged into the worker's.
+// Adds output element `index` against `ref` within `bound`.
 void add_element(ComparisonBuilder& builder, std::int64_t index, double out, double ref, double bound,
                  const OutputType& type, bool unwritten) {
-  ComparisonBuilder element(Tolerance{0.0, bound});
-  element.add(index, out, comparand(out, ref, bound, type), unwritten);
-  builder.merge(element);
+  builder.add_within(index, out, comparand(out, ref, bound, type), bound, unwritten);
 }
 
 double final_rounding(double error, double value, const OutputType& type) {

@@ -51,7 +51,7 @@ namespace cudalab::harness {
 
 Comparison compare_gemm(const float* out, std::int64_t count, const double* value, const double* bound, std::int64_t k,
                         const GemmTolerance& tolerance) {
-  struct Partial {
+  struct alignas(kHostCacheLine) Partial {  // a cache line of its own: one per host thread
     Comparison result;
     double error_squares = 0, reference_squares = 0;
   };

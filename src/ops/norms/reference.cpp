@@ -48,7 +48,7 @@ bool is_poison(const void* data, std::size_t element_size, std::int64_t i) {
 }
 
 // One output's elements against per-element bounds, and its relative L2 error.
-class BoundedCheck {
+class alignas(kHostCacheLine) BoundedCheck {  // a cache line of its own: one per host thread
  public:
   // `floor`: the part of `bound` that does not scale with |reference| (a 16-bit output's
   // subnormal step), excused from the L2 limit as it is in the softmax check.

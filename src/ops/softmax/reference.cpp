@@ -21,7 +21,7 @@ double output_ulp(DType dtype) { return dtype == DType::f32 ? 0.0 : 2.0 * traits
 double tree_depth(std::int64_t n) { return n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 1.0; }
 
 // Element verdicts with a bound of their own, gathered by one worker over a contiguous range.
-struct Tally {
+struct alignas(kHostCacheLine) Tally {  // a cache line of its own: one per host thread
   Comparison result;
   L2Error l2;
   std::int64_t worst = -1;  // the finite element with the largest error
