@@ -47,6 +47,19 @@ bool is_poison(const void* data, std::size_t element_size, std::int64_t i) {
   return std::all_of(bytes, bytes + element_size, [](unsigned char b) { return b == kFloatPoisonByte; });
 }
 
+// Elements [first, first + n) of `data` in double, into `out` (resized to n): a row read many times
+// by a check costs one conversion an element.
+void widen_into(std::vector<double>& out, DType dtype, const void* data, std::int64_t first, std::int64_t n) {
+  out.resize(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) out[static_cast<std::size_t>(j)] = element_to_double(dtype, data, first + j);
+}
+
+std::vector<double> widened(DType dtype, const void* data, std::int64_t n) {
+  std::vector<double> out;
+  widen_into(out, dtype, data, 0, n);
+  return out;
+}
+
 // One output's elements against per-element bounds, and its relative L2 error.
 class alignas(kHostCacheLine) BoundedCheck {  // a cache line of its own: one per host thread
  public:
@@ -171,15 +184,20 @@ std::vector<unsigned char> residual_sum(const NormForwardHost& h, Comparison& su
   const std::int64_t count = h.rows * h.features;
   const std::size_t size = size_of(h.dtype);
   std::vector<unsigned char> sum(static_cast<std::size_t>(count) * size);
-  BoundedCheck check;
-  for (std::int64_t i = 0; i < count; ++i) {
-    const float x = static_cast<float>(element_to_double(h.dtype, h.x, i));
-    const float r = static_cast<float>(element_to_double(h.dtype, h.residual, i));
-    element_from_double(h.dtype, static_cast<double>(x + r), sum.data(), i);
-    const double reference = element_to_double(h.dtype, sum.data(), i);
-    check.add(i, element_to_double(h.dtype, h.residual_out, i), reference, 0.0, is_poison(h.residual_out, size, i));
-  }
-  sum_check = check.finish(0.0);
+  std::vector<BoundedCheck> checks(static_cast<std::size_t>(parallel_workers(count)));
+  parallel_chunks(count, [&](int worker, std::int64_t begin, std::int64_t end) {
+    BoundedCheck& check = checks[static_cast<std::size_t>(worker)];
+    for (std::int64_t i = begin; i < end; ++i) {
+      const float x = static_cast<float>(element_to_double(h.dtype, h.x, i));
+      const float r = static_cast<float>(element_to_double(h.dtype, h.residual, i));
+      element_from_double(h.dtype, static_cast<double>(x + r), sum.data(), i);
+      const double reference = element_to_double(h.dtype, sum.data(), i);
+      check.add(i, element_to_double(h.dtype, h.residual_out, i), reference, 0.0, is_poison(h.residual_out, size, i));
+    }
+  });
+  BoundedCheck total;
+  for (const BoundedCheck& check : checks) total.merge(check);
+  sum_check = total.finish(0.0);
   return sum;
 }
 
@@ -199,16 +217,23 @@ Comparison check_norm_forward(const NormForwardHost& given) {
   const OutputRounding f32_rounding = rounding_of(DType::f32);
   const std::size_t size = size_of(h.dtype);
   enum { kY, kMean, kRstd, kOutputs };
-  OutputChecks checks(kOutputs, row_workers(h.rows, f));
+  const int workers = row_workers(h.rows, f);
+  OutputChecks checks(kOutputs, workers);
   const auto value = [&](const void* data, std::int64_t i) { return element_to_double(h.dtype, data, i); };
+  // Each value widened once: gamma and beta for all rows, x a row at a time into its worker's buffer.
+  const std::vector<double> gamma = widened(h.dtype, h.gamma, f);
+  const std::vector<double> beta = layer ? widened(h.dtype, h.beta, f) : std::vector<double>();
+  std::vector<std::vector<double>> rows_x(static_cast<std::size_t>(workers));
   for_each_row(h.rows, f, [&](int worker, std::int64_t r) {
     const std::int64_t base = r * f;
-    const double pivot = layer ? value(h.x, base) : 0.0;
+    std::vector<double>& row = rows_x[static_cast<std::size_t>(worker)];
+    widen_into(row, h.dtype, h.x, base, f);
+    const double pivot = layer ? row[0] : 0.0;
     double mean_d = 0.0, mean_error = 0.0, rstd = 0.0, rstd_relative_error = 0.0;
     if (layer) {
       double sum = 0.0, magnitude = 0.0;
       for (std::int64_t j = 0; j < f; ++j) {
-        const double d = value(h.x, base + j) - pivot;
+        const double d = row[j] - pivot;
         sum += d;
         magnitude += std::fabs(d);
       }
@@ -216,7 +241,7 @@ Comparison check_norm_forward(const NormForwardHost& given) {
       mean_error = sum_bound(f, magnitude) / count + 2.0 * kUnit * std::fabs(mean_d);
       double squares = 0.0, deviations = 0.0, weighted = 0.0;
       for (std::int64_t j = 0; j < f; ++j) {
-        const double d = value(h.x, base + j) - pivot;
+        const double d = row[j] - pivot;
         const double deviation = d - mean_d;
         squares += deviation * deviation;
         deviations += std::fabs(deviation);
@@ -231,7 +256,7 @@ Comparison check_norm_forward(const NormForwardHost& given) {
       rstd_relative_error = 0.5 * v_error / v + 4.0 * kUnit;
     } else {
       double squares = 0.0;
-      for (std::int64_t j = 0; j < f; ++j) squares += value(h.x, base + j) * value(h.x, base + j);
+      for (std::int64_t j = 0; j < f; ++j) squares += row[j] * row[j];
       const double mean_square = squares / count;
       const double v = mean_square + eps;
       const double v_error = sum_bound(f, squares) / count + 2.0 * kUnit * mean_square + kUnit * v + kUnit * eps;
@@ -240,11 +265,11 @@ Comparison check_norm_forward(const NormForwardHost& given) {
     }
     BoundedCheck& y = checks.at(kY, worker);
     for (std::int64_t j = 0; j < f; ++j) {
-      const double x = value(h.x, base + j);
-      const double g = value(h.gamma, j);
+      const double x = row[j];
+      const double g = gamma[j];
       double reference = 0.0, error = 0.0;
       if (layer) {
-        const double b = value(h.beta, j);
+        const double b = beta[j];
         const double d = x - pivot;
         const double deviation = d - mean_d;
         reference = deviation * rstd * g + b;
@@ -290,19 +315,26 @@ Comparison check_norm_backward(const NormBackwardHost& h) {
   const int workers = row_workers(h.rows, f);
   std::vector<Columns> columns(static_cast<std::size_t>(workers));
   OutputChecks dx_checks(1, workers);
+  // Each value widened once: gamma for all rows, x and dy a row at a time into the worker's buffers.
+  const std::vector<double> gamma = widened(h.dtype, h.gamma, f);
+  std::vector<std::vector<double>> rows_x(static_cast<std::size_t>(workers)), rows_dy(rows_x.size());
   for_each_row(h.rows, f, [&](int worker, std::int64_t r) {
     Columns& c = columns[static_cast<std::size_t>(worker)];
     if (c.dgamma.empty())
       c = {std::vector<double>(width), std::vector<double>(width), std::vector<double>(width),
            std::vector<double>(width)};
     const std::int64_t base = r * f;
+    std::vector<double>& x = rows_x[static_cast<std::size_t>(worker)];
+    std::vector<double>& dys = rows_dy[static_cast<std::size_t>(worker)];
+    widen_into(x, h.dtype, h.x, base, f);
+    widen_into(dys, h.dtype, h.dy, base, f);
     const double mean = layer ? h.mean[r] : 0.0;
     const double rstd = h.rstd[r];
     double sum = 0.0, sum_magnitude = 0.0, sum_xhat = 0.0, sum_xhat_magnitude = 0.0;
     for (std::int64_t j = 0; j < f; ++j) {
-      const double xhat = (value(h.x, base + j) - mean) * rstd;
-      const double dy = value(h.dy, base + j);
-      const double a = value(h.gamma, j) * dy;
+      const double xhat = (x[j] - mean) * rstd;
+      const double dy = dys[j];
+      const double a = gamma[j] * dy;
       sum += a;
       sum_magnitude += std::fabs(a);
       sum_xhat += a * xhat;
@@ -323,8 +355,8 @@ Comparison check_norm_backward(const NormBackwardHost& h) {
                             2.0 * kUnit * std::fabs(c2);
     BoundedCheck& dx = dx_checks.at(0, worker);
     for (std::int64_t j = 0; j < f; ++j) {
-      const double xhat = (value(h.x, base + j) - mean) * rstd;
-      const double a = value(h.gamma, j) * value(h.dy, base + j);
+      const double xhat = (x[j] - mean) * rstd;
+      const double a = gamma[j] * dys[j];
       const double gradient = rstd * (a - c1 - xhat * c2);
       double error = rstd * (kUnit * std::fabs(a) + c1_error + std::fabs(xhat) * c2_error +
                              std::fabs(c2) * xhat_unit * std::fabs(xhat)) +
