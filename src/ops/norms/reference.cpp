@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/random.hpp"
+#include "harness/widen.hpp"
 
 namespace cudalab::harness {
 namespace {
@@ -45,19 +46,6 @@ double output_bound(double error, double reference, OutputRounding rounding) {
 bool is_poison(const void* data, std::size_t element_size, std::int64_t i) {
   const auto* bytes = static_cast<const unsigned char*>(data) + static_cast<std::size_t>(i) * element_size;
   return std::all_of(bytes, bytes + element_size, [](unsigned char b) { return b == kFloatPoisonByte; });
-}
-
-// Elements [first, first + n) of `data` in double, into `out` (resized to n): a row read many times
-// by a check costs one conversion an element.
-void widen_into(std::vector<double>& out, DType dtype, const void* data, std::int64_t first, std::int64_t n) {
-  out.resize(static_cast<std::size_t>(n));
-  for (std::int64_t j = 0; j < n; ++j) out[static_cast<std::size_t>(j)] = element_to_double(dtype, data, first + j);
-}
-
-std::vector<double> widened(DType dtype, const void* data, std::int64_t n) {
-  std::vector<double> out;
-  widen_into(out, dtype, data, 0, n);
-  return out;
 }
 
 // One output's elements against per-element bounds, and its relative L2 error.
@@ -221,8 +209,8 @@ Comparison check_norm_forward(const NormForwardHost& given) {
   OutputChecks checks(kOutputs, workers);
   const auto value = [&](const void* data, std::int64_t i) { return element_to_double(h.dtype, data, i); };
   // Each value widened once: gamma and beta for all rows, x a row at a time into its worker's buffer.
-  const std::vector<double> gamma = widened(h.dtype, h.gamma, f);
-  const std::vector<double> beta = layer ? widened(h.dtype, h.beta, f) : std::vector<double>();
+  const std::vector<double> gamma = widened(h.dtype, h.gamma, 0, f);
+  const std::vector<double> beta = layer ? widened(h.dtype, h.beta, 0, f) : std::vector<double>();
   std::vector<std::vector<double>> rows_x(static_cast<std::size_t>(workers));
   for_each_row(h.rows, f, [&](int worker, std::int64_t r) {
     const std::int64_t base = r * f;
@@ -316,7 +304,7 @@ Comparison check_norm_backward(const NormBackwardHost& h) {
   std::vector<Columns> columns(static_cast<std::size_t>(workers));
   OutputChecks dx_checks(1, workers);
   // Each value widened once: gamma for all rows, x and dy a row at a time into the worker's buffers.
-  const std::vector<double> gamma = widened(h.dtype, h.gamma, f);
+  const std::vector<double> gamma = widened(h.dtype, h.gamma, 0, f);
   std::vector<std::vector<double>> rows_x(static_cast<std::size_t>(workers)), rows_dy(rows_x.size());
   for_each_row(h.rows, f, [&](int worker, std::int64_t r) {
     Columns& c = columns[static_cast<std::size_t>(worker)];

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/random.hpp"
+#include "harness/widen.hpp"
 
 namespace cudalab::harness {
 namespace {
@@ -115,12 +116,13 @@ Comparison check_softmax(DType dtype, const void* x, const void* y, std::int64_t
   const Tolerance shown{2 * kUnit * (4 * depth + 19) + ulp, atol};  // the bound at d = W = 0
   return check_rows(dtype, rows, features, shown, [&](std::int64_t row, Tally& tally) {
     const std::int64_t first = row * features;
+    const std::vector<double> xs = widened(dtype, x, first, features);
     std::vector<double> e(static_cast<std::size_t>(features));
     double max = -INFINITY;
-    for (std::int64_t j = 0; j < features; ++j) max = std::max(max, element_to_double(dtype, x, first + j));
+    for (const double v : xs) max = std::max(max, v);
     double sum = 0.0, weighted = 0.0;
     for (std::int64_t j = 0; j < features; ++j) {
-      const double d = max - element_to_double(dtype, x, first + j);
+      const double d = max - xs[static_cast<std::size_t>(j)];
       e[static_cast<std::size_t>(j)] = std::exp(-d);
       sum += e[static_cast<std::size_t>(j)];
       weighted += e[static_cast<std::size_t>(j)] * d;
@@ -128,7 +130,7 @@ Comparison check_softmax(DType dtype, const void* x, const void* y, std::int64_t
     const double w = weighted / sum;
     for (std::int64_t j = 0; j < features; ++j) {
       const std::int64_t i = first + j;
-      const double d = max - element_to_double(dtype, x, i);
+      const double d = max - xs[static_cast<std::size_t>(j)];
       const double ref = e[static_cast<std::size_t>(j)] / sum;
       const double rtol = 2 * kUnit * (3 * d + 3 * w + 4 * depth + 19) + ulp;
       tally.add(i, element_to_double(dtype, y, i), ref, atol + rtol * ref, atol, is_poison(dtype, y, i));
@@ -144,16 +146,19 @@ Comparison check_softmax_backward(DType dtype, const void* y, const void* dy, co
   const Tolerance shown{4 * kUnit + ulp, atol};  // the relative part; each row adds |y_j| times its dot's bound
   return check_rows(dtype, rows, features, shown, [&](std::int64_t row, Tally& tally) {
     const std::int64_t first = row * features;
+    const std::vector<double> ys = widened(dtype, y, first, features);
+    const std::vector<double> dys = widened(dtype, dy, first, features);
     double dot = 0.0, magnitude = 0.0;
-    for (std::int64_t i = first; i < first + features; ++i) {
-      const double product = element_to_double(dtype, y, i) * element_to_double(dtype, dy, i);
+    for (std::size_t j = 0; j < ys.size(); ++j) {
+      const double product = ys[j] * dys[j];
       dot += product;
       magnitude += std::fabs(product);
     }
     const double dot_error = (4 * depth + 1) * kUnit * magnitude;
     for (std::int64_t i = first; i < first + features; ++i) {
-      const double yi = element_to_double(dtype, y, i);
-      const double ref = yi * (element_to_double(dtype, dy, i) - dot);
+      const auto j = static_cast<std::size_t>(i - first);
+      const double yi = ys[j];
+      const double ref = yi * (dys[j] - dot);
       const double floor = atol + 2 * std::fabs(yi) * dot_error;
       const double bound = floor + (4 * kUnit + ulp) * std::fabs(ref);
       tally.add(i, element_to_double(dtype, dx, i), ref, bound, floor, is_poison(dtype, dx, i));
