@@ -19,6 +19,12 @@
 //                      takes the gradient's pass from there. Fixes: the logits cross from memory once
 //                      whatever L2 holds. Costs: shared memory of a row (vocab x element bytes up to
 //                      kResidentRowBytes: 32000 and 50257 in bf16, not 128256), fewer blocks an SM.
+//   pipelined:         one block of 1024 threads per SM with two row buffers in shared memory: the
+//                      next row's body goes in by cp.async while this row's two passes read the other
+//                      buffer and write the gradient. Fixes: a block's loads no longer wait for its own
+//                      reductions and stores, so reads and writes stay in flight together. Costs: two
+//                      rows of shared memory (vocab 57,000 in bf16 on an H100, 28,000 in f32), the
+//                      first row of each block not hidden.
 // Ignored rows skip the online pass: loss 0, lse 0, a gradient of zeros.
 #include <algorithm>
 #include <cmath>
@@ -27,6 +33,7 @@
 
 #include "core/launch.cuh"
 #include "core/launch_attributes.hpp"
+#include "core/mma_sync.cuh"
 #include "core/vector.cuh"
 #include "cudalab/cross_entropy.hpp"
 #include "cudalab/error.hpp"
@@ -240,6 +247,111 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
   }
 }
 
+// The pipelined rung: each block walks rows blockIdx.x, + gridDim.x, ..., holding two rows in
+// `rows_shared` (each `buffer_elements` long, a row at its offset from a 16-byte boundary as in
+// memory, so row_body and each thread's columns are the same there). While it reads one row the
+// next row's body arrives in the other buffer by cp.async; the edges (under a vector each) are
+// copied by plain loads. An ignored row is not read.
+template <typename T, int kThreads, bool kCapped>
+__global__ void __launch_bounds__(kThreads, 1)
+    cross_entropy_pipelined_kernel(const CrossEntropyArgs<T> p, std::int64_t buffer_elements) {
+#if CUDALAB_TENSOR_CORE_SM80
+  constexpr int kPack = kVector16<T>;
+  constexpr int kStep = 2 * kPack;
+  constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
+  __shared__ RowStats stats_scratch[kWarpSize];
+  __shared__ float sum_scratch[kWarpSize];
+  extern __shared__ float4 rows_shared[];
+  const int thread = static_cast<int>(threadIdx.x);
+  const bool smoothing = p.label_smoothing != 0.0f;
+  const auto copy_of = [&](std::int64_t row, int buffer) {
+    const T* x = p.logits + row * p.vocab;
+    return reinterpret_cast<T*>(rows_shared) + buffer * buffer_elements +
+           reinterpret_cast<std::uintptr_t>(x) % 16 / sizeof(T);
+  };
+  // One commit group a row, empty for an ignored one, so that waiting for all but the newest group
+  // always means this row's.
+  const auto fetch = [&](std::int64_t row, int buffer) {
+    if (p.target[row] != p.ignore_index) {
+      const T* x = p.logits + row * p.vocab;
+      T* copy = copy_of(row, buffer);
+      const RowBody body = row_body<kPack>(x, p.vocab);
+      const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
+      if (edge >= 0) copy[edge] = x[edge];
+      for (std::int64_t at = body.head + static_cast<std::int64_t>(thread) * kPack; at < body.head + body.length;
+           at += static_cast<std::int64_t>(kThreads) * kPack)
+        cp_async16(shared_address(copy + at), x + at, 16);
+    }
+    cp_async_commit();
+  };
+  std::int64_t row = blockIdx.x;
+  if (row < p.rows) fetch(row, 0);
+  for (int buffer = 0; row < p.rows; row += gridDim.x, buffer ^= 1) {
+    const std::int64_t next = row + gridDim.x;
+    if (next < p.rows) {
+      fetch(next, buffer ^ 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();  // this row's copy is whole, every thread's part of it
+    const T* copy = copy_of(row, buffer);
+    const std::int64_t target = p.target[row];
+    if (target == p.ignore_index) {
+      if (thread == 0) p.loss[row] = p.lse[row] = 0.0f;
+      if (p.dlogits != nullptr) {
+        const RowGradient zero{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, target, true};
+        write_gradient<T, kPack, kThreads, kCapped>(copy, p.dlogits + row * p.vocab, p.vocab, zero);
+      }
+    } else {
+      RowStats stats{-INFINITY, 0.0f};
+      float sum_x = 0.0f;
+      const RowBody body = row_body<kPack>(copy, p.vocab);
+      const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
+      if (edge >= 0) {
+        const float v[1] = {capped<kCapped>(to_float(copy[edge]), p.softcap)};
+        softmax_variants::accumulate(stats, v);
+        sum_x += v[0];
+      }
+      for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
+        const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
+        float v[kStep];
+        softmax_variants::load_fragment<kPack>(copy + body.head + base, count, thread, kThreads, -INFINITY, v);
+        if constexpr (kCapped) {
+#pragma unroll
+          for (int i = 0; i < kStep; ++i)
+            if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped<kCapped>(v[i], p.softcap);
+        }
+        if (smoothing) {
+#pragma unroll
+          for (int i = 0; i < kStep; ++i)
+            if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
+        }
+        softmax_variants::accumulate(stats, v);
+      }
+      stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
+      if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
+      const float lse = stats.max + logf(stats.sum);
+      const bool valid = 0 <= target && target < p.vocab;
+      if (thread == 0) {
+        const float c_target = valid ? capped<kCapped>(to_float(copy[target]), p.softcap) : NAN;
+        const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
+        p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
+        p.lse[row] = lse;
+      }
+      if (p.dlogits != nullptr) {
+        const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
+        const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false);
+        write_gradient<T, kPack, kThreads, kCapped>(copy, p.dlogits + row * p.vocab, p.vocab, g);
+      }
+    }
+    __syncthreads();  // every thread is done with this buffer before the fetch two rows on refills it
+  }
+#else
+  __trap();
+#endif
+}
+
 template <typename T, int kPack, int kThreads, bool kCapped>
 __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const CrossEntropyBackwardArgs<T> p) {
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
@@ -305,6 +417,21 @@ void launch_resident(const CrossEntropyArgs<T>& args, bool vectors, cudaStream_t
   CUDALAB_CHECK_LAUNCH();
 }
 
+// The pipelined rung's launch: one 1024-thread block an SM, two row buffers each.
+template <typename T>
+void launch_pipelined(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  constexpr int kThreads = 1024;
+  auto* kernel = args.softcap > 0.0f ? cross_entropy_pipelined_kernel<T, kThreads, true>
+                                     : cross_entropy_pipelined_kernel<T, kThreads, false>;
+  const std::int64_t buffer_elements =
+      pipelined_buffer_bytes(args.vocab, sizeof(T)) / static_cast<std::int64_t>(sizeof(T));
+  const auto shared_bytes = static_cast<std::size_t>(2 * buffer_elements) * sizeof(T);
+  set_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared_bytes);
+  const int blocks = resident_grid_size(kernel, kThreads, args.rows * kThreads, shared_bytes);
+  kernel<<<blocks, kThreads, shared_bytes, stream>>>(args, buffer_elements);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 template <typename T>
@@ -327,9 +454,18 @@ void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   launch_forward<T, 1024>(args, bodies_match(args.logits, args.dlogits), true, stream);
 }
 
+namespace {
+// What the rows may take of a block's shared memory: the kernels' static reduction scratch (1,408
+// bytes, cuobjdump) and room to spare stay out.
+std::size_t shared_memory_for_rows(std::size_t shared_memory_optin) {
+  constexpr std::size_t kStaticShared = 2048;
+  return shared_memory_optin > kStaticShared ? shared_memory_optin - kStaticShared : 0;
+}
+}  // namespace
+
 std::string resident_limits(std::int64_t vocab, std::size_t element_bytes, std::size_t shared_memory_optin) {
-  // A row and its alignment, beside the kernel's 384 bytes of static reduction scratch.
-  const std::size_t room = std::min(kResidentRowBytes, shared_memory_optin > 1024 ? shared_memory_optin - 1024 : 0);
+  // A row and its alignment.
+  const std::size_t room = std::min(kResidentRowBytes, shared_memory_for_rows(shared_memory_optin));
   const std::int64_t bytes = vocab * static_cast<std::int64_t>(element_bytes);
   if (bytes > static_cast<std::int64_t>(room))
     return "a row of " + std::to_string(bytes) + " bytes does not fit the " + std::to_string(room) +
@@ -345,11 +481,36 @@ void resident(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   launch_resident(args, bodies_match(args.logits, args.dlogits), stream);
 }
 
+std::int64_t pipelined_buffer_bytes(std::int64_t vocab, std::size_t element_bytes) {
+  // A row, up to 16 bytes of its alignment, rounded to whole 16-byte vectors.
+  return (vocab * static_cast<std::int64_t>(element_bytes) + 16 + 15) / 16 * 16;
+}
+
+std::string pipelined_limits(std::int64_t vocab, std::size_t element_bytes, std::size_t shared_memory_optin) {
+  const std::int64_t bytes = 2 * pipelined_buffer_bytes(vocab, element_bytes);
+  const auto room = static_cast<std::int64_t>(shared_memory_for_rows(shared_memory_optin));
+  if (bytes > room)
+    return "two rows of " + std::to_string(vocab * static_cast<std::int64_t>(element_bytes)) +
+           " bytes do not fit the " + std::to_string(room) + " bytes of shared memory a block has on this GPU";
+  return "";
+}
+
+template <typename T>
+void pipelined(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  const std::string why = pipelined_limits(args.vocab, sizeof(T), shared_memory_optin());
+  CUDALAB_REQUIRE(why.empty(), "cross_entropy pipelined: " + why);
+  CUDALAB_REQUIRE(bodies_match(args.logits, args.dlogits),
+                  "cross_entropy pipelined: the gradient's rows must lie as far from a 16-byte boundary as the "
+                  "logits' (and the logits element aligned)");
+  if (args.rows == 0) return;
+  launch_pipelined(args, stream);
+}
+
 template <typename T>
 void library_choice(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows >= 2 * current_gpu().sm_count && args.rows <= 0x7fffffff) {
     // Where two of its blocks fit an SM, as at every shape it was measured; one an SM is not measured.
-    if (static_cast<std::size_t>(args.vocab) * sizeof(T) + 1024 <= shared_memory_optin() / 2) {
+    if (static_cast<std::size_t>(args.vocab) * sizeof(T) + 16 <= shared_memory_for_rows(shared_memory_optin() / 2)) {
       resident(args, stream);
     } else {
       online_vectorized(args, stream);
@@ -386,6 +547,7 @@ CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_scalar, CrossEn
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_vectorized, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, persistent, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, resident, CrossEntropyArgs)
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, pipelined, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, library_choice, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_persistent, CrossEntropyBackwardArgs)
 

@@ -283,6 +283,18 @@ Variant resident_variant() {
   return x;
 }
 
+// The pipelined rung: rows of which two fit a block's shared memory.
+Variant pipelined_variant() {
+  Variant x = make_variant<ForwardBinding, v::CrossEntropyArgs>(
+      "pipelined",
+      "a block per SM holding two rows in shared memory: the next row arrives by cp.async while this one is read",
+      Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::pipelined));
+  x.can_implement = [](const DeviceInfo& device, const Problem& p) {
+    return v::pipelined_limits(vocab_of(p), size_of(p.dtype), device.shared_memory_per_block_optin);
+  };
+  return x;
+}
+
 }  // namespace
 
 void register_cross_entropy(Registry& registry) {
@@ -317,6 +329,7 @@ void register_cross_entropy(Registry& registry) {
           "persistent", "a block of 1024 threads per SM walking rows: the gradient pass re-reads from L2", Role::ladder,
           Elements{}, CUDALAB_LAUNCHER(v::persistent)),
       resident_variant(),
+      pipelined_variant(),
   };
   registry.add(std::move(forward));
 

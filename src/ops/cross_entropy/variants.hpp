@@ -59,11 +59,19 @@ template <typename T>
 void persistent(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 // online_vectorized's blocks of 512 threads, as many as fit at once, each keeping the row it reads
 // in shared memory for the gradient's pass: the logits read from memory once. Rows of at most
-// kResidentRowBytes (vocab x element bytes), and what the GPU's shared memory holds beside 1 KiB.
+// kResidentRowBytes (vocab x element bytes), and what the GPU's shared memory holds beside 2 KiB.
 inline constexpr std::size_t kResidentRowBytes = std::size_t{200} << 10;
 template <typename T>
 void resident(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 std::string resident_limits(std::int64_t vocab, std::size_t element_bytes, std::size_t shared_memory_optin);
+// One 1024-thread block an SM with two row buffers: the next row's body arrives by cp.async while
+// this row's passes read the other. Rows of which two fit the block's shared memory beside 2 KiB;
+// the gradient's rows as far from a 16-byte boundary as the logits' (bodies_match).
+template <typename T>
+void pipelined(const CrossEntropyArgs<T>& args, cudaStream_t stream);
+std::string pipelined_limits(std::int64_t vocab, std::size_t element_bytes, std::size_t shared_memory_optin);
+// One row buffer's bytes: the row, up to 16 bytes of alignment, whole 16-byte vectors.
+std::int64_t pipelined_buffer_bytes(std::int64_t vocab, std::size_t element_bytes);
 
 // The library call's rung: where every SM has two rows or more (one row's loads overlap another's
 // reductions), resident if two of its blocks fit an SM's shared memory (on an H100 in bf16, 1.02-1.07x
