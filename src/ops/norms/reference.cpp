@@ -216,7 +216,7 @@ Comparison check_norm_forward(const NormForwardHost& given) {
     const std::int64_t base = r * f;
     std::vector<double>& row = rows_x[static_cast<std::size_t>(worker)];
     widen_into(row, h.dtype, h.x, base, f);
-    const double pivot = layer ? row[0] : 0.0;
+    const double pivot = layer && f > 0 ? row[0] : 0.0;
     double mean_d = 0.0, mean_error = 0.0, rstd = 0.0, rstd_relative_error = 0.0;
     if (layer) {
       double sum = 0.0, magnitude = 0.0;
