@@ -178,6 +178,16 @@ const Experiment* Registry::find_experiment(const std::string& name) const {
   return nullptr;
 }
 
+nlohmann::json predicted_points(const std::string& label, const std::vector<std::pair<double, double>>& points) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [x, y] : points) list.push_back({{"x", x}, {"y", y}, {"label", label}});
+  return list;
+}
+
+nlohmann::json predicted_level(const std::string& label, double y) {
+  return nlohmann::json::array({{{"y", y}, {"label", label}}});
+}
+
 nlohmann::json bar_plot(const std::string& title, const nlohmann::json& label, const std::string& value,
                         const std::string& value_label) {
   nlohmann::json plot = {{"kind", "bar"}, {"title", title}, {"value", value}, {"value_label", value_label}};

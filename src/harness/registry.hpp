@@ -223,6 +223,11 @@ struct Experiment {
 
 // A plots list of one bar chart: a bar per row, labelled by `label` (a column, or a list of
 // columns joined by spaces), as long as the row's `value` column.
+// A line chart's "predicted" entries (scripts/plots): a tutorial's figures for the chart's axes,
+// drawn beside the measured lines and named by `label` (the tutorial and its claim).
+nlohmann::json predicted_points(const std::string& label, const std::vector<std::pair<double, double>>& points);
+nlohmann::json predicted_level(const std::string& label, double y);
+
 nlohmann::json bar_plot(const std::string& title, const nlohmann::json& label, const std::string& value,
                         const std::string& value_label);
 

@@ -221,17 +221,19 @@ nlohmann::json claim_c22(const nlohmann::json& results) {
 }  // namespace
 
 void register_divergence(Registry& registry) {
-  registry.add(Experiment{execution_ids::kWarpDivergence, execution_ids::kPage,
-                          "warp divergence: 1..32 code paths per warp against the same paths aligned to warps "
-                          "(claim C22)",
-                          run_warp_divergence,
-                          nlohmann::json::array({{{"title", "Warp divergence: slowdown against the paths per warp"},
-                                                  {"x", "paths"},
-                                                  {"y", "slowdown_vs_1_path"},
-                                                  {"series", "layout"},
-                                                  {"x_log", true},
-                                                  {"y_log", true},
-                                                  {"y_label", "time / 1-path time"}}})});
+  registry.add(Experiment{
+      execution_ids::kWarpDivergence, execution_ids::kPage,
+      "warp divergence: 1..32 code paths per warp against the same paths aligned to warps "
+      "(claim C22)",
+      run_warp_divergence,
+      nlohmann::json::array({{{"title", "Warp divergence: slowdown against the paths per warp"},
+                              {"x", "paths"},
+                              {"y", "slowdown_vs_1_path"},
+                              {"series", "layout"},
+                              {"x_log", true},
+                              {"y_log", true},
+                              {"y_label", "time / 1-path time"},
+                              {"predicted", predicted_points("tutorial 000 (C22)", {{2, 2}, {4, 4}, {32, 32}})}}})});
   registry.add(ClaimCheck{"C22", execution_ids::kPage, {}, claim_c22});
 }
 

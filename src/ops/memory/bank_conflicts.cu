@@ -199,15 +199,16 @@ nlohmann::json claim_c09(const nlohmann::json& results) {
 }  // namespace
 
 void register_bank_conflicts(Registry& registry) {
-  registry.add(Experiment{"bank_conflicts", "memory",
-                          "shared-memory bank conflicts: 1..32-way, broadcast, padding, XOR swizzle (claims C08, C09)",
-                          run_bank_conflicts,
-                          nlohmann::json::array({{{"title", "Bank conflicts: slowdown against the conflict degree"},
-                                                  {"x", "ways"},
-                                                  {"y", "grid_vs_stride_1"},
-                                                  {"x_log", true},
-                                                  {"y_log", true},
-                                                  {"y_label", "time / conflict-free time (whole grid)"}}})});
+  registry.add(Experiment{
+      "bank_conflicts", "memory",
+      "shared-memory bank conflicts: 1..32-way, broadcast, padding, XOR swizzle (claims C08, C09)", run_bank_conflicts,
+      nlohmann::json::array({{{"title", "Bank conflicts: slowdown against the conflict degree"},
+                              {"x", "ways"},
+                              {"y", "grid_vs_stride_1"},
+                              {"x_log", true},
+                              {"y_log", true},
+                              {"y_label", "time / conflict-free time (whole grid)"},
+                              {"predicted", predicted_points("tutorial 000 (C08)", {{2, 2}, {4, 4}, {32, 32}})}}})});
   registry.add(ClaimCheck{"C08", "memory", {}, claim_c08});
   registry.add(ClaimCheck{"C09", "memory", {}, claim_c09});
 }

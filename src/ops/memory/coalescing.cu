@@ -270,7 +270,9 @@ void register_coalescing(Registry& registry) {
                                                   {"y", "pct_of_stride_1"},
                                                   {"x_log", true},
                                                   {"y_log", true},
-                                                  {"y_label", "% of the stride-1 copy"}}})});
+                                                  {"y_label", "% of the stride-1 copy"},
+                                                  {"predicted", predicted_points("tutorials 000, 001 (C05)",
+                                                                                 {{2, 50}, {4, 24}, {32, 3}})}}})});
   registry.add(
       Experiment{"gather_random", "memory", "gather through sequential and random indices (claim C05)", run_gather,
                  bar_plot("Gather: sequential vs random indices", nlohmann::json::array({"pattern", "span_bytes"}),

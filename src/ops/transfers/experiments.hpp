@@ -54,7 +54,7 @@ PeerCeilings measure_peer_ceilings(int from);
 std::size_t free_device_bytes();
 
 // A plots list of one line chart: GB/s against bytes (log scale), a line per path.
-nlohmann::json copy_rate_plot(const std::string& title);
+nlohmann::json copy_rate_plot(const std::string& title, nlohmann::json predicted = nlohmann::json::array());
 
 // The streams_pipeline and streams_chunk_size tables' columns (the C29 claim and its tests read them).
 const nlohmann::json& pipeline_columns();

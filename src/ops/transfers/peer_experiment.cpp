@@ -279,10 +279,13 @@ PeerCeilings measure_peer_ceilings(int from) {
 }
 
 harness::Experiment peer_transfers_experiment() {
-  return {"peer_transfers", "transfers",
-          "Copies between GPUs of one host, each ordered pair: peer copies one and both ways, SM pull and push over "
-          "peer access, staged through pinned host memory; a 4-byte copy's latency",
-          run_peer_transfers, copy_rate_plot("Copy rate between GPUs by path")};
+  return {
+      "peer_transfers", "transfers",
+      "Copies between GPUs of one host, each ordered pair: peer copies one and both ways, SM pull and push over "
+      "peer access, staged through pinned host memory; a 4-byte copy's latency",
+      run_peer_transfers,
+      copy_rate_plot("Copy rate between GPUs by path",
+                     harness::predicted_level("tutorial 004: NVLink 4.0 on an H100, 900 GB/s both ways (C36)", 900))};
 }
 
 }  // namespace cudalab::transfers

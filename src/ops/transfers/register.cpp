@@ -38,14 +38,15 @@ harness::TimingOptions copy_timing(const ExperimentScale& scale, int min_samples
   return options;
 }
 
-nlohmann::json copy_rate_plot(const std::string& title) {
+nlohmann::json copy_rate_plot(const std::string& title, nlohmann::json predicted) {
   return nlohmann::json::array({{{"title", title},
                                  {"x", "bytes"},
                                  {"y", "gbps"},
                                  {"series", "path"},
                                  {"x_log", true},
                                  {"y_log", false},
-                                 {"y_label", "GB/s"}}});
+                                 {"y_label", "GB/s"},
+                                 {"predicted", std::move(predicted)}}});
 }
 
 CurrentDevice::CurrentDevice(int device) {

@@ -423,16 +423,18 @@ nlohmann::json run_streams_concurrency(const harness::ExperimentContext& context
 }  // namespace
 
 harness::Experiment streams_pipeline_experiment() {
-  return {"streams_pipeline", "transfers",
-          "Chunked H2D/kernel/D2H pipeline: 1..16 streams, issue order, events, host callback, CUDA graph (C29)",
-          run_streams_pipeline,
-          nlohmann::json::array({{{"title", "Pipeline speedup over the sequential run by stream count (32 chunks)"},
-                                  {"x", "streams"},
-                                  {"y", "speedup_vs_sequential"},
-                                  {"series", "order"},
-                                  {"x_log", false},
-                                  {"y_log", false},
-                                  {"y_label", "speedup over one stream, no chunks"}}})};
+  return {
+      "streams_pipeline", "transfers",
+      "Chunked H2D/kernel/D2H pipeline: 1..16 streams, issue order, events, host callback, CUDA graph (C29)",
+      run_streams_pipeline,
+      nlohmann::json::array({{{"title", "Pipeline speedup over the sequential run by stream count (32 chunks)"},
+                              {"x", "streams"},
+                              {"y", "speedup_vs_sequential"},
+                              {"series", "order"},
+                              {"x_log", false},
+                              {"y_log", false},
+                              {"y_label", "speedup over one stream, no chunks"},
+                              {"predicted", harness::predicted_level("tutorials 000, 001: 24 to 10 ms (C29)", 2.4)}}})};
 }
 
 harness::Experiment streams_chunk_size_experiment() {

@@ -155,7 +155,9 @@ nlohmann::json run_transfers(const harness::ExperimentContext& context) {
 harness::Experiment transfers_experiment() {
   return {"transfers", "transfers",
           "Host<->device copy rate: pageable, pinned, write-combined, mapped; 4 KiB..1 GiB (C04)", run_transfers,
-          copy_rate_plot("Host<->device copy rate by host memory kind")};
+          copy_rate_plot("Host<->device copy rate by host memory kind",
+                         {harness::predicted_level("tutorial 000: pinned, 12 GB/s (C04)", 12)[0],
+                          harness::predicted_level("tutorial 000: pageable, 6 GB/s (C04)", 6)[0]})};
 }
 
 }  // namespace cudalab::transfers
