@@ -168,13 +168,82 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
   }
 }
 
-// kResident: the row is also kept in dynamic shared memory (resident, above), at the same offset
-// from a 16-byte boundary as in memory, so row_body and each thread's columns are the same there.
+// One row's loss, lse and (with dlogits) gradient, by the whole block: an online pass over the row
+// at `x` (memory, or a shared copy laid out as in memory) for its max, sum of exponentials and,
+// with label smoothing, sum of logits; then the gradient's pass. kKeepCopy: the online pass also
+// stores the row into `copy` (at its offset from a 16-byte boundary as in memory, so row_body and
+// each thread's columns are the same there) and the gradient's pass reads it from there. `target`
+// is the row's, not ignore_index (ignored_row below).
+template <typename T, int kPack, int kThreads, bool kCapped, bool kKeepCopy>
+__device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>& p, std::int64_t row,
+                                                      std::int64_t target, const T* x, T* copy, int thread,
+                                                      bool smoothing, RowStats* stats_scratch, float* sum_scratch) {
+  constexpr int kStep = 2 * kVector16<T>;  // values a thread loads a step, vectors or not
+  constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
+  RowStats stats{-INFINITY, 0.0f};
+  float sum_x = 0.0f;
+  const RowBody body = row_body<kPack>(x, p.vocab);
+  const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
+  if (edge >= 0) {
+    if constexpr (kKeepCopy) copy[edge] = x[edge];
+    const float v[1] = {capped<kCapped>(to_float(x[edge]), p.softcap)};
+    softmax_variants::accumulate(stats, v);
+    sum_x += v[0];
+  }
+  for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
+    const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
+    float v[kStep];
+    softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
+    // The values as loaded (T widened exactly: stored back, the same bits), before any cap.
+    if constexpr (kKeepCopy)
+      softmax_variants::store_fragment<kPack>(copy + body.head + base, count, thread, kThreads, v);
+    if constexpr (kCapped) {
+      // The present columns only: the padding stays -inf (its exponential 0).
+#pragma unroll
+      for (int i = 0; i < kStep; ++i)
+        if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped<kCapped>(v[i], p.softcap);
+    }
+    if (smoothing) {
+      // By column, not by value: a logit of -inf is a real one (and makes the smoothed loss inf).
+#pragma unroll
+      for (int i = 0; i < kStep; ++i)
+        if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
+    }
+    softmax_variants::accumulate(stats, v);
+  }
+  stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
+  if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
+  const float lse = stats.max + logf(stats.sum);
+  const bool valid = 0 <= target && target < p.vocab;
+  if (thread == 0) {
+    const float c_target = valid ? capped<kCapped>(to_float(x[target]), p.softcap) : NAN;
+    const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
+    p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
+    p.lse[row] = lse;
+  }
+  if (p.dlogits != nullptr) {
+    const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
+    const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false);
+    write_gradient<T, kPack, kThreads, kCapped>(kKeepCopy ? copy : x, p.dlogits + row * p.vocab, p.vocab, g);
+  }
+}
+
+// An ignored row, not read: loss 0, lse 0, a gradient of zeros. `x` places the gradient's body.
+template <typename T, int kPack, int kThreads, bool kCapped>
+__device__ __forceinline__ void ignored_row(const CrossEntropyArgs<T>& p, std::int64_t row, std::int64_t target,
+                                            const T* x, int thread) {
+  if (thread == 0) p.loss[row] = p.lse[row] = 0.0f;
+  if (p.dlogits != nullptr) {
+    const RowGradient zero{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, target, true};
+    write_gradient<T, kPack, kThreads, kCapped>(x, p.dlogits + row * p.vocab, p.vocab, zero);
+  }
+}
+
+// A block per row (one per SM when persistent). kResident: the row is also kept in dynamic shared
+// memory (resident, above) for the gradient's pass.
 template <typename T, int kPack, int kThreads, bool kCapped, bool kResident = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
     cross_entropy_kernel(const CrossEntropyArgs<T> p) {
-  constexpr int kStep = 2 * kVector16<T>;
-  constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   __shared__ RowStats stats_scratch[kWarpSize];
   __shared__ float sum_scratch[kWarpSize];
   extern __shared__ float4 resident_row[];
@@ -182,88 +251,34 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<kThreads, kCapped>)
   const bool smoothing = p.label_smoothing != 0.0f;
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const T* x = p.logits + row * p.vocab;
-    // Where the gradient's pass reads the row: the shared copy, once this row's first pass wrote it.
     T* copy = nullptr;
     if constexpr (kResident) {
       __syncthreads();  // the last row's gradient pass is done with the copy
       copy = reinterpret_cast<T*>(resident_row) + reinterpret_cast<std::uintptr_t>(x) % 16 / sizeof(T);
     }
     const std::int64_t target = p.target[row];
-    const bool ignored = target == p.ignore_index;
-    if (ignored) {
-      if (thread == 0) p.loss[row] = p.lse[row] = 0.0f;
-      if (p.dlogits != nullptr) {
-        const RowGradient zero{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, target, true};
-        write_gradient<T, kPack, kThreads, kCapped>(x, p.dlogits + row * p.vocab, p.vocab, zero);
-      }
+    if (target == p.ignore_index) {
+      ignored_row<T, kPack, kThreads, kCapped>(p, row, target, x, thread);
       continue;
     }
-    RowStats stats{-INFINITY, 0.0f};
-    float sum_x = 0.0f;
-    const RowBody body = row_body<kPack>(x, p.vocab);
-    const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
-    if (edge >= 0) {
-      if constexpr (kResident) copy[edge] = x[edge];
-      const float v[1] = {capped<kCapped>(to_float(x[edge]), p.softcap)};
-      softmax_variants::accumulate(stats, v);
-      sum_x += v[0];
-    }
-    for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
-      const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
-      float v[kStep];
-      softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
-      // The values as loaded (T widened exactly: stored back, the same bits), before any cap.
-      if constexpr (kResident)
-        softmax_variants::store_fragment<kPack>(copy + body.head + base, count, thread, kThreads, v);
-      if constexpr (kCapped) {
-        // The present columns only: the padding stays -inf (its exponential 0).
-#pragma unroll
-        for (int i = 0; i < kStep; ++i)
-          if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped<kCapped>(v[i], p.softcap);
-      }
-      if (smoothing) {
-        // By column, not by value: a logit of -inf is a real one (and makes the smoothed loss inf).
-#pragma unroll
-        for (int i = 0; i < kStep; ++i)
-          if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
-      }
-      softmax_variants::accumulate(stats, v);
-    }
-    stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
-    if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
-    const float lse = stats.max + logf(stats.sum);
-    const bool valid = 0 <= target && target < p.vocab;
-    if (thread == 0) {
-      const float c_target = valid ? capped<kCapped>(to_float(x[target]), p.softcap) : NAN;
-      const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
-      p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
-      p.lse[row] = lse;
-    }
-    if (p.dlogits != nullptr) {
-      const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
-      const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false);
-      write_gradient<T, kPack, kThreads, kCapped>(kResident ? copy : x, p.dlogits + row * p.vocab, p.vocab, g);
-    }
+    row_loss_and_gradient<T, kPack, kThreads, kCapped, kResident>(p, row, target, x, copy, thread, smoothing,
+                                                                  stats_scratch, sum_scratch);
   }
 }
 
 // The pipelined rung: each block walks rows blockIdx.x, + gridDim.x, ..., holding two rows in
 // `rows_shared` (each `buffer_elements` long, a row at its offset from a 16-byte boundary as in
-// memory, so row_body and each thread's columns are the same there). While it reads one row the
-// next row's body arrives in the other buffer by cp.async; the edges (under a vector each) are
-// copied by plain loads. An ignored row is not read.
+// memory). While it works on one row the next row's body arrives in the other buffer by cp.async;
+// the edges (under a vector each) are copied by plain loads. An ignored row is not fetched.
 template <typename T, int kThreads, bool kCapped>
 __global__ void __launch_bounds__(kThreads, 1)
     cross_entropy_pipelined_kernel(const CrossEntropyArgs<T> p, std::int64_t buffer_elements) {
 #if CUDALAB_TENSOR_CORE_SM80
   constexpr int kPack = kVector16<T>;
-  constexpr int kStep = 2 * kPack;
-  constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   __shared__ RowStats stats_scratch[kWarpSize];
   __shared__ float sum_scratch[kWarpSize];
   extern __shared__ float4 rows_shared[];
   const int thread = static_cast<int>(threadIdx.x);
-  const bool smoothing = p.label_smoothing != 0.0f;
   const auto copy_of = [&](std::int64_t row, int buffer) {
     const T* x = p.logits + row * p.vocab;
     return reinterpret_cast<T*>(rows_shared) + buffer * buffer_elements +
@@ -295,55 +310,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       cp_async_wait<0>();
     }
     __syncthreads();  // this row's copy is whole, every thread's part of it
-    const T* copy = copy_of(row, buffer);
     const std::int64_t target = p.target[row];
+    const T* copy = copy_of(row, buffer);
     if (target == p.ignore_index) {
-      if (thread == 0) p.loss[row] = p.lse[row] = 0.0f;
-      if (p.dlogits != nullptr) {
-        const RowGradient zero{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, target, true};
-        write_gradient<T, kPack, kThreads, kCapped>(copy, p.dlogits + row * p.vocab, p.vocab, zero);
-      }
+      ignored_row<T, kPack, kThreads, kCapped>(p, row, target, copy, thread);
     } else {
-      RowStats stats{-INFINITY, 0.0f};
-      float sum_x = 0.0f;
-      const RowBody body = row_body<kPack>(copy, p.vocab);
-      const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
-      if (edge >= 0) {
-        const float v[1] = {capped<kCapped>(to_float(copy[edge]), p.softcap)};
-        softmax_variants::accumulate(stats, v);
-        sum_x += v[0];
-      }
-      for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
-        const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
-        float v[kStep];
-        softmax_variants::load_fragment<kPack>(copy + body.head + base, count, thread, kThreads, -INFINITY, v);
-        if constexpr (kCapped) {
-#pragma unroll
-          for (int i = 0; i < kStep; ++i)
-            if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped<kCapped>(v[i], p.softcap);
-        }
-        if (smoothing) {
-#pragma unroll
-          for (int i = 0; i < kStep; ++i)
-            if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
-        }
-        softmax_variants::accumulate(stats, v);
-      }
-      stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
-      if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
-      const float lse = stats.max + logf(stats.sum);
-      const bool valid = 0 <= target && target < p.vocab;
-      if (thread == 0) {
-        const float c_target = valid ? capped<kCapped>(to_float(copy[target]), p.softcap) : NAN;
-        const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
-        p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
-        p.lse[row] = lse;
-      }
-      if (p.dlogits != nullptr) {
-        const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
-        const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false);
-        write_gradient<T, kPack, kThreads, kCapped>(copy, p.dlogits + row * p.vocab, p.vocab, g);
-      }
+      row_loss_and_gradient<T, kPack, kThreads, kCapped, false>(p, row, target, copy, nullptr, thread,
+                                                                p.label_smoothing != 0.0f, stats_scratch, sum_scratch);
     }
     __syncthreads();  // every thread is done with this buffer before the fetch two rows on refills it
   }
