@@ -133,22 +133,26 @@ __device__ __forceinline__ RowGradient row_gradient(const Args& p, float max, fl
           zero};
 }
 
+// One logit's gradient, as RowGradient says (its `zero` aside).
+template <bool kCapped>
+__device__ __forceinline__ float gradient_of(float x_j, bool is_target, const RowGradient& g) {
+  const float c = capped<kCapped>(x_j, g.softcap);
+  const float p = exp_shifted(c, g.max) * g.inverse_sum;
+  const float dc = p * g.p_factor - g.spread - (is_target ? g.on_target : 0.0f);
+  if constexpr (!kCapped) return g.scale * dc;
+  // The slope before the scale: where |x| >> cap the slope is 0, and a large incoming gradient
+  // times exp(c - lse) would overflow first (inf * 0 = NaN for a gradient of 0).
+  const float ratio = c / g.softcap;
+  return g.scale * (dc * (1.0f - ratio * ratio));
+}
+
 // Row `row`'s gradient, step by step, as RowGradient says.
 template <typename T, int kPack, int kThreads, bool kCapped>
 __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t vocab, const RowGradient& g) {
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   const int thread = static_cast<int>(threadIdx.x);
-  const auto gradient = [&](float x_j, bool is_target) {
-    const float c = capped<kCapped>(x_j, g.softcap);
-    const float p = exp_shifted(c, g.max) * g.inverse_sum;
-    const float dc = p * g.p_factor - g.spread - (is_target ? g.on_target : 0.0f);
-    if constexpr (!kCapped) return g.scale * dc;
-    // The slope before the scale: where |x| >> cap the slope is 0, and a large incoming gradient
-    // times exp(c - lse) would overflow first (inf * 0 = NaN for a gradient of 0).
-    const float ratio = c / g.softcap;
-    return g.scale * (dc * (1.0f - ratio * ratio));
-  };
+  const auto gradient = [&](float x_j, bool is_target) { return gradient_of<kCapped>(x_j, is_target, g); };
   const RowBody body = row_body<kPack>(x, vocab);
   const std::int64_t edge = edge_column<kPack>(thread, body, vocab);
   if (edge >= 0) dx[edge] = from_float<T>(g.zero ? 0.0f : gradient(to_float(x[edge]), edge == g.target));
@@ -325,17 +329,73 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+// Row `row`'s gradient constants in the backward, from its saved lse and incoming gradient.
+template <typename T>
+__device__ __forceinline__ RowGradient backward_row_gradient(const CrossEntropyBackwardArgs<T>& p, std::int64_t row) {
+  const std::int64_t target = p.target[row];
+  const bool ignored = target == p.ignore_index;
+  const bool valid = 0 <= target && target < p.vocab;
+  const float scale = !valid ? NAN : p.dloss[row * p.dloss_stride];
+  const float lse = ignored ? 0.0f : p.lse[row];
+  // exp(c - lse) is exp(c - max) / sum with max = lse and sum = 1.
+  return row_gradient(p, lse, 1.0f, scale, lse, target, ignored);
+}
+
 template <typename T, int kPack, int kThreads, bool kCapped>
 __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const CrossEntropyBackwardArgs<T> p) {
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    const std::int64_t target = p.target[row];
-    const bool ignored = target == p.ignore_index;
-    const bool valid = 0 <= target && target < p.vocab;
-    const float scale = !valid ? NAN : p.dloss[row * p.dloss_stride];
-    const float lse = ignored ? 0.0f : p.lse[row];
-    // exp(c - lse) is exp(c - max) / sum with max = lse and sum = 1.
-    const RowGradient g = row_gradient(p, lse, 1.0f, scale, lse, target, ignored);
+    const RowGradient g = backward_row_gradient(p, row);
     write_gradient<T, kPack, kThreads, kCapped>(p.logits + row * p.vocab, p.dlogits + row * p.vocab, p.vocab, g);
+  }
+}
+
+// The flat backward: the logits and their gradient taken as one array of rows x vocab elements, in
+// 16-byte vectors, kFlatVectors a thread loaded together, over a grid that fills the GPU, whatever
+// the vocab: a row may start anywhere in a vector, so one division finds a vector's first row and
+// the row advances where its column reaches vocab. The elements before the first 16-byte boundary
+// and after the last whole vector go one a thread.
+inline constexpr int kFlatVectors = 2;
+
+template <typename T, bool kCapped>
+__global__ void __launch_bounds__(256)
+    cross_entropy_backward_flat_kernel(const CrossEntropyBackwardArgs<T> p, int head, std::int64_t vectors) {
+  constexpr int kVec = kVector16<T>;
+  const std::int64_t n = p.rows * p.vocab;
+  const std::int64_t tail = head + vectors * kVec;
+  const auto one = [&](std::int64_t i) {
+    const std::int64_t row = i / p.vocab;
+    const RowGradient g = backward_row_gradient(p, row);
+    p.dlogits[i] =
+        from_float<T>(g.zero ? 0.0f : gradient_of<kCapped>(to_float(p.logits[i]), i - row * p.vocab == g.target, g));
+  };
+  const std::int64_t first = global_thread_index(), step = global_thread_count();
+  if (first < head) one(first);
+  if (first < n - tail) one(tail + first);
+  for (std::int64_t v0 = first; v0 < vectors; v0 += step * kFlatVectors) {
+    Vector16<T> x[kFlatVectors];
+#pragma unroll
+    for (int u = 0; u < kFlatVectors; ++u)
+      if (v0 + u * step < vectors) x[u] = load_vector16(p.logits + head + (v0 + u * step) * kVec);
+#pragma unroll
+    for (int u = 0; u < kFlatVectors; ++u) {
+      if (v0 + u * step >= vectors) continue;
+      const std::int64_t start = head + (v0 + u * step) * kVec;
+      std::int64_t row = start / p.vocab;
+      std::int64_t column = start - row * p.vocab;
+      RowGradient g = backward_row_gradient(p, row);
+      Vector16<T> dx;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        if (column == p.vocab) {  // the next row starts inside this vector
+          ++row;
+          column = 0;
+          g = backward_row_gradient(p, row);
+        }
+        dx[k] = from_float<T>(g.zero ? 0.0f : gradient_of<kCapped>(to_float(x[u][k]), column == g.target, g));
+        ++column;
+      }
+      store_vector16(p.dlogits + start, dx);
+    }
   }
 }
 
@@ -516,6 +576,27 @@ void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t s
   CUDALAB_CHECK_LAUNCH();
 }
 
+template <typename T>
+void backward_flat(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream) {
+  CUDALAB_REQUIRE(bodies_match(args.logits, args.dlogits),
+                  "cross_entropy_backward flat: the gradient must lie as far from a 16-byte boundary as the logits "
+                  "(and the logits element aligned)");
+  const std::int64_t n = args.rows * args.vocab;
+  if (n == 0) return;
+  constexpr int kVec = kVector16<T>;
+  const auto misaligned = static_cast<int>(reinterpret_cast<std::uintptr_t>(args.logits) % 16 / sizeof(T));
+  const auto head = static_cast<int>(std::min<std::int64_t>((kVec - misaligned) % kVec, n));
+  const std::int64_t vectors = (n - head) / kVec;
+  auto* kernel =
+      args.softcap > 0.0f ? cross_entropy_backward_flat_kernel<T, true> : cross_entropy_backward_flat_kernel<T, false>;
+  constexpr int kThreads = 256;
+  // At least a thread for each element outside the vectors (fewer than two vectors' worth).
+  const int blocks = resident_grid_size(
+      kernel, kThreads, std::max<std::int64_t>(ceil_div<std::int64_t>(vectors, kFlatVectors), 2 * kVec));
+  kernel<<<blocks, kThreads, 0, stream>>>(args, head, vectors);
+  CUDALAB_CHECK_LAUNCH();
+}
+
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_scalar, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_vectorized, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, persistent, CrossEntropyArgs)
@@ -523,6 +604,7 @@ CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, resident, CrossEntropy
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, pipelined, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, library_choice, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_persistent, CrossEntropyBackwardArgs)
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_flat, CrossEntropyBackwardArgs)
 
 #define CUDALAB_SCALE_GRADIENT_INSTANCE(T, a, b) \
   template void scale_gradient<T>(T*, std::int64_t, const float*, cudaStream_t);

@@ -355,6 +355,9 @@ void register_cross_entropy(Registry& registry) {
       make_variant<BackwardBinding, v::CrossEntropyBackwardArgs>(
           "persistent", "a block of 1024 threads per SM walking rows, 16-byte accesses", Role::ladder, Elements{},
           CUDALAB_LAUNCHER(v::backward_persistent)),
+      make_variant<BackwardBinding, v::CrossEntropyBackwardArgs>(
+          "flat", "the rows as one flat array: 16-byte vectors, two a thread, rows starting anywhere in a vector",
+          Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::backward_flat)),
   };
   registry.add(std::move(backward));
 }

@@ -83,6 +83,11 @@ void library_choice(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 // The gradient from lse in one pass, laid out as `persistent`.
 template <typename T>
 void backward_persistent(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream);
+// The backward as one flat array of rows x vocab: 16-byte vectors, two a thread loaded together,
+// over a grid that fills the GPU, rows starting anywhere in a vector (one division a vector). The
+// gradient must lie as far from a 16-byte boundary as the logits (bodies_match).
+template <typename T>
+void backward_flat(const CrossEntropyBackwardArgs<T>& args, cudaStream_t stream);
 
 // x[i] *= *scale for i < n unless *scale is 1 (the library's cross_entropy_scale_gradient).
 template <typename T>
