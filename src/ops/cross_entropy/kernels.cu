@@ -351,9 +351,9 @@ __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const 
 
 // The flat backward: the logits and their gradient taken as one array of rows x vocab elements, in
 // 16-byte vectors, kFlatVectors a thread loaded together, over a grid that fills the GPU, whatever
-// the vocab: a row may start anywhere in a vector, so one division finds a vector's first row and
-// the row advances where its column reaches vocab. The elements before the first 16-byte boundary
-// and after the last whole vector go one a thread.
+// the vocab: a row may start anywhere in a vector, so one division (32-bit where the array allows)
+// finds a vector's first row and the row advances where its column reaches vocab. The elements before the first 16-byte
+// boundary and after the last whole vector go one a thread.
 inline constexpr int kFlatVectors = 2;
 
 template <typename T, bool kCapped>
@@ -371,6 +371,7 @@ __global__ void __launch_bounds__(256)
   const std::int64_t first = global_thread_index(), step = global_thread_count();
   if (first < head) one(first);
   if (first < n - tail) one(tail + first);
+  const bool small = n <= 0xffffffff;
   for (std::int64_t v0 = first; v0 < vectors; v0 += step * kFlatVectors) {
     Vector16<T> x[kFlatVectors];
 #pragma unroll
@@ -380,7 +381,9 @@ __global__ void __launch_bounds__(256)
     for (int u = 0; u < kFlatVectors; ++u) {
       if (v0 + u * step >= vectors) continue;
       const std::int64_t start = head + (v0 + u * step) * kVec;
-      std::int64_t row = start / p.vocab;
+      // A 32-bit division where the array allows it (a few instructions, not a 64-bit call).
+      std::int64_t row =
+          small ? static_cast<std::uint32_t>(start) / static_cast<std::uint32_t>(p.vocab) : start / p.vocab;
       std::int64_t column = start - row * p.vocab;
       RowGradient g = backward_row_gradient(p, row);
       Vector16<T> dx;
