@@ -290,25 +290,38 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // One commit group a row, empty for an ignored one, so that waiting for all but the newest group
   // always means this row's.
+  // A thread's edge element of a fetched row (fewer than a vector at each end of the body): loaded
+  // by the fetch, stored into the copy after this row's work, when the load has long arrived, so
+  // no warp waits a memory round trip in the fetch.
+  struct Edge {
+    T* at = nullptr;
+    T value;
+  };
   const auto fetch = [&](std::int64_t row, int buffer) {
+    Edge pending;
     if (p.target[row] != p.ignore_index) {
       const T* x = p.logits + row * p.vocab;
       T* copy = copy_of(row, buffer);
       const RowBody body = row_body<kPack>(x, p.vocab);
       const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
-      if (edge >= 0) copy[edge] = x[edge];
+      if (edge >= 0) pending = {copy + edge, x[edge]};
       for (std::int64_t at = body.head + static_cast<std::int64_t>(thread) * kPack; at < body.head + body.length;
            at += static_cast<std::int64_t>(kThreads) * kPack)
         cp_async16(shared_address(copy + at), x + at, 16);
     }
     cp_async_commit();
+    return pending;
   };
   std::int64_t row = blockIdx.x;
-  if (row < p.rows) fetch(row, 0);
+  if (row < p.rows) {
+    const Edge first = fetch(row, 0);
+    if (first.at != nullptr) *first.at = first.value;
+  }
   for (int buffer = 0; row < p.rows; row += gridDim.x, buffer ^= 1) {
     const std::int64_t next = row + gridDim.x;
+    Edge next_edge;
     if (next < p.rows) {
-      fetch(next, buffer ^ 1);
+      next_edge = fetch(next, buffer ^ 1);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
@@ -322,6 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       row_loss_and_gradient<T, kPack, kThreads, kCapped, false>(p, row, target, copy, nullptr, thread,
                                                                 p.label_smoothing != 0.0f, stats_scratch, sum_scratch);
     }
+    if (next_edge.at != nullptr) *next_edge.at = next_edge.value;  // into the other buffer, read next
     __syncthreads();  // every thread is done with this buffer before the fetch two rows on refills it
   }
 #else
