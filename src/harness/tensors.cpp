@@ -13,7 +13,7 @@ Tensor::Tensor(std::string name, DType dtype, std::int64_t count)
       dtype_(dtype),
       count_(count),
       device_(static_cast<std::int64_t>(bytes())),
-      host_(new unsigned char[bytes() > 0 ? bytes() : 1]) {}
+      host_(HostBlockCache::process().acquire(bytes())) {}
 
 void Tensor::copy_to_host(cudaStream_t stream) {
   if (bytes() > 0) CUDALAB_CUDA_CHECK(cudaMemcpyAsync(host(), device(), bytes(), cudaMemcpyDeviceToHost, stream));

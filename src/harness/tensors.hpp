@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 
 #include "cudalab/dtype.hpp"
 #include "cudalab/memory.hpp"
+#include "harness/host_blocks.hpp"
 #include "harness/problem.hpp"
 #include "harness/random.hpp"
 
@@ -51,8 +51,8 @@ class Tensor {
   std::int64_t count() const { return count_; }
   std::size_t bytes() const { return static_cast<std::size_t>(count_) * size_of(dtype_); }
   void* device() const { return device_.data(); }
-  const void* host() const { return host_.get(); }
-  void* host() { return host_.get(); }
+  const void* host() const { return host_.data(); }
+  void* host() { return host_.data(); }
 
   // Typed views; a dtype other than the tensor's throws (a binding asked for the wrong type).
   template <typename T>
@@ -68,9 +68,9 @@ class Tensor {
   double host_value(std::int64_t index) const { return element_to_double(dtype_, host(), index); }
   // An input_output tensor's values as generated, before any launch changed them (a GEMM's C
   // that beta reads); null for other roles.
-  const void* initial_host() const { return initial_host_.get(); }
-  void* initial_host() { return initial_host_.get(); }
-  void keep_initial_host_copy() { initial_host_.reset(new unsigned char[bytes() > 0 ? bytes() : 1]); }
+  const void* initial_host() const { return initial_host_.data(); }
+  void* initial_host() { return initial_host_.data(); }
+  void keep_initial_host_copy() { initial_host_ = HostBlockCache::process().acquire(bytes()); }
   template <typename T>
   const T* initial_host_as() const {
     require_dtype(dtype_of_v<T>);
@@ -87,8 +87,8 @@ class Tensor {
   std::int64_t count_;
   DeviceBuffer<unsigned char> device_;
   // Left uninitialised (no zero-fill of gigabytes): every byte is copied over before it is read.
-  std::unique_ptr<unsigned char[]> host_;
-  std::unique_ptr<unsigned char[]> initial_host_;
+  HostBlock host_;
+  HostBlock initial_host_;
 };
 
 // The tensors of a workload, in the op's declaration order, and the variant's zeroed workspace.
