@@ -75,77 +75,71 @@ struct Binding {
 struct StepReference {
   double p, p_error, m, m_error, v, v_error;
 };
-StepReference step_reference(double p0, double m0, double v0, double g, double stored_unit) {
-  const double b1 = kHyper.beta1, b2 = kHyper.beta2, t = static_cast<double>(kHyper.step);
-  const double step_size = kHyper.lr / (1 - std::pow(b1, t)), inverse_bias2 = 1 / std::sqrt(1 - std::pow(b2, t));
-  const double decay = 1 - static_cast<double>(kHyper.lr) * kHyper.weight_decay;
+// The step's constants, formed once per check rather than per element.
+struct StepConstants {
+  double b1 = kHyper.beta1, b2 = kHyper.beta2;
+  double step_size = kHyper.lr / (1 - std::pow(b1, static_cast<double>(kHyper.step)));
+  double inverse_bias2 = 1 / std::sqrt(1 - std::pow(b2, static_cast<double>(kHyper.step)));
+  double decay = 1 - static_cast<double>(kHyper.lr) * kHyper.weight_decay;
+};
+StepReference step_reference(const StepConstants& k, double p0, double m0, double v0, double g, double stored_unit) {
   StepReference r;
-  r.m = b1 * m0 + (1 - b1) * g, r.v = b2 * v0 + (1 - b2) * g * g;
-  r.m_error = 3 * kFp32Unit * (std::fabs(b1 * m0) + std::fabs((1 - b1) * g));
-  r.v_error = 4 * kFp32Unit * (b2 * v0 + (1 - b2) * g * g);
-  const double update = step_size * r.m / (std::sqrt(r.v) * inverse_bias2 + kHyper.eps);
+  r.m = k.b1 * m0 + (1 - k.b1) * g, r.v = k.b2 * v0 + (1 - k.b2) * g * g;
+  r.m_error = 3 * kFp32Unit * (std::fabs(k.b1 * m0) + std::fabs((1 - k.b1) * g));
+  r.v_error = 4 * kFp32Unit * (k.b2 * v0 + (1 - k.b2) * g * g);
+  const double update = k.step_size * r.m / (std::sqrt(r.v) * k.inverse_bias2 + kHyper.eps);
   const double relative = (r.m_error / std::max(std::fabs(r.m), 1e-300) + stored_unit) +
                           (r.v_error / std::max(r.v, 1e-300) + stored_unit) / 2 + 8 * kFp32Unit;
-  r.p = p0 * decay - update;
-  r.p_error = std::fabs(update) * std::min(relative, 1.0) + (stored_unit + 4 * kFp32Unit) * std::fabs(p0 * decay) +
+  r.p = p0 * k.decay - update;
+  r.p_error = std::fabs(update) * std::min(relative, 1.0) + (stored_unit + 4 * kFp32Unit) * std::fabs(p0 * k.decay) +
               4 * kFp32Unit * std::fabs(update);
   return r;
 }
 
-// Each element's step against step_reference, from the values as generated.
+// Each element's step against step_reference, from the values as generated: one comparison over
+// the three outputs, each element's parameter, m and v in turn.
 Comparison check(const CheckContext& c) {
   const RoundedOutput param{c.tensors["param"]}, m_out{c.tensors["exp_avg"]}, v_out{c.tensors["exp_avg_sq"]};
   const Tensor& grad = c.tensors["grad"];
   const DType dtype = c.problem.dtype;
-  const auto initial = [&](const char* name, std::int64_t i) {
-    return element_to_double(dtype, c.tensors[name].initial_host(), i);
-  };
+  const void* p0 = c.tensors["param"].initial_host();
+  const void* m0 = c.tensors["exp_avg"].initial_host();
+  const void* v0 = c.tensors["exp_avg_sq"].initial_host();
   const double unit = traits(dtype).unit_roundoff;
-  const std::int64_t n = total_of(c.problem);
-  // One comparison over the three outputs: the parameters, then m, then v.
-  return compare_elements(
-      3 * n, Tolerance{param.unit, param.absolute}, [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
-        for (std::int64_t k = begin; k < end; ++k) {
-          const std::int64_t i = k % n;
-          const StepReference r = step_reference(initial("param", i), initial("exp_avg", i), initial("exp_avg_sq", i),
-                                                 grad.host_value(i), unit);
-          if (k >= 2 * n) {
-            v_out.add(b, i, r.v, r.v_error);
-          } else if (k >= n) {
-            m_out.add(b, i, r.m, r.m_error);
-          } else {
-            param.add(b, i, r.p, r.p_error);
-          }
-        }
-      });
+  const StepConstants k;
+  return compare_elements(total_of(c.problem), Tolerance{param.unit, param.absolute},
+                          [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
+                            for (std::int64_t i = begin; i < end; ++i) {
+                              const StepReference r =
+                                  step_reference(k, element_to_double(dtype, p0, i), element_to_double(dtype, m0, i),
+                                                 element_to_double(dtype, v0, i), grad.host_value(i), unit);
+                              param.add(b, i, r.p, r.p_error);
+                              m_out.add(b, i, r.m, r.m_error);
+                              v_out.add(b, i, r.v, r.v_error);
+                            }
+                          });
 }
 
 // The mixed-precision step: the fp32 master, m and v, and the 16-bit parameter (the new master
-// rounded once), from the fp32 initial values; nothing is stored between passes.
+// rounded once), from the fp32 initial values; nothing is stored between passes. One comparison
+// over the four outputs, each element's parameter, master weight, m and v in turn.
 Comparison check_master(const CheckContext& c) {
   const RoundedOutput param{c.tensors["param"]}, master{c.tensors["master"]};
   const RoundedOutput m_out{c.tensors["exp_avg"]}, v_out{c.tensors["exp_avg_sq"]};
   const Tensor& grad = c.tensors["grad"];
-  const auto initial = [&](const char* name, std::int64_t i) {
-    return element_to_double(DType::f32, c.tensors[name].initial_host(), i);
-  };
-  const std::int64_t n = total_of(c.problem);
-  // One comparison over the four outputs: the parameters, the master weights, m, then v.
-  return compare_elements(4 * n, Tolerance{param.unit, param.absolute},
+  const auto* master0 = static_cast<const float*>(c.tensors["master"].initial_host());
+  const auto* m0 = static_cast<const float*>(c.tensors["exp_avg"].initial_host());
+  const auto* v0 = static_cast<const float*>(c.tensors["exp_avg_sq"].initial_host());
+  const StepConstants k;
+  return compare_elements(total_of(c.problem), Tolerance{param.unit, param.absolute},
                           [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
-                            for (std::int64_t k = begin; k < end; ++k) {
-                              const std::int64_t i = k % n;
-                              const StepReference r = step_reference(initial("master", i), initial("exp_avg", i),
-                                                                     initial("exp_avg_sq", i), grad.host_value(i), 0.0);
-                              if (k >= 3 * n) {
-                                v_out.add(b, i, r.v, r.v_error);
-                              } else if (k >= 2 * n) {
-                                m_out.add(b, i, r.m, r.m_error);
-                              } else if (k >= n) {
-                                master.add(b, i, r.p, r.p_error);
-                              } else {
-                                param.add(b, i, r.p, r.p_error);
-                              }
+                            for (std::int64_t i = begin; i < end; ++i) {
+                              const StepReference r =
+                                  step_reference(k, master0[i], m0[i], v0[i], grad.host_value(i), 0.0);
+                              param.add(b, i, r.p, r.p_error);
+                              master.add(b, i, r.p, r.p_error);
+                              m_out.add(b, i, r.m, r.m_error);
+                              v_out.add(b, i, r.v, r.v_error);
                             }
                           });
 }

@@ -10,6 +10,7 @@
 
 #include "cudalab/cross_entropy.hpp"
 #include "harness/registry.hpp"
+#include "harness/widen.hpp"
 #include "ops/cross_entropy/inputs.hpp"
 #include "ops/cross_entropy/variants.hpp"
 #include "ops/softmax/inputs.hpp"
@@ -91,13 +92,13 @@ LossOptions options_of(const Problem& p) { return {smoothing_of(p), p.param("z_l
 struct RowStatistics {
   double max = -INFINITY, log_sum = 0, lse = 0, sum_x = 0, sum_abs_x = 0, sum_error = 0, lse_error = 0, sum_x_error = 0;
 };
-RowStatistics row_statistics(const Tensor& logits, std::int64_t row, std::int64_t vocab, const LossOptions& o) {
+// From a row's logits as the loss sees them (capped), widened to double once.
+RowStatistics row_statistics(const std::vector<double>& capped, const LossOptions& o) {
   RowStatistics s;
-  const std::int64_t base = row * vocab;
-  for (std::int64_t j = 0; j < vocab; ++j) s.max = std::max(s.max, o.capped(logits.host_value(base + j)));
+  const auto vocab = static_cast<std::int64_t>(capped.size());
+  for (const double c : capped) s.max = std::max(s.max, c);
   double sum = 0, spread = 0;
-  for (std::int64_t j = 0; j < vocab; ++j) {
-    const double c = o.capped(logits.host_value(base + j));
+  for (const double c : capped) {
     sum += std::exp(c - s.max);
     s.sum_x += c;
     s.sum_abs_x += std::fabs(c);
@@ -149,27 +150,32 @@ Comparison check_forward(const CheckContext& c) {
   const std::int64_t rows = rows_of(c.problem), vocab = vocab_of(c.problem);
   const LossOptions o = options_of(c.problem);
   const std::int64_t n = rows * vocab;
+  const double sum_relative_extra = 2 * (std::log(static_cast<double>(vocab)) + 1) * kFp32Unit;
   // One comparison over every output: the gradient's elements, then each row's loss and lse.
   return compare_elements(
       n + 2 * rows, Tolerance{dlogits.unit, dlogits.absolute},
       [&](std::int64_t begin, std::int64_t end, ComparisonBuilder& b) {
         std::int64_t cached_row = -1;
         RowStatistics s;
+        std::vector<double> row_values;  // the cached row's logits, capped, in double
         for (std::int64_t k = begin; k < end; ++k) {
           const std::int64_t row = k < n ? k / vocab : (k - n) / 2;
           const std::int64_t t = static_cast<const std::int64_t*>(target.host())[row];
           const bool ignored = t == kCrossEntropyIgnoreIndex;
           if (!ignored && row != cached_row) {
-            s = row_statistics(logits, row, vocab, o);
+            widen_into(row_values, logits.dtype(), logits.host(), row * vocab, vocab);
+            for (double& x : row_values) x = o.capped(x);
+            s = row_statistics(row_values, o);
             cached_row = row;
           }
           if (k < n) {
             const std::int64_t j = k % vocab;
-            const double x = o.capped(logits.host_value(k));
-            const Gradient g =
-                ignored ? Gradient{0, 0}
-                        : gradient(x, (x - s.max) - s.log_sum, s.sum_error + 2 * (std::log(vocab) + 1) * kFp32Unit,
-                                   s.lse, s.lse_error, s.max, j, t, o, vocab, 1.0);
+            Gradient g{0, 0};
+            if (!ignored) {
+              const double x = row_values[static_cast<std::size_t>(j)];
+              g = gradient(x, (x - s.max) - s.log_sum, s.sum_error + sum_relative_extra, s.lse, s.lse_error, s.max, j,
+                           t, o, vocab, 1.0);
+            }
             dlogits.add(b, k, g.value, g.error);
             continue;
           }
@@ -179,7 +185,7 @@ Comparison check_forward(const CheckContext& c) {
           if (ignored) {
             (is_loss ? loss_out : lse_out).add(b, row, 0, 0);
           } else if (is_loss) {
-            const double c_target = o.capped(logits.host_value(row * vocab + t));
+            const double c_target = row_values[static_cast<std::size_t>(t)];
             const double z_term = o.z_loss * s.lse * s.lse;
             const double ref = s.lse - (1 - o.smoothing) * c_target - o.smoothing * s.sum_x / vocab + z_term;
             const double bound =
