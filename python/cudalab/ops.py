@@ -255,6 +255,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 torch.ops.cudalab.gemm_(dw, transposed, chunk, 1.0, 1.0, False)
             if need_b:
                 db += dlogits.sum(0, dtype=torch.float32)
+            del dlogits  # before the next chunk's logits exist: one chunk's pair at most, not three buffers
         total = losses.sum()
         ctx.save_for_backward(dx, dw, db)
         ctx.bias_dtype = bias.dtype if bias is not None else None
