@@ -31,12 +31,12 @@ CrossEntropyOptions options_of(std::int64_t ignore_index, double label_smoothing
   return {ignore_index, static_cast<float>(label_smoothing), static_cast<float>(z_loss), static_cast<float>(softcap)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> cross_entropy(const at::Tensor& logits, const at::Tensor& target,
-                                                             std::int64_t ignore_index, double label_smoothing,
-                                                             bool with_gradient,
-                                                             const c10::optional<at::Tensor>& grad_scale, double z_loss,
-                                                             double softcap) {
-  constexpr const char* op = "cross_entropy";
+// The loss and lse of each row, and the gradient into `dlogits` (an undefined tensor: none; the
+// logits themselves: over them).
+std::pair<at::Tensor, at::Tensor> loss_and_gradient(const char* op, const at::Tensor& logits, const at::Tensor& target,
+                                                    std::int64_t ignore_index, double label_smoothing,
+                                                    at::Tensor& dlogits, const c10::optional<at::Tensor>& grad_scale,
+                                                    double z_loss, double softcap) {
   const auto [rows, vocab] = check_logits_and_target(op, logits, target);
   if (grad_scale.has_value()) {
     check_tensor(op, "grad_scale", *grad_scale, logits.device(), at::kFloat, {at::kFloat});
@@ -46,17 +46,38 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> cross_entropy(const at::Tensor& l
   const c10::cuda::CUDAGuard guard(logits.device());
   at::Tensor loss = at::empty({rows}, logits.options().dtype(at::kFloat));
   at::Tensor lse = at::empty({rows}, logits.options().dtype(at::kFloat));
-  at::Tensor dlogits = with_gradient ? at::empty_like(logits) : at::empty({0}, logits.options());
   with_element_type<CrossEntropyElements>(logits, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
       cudalab::cross_entropy(data<T>(logits), data<std::int64_t>(target), rows, vocab, mutable_data<float>(loss),
-                             mutable_data<float>(lse), with_gradient ? mutable_data<T>(dlogits) : nullptr,
+                             mutable_data<float>(lse), dlogits.defined() ? mutable_data<T>(dlogits) : nullptr,
                              grad_scale.has_value() ? data<float>(*grad_scale) : nullptr,
                              options_of(ignore_index, label_smoothing, z_loss, softcap), current_stream(logits));
     });
   });
-  return {loss, lse, dlogits};
+  return {loss, lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> cross_entropy(const at::Tensor& logits, const at::Tensor& target,
+                                                             std::int64_t ignore_index, double label_smoothing,
+                                                             bool with_gradient,
+                                                             const c10::optional<at::Tensor>& grad_scale, double z_loss,
+                                                             double softcap) {
+  at::Tensor dlogits = with_gradient ? at::empty_like(logits) : at::Tensor();
+  auto [loss, lse] = loss_and_gradient("cross_entropy", logits, target, ignore_index, label_smoothing, dlogits,
+                                       grad_scale, z_loss, softcap);
+  return {loss, lse, with_gradient ? dlogits : at::empty({0}, logits.options())};
+}
+
+// The loss and lse of each row, the logits replaced by their gradient: one buffer of [rows, vocab]
+// where the out-of-place call needs two (linear_cross_entropy's chunks).
+std::tuple<at::Tensor, at::Tensor> cross_entropy_(at::Tensor logits, const at::Tensor& target,
+                                                  std::int64_t ignore_index, double label_smoothing,
+                                                  const c10::optional<at::Tensor>& grad_scale, double z_loss,
+                                                  double softcap) {
+  auto [loss, lse] = loss_and_gradient("cross_entropy_", logits, target, ignore_index, label_smoothing, logits,
+                                       grad_scale, z_loss, softcap);
+  return {loss, lse};
 }
 
 at::Tensor cross_entropy_backward(const at::Tensor& logits, const at::Tensor& target, const at::Tensor& lse,
@@ -106,6 +127,10 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
             "cross_entropy(Tensor logits, Tensor target, int ignore_index, float label_smoothing, bool with_gradient, "
             "Tensor? grad_scale, float z_loss=0., float softcap=0.) -> (Tensor, Tensor, Tensor)",
             &cross_entropy, CrossEntropyElements{});
+  define_op(m,
+            "cross_entropy_(Tensor(a!) logits, Tensor target, int ignore_index, float label_smoothing, "
+            "Tensor? grad_scale, float z_loss=0., float softcap=0.) -> (Tensor, Tensor)",
+            &cross_entropy_, CrossEntropyElements{});
   define_op(m,
             "cross_entropy_backward(Tensor logits, Tensor target, Tensor lse, Tensor dloss, int ignore_index, "
             "float label_smoothing, float z_loss=0., float softcap=0.) -> Tensor",

@@ -13,7 +13,8 @@
 // otherwise gives that row a NaN loss and gradient (the device cannot throw; PyTorch asserts).
 // Device pointers aligned to their element; the logits' rows move in 16-byte accesses over their
 // 16-byte aligned middle (where dlogits lies as far from a 16-byte boundary as the logits). Outputs
-// must not overlap inputs or each other. Asynchronous on `stream`; rows == 0 does nothing. Throws
+// must not overlap inputs or each other, except that cross_entropy's dlogits may be the logits
+// themselves (the gradient written over them, in place). Asynchronous on `stream`; rows == 0 does nothing. Throws
 // cudalab::Error: invalid_argument for negative sizes, vocab == 0 with rows > 0, a null or
 // misaligned pointer, overlapping outputs, label smoothing outside [0, 1], or a negative or
 // non-finite softcap or z-loss weight; cuda when a launch fails.

@@ -183,10 +183,10 @@ def linear_cross_entropy(
     fused linear cross-entropy does. x [..., hidden], weight [vocab, hidden], bias [vocab] or None,
     target [...] int64; float32, float16 or bfloat16 (the autocast dtype under ``torch.autocast``);
     reduction ``"mean"`` or ``"sum"``; ``z_loss`` and ``softcap`` as :func:`cross_entropy`'s.
-    Memory beyond the gradients: one chunk's logits and their gradient. ``chunk_rows`` defaults to
-    an eighth of the tokens, at least 1024 rows, in chunks long enough for the weight's gradient
-    (read and written once a chunk) to stay a small part of the time: a quarter of the logits'
-    memory from 4096 tokens up. The graph takes one backward."""
+    Memory beyond the gradients: one chunk's logits, their gradient written over them.
+    ``chunk_rows`` defaults to an eighth of the tokens, at least 1024 rows, in chunks long enough for
+    the weight's gradient (read and written once a chunk) to stay a small part of the time: an
+    eighth of the logits' memory from 8192 tokens up. The graph takes one backward."""
     if reduction not in ("mean", "sum"):
         raise ValueError(f"cudalab.linear_cross_entropy: reduction must be 'mean' or 'sum', got {reduction!r}")
     if weight.dim() != 2 or x.dim() < 1 or x.shape[-1] != weight.shape[1]:
@@ -243,9 +243,15 @@ class _LinearCrossEntropy(torch.autograd.Function):
             chunk = x[start:end]
             with_bias = bias.expand(end - start, vocab) if bias is not None else None
             logits = torch.ops.cudalab.gemm(chunk, head, with_bias, 1.0, 1.0 if bias is not None else 0.0, not fp32)
-            loss, _, dlogits = torch.ops.cudalab.cross_entropy(
-                logits, target[start:end], ignore_index, label_smoothing, with_gradient, scale, z_loss, softcap
-            )
+            if with_gradient:  # the gradient written over the logits: one chunk-sized buffer
+                loss, _ = torch.ops.cudalab.cross_entropy_(
+                    logits, target[start:end], ignore_index, label_smoothing, scale, z_loss, softcap
+                )
+                dlogits = logits
+            else:
+                loss, _, dlogits = torch.ops.cudalab.cross_entropy(
+                    logits, target[start:end], ignore_index, label_smoothing, False, scale, z_loss, softcap
+                )
             losses[start:end] = loss
             del logits
             if need_x:  # dx = dlogits W: [rows, vocab] @ [vocab, hidden]
@@ -255,7 +261,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 torch.ops.cudalab.gemm_(dw, transposed, chunk, 1.0, 1.0, False)
             if need_b:
                 db += dlogits.sum(0, dtype=torch.float32)
-            del dlogits  # before the next chunk's logits exist: one chunk's pair at most, not three buffers
+            del dlogits  # before the next chunk's logits are made
         total = losses.sum()
         ctx.save_for_backward(dx, dw, db)
         ctx.bias_dtype = bias.dtype if bias is not None else None
@@ -624,6 +630,12 @@ def _(logits, target, ignore_index, label_smoothing, with_gradient, grad_scale, 
     rows = logits.new_empty(logits.shape[:1], dtype=torch.float32)
     dlogits = torch.empty_like(logits) if with_gradient else logits.new_empty((0,))
     return rows, torch.empty_like(rows), dlogits
+
+
+@torch.library.register_fake("cudalab::cross_entropy_")
+def _(logits, target, ignore_index, label_smoothing, grad_scale, z_loss=0.0, softcap=0.0):
+    rows = logits.new_empty(logits.shape[:1], dtype=torch.float32)
+    return rows, torch.empty_like(rows)
 
 
 @torch.library.register_fake("cudalab::cross_entropy_backward")

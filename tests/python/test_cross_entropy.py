@@ -22,6 +22,8 @@ REL_L2 = {torch.float32: 1e-5, torch.bfloat16: 4e-3, torch.float16: 1e-3}
 SCHEMAS = {
     "cross_entropy": "cudalab::cross_entropy(Tensor logits, Tensor target, int ignore_index, float label_smoothing, "
     "bool with_gradient, Tensor? grad_scale, float z_loss=0., float softcap=0.) -> (Tensor, Tensor, Tensor)",
+    "cross_entropy_": "cudalab::cross_entropy_(Tensor(a!) logits, Tensor target, int ignore_index, "
+    "float label_smoothing, Tensor? grad_scale, float z_loss=0., float softcap=0.) -> (Tensor, Tensor)",
     "cross_entropy_backward": "cudalab::cross_entropy_backward(Tensor logits, Tensor target, Tensor lse, "
     "Tensor dloss, int ignore_index, float label_smoothing, float z_loss=0., float softcap=0.) -> Tensor",
     "cross_entropy_scale_gradient_": "cudalab::cross_entropy_scale_gradient_(Tensor(a!) dlogits, Tensor dloss) -> ()",
@@ -161,6 +163,21 @@ def test_fused_gradient_equals_the_gradient_from_lse(dtype):
     assert torch.equal(alone, loss) and torch.equal(lse_alone, lse)
 
 
+# Rows the library sends to each rung: resident (two blocks fit an SM), online_vectorized (a row too
+# wide for resident), persistent (fewer than two rows an SM); an unaligned vocab in each.
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows, vocab", [(640, 4097), (640, 50257), (320, 128256), (40, 32000), (7, 1)])
+def test_gradient_over_the_logits_equals_the_gradient_beside_them(dtype, rows, vocab):
+    logits, target = inputs(rows, vocab, dtype)
+    scale = torch.full((1,), 0.5, device="cuda")
+    loss, lse, dlogits = torch.ops.cudalab.cross_entropy(logits, target, -100, 0.1, True, scale, 1e-4)
+    in_place = logits.clone()
+    loss_, lse_ = torch.ops.cudalab.cross_entropy_(in_place, target, -100, 0.1, scale, 1e-4)
+    assert torch.equal(loss_, loss) and torch.equal(lse_, lse)
+    assert torch.equal(in_place, dlogits)
+
+
 @requires_cuda
 def test_every_row_ignored_gives_nan_mean_and_zero_gradient():
     logits, target = inputs(4, 100, torch.float32)
@@ -212,6 +229,7 @@ def test_opcheck(dtype):
     torch.library.opcheck(torch.ops.cudalab.cross_entropy_backward.default, (logits, target, lse, dloss, -100, 0.1))
     scale = torch.full((1,), 0.5, device="cuda")
     torch.library.opcheck(torch.ops.cudalab.cross_entropy_scale_gradient_.default, (logits.clone(), scale))
+    torch.library.opcheck(torch.ops.cudalab.cross_entropy_.default, (logits.clone(), target, -100, 0.1, scale))
 
 
 @requires_cuda

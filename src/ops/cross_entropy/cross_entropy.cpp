@@ -39,13 +39,16 @@ void cross_entropy(const T* logits, const std::int64_t* target, std::int64_t row
                    float* lse, T* dlogits, const float* grad_scale, const CrossEntropyOptions& options,
                    cudaStream_t stream) {
   const std::int64_t n = check_shape("cross_entropy", rows, vocab, options);
+  // The gradient may lie exactly over the logits (in place): every rung reads an element before its
+  // thread writes it, and the target's logit before any thread writes. Any other overlap is refused.
+  const bool in_place = dlogits != nullptr && static_cast<const void*>(dlogits) == static_cast<const void*>(logits);
   require_arrays("cross_entropy",
                  {{logits, n, sizeof(T), "logits"},
                   {target, rows, sizeof(std::int64_t), "target"},
                   {grad_scale, grad_scale != nullptr && rows > 0 ? 1 : 0, sizeof(float), "grad_scale"}},
                  {{loss, rows, sizeof(float), "loss"},
                   {lse, rows, sizeof(float), "lse"},
-                  {dlogits, dlogits != nullptr ? n : 0, sizeof(T), "dlogits"}});
+                  {dlogits, dlogits != nullptr && !in_place ? n : 0, sizeof(T), "dlogits"}});
   v::CrossEntropyArgs<T> args;
   args.logits = logits, args.target = target, args.loss = loss, args.lse = lse;
   args.dlogits = dlogits, args.grad_scale = grad_scale, args.rows = rows, args.vocab = vocab;

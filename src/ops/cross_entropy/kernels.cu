@@ -215,12 +215,14 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
     }
     softmax_variants::accumulate(stats, v);
   }
+  // The target's logit is read before the block's reductions: past them other threads write the
+  // gradient, which may lie over the logits (in place).
+  const bool valid = 0 <= target && target < p.vocab;
+  const float c_target = thread == 0 && valid ? capped<kCapped>(to_float(x[target]), p.softcap) : NAN;
   stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
   if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
   const float lse = stats.max + logf(stats.sum);
-  const bool valid = 0 <= target && target < p.vocab;
   if (thread == 0) {
-    const float c_target = valid ? capped<kCapped>(to_float(x[target]), p.softcap) : NAN;
     const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
     p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
     p.lse[row] = lse;
