@@ -95,8 +95,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                    "(memory, transfers); repeatable")
       ->allow_extra_args(false);
   bench->add_flag("--resume", bench_args.resume,
-                  "Keep the records of the results file from an earlier, unfinished run of this build on this GPU, "
-                  "and run only what it lacks");
+                  "Keep the records of the results file from an earlier, unfinished run of this build on this GPU "
+                  "or another card of its model (the file records where the run was taken up), and run only what "
+                  "it lacks");
 
   ReportArgs report_args;
   auto* report = app.add_subcommand("report",

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -129,6 +130,16 @@ std::string reader_command(const harness::Provenance& p) {
   return command;
 }
 
+// " Resumed on <date> from record N (on another card of this model, <uuid>); ...", or "".
+std::string resumptions_text(const harness::Provenance& p) {
+  std::string text;
+  for (const harness::Resumption& r : p.resumed) {
+    text += (text.empty() ? " Resumed on " : "; on ") + r.date_utc + " from record " + std::to_string(r.first_record);
+    if (r.gpu_uuid != p.gpu_uuid) text += " (on another card of this model, " + r.gpu_uuid + ")";
+  }
+  return text.empty() ? text : text + ".";
+}
+
 std::string provenance_line(const harness::Provenance& p) {
   return "Measured on " + p.gpu_name + " (" + std::to_string(p.sm_count) + " SMs, sm_" +
          std::to_string(p.compute_capability) + ", driver " + (p.driver_version.empty() ? "?" : p.driver_version) +
@@ -137,7 +148,7 @@ std::string provenance_line(const harness::Provenance& p) {
          (p.torch_version.empty() ? "" : ", PyTorch " + p.torch_version) + ") at cudalab commit `" +
          p.commit.substr(0, 12) + "`" + (p.dirty ? " (with uncommitted changes)" : "") + " on " + p.date_utc +
          ", command `" + reader_command(p) + "`; SM clock " + std::to_string(p.sm_clock_mhz_start) + " MHz at start, " +
-         std::to_string(p.sm_clock_mhz_end) + " MHz at end.";
+         std::to_string(p.sm_clock_mhz_end) + " MHz at end." + resumptions_text(p);
 }
 
 // The best verified non-broken variant of each configuration at its largest size, beside its
@@ -524,28 +535,30 @@ int command_run(const RunArgs& args, Context& context) {
 
 namespace {
 
-// What an unfinished results file at `path` already holds, for bench --resume: its records and
-// experiments, kept only when the same build (commit, uncommitted changes) ran them on the same
-// GPU; a missing file is an empty start.
+// What an unfinished results file at `path` already holds, for bench --resume: its records,
+// experiments, provenance and ceilings, kept when the same build ran them on the same model of GPU
+// (harness::resume_refusal); a missing file is an empty start.
 struct EarlierRun {
   std::vector<Record> records;
   nlohmann::json experiments = nlohmann::json::array();
+  std::optional<harness::Provenance> provenance;
+  harness::Ceilings ceilings;
 };
 EarlierRun earlier_run(const std::string& path, const harness::Provenance& now) {
   EarlierRun earlier;
   if (!std::filesystem::exists(path)) return earlier;
   const nlohmann::json results = harness::read_json_file(path);
-  const auto then = results.value("provenance", nlohmann::json::object()).get<harness::Provenance>();
   const auto refuse = [&](const std::string& why) {
     throw Error(ErrorKind::invalid_argument, "cannot resume " + path + ": " + why + "; move it aside or drop --resume",
                 __FILE__, __LINE__);
   };
   if (results.value("schema", "") != harness::kResultsSchema) refuse("it is not a results file of this version");
-  if (then.gpu_uuid != now.gpu_uuid) refuse("it was measured on another GPU (" + then.gpu_name + ")");
-  if (then.commit != now.commit || then.dirty != now.dirty)
-    refuse("another build wrote it (commit " + then.commit + (then.dirty ? " with uncommitted changes" : "") + ")");
+  const auto then = results.value("provenance", nlohmann::json::object()).get<harness::Provenance>();
+  if (const std::string why = harness::resume_refusal(then, now); !why.empty()) refuse(why);
   earlier.records = results.value("records", nlohmann::json::array()).get<std::vector<Record>>();
   earlier.experiments = results.value("experiments", nlohmann::json::array());
+  earlier.provenance = then;
+  earlier.ceilings = results.value("ceilings", nlohmann::json::object()).get<harness::Ceilings>();
   return earlier;
 }
 
@@ -579,6 +592,18 @@ int command_bench(const BenchArgs& args, Context& context) {
   EarlierRun earlier = args.resume ? earlier_run(path, provenance) : EarlierRun{};
   std::vector<Record> all = std::move(earlier.records);
   nlohmann::json experiments = std::move(earlier.experiments);
+  // A continued run keeps its start's provenance and ceilings, and records where it was taken up:
+  // on another card of the model, its records' roofline fractions are of that card's ceilings.
+  if (earlier.provenance) {
+    const harness::Resumption resumption{provenance.gpu_uuid, provenance.hostname, provenance.date_utc,
+                                         static_cast<std::int64_t>(all.size()),
+                                         static_cast<std::int64_t>(experiments.size())};
+    provenance = *earlier.provenance;
+    provenance.resumed.push_back(resumption);
+    if (resumption.gpu_uuid != provenance.gpu_uuid)
+      context.err << "resuming on another card of this model (" << resumption.gpu_uuid << "; the run began on "
+                  << provenance.gpu_uuid << "): the file records from which record on" << std::endl;
+  }
   std::vector<std::string> done;
   for (const Record& r : all) done.push_back(problem_id(r.op, r.problem, r.distribution));
   const auto is_done = [&](const std::string& id) { return std::find(done.begin(), done.end(), id) != done.end(); };
@@ -594,6 +619,7 @@ int command_bench(const BenchArgs& args, Context& context) {
   const harness::Ceilings ceilings =
       probe::ceilings_for(device, true, progress_printer(context, probe::measurement_count()));
   context.out << device_line(device, ceilings) << "\n";
+  const harness::Ceilings& file_ceilings = earlier.provenance ? earlier.ceilings : ceilings;
 
   int steps = 0;
   for (const auto& e : registry.experiments()) steps += chosen(e.name, e.op) && !experiment_done(e.name);
@@ -610,7 +636,7 @@ int command_bench(const BenchArgs& args, Context& context) {
   // run that stops (power, a full disk, a fault) keeps what it measured, and --resume goes on.
   const auto write = [&](bool complete) {
     harness::record_end_clocks(provenance, device);
-    nlohmann::json results = harness::make_results(provenance, ceilings, all, experiments);
+    nlohmann::json results = harness::make_results(provenance, file_ceilings, all, experiments);
     results["complete"] = complete;
     harness::write_json_file(path, results);
     return results;

@@ -51,4 +51,13 @@ void record_end_clocks(Provenance& provenance, const DeviceInfo& device) {
   provenance.memory_clock_mhz_end = nvml.memory_clock_mhz;
 }
 
+std::string resume_refusal(const Provenance& then, const Provenance& now) {
+  if (then.commit != now.commit || then.dirty != now.dirty)
+    return "another build wrote it (commit " + then.commit + (then.dirty ? " with uncommitted changes" : "") + ")";
+  if (then.gpu_name != now.gpu_name || then.compute_capability != now.compute_capability ||
+      then.sm_count != now.sm_count || then.memory_gib != now.memory_gib)
+    return "it was measured on another model of GPU (" + then.gpu_name + ", " + std::to_string(then.sm_count) + " SMs)";
+  return "";
+}
+
 }  // namespace cudalab::harness

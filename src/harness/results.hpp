@@ -3,6 +3,7 @@
 // generated from such a file.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,16 @@ namespace cudalab::harness {
 
 // Version 2 keys records by problem (dims, dtype, parameters) instead of element count.
 inline constexpr const char* kResultsSchema = "cudalab-results/2";
+
+// A run continued by `bench --resume`: on which card (this one, or another of the same model),
+// when, and from which record and experiment on.
+struct Resumption {
+  std::string gpu_uuid;
+  std::string hostname;
+  std::string date_utc;
+  std::int64_t first_record = 0;
+  std::int64_t first_experiment = 0;
+};
 
 struct Provenance {
   std::string cudalab_version;
@@ -37,8 +48,14 @@ struct Provenance {
   std::string date_utc;  // ISO 8601
   std::string command_line;
   std::string hostname;
-  std::string torch_version;  // set by the PyTorch package's benchmark (python -m cudalab.bench)
+  std::string torch_version;        // set by the PyTorch package's benchmark (python -m cudalab.bench)
+  std::vector<Resumption> resumed;  // in order; the fields above are the run's start
 };
+
+// Why a results file written under `then` may not be continued under `now`, or "" where it may:
+// the same build (commit, uncommitted changes) on the same model of GPU (name, compute
+// capability, SMs, memory). Another card of that model is allowed, and recorded as a Resumption.
+std::string resume_refusal(const Provenance& then, const Provenance& now);
 
 // "cudalab 0.1.0, commit <sha>[ with uncommitted changes]": what `cudalab --version` prints and
 // logs start with.
@@ -77,11 +94,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Ceilings, copy_kernel_gbps, memc
                                                 launch_throughput_us, peer_gpus, peer_gbps, peer_bidirectional_gbps,
                                                 peer_latency_us, datasheet_dram_gbps, datasheet_fp32_tflops,
                                                 datasheet_bf16_tflops, datasheet_pcie_gbps)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Resumption, gpu_uuid, hostname, date_utc, first_record,
+                                                first_experiment)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Provenance, cudalab_version, commit, dirty, gpu_name, gpu_uuid,
                                                 compute_capability, sm_count, memory_gib, driver_version,
                                                 driver_cuda_version, runtime_cuda_version, max_sm_clock_mhz,
                                                 sm_clock_mhz_start, memory_clock_mhz_start, sm_clock_mhz_end,
-                                                memory_clock_mhz_end, date_utc, command_line, hostname, torch_version)
+                                                memory_clock_mhz_end, date_utc, command_line, hostname, torch_version,
+                                                resumed)
 
 // {"dtype": "f32", "dims": [{"name": "n", "size": 1024}], "params": [...], "key": "..."}: the key
 // is written for readers and lookups; reading rebuilds the problem from its parts.

@@ -131,6 +131,43 @@ TEST(ResultsJson, ProvenanceAndCeilingsRoundTrip) {
   EXPECT_DOUBLE_EQ(c_back.launch_latency_us, 7.25);
 }
 
+TEST(ResultsJson, ResumptionsRoundTrip) {
+  Provenance p;
+  p.gpu_uuid = "GPU-a";
+  p.resumed.push_back({"GPU-b", "host2", "2026-11-28T00:10:00Z", 1846, 0});
+  const Provenance back = nlohmann::json(p).get<Provenance>();
+  ASSERT_EQ(back.resumed.size(), 1u);
+  EXPECT_EQ(back.resumed[0].gpu_uuid, "GPU-b");
+  EXPECT_EQ(back.resumed[0].hostname, "host2");
+  EXPECT_EQ(back.resumed[0].first_record, 1846);
+  EXPECT_TRUE(nlohmann::json(Provenance{}).get<Provenance>().resumed.empty());
+}
+
+// A run continues under the same build on any card of the same model, and nowhere else.
+TEST(ResultsJson, ResumeNeedsTheSameBuildAndModelOfGpu) {
+  Provenance then;
+  then.commit = "abc";
+  then.gpu_name = "NVIDIA H100 80GB HBM3";
+  then.gpu_uuid = "GPU-a";
+  then.compute_capability = 90;
+  then.sm_count = 132;
+  then.memory_gib = 79.2;
+  Provenance now = then;
+  EXPECT_EQ(resume_refusal(then, now), "");
+  now.gpu_uuid = "GPU-b";  // another card of the model
+  EXPECT_EQ(resume_refusal(then, now), "");
+  Provenance other_build = now;
+  other_build.dirty = true;
+  EXPECT_NE(resume_refusal(then, other_build).find("another build"), std::string::npos);
+  Provenance other_model = now;
+  other_model.gpu_name = "NVIDIA H200";
+  other_model.memory_gib = 139.8;
+  EXPECT_NE(resume_refusal(then, other_model).find("another model of GPU"), std::string::npos);
+  Provenance fewer_sms = now;
+  fewer_sms.sm_count = 114;
+  EXPECT_NE(resume_refusal(then, fewer_sms), "");
+}
+
 TEST(ResultsJson, MissingKeysTakeDefaults) {
   const Record r = nlohmann::json{{"op", "vecadd"}, {"variant", "x"}}.get<Record>();
   EXPECT_EQ(r.outcome, Outcome::skipped);
