@@ -25,12 +25,18 @@
 //                      reductions and stores, so reads and writes stay in flight together. Costs: two
 //                      rows of shared memory (vocab 57,000 in bf16 on an H100, 28,000 in f32), the
 //                      first row of each block not hidden.
-// Ignored rows skip the online pass: loss 0, lse 0, a gradient of zeros.
+// Ignored rows skip the online pass: loss 0, lse 0, a gradient of zeros. Where registers allow
+// (resident, and the 1024-thread rungs) a row whose exponentials all stay above 2^-125 writes its
+// gradient in a short form: one exponential by ex2.approx and one fused multiply-add an element, the
+// target's share added by the thread that holds it (21 instructions an element to 11 in resident's
+// bf16 gradient loop); 16-bit gradients go out in 16-byte stores in every rung.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
+#include "core/fast_math.cuh"
 #include "core/launch.cuh"
 #include "core/launch_attributes.hpp"
 #include "core/mma_sync.cuh"
@@ -115,22 +121,35 @@ struct RowGradient {
   float softcap;
   std::int64_t target;
   bool zero;
+  // An uncapped row none of whose exponentials falls below 2^-125 (its range at most 125 / log2 e)
+  // takes the short form: weight 2^((x - max) log2 e) + (minus_target or
+  // minus_spread), weight = scale (1 + 2 z lse) / sum, the exponential by ex2.approx, which flushes
+  // only results that cannot occur there. Three fewer multiplies and exp2f's range scaling an element.
+  bool short_form;
+  float weight, minus_spread, minus_target;
 };
 
 // A row's gradient constants from the loss's options (either direction's arguments): p taken as
 // exp(c - max) * inverse_sum, 1 + 2 z lse, e / vocab and 1 - e.
 template <typename Args>
 __device__ __forceinline__ RowGradient row_gradient(const Args& p, float max, float inverse_sum, float scale, float lse,
-                                                    std::int64_t target, bool zero) {
+                                                    std::int64_t target, bool zero, bool short_form = false) {
+  const float p_factor = 1.0f + 2.0f * p.z_loss * lse;
+  const float spread = p.label_smoothing / static_cast<float>(p.vocab);
+  const float on_target = 1.0f - p.label_smoothing;
   return {max,
           inverse_sum,
           scale,
-          1.0f + 2.0f * p.z_loss * lse,
-          p.label_smoothing / static_cast<float>(p.vocab),
-          1.0f - p.label_smoothing,
+          p_factor,
+          spread,
+          on_target,
           p.softcap,
           target,
-          zero};
+          zero,
+          short_form,
+          scale * p_factor * inverse_sum,
+          -(scale * spread),
+          -(scale * (spread + on_target))};
 }
 
 // One logit's gradient, as RowGradient says (its `zero` aside).
@@ -146,8 +165,42 @@ __device__ __forceinline__ float gradient_of(float x_j, bool is_target, const Ro
   return g.scale * (dc * (1.0f - ratio * ratio));
 }
 
-// Row `row`'s gradient, step by step, as RowGradient says.
-template <typename T, int kPack, int kThreads, bool kCapped>
+// A step's gradient values rounded to T and stored as load_fragment read them (dx is global memory).
+// A 16-bit vector goes out as four words rounded in pairs through one 16-byte store: built element
+// by element, or from the pair conversions (inline assembly in cuda_bf16.h), it reached the PTX as
+// four 4-byte stores.
+template <int kPack, int kThreads, typename T, int kStep>
+__device__ __forceinline__ void store_gradient(T* row, int count, int thread, const float (&v)[kStep]) {
+  if constexpr (kPack == 8 && (std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>)) {
+#pragma unroll
+    for (int k = 0; k < kStep / kPack; ++k) {
+      const int offset = (k * kThreads + thread) * kPack;
+      if (offset >= count) continue;
+      std::uint32_t words[4];
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        if constexpr (std::is_same_v<T, __half>) {
+          const __half2 pair = __floats2half2_rn(v[k * kPack + 2 * w], v[k * kPack + 2 * w + 1]);
+          memcpy(&words[w], &pair, sizeof words[w]);
+        } else {
+          const __nv_bfloat162 pair = __floats2bfloat162_rn(v[k * kPack + 2 * w], v[k * kPack + 2 * w + 1]);
+          memcpy(&words[w], &pair, sizeof words[w]);
+        }
+      }
+      // st.global with no cache operator: __stwb's .wb came out as a strong (ordered) store.
+      asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(row + offset), "r"(words[0]), "r"(words[1]),
+                   "r"(words[2]), "r"(words[3])
+                   : "memory");
+    }
+  } else {
+    softmax_variants::store_fragment<kPack>(row, count, thread, kThreads, v);
+  }
+}
+
+// Row `row`'s gradient, step by step, as RowGradient says. kShortForm: the kernel has the short
+// form's loop as well (rows whose g.short_form holds take it); where registers are capped at 40
+// (three blocks of 512 reading the row from memory) the second loop spilled, so those go without.
+template <typename T, int kPack, int kThreads, bool kCapped, bool kShortForm = false>
 __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t vocab, const RowGradient& g) {
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
@@ -164,11 +217,26 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
       for (int i = 0; i < kStep; ++i) v[i] = 0.0f;
     } else {
       softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
-      const std::int64_t target = g.target - body.head - base;  // the target's column in this step
+      // The target's column in this step, in 32 bits (-1: not in it).
+      const std::int64_t step_target = g.target - body.head - base;
+      const int target = step_target >= 0 && step_target < kBlockStep ? static_cast<int>(step_target) : -1;
+      if (kShortForm && g.short_form) {
 #pragma unroll
-      for (int i = 0; i < kStep; ++i) v[i] = gradient(v[i], column_of<kPack>(i, thread, kThreads) == target);
+        for (int i = 0; i < kStep; ++i) v[i] = fmaf(g.weight, fast_exp2((v[i] - g.max) * kLog2e), g.minus_spread);
+        // The target's share, by the one thread holding its column (column_of inverted): one
+        // comparison a step for the others instead of one an element.
+        if (target >= 0 && (target / kPack) % kThreads == thread) {
+          const int held = target / (kPack * kThreads) * kPack + target % kPack;  // its value's index here
+#pragma unroll
+          for (int i = 0; i < kStep; ++i)
+            if (i == held) v[i] += g.minus_target - g.minus_spread;
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kStep; ++i) v[i] = gradient(v[i], column_of<kPack>(i, thread, kThreads) == target);
+      }
     }
-    softmax_variants::store_fragment<kPack>(dx + body.head + base, count, thread, kThreads, v);
+    store_gradient<kPack, kThreads>(dx + body.head + base, count, thread, v);
   }
 }
 
@@ -184,8 +252,11 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
                                                       bool smoothing, RowStats* stats_scratch, float* sum_scratch) {
   constexpr int kStep = 2 * kVector16<T>;  // values a thread loads a step, vectors or not
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
+  // The short form where the kernel's registers allow its loop (write_gradient).
+  constexpr bool kShortForm = !kCapped && kPack > 1 && (kKeepCopy || kThreads == 1024);
   RowStats stats{-INFINITY, 0.0f};
   float sum_x = 0.0f;
+  float low = INFINITY;  // the row's least logit (uncapped kernels: whether the short form holds)
   const RowBody body = row_body<kPack>(x, p.vocab);
   const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
   if (edge >= 0) {
@@ -193,6 +264,7 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
     const float v[1] = {capped<kCapped>(to_float(x[edge]), p.softcap)};
     softmax_variants::accumulate(stats, v);
     sum_x += v[0];
+    if constexpr (kShortForm) low = v[0];
   }
   for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
     const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
@@ -213,6 +285,16 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
       for (int i = 0; i < kStep; ++i)
         if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
     }
+    if constexpr (kShortForm) {
+      if (count == kBlockStep) {  // every column present: no padding to leave out
+#pragma unroll
+        for (int i = 0; i < kStep; ++i) low = fminf(low, v[i]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kStep; ++i)
+          if (column_of<kPack>(i, thread, kThreads) < count) low = fminf(low, v[i]);
+      }
+    }
     softmax_variants::accumulate(stats, v);
   }
   // The target's logit is read before the block's reductions: past them other threads write the
@@ -221,6 +303,8 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
   const float c_target = thread == 0 && valid ? capped<kCapped>(to_float(x[target]), p.softcap) : NAN;
   stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
   if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
+  // The least logit as the greatest negated one (the reductions take a max).
+  if constexpr (kShortForm) low = -block_all_reduce(-low, -INFINITY, MaxOf{}, sum_scratch);
   const float lse = stats.max + logf(stats.sum);
   if (thread == 0) {
     const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
@@ -229,8 +313,12 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
   }
   if (p.dlogits != nullptr) {
     const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
-    const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false);
-    write_gradient<T, kPack, kThreads, kCapped>(kKeepCopy ? copy : x, p.dlogits + row * p.vocab, p.vocab, g);
+    // No exponential of the row falls below 2^-125 (a margin for the argument's rounding), so
+    // ex2.approx flushes none; a row holding -inf or NaN takes the long form.
+    const bool short_form = kShortForm && (stats.max - low) * kLog2e <= 125.0f;
+    const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false, short_form);
+    write_gradient<T, kPack, kThreads, kCapped, kShortForm>(kKeepCopy ? copy : x, p.dlogits + row * p.vocab, p.vocab,
+                                                            g);
   }
 }
 
