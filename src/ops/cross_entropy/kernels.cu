@@ -26,7 +26,8 @@
 //                      rows of shared memory (vocab 57,000 in bf16 on an H100, 28,000 in f32), the
 //                      first row of each block not hidden.
 // Ignored rows skip the online pass: loss 0, lse 0, a gradient of zeros. Where registers allow
-// (resident, and the 1024-thread rungs) a row whose exponentials all stay above 2^-125 writes its
+// (resident, and the 1024-thread rungs) a row whose weight makes the flush of tiny exponentials
+// invisible (kShortFormWeight: every bf16 or fp16 row of a mean over more than 256 rows) writes its
 // gradient in a short form: one exponential by ex2.approx and one fused multiply-add an element, the
 // target's share added by the thread that holds it (21 instructions an element to 11 in resident's
 // bf16 gradient loop); 16-bit gradients go out in 16-byte stores in every rung.
@@ -121,22 +122,33 @@ struct RowGradient {
   float softcap;
   std::int64_t target;
   bool zero;
-  // An uncapped row none of whose exponentials falls below 2^-125 (its range at most 125 / log2 e)
-  // takes the short form: weight 2^((x - max) log2 e) + (minus_target or
-  // minus_spread), weight = scale (1 + 2 z lse) / sum, the exponential by ex2.approx, which flushes
-  // only results that cannot occur there. Three fewer multiplies and exp2f's range scaling an element.
+  // The short form: weight 2^((x - max) log2 e) + (minus_target or minus_spread), weight =
+  // scale (1 + 2 z lse) / sum, the exponential by ex2.approx (results below 2^-126 flushed to 0,
+  // which kShortFormWeight makes invisible): three fewer multiplies and exp2f's range scaling an
+  // element.
   bool short_form;
   float weight, minus_spread, minus_target;
 };
 
+// The largest |weight| for which the short form's flush of exponentials below 2^-126 changes no
+// result rounded to T: weight 2^-126 under half T's smallest subnormal (fp32 2^-150, bf16 2^-134,
+// fp16 2^-25, which no finite weight reaches).
+template <typename T>
+inline constexpr float kShortFormWeight = std::is_same_v<T, float>           ? 0x1p-24f
+                                          : std::is_same_v<T, __nv_bfloat16> ? 0x1p-8f
+                                                                             : 3.4e38f;
+
 // A row's gradient constants from the loss's options (either direction's arguments): p taken as
-// exp(c - max) * inverse_sum, 1 + 2 z lse, e / vocab and 1 - e.
+// exp(c - max) * inverse_sum, 1 + 2 z lse, e / vocab and 1 - e; the short form where the caller
+// allows it and the flush cannot show (kShortFormWeight).
 template <typename Args>
 __device__ __forceinline__ RowGradient row_gradient(const Args& p, float max, float inverse_sum, float scale, float lse,
                                                     std::int64_t target, bool zero, bool short_form = false) {
   const float p_factor = 1.0f + 2.0f * p.z_loss * lse;
   const float spread = p.label_smoothing / static_cast<float>(p.vocab);
   const float on_target = 1.0f - p.label_smoothing;
+  const float weight = scale * p_factor * inverse_sum;
+  using T = std::remove_const_t<std::remove_pointer_t<decltype(p.logits)>>;
   return {max,
           inverse_sum,
           scale,
@@ -146,8 +158,8 @@ __device__ __forceinline__ RowGradient row_gradient(const Args& p, float max, fl
           p.softcap,
           target,
           zero,
-          short_form,
-          scale * p_factor * inverse_sum,
+          short_form && fabsf(weight) <= kShortFormWeight<T>,
+          weight,
           -(scale * spread),
           -(scale * (spread + on_target))};
 }
@@ -256,7 +268,6 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
   constexpr bool kShortForm = !kCapped && kPack > 1 && (kKeepCopy || kThreads == 1024);
   RowStats stats{-INFINITY, 0.0f};
   float sum_x = 0.0f;
-  float low = INFINITY;  // the row's least logit (uncapped kernels: whether the short form holds)
   const RowBody body = row_body<kPack>(x, p.vocab);
   const std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
   if (edge >= 0) {
@@ -264,7 +275,6 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
     const float v[1] = {capped<kCapped>(to_float(x[edge]), p.softcap)};
     softmax_variants::accumulate(stats, v);
     sum_x += v[0];
-    if constexpr (kShortForm) low = v[0];
   }
   for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
     const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
@@ -285,16 +295,6 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
       for (int i = 0; i < kStep; ++i)
         if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
     }
-    if constexpr (kShortForm) {
-      if (count == kBlockStep) {  // every column present: no padding to leave out
-#pragma unroll
-        for (int i = 0; i < kStep; ++i) low = fminf(low, v[i]);
-      } else {
-#pragma unroll
-        for (int i = 0; i < kStep; ++i)
-          if (column_of<kPack>(i, thread, kThreads) < count) low = fminf(low, v[i]);
-      }
-    }
     softmax_variants::accumulate(stats, v);
   }
   // The target's logit is read before the block's reductions: past them other threads write the
@@ -303,8 +303,6 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
   const float c_target = thread == 0 && valid ? capped<kCapped>(to_float(x[target]), p.softcap) : NAN;
   stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
   if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
-  // The least logit as the greatest negated one (the reductions take a max).
-  if constexpr (kShortForm) low = -block_all_reduce(-low, -INFINITY, MaxOf{}, sum_scratch);
   const float lse = stats.max + logf(stats.sum);
   if (thread == 0) {
     const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
@@ -313,10 +311,7 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
   }
   if (p.dlogits != nullptr) {
     const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
-    // No exponential of the row falls below 2^-125 (a margin for the argument's rounding), so
-    // ex2.approx flushes none; a row holding -inf or NaN takes the long form.
-    const bool short_form = kShortForm && (stats.max - low) * kLog2e <= 125.0f;
-    const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false, short_form);
+    const RowGradient g = row_gradient(p, stats.max, 1.0f / stats.sum, scale, lse, target, false, kShortForm);
     write_gradient<T, kPack, kThreads, kCapped, kShortForm>(kKeepCopy ? copy : x, p.dlogits + row * p.vocab, p.vocab,
                                                             g);
   }
