@@ -273,7 +273,7 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
   if (edge >= 0) {
     if constexpr (kKeepCopy) copy[edge] = x[edge];
     const float v[1] = {capped<kCapped>(to_float(x[edge]), p.softcap)};
-    softmax_variants::accumulate(stats, v);
+    softmax_variants::accumulate<true>(stats, v);
     sum_x += v[0];
   }
   for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
@@ -295,7 +295,7 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
       for (int i = 0; i < kStep; ++i)
         if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
     }
-    softmax_variants::accumulate(stats, v);
+    softmax_variants::accumulate<true>(stats, v);
   }
   // The target's logit is read before the block's reductions: past them other threads write the
   // gradient, which may lie over the logits (in place).

@@ -47,21 +47,28 @@ struct MergeOf {
   __device__ RowStats operator()(RowStats a, RowStats b) const { return merge(a, b); }
 };
 
+// exp_shifted by ex2.approx alone: results below 2^-126 flush to 0. For the online sums only, whose
+// max's own term is 1: what the flush drops is under vocab 2^-126 of the sum. A probability itself
+// takes exp_shifted.
+__device__ __forceinline__ float exp_shifted_for_sum(float x, float max) { return fast_exp2((x - max) * kLog2e); }
+
 // Folds a step of a thread's values into its running statistics: the step's max first, the sum
 // rescaled by exp(old max - new max) only when the max grew, then the step's exponentials. Padding
-// reads -inf (its exponential is 0); a step of padding alone changes nothing.
-template <int kCount>
+// reads -inf (its exponential is 0); a step of padding alone changes nothing. kFlushed: the
+// exponentials by exp_shifted_for_sum (three instructions fewer each).
+template <bool kFlushed = false, int kCount>
 __device__ __forceinline__ void accumulate(RowStats& stats, const float (&v)[kCount]) {
+  const auto exp = [](float x, float max) { return kFlushed ? exp_shifted_for_sum(x, max) : exp_shifted(x, max); };
   float step_max = -INFINITY;
 #pragma unroll
   for (int i = 0; i < kCount; ++i) step_max = fmaxf(step_max, v[i]);
   if (step_max == -INFINITY) return;  // nothing but padding (or -inf logits, whose exp is 0)
   if (step_max > stats.max) {
-    stats.sum *= exp_shifted(stats.max, step_max);  // 0 the first time: exp(-inf - m) = 0
+    stats.sum *= exp(stats.max, step_max);  // 0 the first time: exp(-inf - m) = 0
     stats.max = step_max;
   }
 #pragma unroll
-  for (int i = 0; i < kCount; ++i) stats.sum += exp_shifted(v[i], stats.max);
+  for (int i = 0; i < kCount; ++i) stats.sum += exp(v[i], stats.max);
 }
 
 // The pair moves between lanes as its two floats; group_reduce finds this by argument-dependent lookup.
