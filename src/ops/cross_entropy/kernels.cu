@@ -25,8 +25,8 @@
 //                      reductions and stores, so reads and writes stay in flight together. Costs: two
 //                      rows of shared memory (vocab 57,000 in bf16 on an H100, 28,000 in f32), the
 //                      first row of each block not hidden.
-// Ignored rows skip the online pass: loss 0, lse 0, a gradient of zeros. Where registers allow
-// (resident, and the 1024-thread rungs) a row whose weight makes the flush of tiny exponentials
+// Ignored rows skip the online pass: loss 0, lse 0, a gradient of zeros. In the vectorized rungs
+// (16-byte accesses, no softcap) a row whose weight makes the flush of tiny exponentials
 // invisible (kShortFormWeight: every bf16 or fp16 row of a mean over more than 256 rows) writes its
 // gradient in a short form: one exponential by ex2.approx and one fused multiply-add an element, the
 // target's share added by the thread that holds it (21 instructions an element to 11 in resident's
@@ -210,8 +210,7 @@ __device__ __forceinline__ void store_gradient(T* row, int count, int thread, co
 }
 
 // Row `row`'s gradient, step by step, as RowGradient says. kShortForm: the kernel has the short
-// form's loop as well (rows whose g.short_form holds take it); where registers are capped at 40
-// (three blocks of 512 reading the row from memory) the second loop spilled, so those go without.
+// form's loop as well (rows whose g.short_form holds take it).
 template <typename T, int kPack, int kThreads, bool kCapped, bool kShortForm = false>
 __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t vocab, const RowGradient& g) {
   constexpr int kStep = 2 * kVector16<T>;
@@ -264,8 +263,10 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
                                                       bool smoothing, RowStats* stats_scratch, float* sum_scratch) {
   constexpr int kStep = 2 * kVector16<T>;  // values a thread loads a step, vectors or not
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
-  // The short form where the kernel's registers allow its loop (write_gradient).
-  constexpr bool kShortForm = !kCapped && kPack > 1 && (kKeepCopy || kThreads == 1024);
+  // The short form in the vectorized uncapped kernels (write_gradient). With it the fp16
+  // block-per-row kernel, at 40 registers, keeps one value in local memory (an L1 load every 16
+  // logits); the others spill nothing.
+  constexpr bool kShortForm = !kCapped && kPack > 1;
   RowStats stats{-INFINITY, 0.0f};
   float sum_x = 0.0f;
   const RowBody body = row_body<kPack>(x, p.vocab);
