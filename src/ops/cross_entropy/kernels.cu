@@ -280,10 +280,29 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
   for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
     const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
     float v[kStep];
-    softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
-    // The values as loaded (T widened exactly: stored back, the same bits), before any cap.
-    if constexpr (kKeepCopy)
-      softmax_variants::store_fragment<kPack>(copy + body.head + base, count, thread, kThreads, v);
+    if constexpr (kKeepCopy && kPack > 1) {
+      // Each vector into the copy as loaded, then widened: rounded back from fp32 (the same bits),
+      // ptxas stored one of a thread's two vectors as four 4-byte stores and converted every value
+      // twice.
+#pragma unroll
+      for (int k = 0; k < kStep / kPack; ++k) {
+        const int offset = (k * kThreads + thread) * kPack;
+        if (offset < count) {
+          const Vector16<T> raw = load_vector16(x + body.head + base + offset);
+          store_vector16(copy + body.head + base + offset, raw);
+#pragma unroll
+          for (int i = 0; i < kPack; ++i) v[k * kPack + i] = to_float(raw[i]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < kPack; ++i) v[k * kPack + i] = -INFINITY;
+        }
+      }
+    } else {
+      softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
+      // The values as loaded (T widened exactly: stored back, the same bits), before any cap.
+      if constexpr (kKeepCopy)
+        softmax_variants::store_fragment<kPack>(copy + body.head + base, count, thread, kThreads, v);
+    }
     if constexpr (kCapped) {
       // The present columns only: the padding stays -inf (its exponential 0).
 #pragma unroll
