@@ -456,15 +456,18 @@ __device__ __forceinline__ RowGradient backward_row_gradient(const CrossEntropyB
   const bool valid = 0 <= target && target < p.vocab;
   const float scale = !valid ? NAN : p.dloss[row * p.dloss_stride];
   const float lse = ignored ? 0.0f : p.lse[row];
-  // exp(c - lse) is exp(c - max) / sum with max = lse and sum = 1.
-  return row_gradient(p, lse, 1.0f, scale, lse, target, ignored);
+  // exp(c - lse) is exp(c - max) / sum with max = lse and sum = 1. The short form where the caller
+  // has it (row_gradient: where its flush cannot show).
+  return row_gradient(p, lse, 1.0f, scale, lse, target, ignored, true);
 }
 
 template <typename T, int kPack, int kThreads, bool kCapped>
 __global__ void __launch_bounds__(kThreads) cross_entropy_backward_kernel(const CrossEntropyBackwardArgs<T> p) {
+  constexpr bool kShortForm = !kCapped && kPack > 1;
   for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const RowGradient g = backward_row_gradient(p, row);
-    write_gradient<T, kPack, kThreads, kCapped>(p.logits + row * p.vocab, p.dlogits + row * p.vocab, p.vocab, g);
+    write_gradient<T, kPack, kThreads, kCapped, kShortForm>(p.logits + row * p.vocab, p.dlogits + row * p.vocab,
+                                                            p.vocab, g);
   }
 }
 
