@@ -180,7 +180,9 @@ __device__ __forceinline__ float gradient_of(float x_j, bool is_target, const Ro
 // A step's gradient values rounded to T and stored as load_fragment read them (dx is global memory).
 // A 16-bit vector goes out as four words rounded in pairs through one 16-byte store: built element
 // by element, or from the pair conversions (inline assembly in cuda_bf16.h), it reached the PTX as
-// four 4-byte stores.
+// four 4-byte stores. core/vector.cuh's store_floats, which the other 16-bit kernels use, compiles
+// the same way; it also stores to shared memory, where a generic-address store in its place
+// changed the code around it (cross-entropy's online loop grew by a third), so it is unchanged.
 template <int kPack, int kThreads, typename T, int kStep>
 __device__ __forceinline__ void store_gradient(T* row, int count, int thread, const float (&v)[kStep]) {
   if constexpr (kPack == 8 && (std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>)) {
