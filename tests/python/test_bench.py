@@ -65,6 +65,27 @@ def test_without_a_gpu_one_line_and_a_failure_status():
     assert done.stderr == "cudalab.bench: no CUDA device: torch.cuda.is_available() is False\n"
 
 
+def run_lm_head(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "cudalab.bench.lm_head", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_lm_head_help_and_bad_sizes():
+    done = run_lm_head("--help")
+    assert done.returncode == 0 and "--tokens" in done.stdout and "--vocab" in done.stdout
+    done = run_lm_head("--vocab", "0")
+    assert done.returncode == 2
+    assert done.stderr == "cudalab.bench.lm_head: --tokens, --hidden, --vocab and --steps must be positive\n"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present: the no-GPU error cannot occur")
+def test_lm_head_without_a_gpu_one_line_and_status_3():
+    done = run_lm_head("--tokens", "8")
+    assert done.returncode == 3
+    assert done.stderr == "cudalab.bench.lm_head: needs a CUDA GPU; torch sees none\n"
+
+
 def test_a_missing_cudalab_command_is_named(tmp_path, monkeypatch):
     with pytest.raises(BenchError, match=re.escape(f"no cudalab command at {tmp_path / 'cudalab'}")):
         find_cli(str(tmp_path / "cudalab"))
