@@ -1,7 +1,6 @@
 #include "harness/host_blocks.hpp"
 
 #include <algorithm>
-#include <new>
 #include <utility>
 
 #include <unistd.h>
@@ -9,6 +8,10 @@
 #include <cuda_runtime_api.h>
 
 namespace cudalab::harness {
+
+double physical_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+}
 
 HostBlock::HostBlock(HostBlock&& other) noexcept
     : cache_(std::exchange(other.cache_, nullptr)),
@@ -114,10 +117,7 @@ void HostBlockCache::trim_for(std::size_t room) noexcept {
 }
 
 HostBlockCache& HostBlockCache::process() {
-  static HostBlockCache* const cache = [] {
-    const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-    return new HostBlockCache(static_cast<std::size_t>(physical / 4), true);
-  }();
+  static HostBlockCache* const cache = new HostBlockCache(static_cast<std::size_t>(physical_memory_bytes() / 4), true);
   return *cache;
 }
 

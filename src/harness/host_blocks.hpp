@@ -14,6 +14,9 @@ namespace cudalab::harness {
 
 class HostBlockCache;
 
+// The machine's physical memory in bytes (sysconf).
+double physical_memory_bytes();
+
 // One block of host memory of at least the bytes asked for, returned to its cache when destroyed.
 // Move-only; its contents start undefined.
 class HostBlock {

@@ -1,13 +1,12 @@
 #include "harness/runner.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 
 #include "core/format.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/memory.hpp"
+#include "harness/host_blocks.hpp"
 #include "harness/nvtx.hpp"
 #include "harness/workload.hpp"
 
@@ -84,7 +83,7 @@ void require_fits(const Op& op, const Problem& problem, const std::vector<std::s
                 __FILE__, __LINE__);
   }
   const std::size_t host_needed = workload_host_bytes(op, problem);
-  const double host_total = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double host_total = physical_memory_bytes();
   if (static_cast<double>(host_needed) > 0.9 * host_total) {
     throw Error(ErrorKind::out_of_memory,
                 op.name + " at " + problem.label() + " needs " + format_bytes(double(host_needed)) +
