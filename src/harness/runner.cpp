@@ -64,8 +64,12 @@ std::optional<std::uint64_t> memory_limit() {
   return parse_bytes(text, kMemoryLimitVariable);
 }
 
-void require_fits(const Op& op, const Problem& problem, const std::vector<std::string>& variants) {
-  const std::size_t device_needed = workload_device_bytes(op, problem, select_variants(op, variants, problem.dtype));
+namespace {
+
+// The sentence saying that `what` needs more than `needed` device bytes can have, or empty where it
+// fits: the GPU's free memory (or memory_limit() where lower) less a margin for the timer's flush
+// buffer, cuBLAS workspaces and the runtime itself.
+std::string device_shortfall(const std::string& what, std::size_t needed) {
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDALAB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   std::string limited;
@@ -73,15 +77,23 @@ void require_fits(const Op& op, const Problem& problem, const std::vector<std::s
     free_bytes = static_cast<std::size_t>(*limit);
     limited = " (" + std::string(kMemoryLimitVariable) + " allows " + format_bytes(double(*limit)) + ")";
   }
-  // Keep a margin for the timer's flush buffer, cuBLAS workspaces and the runtime itself.
   const std::size_t margin = 512u << 20;
-  if (device_needed + margin > free_bytes) {
-    throw Error(ErrorKind::out_of_memory,
-                op.name + " at " + problem.label() + " needs " + format_bytes(double(device_needed)) +
-                    " of device memory; the GPU has " + format_bytes(double(free_bytes)) + " free of " +
-                    format_bytes(double(total_bytes)) + limited,
-                __FILE__, __LINE__);
-  }
+  if (needed + margin <= free_bytes) return "";
+  return what + " needs " + format_bytes(double(needed)) + " of device memory; the GPU has " +
+         format_bytes(double(free_bytes)) + " free of " + format_bytes(double(total_bytes)) + limited;
+}
+
+}  // namespace
+
+void require_fits(const Op& op, const Problem& problem, const std::vector<std::string>& variants) {
+  const std::vector<const Variant*> selected = select_variants(op, variants, problem.dtype);
+  // The problem runs where its lightest selected variant fits; run_problem skips the others, each
+  // with its reason.
+  std::size_t device_needed = workload_device_bytes(op, problem, selected);
+  for (const Variant* v : selected)
+    device_needed = std::min(device_needed, variant_device_bytes(op, problem, selected, *v));
+  if (const std::string why = device_shortfall(op.name + " at " + problem.label(), device_needed); !why.empty())
+    throw Error(ErrorKind::out_of_memory, why, __FILE__, __LINE__);
   const std::size_t host_needed = workload_host_bytes(op, problem);
   const double host_total = physical_memory_bytes();
   if (static_cast<double>(host_needed) > 0.9 * host_total) {
@@ -109,6 +121,12 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
                                 const Ceilings& ceilings, KernelTimer& timer, const Progress& progress) {
   const std::vector<const Variant*> selected = select_variants(op, options.variants, problem.dtype);
   require_fits(op, problem, options.variants);
+  // A variant whose workspace does not fit beside the problem's tensors is skipped with that reason
+  // (an O(seq^2) attention rung where the flash rungs fit); measured before the workload allocates.
+  std::vector<std::string> shortfalls;
+  for (const Variant* v : selected)
+    shortfalls.push_back(device_shortfall(op.name + " " + v->id + " at " + problem.label(),
+                                          variant_device_bytes(op, problem, selected, *v)));
   const DeviceInfo device = device_info();
   const bool keep_inputs =
       std::any_of(selected.begin(), selected.end(), [](const Variant* v) { return v->modifies_inputs; });
@@ -121,7 +139,8 @@ std::vector<Record> run_problem(const Op& op, const Problem& problem, const RunO
   for (std::size_t index = 0; index < selected.size(); ++index) {
     const Variant& variant = *selected[index];
     Record r = record_of(op, variant, index, problem, options);
-    const std::string reason = why_not(variant, device, problem);
+    std::string reason = why_not(variant, device, problem);
+    if (reason.empty()) reason = shortfalls[index];
     if (!reason.empty()) {
       r.outcome = Outcome::skipped;
       r.skip_reason = reason;

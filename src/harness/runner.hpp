@@ -56,10 +56,10 @@ using Progress = std::function<void(const std::string&)>;
 inline constexpr const char* kMemoryLimitVariable = "CUDALAB_MEMORY_LIMIT";
 std::optional<std::uint64_t> memory_limit();
 
-// Throws Error{out_of_memory} with the sizes involved when running `variants` (all of the op's
-// when empty) at `problem` needs more device memory than is free (or than memory_limit() allows)
-// or more host memory than the machine has. The sizes are the workload's own
-// (workload_device_bytes, workload_host_bytes).
+// Throws Error{out_of_memory} with the sizes involved when not even the lightest of `variants` (all
+// of the op's when empty) at `problem` fits the device memory that is free (or that memory_limit()
+// allows), or the check needs more host memory than the machine has. The sizes are the workload's
+// own (variant_device_bytes, workload_host_bytes); run_problem skips each variant that does not fit.
 void require_fits(const Op& op, const Problem& problem, const std::vector<std::string>& variants = {});
 
 // Runs the selected variants of `op` at `problem`. Unknown variant ids throw invalid_argument.

@@ -11,9 +11,8 @@ bool any_modifies_inputs(const std::vector<const Variant*>& variants) {
   return std::any_of(variants.begin(), variants.end(), [](const Variant* v) { return v->modifies_inputs; });
 }
 
-}  // namespace
-
-std::size_t workload_device_bytes(const Op& op, const Problem& problem, const std::vector<const Variant*>& variants) {
+// The tensors, the pristine copies `variants` need and the check's bytes: all but the workspace.
+std::size_t tensor_device_bytes(const Op& op, const Problem& problem, const std::vector<const Variant*>& variants) {
   const bool keep_inputs = any_modifies_inputs(variants);
   std::size_t bytes = 0;
   for (const TensorSpec& t : op.tensors) {
@@ -21,10 +20,24 @@ std::size_t workload_device_bytes(const Op& op, const Problem& problem, const st
     bytes += size;
     if (t.role == TensorRole::input_output || (t.role == TensorRole::input && keep_inputs)) bytes += size;
   }
+  return bytes + (op.check_device_bytes ? op.check_device_bytes(problem) : 0);
+}
+
+std::size_t workspace_bytes(const Variant& variant, const Problem& problem) {
+  return variant.workspace_bytes ? variant.workspace_bytes(problem) : 0;
+}
+
+}  // namespace
+
+std::size_t workload_device_bytes(const Op& op, const Problem& problem, const std::vector<const Variant*>& variants) {
   std::size_t workspace = 0;
-  for (const Variant* v : variants)
-    if (v->workspace_bytes) workspace = std::max(workspace, v->workspace_bytes(problem));
-  return bytes + workspace + (op.check_device_bytes ? op.check_device_bytes(problem) : 0);
+  for (const Variant* v : variants) workspace = std::max(workspace, workspace_bytes(*v, problem));
+  return tensor_device_bytes(op, problem, variants) + workspace;
+}
+
+std::size_t variant_device_bytes(const Op& op, const Problem& problem, const std::vector<const Variant*>& variants,
+                                 const Variant& variant) {
+  return tensor_device_bytes(op, problem, variants) + workspace_bytes(variant, problem);
 }
 
 std::size_t workload_host_bytes(const Op& op, const Problem& problem) {
@@ -91,7 +104,7 @@ void Workload::prepare(const Variant& variant, cudaStream_t stream) {
 }
 
 void Workload::reset_workspace(const Variant& variant, cudaStream_t stream) {
-  tensors_.reset_workspace(variant.workspace_bytes ? variant.workspace_bytes(problem_) : 0, stream);
+  tensors_.reset_workspace(workspace_bytes(variant, problem_), stream);
 }
 
 BoundLaunch Workload::bind(const Variant& variant) { return variant.bind(problem_, tensors_); }

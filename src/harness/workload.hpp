@@ -15,6 +15,10 @@ namespace cudalab::harness {
 // Device and host bytes a run of `variants` on `problem` allocates: the tensors, the copies kept
 // to restore them, the largest workspace and the check's own; the same sums require_fits tests.
 std::size_t workload_device_bytes(const Op& op, const Problem& problem, const std::vector<const Variant*>& variants);
+// The same for `variant` alone among `variants`: the tensors and copies they need, the check's bytes
+// and that variant's workspace.
+std::size_t variant_device_bytes(const Op& op, const Problem& problem, const std::vector<const Variant*>& variants,
+                                 const Variant& variant);
 std::size_t workload_host_bytes(const Op& op, const Problem& problem);
 
 class Workload {

@@ -91,6 +91,23 @@ TEST(BuiltinRegistry, VecaddTestSizesCoverTheEdges) {
       << "one array of the largest size must pass 2^31 bytes";
 }
 
+// A run skips only the variants whose workspace does not fit: at seq 16384 the scores of the naive
+// attention rung (seq^2 floats a head) need 16 GiB beside tensors the flash rungs run in alone.
+TEST(BuiltinRegistry, AttentionVariantsNeedTheirOwnWorkspaceOnly) {
+  const Op* op = builtin_registry().find_op("attention");
+  ASSERT_NE(op, nullptr);
+  const Problem p = op->problem({1, 16, 16384, 128}, DType::bf16);
+  const Variant* naive = op->find_variant("naive");
+  const Variant* flash = op->find_variant("mma_pipelined");
+  ASSERT_NE(naive, nullptr);
+  ASSERT_NE(flash, nullptr);
+  const std::vector<const Variant*> both = {naive, flash};
+  const std::size_t tensors = variant_device_bytes(*op, p, both, *flash);
+  EXPECT_GE(variant_device_bytes(*op, p, both, *naive), tensors + (std::size_t{16} << 30));
+  EXPECT_EQ(workload_device_bytes(*op, p, both), variant_device_bytes(*op, p, both, *naive));
+  EXPECT_LT(tensors, std::size_t{1} << 30);
+}
+
 TEST(BuiltinRegistry, VecaddWorkModelCountsThreeStreamsOfItsDtype) {
   const Op* op = builtin_registry().find_op("vecadd");
   const Work w = op->work(op->problem({100}, DType::f32));

@@ -88,6 +88,11 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 template <typename T>
 void decode_gemv(const GemmArgs<T>& args, cudaStream_t stream);
 std::string decode_gemv_limits(const GemmShape& shape, int compute_capability);
+// At most 32 rows of A against B stored N x K on tensor cores: B's rows as the mma's A operand, 16 a block, the
+// fragments loaded straight from global memory; a read of B whose cost grows little with m.
+template <typename T>
+void decode_mma(const GemmArgs<T>& args, cudaStream_t stream);
+std::string decode_mma_limits(const GemmShape& shape, int compute_capability);
 
 // The Hopper rungs (sm_90a): wgmma from TMA-loaded, 128-byte-swizzled shared memory.
 // One consumer warpgroup, TMA loads completed on mbarriers.
