@@ -51,21 +51,33 @@ TEST_F(GemmLibraryChoice, RowsOffCacheLinesTakeTheClusterRung) {
 
 TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
   EXPECT_EQ(on_hopper(product(1024, 1024, 1024)), LibraryRung::wgmma_small);  // 32 big tiles
-  EXPECT_EQ(on_hopper(product(16, 4096, 4096, true)), LibraryRung::wgmma_small);
+  EXPECT_EQ(on_hopper(product(32, 4096, 4096, true)), LibraryRung::wgmma_small);
   EXPECT_EQ(on_hopper(product(128, 8192, 8192, true)), LibraryRung::wgmma_small);
   EXPECT_EQ(on_hopper(product(64, 64, 64, false, false, 1024)), LibraryRung::mma_small);         // a batch, k = 64
   EXPECT_EQ(on_hopper(product(1024, 1024, 1024), {true, true, false}), LibraryRung::mma_small);  // C misaligned
 }
 
-TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnCudaCores) {
-  for (const std::int64_t rows : {1, 2, 4}) {
-    EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::decode_gemv) << rows;
-    EXPECT_EQ(library_rung(product(rows, 8192, 8192, true), {}, 80, 108), LibraryRung::decode_gemv) << rows;
+// One row on CUDA cores, 2-4 rows on tensor cores, 5-16 on tensor cores where wgmma_small's 128-column
+// tiles would leave three quarters of the SMs idle (n = 4096: 32 tiles for 132 SMs), else on it.
+TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnTheDecodeRungs) {
+  EXPECT_EQ(on_hopper(product(1, 4096, 4096, true)), LibraryRung::decode_gemv);
+  EXPECT_EQ(library_rung(product(1, 8192, 8192, true), {}, 80, 108), LibraryRung::decode_gemv);
+  for (const std::int64_t rows : {2, 3, 4}) {
+    EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::decode_mma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 8192, 8192, true)), LibraryRung::decode_mma) << rows;
+    EXPECT_EQ(library_rung(product(rows, 8192, 8192, true), {}, 80, 108), LibraryRung::decode_mma) << rows;
   }
-  EXPECT_EQ(on_hopper(product(8, 4096, 4096, true)), LibraryRung::wgmma_small);  // decode_gemv's time grows with m
-  EXPECT_EQ(on_hopper(product(1, 4096, 4096)), LibraryRung::wgmma_small);        // B as K x N: not a weight read
+  for (const std::int64_t rows : {5, 8, 16}) {
+    EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::decode_mma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 4096, 14336, true)), LibraryRung::decode_mma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 8192, 8192, true)), LibraryRung::wgmma_small) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 14336, 4096, true)), LibraryRung::wgmma_small) << rows;
+  }
+  EXPECT_EQ(on_hopper(product(17, 4096, 4096, true)), LibraryRung::wgmma_small);  // past decode_mma's two groups
+  EXPECT_EQ(on_hopper(product(1, 4096, 4096)), LibraryRung::wgmma_small);         // B as K x N: not a weight read
   EXPECT_EQ(on_hopper(product(2, 4096, 4096, true, false, 4)), LibraryRung::wgmma_small);  // a batch
   EXPECT_EQ(on_hopper(product(1, 4096, 4090, true)), LibraryRung::mma_small);  // k of no 8: no 16-byte chunks
+  EXPECT_EQ(on_hopper(product(8, 4096, 4096, true), {false, true, true}), LibraryRung::mma_small);  // A off 16 bytes
 }
 
 TEST_F(GemmLibraryChoice, MisalignedRowsAreCopiedToAlignedPitchesOnHopper) {

@@ -1,4 +1,4 @@
-// decode_mma: C = alpha A W^T + beta C for at most 32 rows of A (a decode batch's tokens) against a
+// decode_mma: C = alpha A W^T + beta C for at most 16 rows of A (a decode batch's tokens) against a
 // weight W stored n x k, on tensor cores. The product is a read of W (2 n k bytes against 2 m n k
 // flops), and decode_gemv's CUDA-core dot products slow down as m grows: each 16-byte chunk of W
 // there costs m chunks of A read back from L1 and 8 m FMAs. Here W is the mma's A operand (16 of
@@ -15,6 +15,11 @@
 // elements each), the next step's loads issued before the current step's mma. W is read once
 // (L1::no_allocate), A by every block (it stays in L1 and L2). Shared memory sums the 8 warps'
 // 16 x (8 x groups) accumulators; one thread per output blends it into C.
+//
+// On an H100 (bf16, results/nvidia-h100-80gb-hbm3/gemm-decode-mma.json) it reads a 4096 x 4096
+// weight at 1.92-1.99 TB/s for m = 1-16 (cuBLAS 1.78-1.84, decode_gemv 1.07 at m = 8) and an 8192 x
+// 8192 one at 2.44-2.50 (cuBLAS 2.68-2.69). Four token groups (m = 32) fell to 1.27 and 1.64 TB/s:
+// each block reads all of A (512 KB at 8192) from L2, twice the weight's bytes; it stops at 16.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -33,7 +38,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kRows = 16;        // rows of W (output columns) per block: the mma's m
 constexpr int kStepK = 64;       // elements of k per warp step: two 16-byte chunks of each row per lane
 constexpr int kGroupTokens = 8;  // tokens per mma (its n)
-constexpr int kMaxGroups = 4;
+constexpr int kMaxGroups = 2;
 
 // 16 bytes of W, read once: kept out of L1 so that A stays there.
 __device__ __forceinline__ uint4 load_streaming(const void* p) {
@@ -178,7 +183,6 @@ void decode_mma(const GemmArgs<T>& args, cudaStream_t stream) {
   CUDALAB_REQUIRE(args.k == 0 || (is_aligned16(args.a) && is_aligned16(args.b)),
                   "decode_mma: A and B must be 16-byte aligned (16-byte loads)");
   if (args.m <= kGroupTokens) return launch<T, 1>(args, stream);
-  if (args.m <= 2 * kGroupTokens) return launch<T, 2>(args, stream);
   launch<T, kMaxGroups>(args, stream);
 }
 

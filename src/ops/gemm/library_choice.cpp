@@ -8,7 +8,7 @@ namespace cudalab::gemm_variants {
 
 namespace {
 constexpr int kHopper = 90;                 // the compute capability of the wgmma rungs
-constexpr std::int64_t kDecodeRows = 4;     // the most rows decode_gemv takes from the library call
+constexpr std::int64_t kDecodeRows = 16;    // the most rows the decode rungs take from the library call
 constexpr std::int64_t kLineElements = 64;  // 16-bit elements in a 128-byte L2 line
 
 // Whether every row of A and B starts on a 128-byte line (16-bit elements). TMA reads rows that
@@ -45,18 +45,24 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // aligned_copies). The cp.async and TMA rungs also need A, B and C 16-byte aligned besides the pitches their
 // limits check; mma_swizzled and mma_small take anything. A stored k x m (transpose_a) runs where a rung takes it:
 // wgmma_cluster, wgmma_persistent and wgmma_small on Hopper, mma_small otherwise (the other rungs' limits refuse it).
-// A decode step (one product, m <= 4 against B stored N x K) is a read of B: decode_gemv, on any GPU. On an H200
-// against a 4096 x 4096 weight it took 13.4, 15.0 and 19.8 us at m = 1, 2, 4 where wgmma_small took 20 (8192 x 8192:
-// 35.7, 39.2, 49.7 against 49.7-51.0); its time grows with m, and at m = 8 wgmma_small won (19.8 against 30.1 us;
-// 45.4 against 83.7).
+// A decode step (one product, m <= 16 against B stored N x K) is a read of B, on any GPU. On an H100 (bf16, TB/s of
+// the weight): one row on decode_gemv (4096^2 1.99, 8192^2 2.58, 128256 x 4096 2.59, where decode_mma read 1.99, 2.48,
+// 2.50); 2-4 rows on decode_mma (4096^2 1.97-1.99 against decode_gemv's 1.54-1.78; 8192^2 2.46-2.48 against
+// 2.24-2.53); 5-16 rows on decode_mma where wgmma_small has few column tiles (n / 128, at most a quarter of the SMs:
+// 4096^2 1.92-1.95 against 1.46-1.48, 8 x 4096 x 14336 2.54 against 1.80) and on wgmma_small where it has more
+// (8192^2 2.53-2.55 against 2.44-2.50, 8 x 14336 x 4096 2.60 against 2.48, 16 x 28672 x 8192 2.48 against 2.31).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy) {
   const int cc = compute_capability;
   const std::int64_t big_tiles = shape.batch * ((shape.m + 127) / 128) * ((shape.n + 255) / 256);
   const bool big = 2 * big_tiles >= sm_count && shape.k >= 256 && shape.m >= 64 && shape.n >= 128;
   const bool aligned = alignment.a && alignment.b && alignment.c;
-  if (shape.batch == 1 && shape.m <= kDecodeRows && alignment.a && alignment.b && decode_gemv_limits(shape, cc).empty())
-    return LibraryRung::decode_gemv;
+  if (shape.batch == 1 && shape.m <= kDecodeRows && alignment.a && alignment.b &&
+      decode_mma_limits(shape, cc).empty()) {
+    if (shape.m == 1) return LibraryRung::decode_gemv;
+    const std::int64_t column_tiles = (shape.n + 127) / 128;
+    if (shape.m <= 4 || 4 * column_tiles <= sm_count) return LibraryRung::decode_mma;
+  }
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves =
         (big_tiles >= 6 * std::int64_t{sm_count} || !rows_on_lines(shape)) && wgmma_cluster_limits(shape, cc).empty();

@@ -56,7 +56,7 @@ template <typename T>
 void mma_small(const GemmArgs<T>& args, cudaStream_t stream);
 std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 
-// The library call's rung (library_choice.cpp, from measurements): decode_gemv for a decode step;
+// The library call's rung (library_choice.cpp, from measurements): decode_gemv or decode_mma for a decode step;
 // the big-tile Hopper rungs (cluster from six waves of 128x256 tiles or where A's or B's rows start
 // off 128-byte lines, persistent otherwise); aligned_copies where only A's or B's pitch or address
 // keeps a big Hopper product off them (the misaligned operands copied to rows on 128-byte lines
@@ -65,6 +65,7 @@ std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 // line on Hopper; mma_small for the rest (batches of small matrices, short k, any alignment).
 enum class LibraryRung {
   decode_gemv,
+  decode_mma,
   wgmma_cluster,
   wgmma_persistent,
   aligned_copies,
@@ -88,7 +89,7 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 template <typename T>
 void decode_gemv(const GemmArgs<T>& args, cudaStream_t stream);
 std::string decode_gemv_limits(const GemmShape& shape, int compute_capability);
-// At most 32 rows of A against B stored N x K on tensor cores: B's rows as the mma's A operand, 16 a block, the
+// At most 16 rows of A against B stored N x K on tensor cores: B's rows as the mma's A operand, 16 a block, the
 // fragments loaded straight from global memory; a read of B whose cost grows little with m.
 template <typename T>
 void decode_mma(const GemmArgs<T>& args, cudaStream_t stream);
