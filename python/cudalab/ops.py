@@ -256,9 +256,9 @@ class _LinearCrossEntropy(torch.autograd.Function):
             del logits
             if need_x:  # dx = dlogits W: [rows, vocab] @ [vocab, hidden]
                 torch.ops.cudalab.gemm_(dx[start:end], dlogits, weight, 1.0, 0.0, False)
-            if need_w:  # dW += dlogits^T x; the fp32 kernels take row-major operands only
-                transposed = dlogits.mT.contiguous() if fp32 else dlogits.mT
-                torch.ops.cudalab.gemm_(dw, transposed, chunk, 1.0, 1.0, False)
+            if need_w:  # dW += dlogits^T x; the fp32 kernels take row-major operands only. No name
+                # holds the transposed view: it would keep this chunk's buffer alive into the next.
+                torch.ops.cudalab.gemm_(dw, dlogits.mT.contiguous() if fp32 else dlogits.mT, chunk, 1.0, 1.0, False)
             if need_b:
                 db += dlogits.sum(0, dtype=torch.float32)
             del dlogits  # before the next chunk's logits are made
