@@ -104,20 +104,7 @@ void launch(const GemmArgs<T>& args, cudaStream_t stream) {
 }  // namespace
 
 std::string decode_gemv_limits(const GemmShape& shape, int compute_capability) {
-  if (compute_capability < 80)
-    return "needs compute capability 8.0 or newer (BF16 conversions); this GPU is " +
-           std::to_string(compute_capability / 10) + "." + std::to_string(compute_capability % 10);
-  if (shape.m > kMaxRows)
-    return "m must be at most " + std::to_string(kMaxRows) + " (a decode step's rows; more go to the tile rungs)";
-  if (!shape.b_transposed || shape.a_transposed)
-    return "takes A stored m x k and B stored n x k (transpose_b, nn.Linear's weight) only";
-  if (shape.k % 8 != 0 || shape.lda % 8 != 0 || shape.ldb % 8 != 0)
-    return "k, lda and ldb must be multiples of 8 (16-byte chunks along k)";
-  if (shape.batch > 1 && (shape.stride_a % 8 != 0 || shape.stride_b % 8 != 0))
-    return "stride_a and stride_b must be multiples of 8 (16-byte chunks)";
-  if (ceil_div<std::int64_t>(shape.n, kColumns) > 0x7fffffffLL)
-    return "ceil(n / 4) above 2^31 - 1 (the blocks of the grid's x dimension)";
-  return "";
+  return decode_limits(shape, compute_capability, kMaxRows, kColumns);
 }
 
 template <typename T>

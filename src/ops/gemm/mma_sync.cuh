@@ -38,6 +38,26 @@ inline std::string tensor_core_common_limits(const GemmShape& shape, int compute
   return "";
 }
 
+// What the decode rungs share: a read of B stored N x K in 16-byte chunks along k, at most `max_rows`
+// rows of A, a block per `columns` outputs of a row (the grid's x dimension), the batch along y.
+inline std::string decode_limits(const GemmShape& shape, int compute_capability, std::int64_t max_rows,
+                                 std::int64_t columns) {
+  if (compute_capability < 80)
+    return "needs compute capability 8.0 or newer (BF16 arithmetic); this GPU is " +
+           std::to_string(compute_capability / 10) + "." + std::to_string(compute_capability % 10);
+  if (shape.m > max_rows)
+    return "m must be at most " + std::to_string(max_rows) + " (a decode batch's rows; more go to the tile rungs)";
+  if (!shape.b_transposed || shape.a_transposed)
+    return "takes A stored m x k and B stored n x k (transpose_b, nn.Linear's weight) only";
+  if (shape.k % 8 != 0 || shape.lda % 8 != 0 || shape.ldb % 8 != 0)
+    return "k, lda and ldb must be multiples of 8 (16-byte chunks along k)";
+  if (shape.batch > 1 && (shape.stride_a % 8 != 0 || shape.stride_b % 8 != 0))
+    return "stride_a and stride_b must be multiples of 8 (16-byte chunks)";
+  if (ceil_div<std::int64_t>(shape.n, columns) > 0x7fffffffLL)
+    return "ceil(n / " + std::to_string(columns) + ") above 2^31 - 1 (the blocks of the grid's x dimension)";
+  return "";
+}
+
 // That grid, for a launch whose shape passed tensor_core_common_limits.
 template <typename T>
 dim3 tile_grid(const GemmArgs<T>& args, int block_m, int block_n) {
