@@ -523,6 +523,50 @@ __device__ __forceinline__ void wgmma_ss_m64n64k16(float (&d)[32], std::uint64_t
   }
 }
 
+// d (f32, N = 2 * kRegisters: 8, 16, 32 or 64) += A B for a 64 x 16 K-major A and a 16 x N B stored
+// n x k (K-major), both from shared memory: a decode step's weight rows (A) against its few tokens.
+#define CUDALAB_WGMMA_REGS_0_3 "%0, %1, %2, %3"
+#define CUDALAB_WGMMA_REGS_0_7 CUDALAB_WGMMA_REGS_0_3 ", %4, %5, %6, %7"
+#define CUDALAB_WGMMA_REGS_0_15 CUDALAB_WGMMA_REGS_0_7 ", %8, %9, %10, %11, %12, %13, %14, %15"
+#define CUDALAB_WGMMA_ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define CUDALAB_WGMMA_ACC16(i) CUDALAB_WGMMA_ACC8(i), CUDALAB_WGMMA_ACC8(i + 8)
+#define CUDALAB_WGMMA_SS_NARROW(N, TYPE, REGS, A, B, ACC)                                                   \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, %" #A ", %" #B \
+               ", 1, 1, 1, 0, 0;\n"                                                                         \
+               : ACC(0)                                                                                     \
+               : "l"(a), "l"(b))
+template <typename T, int kRegisters>
+__device__ __forceinline__ void wgmma_ss_narrow_m64k16(float (&d)[kRegisters], std::uint64_t a, std::uint64_t b) {
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  static_assert(kBf16 || std::is_same_v<T, __half>, "bf16 or f16 inputs");
+  if constexpr (kRegisters == 4) {
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_SS_NARROW(8, "bf16", CUDALAB_WGMMA_REGS_0_3, 4, 5, CUDALAB_WGMMA_ACC4);
+    } else {
+      CUDALAB_WGMMA_SS_NARROW(8, "f16", CUDALAB_WGMMA_REGS_0_3, 4, 5, CUDALAB_WGMMA_ACC4);
+    }
+  } else if constexpr (kRegisters == 8) {
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_SS_NARROW(16, "bf16", CUDALAB_WGMMA_REGS_0_7, 8, 9, CUDALAB_WGMMA_ACC8);
+    } else {
+      CUDALAB_WGMMA_SS_NARROW(16, "f16", CUDALAB_WGMMA_REGS_0_7, 8, 9, CUDALAB_WGMMA_ACC8);
+    }
+  } else if constexpr (kRegisters == 16) {
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_SS_NARROW(32, "bf16", CUDALAB_WGMMA_REGS_0_15, 16, 17, CUDALAB_WGMMA_ACC16);
+    } else {
+      CUDALAB_WGMMA_SS_NARROW(32, "f16", CUDALAB_WGMMA_REGS_0_15, 16, 17, CUDALAB_WGMMA_ACC16);
+    }
+  } else {
+    static_assert(kRegisters == 32, "m64n8k16, m64n16k16, m64n32k16 or m64n64k16");
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_SS_NARROW(64, "bf16", CUDALAB_WGMMA_REGS_0_31, 32, 33, CUDALAB_WGMMA_ACC32);
+    } else {
+      CUDALAB_WGMMA_SS_NARROW(64, "f16", CUDALAB_WGMMA_REGS_0_31, 32, 33, CUDALAB_WGMMA_ACC32);
+    }
+  }
+}
+
 // d (f32, N = 2 * kRegisters: 64 or 128) += A B with A's 64 x 16 in registers, four 32-bit pairs a
 // thread in the accumulator's layout (a[0]: row l/4, columns 2(l%4)..+1; a[1]: row + 8; a[2], a[3]:
 // columns + 8), and B 16 x N from shared memory, MN-major (imm-trans-b 1): O += P V.
@@ -555,6 +599,12 @@ __device__ __forceinline__ void wgmma_rs_m64k16(float (&d)[kRegisters], const st
   }
 }
 
+#undef CUDALAB_WGMMA_SS_NARROW
+#undef CUDALAB_WGMMA_ACC16
+#undef CUDALAB_WGMMA_ACC4
+#undef CUDALAB_WGMMA_REGS_0_15
+#undef CUDALAB_WGMMA_REGS_0_7
+#undef CUDALAB_WGMMA_REGS_0_3
 #undef CUDALAB_WGMMA_RS_M64N128
 #undef CUDALAB_WGMMA_RS_M64N64
 #undef CUDALAB_WGMMA_SS_M64N128

@@ -39,6 +39,7 @@ inline constexpr char kMmaPipelined[] = "mma_pipelined";
 inline constexpr char kMmaSmall[] = "mma_small";
 inline constexpr char kDecodeGemv[] = "decode_gemv";
 inline constexpr char kDecodeMma[] = "decode_mma";
+inline constexpr char kDecodeWgmma[] = "decode_wgmma";
 inline constexpr char kWgmmaTma[] = "wgmma_tma";
 inline constexpr char kWgmmaSpecialized[] = "wgmma_specialized";
 inline constexpr char kWgmmaPersistent[] = "wgmma_persistent";

@@ -274,6 +274,10 @@ std::vector<Variant> tensor_core_ladder() {
                        v::decode_gemv<bf16>, v::decode_gemv<__half>, v::decode_gemv_limits),
       tensor_core_rung(ids::kDecodeMma, "m <= 16 rows against B stored n x k: mma.sync, fragments straight from global",
                        v::decode_mma<bf16>, v::decode_mma<__half>, v::decode_mma_limits),
+      tensor_core_rung(ids::kDecodeWgmma,
+                       "m <= 64 rows against B stored n x k on Hopper: TMA-fed wgmma, B's rows as its A, k split "
+                       "over a cluster",
+                       v::decode_wgmma<bf16>, v::decode_wgmma<__half>, v::decode_wgmma_limits),
       tensor_core_rung(ids::kWgmmaTma, "Hopper wgmma from TMA-loaded 128B-swizzled tiles, one consumer warpgroup",
                        v::wgmma_tma<bf16>, v::wgmma_tma<__half>, v::wgmma_tma_limits),
       tensor_core_rung(ids::kWgmmaSpecialized, "TMA producer warpgroup, two consumer warpgroups, setmaxnreg",
@@ -617,12 +621,12 @@ void register_gemm(Registry& registry) {
                                       {4095, 4097, 4093}},
                                      half) +
                                cross(op, {{4096, 4096, 4096}, {8192, 8192, 8192}}, half, kNt) + model_sweep(op));
-  const std::vector<std::vector<std::int64_t>>
-      half_tests = {{1, 1, 1},       {17, 33, 65},       {127, 129, 131},    {256, 256, 8},      {129, 136, 40},
-                    {129, 131, 64},  {200, 264, 136},    {64, 64, 24},       {1000, 1000, 1000}, {1, 8192, 8192},
-                    {8192, 1, 8192}, {4095, 4097, 4093}, {4096, 4096, 4096}, {5, 1001, 72},      {3, 67, 1032},
-                    {13, 520, 264},  {29, 200, 1032}};  // decode rows: 5 and 3 on decode_gemv's 8-row kernel and
-                                                        // decode_mma's one token group, 13 on its two, 29 on tiles
+  // The last five: decode rows. 5 and 3 on decode_gemv's 8-row kernel and decode_mma's one token group, 13 on its
+  // two; 5, 13, 29 and 61 on decode_wgmma's 8, 16, 32 and 64 tokens.
+  const std::vector<std::vector<std::int64_t>> half_tests = {
+      {1, 1, 1},          {17, 33, 65},  {127, 129, 131},    {256, 256, 8},   {129, 136, 40},  {129, 131, 64},
+      {200, 264, 136},    {64, 64, 24},  {1000, 1000, 1000}, {1, 8192, 8192}, {8192, 1, 8192}, {4095, 4097, 4093},
+      {4096, 4096, 4096}, {5, 1001, 72}, {3, 67, 1032},      {13, 520, 264},  {29, 200, 1032}, {61, 1000, 520}};
   op.test_problems =
       cross(op, {{1, 1, 1}, {17, 33, 65}, {127, 129, 131}, {1000, 1000, 1000}, {4096, 4096, 4096}, {8192, 64, 8192}},
             {DType::f32}) +

@@ -1,0 +1,213 @@
+// decode_wgmma (Hopper, sm_90a): C = alpha A W^T + beta C for at most 64 rows of A (a decode batch's
+// tokens) against a weight W stored n x k. The product is a read of W, so the rung is built to keep
+// as many of W's bytes in flight as the memory system needs, with few threads: TMA streams 128 rows
+// of W (16 KiB a k-tile) and the tokens' k-tile into a ring of 4-5 slots, and one warpgroup
+// multiplies them with W as wgmma's A operand (two m64 halves) and the tokens as its N (8, 16, 32 or
+// 64: m rounded up), so no row of the product is padding as it is where the tokens are the M of a
+// 64-row tile (wgmma_small).
+//
+// A weight of 4096 rows is only 32 such tiles for 132 SMs, so k is split too: the CTAs of one tile
+// form a cluster along the grid's y (1-8 CTAs, at most two CTAs an SM's worth of tiles in all), each
+// takes an even share of the k-tiles, and the partial sums meet in distributed shared memory: each
+// CTA writes its fp32 sums over its ring (every load has landed by then), and after a cluster
+// barrier CTA r adds rows [r 128 / S, (r + 1) 128 / S) of every CTA's sums in rank order (the same
+// bits on every run) and blends them into C. No scratch in global memory and no second launch.
+//
+// Fixes, relative to decode_mma: the weight arrives in 16 KiB bulk copies kept 4-5 deep per CTA
+// (decode_mma's warps hold one 64-element step of 16 rows each in registers: 1.3 waves of 512
+// blocks kept DRAM 74% busy at 8 x 8192 x 8192), and up to 64 tokens share each read of W
+// (decode_mma's four token groups read A back from L2 at twice the weight's bytes). Costs: the
+// tokens' k-tile crosses from L2 once per CTA and k-tile (at 64 tokens half the weight's bytes,
+// from L2 only); a cluster barrier and a read of the peers' sums per CTA; a tile of few k-tiles per
+// CTA (4096-wide weights: 8 k-tiles of 4096 split 8 ways) fills its ring once and drains it.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include <cooperative_groups.h>
+
+#include "core/launch.cuh"
+#include "cudalab/error.hpp"
+#include "ops/gemm/epilogue.cuh"
+#include "ops/gemm/hopper.cuh"
+#include "ops/gemm/mma_sync.cuh"
+#include "ops/gemm/tensor_core_variants.hpp"
+
+namespace cudalab::gemm_variants {
+
+constexpr int kDecodeWgmmaRows = 128;  // rows of W (columns of C) per CTA: two m64 wgmmas
+constexpr int kDecodeWgmmaTokens = 64;
+constexpr int kDecodeWgmmaMaxSplits = 8;  // the portable cluster size
+
+#if CUDALAB_SM90A
+namespace {
+
+using namespace hopper;
+
+constexpr int kRows = kDecodeWgmmaRows;
+constexpr int kConsumerThreads = 128, kThreads = kConsumerThreads + 32;  // one consumer warpgroup, one producer warp
+constexpr int kWTileBytes = kRows * kBlockK * 2;                         // 16 KiB
+constexpr int kRingBudget = 96 * 1024;  // two CTAs an SM: the split launches count on it
+constexpr int kSumsPitch = kRows + 4;   // floats from one token's sums to the next: + 4 spreads a warp's stores
+
+template <int kTokens>
+struct Ring {
+  static constexpr int kStageBytes = kWTileBytes + kTokens * static_cast<int>(kRowBytes);
+  static constexpr int kStages = kRingBudget / kStageBytes;
+  static_assert(kTokens * kSumsPitch * 4 <= kStages * kStageBytes, "the partial sums fit over the ring");
+};
+
+template <int kTokens>
+struct SharedStorage {
+  alignas(1024) std::uint8_t ring[Ring<kTokens>::kStages][Ring<kTokens>::kStageBytes];  // then the partial sums
+  PipelineBarriers<Ring<kTokens>::kStages> barriers;
+};
+
+template <typename T, int kTokens>
+__global__ void __launch_bounds__(kThreads, 2)
+    decode_wgmma_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w_map,
+                        const WgmmaParams<T> p) {
+#if CUDALAB_SM90A_DEVICE
+  using Storage = SharedStorage<kTokens>;
+  constexpr int kStages = Ring<kTokens>::kStages, kStageBytes = Ring<kTokens>::kStageBytes;
+  extern __shared__ std::uint8_t dynamic_shared[];
+  const std::uint32_t shared = aligned_shared_base(dynamic_shared);
+  float* const sums = reinterpret_cast<float*>(
+      dynamic_shared + (shared - static_cast<std::uint32_t>(__cvta_generic_to_shared(dynamic_shared))));
+  const TmaPipeline<kStages, kStageBytes> pipeline(shared + offsetof(Storage, ring),
+                                                   shared + offsetof(Storage, barriers));
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int thread = static_cast<int>(threadIdx.x);
+  const int splits = static_cast<int>(gridDim.y), rank = static_cast<int>(blockIdx.y);
+  const int n0 = static_cast<int>(blockIdx.x) * kRows;
+  const int kt0 = static_cast<int>(static_cast<std::int64_t>(p.k_tiles) * rank / splits);
+  const int k_tiles = static_cast<int>(static_cast<std::int64_t>(p.k_tiles) * (rank + 1) / splits) - kt0;
+  if (thread == 0) pipeline.init(1);
+  __syncthreads();
+
+  RingPosition<kStages> ring;  // the producer's or the consumers', carried across the batch
+  for (int z = static_cast<int>(blockIdx.z); z < p.batch; z += static_cast<int>(gridDim.z)) {
+    if (thread == kConsumerThreads) {
+      produce(pipeline, ring, k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int i) {
+        const int k0 = (kt0 + i) * kBlockK;
+        tma_load(stage, &w_map, barrier, k0, n0, z * p.batch_step_b);
+        tma_load(stage + kWTileBytes, &a_map, barrier, k0, 0, z * p.batch_step_a);
+      });
+    } else if (thread < kConsumerThreads) {
+      float acc[2][kTokens / 2] = {};  // rows 0-63 and 64-127 of W's tile x the tokens
+      fence_accumulators(acc[0]);
+      fence_accumulators(acc[1]);
+      int previous = 0;
+      for (int i = 0; i < k_tiles; ++i) {
+        pipeline.consumer_wait(ring);
+        const std::uint32_t w_tile = pipeline.slot(ring.stage), tokens = w_tile + kWTileBytes;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBlockK / 16; ++kk) {
+          const std::uint64_t b = k_major_descriptor(tokens, kk);
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+            wgmma_ss_narrow_m64k16<T>(acc[half], k_major_descriptor(w_tile + half * 64 * kRowBytes, kk), b);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (i > 0 && thread == 0) pipeline.consumer_release(previous);
+        previous = ring.stage;
+        ring.advance();
+      }
+      wgmma_wait<0>();
+      fence_accumulators(acc[0]);
+      fence_accumulators(acc[1]);
+      if (k_tiles > 0 && thread == 0) pipeline.consumer_release(previous);
+      named_barrier_sync(1, kConsumerThreads);  // no wgmma of the warpgroup still reads the ring
+      // acc[h][4i + j]: row 64 h + 16 w + l / 4 (+ 8 for j >= 2), token 8 i + 2 (l % 4) (+ 1 for odd j).
+      const int lane = thread % 32, row = 16 * (thread / 32) + lane / 4, token = 2 * (lane % 4);
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int i = 0; i < kTokens / 8; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            sums[(8 * i + token + j % 2) * kSumsPitch + 64 * half + row + 8 * (j / 2)] = acc[half][4 * i + j];
+    }
+    fence_async_shared();  // the sums are written over slots that TMA fills again for the next matrix
+    cluster.sync();
+
+    // This CTA's rows of the tile, every CTA's sums added in rank order.
+    const int rows = kRows / splits, first_row = rank * rows;
+    const int tokens = static_cast<int>(p.out.m);
+    const OutputMatrix<T> out = at_offset(p.out, z * p.stride_c);
+    for (int e = thread; e < rows * tokens; e += kThreads) {
+      const int token = e / rows, row = first_row + e % rows;
+      const std::int64_t column = static_cast<std::int64_t>(n0) + row;
+      if (column >= out.n) continue;
+      float sum = 0.0f;
+      for (int r = 0; r < splits; ++r) sum += cluster.map_shared_rank(sums, r)[token * kSumsPitch + row];
+      blend_store(out.c + token * out.ldc + column, out.old + token * out.ldold + column, out.alpha, out.beta, sum);
+    }
+    cluster.sync();  // no CTA's sums are overwritten while a peer may still read them
+  }
+#else
+  __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
+#endif
+}
+
+// How many CTAs share each tile's k: the most (a power of two, at most the portable cluster, at
+// most one k-tile each) that keep the grid within two CTAs an SM.
+int splits_for(std::int64_t tiles, int k_tiles, int sm_count) {
+  int splits = 1;
+  while (2 * splits <= kDecodeWgmmaMaxSplits && 2 * splits <= k_tiles && tiles * 2 * splits <= 2 * sm_count)
+    splits *= 2;
+  return splits;
+}
+
+template <typename T, int kTokens>
+void launch(const GemmArgs<T>& args, cudaStream_t stream) {
+  const WgmmaLaunch<T> launch = prepare_launch(args, "decode_wgmma", kTokens, kRows, kTokens, kRows, 0);
+  const WgmmaParams<T>& p = launch.params;
+  auto* kernel = decode_wgmma_kernel<T, kTokens>;
+  constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<kTokens>>();
+  set_shared_memory(kernel, kSharedBytes);
+  const int splits = splits_for(static_cast<std::int64_t>(p.tiles_n) * args.batch, p.k_tiles, current_gpu().sm_count);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = 1;
+  attribute.val.clusterDim.y = static_cast<unsigned>(splits);
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(p.tiles_n), static_cast<unsigned>(splits),
+                        static_cast<unsigned>(std::min<std::int64_t>(args.batch, 65535)));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = kSharedBytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, launch.a_map, launch.b_map, p));
+}
+
+}  // namespace
+#endif  // CUDALAB_SM90A
+
+std::string decode_wgmma_limits(const GemmShape& shape, int compute_capability) {
+  const std::string why = hopper::wgmma_limits(shape, compute_capability);
+  return why.empty() ? decode_limits(shape, compute_capability, kDecodeWgmmaTokens, kDecodeWgmmaRows) : why;
+}
+
+template <typename T>
+void decode_wgmma(const GemmArgs<T>& args, cudaStream_t stream) {
+  require_limits("decode_wgmma", decode_wgmma_limits(shape_of(args), current_gpu().compute_capability));
+#if CUDALAB_SM90A
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  if (args.m <= 8) return launch<T, 8>(args, stream);
+  if (args.m <= 16) return launch<T, 16>(args, stream);
+  if (args.m <= 32) return launch<T, 32>(args, stream);
+  launch<T, 64>(args, stream);
+#else
+  (void)stream;
+#endif
+}
+
+template void decode_wgmma<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void decode_wgmma<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
+
+}  // namespace cudalab::gemm_variants
