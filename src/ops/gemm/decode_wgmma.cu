@@ -133,17 +133,50 @@ __global__ void __launch_bounds__(kThreads, 2)
     fence_async_shared();  // the sums are written over slots that TMA fills again for the next matrix
     cluster.sync();
 
-    // This CTA's rows of the tile, every CTA's sums added in rank order.
-    const int rows = kRows / splits, first_row = rank * rows;
-    const int tokens = static_cast<int>(p.out.m);
+    // This CTA's rows of the tile, every CTA's sums added in rank order: a thread takes 4 adjacent
+    // rows of one token (a 16-byte read of each CTA's sums), kBatch such quads with every load issued
+    // before the first store.
+    const int quads_per_token = kRows / splits / 4, first_row = rank * (kRows / splits);
+    const int quads = quads_per_token * static_cast<int>(p.out.m);
     const OutputMatrix<T> out = at_offset(p.out, z * p.stride_c);
-    for (int e = thread; e < rows * tokens; e += kThreads) {
-      const int token = e / rows, row = first_row + e % rows;
-      const std::int64_t column = static_cast<std::int64_t>(n0) + row;
-      if (column >= out.n) continue;
-      float sum = 0.0f;
-      for (int r = 0; r < splits; ++r) sum += cluster.map_shared_rank(sums, r)[token * kSumsPitch + row];
-      blend_store(out.c + token * out.ldc + column, out.old + token * out.ldold + column, out.alpha, out.beta, sum);
+    const float* peers[kDecodeWgmmaMaxSplits];
+#pragma unroll
+    for (int r = 0; r < kDecodeWgmmaMaxSplits; ++r) peers[r] = cluster.map_shared_rank(sums, r < splits ? r : 0);
+    constexpr int kBatch = 4;
+    for (int q0 = thread; q0 < quads; q0 += kBatch * kThreads) {
+      float4 sum[kBatch];
+      float old[kBatch][4];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int q = min(q0 + b * kThreads, quads - 1);
+        const int token = q / quads_per_token, row = first_row + 4 * (q % quads_per_token);
+        sum[b] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int r = 0; r < kDecodeWgmmaMaxSplits; ++r) {
+          if (r >= splits) break;
+          const float4 part = *reinterpret_cast<const float4*>(peers[r] + token * kSumsPitch + row);
+          sum[b] = make_float4(sum[b].x + part.x, sum[b].y + part.y, sum[b].z + part.z, sum[b].w + part.w);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const std::int64_t column = static_cast<std::int64_t>(n0) + row + j;
+          old[b][j] = out.beta != 0.0f && column < out.n ? to_float(out.old[token * out.ldold + column]) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int q = q0 + b * kThreads;
+        if (q >= quads) break;
+        const int token = q / quads_per_token, row = first_row + 4 * (q % quads_per_token);
+        const float parts[4] = {sum[b].x, sum[b].y, sum[b].z, sum[b].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const std::int64_t column = static_cast<std::int64_t>(n0) + row + j;
+          if (column < out.n)
+            out.c[token * out.ldc + column] = from_float<T>(
+                out.beta == 0.0f ? out.alpha * parts[j] : fmaf(out.alpha, parts[j], out.beta * old[b][j]));
+        }
+      }
     }
     cluster.sync();  // no CTA's sums are overwritten while a peer may still read them
   }
