@@ -6,12 +6,12 @@
 // 64: m rounded up), so no row of the product is padding as it is where the tokens are the M of a
 // 64-row tile (wgmma_small).
 //
-// A weight of 4096 rows is only 32 such tiles for 132 SMs, so k is split too: the CTAs of one tile
-// form a cluster along the grid's y (1-8 CTAs, at most two CTAs an SM's worth of tiles in all), each
-// takes an even share of the k-tiles, and the partial sums meet in distributed shared memory: each
-// CTA writes its fp32 sums over its ring (every load has landed by then), and after a cluster
-// barrier CTA r adds rows [r 128 / S, (r + 1) 128 / S) of every CTA's sums in rank order (the same
-// bits on every run) and blends them into C. No scratch in global memory and no second launch.
+// A weight of 4096 rows is only 32 such tiles for 132 SMs, so k is split too: the S CTAs of one tile
+// form a cluster along the grid's y (S of 1-8: the most whose clusters are all resident at once),
+// each takes an even share of the k-tiles, and the partial sums meet in distributed shared memory:
+// each CTA writes its fp32 sums over its ring (every load has landed by then), and after a cluster
+// barrier CTA r adds its S-th of the tile's rows (in quads of 4) from every CTA's sums in rank order
+// (the same bits on every run) and blends them into C. No scratch in global memory, no second launch.
 //
 // Fixes, relative to decode_mma: the weight arrives in 16 KiB bulk copies kept 4-5 deep per CTA
 // (decode_mma's warps hold one 64-element step of 16 rows each in registers: 1.3 waves of 512
@@ -26,6 +26,7 @@
 
 #include <cooperative_groups.h>
 
+#include "core/cluster.cuh"
 #include "core/launch.cuh"
 #include "cudalab/error.hpp"
 #include "ops/gemm/epilogue.cuh"
@@ -136,7 +137,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     // This CTA's rows of the tile, every CTA's sums added in rank order: a thread takes 4 adjacent
     // rows of one token (a 16-byte read of each CTA's sums), kBatch such quads with every load issued
     // before the first store.
-    const int quads_per_token = kRows / splits / 4, first_row = rank * (kRows / splits);
+    const int first_quad = kRows / 4 * rank / splits;
+    const int quads_per_token = kRows / 4 * (rank + 1) / splits - first_quad;
     const int quads = quads_per_token * static_cast<int>(p.out.m);
     const OutputMatrix<T> out = at_offset(p.out, z * p.stride_c);
     const float* peers[kDecodeWgmmaMaxSplits];
@@ -149,7 +151,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const int q = min(q0 + b * kThreads, quads - 1);
-        const int token = q / quads_per_token, row = first_row + 4 * (q % quads_per_token);
+        const int token = q / quads_per_token, row = 4 * (first_quad + q % quads_per_token);
         sum[b] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
         for (int r = 0; r < kDecodeWgmmaMaxSplits; ++r) {
@@ -167,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int b = 0; b < kBatch; ++b) {
         const int q = q0 + b * kThreads;
         if (q >= quads) break;
-        const int token = q / quads_per_token, row = first_row + 4 * (q % quads_per_token);
+        const int token = q / quads_per_token, row = 4 * (first_quad + q % quads_per_token);
         const float parts[4] = {sum[b].x, sum[b].y, sum[b].z, sum[b].w};
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -185,13 +187,22 @@ __global__ void __launch_bounds__(kThreads, 2)
 #endif
 }
 
-// How many CTAs share each tile's k: the most (a power of two, at most the portable cluster, at
-// most one k-tile each) that keep the grid within two CTAs an SM.
-int splits_for(std::int64_t tiles, int k_tiles, int sm_count) {
-  int splits = 1;
-  while (2 * splits <= kDecodeWgmmaMaxSplits && 2 * splits <= k_tiles && tiles * 2 * splits <= 2 * sm_count)
-    splits *= 2;
-  return splits;
+// The launch of `kernel` on clusters of `splits` CTAs along y.
+cudaLaunchConfig_t cluster_config(dim3 grid, int splits, int shared_bytes, cudaStream_t stream,
+                                  cudaLaunchAttribute& attribute) {
+  attribute = {};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = 1;
+  attribute.val.clusterDim.y = static_cast<unsigned>(splits);
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<std::size_t>(shared_bytes);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return config;
 }
 
 template <typename T, int kTokens>
@@ -201,20 +212,20 @@ void launch(const GemmArgs<T>& args, cudaStream_t stream) {
   auto* kernel = decode_wgmma_kernel<T, kTokens>;
   constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<kTokens>>();
   set_shared_memory(kernel, kSharedBytes);
-  const int splits = splits_for(static_cast<std::int64_t>(p.tiles_n) * args.batch, p.k_tiles, current_gpu().sm_count);
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = 1;
-  attribute.val.clusterDim.y = static_cast<unsigned>(splits);
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(p.tiles_n), static_cast<unsigned>(splits),
-                        static_cast<unsigned>(std::min<std::int64_t>(args.batch, 65535)));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSharedBytes;
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  // How many CTAs share each tile's k: the most (at most the portable cluster, at least one k-tile
+  // each) whose clusters, one per tile, are all resident at once. A cluster of 8 fits 30 times on an
+  // H100 (240 CTAs where 264 fit alone): the 32 tiles of a 4096-row weight in clusters of 8 ran as
+  // two waves.
+  const std::int64_t tiles = static_cast<std::int64_t>(p.tiles_n) * args.batch;
+  int splits = std::min(kDecodeWgmmaMaxSplits, std::max(p.k_tiles, 1));
+  cudaLaunchAttribute attribute;
+  for (; splits > 1; --splits) {
+    const cudaLaunchConfig_t probe = cluster_config(dim3(1, splits), splits, kSharedBytes, stream, attribute);
+    if (tiles <= resident_clusters(reinterpret_cast<const void*>(kernel), probe, splits, "decode_wgmma")) break;
+  }
+  const dim3 grid(static_cast<unsigned>(p.tiles_n), static_cast<unsigned>(splits),
+                  static_cast<unsigned>(std::min<std::int64_t>(args.batch, 65535)));
+  const cudaLaunchConfig_t config = cluster_config(grid, splits, kSharedBytes, stream, attribute);
   CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, launch.a_map, launch.b_map, p));
 }
 
