@@ -316,6 +316,11 @@ __device__ __forceinline__ std::uint64_t map_address(const CUtensorMap* map) {
   return reinterpret_cast<std::uint64_t>(map);
 }
 
+// Fetches the tensor map itself ahead of its first TMA, which otherwise waits for it.
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map_address(map)) : "memory");
+}
+
 // The box at (c0, c1, c2) = (column, row, matrix) into shared `destination`; its bytes (the whole
 // box, zeros included) count against the transaction count of `barrier`.
 __device__ __forceinline__ void tma_load(std::uint32_t destination, const CUtensorMap* map, std::uint32_t barrier,

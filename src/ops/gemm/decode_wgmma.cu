@@ -64,6 +64,8 @@ struct SharedStorage {
   PipelineBarriers<Ring<kTokens>::kStages> barriers;
 };
 
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 template <typename T, int kTokens>
 __global__ void __launch_bounds__(kThreads, 2)
     decode_wgmma_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap w_map,
@@ -83,12 +85,28 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int n0 = static_cast<int>(blockIdx.x) * kRows;
   const int kt0 = static_cast<int>(static_cast<std::int64_t>(p.k_tiles) * rank / splits);
   const int k_tiles = static_cast<int>(static_cast<std::int64_t>(p.k_tiles) * (rank + 1) / splits) - kt0;
+  const int first_quad = kRows / 4 * rank / splits;  // this CTA's rows of C's tile, in quads of 4
+  const int quads_per_token = kRows / 4 * (rank + 1) / splits - first_quad;
+  if (thread == kConsumerThreads) {
+    prefetch_tensor_map(&w_map);
+    prefetch_tensor_map(&a_map);
+  }
   if (thread == 0) pipeline.init(1);
   __syncthreads();
 
   RingPosition<kStages> ring;  // the producer's or the consumers', carried across the batch
   for (int z = static_cast<int>(blockIdx.z); z < p.batch; z += static_cast<int>(gridDim.z)) {
-    if (thread == kConsumerThreads) {
+    if (thread > kConsumerThreads && p.out.beta != 0.0f) {
+      // The old C of this CTA's rows asked into L2 while the weight streams: the blend waits for
+      // one L2 latency instead of DRAM's.
+      const OutputMatrix<T> out = at_offset(p.out, z * p.stride_c);
+      const std::int64_t first = n0 + 4 * first_quad,
+                         last = std::min<std::int64_t>(first + 4 * quads_per_token, out.n) - 1;
+      for (std::int64_t token = thread - kConsumerThreads - 1; first <= last && token < out.m; token += 31) {
+        prefetch_l2(out.old + token * out.ldold + first);
+        prefetch_l2(out.old + token * out.ldold + last);
+      }
+    } else if (thread == kConsumerThreads) {
       produce(pipeline, ring, k_tiles, [&](std::uint32_t stage, std::uint32_t barrier, int i) {
         const int k0 = (kt0 + i) * kBlockK;
         tma_load(stage, &w_map, barrier, k0, n0, z * p.batch_step_b);
@@ -137,8 +155,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     // This CTA's rows of the tile, every CTA's sums added in rank order: a thread takes 4 adjacent
     // rows of one token (a 16-byte read of each CTA's sums), kBatch such quads with every load issued
     // before the first store.
-    const int first_quad = kRows / 4 * rank / splits;
-    const int quads_per_token = kRows / 4 * (rank + 1) / splits - first_quad;
     const int quads = quads_per_token * static_cast<int>(p.out.m);
     const OutputMatrix<T> out = at_offset(p.out, z * p.stride_c);
     const float* peers[kDecodeWgmmaMaxSplits];
