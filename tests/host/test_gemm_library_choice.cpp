@@ -57,14 +57,16 @@ TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
   EXPECT_EQ(on_hopper(product(1024, 1024, 1024), {true, true, false}), LibraryRung::mma_small);  // C misaligned
 }
 
-// One row on CUDA cores, 2-4 rows on tensor cores, 5-16 on tensor cores where wgmma_small's 128-column
-// tiles would leave three quarters of the SMs idle (n = 4096: 32 tiles for 132 SMs), else on it.
+// One row on CUDA cores; 2-4 rows on decode_mma against a narrow weight (wgmma_small's 128-column tiles
+// would leave three quarters of the SMs idle: n = 4096, 32 tiles for 132 SMs) and on decode_wgmma against a
+// wide one (on Hopper); 5-16 on decode_mma against a narrow weight, else on wgmma_small; 17-64 on
+// decode_wgmma against a narrow weight with k >= 8192, else on wgmma_small.
 TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnTheDecodeRungs) {
   EXPECT_EQ(on_hopper(product(1, 4096, 4096, true)), LibraryRung::decode_gemv);
   EXPECT_EQ(library_rung(product(1, 8192, 8192, true), {}, 80, 108), LibraryRung::decode_gemv);
   for (const std::int64_t rows : {2, 3, 4}) {
     EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::decode_mma) << rows;
-    EXPECT_EQ(on_hopper(product(rows, 8192, 8192, true)), LibraryRung::decode_mma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 8192, 8192, true)), LibraryRung::decode_wgmma) << rows;
     EXPECT_EQ(library_rung(product(rows, 8192, 8192, true), {}, 80, 108), LibraryRung::decode_mma) << rows;
   }
   for (const std::int64_t rows : {5, 8, 16}) {
@@ -74,7 +76,15 @@ TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnTheDecodeRungs) {
     EXPECT_EQ(on_hopper(product(rows, 14336, 4096, true)), LibraryRung::wgmma_small) << rows;
   }
   EXPECT_EQ(on_hopper(product(17, 4096, 4096, true)), LibraryRung::wgmma_small);  // past decode_mma's two groups
-  EXPECT_EQ(on_hopper(product(1, 4096, 4096)), LibraryRung::wgmma_small);         // B as K x N: not a weight read
+  for (const std::int64_t rows : {17, 32, 64}) {
+    EXPECT_EQ(on_hopper(product(rows, 4096, 14336, true)), LibraryRung::decode_wgmma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 4096, 8192, true)), LibraryRung::decode_wgmma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::wgmma_small) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 8192, 14336, true)), LibraryRung::wgmma_small) << rows;
+    EXPECT_EQ(library_rung(product(rows, 4096, 14336, true), {}, 80, 108), LibraryRung::mma_small) << rows;
+  }
+  EXPECT_EQ(on_hopper(product(65, 4096, 14336, true)), LibraryRung::wgmma_small);  // past decode_wgmma's 64
+  EXPECT_EQ(on_hopper(product(1, 4096, 4096)), LibraryRung::wgmma_small);          // B as K x N: not a weight read
   EXPECT_EQ(on_hopper(product(2, 4096, 4096, true, false, 4)), LibraryRung::wgmma_small);  // a batch
   EXPECT_EQ(on_hopper(product(1, 4096, 4090, true)), LibraryRung::mma_small);  // k of no 8: no 16-byte chunks
   EXPECT_EQ(on_hopper(product(8, 4096, 4096, true), {false, true, true}), LibraryRung::mma_small);  // A off 16 bytes

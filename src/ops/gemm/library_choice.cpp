@@ -7,9 +7,11 @@
 namespace cudalab::gemm_variants {
 
 namespace {
-constexpr int kHopper = 90;                 // the compute capability of the wgmma rungs
-constexpr std::int64_t kDecodeRows = 16;    // the most rows the decode rungs take from the library call
-constexpr std::int64_t kLineElements = 64;  // 16-bit elements in a 128-byte L2 line
+constexpr int kHopper = 90;                       // the compute capability of the wgmma rungs
+constexpr std::int64_t kDecodeRows = 16;          // the most rows decode_gemv and decode_mma take from the library call
+constexpr std::int64_t kDecodeWgmmaRows = 64;     // and decode_wgmma
+constexpr std::int64_t kDecodeWgmmaLongK = 8192;  // decode_wgmma's k for 17-64 rows against a narrow weight
+constexpr std::int64_t kLineElements = 64;        // 16-bit elements in a 128-byte L2 line
 
 // Whether every row of A and B starts on a 128-byte line (16-bit elements). TMA reads rows that
 // start off a line (16-byte aligned only) at a cost in L2: at 3000x5000x7000 (rows of 14000
@@ -50,19 +52,27 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // 2.50); 2-4 rows on decode_mma (4096^2 1.97-1.99 against decode_gemv's 1.54-1.78; 8192^2 2.46-2.48 against
 // 2.24-2.53); 5-16 rows on decode_mma where wgmma_small has few column tiles (n / 128, at most a quarter of the SMs:
 // 4096^2 1.92-1.95 against 1.46-1.48, 8 x 4096 x 14336 2.54 against 1.80) and on wgmma_small where it has more
-// (8192^2 2.53-2.55 against 2.44-2.50, 8 x 14336 x 4096 2.60 against 2.48, 16 x 28672 x 8192 2.48 against 2.31).
+// (8192^2 2.53-2.55 against 2.44-2.50, 8 x 14336 x 4096 2.60 against 2.48, 16 x 28672 x 8192 2.48 against 2.31);
+// but 2-4 rows against a wide weight on decode_wgmma (8192^2 52.6 us against decode_mma's 54.1-54.5). 17-64 rows on
+// decode_wgmma against a narrow weight with a long k (64 x 4096 x 14336: 54.0 us against wgmma_small's 61.2, whose
+// 32 tiles leave most SMs idle) and on wgmma_small otherwise (4096^2: 22.2-22.7 us against 23.3-25.0).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy) {
   const int cc = compute_capability;
   const std::int64_t big_tiles = shape.batch * ((shape.m + 127) / 128) * ((shape.n + 255) / 256);
   const bool big = 2 * big_tiles >= sm_count && shape.k >= 256 && shape.m >= 64 && shape.n >= 128;
   const bool aligned = alignment.a && alignment.b && alignment.c;
+  const std::int64_t column_tiles = (shape.n + 127) / 128;
+  const bool narrow = 4 * column_tiles <= sm_count;  // wgmma_small's tiles for at most a quarter of the SMs
   if (shape.batch == 1 && shape.m <= kDecodeRows && alignment.a && alignment.b &&
       decode_mma_limits(shape, cc).empty()) {
     if (shape.m == 1) return LibraryRung::decode_gemv;
-    const std::int64_t column_tiles = (shape.n + 127) / 128;
-    if (shape.m <= 4 || 4 * column_tiles <= sm_count) return LibraryRung::decode_mma;
+    if (shape.m <= 4 && !narrow && decode_wgmma_limits(shape, cc).empty()) return LibraryRung::decode_wgmma;
+    if (shape.m <= 4 || narrow) return LibraryRung::decode_mma;
   }
+  if (shape.batch == 1 && shape.m > kDecodeRows && shape.m <= kDecodeWgmmaRows && narrow &&
+      shape.k >= kDecodeWgmmaLongK && alignment.a && alignment.b && decode_wgmma_limits(shape, cc).empty())
+    return LibraryRung::decode_wgmma;
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves =
         (big_tiles >= 6 * std::int64_t{sm_count} || !rows_on_lines(shape)) && wgmma_cluster_limits(shape, cc).empty();

@@ -123,6 +123,7 @@ void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& worksp
   switch (rung) {
     case v::LibraryRung::decode_gemv: return v::decode_gemv(in_place(args, stream), stream);
     case v::LibraryRung::decode_mma: return v::decode_mma(in_place(args, stream), stream);
+    case v::LibraryRung::decode_wgmma: return v::decode_wgmma(args, stream);  // reads c_in where it lies
     case v::LibraryRung::wgmma_cluster: return v::wgmma_cluster(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::wgmma_persistent: return v::wgmma_persistent(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::aligned_copies:

@@ -66,6 +66,7 @@ std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 enum class LibraryRung {
   decode_gemv,
   decode_mma,
+  decode_wgmma,
   wgmma_cluster,
   wgmma_persistent,
   aligned_copies,
