@@ -10,7 +10,7 @@ namespace {
 constexpr int kHopper = 90;                       // the compute capability of the wgmma rungs
 constexpr std::int64_t kDecodeRows = 16;          // the most rows decode_gemv and decode_mma take from the library call
 constexpr std::int64_t kDecodeWgmmaRows = 64;     // and decode_wgmma
-constexpr std::int64_t kDecodeWgmmaLongK = 8192;  // decode_wgmma's k for 17-64 rows against a narrow weight
+constexpr std::int64_t kDecodeWgmmaLongK = 8192;  // decode_wgmma takes 17-64 rows against a narrow weight above it
 constexpr std::int64_t kLineElements = 64;        // 16-bit elements in a 128-byte L2 line
 
 // Whether every row of A and B starts on a 128-byte line (16-bit elements). TMA reads rows that
@@ -54,8 +54,9 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // 4096^2 1.92-1.95 against 1.46-1.48, 8 x 4096 x 14336 2.54 against 1.80) and on wgmma_small where it has more
 // (8192^2 2.53-2.55 against 2.44-2.50, 8 x 14336 x 4096 2.60 against 2.48, 16 x 28672 x 8192 2.48 against 2.31);
 // but 2-4 rows against a wide weight on decode_wgmma (8192^2 52.6 us against decode_mma's 54.1-54.5). 17-64 rows on
-// decode_wgmma against a narrow weight with a long k (64 x 4096 x 14336: 54.0 us against wgmma_small's 61.2, whose
-// 32 tiles leave most SMs idle) and on wgmma_small otherwise (4096^2: 22.2-22.7 us against 23.3-25.0).
+// decode_wgmma against a narrow weight with k above 8192 (32-64 x 4096 x 11008: 42.6-44.7 us against wgmma_small's
+// 47.2-47.6; x 14336: 51.6-53.7 against 58.4, its 32 tiles leaving most SMs idle) and on wgmma_small otherwise
+// (4096^2: 21.0-21.2 us against 23.2-25.1; 64 x 4096 x 8192: 35.9 against 37.3).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy) {
   const int cc = compute_capability;
@@ -71,7 +72,7 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
     if (shape.m <= 4 || narrow) return LibraryRung::decode_mma;
   }
   if (shape.batch == 1 && shape.m > kDecodeRows && shape.m <= kDecodeWgmmaRows && narrow &&
-      shape.k >= kDecodeWgmmaLongK && alignment.a && alignment.b && decode_wgmma_limits(shape, cc).empty())
+      shape.k > kDecodeWgmmaLongK && alignment.a && alignment.b && decode_wgmma_limits(shape, cc).empty())
     return LibraryRung::decode_wgmma;
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves =
