@@ -7,7 +7,7 @@
 // 64-row tile (wgmma_small).
 //
 // A weight of 4096 rows is only 32 such tiles for 132 SMs, so k is split too: the S CTAs of one tile
-// form a cluster along the grid's y (S of 1-8: the most whose clusters are all resident at once),
+// form a cluster along the grid's y (S of 1-8: the most that keep to a CTA an SM, clusters resident),
 // each takes an even share of the k-tiles, and the partial sums meet in distributed shared memory:
 // each CTA writes its fp32 sums over its ring (every load has landed by then), and after a cluster
 // barrier CTA r adds its S-th of the tile's rows (in quads of 4) from every CTA's sums in rank order
@@ -19,8 +19,8 @@
 // (decode_mma's four token groups read A back from L2 at twice the weight's bytes). Costs: the
 // tokens' k-tile crosses from L2 once per CTA and k-tile (at 64 tokens half the weight's bytes,
 // from L2 only); a cluster launch, two cluster barriers and a read of the peers' sums per CTA: on an
-// H100 a single k-tile (8 x 4096 x 64) takes 7.6 us against decode_mma's 5.7, and a 4096 x 4096
-// weight 20.7-25.1 us against 16.6-17.6, where each CTA has 9-10 k-tiles. It reads an 8192 x 8192
+// H100 a single k-tile (8 x 4096 x 64) takes 7.5 us against decode_mma's 5.6, and a 4096 x 4096
+// weight 19.4-22.3 us at m = 8-64 against decode_mma's 17.4 at m = 8. It reads an 8192 x 8192
 // weight at 2.55 TB/s (decode_mma 2.45) and is the fastest rung at 32-64 tokens against a 4096-row
 // weight with k of 11008-14336 (docs/gemm-tensor-cores.md).
 #include <algorithm>
@@ -51,8 +51,10 @@ using namespace hopper;
 constexpr int kRows = kDecodeWgmmaRows;
 constexpr int kConsumerThreads = 128, kThreads = kConsumerThreads + 32;  // one consumer warpgroup, one producer warp
 constexpr int kWTileBytes = kRows * kBlockK * 2;                         // 16 KiB
-constexpr int kRingBudget = 96 * 1024;  // two CTAs an SM: the split launches count on it
-constexpr int kSumsPitch = kRows + 4;   // floats from one token's sums to the next: + 4 spreads a warp's stores
+// Two CTAs an SM where the tiles outnumber the SMs; a ring of 200 KiB for one CTA an SM measured
+// the same (within 2%, both ways).
+constexpr int kRingBudget = 96 * 1024;
+constexpr int kSumsPitch = kRows + 4;  // floats from one token's sums to the next: + 4 spreads a warp's stores
 
 template <int kTokens>
 struct Ring {
@@ -232,15 +234,20 @@ void launch(const GemmArgs<T>& args, cudaStream_t stream) {
   constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<kTokens>>();
   set_shared_memory(kernel, kSharedBytes);
   // How many CTAs share each tile's k: the most (at most the portable cluster, at least one k-tile
-  // each) whose clusters, one per tile, are all resident at once. A cluster of 8 fits 30 times on an
-  // H100 (240 CTAs where 264 fit alone): the 32 tiles of a 4096-row weight in clusters of 8 ran as
-  // two waves.
+  // each) that keep the grid within one CTA an SM, with every cluster resident at once. On an H100
+  // clusters of 8 fit only 30 times (240 CTAs), so the 32 tiles of a 4096-row weight in clusters of 8
+  // ran as two waves (28 us at 8 x 4096^2). Of the splits that fit, at 8 x 4096^2, 32 x 4096^2 and
+  // 64 x 4096 x 14336: 7 took 21.2, 23.3, 54.6 us, 4 19.4, 20.8, 51.7, 3 19.2, 20.2, 54.2, 2 19.8,
+  // 21.6, 58.5.
   const std::int64_t tiles = static_cast<std::int64_t>(p.tiles_n) * args.batch;
+  const int sm_count = current_gpu().sm_count;
   int splits = std::min(kDecodeWgmmaMaxSplits, std::max(p.k_tiles, 1));
   cudaLaunchAttribute attribute;
   for (; splits > 1; --splits) {
     const cudaLaunchConfig_t probe = cluster_config(dim3(1, splits), splits, kSharedBytes, stream, attribute);
-    if (tiles <= resident_clusters(reinterpret_cast<const void*>(kernel), probe, splits, "decode_wgmma")) break;
+    if (tiles * splits <= sm_count &&
+        tiles <= resident_clusters(reinterpret_cast<const void*>(kernel), probe, splits, "decode_wgmma"))
+      break;
   }
   const dim3 grid(static_cast<unsigned>(p.tiles_n), static_cast<unsigned>(splits),
                   static_cast<unsigned>(std::min<std::int64_t>(args.batch, 65535)));
