@@ -51,7 +51,7 @@ TEST_F(GemmLibraryChoice, RowsOffCacheLinesTakeTheClusterRung) {
 
 TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
   EXPECT_EQ(on_hopper(product(1024, 1024, 1024)), LibraryRung::wgmma_small);  // 32 big tiles
-  EXPECT_EQ(on_hopper(product(32, 4096, 4096, true)), LibraryRung::wgmma_small);
+  EXPECT_EQ(on_hopper(product(128, 4096, 4096, true)), LibraryRung::wgmma_small);
   EXPECT_EQ(on_hopper(product(128, 8192, 8192, true)), LibraryRung::wgmma_small);
   EXPECT_EQ(on_hopper(product(64, 64, 64, false, false, 1024)), LibraryRung::mma_small);         // a batch, k = 64
   EXPECT_EQ(on_hopper(product(1024, 1024, 1024), {true, true, false}), LibraryRung::mma_small);  // C misaligned
@@ -60,7 +60,7 @@ TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
 // One row on CUDA cores; 2-4 rows on decode_mma against a narrow weight (wgmma_small's 128-column tiles
 // would leave three quarters of the SMs idle: n = 4096, 32 tiles for 132 SMs) and on decode_wgmma against a
 // wide one (on Hopper); 5-16 on decode_mma against a narrow weight, else on wgmma_small; 17-64 on
-// decode_wgmma against a narrow weight with k above 8192, else on wgmma_small.
+// decode_wgmma against a narrow weight with k >= 4096, else on wgmma_small.
 TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnTheDecodeRungs) {
   EXPECT_EQ(on_hopper(product(1, 4096, 4096, true)), LibraryRung::decode_gemv);
   EXPECT_EQ(library_rung(product(1, 8192, 8192, true), {}, 80, 108), LibraryRung::decode_gemv);
@@ -75,12 +75,12 @@ TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnTheDecodeRungs) {
     EXPECT_EQ(on_hopper(product(rows, 8192, 8192, true)), LibraryRung::wgmma_small) << rows;
     EXPECT_EQ(on_hopper(product(rows, 14336, 4096, true)), LibraryRung::wgmma_small) << rows;
   }
-  EXPECT_EQ(on_hopper(product(17, 4096, 4096, true)), LibraryRung::wgmma_small);  // past decode_mma's two groups
+  EXPECT_EQ(on_hopper(product(17, 8192, 8192, true)), LibraryRung::wgmma_small);  // past decode_mma's two groups
   for (const std::int64_t rows : {17, 32, 64}) {
     EXPECT_EQ(on_hopper(product(rows, 4096, 14336, true)), LibraryRung::decode_wgmma) << rows;
     EXPECT_EQ(on_hopper(product(rows, 4096, 11008, true)), LibraryRung::decode_wgmma) << rows;
-    EXPECT_EQ(on_hopper(product(rows, 4096, 8192, true)), LibraryRung::wgmma_small) << rows;
-    EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::wgmma_small) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::decode_wgmma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 4096, 2048, true)), LibraryRung::wgmma_small) << rows;
     EXPECT_EQ(on_hopper(product(rows, 8192, 14336, true)), LibraryRung::wgmma_small) << rows;
     EXPECT_EQ(library_rung(product(rows, 4096, 14336, true), {}, 80, 108), LibraryRung::mma_small) << rows;
   }

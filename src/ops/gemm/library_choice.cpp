@@ -7,11 +7,11 @@
 namespace cudalab::gemm_variants {
 
 namespace {
-constexpr int kHopper = 90;                       // the compute capability of the wgmma rungs
-constexpr std::int64_t kDecodeRows = 16;          // the most rows decode_gemv and decode_mma take from the library call
-constexpr std::int64_t kDecodeWgmmaRows = 64;     // and decode_wgmma
-constexpr std::int64_t kDecodeWgmmaLongK = 8192;  // decode_wgmma takes 17-64 rows against a narrow weight above it
-constexpr std::int64_t kLineElements = 64;        // 16-bit elements in a 128-byte L2 line
+constexpr int kHopper = 90;                      // the compute capability of the wgmma rungs
+constexpr std::int64_t kDecodeRows = 16;         // the most rows decode_gemv and decode_mma take from the library call
+constexpr std::int64_t kDecodeWgmmaRows = 64;    // and decode_wgmma
+constexpr std::int64_t kDecodeWgmmaMinK = 4096;  // the shortest k decode_wgmma was measured to win at
+constexpr std::int64_t kLineElements = 64;       // 16-bit elements in a 128-byte L2 line
 
 // Whether every row of A and B starts on a 128-byte line (16-bit elements). TMA reads rows that
 // start off a line (16-byte aligned only) at a cost in L2: at 3000x5000x7000 (rows of 14000
@@ -53,10 +53,10 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // 2.24-2.53); 5-16 rows on decode_mma where wgmma_small has few column tiles (n / 128, at most a quarter of the SMs:
 // 4096^2 1.92-1.95 against 1.46-1.48, 8 x 4096 x 14336 2.54 against 1.80) and on wgmma_small where it has more
 // (8192^2 2.53-2.55 against 2.44-2.50, 8 x 14336 x 4096 2.60 against 2.48, 16 x 28672 x 8192 2.48 against 2.31);
-// but 2-4 rows against a wide weight on decode_wgmma (8192^2 52.6 us against decode_mma's 54.1-54.5). 17-64 rows on
-// decode_wgmma against a narrow weight with k above 8192 (32-64 x 4096 x 11008: 42.6-44.7 us against wgmma_small's
-// 47.2-47.6; x 14336: 51.6-53.7 against 58.4, its 32 tiles leaving most SMs idle) and on wgmma_small otherwise
-// (4096^2: 21.0-21.2 us against 23.2-25.1; 64 x 4096 x 8192: 35.9 against 37.3).
+// but 2-4 rows against a wide weight on decode_wgmma (8192^2 51.5-51.7 us against decode_mma's 54.1-54.6). 17-64 rows
+// on decode_wgmma against a narrow weight with k >= 4096, where wgmma_small's 32 tiles leave most SMs idle (32-64 x
+// 4096 x 4096, 8192, 11008, 14336: 20.9-22.1, 32.3-34.2, 40.6-42.8, 49.5-51.5 us against 22.1-22.8, 37.6-39.3,
+// 49.1-50.6, 61.6-64.2), on wgmma_small against a wide one (8192^2: 53.1-53.7 against 53.8-57.1).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy) {
   const int cc = compute_capability;
@@ -72,7 +72,7 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
     if (shape.m <= 4 || narrow) return LibraryRung::decode_mma;
   }
   if (shape.batch == 1 && shape.m > kDecodeRows && shape.m <= kDecodeWgmmaRows && narrow &&
-      shape.k > kDecodeWgmmaLongK && alignment.a && alignment.b && decode_wgmma_limits(shape, cc).empty())
+      shape.k >= kDecodeWgmmaMinK && alignment.a && alignment.b && decode_wgmma_limits(shape, cc).empty())
     return LibraryRung::decode_wgmma;
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves =
