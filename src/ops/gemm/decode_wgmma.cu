@@ -1,28 +1,27 @@
 // decode_wgmma (Hopper, sm_90a): C = alpha A W^T + beta C for at most 64 rows of A (a decode batch's
 // tokens) against a weight W stored n x k. The product is a read of W, so the rung is built to keep
-// as many of W's bytes in flight as the memory system needs, with few threads: TMA streams 128 rows
-// of W (16 KiB a k-tile) and the tokens' k-tile into a ring of 4-5 slots, and one warpgroup
-// multiplies them with W as wgmma's A operand (two m64 halves) and the tokens as its N (8, 16, 32 or
-// 64: m rounded up), so no row of the product is padding as it is where the tokens are the M of a
-// 64-row tile (wgmma_small).
+// as many of W's bytes in flight as the memory system needs, with few threads: TMA streams 64 rows
+// of W (8 KiB a k-tile) and the tokens' k-tile into a ring of 6-10 slots, and one warpgroup
+// multiplies them with W as wgmma's A operand and the tokens as its N (8, 16, 32 or 64: m rounded
+// up), so no row of the product is padding as it is where the tokens are the M of a 64-row tile
+// (wgmma_small).
 //
-// A weight of 4096 rows is only 32 such tiles for 132 SMs, so k is split too: the S CTAs of one tile
+// A weight of 4096 rows is 64 such tiles for 132 SMs, so k is split too: the S CTAs of one tile
 // form a cluster along the grid's y (S of 1-8: the most that keep to a CTA an SM, clusters resident),
 // each takes an even share of the k-tiles, and the partial sums meet in distributed shared memory:
 // each CTA writes its fp32 sums over its ring (every load has landed by then), and after a cluster
 // barrier CTA r adds its S-th of the tile's rows (in quads of 4) from every CTA's sums in rank order
 // (the same bits on every run) and blends them into C. No scratch in global memory, no second launch.
 //
-// Fixes, relative to decode_mma: the weight arrives in 16 KiB bulk copies kept 4-5 deep per CTA
+// Fixes, relative to decode_mma: the weight arrives in bulk copies kept 6-10 deep per CTA
 // (decode_mma's warps hold one 64-element step of 16 rows each in registers: 1.3 waves of 512
 // blocks kept DRAM 74% busy at 8 x 8192 x 8192), and up to 64 tokens share each read of W
 // (decode_mma's four token groups read A back from L2 at twice the weight's bytes). Costs: the
-// tokens' k-tile crosses from L2 once per CTA and k-tile (at 64 tokens half the weight's bytes,
-// from L2 only); a cluster launch, two cluster barriers and a read of the peers' sums per CTA: on an
-// H100 a single k-tile (8 x 4096 x 64) takes 7.5 us against decode_mma's 5.6, and a 4096 x 4096
-// weight 19.4-22.3 us at m = 8-64 against decode_mma's 17.4 at m = 8. It reads an 8192 x 8192
-// weight at 2.55 TB/s (decode_mma 2.45) and is the fastest rung at 32-64 tokens against a 4096-row
-// weight with k of 11008-14336 (docs/gemm-tensor-cores.md).
+// tokens' k-tile crosses from L2 once per CTA and k-tile (at 64 tokens as many bytes as the
+// weight's, from L2 only); a cluster launch, two cluster barriers and a read of the peers' sums per
+// CTA: on an H100 a single k-tile (8 x 4096 x 64) takes 7.2 us against decode_mma's 5.6. Tiles of
+// 128 rows (two m64 wgmmas) ran 5-9% slower at 4096-row weights (half the CTAs for a split, each
+// with twice the k) and the same at 8192 (docs/gemm-tensor-cores.md).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -39,7 +38,7 @@
 
 namespace cudalab::gemm_variants {
 
-constexpr int kDecodeWgmmaRows = 128;  // rows of W (columns of C) per CTA: two m64 wgmmas
+constexpr int kDecodeWgmmaRows = 64;  // rows of W (columns of C) per CTA: one m64 wgmma
 constexpr int kDecodeWgmmaTokens = 64;
 constexpr int kDecodeWgmmaMaxSplits = 8;  // the portable cluster size
 
@@ -50,7 +49,7 @@ using namespace hopper;
 
 constexpr int kRows = kDecodeWgmmaRows;
 constexpr int kConsumerThreads = 128, kThreads = kConsumerThreads + 32;  // one consumer warpgroup, one producer warp
-constexpr int kWTileBytes = kRows * kBlockK * 2;                         // 16 KiB
+constexpr int kWTileBytes = kRows * kBlockK * 2;                         // 8 KiB
 // Two CTAs an SM where the tiles outnumber the SMs; a ring of 200 KiB for one CTA an SM measured
 // the same (within 2%, both ways).
 constexpr int kRingBudget = 96 * 1024;
@@ -118,21 +117,16 @@ __global__ void __launch_bounds__(kThreads, 2)
         tma_load(stage + kWTileBytes, &a_map, barrier, k0, 0, z * p.batch_step_a);
       });
     } else if (thread < kConsumerThreads) {
-      float acc[2][kTokens / 2] = {};  // rows 0-63 and 64-127 of W's tile x the tokens
-      fence_accumulators(acc[0]);
-      fence_accumulators(acc[1]);
+      float acc[kTokens / 2] = {};  // W's 64 rows x the tokens
+      fence_accumulators(acc);
       int previous = 0;
       for (int i = 0; i < k_tiles; ++i) {
         pipeline.consumer_wait(ring);
         const std::uint32_t w_tile = pipeline.slot(ring.stage), tokens = w_tile + kWTileBytes;
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kBlockK / 16; ++kk) {
-          const std::uint64_t b = k_major_descriptor(tokens, kk);
-#pragma unroll
-          for (int half = 0; half < 2; ++half)
-            wgmma_ss_narrow_m64k16<T>(acc[half], k_major_descriptor(w_tile + half * 64 * kRowBytes, kk), b);
-        }
+        for (int kk = 0; kk < kBlockK / 16; ++kk)
+          wgmma_ss_narrow_m64k16<T>(acc, k_major_descriptor(w_tile, kk), k_major_descriptor(tokens, kk));
         wgmma_commit();
         wgmma_wait<1>();
         if (i > 0 && thread == 0) pipeline.consumer_release(previous);
@@ -140,19 +134,15 @@ __global__ void __launch_bounds__(kThreads, 2)
         ring.advance();
       }
       wgmma_wait<0>();
-      fence_accumulators(acc[0]);
-      fence_accumulators(acc[1]);
+      fence_accumulators(acc);
       if (k_tiles > 0 && thread == 0) pipeline.consumer_release(previous);
       named_barrier_sync(1, kConsumerThreads);  // no wgmma of the warpgroup still reads the ring
-      // acc[h][4i + j]: row 64 h + 16 w + l / 4 (+ 8 for j >= 2), token 8 i + 2 (l % 4) (+ 1 for odd j).
+      // acc[4i + j]: row 16 w + l / 4 (+ 8 for j >= 2), token 8 i + 2 (l % 4) (+ 1 for odd j).
       const int lane = thread % 32, row = 16 * (thread / 32) + lane / 4, token = 2 * (lane % 4);
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
+      for (int i = 0; i < kTokens / 8; ++i)
 #pragma unroll
-        for (int i = 0; i < kTokens / 8; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            sums[(8 * i + token + j % 2) * kSumsPitch + 64 * half + row + 8 * (j / 2)] = acc[half][4 * i + j];
+        for (int j = 0; j < 4; ++j) sums[(8 * i + token + j % 2) * kSumsPitch + row + 8 * (j / 2)] = acc[4 * i + j];
     }
     fence_async_shared();  // the sums are written over slots that TMA fills again for the next matrix
     cluster.sync();

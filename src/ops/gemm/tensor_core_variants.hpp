@@ -95,7 +95,7 @@ std::string decode_gemv_limits(const GemmShape& shape, int compute_capability);
 template <typename T>
 void decode_mma(const GemmArgs<T>& args, cudaStream_t stream);
 std::string decode_mma_limits(const GemmShape& shape, int compute_capability);
-// At most 64 rows of A against B stored N x K on Hopper: 128 rows of B a CTA streamed by TMA as wgmma's A operand, the
+// At most 64 rows of A against B stored N x K on Hopper: 64 rows of B a CTA streamed by TMA as wgmma's A operand, the
 // tokens as its N, k split over a cluster whose partial sums meet in distributed shared memory.
 template <typename T>
 void decode_wgmma(const GemmArgs<T>& args, cudaStream_t stream);
