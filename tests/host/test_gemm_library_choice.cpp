@@ -59,7 +59,8 @@ TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
 
 // One row on CUDA cores; 2-4 rows on decode_mma against a narrow weight (wgmma_small's 128-column tiles
 // would leave three quarters of the SMs idle: n = 4096, 32 tiles for 132 SMs) and on decode_wgmma against a
-// wide one (on Hopper); 5-16 on decode_mma against a narrow weight, else on wgmma_small; 17-64 on
+// wide one (on Hopper); 5-16 on decode_mma against a narrow weight (on decode_wgmma past k = 8192 on Hopper), else
+// on wgmma_small; 17-64 on
 // decode_wgmma against a narrow weight with k >= 4096, else on wgmma_small.
 TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnTheDecodeRungs) {
   EXPECT_EQ(on_hopper(product(1, 4096, 4096, true)), LibraryRung::decode_gemv);
@@ -71,7 +72,9 @@ TEST_F(GemmLibraryChoice, DecodeStepsReadTheWeightOnTheDecodeRungs) {
   }
   for (const std::int64_t rows : {5, 8, 16}) {
     EXPECT_EQ(on_hopper(product(rows, 4096, 4096, true)), LibraryRung::decode_mma) << rows;
-    EXPECT_EQ(on_hopper(product(rows, 4096, 14336, true)), LibraryRung::decode_mma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 4096, 8192, true)), LibraryRung::decode_mma) << rows;
+    EXPECT_EQ(on_hopper(product(rows, 4096, 14336, true)), LibraryRung::decode_wgmma) << rows;
+    EXPECT_EQ(library_rung(product(rows, 2048, 14336, true), {}, 80, 108), LibraryRung::decode_mma) << rows;
     EXPECT_EQ(on_hopper(product(rows, 8192, 8192, true)), LibraryRung::wgmma_small) << rows;
     EXPECT_EQ(on_hopper(product(rows, 14336, 4096, true)), LibraryRung::wgmma_small) << rows;
   }

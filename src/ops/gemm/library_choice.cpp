@@ -10,8 +10,9 @@ namespace {
 constexpr int kHopper = 90;                      // the compute capability of the wgmma rungs
 constexpr std::int64_t kDecodeRows = 16;         // the most rows decode_gemv and decode_mma take from the library call
 constexpr std::int64_t kDecodeWgmmaRows = 64;    // and decode_wgmma
-constexpr std::int64_t kDecodeWgmmaMinK = 4096;  // the shortest k decode_wgmma was measured to win at
-constexpr std::int64_t kLineElements = 64;       // 16-bit elements in a 128-byte L2 line
+constexpr std::int64_t kDecodeWgmmaMinK = 4096;  // the shortest k decode_wgmma was measured to win at, 17-64 rows
+constexpr std::int64_t kDecodeMmaLongestK = 8192;  // the longest decode_mma keeps 5-16 rows against a narrow weight
+constexpr std::int64_t kLineElements = 64;         // 16-bit elements in a 128-byte L2 line
 
 // Whether every row of A and B starts on a 128-byte line (16-bit elements). TMA reads rows that
 // start off a line (16-byte aligned only) at a cost in L2: at 3000x5000x7000 (rows of 14000
@@ -53,10 +54,12 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // 2.24-2.53); 5-16 rows on decode_mma where wgmma_small has few column tiles (n / 128, at most a quarter of the SMs:
 // 4096^2 1.92-1.95 against 1.46-1.48, 8 x 4096 x 14336 2.54 against 1.80) and on wgmma_small where it has more
 // (8192^2 2.53-2.55 against 2.44-2.50, 8 x 14336 x 4096 2.60 against 2.48, 16 x 28672 x 8192 2.48 against 2.31);
-// but 2-4 rows against a wide weight on decode_wgmma (8192^2 51.5-51.7 us against decode_mma's 54.1-54.6). 17-64 rows
-// on decode_wgmma against a narrow weight with k >= 4096, where wgmma_small's 32 tiles leave most SMs idle (32-64 x
-// 4096 x 4096, 8192, 11008, 14336: 20.9-22.1, 32.3-34.2, 40.6-42.8, 49.5-51.5 us against 22.1-22.8, 37.6-39.3,
-// 49.1-50.6, 61.6-64.2), on wgmma_small against a wide one (8192^2: 53.1-53.7 against 53.8-57.1).
+// but 2-4 rows against a wide weight on decode_wgmma (8192^2 51.7-52.0 us against decode_mma's 54.1-54.6), and 5-16
+// against a narrow one with k above 8192 (x 4096 x 11008: 37.2-37.8 us against 39.5-40.5; x 14336: 46.1-46.7 against
+// 46.4-47.3; at 8192 29.3-29.8 against 29.4-29.9, a tie). 17-64 rows on decode_wgmma against a narrow weight with
+// k >= 4096, where wgmma_small's 32 tiles leave most SMs idle (32-64 x 4096 x 4096, 8192, 11008, 14336: 19.0-20.3,
+// 30.6-32.4, 38.3-40.4, 47.3-49.9 us against wgmma_small's 21.5-22.8, 37.6-39.3, 49.1-50.6, 61.6-64.2), on
+// wgmma_small against a wide one (8192^2: 52.9-53.6 against 54.0-57.6).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy) {
   const int cc = compute_capability;
@@ -68,7 +71,9 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
   if (shape.batch == 1 && shape.m <= kDecodeRows && alignment.a && alignment.b &&
       decode_mma_limits(shape, cc).empty()) {
     if (shape.m == 1) return LibraryRung::decode_gemv;
-    if (shape.m <= 4 && !narrow && decode_wgmma_limits(shape, cc).empty()) return LibraryRung::decode_wgmma;
+    const bool wgmma_fits = decode_wgmma_limits(shape, cc).empty();
+    if (shape.m <= 4 && !narrow && wgmma_fits) return LibraryRung::decode_wgmma;
+    if (shape.m > 4 && narrow && shape.k > kDecodeMmaLongestK && wgmma_fits) return LibraryRung::decode_wgmma;
     if (shape.m <= 4 || narrow) return LibraryRung::decode_mma;
   }
   if (shape.batch == 1 && shape.m > kDecodeRows && shape.m <= kDecodeWgmmaRows && narrow &&
