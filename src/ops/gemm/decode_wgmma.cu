@@ -20,7 +20,7 @@
 // tokens' k-tile crosses from L2 once per CTA and k-tile (at 64 tokens as many bytes as the
 // weight's, from L2 only); a cluster launch, two cluster barriers and a read of the peers' sums per
 // CTA: on an H100 a single k-tile (8 x 4096 x 64) takes 7.2 us against decode_mma's 5.6. Tiles of
-// 128 rows (two m64 wgmmas) ran 5-9% slower at 4096-row weights (half the CTAs for a split, each
+// 128 rows (two m64 wgmmas) ran 4-9% slower at 4096-row weights (half the CTAs for a split, each
 // with twice the k) and the same at 8192 (docs/gemm-tensor-cores.md).
 #include <algorithm>
 #include <cstdint>
