@@ -524,6 +524,24 @@ def test_linear_backward_in_bfloat16_copies_nothing():
     assert copies and "aten::copy_" in names
 
 
+# Decode steps through a Linear with a bias: one row on decode_gemv, 3 on decode_mma, 9-16 (k past
+# 8192) and 17-64 on decode_wgmma, which reads the bias as C's old value from its one row.
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("rows, in_features", [(1, 4104), (3, 4104), (9, 8200), (16, 8200), (17, 4104), (40, 4104),
+                                               (64, 8200)])
+def test_linear_at_decode_rows_matches_float64(dtype, rows, in_features):
+    torch.manual_seed(rows * 7 + in_features)
+    linear = cudalab.nn.Linear(in_features, 1000, device="cuda", dtype=dtype)
+    with torch.no_grad():
+        linear.bias.normal_()
+    x = torch.randn(rows, in_features, device="cuda", dtype=dtype)
+    with torch.no_grad():
+        out = linear(x)
+    exact = F.linear(x.double(), linear.weight.double(), linear.bias.double())
+    assert out.dtype == dtype and out.shape == exact.shape
+    assert rel_l2(out, exact) <= REL_L2[dtype], f"rel L2 {rel_l2(out, exact):.3g}"
+
+
 def test_linear_runs_in_the_autocast_dtype():
     torch.manual_seed(11)
     linear = cudalab.nn.Linear(1000, 300, device="cuda")  # float32 parameters
