@@ -120,6 +120,10 @@ std::vector<Variant> ladder() {
       make_variant<Binding<kBackward>, v::RopeArgs>(
           "vectorized", "16 bytes of each member run per thread (half split: both halves; interleaved: the pairs)",
           Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::vectorized)),
+      make_variant<Binding<kBackward>, v::RopeArgs>(
+          "positions",
+          "a thread group per token position, each thread's run of every head: angles read once a position",
+          Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::positions)),
   };
 }
 

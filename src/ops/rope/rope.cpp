@@ -13,7 +13,11 @@ namespace v = rope_variants;
 
 namespace {
 
-// The checks of both directions, then the vectorized rung.
+// The fewest token positions the `positions` rung takes from the library call; fewer (a decode
+// step) leave most of its threads idle and take `vectorized`.
+constexpr std::int64_t kPositionsRungMin = 1024;
+
+// The checks of both directions, then the rung.
 template <typename T>
 void run(const char* call, const T* in, T* out, const RopeShape& s, const RopeTables& tables, RopePairs pairs,
          std::int64_t position_offset, float sign, cudaStream_t stream) {
@@ -48,7 +52,11 @@ void run(const char* call, const T* in, T* out, const RopeShape& s, const RopeTa
   args.x = in, args.y = out, args.shape = s, args.tables = tables;
   args.interleaved = pairs == RopePairs::interleaved;
   args.position_offset = position_offset, args.sign = sign;
-  v::vectorized(args, stream);
+  if (s.batch * s.seq >= kPositionsRungMin) {
+    v::positions(args, stream);
+  } else {
+    v::vectorized(args, stream);
+  }
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ void scalar(const RopeArgs<T>& args, cudaStream_t stream);
 // one pair per thread elsewhere.
 template <typename T>
 void vectorized(const RopeArgs<T>& args, cudaStream_t stream);
+// A group of threads per token position, one 16-byte run of every head of it per thread: the angles
+// read once per position. Rows the vectors do not fit take `vectorized`'s element path.
+template <typename T>
+void positions(const RopeArgs<T>& args, cudaStream_t stream);
 
 // The baseline: as eager PyTorch (Hugging Face's apply_rotary_pos_emb) runs it, the rotated copy
 // of x (rotate_half: the pairs' partners, one negated) written to a workspace of
