@@ -8,11 +8,14 @@
 //               an eighth of the memory instructions.
 //   positions:  a group of threads per token position, one vectorized run of every head of it per
 //               thread: the run's angles are read once per position, not once per head, and four
-//               heads' loads are in flight before the first is rotated. Fixes: the tables' traffic
-//               (an H100 at 8 x 4096 x 32 x 128 bf16, vectorized: 79% of DRAM's peak, its warps
-//               waiting on the loads of x beside those of the angles, from L2, and on the
-//               load/store queue between them). Costs: a decode step's few positions leave most
-//               threads idle (the library keeps `vectorized` there).
+//               heads' loads are in flight before the first is rotated. Meant to remove the tables'
+//               traffic (ncu showed vectorized's warps waiting on the angles' loads from L2 beside
+//               x's). Measured on an H100, it does not pay in 16-bit types: 86.8% of the bound
+//               against vectorized's 87.6% at 8 x 4096 x 32 x 128 bf16, 1-5% slower at 8 kv heads
+//               and interleaved, and 1.3-4.9x slower at 64-4096 positions, where a thread group per
+//               position leaves too few threads to hide the loads. In f32 it is 1% slower to 12%
+//               faster at 2048-32768 positions. The angles were not what held vectorized back in
+//               bf16; the library keeps vectorized.
 // The baseline writes Hugging Face's rotate_half(x) to a workspace, then reads x and it again: three
 // passes over the tensor instead of two.
 #include <cstdint>
