@@ -9,7 +9,6 @@ namespace cudalab::gemm_variants {
 namespace {
 constexpr int kHopper = 90;                      // the compute capability of the wgmma rungs
 constexpr std::int64_t kDecodeRows = 16;         // the most rows decode_gemv and decode_mma take from the library call
-constexpr std::int64_t kDecodeWgmmaRows = 64;    // and decode_wgmma
 constexpr std::int64_t kDecodeWgmmaMinK = 4096;  // the shortest k decode_wgmma was measured to win at, 17-64 rows
 constexpr std::int64_t kDecodeMmaLongestK = 8192;  // the longest decode_mma keeps 5-16 rows against a narrow weight
 constexpr std::int64_t kLineElements = 64;         // 16-bit elements in a 128-byte L2 line
@@ -76,8 +75,9 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
     if (shape.m > 4 && narrow && shape.k > kDecodeMmaLongestK && wgmma_fits) return LibraryRung::decode_wgmma;
     if (shape.m <= 4 || narrow) return LibraryRung::decode_mma;
   }
-  if (shape.batch == 1 && shape.m > kDecodeRows && shape.m <= kDecodeWgmmaRows && narrow &&
-      shape.k >= kDecodeWgmmaMinK && alignment.a && alignment.b && decode_wgmma_limits(shape, cc).empty())
+  // decode_wgmma's limits hold m to its 64 tokens.
+  if (shape.batch == 1 && shape.m > kDecodeRows && narrow && shape.k >= kDecodeWgmmaMinK && alignment.a &&
+      alignment.b && decode_wgmma_limits(shape, cc).empty())
     return LibraryRung::decode_wgmma;
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves =
