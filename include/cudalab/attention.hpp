@@ -101,4 +101,30 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
                         T* dv, const AttentionDims& dims, const AttentionOptions& options, void* workspace,
                         std::size_t workspace_bytes, cudaStream_t stream = nullptr);
 
+// Decode attention: the newest `tokens` queries of each sequence against its key-value cache, as a
+// model generating text calls it each step. q and o are dense [batch, heads, tokens, head_dim];
+// k_cache and v_cache dense [batch, kv_heads, cache, head_dim] (kv head h / (heads / kv_heads) for
+// query head h); lengths is device int32 [batch]: sequence b's keys are rows 0 .. lengths[b] - 1
+// of its cache (a value past cache reads as cache), the new tokens' own keys included, so
+// lengths[b] >= tokens. Query t of sequence b sits at position lengths[b] - tokens + t and, when
+// options.causal, sees the keys up to it (a query that sees no key gets O = 0 and L = -inf). lse
+// is [batch, heads, tokens] fp32, or null when not wanted. options.layout must be the default.
+struct AttentionDecodeDims {
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, tokens = 0, cache = 0, head_dim = 0;
+};
+
+// O and L on `stream`, asynchronously. bf16/fp16 arrays at 16-byte aligned addresses with
+// head_dim 64 or 128 and (heads / kv_heads) * tokens <= 16 take the split-KV tensor-core kernel
+// (compute capability 8.0+: each kv head's queries share one read of its keys and values, which
+// are split over blocks that fill the GPU and combined by their log-sum-exps; the splits' scratch
+// comes from the stream-ordered allocator); everything else (fp32, head_dim up to 256) a CUDA-core
+// kernel that reads the cache once per query row. Any size of 0 does nothing. Throws
+// cudalab::Error: invalid_argument for negative sizes, heads not a multiple of kv_heads, tokens
+// past cache, a non-finite or negative scale, a layout, null, misaligned or overlapping arrays,
+// head_dim past 256; cuda when a launch fails.
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
+                      const AttentionDecodeDims& dims, const AttentionOptions& options = {},
+                      cudaStream_t stream = nullptr);
+
 }  // namespace cudalab

@@ -464,6 +464,30 @@ def attention(
     return torch.ops.cudalab.attention(q, k, v, scale, causal)
 
 
+def attention_decode(
+    q: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    cache_seqlens: Tensor,
+    scale: float | None = None,
+    causal: bool = True,
+) -> tuple[Tensor, Tensor]:
+    """Attention for generation with a key-value cache: the newest ``tokens`` queries of each
+    sequence against its cache. Returns ``(o, lse)``: o like q, lse float32 [batch, heads, tokens].
+
+    q is [batch, heads, tokens, head_dim]; k_cache and v_cache [batch, kv_heads, cache, head_dim]
+    (heads a multiple of kv_heads), all contiguous and of one dtype (bfloat16, float16 or float32):
+    a preallocated cache is passed whole. cache_seqlens (int32 [batch], on q's device) says how many
+    rows of each sequence's cache hold its keys, the new tokens' included; query t of sequence b
+    sits at position ``cache_seqlens[b] - tokens + t`` and, when ``causal``, sees the keys up to it.
+    The same as ``F.scaled_dot_product_attention(q, k, v, enable_gqa=True)`` over each sequence's
+    first ``cache_seqlens[b]`` keys with the causal mask aligned to the bottom right. bf16/f16 with
+    head_dim 64 or 128 and (heads // kv_heads) * tokens <= 16 run the split-KV tensor-core kernel,
+    which reads each kv head's cache once; the rest a CUDA-core kernel (head_dim up to 256). No
+    autograd: this is the inference path."""
+    return torch.ops.cudalab.attention_decode(q, k_cache, v_cache, cache_seqlens, scale, causal)
+
+
 def attention_packed(
     qkv: Tensor, heads: int, kv_heads: int | None = None, scale: float | None = None, causal: bool = False
 ) -> tuple[Tensor, Tensor]:
@@ -711,6 +735,11 @@ def _(q, k, v, scale=None, causal=False):
 @torch.library.register_fake("cudalab::attention_backward")
 def _(q, k, v, o, lse, do, scale=None, causal=False):
     return _laid_out_like(q), _laid_out_like(k), _laid_out_like(v)
+
+
+@torch.library.register_fake("cudalab::attention_decode")
+def _(q, k_cache, v_cache, cache_seqlens, scale=None, causal=True):
+    return q.new_empty(q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 
 @torch.library.register_fake("cudalab::attention_packed")

@@ -537,6 +537,100 @@ TEST(AttentionLibrary, ValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(thrown_kind([&] { attention_backward_workspace_bytes({-1, 2, 2, 8, 64}, DType::bf16); }), kInvalid);
 }
 
+TEST(AttentionLibrary, DecodeValidatesBeforeTouchingTheGpu) {
+  using test_support::thrown_kind;
+  const auto kInvalid = ErrorKind::invalid_argument;
+  const auto at = [](std::uintptr_t address) { return reinterpret_cast<__nv_bfloat16*>(address); };
+  __nv_bfloat16 *q = at(0x100000), *k = at(0x200000), *v = at(0x300000), *o = at(0x400000);
+  auto* lengths = reinterpret_cast<const std::int32_t*>(std::uintptr_t{0x500000});
+  auto* lse = reinterpret_cast<float*>(std::uintptr_t{0x600000});
+  const auto decode = [&](const AttentionDecodeDims& d, AttentionOptions options = {}, __nv_bfloat16* out = nullptr) {
+    return thrown_kind([&] { attention_decode(q, k, v, lengths, out != nullptr ? out : o, lse, d, options); });
+  };
+  EXPECT_EQ(decode({1, -4, 2, 1, 64, 128}), kInvalid) << "negative heads";
+  EXPECT_EQ(decode({1, 3, 2, 1, 64, 128}), kInvalid) << "3 heads over 2 kv heads";
+  EXPECT_EQ(decode({1, 4, 2, 65, 64, 128}), kInvalid) << "more new tokens than the cache holds";
+  EXPECT_EQ(decode({1, 4, 2, 1, 64, 300}), kInvalid) << "head_dim past 256";
+  EXPECT_EQ(decode({1 << 20, 1 << 20, 1 << 20, 1, 1 << 20, 128}), kInvalid) << "sizes past 64 bits";
+  AttentionOptions strided;
+  strided.layout.q = {1024, 128, 128};
+  EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, strided), kInvalid) << "a layout";
+  EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {NAN, true, {}}), kInvalid) << "a NaN scale";
+  EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {}, q), kInvalid) << "o is q";
+  EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {}, at(0x400001)), kInvalid) << "o off its element's alignment";
+  EXPECT_EQ(thrown_kind([&] {
+              attention_decode<float>(nullptr, nullptr, nullptr, lengths, nullptr, nullptr, {1, 4, 2, 1, 64, 128});
+            }),
+            kInvalid)
+      << "null arrays";
+  // Nothing to compute: no error, null pointers included.
+  EXPECT_NO_THROW(attention_decode<float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, {0, 4, 2, 1, 64, 128}));
+}
+
+// A decode row is the self-attention row at its position over the sequence's first lengths[b] keys:
+// the cache's rows past them (filled with huge values here) are never read.
+TEST(AttentionReference, DecodeRowsAreTheLastRowsOfSelfAttention) {
+  constexpr std::int64_t kLength = 7, kCache = 10, kTokens = 3, kDim = 8;
+  std::vector<float> q(2 * kLength * kDim), k(kCache * kDim, 1e30f), v(kCache * kDim, 1e30f);
+  std::uint64_t state = 42;
+  const auto draw = [&] { return static_cast<float>((state = mix64(state)) >> 40) * 0x1p-23f - 1.0f; };
+  for (float& x : q) x = draw();
+  for (std::int64_t i = 0; i < kLength * kDim; ++i) k[static_cast<std::size_t>(i)] = draw();
+  for (std::int64_t i = 0; i < kLength * kDim; ++i) v[static_cast<std::size_t>(i)] = draw();
+  // The decode queries: each head's last kTokens rows of q.
+  std::vector<float> q_new(2 * kTokens * kDim);
+  for (std::int64_t h = 0; h < 2; ++h)
+    std::copy_n(q.begin() + (h * kLength + kLength - kTokens) * kDim, kTokens * kDim,
+                q_new.begin() + h * kTokens * kDim);
+  AttentionTensors self;
+  self.q = q.data(), self.k = k.data(), self.v = v.data();
+  self.batch = 1, self.heads = 2, self.kv_heads = 1, self.seq = kLength, self.head_dim = kDim;
+  self.scale = 0.35f, self.causal = true;
+  const std::int32_t lengths[] = {kLength};
+  AttentionTensors decode = self;
+  decode.q = q_new.data(), decode.seq = kCache, decode.queries = kTokens, decode.lengths = lengths;
+  for (const bool causal : {true, false}) {
+    self.causal = decode.causal = causal;
+    for (std::int64_t h = 0; h < 2; ++h)
+      for (std::int64_t t = 0; t < kTokens; ++t) {
+        const AttentionRowReference a = reference_attention_row(decode, 0, h, t);
+        const AttentionRowReference b = reference_attention_row(self, 0, h, causal ? kLength - kTokens + t : t);
+        const AttentionRowReference c = reference_attention_row(self, 0, h, kLength - kTokens + t);
+        EXPECT_EQ(a.o, causal ? b.o : c.o) << "head " << h << ", token " << t << (causal ? ", causal" : "");
+        EXPECT_EQ(a.lse, causal ? b.lse : c.lse);
+      }
+  }
+}
+
+// The decode op: its ladder and baseline, the lengths its problems give and the work they count.
+TEST(AttentionDecodeOp, CountsTheKeysEachSequenceHolds) {
+  const Op* op = builtin_registry().find_op(ids::kDecode);
+  ASSERT_NE(op, nullptr);
+  std::vector<std::string> order;
+  for (const Variant& v : op->variants) order.push_back(v.id);
+  EXPECT_EQ(order, (std::vector<std::string>{ids::kNaive, ids::kSplitMma, ids::kCublas}));
+  const auto problem = [&](int ragged) {
+    return op->problem({3, 8, 2, 100, 64}, DType::bf16, {{ids::kKvHeads, 2}, {ids::kRagged, double(ragged)}});
+  };
+  // Full caches: 3 sequences x 2 kv heads x 100 keys of K and V; causal queries see 99 and 100 keys.
+  const Work full = op->work(problem(0));
+  EXPECT_DOUBLE_EQ(full.bytes_read, 2.0 * (3 * 8 * 2 * 64 + 2.0 * 3 * 2 * 100 * 64) + 4.0 * 3);
+  EXPECT_DOUBLE_EQ(full.flops, 4.0 * 3 * 8 * (99 + 100) * 64);
+  // Ragged: fewer keys after the first sequence, never fewer than the new tokens.
+  const Work ragged = op->work(problem(1));
+  EXPECT_LT(ragged.bytes_read, full.bytes_read);
+  EXPECT_GE(ragged.bytes_read, 2.0 * (3 * 8 * 2 * 64 + 2.0 * (100 + 2 + 2) * 2 * 64) + 4.0 * 3);
+  // split_mma packs (heads / kv_heads) x tokens rows in one m16 tile, at head_dim 64 or 128 only.
+  DeviceInfo hopper;
+  hopper.compute_major = 9;
+  EXPECT_EQ(why_not(*op->find_variant(ids::kSplitMma), hopper, problem(0)), "");
+  EXPECT_NE(why_not(*op->find_variant(ids::kSplitMma), hopper,
+                    op->problem({1, 16, 4, 100, 64}, DType::bf16, {{ids::kKvHeads, 2}})),
+            "");
+  EXPECT_NE(why_not(*op->find_variant(ids::kNaive), hopper, op->problem({1, 2, 3, 2, 64}, DType::bf16)), "")
+      << "3 new tokens in a cache of 2";
+}
+
 // seq^2 of a long sequence would overflow 64 bits inside the check itself: seq is refused first.
 TEST(AttentionBackwardLimits, NaiveRefusesASequenceWhoseSquareOverflows) {
   const attention_variants::AttentionShape shape{1, 1, 1, std::int64_t{1} << 33, 64, 2, 90};

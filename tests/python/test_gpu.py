@@ -12,7 +12,12 @@ import torch.nn.functional as F
 
 import cudalab.nn
 from cudalab import ops
-from cudalab.bench.cases.attention import ATTENTION_LSE_REL_L2, ATTENTION_REL_L2, attention_reference
+from cudalab.bench.cases.attention import (
+    ATTENTION_LSE_REL_L2,
+    ATTENTION_REL_L2,
+    attention_reference,
+    decode_reference,
+)
 from conftest import requires_cuda
 from test_host import BACKWARD, DIFFERENTIABLE, FLOATS, FORWARD, arguments, dtypes_of
 
@@ -861,6 +866,59 @@ def test_attention_on_the_cuda_core_kernel(dtype, layout):
     ref_o, ref_lse = attention_reference(q, k, v, causal=True)
     assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
     torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+
+
+# (batch, heads, kv_heads, tokens, cache, head_dim): Llama-3's grouping at one token (the split
+# kernel, one split and many); 4 heads a group times 4 tokens (16 packed rows); multi-head; head_dim
+# 80 and 8 x 8 packed rows (the CUDA-core kernel).
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(
+    "shape",
+    [(3, 32, 8, 1, 1000, 128), (1, 8, 2, 1, 9000, 64), (2, 8, 2, 4, 300, 128), (4, 4, 4, 3, 77, 64),
+     (2, 4, 1, 2, 500, 80), (2, 16, 2, 8, 200, 128)],
+)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_decode_matches_float64(dtype, shape, causal):
+    batch, heads, kv_heads, tokens, cache, head_dim = shape
+    q = torch.randn(batch, heads, tokens, head_dim, device="cuda").to(dtype)
+    k_cache, v_cache = (torch.randn(batch, kv_heads, cache, head_dim, device="cuda").to(dtype) for _ in range(2))
+    lengths = torch.randint(tokens, cache + 1, (batch,), device="cuda", dtype=torch.int32)
+    lengths[0] = cache
+    o, lse = ops.attention_decode(q, k_cache, v_cache, lengths, causal=causal)
+    ref_o, ref_lse = decode_reference(q, k_cache, v_cache, lengths, causal)
+    assert o.shape == q.shape and o.dtype == dtype and lse.shape == q.shape[:-1]
+    assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+
+
+def test_attention_decode_agrees_with_sdpa_on_a_full_cache():
+    # Every sequence's cache full and one token: SDPA's own call, no mask.
+    q = torch.randn(4, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(4, 8, 2048, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    o, _ = ops.attention_decode(q, k, v, torch.full((4,), 2048, device="cuda", dtype=torch.int32))
+    ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), enable_gqa=True)
+    sdpa = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    assert rel_l2(o, ref) <= 2 * rel_l2(sdpa, ref) + 1e-3
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda q, k, n: ops.attention_decode(q, k, k, n.long()), TypeError, "cache_seqlens must be int32"),
+        (lambda q, k, n: ops.attention_decode(q, torch.cat([k, k[:, :1]], 1), torch.cat([k, k[:, :1]], 1), n),
+         ValueError, "multiple of the caches' heads"),
+        (lambda q, k, n: ops.attention_decode(q, k[:, :, :10], k[:, :, :10], n), ValueError, "must be contiguous"),
+        (lambda q, k, n: ops.attention_decode(q, k[..., :64], k[..., :64], n), ValueError, "head_dim"),
+        (lambda q, k, n: ops.attention_decode(q, k.float(), k.float(), n), TypeError, "like q"),
+        (lambda q, k, n: ops.attention_decode(q.expand(2, 4, 40, 128).contiguous(), k[:, :, :32].contiguous(),
+                                              k[:, :, :32].contiguous(), n), ValueError, "at most the cache"),
+    ],
+)
+def test_attention_decode_names_what_it_refuses(call, error, message):
+    q = torch.randn(2, 4, 1, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(2, 2, 64, 128, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(error, match=message):
+        call(q, k, torch.full((2,), 64, device="cuda", dtype=torch.int32))
 
 
 @pytest.mark.parametrize("shape", [(0, 4, 16, 64), (2, 4, 0, 64), (2, 0, 16, 64)])

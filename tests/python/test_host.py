@@ -39,6 +39,8 @@ FORWARD = {
     "-> (Tensor, Tensor)",
     "attention_packed": "cudalab::attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, "
     "bool causal=False) -> (Tensor, Tensor)",
+    "attention_decode": "cudalab::attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, "
+    "float? scale=None, bool causal=True) -> (Tensor, Tensor)",
     "gemm_fp8": "cudalab::gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, "
     "float alpha=1.) -> Tensor",
     "quantize_fp8": "cudalab::quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)",
@@ -60,9 +62,17 @@ BACKWARD = [
     "attention_packed_backward",
 ]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
-# backward raises (the library has none); gemm_fp8 is an inference product, the quantizations its
-# input's rounding.
-NOT_DIFFERENTIABLE = ("select_at_least", "histogram", "conv2d", "gemm_fp8", "quantize_fp8", "quantize_fp8_scaled")
+# backward raises (the library has none); gemm_fp8 and attention_decode are inference ops, the
+# quantizations gemm_fp8's input's rounding.
+NOT_DIFFERENTIABLE = (
+    "select_at_least",
+    "histogram",
+    "conv2d",
+    "gemm_fp8",
+    "quantize_fp8",
+    "quantize_fp8_scaled",
+    "attention_decode",
+)
 DIFFERENTIABLE = [name for name in FORWARD if name not in NOT_DIFFERENTIABLE]
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 # The dtypes of the library's primitives' first argument; the fused ops take their element lists'
@@ -90,7 +100,8 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
     q [shape[0], 4, shape[1], 64] and k, v with 2 heads (grouped-query), causal, and for its backward
     the same with O and L from cudalab's forward on CUDA (uninitialized elsewhere, where only
     shapes and refusals are tested) and dO like q; attention_packed's the same heads packed in one
-    qkv [shape[0], shape[1], 8 * 64]."""
+    qkv [shape[0], shape[1], 8 * 64]; attention_decode's 2 tokens of 4 heads against caches of 2
+    heads and shape[1] rows, with lengths drawn from 2 to shape[1]."""
     dtype = dtype or dtypes_of(name)[0]
     features = shape[-1]
     rows = 1
@@ -128,6 +139,10 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
             o = qkv.new_empty(shape[0], shape[1], 4 * 64)
             lse = qkv.new_empty(shape[0], 4, shape[1], dtype=torch.float32)
         return (qkv, o, lse, tensor(*o.shape), 4, 2, None, True)
+    if name == "attention_decode":  # 2 new tokens of 4 heads against caches of 2 heads, shape[1] rows
+        batch, cache = shape[0], shape[1]
+        lengths = torch.randint(2, cache + 1, (batch,), device=device, dtype=torch.int32)
+        return (tensor(batch, 4, 2, 64), tensor(batch, 2, cache, 64), tensor(batch, 2, cache, 64), lengths, None, True)
     if name in ("attention", "attention_backward"):
         batch, seq = shape[0], shape[1]
         q, k, v = tensor(batch, 4, seq, 64), tensor(batch, 2, seq, 64), tensor(batch, 2, seq, 64)

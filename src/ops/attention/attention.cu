@@ -26,6 +26,7 @@ namespace v = attention_variants;
 constexpr char kForward[] = "attention_forward";
 constexpr char kBackward[] = "attention_backward";
 constexpr char kBackwardWorkspace[] = "attention_backward_workspace_bytes";
+constexpr char kDecode[] = "attention_decode";
 
 // The sizes every attention call refuses: negative ones, heads not a multiple of kv_heads, and
 // (where none is 0) batch * heads * seq * head_dim past 64 bits. False when a size is 0: there is
@@ -350,7 +351,73 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   backward(q, k, v, o, lse, d_o, dq, dk, dv, d, options, scratch, stream);
 }
 
+// The library's decode: split_mma where it runs the problem on 16-byte aligned arrays, else naive.
+template <typename T>
+void decode(const T* q, const T* k, const T* v, const std::int32_t* lengths, T* o, float* lse,
+            const AttentionDecodeDims& d, const AttentionOptions& options, cudaStream_t stream) {
+  const std::string prefix = std::string(kDecode) + ": ";
+  CUDALAB_REQUIRE(d.batch >= 0 && d.heads >= 0 && d.kv_heads >= 0 && d.tokens >= 0 && d.cache >= 0 && d.head_dim >= 0,
+                  prefix + "batch, heads, kv_heads, tokens, cache and head_dim must be >= 0");
+  CUDALAB_REQUIRE(d.kv_heads > 0 ? d.heads % d.kv_heads == 0 : d.heads == 0,
+                  prefix + "heads (" + std::to_string(d.heads) + ") must be a multiple of kv_heads (" +
+                      std::to_string(d.kv_heads) + ")");
+  CUDALAB_REQUIRE(d.tokens <= d.cache, prefix + "tokens (" + std::to_string(d.tokens) + ") must be at most cache (" +
+                                           std::to_string(d.cache) + "): the new tokens' keys are in the cache");
+  require_scale(kDecode, options);
+  const AttentionLayout& l = options.layout;
+  CUDALAB_REQUIRE(v::is_dense(l.q) && v::is_dense(l.k) && v::is_dense(l.v) && v::is_dense(l.o),
+                  prefix + "q, the caches and o must be dense (options.layout is the default)");
+  const std::int64_t queries =
+      checked_product(kDecode, "batch * heads * tokens * head_dim", {d.batch, d.heads, d.tokens, d.head_dim});
+  const std::int64_t cached =
+      checked_product(kDecode, "batch * kv_heads * cache * head_dim", {d.batch, d.kv_heads, d.cache, d.head_dim});
+  if (queries == 0) return;
+  // Every kernel's head_dim (split_mma's 64 and 128 are among naive's).
+  const std::string naive_why = v::decode_naive_limits(d.head_dim);
+  CUDALAB_REQUIRE(naive_why.empty(), prefix + naive_why);
+  const std::int64_t rows = d.batch * d.heads * d.tokens;
+  require_arrays(kDecode,
+                 {{q, queries, sizeof(T), "q"},
+                  {k, cached, sizeof(T), "k_cache"},
+                  {v, cached, sizeof(T), "v_cache"},
+                  {lengths, d.batch, sizeof(std::int32_t), "lengths"}},
+                 {{o, queries, sizeof(T), "o"}, {lse, lse != nullptr ? rows : 0, sizeof(float), "lse"}});
+  v::DecodeArgs<T> args;
+  args.q = q;
+  args.k = k;
+  args.v = v;
+  args.lengths = lengths;
+  args.o = o;
+  args.lse = lse;
+  args.batch = d.batch;
+  args.heads = d.heads;
+  args.kv_heads = d.kv_heads;
+  args.tokens = d.tokens;
+  args.cache = d.cache;
+  args.head_dim = d.head_dim;
+  args.scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d.head_dim));
+  args.causal = options.causal;
+  if constexpr (sizeof(T) == 2) {
+    const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o);
+    if (aligned &&
+        v::decode_split_limits(d.heads, d.kv_heads, d.tokens, d.head_dim, current_gpu().compute_capability).empty()) {
+      StreamOrderedWorkspace scratch(stream);
+      args.workspace_bytes = v::decode_workspace_bytes(d.batch, d.heads, d.kv_heads, d.tokens, d.cache, d.head_dim);
+      args.workspace = scratch.reserve(args.workspace_bytes);
+      v::decode_split_mma(args, stream);
+      return;
+    }
+  }
+  v::decode_naive(args, stream);
+}
+
 }  // namespace
+
+template <typename T, typename>
+void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
+                      const AttentionDecodeDims& dims, const AttentionOptions& options, cudaStream_t stream) {
+  decode(q, k_cache, v_cache, lengths, o, lse, dims, options, stream);
+}
 
 template <typename T, typename>
 void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttentionDims& dims,
@@ -378,13 +445,15 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
   backward(q, k, v, o, lse, d_o, dq, dk, dv, dims, options, workspace, workspace_bytes, stream);
 }
 
-#define CUDALAB_ATTENTION_ENTRIES(T, a, b)                                                                     \
-  template void attention_forward(const T*, const T*, const T*, T*, float*, const AttentionDims&,              \
-                                  const AttentionOptions&, cudaStream_t);                                      \
-  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*, \
-                                   const AttentionDims&, const AttentionOptions&, cudaStream_t);               \
-  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*, \
-                                   const AttentionDims&, const AttentionOptions&, void*, std::size_t, cudaStream_t);
+#define CUDALAB_ATTENTION_ENTRIES(T, a, b)                                                                           \
+  template void attention_forward(const T*, const T*, const T*, T*, float*, const AttentionDims&,                    \
+                                  const AttentionOptions&, cudaStream_t);                                            \
+  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*,       \
+                                   const AttentionDims&, const AttentionOptions&, cudaStream_t);                     \
+  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*,       \
+                                   const AttentionDims&, const AttentionOptions&, void*, std::size_t, cudaStream_t); \
+  template void attention_decode(const T*, const T*, const T*, const std::int32_t*, T*, float*,                      \
+                                 const AttentionDecodeDims&, const AttentionOptions&, cudaStream_t);
 CUDALAB_ATTENTION_ELEMENTS(CUDALAB_ATTENTION_ENTRIES, , )
 
 }  // namespace cudalab

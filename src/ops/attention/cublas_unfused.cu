@@ -93,4 +93,60 @@ template void cublas_unfused<float>(const AttentionArgs<float>&, cudaStream_t);
 template void cublas_unfused<__half>(const AttentionArgs<__half>&, cudaStream_t);
 template void cublas_unfused<__nv_bfloat16>(const AttentionArgs<__nv_bfloat16>&, cudaStream_t);
 
+std::size_t cublas_decode_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t tokens,
+                                          std::int64_t cache, std::size_t element_size) {
+  const auto scores = static_cast<std::size_t>(batch * heads * tokens * cache);
+  return scores * sizeof(float) + (element_size < sizeof(float) ? scores * element_size : 0);
+}
+
+std::string cublas_decode_limits(std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t tokens,
+                                 std::int64_t cache, std::int64_t head_dim) {
+  const std::int64_t group = kv_heads > 0 ? heads / kv_heads : 1;
+  if (head_dim > INT_MAX || cache > INT_MAX) return "head_dim and cache must be below 2^31 (cuBLAS's int sizes)";
+  if (product_above_int(group, tokens) || product_above_int(batch, kv_heads))
+    return "(heads / kv_heads) * tokens and batch * kv_heads must be below 2^31 (cuBLAS's int sizes)";
+  return attention_softmax_limits(batch * heads * tokens);
+}
+
+template <typename T>
+void cublas_decode(const DecodeArgs<T>& args, cudaStream_t stream) {
+  const std::string why =
+      cublas_decode_limits(args.batch, args.heads, args.kv_heads, args.tokens, args.cache, args.head_dim);
+  CUDALAB_REQUIRE(why.empty(), "attention_decode cublas: " + why);
+  const std::int64_t all_rows = args.batch * args.heads * args.tokens;
+  if (all_rows == 0) return;
+  auto* scores = static_cast<float*>(
+      workspace_of(args, cublas_decode_workspace_bytes(args.batch, args.heads, args.tokens, args.cache, sizeof(T)),
+                   "attention_decode cublas"));
+  T* probabilities = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    probabilities = scores;
+  } else {
+    probabilities = reinterpret_cast<T*>(scores + all_rows * args.cache);
+  }
+  constexpr cudaDataType_t type = cuda_data_type<T>();
+  const int cache = static_cast<int>(args.cache), head_dim = static_cast<int>(args.head_dim);
+  const int rows = static_cast<int>(args.heads / args.kv_heads * args.tokens);
+  const int count = static_cast<int>(args.batch * args.kv_heads);
+  const long long kv_stride = args.cache * args.head_dim, query_stride = static_cast<long long>(rows) * head_dim;
+  const long long score_stride = static_cast<long long>(rows) * cache;
+  const float one = 1.0f, zero = 0.0f;
+  cublasHandle_t handle = cublas_handle(stream);
+  check_cublas(
+      cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, cache, rows, head_dim, &args.scale, args.k, type,
+                                 head_dim, kv_stride, args.q, type, head_dim, query_stride, &zero, scores, CUDA_R_32F,
+                                 cache, score_stride, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx (S = scale Q K^T)");
+  attention_decode_softmax(static_cast<const float*>(scores), probabilities, args.lse, all_rows, args.cache,
+                           args.tokens, args.heads, args.lengths, args.causal, stream);
+  check_cublas(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, head_dim, rows, cache, &one, args.v, type,
+                                          head_dim, kv_stride, probabilities, type, cache, score_stride, &zero, args.o,
+                                          type, head_dim, query_stride, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx (O = P V)");
+}
+
+template void cublas_decode<float>(const DecodeArgs<float>&, cudaStream_t);
+template void cublas_decode<__half>(const DecodeArgs<__half>&, cudaStream_t);
+template void cublas_decode<__nv_bfloat16>(const DecodeArgs<__nv_bfloat16>&, cudaStream_t);
+
 }  // namespace cudalab::attention_variants

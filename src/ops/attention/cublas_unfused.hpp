@@ -43,4 +43,15 @@ std::string cublas_backward_limits(const AttentionShape& shape);
 template <typename T>
 void cublas_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
 
+// attention_decode's baseline, the same three steps over each (sequence, kv head): S = scale Q K^T
+// against the whole cache (its group's heads times the new tokens as one GEMM's rows), the softmax
+// over each sequence's first lengths[b] keys (causal aligned bottom-right), O = P V. S in fp32,
+// then P in the input type for 16-bit inputs: cublas_decode_workspace_bytes.
+std::size_t cublas_decode_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t tokens,
+                                          std::int64_t cache, std::size_t element_size);
+std::string cublas_decode_limits(std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t tokens,
+                                 std::int64_t cache, std::int64_t head_dim);
+template <typename T>
+void cublas_decode(const DecodeArgs<T>& args, cudaStream_t stream);
+
 }  // namespace cudalab::attention_variants

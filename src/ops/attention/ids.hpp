@@ -6,11 +6,14 @@ namespace cudalab::harness::attention_ids {
 
 inline constexpr char kForward[] = "attention";
 inline constexpr char kBackward[] = "attention_backward";
+inline constexpr char kDecode[] = "attention_decode";
 
 // Scalar parameters: causal (0 or 1) and kv_heads (0: as many as heads; else a divisor of heads,
 // grouped-query attention).
 inline constexpr char kCausal[] = "causal";
 inline constexpr char kKvHeads[] = "kv_heads";
+// attention_decode's: ragged (0: every sequence fills the cache; 1: lengths drawn below it).
+inline constexpr char kRagged[] = "ragged";
 
 // Forward rungs, in ladder order.
 inline constexpr char kNaive[] = "naive";
@@ -21,6 +24,8 @@ inline constexpr char kMma[] = "mma";
 inline constexpr char kMmaPipelined[] = "mma_pipelined";
 inline constexpr char kWgmma[] = "wgmma";
 inline constexpr char kWgmmaPingPong[] = "wgmma_pingpong";
+// attention_decode's rungs beside naive.
+inline constexpr char kSplitMma[] = "split_mma";
 
 // The vendor-library baseline: unfused attention through cuBLAS.
 inline constexpr char kCublas[] = "cublas";

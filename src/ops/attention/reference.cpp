@@ -45,6 +45,12 @@ std::int64_t kv_batch_head_of(const Tensors& t, std::int64_t batch_index, std::i
   return batch_index * t.kv_heads + head / (t.heads / t.kv_heads);
 }
 
+// The query rows of Q a (batch, head) holds, and the keys sequence `batch_index` has (reference.hpp).
+std::int64_t query_rows_of(const AttentionTensors& t) { return t.queries > 0 ? t.queries : t.seq; }
+std::int64_t keys_of(const AttentionTensors& t, std::int64_t batch_index) {
+  return t.lengths != nullptr ? std::min<std::int64_t>(t.lengths[batch_index], t.seq) : t.seq;
+}
+
 // Per-key values of one row, kept between rows to avoid reallocating.
 struct RowScratch {
   std::vector<double> q, p, score_error;
@@ -53,13 +59,14 @@ struct RowScratch {
 // reference.hpp's formulas for query `row` of (batch_head), its keys in `kv`.
 void reference_row(const AttentionTensors& t, const KvHead& kv, std::int64_t batch_head, std::int64_t row,
                    RowScratch& w, AttentionRowReference& out) {
-  const std::int64_t dim = t.head_dim, keys = t.causal ? row + 1 : t.seq;
+  const std::int64_t rows = query_rows_of(t), length = keys_of(t, batch_head / t.heads);
+  const std::int64_t dim = t.head_dim, keys = t.causal ? length - rows + row + 1 : length;
   const auto d_count = static_cast<std::size_t>(dim);
   const double scale = t.scale;
   w.q.resize(d_count);
   w.p.resize(static_cast<std::size_t>(keys));
   w.score_error.resize(static_cast<std::size_t>(keys));
-  const std::int64_t q_first = (batch_head * t.seq + row) * dim;
+  const std::int64_t q_first = (batch_head * rows + row) * dim;
   for (std::int64_t d = 0; d < dim; ++d)
     w.q[static_cast<std::size_t>(d)] = element_to_double(t.dtype, t.q, q_first + d);
 
@@ -171,8 +178,8 @@ struct alignas(kHostCacheLine) Tally {  // a cache line of its own: one per host
 };
 
 // The rows a (batch, head) checks, times the work of one: how the check splits over workers.
-std::int64_t work_per_head(std::int64_t seq, std::int64_t head_dim, bool every_row) {
-  const std::int64_t rows = every_row ? seq : std::min<std::int64_t>(seq, kAttentionSampledRows + 2);
+std::int64_t work_per_head(std::int64_t queries, std::int64_t seq, std::int64_t head_dim, bool every_row) {
+  const std::int64_t rows = every_row ? queries : std::min<std::int64_t>(queries, kAttentionSampledRows + 2);
   return std::max<std::int64_t>(1, rows * seq * head_dim);
 }
 
@@ -320,16 +327,17 @@ std::vector<std::int64_t> attention_checked_rows(std::int64_t seq, std::int64_t 
 }
 
 Comparison check_attention(const AttentionTensors& t) {
-  const std::int64_t batch_heads = t.batch * t.heads;
-  const std::int64_t o_count = batch_heads * t.seq * t.head_dim;
+  const std::int64_t batch_heads = t.batch * t.heads, rows = query_rows_of(t);
+  const std::int64_t o_count = batch_heads * rows * t.head_dim;
   const double u = traits(t.dtype).unit_roundoff;  // u_P and u_out alike
   // What the table shows: the bound's relative part for one key (ds = 0, sum_j p_j |v_jd| = |O_d|).
   const Tolerance shown{2 * u + 2 * u + 6 * kUnit, absolute_floor(t.dtype)};
   Comparison total;
   total.tolerance = shown;
   if (batch_heads == 0 || t.seq == 0 || t.head_dim == 0) return total;
-  const bool every_row = attention_checks_every_row(t.batch, t.heads, t.seq, t.head_dim);
-  const std::int64_t per_head = work_per_head(t.seq, t.head_dim, every_row);
+  // A decode problem's few rows a (batch, head) are all checked.
+  const bool every_row = t.queries > 0 || attention_checks_every_row(t.batch, t.heads, t.seq, t.head_dim);
+  const std::int64_t per_head = work_per_head(rows, t.seq, t.head_dim, every_row);
   const std::int64_t n = batch_heads * per_head;
   const std::size_t element = size_of(t.dtype);
   const unsigned char pattern = poison_byte(t.dtype);
@@ -342,16 +350,16 @@ Comparison check_attention(const AttentionTensors& t) {
     for (std::int64_t batch_head = (begin + per_head - 1) / per_head; batch_head * per_head < end; ++batch_head) {
       const std::int64_t batch_index = batch_head / t.heads, head = batch_head % t.heads;
       kv.load(t, kv_batch_head_of(t, batch_index, head));
-      for (const std::int64_t row : attention_checked_rows(t.seq, batch_index, head, every_row)) {
+      for (const std::int64_t row : attention_checked_rows(rows, batch_index, head, every_row)) {
         reference_row(t, kv, batch_head, row, scratch, ref);
-        const std::int64_t o_first = (batch_head * t.seq + row) * t.head_dim;
+        const std::int64_t o_first = (batch_head * rows + row) * t.head_dim;
         for (std::int64_t d = 0; d < t.head_dim; ++d) {
           const auto dd = static_cast<std::size_t>(d);
           const std::int64_t i = o_first + d;
           tally.add(i, element_to_double(t.dtype, t.o, i), ref.o[dd], ref.o_bound[dd], ref.o_floor[dd],
                     is_poison(element, pattern, t.o, i), true);
         }
-        const std::int64_t l_index = batch_head * t.seq + row;
+        const std::int64_t l_index = batch_head * rows + row;
         tally.add(o_count + l_index, static_cast<double>(t.lse[l_index]), ref.lse, ref.lse_bound, 0.0,
                   is_poison(sizeof(float), kFloatPoisonByte, t.lse, l_index), false);
       }
@@ -377,7 +385,7 @@ std::size_t attention_check_host_bytes(std::int64_t batch, std::int64_t heads, s
                                        std::int64_t head_dim) {
   const bool every_row = attention_checks_every_row(batch, heads, seq, head_dim);
   const auto workers =
-      static_cast<std::size_t>(parallel_workers(batch * heads * work_per_head(seq, head_dim, every_row)));
+      static_cast<std::size_t>(parallel_workers(batch * heads * work_per_head(seq, seq, head_dim, every_row)));
   // K and V in double, and the row's per-key and per-dimension scratch.
   const auto per_worker = static_cast<std::size_t>(2 * seq * head_dim + 2 * seq + 6 * head_dim) * sizeof(double);
   return workers * per_worker;

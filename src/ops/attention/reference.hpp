@@ -88,6 +88,12 @@ struct AttentionTensors {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = false;
+  // Decode (attention_decode): q and o hold `queries` rows a (batch, head), the newest tokens of
+  // each sequence, and k and v hold seq rows of which sequence b's first lengths[b] are its keys;
+  // query row i sits at position lengths[b] - queries + i, and a causal row sees the keys up to
+  // it. 0 and null: self-attention, seq queries against all seq keys.
+  std::int64_t queries = 0;
+  const std::int32_t* lengths = nullptr;
 };
 
 // One query row's reference in double and what each of its outputs is allowed (see above). o_floor

@@ -347,6 +347,7 @@ void register_attention_backward(Registry& registry) {
 
 void register_attention_memory(Registry& registry);
 void register_attention_claims(Registry& registry);
+void register_attention_decode(Registry& registry);
 
 void register_attention(Registry& registry) {
   Op op = attention_op(ids::kForward);
@@ -421,6 +422,7 @@ void register_attention(Registry& registry) {
   };
   registry.add(std::move(op));
   register_attention_backward(registry);
+  register_attention_decode(registry);
   register_attention_memory(registry);
   register_attention_claims(registry);
 }

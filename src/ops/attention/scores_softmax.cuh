@@ -3,8 +3,13 @@
 // A block per row of S, all (batch, head)s' rows in order ([batch, heads, seq, seq]): the row max
 // and the sum of exp(s - max) over the visible keys, then p = exp(s - max) / sum; keys past the
 // causal diagonal (key > query = row % seq) get p = 0, so the P V product that follows reads whole
-// rows. The row's L = max + log(sum) is written here.
+// rows. The row's L = max + log(sum) is written here. Decode's scores (the cuBLAS baseline of
+// attention_decode) are rows of `queries` new tokens against a cache of seq keys, of which the
+// sequence's first lengths[b] are its own: b = row / sequence_rows, query = row % queries, and a
+// causal query sees the keys up to position length - queries + query.
 #pragma once
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstdint>
@@ -27,12 +32,15 @@ constexpr int kSoftmaxThreads = 256;  // a block per row of S
 template <typename TP>
 __global__ void __launch_bounds__(kSoftmaxThreads)
     attention_softmax_kernel(const float* scores, TP* probabilities, float* __restrict__ lse, std::int64_t seq,
-                             bool causal) {
+                             bool causal, std::int64_t queries, std::int64_t sequence_rows,
+                             const std::int32_t* lengths) {
   __shared__ float scratch[kWarpSize];
   const softmax_variants::BlockReduce reduce{scratch};
   const std::int64_t row = blockIdx.x;
-  const std::int64_t query = row % seq;
-  const std::int64_t visible = causal ? query + 1 : seq;
+  const std::int64_t query = row % queries;
+  const std::int64_t length =
+      lengths != nullptr ? min(static_cast<std::int64_t>(lengths[row / sequence_rows]), seq) : seq;
+  const std::int64_t visible = max(std::int64_t{0}, causal ? length - queries + query + 1 : length);
   const float* s = scores + row * seq;
   TP* p = probabilities + row * seq;
   const int thread = static_cast<int>(threadIdx.x);
@@ -54,8 +62,19 @@ inline std::string attention_softmax_limits(std::int64_t rows) {
 template <typename TP>
 void attention_softmax(const float* scores, TP* probabilities, float* lse, std::int64_t rows, std::int64_t seq,
                        bool causal, cudaStream_t stream) {
-  attention_softmax_kernel<TP>
-      <<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(scores, probabilities, lse, seq, causal);
+  attention_softmax_kernel<TP><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(
+      scores, probabilities, lse, seq, causal, seq, rows, nullptr);
+  CUDALAB_CHECK_LAUNCH();
+}
+
+// Decode's: `rows` rows of `cache` scores, `tokens` queries a (sequence, head), `heads` heads a
+// sequence.
+template <typename TP>
+void attention_decode_softmax(const float* scores, TP* probabilities, float* lse, std::int64_t rows, std::int64_t cache,
+                              std::int64_t tokens, std::int64_t heads, const std::int32_t* lengths, bool causal,
+                              cudaStream_t stream) {
+  attention_softmax_kernel<TP><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(
+      scores, probabilities, lse, cache, causal, tokens, heads * tokens, lengths);
   CUDALAB_CHECK_LAUNCH();
 }
 

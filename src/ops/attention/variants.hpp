@@ -181,4 +181,42 @@ template <typename T>
 void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
 std::string wgmma_backward_limits(const AttentionShape& shape);
 
+// Decode attention (decode.cu): `tokens` new queries of each sequence (q and o dense [batch, heads,
+// tokens, head_dim]) against its cache (k and v dense [batch, kv_heads, cache, head_dim]), of which
+// sequence b's first min(lengths[b], cache) rows are its keys; query t sits at position
+// lengths[b] - tokens + t, and a causal query sees the keys up to it. lse [batch, heads, tokens]
+// fp32. Rungs:
+//   naive      a block per query row on CUDA cores: each warp takes every fourth key, its lanes a
+//              dot product's dimensions and a shuffle tree, online softmax; K and V cross from
+//              memory once per query head and token.
+//   split_mma  flash-decoding on mma.sync: a block per (key split, kv head, sequence) holds every
+//              query that reads the kv head (the group's heads times the tokens, packed as one m16
+//              tile), so K and V cross once per kv head; the splits' partial results are combined
+//              by a second kernel weighted by their log-sum-exps.
+template <typename T>
+struct DecodeArgs {
+  using Element = T;
+  const T* q = nullptr;
+  const T* k = nullptr;
+  const T* v = nullptr;
+  const std::int32_t* lengths = nullptr;
+  T* o = nullptr;
+  float* lse = nullptr;
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, tokens = 0, cache = 0, head_dim = 0;
+  float scale = 0.0f;
+  bool causal = true;
+  void* workspace = nullptr;  // split_mma: decode_workspace_bytes
+  std::size_t workspace_bytes = 0;
+};
+std::string decode_naive_limits(std::int64_t head_dim);
+std::string decode_split_limits(std::int64_t heads, std::int64_t kv_heads, std::int64_t tokens, std::int64_t head_dim,
+                                int compute_capability);
+// split_mma's scratch for the splits' fp32 outputs and log-sum-exps on the current GPU (0 with one split).
+std::size_t decode_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t tokens,
+                                   std::int64_t cache, std::int64_t head_dim);
+template <typename T>
+void decode_naive(const DecodeArgs<T>& args, cudaStream_t stream);
+template <typename T>
+void decode_split_mma(const DecodeArgs<T>& args, cudaStream_t stream);
+
 }  // namespace cudalab::attention_variants

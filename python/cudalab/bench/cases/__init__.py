@@ -2,7 +2,7 @@
 
 import torch
 
-from .attention import attention_cases
+from .attention import attention_cases, attention_decode_cases
 from .fp8 import quantize_cases
 from .gemm import gemm_cases
 from .losses import cross_entropy_cases
@@ -12,6 +12,7 @@ from .training import adamw_cases, rope_cases
 
 FAMILIES = {
     "attention": attention_cases,
+    "decode": attention_decode_cases,
     "fp8": lambda quick: quantize_cases(1 << (16 if quick else 25), [torch.bfloat16, torch.float32]),
     "fused": lambda quick: row_op_cases(
         *((256, 1024) if quick else (16384, 8192)), [torch.float32, torch.bfloat16, torch.float16]

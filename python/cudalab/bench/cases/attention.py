@@ -85,6 +85,26 @@ def attention_reference(q, k, v, scale=None, causal=False, max_scores=1 << 27):
     return o, lse
 
 
+def decode_reference(q, k, v, lengths, causal=True):
+    """float64 (O, L) of decode attention: q [B, H, T, D], each sequence's T newest queries, against
+    its first lengths[b] rows of k, v [B, Hkv, S, D] (query head h reads kv head h // (H // Hkv)),
+    the causal mask aligned bottom-right (query t sits at position lengths[b] - T + t)."""
+    batch, heads, tokens, head_dim = q.shape
+    group = heads // k.shape[1]
+    o = torch.empty(q.shape, dtype=torch.float64, device=q.device)
+    lse = torch.empty(q.shape[:-1], dtype=torch.float64, device=q.device)
+    for b, length in enumerate(lengths.tolist()):
+        keys = k[b, :, :length].double().repeat_interleave(group, 0)
+        values = v[b, :, :length].double().repeat_interleave(group, 0)
+        scores = q[b].double() @ keys.mT / math.sqrt(head_dim)
+        if causal:
+            position = torch.arange(tokens, device=q.device)[:, None] + length - tokens
+            scores = scores.masked_fill(torch.arange(length, device=q.device)[None, :] > position, -math.inf)
+        lse[b] = torch.logsumexp(scores, -1)
+        o[b] = torch.exp(scores - lse[b][..., None]) @ values
+    return o, lse
+
+
 def attention_backward_reference(q, k, v, dy, scale=None, causal=False, max_scores=1 << 27):
     """float64 (dQ, dK, dV) of attention's O for O's gradient dy [B, H, S, D], over
     attention_score_chunks: P = softmax(scores), dP = dy V^T, D = rowsum(dy o P V), dS = P o (dP - D),
@@ -115,7 +135,7 @@ def sdpa(backend, causal, wrap=forward):
     and says why in warnings: prepare runs the variant once and raises their text in one line, which
     run_case records as the skip reason."""
 
-    def attend(q, k, v):
+    def attend(q, k, v, **_):  # decode's cache lengths: its cases fill every cache, so SDPA needs no mask
         with sdpa_kernel([backend]):
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
 
@@ -242,3 +262,58 @@ def attention_cases(quick):
             for causal in (False, True)
         ]
     return [attention_case(*shape) for shape in shapes] + [attention_backward_case(*s) for s in backward_shapes]
+
+
+def attention_decode_case(batch, heads, kv_heads, cache):
+    """One new token of each sequence (bf16, head_dim 128) against a full cache of `cache` keys: SDPA's
+    call with q [B, H, 1, D] and the caches as k and v (one query sees every key, so no mask), each
+    backend forced and SDPA's own choice, against cudalab.ops.attention_decode."""
+    dims = [("batch", batch), ("heads", heads), ("tokens", 1), ("cache", cache), ("head_dim", 128)]
+
+    def make_inputs(g):
+        return {
+            "q": normal(g, (batch, heads, 1, 128), torch.bfloat16, 1.0, 0.0),
+            "k": normal(g, (batch, kv_heads, cache, 128), torch.bfloat16, 1.0, 0.0),
+            "v": normal(g, (batch, kv_heads, cache, 128), torch.bfloat16, 1.0, 0.0),
+            "lengths": torch.full((batch,), cache, dtype=torch.int32, device="cuda"),
+        }
+
+    def sdpa_choice(q, k, v, **_):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=k.shape[1] != q.shape[1])
+
+    variants = [Variant(name, technique, sdpa(backend, False)) for name, backend, technique in SDPA_BACKENDS]
+    variants.append(
+        Variant("sdpa", "F.scaled_dot_product_attention, its own choice of backend (what Hugging Face calls)",
+                forward(sdpa_choice))
+    )
+    variants.append(
+        Variant(
+            "cudalab",
+            "cudalab.ops.attention_decode: the library's kernel (split-KV on tensor cores, the splits combined by "
+            "their log-sum-exps)",
+            forward(lambda q, k, v, lengths: ops.attention_decode(q, k, v, lengths)),
+        )
+    )
+    return Case(
+        "attention_decode",
+        dims,
+        torch.bfloat16,
+        [("causal", 1), ("kv_heads", kv_heads), ("ragged", 0)],
+        make_inputs,
+        lambda inputs: decode_reference(**inputs),
+        variants,
+        (ATTENTION_REL_L2[torch.bfloat16], ATTENTION_LSE_REL_L2),
+        engine="by_dtype",
+    )
+
+
+def attention_decode_cases(quick):
+    """Decode against SDPA: Llama-3-8B's heads (32 over 8 kv heads) at batch 1 (cache 1k-128k), 8
+    (1k-32k), 32 and 64; multi-head caches (32 over 32) at batch 1 and 8. --quick: batch 2, cache 512."""
+    if quick:
+        return [attention_decode_case(2, 8, 2, 512)]
+    shapes = [(1, 32, 8, cache) for cache in (1024, 4096, 16384, 32768, 131072)]
+    shapes += [(8, 32, 8, cache) for cache in (1024, 4096, 8192, 32768)]
+    shapes += [(32, 32, 8, 4096), (64, 32, 8, 2048), (1, 32, 32, 4096), (8, 32, 32, 4096)]
+    return [attention_decode_case(*shape) for shape in shapes]
+
