@@ -257,36 +257,54 @@ __global__ void __launch_bounds__(kDecodeThreads)
 }
 
 // One block per query row (batch, head, token): the splits' outputs weighted by exp(lse_s - max).
-template <typename T>
-__global__ void __launch_bounds__(128) attention_decode_combine_kernel(const DecodeArgs<T> p, const float* partial_o,
-                                                                       const float* partial_lse, int splits) {
+// Warp w sums splits w, w + 4, ..., each lane kHeadDim / 32 dimensions, so a warp has every load
+// of a split in flight at once (one thread per dimension walking the splits in turn waited for each
+// load: 9.7 us for 31 splits of 32 rows under ncu); the warps' sums meet in shared memory.
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(kDecodeThreads)
+    attention_decode_combine_kernel(const DecodeArgs<T> p, const float* partial_o, const float* partial_lse,
+                                    int splits) {
+  constexpr int kLaneDims = kHeadDim / 32;
   __shared__ float weights[kMaxSplits];
+  __shared__ float sums[kDecodeWarps][kHeadDim];
   __shared__ float total;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");  // the split kernel's results are visible
 #endif
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const std::int64_t row = blockIdx.x, rows = p.batch * p.heads * p.tokens;
-  if (threadIdx.x < 32) {
+  if (warp == 0) {
     float max = -INFINITY;
-    for (int s = static_cast<int>(threadIdx.x); s < splits; s += 32) max = fmaxf(max, partial_lse[s * rows + row]);
+    for (int s = lane; s < splits; s += 32) max = fmaxf(max, partial_lse[s * rows + row]);
     for (int offset = 16; offset > 0; offset /= 2) max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, offset));
     float sum = 0.0f;
-    for (int s = static_cast<int>(threadIdx.x); s < splits; s += 32) {
+    for (int s = lane; s < splits; s += 32) {
       const float lse = partial_lse[s * rows + row];
       weights[s] = max == -INFINITY ? 0.0f : expf(lse - max);
       sum += weights[s];
     }
     for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-    if (threadIdx.x == 0) {
+    if (lane == 0) {
       total = sum;
       if (p.lse != nullptr) p.lse[row] = sum > 0.0f ? max + logf(sum) : -INFINITY;
     }
   }
   __syncthreads();
-  for (std::int64_t d = threadIdx.x; d < p.head_dim; d += blockDim.x) {
-    float acc = 0.0f;
-    for (int s = 0; s < splits; ++s) acc += weights[s] * partial_o[(s * rows + row) * p.head_dim + d];
-    p.o[row * p.head_dim + d] = from_float<T>(total > 0.0f ? acc / total : 0.0f);
+  float acc[kLaneDims] = {};
+#pragma unroll 2
+  for (int s = warp; s < splits; s += kDecodeWarps) {
+    const float* split_row = partial_o + (s * rows + row) * kHeadDim;
+#pragma unroll
+    for (int i = 0; i < kLaneDims; ++i) acc[i] += weights[s] * split_row[lane + 32 * i];
+  }
+#pragma unroll
+  for (int i = 0; i < kLaneDims; ++i) sums[warp][lane + 32 * i] = acc[i];
+  __syncthreads();
+  for (int d = static_cast<int>(threadIdx.x); d < kHeadDim; d += kDecodeThreads) {
+    float value = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kDecodeWarps; ++w) value += sums[w][d];
+    p.o[row * kHeadDim + d] = from_float<T>(total > 0.0f ? value / total : 0.0f);
   }
 }
 
@@ -405,13 +423,14 @@ void decode_split_mma(const DecodeArgs<T>& args, cudaStream_t stream) {
     dependent[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(static_cast<unsigned>(rows));
-    config.blockDim = dim3(128);
+    config.blockDim = dim3(kDecodeThreads);
     config.stream = stream;
     config.attrs = dependent;
     config.numAttrs = current_gpu().compute_capability >= 90 ? 1 : 0;
-    CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, attention_decode_combine_kernel<T>, args,
-                                          static_cast<const float*>(partial_o), static_cast<const float*>(partial_lse),
-                                          plan.splits));
+    const auto combine =
+        args.head_dim == 64 ? attention_decode_combine_kernel<T, 64> : attention_decode_combine_kernel<T, 128>;
+    CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, combine, args, static_cast<const float*>(partial_o),
+                                          static_cast<const float*>(partial_lse), plan.splits));
   }
 }
 
