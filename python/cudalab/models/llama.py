@@ -106,8 +106,11 @@ class Attention(torch.nn.Module):
             cache[0][:, :, start : start + s] = k
             cache[1][:, :, start : start + s] = v
             k, v = cache[0][:, :, : start + s], cache[1][:, :, : start + s]
-        if start > 0:
-            # One query against every cached key: cudalab's attention takes one length for q and k.
+        if start > 0 and self.use_cudalab and cache is not None:
+            # One query against the whole preallocated cache, of which start + 1 positions are filled.
+            lengths = torch.full((b,), start + s, dtype=torch.int32, device=x.device)
+            o = ops.attention_decode(q.contiguous(), cache[0], cache[1], lengths)[0]
+        elif start > 0:
             o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
         elif self.use_cudalab:
             # The prompt with a cache: q's heads read where they lie in qkv, and o comes back [b, s,
