@@ -24,6 +24,41 @@ using gemm_variants::cuda_data_type;
 // a * b > INT_MAX, for a, b >= 0, without overflowing.
 bool product_above_int(std::int64_t a, std::int64_t b) { return a != 0 && b > INT_MAX / a; }
 
+// P's place in the workspace: over S for f32, after S's `scores` floats for bf16/fp16.
+template <typename T>
+T* probabilities_after(float* scores, std::int64_t count) {
+  if constexpr (std::is_same_v<T, float>) {
+    return scores;
+  } else {
+    return reinterpret_cast<T*>(scores + count);
+  }
+}
+
+// The two batched products around the softmax: `count` GEMMs, one per (batch, kv head), each of
+// `rows` query rows (the group's heads, contiguous in Q, O, S and P) against `keys` rows of K and
+// V. S = scale Q K^T into fp32, then softmax() makes P, then O = P V. Sizes within cuBLAS's int.
+template <typename T, typename Softmax>
+void unfused_products(const T* q, const T* k, const T* v, T* o, float* scores, const T* probabilities,
+                      std::int64_t rows, std::int64_t keys, std::int64_t head_dim, std::int64_t count, float scale,
+                      cudaStream_t stream, const Softmax& softmax) {
+  constexpr cudaDataType_t type = cuda_data_type<T>();
+  const int m = static_cast<int>(rows), n = static_cast<int>(keys), d = static_cast<int>(head_dim);
+  const long long kv_stride = keys * head_dim, query_stride = rows * head_dim, score_stride = rows * keys;
+  const float one = 1.0f, zero = 0.0f;
+  cublasHandle_t handle = cublas_handle(stream);
+  // S (rows x keys): column-major S^T = K Q^T, K (column-major head_dim x keys) transposed.
+  check_cublas(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, d, &scale, k, type, d, kv_stride, q,
+                                          type, d, query_stride, &zero, scores, CUDA_R_32F, n, score_stride,
+                                          static_cast<int>(count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx (S = scale Q K^T)");
+  softmax();
+  // O (rows x head_dim): column-major O^T = V^T P^T.
+  check_cublas(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, d, m, n, &one, v, type, d, kv_stride,
+                                          probabilities, type, n, score_stride, &zero, o, type, d, query_stride,
+                                          static_cast<int>(count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx (O = P V)");
+}
+
 }  // namespace
 
 std::size_t cublas_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq, std::size_t element_size) {
@@ -56,37 +91,13 @@ void cublas_unfused(const AttentionArgs<T>& args, cudaStream_t stream) {
                        cublas_workspace_bytes(args.batch, args.heads, args.seq, sizeof(T))))
     return;
   auto* scores = static_cast<float*>(args.workspace);
-  T* probabilities = nullptr;
-  if constexpr (std::is_same_v<T, float>) {
-    probabilities = scores;
-  } else {
-    probabilities = reinterpret_cast<T*>(scores + args.batch * args.heads * args.seq * args.seq);
-  }
-  constexpr cudaDataType_t type = cuda_data_type<T>();
-  // One GEMM per (batch, kv head): its group query heads' rows, contiguous in Q, O, S and P.
-  const std::int64_t group = args.heads / args.kv_heads;
-  const int seq = static_cast<int>(args.seq), head_dim = static_cast<int>(args.head_dim);
-  const int rows = static_cast<int>(group * args.seq), count = static_cast<int>(args.batch * args.kv_heads);
-  const long long kv_stride = args.seq * args.head_dim, query_stride = rows * args.head_dim;
-  const long long score_stride = rows * args.seq;
-  const float one = 1.0f, zero = 0.0f;
-  cublasHandle_t handle = cublas_handle(stream);
-
-  // S (rows x seq) = scale Q K^T: column-major S^T = K Q^T, K (column-major head_dim x seq) transposed.
-  check_cublas(
-      cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, seq, rows, head_dim, &args.scale, args.k, type,
-                                 head_dim, kv_stride, args.q, type, head_dim, query_stride, &zero, scores, CUDA_R_32F,
-                                 seq, score_stride, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      "cublasGemmStridedBatchedEx (S = scale Q K^T)");
-
-  attention_softmax(static_cast<const float*>(scores), probabilities, args.lse, args.batch * args.heads * args.seq,
-                    args.seq, args.causal, stream);
-
-  // O (rows x head_dim) = P V: column-major O^T = V^T P^T.
-  check_cublas(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, head_dim, rows, seq, &one, args.v, type,
-                                          head_dim, kv_stride, probabilities, type, seq, score_stride, &zero, args.o,
-                                          type, head_dim, query_stride, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx (O = P V)");
+  const std::int64_t all_rows = args.batch * args.heads * args.seq;
+  T* probabilities = probabilities_after<T>(scores, all_rows * args.seq);
+  unfused_products(args.q, args.k, args.v, args.o, scores, probabilities, args.heads / args.kv_heads * args.seq,
+                   args.seq, args.head_dim, args.batch * args.kv_heads, args.scale, stream, [&] {
+                     attention_softmax(static_cast<const float*>(scores), probabilities, args.lse, all_rows, args.seq,
+                                       args.causal, stream);
+                   });
 }
 
 template void cublas_unfused<float>(const AttentionArgs<float>&, cudaStream_t);
@@ -118,31 +129,12 @@ void cublas_decode(const DecodeArgs<T>& args, cudaStream_t stream) {
   auto* scores = static_cast<float*>(
       workspace_of(args, cublas_decode_workspace_bytes(args.batch, args.heads, args.tokens, args.cache, sizeof(T)),
                    "attention_decode cublas"));
-  T* probabilities = nullptr;
-  if constexpr (std::is_same_v<T, float>) {
-    probabilities = scores;
-  } else {
-    probabilities = reinterpret_cast<T*>(scores + all_rows * args.cache);
-  }
-  constexpr cudaDataType_t type = cuda_data_type<T>();
-  const int cache = static_cast<int>(args.cache), head_dim = static_cast<int>(args.head_dim);
-  const int rows = static_cast<int>(args.heads / args.kv_heads * args.tokens);
-  const int count = static_cast<int>(args.batch * args.kv_heads);
-  const long long kv_stride = args.cache * args.head_dim, query_stride = static_cast<long long>(rows) * head_dim;
-  const long long score_stride = static_cast<long long>(rows) * cache;
-  const float one = 1.0f, zero = 0.0f;
-  cublasHandle_t handle = cublas_handle(stream);
-  check_cublas(
-      cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, cache, rows, head_dim, &args.scale, args.k, type,
-                                 head_dim, kv_stride, args.q, type, head_dim, query_stride, &zero, scores, CUDA_R_32F,
-                                 cache, score_stride, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      "cublasGemmStridedBatchedEx (S = scale Q K^T)");
-  attention_decode_softmax(static_cast<const float*>(scores), probabilities, args.lse, all_rows, args.cache,
-                           args.tokens, args.heads, args.lengths, args.causal, stream);
-  check_cublas(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, head_dim, rows, cache, &one, args.v, type,
-                                          head_dim, kv_stride, probabilities, type, cache, score_stride, &zero, args.o,
-                                          type, head_dim, query_stride, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx (O = P V)");
+  T* probabilities = probabilities_after<T>(scores, all_rows * args.cache);
+  unfused_products(args.q, args.k, args.v, args.o, scores, probabilities, args.heads / args.kv_heads * args.tokens,
+                   args.cache, args.head_dim, args.batch * args.kv_heads, args.scale, stream, [&] {
+                     attention_decode_softmax(static_cast<const float*>(scores), probabilities, args.lse, all_rows,
+                                              args.cache, args.tokens, args.heads, args.lengths, args.causal, stream);
+                   });
 }
 
 template void cublas_decode<float>(const DecodeArgs<float>&, cudaStream_t);

@@ -17,7 +17,6 @@
 //
 // Beside the ops: the attention_memory experiment (memory_experiment.cpp) and claim C33 that its
 // table answers (claims.cpp).
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -30,6 +29,7 @@
 #include "ops/attention/ids.hpp"
 #include "ops/attention/inputs.hpp"
 #include "ops/attention/reference.hpp"
+#include "ops/attention/registration.hpp"
 #include "ops/attention/variants.hpp"
 
 namespace cudalab::harness {
@@ -38,41 +38,23 @@ namespace {
 namespace ids = attention_ids;
 namespace v = attention_variants;
 
-constexpr char kQ[] = "q";
-constexpr char kK[] = "k";
-constexpr char kV[] = "v";
-constexpr char kO[] = "o";
-constexpr char kLse[] = "lse";
+using namespace attention_registration;
+
 constexpr char kDo[] = "do";
 constexpr char kDq[] = "dq";
 constexpr char kDk[] = "dk";
 constexpr char kDv[] = "dv";
 
-std::int64_t batch_of(const Problem& p) { return p.dim("batch"); }
-std::int64_t heads_of(const Problem& p) { return p.dim("heads"); }
 std::int64_t seq_of(const Problem& p) { return p.dim("seq"); }
-std::int64_t head_dim_of(const Problem& p) { return p.dim("head_dim"); }
-bool causal_of(const Problem& p) { return p.param(ids::kCausal) != 0; }
-float scale_of(const Problem& p) { return attention_default_scale(head_dim_of(p)); }
 
 // Empty when the parameters are of the op's form, else why not.
 std::string parameters_unsupported(const Problem& p) {
-  const double causal = p.param(ids::kCausal), kv_heads = p.param(ids::kKvHeads);
-  const std::int64_t heads = heads_of(p);
-  if (causal != 0 && causal != 1) return "causal is 0 or 1, got " + format_param(causal);
-  const bool whole = kv_heads == std::floor(kv_heads) && kv_heads >= 0 && kv_heads <= static_cast<double>(heads);
-  if (!whole || (kv_heads > 0 && heads % static_cast<std::int64_t>(kv_heads) != 0))
-    return "kv_heads must be 0 (as many as heads) or a divisor of heads (" + std::to_string(heads) + "), got " +
-           format_param(kv_heads);
-  return "";
+  const std::string why = flag_unsupported(p, ids::kCausal);
+  return why.empty() ? kv_heads_unsupported(p) : why;
 }
 
-// The kv heads K and V hold: the parameter, or heads when it is 0 (or not a divisor of heads, which
-// every variant refuses; heads keeps the tensors' sizes sane for the memory estimate).
 std::int64_t kv_heads_of(const Problem& p) {
-  if (!parameters_unsupported(p).empty()) return heads_of(p);
-  const auto kv_heads = static_cast<std::int64_t>(p.param(ids::kKvHeads));
-  return kv_heads == 0 ? heads_of(p) : kv_heads;
+  return attention_registration::kv_heads_of(p, parameters_unsupported(p).empty());
 }
 
 std::int64_t query_elements(const Problem& p) { return batch_of(p) * heads_of(p) * seq_of(p) * head_dim_of(p); }
@@ -96,26 +78,14 @@ struct AttentionBinding {
   static Args bind(const Problem& problem, Tensors& tensors) {
     using T = typename Args::Element;
     Args args;
-    args.q = tensors.data<T>(kQ);
-    args.k = tensors.data<T>(kK);
-    args.v = tensors.data<T>(kV);
-    args.o = tensors.data<T>(kO);
-    args.lse = tensors.data<float>(kLse);
+    bind_shared(args, problem, tensors, kv_heads_of(problem));
     if constexpr (std::is_same_v<Args, v::AttentionBackwardArgs<T>>) {
       args.d_o = tensors.data<T>(kDo);
       args.dq = tensors.data<T>(kDq);
       args.dk = tensors.data<T>(kDk);
       args.dv = tensors.data<T>(kDv);
     }
-    args.batch = batch_of(problem);
-    args.heads = heads_of(problem);
-    args.kv_heads = kv_heads_of(problem);
     args.seq = seq_of(problem);
-    args.head_dim = head_dim_of(problem);
-    args.scale = scale_of(problem);
-    args.causal = causal_of(problem);
-    args.workspace = tensors.workspace();
-    args.workspace_bytes = tensors.workspace_bytes();
     return args;
   }
 };
@@ -173,27 +143,9 @@ std::vector<TensorSpec> attention_tensors(TensorRole o_and_lse, TensorFill v_fil
   };
 }
 
-// The host copies and the problem's dims as the forward's or the backward's check takes them.
-template <typename HostTensors>
-HostTensors host_tensors(const CheckContext& c) {
-  HostTensors t;
-  t.dtype = c.problem.dtype;
-  t.q = c.tensors[kQ].host();
-  t.k = c.tensors[kK].host();
-  t.v = c.tensors[kV].host();
-  t.o = c.tensors[kO].host();
-  t.lse = c.tensors.host<float>(kLse);
-  t.batch = batch_of(c.problem);
-  t.heads = heads_of(c.problem);
-  t.kv_heads = kv_heads_of(c.problem);
-  t.seq = seq_of(c.problem);
-  t.head_dim = head_dim_of(c.problem);
-  t.scale = scale_of(c.problem);
-  t.causal = causal_of(c.problem);
-  return t;
+Comparison check(const CheckContext& c) {
+  return check_attention(host_tensors<AttentionTensors>(c, kv_heads_of(c.problem), seq_of(c.problem)));
 }
-
-Comparison check(const CheckContext& c) { return check_attention(host_tensors<AttentionTensors>(c)); }
 
 // The minimum traffic: Q, K and V read once, O and L written once. Arithmetic: Q K^T and P V, two
 // multiply-adds per (query, key, dimension), over half the pairs when causal.
@@ -246,7 +198,7 @@ std::vector<Problem> bench_problems(const Op& op) {
 }
 
 Comparison check_backward(const CheckContext& c) {
-  auto t = host_tensors<AttentionBackwardTensors>(c);
+  auto t = host_tensors<AttentionBackwardTensors>(c, kv_heads_of(c.problem), seq_of(c.problem));
   t.d_o = c.tensors[kDo].host();
   t.dq = c.tensors[kDq].host();
   t.dk = c.tensors[kDk].host();

@@ -18,6 +18,7 @@
 #include "ops/attention/ids.hpp"
 #include "ops/attention/inputs.hpp"
 #include "ops/attention/reference.hpp"
+#include "ops/attention/registration.hpp"
 #include "ops/attention/variants.hpp"
 
 namespace cudalab::harness {
@@ -26,44 +27,26 @@ namespace {
 namespace ids = attention_ids;
 namespace v = attention_variants;
 
-constexpr char kQ[] = "q";
-constexpr char kK[] = "k";
-constexpr char kV[] = "v";
-constexpr char kLengths[] = "lengths";
-constexpr char kO[] = "o";
-constexpr char kLse[] = "lse";
+using namespace attention_registration;
 
-std::int64_t batch_of(const Problem& p) { return p.dim("batch"); }
-std::int64_t heads_of(const Problem& p) { return p.dim("heads"); }
+constexpr char kLengths[] = "lengths";
+
 std::int64_t tokens_of(const Problem& p) { return p.dim("tokens"); }
 std::int64_t cache_of(const Problem& p) { return p.dim("cache"); }
-std::int64_t head_dim_of(const Problem& p) { return p.dim("head_dim"); }
-bool causal_of(const Problem& p) { return p.param(ids::kCausal) != 0; }
-float scale_of(const Problem& p) { return attention_default_scale(head_dim_of(p)); }
 
 // Empty when the parameters are of the op's form, else why not.
 std::string parameters_unsupported(const Problem& p) {
-  const double kv_heads = p.param(ids::kKvHeads);
-  const std::int64_t heads = heads_of(p);
   for (const char* flag : {ids::kCausal, ids::kRagged})
-    if (p.param(flag) != 0 && p.param(flag) != 1)
-      return std::string(flag) + " is 0 or 1, got " + format_param(p.param(flag));
-  const bool whole = kv_heads == static_cast<double>(static_cast<std::int64_t>(kv_heads)) && kv_heads >= 0 &&
-                     kv_heads <= static_cast<double>(heads);
-  if (!whole || (kv_heads > 0 && heads % static_cast<std::int64_t>(kv_heads) != 0))
-    return "kv_heads must be 0 (as many as heads) or a divisor of heads (" + std::to_string(heads) + "), got " +
-           format_param(kv_heads);
+    if (const std::string why = flag_unsupported(p, flag); !why.empty()) return why;
+  if (const std::string why = kv_heads_unsupported(p); !why.empty()) return why;
   if (tokens_of(p) > cache_of(p))
     return "tokens (" + std::to_string(tokens_of(p)) + ") must be at most cache (" + std::to_string(cache_of(p)) +
            "): the new tokens are in the cache";
   return "";
 }
 
-// kv_heads as K and V hold them: heads where the parameters are refused, so sizes stay sane.
 std::int64_t kv_heads_of(const Problem& p) {
-  if (!parameters_unsupported(p).empty()) return heads_of(p);
-  const auto kv_heads = static_cast<std::int64_t>(p.param(ids::kKvHeads));
-  return kv_heads == 0 ? heads_of(p) : kv_heads;
+  return attention_registration::kv_heads_of(p, parameters_unsupported(p).empty());
 }
 
 // Sequence b's length: the whole cache, or when ragged (for b > 0) a length in [tokens, cache]
@@ -105,43 +88,17 @@ void score_fill(void* device, std::int64_t count, std::uint64_t seed, Distributi
 struct DecodeBinding {
   template <typename Args>
   static Args bind(const Problem& problem, Tensors& tensors) {
-    using T = typename Args::Element;
     Args args;
-    args.q = tensors.data<T>(kQ);
-    args.k = tensors.data<T>(kK);
-    args.v = tensors.data<T>(kV);
+    bind_shared(args, problem, tensors, kv_heads_of(problem));
     args.lengths = tensors.data<std::int32_t>(kLengths);
-    args.o = tensors.data<T>(kO);
-    args.lse = tensors.data<float>(kLse);
-    args.batch = batch_of(problem);
-    args.heads = heads_of(problem);
-    args.kv_heads = kv_heads_of(problem);
     args.tokens = tokens_of(problem);
     args.cache = cache_of(problem);
-    args.head_dim = head_dim_of(problem);
-    args.scale = scale_of(problem);
-    args.causal = causal_of(problem);
-    args.workspace = tensors.workspace();
-    args.workspace_bytes = tensors.workspace_bytes();
     return args;
   }
 };
 
 Comparison check(const CheckContext& c) {
-  AttentionTensors t;
-  t.dtype = c.problem.dtype;
-  t.q = c.tensors[kQ].host();
-  t.k = c.tensors[kK].host();
-  t.v = c.tensors[kV].host();
-  t.o = c.tensors[kO].host();
-  t.lse = c.tensors.host<float>(kLse);
-  t.batch = batch_of(c.problem);
-  t.heads = heads_of(c.problem);
-  t.kv_heads = kv_heads_of(c.problem);
-  t.seq = cache_of(c.problem);
-  t.head_dim = head_dim_of(c.problem);
-  t.scale = scale_of(c.problem);
-  t.causal = causal_of(c.problem);
+  auto t = host_tensors<AttentionTensors>(c, kv_heads_of(c.problem), cache_of(c.problem));
   t.queries = tokens_of(c.problem);
   t.lengths = c.tensors.host<std::int32_t>(kLengths);
   return check_attention(t);
