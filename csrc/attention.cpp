@@ -270,20 +270,37 @@ at::Tensor attention_packed_backward(const at::Tensor& qkv, const at::Tensor& o,
 
 }  // namespace
 
+// An int32 tensor on q's device, contiguous, of `sizes`' rank with the sizes given (-1: any).
+void check_indices(const char* op, const char* name, const at::Tensor& t, const at::Tensor& q,
+                   std::initializer_list<std::int64_t> sizes, const char* shape) {
+  TORCH_CHECK(t.is_cuda() && t.device() == q.device(), "cudalab.", op, ": ", name, " must be a CUDA tensor on ",
+              q.device(), ", got ", t.device());
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kInt, "cudalab.", op, ": ", name, " must be int32, got ", t.scalar_type());
+  bool fits = t.dim() == static_cast<std::int64_t>(sizes.size()) && t.is_contiguous();
+  std::int64_t d = 0;
+  for (const std::int64_t size : sizes) fits = fits && (size < 0 || (d < t.dim() && t.size(d) == size)), ++d;
+  TORCH_CHECK_VALUE(fits, "cudalab.", op, ": ", name, " must be contiguous ", shape, ", got ", t.sizes());
+}
+
 // Decode: q [batch, heads, tokens, head_dim] against caches [batch, kv_heads, cache, head_dim] of
 // cache_seqlens[b] valid rows each (int32 [batch]), all contiguous (a static cache is passed whole,
-// with its lengths); o like q and lse [batch, heads, tokens]. Inference only: no autograd.
+// with its lengths); or, with block_table (int32 [batch, pages a sequence]), against paged caches
+// [pages, kv_heads, page_size, head_dim]. o like q and lse [batch, heads, tokens]. Inference only:
+// no autograd.
 std::tuple<at::Tensor, at::Tensor> attention_decode(const at::Tensor& q, const at::Tensor& k_cache,
                                                     const at::Tensor& v_cache, const at::Tensor& cache_seqlens,
-                                                    const c10::optional<double>& scale, bool causal) {
+                                                    const c10::optional<double>& scale, bool causal,
+                                                    const c10::optional<at::Tensor>& block_table) {
   constexpr const char* op = "attention_decode";
   check_strided_tensor(op, "q", q, q.device(), c10::nullopt, scalar_types(AttentionElements{}));
   TORCH_CHECK_VALUE(q.dim() == 4, "cudalab.", op, ": q must be [batch, heads, tokens, head_dim], got ", q.sizes());
+  const bool paged = block_table.has_value();
+  const char* layout = paged ? " must be [pages, kv_heads, page_size, head_dim] with q's head_dim "
+                             : " must be [batch, kv_heads, cache, head_dim] with q's batch and head_dim ";
   for (const auto& [name, t] : {std::pair<const char*, const at::Tensor&>{"k_cache", k_cache}, {"v_cache", v_cache}}) {
     check_like_q(op, name, t, q);
-    TORCH_CHECK_VALUE(t.dim() == 4 && t.size(0) == q.size(0) && t.size(3) == q.size(3), "cudalab.", op, ": ", name,
-                      " must be [batch, kv_heads, cache, head_dim] with q's batch ", q.size(0), " and head_dim ",
-                      q.size(3), ", got ", t.sizes());
+    TORCH_CHECK_VALUE(t.dim() == 4 && (paged || t.size(0) == q.size(0)) && t.size(3) == q.size(3), "cudalab.", op, ": ",
+                      name, layout, q.sizes(), ", got ", t.sizes());
     TORCH_CHECK_VALUE(t.is_contiguous(), "cudalab.", op, ": ", name,
                       " must be contiguous (pass a preallocated cache whole, with cache_seqlens), got strides ",
                       t.strides());
@@ -291,31 +308,34 @@ std::tuple<at::Tensor, at::Tensor> attention_decode(const at::Tensor& q, const a
   TORCH_CHECK_VALUE(v_cache.sizes() == k_cache.sizes(), "cudalab.", op, ": v_cache must have k_cache's shape ",
                     k_cache.sizes(), ", got ", v_cache.sizes());
   TORCH_CHECK_VALUE(q.is_contiguous(), "cudalab.", op, ": q must be contiguous, got strides ", q.strides());
-  TORCH_CHECK(cache_seqlens.is_cuda() && cache_seqlens.device() == q.device(), "cudalab.", op,
-              ": cache_seqlens must be a CUDA tensor on ", q.device(), ", got ", cache_seqlens.device());
-  TORCH_CHECK_TYPE(cache_seqlens.scalar_type() == at::kInt, "cudalab.", op, ": cache_seqlens must be int32, got ",
-                   cache_seqlens.scalar_type());
-  TORCH_CHECK_VALUE(cache_seqlens.dim() == 1 && cache_seqlens.size(0) == q.size(0) && cache_seqlens.is_contiguous(),
-                    "cudalab.", op, ": cache_seqlens must be contiguous [batch] = [", q.size(0), "], got ",
-                    cache_seqlens.sizes());
-  const std::int64_t heads = q.size(1), kv_heads = k_cache.size(1);
+  check_indices(op, "cache_seqlens", cache_seqlens, q, {q.size(0)}, "[batch]");
+  if (paged) check_indices(op, "block_table", *block_table, q, {q.size(0), -1}, "[batch, pages a sequence]");
+  const std::int64_t heads = q.size(1), kv_heads = k_cache.size(1), page_size = k_cache.size(2);
+  const std::int64_t cache = paged ? block_table->size(1) * page_size : k_cache.size(2);
   TORCH_CHECK_VALUE(kv_heads > 0 ? heads % kv_heads == 0 : heads == 0, "cudalab.", op, ": q's heads (", heads,
                     ") must be a multiple of the caches' heads (", kv_heads, ")");
-  TORCH_CHECK_VALUE(q.size(2) <= k_cache.size(2), "cudalab.", op, ": q's tokens (", q.size(2),
-                    ") must be at most the cache's length (", k_cache.size(2), "): the new tokens' keys are in it");
+  TORCH_CHECK_VALUE(q.size(2) <= cache, "cudalab.", op, ": q's tokens (", q.size(2),
+                    ") must be at most the cache's length (", cache, "): the new tokens' keys are in it");
   AttentionOptions options;
   options.scale = checked_scale(op, scale);
   options.causal = causal;
-  const AttentionDecodeDims dims{q.size(0), heads, kv_heads, q.size(2), k_cache.size(2), q.size(3)};
+  const AttentionDecodeDims dims{q.size(0), heads, kv_heads, q.size(2), cache, q.size(3)};
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor o = at::empty(q.sizes(), q.options());
   at::Tensor lse = at::empty(q.sizes().slice(0, 3), q.options().dtype(at::kFloat));
   with_element_type<AttentionElements>(q, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
-      cudalab::attention_decode(data<T>(q), data<T>(k_cache), data<T>(v_cache),
-                                cache_seqlens.const_data_ptr<std::int32_t>(), mutable_data<T>(o),
-                                lse.mutable_data_ptr<float>(), dims, options, current_stream(q));
+      const std::int32_t* lengths = cache_seqlens.const_data_ptr<std::int32_t>();
+      if (paged) {
+        const AttentionDecodePages pages{block_table->const_data_ptr<std::int32_t>(), page_size, k_cache.size(0)};
+        cudalab::attention_decode_paged(data<T>(q), data<T>(k_cache), data<T>(v_cache), pages, lengths,
+                                        mutable_data<T>(o), lse.mutable_data_ptr<float>(), dims, options,
+                                        current_stream(q));
+      } else {
+        cudalab::attention_decode(data<T>(q), data<T>(k_cache), data<T>(v_cache), lengths, mutable_data<T>(o),
+                                  lse.mutable_data_ptr<float>(), dims, options, current_stream(q));
+      }
     });
   });
   return {o, lse};
@@ -324,7 +344,7 @@ std::tuple<at::Tensor, at::Tensor> attention_decode(const at::Tensor& q, const a
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m,
             "attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, float? scale=None, bool "
-            "causal=True) -> (Tensor, Tensor)",
+            "causal=True, Tensor? block_table=None) -> (Tensor, Tensor)",
             &attention_decode, AttentionElements{});
   define_op(m, "attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)",
             &attention, AttentionElements{});

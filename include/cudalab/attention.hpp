@@ -127,4 +127,23 @@ void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std:
                       const AttentionDecodeDims& dims, const AttentionOptions& options = {},
                       cudaStream_t stream = nullptr);
 
+// A paged cache, as vLLM and FlashAttention's key-value cache API keep one: k_pages and v_pages
+// hold `pages` pages of [kv_heads, page_size, head_dim] each, and block_table (device int32
+// [batch, cache / page_size]) names the pages of each sequence in order: key j of sequence b lies
+// in page block_table[b][j / page_size] at row j % page_size. dims.cache is the most keys a
+// sequence may hold, a multiple of page_size. Every entry of block_table that the lengths reach
+// must be below `pages`.
+struct AttentionDecodePages {
+  const std::int32_t* block_table = nullptr;
+  std::int64_t page_size = 0, pages = 0;
+};
+
+// attention_decode over a paged cache. The split-KV tensor-core kernel takes pages of a multiple
+// of 64 keys (its tiles); other page sizes run the CUDA-core kernel. Throws as attention_decode
+// does, and for a page_size that is not positive or does not divide dims.cache.
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_decode_paged(const T* q, const T* k_pages, const T* v_pages, const AttentionDecodePages& pages,
+                            const std::int32_t* lengths, T* o, float* lse, const AttentionDecodeDims& dims,
+                            const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
+
 }  // namespace cudalab

@@ -471,6 +471,7 @@ def attention_decode(
     cache_seqlens: Tensor,
     scale: float | None = None,
     causal: bool = True,
+    block_table: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Attention for generation with a key-value cache: the newest ``tokens`` queries of each
     sequence against its cache. Returns ``(o, lse)``: o like q, lse float32 [batch, heads, tokens].
@@ -484,8 +485,13 @@ def attention_decode(
     first ``cache_seqlens[b]`` keys with the causal mask aligned to the bottom right. bf16/f16 with
     head_dim 64 or 128 and (heads // kv_heads) * tokens <= 16 run the split-KV tensor-core kernel,
     which reads each kv head's cache once; the rest a CUDA-core kernel (head_dim up to 256). No
-    autograd: this is the inference path."""
-    return torch.ops.cudalab.attention_decode(q, k_cache, v_cache, cache_seqlens, scale, causal)
+    autograd: this is the inference path.
+
+    With ``block_table`` (int32 [batch, pages a sequence]) the caches are paged, as vLLM keeps
+    them: k_cache and v_cache are [pages, kv_heads, page_size, head_dim], and key j of sequence b
+    lies in page ``block_table[b, j // page_size]``. Pages of a multiple of 64 keys run the
+    tensor-core kernel."""
+    return torch.ops.cudalab.attention_decode(q, k_cache, v_cache, cache_seqlens, scale, causal, block_table)
 
 
 def attention_packed(
@@ -738,7 +744,7 @@ def _(q, k, v, o, lse, do, scale=None, causal=False):
 
 
 @torch.library.register_fake("cudalab::attention_decode")
-def _(q, k_cache, v_cache, cache_seqlens, scale=None, causal=True):
+def _(q, k_cache, v_cache, cache_seqlens, scale=None, causal=True, block_table=None):
     return q.new_empty(q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 

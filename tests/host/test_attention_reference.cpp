@@ -565,6 +565,15 @@ TEST(AttentionLibrary, DecodeValidatesBeforeTouchingTheGpu) {
       << "null arrays";
   // Nothing to compute: no error, null pointers included.
   EXPECT_NO_THROW(attention_decode<float>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, {0, 4, 2, 1, 64, 128}));
+  // Paged: a page size that is not positive or does not divide the cache, negative pages, no table.
+  auto* table = reinterpret_cast<const std::int32_t*>(std::uintptr_t{0x700000});
+  const auto paged = [&](AttentionDecodePages pages) {
+    return thrown_kind([&] { attention_decode_paged(q, k, v, pages, lengths, o, lse, {2, 4, 2, 1, 256, 128}); });
+  };
+  EXPECT_EQ(paged({table, 0, 8}), kInvalid) << "pages of no keys";
+  EXPECT_EQ(paged({table, 100, 8}), kInvalid) << "pages of 100 keys in a cache of 256";
+  EXPECT_EQ(paged({table, 64, -1}), kInvalid) << "negative pages";
+  EXPECT_EQ(paged({nullptr, 64, 8}), kInvalid) << "no block table";
 }
 
 // A decode row is the self-attention row at its position over the sequence's first lengths[b] keys:
@@ -629,6 +638,18 @@ TEST(AttentionDecodeOp, CountsTheKeysEachSequenceHolds) {
             "");
   EXPECT_NE(why_not(*op->find_variant(ids::kNaive), hopper, op->problem({1, 2, 3, 2, 64}, DType::bf16)), "")
       << "3 new tokens in a cache of 2";
+  // Paged caches: any page size that divides the cache on naive, multiples of 64 keys on split_mma,
+  // none on the cuBLAS baseline; the same bytes as dense caches.
+  const auto paged = [&](int page) { return op->problem({2, 8, 1, 1200, 64}, DType::bf16, {{ids::kPage, page}}); };
+  EXPECT_EQ(why_not(*op->find_variant(ids::kNaive), hopper, paged(100)), "");
+  EXPECT_NE(why_not(*op->find_variant(ids::kNaive), hopper, paged(7)), "") << "7 does not divide 1200";
+  EXPECT_NE(why_not(*op->find_variant(ids::kSplitMma), hopper, paged(100)), "");
+  EXPECT_NE(why_not(*op->find_variant(ids::kCublas), hopper, paged(100)), "");
+  EXPECT_DOUBLE_EQ(op->work(paged(100)).bytes_read, op->work(paged(0)).bytes_read);
+  EXPECT_EQ(op->problem({2, 8, 1, 1280, 64}, DType::bf16, {{ids::kPage, 64}}).param(ids::kPage), 64);
+  EXPECT_EQ(why_not(*op->find_variant(ids::kSplitMma), hopper,
+                    op->problem({2, 8, 1, 1280, 64}, DType::bf16, {{ids::kKvHeads, 2}, {ids::kPage, 64}})),
+            "");
 }
 
 // seq^2 of a long sequence would overflow 64 bits inside the check itself: seq is refused first.

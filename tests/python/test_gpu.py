@@ -891,6 +891,26 @@ def test_attention_decode_matches_float64(dtype, shape, causal):
     torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
 
 
+# Paged caches: pages of 64 keys (the tensor-core kernel) and of 16 (the CUDA-core one), in a
+# shuffled order, against the float64 reference on the same keys gathered back into dense caches.
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("page_size, tokens", [(64, 1), (64, 4), (16, 2)])
+def test_attention_decode_reads_paged_caches(dtype, page_size, tokens):
+    batch, heads, kv_heads, head_dim, per_sequence = 3, 8, 2, 128, 8
+    cache = per_sequence * page_size
+    pages = batch * per_sequence + 5  # some never used
+    k_pages, v_pages = (torch.randn(pages, kv_heads, page_size, head_dim, device="cuda").to(dtype) for _ in range(2))
+    table = torch.randperm(pages, device="cuda")[: batch * per_sequence].view(batch, per_sequence).int()
+    lengths = torch.randint(tokens, cache + 1, (batch,), device="cuda", dtype=torch.int32)
+    q = torch.randn(batch, heads, tokens, head_dim, device="cuda").to(dtype)
+    o, lse = ops.attention_decode(q, k_pages, v_pages, lengths, block_table=table)
+    # Dense [batch, kv_heads, cache, head_dim]: each sequence's pages in table order.
+    k, v = (t[table].permute(0, 2, 1, 3, 4).reshape(batch, kv_heads, cache, head_dim) for t in (k_pages, v_pages))
+    ref_o, ref_lse = decode_reference(q, k, v, lengths, True)
+    assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+
+
 def test_attention_decode_agrees_with_sdpa_on_a_full_cache():
     # Every sequence's cache full and one token: SDPA's own call, no mask.
     q = torch.randn(4, 32, 1, 128, device="cuda", dtype=torch.bfloat16)

@@ -27,6 +27,7 @@ constexpr char kForward[] = "attention_forward";
 constexpr char kBackward[] = "attention_backward";
 constexpr char kBackwardWorkspace[] = "attention_backward_workspace_bytes";
 constexpr char kDecode[] = "attention_decode";
+constexpr char kDecodePaged[] = "attention_decode_paged";
 
 // The sizes every attention call refuses: negative ones, heads not a multiple of kv_heads, and
 // (where none is 0) batch * heads * seq * head_dim past 64 bits. False when a size is 0: there is
@@ -351,11 +352,13 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   backward(q, k, v, o, lse, d_o, dq, dk, dv, d, options, scratch, stream);
 }
 
-// The library's decode: split_mma where it runs the problem on 16-byte aligned arrays, else naive.
+// The library's decode over dense caches, or paged ones when `paged` is not null: split_mma where it
+// runs the problem on 16-byte aligned arrays, else naive.
 template <typename T>
-void decode(const T* q, const T* k, const T* v, const std::int32_t* lengths, T* o, float* lse,
-            const AttentionDecodeDims& d, const AttentionOptions& options, cudaStream_t stream) {
-  const std::string prefix = std::string(kDecode) + ": ";
+void decode(const char* call, const T* q, const T* k, const T* v, const AttentionDecodePages* paged,
+            const std::int32_t* lengths, T* o, float* lse, const AttentionDecodeDims& d,
+            const AttentionOptions& options, cudaStream_t stream) {
+  const std::string prefix = std::string(call) + ": ";
   CUDALAB_REQUIRE(d.batch >= 0 && d.heads >= 0 && d.kv_heads >= 0 && d.tokens >= 0 && d.cache >= 0 && d.head_dim >= 0,
                   prefix + "batch, heads, kv_heads, tokens, cache and head_dim must be >= 0");
   CUDALAB_REQUIRE(d.kv_heads > 0 ? d.heads % d.kv_heads == 0 : d.heads == 0,
@@ -363,24 +366,35 @@ void decode(const T* q, const T* k, const T* v, const std::int32_t* lengths, T* 
                       std::to_string(d.kv_heads) + ")");
   CUDALAB_REQUIRE(d.tokens <= d.cache, prefix + "tokens (" + std::to_string(d.tokens) + ") must be at most cache (" +
                                            std::to_string(d.cache) + "): the new tokens' keys are in the cache");
-  require_scale(kDecode, options);
+  require_scale(call, options);
   const AttentionLayout& l = options.layout;
   CUDALAB_REQUIRE(v::is_dense(l.q) && v::is_dense(l.k) && v::is_dense(l.v) && v::is_dense(l.o),
                   prefix + "q, the caches and o must be dense (options.layout is the default)");
   const std::int64_t queries =
-      checked_product(kDecode, "batch * heads * tokens * head_dim", {d.batch, d.heads, d.tokens, d.head_dim});
-  const std::int64_t cached =
-      checked_product(kDecode, "batch * kv_heads * cache * head_dim", {d.batch, d.kv_heads, d.cache, d.head_dim});
+      checked_product(call, "batch * heads * tokens * head_dim", {d.batch, d.heads, d.tokens, d.head_dim});
+  std::int64_t cached = 0, table = 0;
+  if (paged != nullptr) {
+    CUDALAB_REQUIRE(paged->page_size > 0 && d.cache % paged->page_size == 0 && paged->pages >= 0,
+                    prefix + "page_size must be >= 1 and divide cache (" + std::to_string(d.cache) +
+                        "), and pages >= 0; got page_size " + std::to_string(paged->page_size) + ", pages " +
+                        std::to_string(paged->pages));
+    cached = checked_product(call, "pages * kv_heads * page_size * head_dim",
+                             {paged->pages, d.kv_heads, paged->page_size, d.head_dim});
+    table = checked_product(call, "batch * cache / page_size", {d.batch, d.cache / paged->page_size});
+  } else {
+    cached = checked_product(call, "batch * kv_heads * cache * head_dim", {d.batch, d.kv_heads, d.cache, d.head_dim});
+  }
   if (queries == 0) return;
   // Every kernel's head_dim (split_mma's 64 and 128 are among naive's).
   const std::string naive_why = v::decode_naive_limits(d.head_dim);
   CUDALAB_REQUIRE(naive_why.empty(), prefix + naive_why);
   const std::int64_t rows = d.batch * d.heads * d.tokens;
-  require_arrays(kDecode,
+  require_arrays(call,
                  {{q, queries, sizeof(T), "q"},
                   {k, cached, sizeof(T), "k_cache"},
                   {v, cached, sizeof(T), "v_cache"},
-                  {lengths, d.batch, sizeof(std::int32_t), "lengths"}},
+                  {lengths, d.batch, sizeof(std::int32_t), "lengths"},
+                  {paged != nullptr ? paged->block_table : nullptr, table, sizeof(std::int32_t), "block_table"}},
                  {{o, queries, sizeof(T), "o"}, {lse, lse != nullptr ? rows : 0, sizeof(float), "lse"}});
   v::DecodeArgs<T> args;
   args.q = q;
@@ -397,9 +411,14 @@ void decode(const T* q, const T* k, const T* v, const std::int32_t* lengths, T* 
   args.head_dim = d.head_dim;
   args.scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d.head_dim));
   args.causal = options.causal;
+  if (paged != nullptr) {
+    args.block_table = paged->block_table;
+    args.page_size = paged->page_size;
+  }
   if constexpr (sizeof(T) == 2) {
     const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o);
-    if (aligned &&
+    const bool pages_fit = paged == nullptr || v::decode_split_page_limits(paged->page_size).empty();
+    if (aligned && pages_fit &&
         v::decode_split_limits(d.heads, d.kv_heads, d.tokens, d.head_dim, current_gpu().compute_capability).empty()) {
       StreamOrderedWorkspace scratch(stream);
       args.workspace_bytes = v::decode_workspace_bytes(d.batch, d.heads, d.kv_heads, d.tokens, d.cache, d.head_dim);
@@ -416,7 +435,14 @@ void decode(const T* q, const T* k, const T* v, const std::int32_t* lengths, T* 
 template <typename T, typename>
 void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
                       const AttentionDecodeDims& dims, const AttentionOptions& options, cudaStream_t stream) {
-  decode(q, k_cache, v_cache, lengths, o, lse, dims, options, stream);
+  decode(kDecode, q, k_cache, v_cache, nullptr, lengths, o, lse, dims, options, stream);
+}
+
+template <typename T, typename>
+void attention_decode_paged(const T* q, const T* k_pages, const T* v_pages, const AttentionDecodePages& pages,
+                            const std::int32_t* lengths, T* o, float* lse, const AttentionDecodeDims& dims,
+                            const AttentionOptions& options, cudaStream_t stream) {
+  decode(kDecodePaged, q, k_pages, v_pages, &pages, lengths, o, lse, dims, options, stream);
 }
 
 template <typename T, typename>
@@ -445,15 +471,17 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
   backward(q, k, v, o, lse, d_o, dq, dk, dv, dims, options, workspace, workspace_bytes, stream);
 }
 
-#define CUDALAB_ATTENTION_ENTRIES(T, a, b)                                                                           \
-  template void attention_forward(const T*, const T*, const T*, T*, float*, const AttentionDims&,                    \
-                                  const AttentionOptions&, cudaStream_t);                                            \
-  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*,       \
-                                   const AttentionDims&, const AttentionOptions&, cudaStream_t);                     \
-  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*,       \
-                                   const AttentionDims&, const AttentionOptions&, void*, std::size_t, cudaStream_t); \
-  template void attention_decode(const T*, const T*, const T*, const std::int32_t*, T*, float*,                      \
-                                 const AttentionDecodeDims&, const AttentionOptions&, cudaStream_t);
+#define CUDALAB_ATTENTION_ENTRIES(T, a, b)                                                                             \
+  template void attention_forward(const T*, const T*, const T*, T*, float*, const AttentionDims&,                      \
+                                  const AttentionOptions&, cudaStream_t);                                              \
+  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*,         \
+                                   const AttentionDims&, const AttentionOptions&, cudaStream_t);                       \
+  template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*,         \
+                                   const AttentionDims&, const AttentionOptions&, void*, std::size_t, cudaStream_t);   \
+  template void attention_decode(const T*, const T*, const T*, const std::int32_t*, T*, float*,                        \
+                                 const AttentionDecodeDims&, const AttentionOptions&, cudaStream_t);                   \
+  template void attention_decode_paged(const T*, const T*, const T*, const AttentionDecodePages&, const std::int32_t*, \
+                                       T*, float*, const AttentionDecodeDims&, const AttentionOptions&, cudaStream_t);
 CUDALAB_ATTENTION_ELEMENTS(CUDALAB_ATTENTION_ENTRIES, , )
 
 }  // namespace cudalab

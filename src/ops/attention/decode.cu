@@ -53,8 +53,6 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_naive_kernel(
   const std::int64_t kv_head = head / (p.heads / p.kv_heads);
   const std::int64_t length = min(static_cast<std::int64_t>(p.lengths[batch]), p.cache);
   const std::int64_t keys = p.causal ? length - p.tokens + token + 1 : length;
-  const T* const k = p.k + (batch * p.kv_heads + kv_head) * p.cache * dim;
-  const T* const v = p.v + (batch * p.kv_heads + kv_head) * p.cache * dim;
   float q[kNaiveDims], o[kNaiveDims] = {};
 #pragma unroll
   for (int i = 0; i < kNaiveDims; ++i) {
@@ -63,11 +61,13 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_naive_kernel(
   }
   float max = -INFINITY, sum = 0.0f;
   for (std::int64_t key = warp; key < keys; key += kDecodeWarps) {
+    const std::int64_t at = p.key_offset(batch, kv_head, key);
+    const T *const k = p.k + at, *const v = p.v + at;
     float dot = 0.0f;
 #pragma unroll
     for (int i = 0; i < kNaiveDims; ++i) {
       const std::int64_t d = lane + 32 * i;
-      if (d < dim) dot += q[i] * to_float(k[key * dim + d]);
+      if (d < dim) dot += q[i] * to_float(k[d]);
     }
     for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
     const float score = dot * p.scale, new_max = fmaxf(max, score);
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_naive_kernel(
 #pragma unroll
     for (int i = 0; i < kNaiveDims; ++i) {
       const std::int64_t d = lane + 32 * i;
-      o[i] = o[i] * correction + (d < dim ? weight * to_float(v[key * dim + d]) : 0.0f);
+      o[i] = o[i] * correction + (d < dim ? weight * to_float(v[d]) : 0.0f);
     }
     max = new_max;
   }
@@ -134,13 +134,16 @@ __global__ void __launch_bounds__(kDecodeThreads)
         inside ? p.q + ((batch * p.heads + head) * p.tokens + token) * kHeadDim + chunk * kChunkElements : p.q;
     cp_async16(q_tile + kElementBytes * swizzle<kRowChunks>(row, chunk), source, inside ? 16 : 0);
   }
-  const std::int64_t kv_offset = (batch * p.kv_heads + kv_head) * p.cache * kHeadDim;
+  // A tile's 64 keys lie in one page (decode_split_page_limits): its rows from the page's first
+  // key on, those past the sequence's length zero-filled.
   const auto load_tile = [&](int tile, int stage) {
     const std::uint32_t k_tile = kv_tiles + 2 * stage * kTileBytes;
-    copy_rows_async<T, kDecodeKeys, kHeadDim, kDecodeThreads>(k_tile, p.k + kv_offset,
-                                                              static_cast<std::int64_t>(tile) * kDecodeKeys, length);
-    copy_rows_async<T, kDecodeKeys, kHeadDim, kDecodeThreads>(k_tile + kTileBytes, p.v + kv_offset,
-                                                              static_cast<std::int64_t>(tile) * kDecodeKeys, length);
+    const std::int64_t key0 = static_cast<std::int64_t>(tile) * kDecodeKeys;
+    const std::int64_t first = p.block_table != nullptr ? key0 - key0 % p.page_size : 0;
+    const std::int64_t at = p.key_offset(batch, kv_head, first);
+    copy_rows_async<T, kDecodeKeys, kHeadDim, kDecodeThreads>(k_tile, p.k + at, key0 - first, length - first);
+    copy_rows_async<T, kDecodeKeys, kHeadDim, kDecodeThreads>(k_tile + kTileBytes, p.v + at, key0 - first,
+                                                              length - first);
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -370,6 +373,12 @@ SplitPlan<T> split_plan(std::int64_t batch, std::int64_t heads, std::int64_t kv_
 
 std::string decode_naive_limits(std::int64_t head_dim) {
   return head_dim <= 32 * kNaiveDims ? "" : "head_dim must be at most " + std::to_string(32 * kNaiveDims);
+}
+
+std::string decode_split_page_limits(std::int64_t page_size) {
+  return page_size % kDecodeKeys == 0 ? ""
+                                      : "pages must hold a multiple of " + std::to_string(kDecodeKeys) +
+                                            " keys (split_mma's tiles), got " + std::to_string(page_size);
 }
 
 std::string decode_split_limits(std::int64_t heads, std::int64_t kv_heads, std::int64_t tokens, std::int64_t head_dim,

@@ -14,6 +14,8 @@ inline constexpr char kCausal[] = "causal";
 inline constexpr char kKvHeads[] = "kv_heads";
 // attention_decode's: ragged (0: every sequence fills the cache; 1: lengths drawn below it).
 inline constexpr char kRagged[] = "ragged";
+// and page (0: dense caches; else keys a page of a paged cache, through a block table).
+inline constexpr char kPage[] = "page";
 
 // Forward rungs, in ladder order.
 inline constexpr char kNaive[] = "naive";

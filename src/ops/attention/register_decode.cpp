@@ -1,14 +1,17 @@
 // The decode attention op, attention_decode: `tokens` new queries of each sequence against its
 // key-value cache, over {batch, heads, tokens, cache, head_dim}, with parameters causal (0 or 1,
-// aligned bottom-right), kv_heads (0: as many as heads; else a divisor of heads) and ragged (0:
-// every sequence fills the cache; 1: sequence b > 0 holds a length drawn from [tokens, cache]),
-// in bf16, f16 and f32 with fp32 arithmetic inside. Sequence lengths are a function of the
-// problem, not of the seed, so the work model counts exactly the keys read. Q and K are
+// aligned bottom-right), kv_heads (0: as many as heads; else a divisor of heads), ragged (0:
+// every sequence fills the cache; 1: sequence b > 0 holds a length drawn from [tokens, cache])
+// and page (0: dense caches; else keys a page: K and V as pages [batch * cache / page, kv_heads,
+// page, head_dim] in an order block_table gives), in bf16, f16 and f32 with fp32 arithmetic inside. Sequence lengths
+// are a function of the problem, not of the seed, so the work model counts exactly the keys read. Q and K are
 // fill_random's (Distribution::integers gives one-hot softmax rows, where a key wrongly seen or
 // missed shows); the check is the attention op's row reference (reference.hpp) with the decode
 // fields set: every query row, every problem.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -30,9 +33,13 @@ namespace v = attention_variants;
 using namespace attention_registration;
 
 constexpr char kLengths[] = "lengths";
+constexpr char kBlockTable[] = "block_table";
 
 std::int64_t tokens_of(const Problem& p) { return p.dim("tokens"); }
 std::int64_t cache_of(const Problem& p) { return p.dim("cache"); }
+// Keys a page (0: dense caches), and pages a sequence.
+std::int64_t page_of(const Problem& p) { return static_cast<std::int64_t>(p.param(ids::kPage)); }
+std::int64_t pages_per_sequence(const Problem& p) { return page_of(p) > 0 ? cache_of(p) / page_of(p) : 0; }
 
 // Empty when the parameters are of the op's form, else why not.
 std::string parameters_unsupported(const Problem& p) {
@@ -42,6 +49,10 @@ std::string parameters_unsupported(const Problem& p) {
   if (tokens_of(p) > cache_of(p))
     return "tokens (" + std::to_string(tokens_of(p)) + ") must be at most cache (" + std::to_string(cache_of(p)) +
            "): the new tokens are in the cache";
+  const double page = p.param(ids::kPage);
+  if (page != 0 && (page < 1 || page != std::floor(page) || cache_of(p) % static_cast<std::int64_t>(page) != 0))
+    return "page must be 0 (dense caches) or a whole number of keys that divides cache (" +
+           std::to_string(cache_of(p)) + "), got " + format_param(page);
   return "";
 }
 
@@ -66,7 +77,26 @@ std::int64_t total_length(const Problem& p) {
 }
 
 std::int64_t query_elements(const Problem& p) { return batch_of(p) * heads_of(p) * tokens_of(p) * head_dim_of(p); }
+// Dense or paged, the caches hold batch * cache keys of each kv head: one page a sequence's
+// cache / page keys, every page used once (in the order block_table draws).
 std::int64_t cache_elements(const Problem& p) { return batch_of(p) * kv_heads_of(p) * cache_of(p) * head_dim_of(p); }
+std::int64_t table_elements(const Problem& p) { return batch_of(p) * pages_per_sequence(p); }
+
+// block_table: every page once, in an order drawn from the seed (Fisher-Yates on mix64), so that
+// neighbouring keys of a sequence lie in pages far apart.
+void fill_block_table(void* device, std::int64_t count, std::uint64_t seed, Distribution, const Problem&,
+                      cudaStream_t stream) {
+  std::vector<std::int32_t> pages(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) pages[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+  std::uint64_t state = seed;
+  for (std::int64_t i = count - 1; i > 0; --i)
+    std::swap(pages[static_cast<std::size_t>(i)],
+              pages[static_cast<std::size_t>((state = mix64(state)) % static_cast<std::uint64_t>(i + 1))]);
+  // Pageable source: the copy has taken the values before it returns.
+  if (count > 0)
+    CUDALAB_CUDA_CHECK(
+        cudaMemcpyAsync(device, pages.data(), pages.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream));
+}
 std::int64_t query_rows(const Problem& p) { return batch_of(p) * heads_of(p) * tokens_of(p); }
 
 void fill_lengths(void* device, std::int64_t count, std::uint64_t, Distribution, const Problem& p,
@@ -93,6 +123,10 @@ struct DecodeBinding {
     args.lengths = tensors.data<std::int32_t>(kLengths);
     args.tokens = tokens_of(problem);
     args.cache = cache_of(problem);
+    if (page_of(problem) > 0) {
+      args.block_table = tensors.data<std::int32_t>(kBlockTable);
+      args.page_size = page_of(problem);
+    }
     return args;
   }
 };
@@ -101,6 +135,26 @@ Comparison check(const CheckContext& c) {
   auto t = host_tensors<AttentionTensors>(c, kv_heads_of(c.problem), cache_of(c.problem));
   t.queries = tokens_of(c.problem);
   t.lengths = c.tensors.host<std::int32_t>(kLengths);
+  // Paged: the reference reads dense caches, gathered here from the pages through the table.
+  std::vector<unsigned char> k, v;
+  if (page_of(c.problem) > 0) {
+    v::DecodeArgs<unsigned char> pages;  // only its key_offset, in elements
+    pages.kv_heads = t.kv_heads, pages.cache = t.seq, pages.head_dim = t.head_dim;
+    pages.block_table = c.tensors.host<std::int32_t>(kBlockTable);
+    pages.page_size = page_of(c.problem);
+    const std::size_t element = size_of(t.dtype), row = static_cast<std::size_t>(t.head_dim) * element;
+    k.resize(static_cast<std::size_t>(cache_elements(c.problem)) * element);
+    v.resize(k.size());
+    std::size_t out = 0;
+    for (std::int64_t b = 0; b < t.batch; ++b)
+      for (std::int64_t h = 0; h < t.kv_heads; ++h)
+        for (std::int64_t key = 0; key < t.seq; ++key, out += row) {
+          const std::size_t at = static_cast<std::size_t>(pages.key_offset(b, h, key)) * element;
+          std::memcpy(k.data() + out, static_cast<const unsigned char*>(t.k) + at, row);
+          std::memcpy(v.data() + out, static_cast<const unsigned char*>(t.v) + at, row);
+        }
+    t.k = k.data(), t.v = v.data();
+  }
   return check_attention(t);
 }
 
@@ -122,14 +176,17 @@ Work work(const Problem& p) {
 struct Shape {
   std::vector<std::int64_t> dims;  // batch, heads, tokens, cache, head_dim
   int causal, kv_heads, ragged;
+  int page = 0;
 };
 
 std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape>& shapes) {
   std::vector<Problem> out;
   for (const Shape& s : shapes)
-    out.push_back(op.problem(
-        s.dims, dtype,
-        {{ids::kCausal, double(s.causal)}, {ids::kKvHeads, double(s.kv_heads)}, {ids::kRagged, double(s.ragged)}}));
+    out.push_back(op.problem(s.dims, dtype,
+                             {{ids::kCausal, double(s.causal)},
+                              {ids::kKvHeads, double(s.kv_heads)},
+                              {ids::kRagged, double(s.ragged)},
+                              {ids::kPage, double(s.page)}}));
   return out;
 }
 
@@ -138,16 +195,28 @@ std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape
 // sequence of 5000 keys (the most splits); head_dim 80 and a group of 8 x 8 tokens (64 rows),
 // which only naive takes; a cache of 16384 keys at batch 4 (a sample of the bench's sizes).
 const std::vector<Shape> kTestShapes = {
-    {{1, 1, 1, 1, 64}, 1, 0, 0},       {{2, 8, 1, 100, 128}, 1, 2, 1}, {{3, 4, 4, 129, 64}, 1, 1, 1},
-    {{2, 32, 1, 1000, 128}, 1, 8, 1},  {{2, 6, 3, 65, 128}, 0, 3, 1},  {{1, 2, 16, 300, 64}, 1, 2, 0},
-    {{1, 2, 2, 5000, 128}, 1, 2, 1},   {{1, 4, 1, 4097, 80}, 1, 1, 0}, {{2, 16, 8, 64, 128}, 1, 2, 1},
+    {{1, 1, 1, 1, 64}, 1, 0, 0},
+    {{2, 8, 1, 100, 128}, 1, 2, 1},
+    {{3, 4, 4, 129, 64}, 1, 1, 1},
+    {{2, 32, 1, 1000, 128}, 1, 8, 1},
+    {{2, 6, 3, 65, 128}, 0, 3, 1},
+    {{1, 2, 16, 300, 64}, 1, 2, 0},
+    {{1, 2, 2, 5000, 128}, 1, 2, 1},
+    {{1, 4, 1, 4097, 80}, 1, 1, 0},
+    {{2, 16, 8, 64, 128}, 1, 2, 1},
     {{4, 32, 1, 16384, 128}, 1, 8, 1},
+    // Paged caches: pages of 64 keys (the split kernel's tile), of 256 at Llama-3's grouping, and
+    // of 100 (naive only).
+    {{2, 8, 1, 1024, 128}, 1, 2, 1, 64},
+    {{3, 4, 4, 192, 64}, 1, 1, 1, 64},
+    {{2, 32, 1, 4096, 128}, 1, 8, 1, 256},
+    {{1, 4, 2, 300, 128}, 1, 2, 0, 100},
 };
 
 // Bench: bf16, causal, head_dim 128, every sequence filling its cache. Llama-3-8B's grouping (32
 // heads over 8 kv heads) at one token for batch 1 (cache 1k-128k), 8 (1k-32k), 32 and 64; a
 // multi-head cache (32 over 32, Llama-2-7B) at batch 1 and 8; 4 tokens (speculative decoding) at
-// batch 8; and a ragged batch of 8.
+// batch 8; a ragged batch of 8; and batch 8 x 8192 again in pages of 256 keys.
 std::vector<Problem> bench_problems(const Op& op) {
   std::vector<Shape> shapes;
   for (const std::int64_t cache : {1024, 4096, 16384, 32768, 131072})
@@ -159,6 +228,7 @@ std::vector<Problem> bench_problems(const Op& op) {
   shapes.push_back({{8, 32, 1, 4096, 128}, 1, 32, 0});
   shapes.push_back({{8, 32, 4, 4096, 128}, 1, 8, 0});
   shapes.push_back({{8, 32, 1, 8192, 128}, 1, 8, 1});
+  shapes.push_back({{8, 32, 1, 8192, 128}, 1, 8, 0, 256});
   return problems(op, DType::bf16, shapes);
 }
 
@@ -173,12 +243,13 @@ void register_attention_decode(Registry& registry) {
       "L = each row's log-sum-exp, scale 1/sqrt(head_dim), fp32 inside";
   op.dim_names = {"batch", "heads", "tokens", "cache", "head_dim"};
   op.dtypes = {DType::bf16, DType::f16, DType::f32};
-  op.params = {{ids::kCausal, 1}, {ids::kKvHeads, 0}, {ids::kRagged, 0}};
+  op.params = {{ids::kCausal, 1}, {ids::kKvHeads, 0}, {ids::kRagged, 0}, {ids::kPage, 0}};
   op.tensors = {
       {kQ, TensorRole::input, {}, query_elements, score_fill},
       {kK, TensorRole::input, {}, cache_elements, score_fill},
       {kV, TensorRole::input, {}, cache_elements},
       {kLengths, TensorRole::input, DType::i32, batch_of, fill_lengths},
+      {kBlockTable, TensorRole::input, DType::i32, table_elements, fill_block_table},
       {kO, TensorRole::output, {}, query_elements},
       {kLse, TensorRole::output, DType::f32, query_rows},
   };
@@ -210,9 +281,11 @@ void register_attention_decode(Registry& registry) {
   split.engine = Engine::tensor_cores;
   split.can_implement = [](const DeviceInfo& device, const Problem& p) {
     const std::string why = parameters_unsupported(p);
-    return why.empty() ? v::decode_split_limits(heads_of(p), kv_heads_of(p), tokens_of(p), head_dim_of(p),
-                                                device.compute_capability())
-                       : why;
+    if (!why.empty()) return why;
+    if (page_of(p) > 0 && !v::decode_split_page_limits(page_of(p)).empty())
+      return v::decode_split_page_limits(page_of(p));
+    return v::decode_split_limits(heads_of(p), kv_heads_of(p), tokens_of(p), head_dim_of(p),
+                                  device.compute_capability());
   };
   split.workspace_bytes = [](const Problem& p) {
     return v::decode_workspace_bytes(batch_of(p), heads_of(p), kv_heads_of(p), tokens_of(p), cache_of(p),
@@ -228,6 +301,7 @@ void register_attention_decode(Registry& registry) {
   cublas.engine = Engine::by_dtype;
   cublas.can_implement = [](const DeviceInfo&, const Problem& p) {
     const std::string why = parameters_unsupported(p);
+    if (why.empty() && page_of(p) > 0) return std::string("the cuBLAS baseline takes dense caches (page 0)");
     return why.empty() ? v::cublas_decode_limits(batch_of(p), heads_of(p), kv_heads_of(p), tokens_of(p), cache_of(p),
                                                  head_dim_of(p))
                        : why;

@@ -205,10 +205,24 @@ struct DecodeArgs {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, tokens = 0, cache = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = true;
+  // A paged cache, when block_table is not null: k and v hold pages [pages, kv_heads, page_size,
+  // head_dim], and key j of sequence b lies in page block_table[b * (cache / page_size) + j /
+  // page_size] (cache a multiple of page_size).
+  const std::int32_t* block_table = nullptr;
+  std::int64_t page_size = 0;
   void* workspace = nullptr;  // split_mma: decode_workspace_bytes
   std::size_t workspace_bytes = 0;
+
+  // Where key `key` of (batch, kv_head) starts in k (and v).
+  __host__ __device__ std::int64_t key_offset(std::int64_t batch_index, std::int64_t kv_head, std::int64_t key) const {
+    if (block_table == nullptr) return ((batch_index * kv_heads + kv_head) * cache + key) * head_dim;
+    const std::int64_t page = block_table[batch_index * (cache / page_size) + key / page_size];
+    return ((page * kv_heads + kv_head) * page_size + key % page_size) * head_dim;
+  }
 };
 std::string decode_naive_limits(std::int64_t head_dim);
+// split_mma takes pages of a multiple of its 64-key tiles.
+std::string decode_split_page_limits(std::int64_t page_size);
 std::string decode_split_limits(std::int64_t heads, std::int64_t kv_heads, std::int64_t tokens, std::int64_t head_dim,
                                 int compute_capability);
 // split_mma's scratch for the splits' fp32 outputs and log-sum-exps on the current GPU (0 with one split).
