@@ -326,15 +326,20 @@ std::tuple<at::Tensor, at::Tensor> attention_decode(const at::Tensor& q, const a
   with_element_type<AttentionElements>(q, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
+      // The scratch from torch's caching allocator: reused across calls, and a CUDA graph's pool
+      // while one is captured.
+      const std::size_t bytes = attention_decode_workspace_bytes(dims, dtype_of_v<T>, paged ? page_size : 0);
+      at::Tensor scratch = workspace(q, bytes);
       const std::int32_t* lengths = cache_seqlens.const_data_ptr<std::int32_t>();
       if (paged) {
         const AttentionDecodePages pages{block_table->const_data_ptr<std::int32_t>(), page_size, k_cache.size(0)};
         cudalab::attention_decode_paged(data<T>(q), data<T>(k_cache), data<T>(v_cache), pages, lengths,
                                         mutable_data<T>(o), lse.mutable_data_ptr<float>(), dims, options,
-                                        current_stream(q));
+                                        scratch.mutable_data_ptr(), bytes, current_stream(q));
       } else {
         cudalab::attention_decode(data<T>(q), data<T>(k_cache), data<T>(v_cache), lengths, mutable_data<T>(o),
-                                  lse.mutable_data_ptr<float>(), dims, options, current_stream(q));
+                                  lse.mutable_data_ptr<float>(), dims, options, scratch.mutable_data_ptr(), bytes,
+                                  current_stream(q));
       }
     });
   });

@@ -116,8 +116,8 @@ struct AttentionDecodeDims {
 // O and L on `stream`, asynchronously. bf16/fp16 arrays at 16-byte aligned addresses with
 // head_dim 64 or 128 and (heads / kv_heads) * tokens <= 16 take the split-KV tensor-core kernel
 // (compute capability 8.0+: each kv head's queries share one read of its keys and values, which
-// are split over blocks that fill the GPU and combined by their log-sum-exps; the splits' scratch
-// comes from the stream-ordered allocator); everything else (fp32, head_dim up to 256) a CUDA-core
+// are split over blocks that fill the GPU and combined by their log-sum-exps; this form takes the
+// splits' scratch from the stream-ordered allocator); everything else (fp32, head_dim up to 256) a CUDA-core
 // kernel that reads the cache once per query row. Any size of 0 does nothing. Throws
 // cudalab::Error: invalid_argument for negative sizes, heads not a multiple of kv_heads, tokens
 // past cache, a non-finite or negative scale, a layout, null, misaligned or overlapping arrays,
@@ -126,6 +126,20 @@ template <typename T, typename = RequireElement<T, AttentionElements>>
 void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
                       const AttentionDecodeDims& dims, const AttentionOptions& options = {},
                       cudaStream_t stream = nullptr);
+// The same with the caller's scratch: `workspace` holds at least attention_decode_workspace_bytes(
+// dims, dtype) bytes of device memory, 16-byte aligned (null when that is 0), which the call may
+// use until its work on the stream is done. The form to capture in a CUDA graph with a caching
+// allocator's memory.
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
+                      const AttentionDecodeDims& dims, const AttentionOptions& options, void* workspace,
+                      std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+
+// Scratch bytes attention_decode (page_size 0) or attention_decode_paged (pages of page_size
+// keys) takes for `dims` and `dtype` (f32, bf16 or f16) on the current GPU: the split-KV kernel's
+// partial outputs, 4 * splits * batch * heads * tokens * (head_dim + 1) bytes where it runs, else
+// 0. Throws cudalab::Error: invalid_argument for another dtype or negative sizes.
+std::size_t attention_decode_workspace_bytes(const AttentionDecodeDims& dims, DType dtype, std::int64_t page_size = 0);
 
 // A paged cache, as vLLM and FlashAttention's key-value cache API keep one: k_pages and v_pages
 // hold `pages` pages of [kv_heads, page_size, head_dim] each, and block_table (device int32
@@ -145,5 +159,11 @@ template <typename T, typename = RequireElement<T, AttentionElements>>
 void attention_decode_paged(const T* q, const T* k_pages, const T* v_pages, const AttentionDecodePages& pages,
                             const std::int32_t* lengths, T* o, float* lse, const AttentionDecodeDims& dims,
                             const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
+// The same with the caller's scratch, as attention_decode's.
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_decode_paged(const T* q, const T* k_pages, const T* v_pages, const AttentionDecodePages& pages,
+                            const std::int32_t* lengths, T* o, float* lse, const AttentionDecodeDims& dims,
+                            const AttentionOptions& options, void* workspace, std::size_t workspace_bytes,
+                            cudaStream_t stream = nullptr);
 
 }  // namespace cudalab

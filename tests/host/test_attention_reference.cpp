@@ -574,6 +574,9 @@ TEST(AttentionLibrary, DecodeValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(paged({table, 100, 8}), kInvalid) << "pages of 100 keys in a cache of 256";
   EXPECT_EQ(paged({table, 64, -1}), kInvalid) << "negative pages";
   EXPECT_EQ(paged({nullptr, 64, 8}), kInvalid) << "no block table";
+  EXPECT_EQ(thrown_kind([&] { attention_decode_workspace_bytes({1, 4, 2, 1, 64, 128}, DType::i32); }), kInvalid);
+  EXPECT_EQ(thrown_kind([&] { attention_decode_workspace_bytes({1, -4, 2, 1, 64, 128}, DType::bf16); }), kInvalid);
+  EXPECT_EQ(attention_decode_workspace_bytes({0, 4, 2, 1, 64, 128}, DType::bf16), 0u) << "nothing to compute";
 }
 
 // A decode row is the self-attention row at its position over the sequence's first lengths[b] keys:

@@ -911,6 +911,30 @@ def test_attention_decode_reads_paged_caches(dtype, page_size, tokens):
     torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
 
 
+def test_attention_decode_compiles_and_replays_in_a_cuda_graph():
+    # A static cache: the graph captured once, then replayed after new lengths and a new query are
+    # written into its inputs, as a decoding loop does; and torch.compile(fullgraph=True) of the call.
+    q = torch.randn(2, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(2, 8, 4096, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    lengths = torch.tensor([100, 4096], device="cuda", dtype=torch.int32)
+    compiled = torch.compile(lambda *a: ops.attention_decode(*a)[0], fullgraph=True)
+    torch.testing.assert_close(compiled(q, k, v, lengths), ops.attention_decode(q, k, v, lengths)[0], rtol=0, atol=0)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        ops.attention_decode(q, k, v, lengths)  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o, _ = ops.attention_decode(q, k, v, lengths)
+    for step in range(3):
+        lengths.copy_(torch.tensor([101 + step, 3000 - step]))
+        q.copy_(torch.randn_like(q))
+        graph.replay()
+        ref_o, _ = decode_reference(q, k, v, lengths, True)
+        assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[torch.bfloat16], f"step {step}: O rel L2 {rel_l2(o, ref_o):.3g}"
+
+
 def test_attention_decode_agrees_with_sdpa_on_a_full_cache():
     # Every sequence's cache full and one token: SDPA's own call, no mask.
     q = torch.randn(4, 32, 1, 128, device="cuda", dtype=torch.bfloat16)

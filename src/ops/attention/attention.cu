@@ -28,6 +28,7 @@ constexpr char kBackward[] = "attention_backward";
 constexpr char kBackwardWorkspace[] = "attention_backward_workspace_bytes";
 constexpr char kDecode[] = "attention_decode";
 constexpr char kDecodePaged[] = "attention_decode_paged";
+constexpr char kDecodeWorkspace[] = "attention_decode_workspace_bytes";
 
 // The sizes every attention call refuses: negative ones, heads not a multiple of kv_heads, and
 // (where none is 0) batch * heads * seq * head_dim past 64 bits. False when a size is 0: there is
@@ -352,12 +353,19 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   backward(q, k, v, o, lse, d_o, dq, dk, dv, d, options, scratch, stream);
 }
 
+// Whether decode takes the split-KV kernel for `d` of `element_size`-byte elements in pages of
+// `page_size` keys (0: dense), given 16-byte aligned arrays.
+bool decode_splits_kv(const AttentionDecodeDims& d, std::size_t element_size, std::int64_t page_size) {
+  return element_size == 2 && (page_size == 0 || v::decode_split_page_limits(page_size).empty()) &&
+         v::decode_split_limits(d.heads, d.kv_heads, d.tokens, d.head_dim, current_gpu().compute_capability).empty();
+}
+
 // The library's decode over dense caches, or paged ones when `paged` is not null: split_mma where it
 // runs the problem on 16-byte aligned arrays, else naive.
 template <typename T>
 void decode(const char* call, const T* q, const T* k, const T* v, const AttentionDecodePages* paged,
             const std::int32_t* lengths, T* o, float* lse, const AttentionDecodeDims& d,
-            const AttentionOptions& options, cudaStream_t stream) {
+            const AttentionOptions& options, Workspace& scratch, cudaStream_t stream) {
   const std::string prefix = std::string(call) + ": ";
   CUDALAB_REQUIRE(d.batch >= 0 && d.heads >= 0 && d.kv_heads >= 0 && d.tokens >= 0 && d.cache >= 0 && d.head_dim >= 0,
                   prefix + "batch, heads, kv_heads, tokens, cache and head_dim must be >= 0");
@@ -417,12 +425,11 @@ void decode(const char* call, const T* q, const T* k, const T* v, const Attentio
   }
   if constexpr (sizeof(T) == 2) {
     const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o);
-    const bool pages_fit = paged == nullptr || v::decode_split_page_limits(paged->page_size).empty();
-    if (aligned && pages_fit &&
-        v::decode_split_limits(d.heads, d.kv_heads, d.tokens, d.head_dim, current_gpu().compute_capability).empty()) {
-      StreamOrderedWorkspace scratch(stream);
+    if (aligned && decode_splits_kv(d, sizeof(T), paged != nullptr ? paged->page_size : 0)) {
       args.workspace_bytes = v::decode_workspace_bytes(d.batch, d.heads, d.kv_heads, d.tokens, d.cache, d.head_dim);
       args.workspace = scratch.reserve(args.workspace_bytes);
+      CUDALAB_REQUIRE(args.workspace_bytes == 0 || is_aligned16(args.workspace),
+                      prefix + "workspace must be 16-byte aligned");
       v::decode_split_mma(args, stream);
       return;
     }
@@ -435,14 +442,46 @@ void decode(const char* call, const T* q, const T* k, const T* v, const Attentio
 template <typename T, typename>
 void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
                       const AttentionDecodeDims& dims, const AttentionOptions& options, cudaStream_t stream) {
-  decode(kDecode, q, k_cache, v_cache, nullptr, lengths, o, lse, dims, options, stream);
+  StreamOrderedWorkspace scratch(stream);
+  decode(kDecode, q, k_cache, v_cache, nullptr, lengths, o, lse, dims, options, scratch, stream);
+}
+
+template <typename T, typename>
+void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
+                      const AttentionDecodeDims& dims, const AttentionOptions& options, void* workspace,
+                      std::size_t workspace_bytes, cudaStream_t stream) {
+  CallerWorkspace scratch(workspace, workspace_bytes, kDecode, kDecodeWorkspace);
+  decode(kDecode, q, k_cache, v_cache, nullptr, lengths, o, lse, dims, options, scratch, stream);
+}
+
+std::size_t attention_decode_workspace_bytes(const AttentionDecodeDims& dims, DType dtype, std::int64_t page_size) {
+  CUDALAB_REQUIRE(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
+                  std::string(kDecodeWorkspace) + ": dtype must be f32, bf16 or f16, got " + to_string(dtype));
+  CUDALAB_REQUIRE(dims.batch >= 0 && dims.heads >= 0 && dims.kv_heads >= 0 && dims.tokens >= 0 && dims.cache >= 0 &&
+                      dims.head_dim >= 0 && page_size >= 0,
+                  std::string(kDecodeWorkspace) + ": sizes must be >= 0");
+  if (checked_product(kDecodeWorkspace, "batch * heads * tokens * head_dim",
+                      {dims.batch, dims.heads, dims.tokens, dims.head_dim}) == 0 ||
+      !decode_splits_kv(dims, size_of(dtype), page_size))
+    return 0;
+  return v::decode_workspace_bytes(dims.batch, dims.heads, dims.kv_heads, dims.tokens, dims.cache, dims.head_dim);
 }
 
 template <typename T, typename>
 void attention_decode_paged(const T* q, const T* k_pages, const T* v_pages, const AttentionDecodePages& pages,
                             const std::int32_t* lengths, T* o, float* lse, const AttentionDecodeDims& dims,
                             const AttentionOptions& options, cudaStream_t stream) {
-  decode(kDecodePaged, q, k_pages, v_pages, &pages, lengths, o, lse, dims, options, stream);
+  StreamOrderedWorkspace scratch(stream);
+  decode(kDecodePaged, q, k_pages, v_pages, &pages, lengths, o, lse, dims, options, scratch, stream);
+}
+
+template <typename T, typename>
+void attention_decode_paged(const T* q, const T* k_pages, const T* v_pages, const AttentionDecodePages& pages,
+                            const std::int32_t* lengths, T* o, float* lse, const AttentionDecodeDims& dims,
+                            const AttentionOptions& options, void* workspace, std::size_t workspace_bytes,
+                            cudaStream_t stream) {
+  CallerWorkspace scratch(workspace, workspace_bytes, kDecodePaged, kDecodeWorkspace);
+  decode(kDecodePaged, q, k_pages, v_pages, &pages, lengths, o, lse, dims, options, scratch, stream);
 }
 
 template <typename T, typename>
@@ -480,8 +519,14 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
                                    const AttentionDims&, const AttentionOptions&, void*, std::size_t, cudaStream_t);   \
   template void attention_decode(const T*, const T*, const T*, const std::int32_t*, T*, float*,                        \
                                  const AttentionDecodeDims&, const AttentionOptions&, cudaStream_t);                   \
+  template void attention_decode(const T*, const T*, const T*, const std::int32_t*, T*, float*,                        \
+                                 const AttentionDecodeDims&, const AttentionOptions&, void*, std::size_t,              \
+                                 cudaStream_t);                                                                        \
   template void attention_decode_paged(const T*, const T*, const T*, const AttentionDecodePages&, const std::int32_t*, \
-                                       T*, float*, const AttentionDecodeDims&, const AttentionOptions&, cudaStream_t);
+                                       T*, float*, const AttentionDecodeDims&, const AttentionOptions&, cudaStream_t); \
+  template void attention_decode_paged(const T*, const T*, const T*, const AttentionDecodePages&, const std::int32_t*, \
+                                       T*, float*, const AttentionDecodeDims&, const AttentionOptions&, void*,         \
+                                       std::size_t, cudaStream_t);
 CUDALAB_ATTENTION_ELEMENTS(CUDALAB_ATTENTION_ENTRIES, , )
 
 }  // namespace cudalab
