@@ -275,7 +275,7 @@ void register_attention_decode(Registry& registry) {
   Variant split = make_variant<DecodeBinding>(
       ids::kSplitMma,
       "flash-decoding on mma.sync: a block per (key split, kv head, sequence) with the group's heads times the tokens "
-      "packed as one m16 tile, so K and V are read once per kv head; 64-key tiles double-buffered by cp.async; the "
+      "packed as one m16 tile, so K and V are read once per kv head; 64-key tiles in a three-stage cp.async ring; the "
       "splits combined by a second kernel weighted by their log-sum-exps",
       Role::ladder, v::decode_split_mma<__nv_bfloat16>, v::decode_split_mma<__half>);
   split.engine = Engine::tensor_cores;
