@@ -44,12 +44,10 @@ __device__ __forceinline__ std::int64_t global_thread_count() {
 // each block asks for at launch (it lowers how many blocks an SM holds).
 template <typename Kernel>
 int resident_grid_size(Kernel kernel, int block_size, std::int64_t work_items, std::size_t dynamic_shared_bytes = 0) {
-  const int sm_count = current_gpu().sm_count;
-  int blocks_per_sm = 0;
-  CUDALAB_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, block_size, dynamic_shared_bytes));
+  const int blocks_per_sm =
+      resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), block_size, dynamic_shared_bytes);
   const std::int64_t needed = ceil_div<std::int64_t>(work_items, block_size);
-  const std::int64_t resident = static_cast<std::int64_t>(sm_count) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+  const std::int64_t resident = static_cast<std::int64_t>(current_gpu().sm_count) * blocks_per_sm;
   return static_cast<int>(needed < resident ? (needed > 0 ? needed : 1) : resident);
 }
 

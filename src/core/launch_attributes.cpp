@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -70,6 +71,19 @@ void set_dynamic_shared_memory(const void* kernel, std::size_t bytes, bool max_s
         cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   set.bytes = limit;
   set.carveout = set.carveout || max_shared_carveout;
+}
+
+int resident_blocks_per_sm(const void* kernel, int threads, std::size_t dynamic_shared) {
+  if (dynamic_shared > 0) set_dynamic_shared_memory(kernel, dynamic_shared);
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int, std::size_t>, int> known;
+  const std::tuple<const void*, int, int, std::size_t> key{kernel, current_device(), threads, dynamic_shared};
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  int blocks = 0;
+  CUDALAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_shared));
+  return known[key] = blocks > 0 ? blocks : 1;
 }
 
 }  // namespace cudalab

@@ -23,4 +23,10 @@ std::size_t shared_memory_optin();
 // memory. The runtime is asked only when this kernel, on this device, has not had as much before.
 void set_dynamic_shared_memory(const void* kernel, std::size_t bytes, bool max_shared_carveout = false);
 
+// Blocks of `kernel` (a __global__ function's address) with `threads` threads and `dynamic_shared`
+// bytes of dynamic shared memory that one SM of the current device holds at once (at least 1), its
+// dynamic shared memory limit raised to that first. The occupancy query is asked once per kernel,
+// shape and device: decode attention sizes its grid by it on every call.
+int resident_blocks_per_sm(const void* kernel, int threads, std::size_t dynamic_shared);
+
 }  // namespace cudalab

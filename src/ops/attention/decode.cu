@@ -327,10 +327,7 @@ DecodeKernel<T> decode_kernel(std::int64_t head_dim) {
 // memory allow two).
 template <typename T>
 int resident_per_sm(const DecodeKernel<T>& k) {
-  set_dynamic_shared_memory(reinterpret_cast<const void*>(k.kernel), k.shared);
-  int blocks = 0;
-  CUDALAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.kernel, kDecodeThreads, k.shared));
-  return std::max(blocks, 1);
+  return resident_blocks_per_sm(reinterpret_cast<const void*>(k.kernel), kDecodeThreads, k.shared);
 }
 
 // Splits of each sequence's keys over `blocks` (batch * kv_heads) blocks, `resident` of which fit
