@@ -1,13 +1,13 @@
-// Scaled dot-product attention as torch ops: the forward, O = softmax(scale * Q K^T [causal mask]) V
-// and each query row's log-sum-exp, on cudalab::attention_forward; and its backward, dQ, dK and dV
-// from dO and the forward's O and L, on cudalab::attention_backward, which ops.py registers as the
-// forward's autograd formula (autograd.cpp). The library takes one sequence length for queries and
-// keys (self-attention, or cross-attention over equal lengths), so q, k and v share seq; k and v
-// may have fewer heads than q (grouped-query attention). Arrays are read where they lie whatever
-// their batch, head and position strides, head_dim contiguous: a [batch, seq, heads, head_dim]
-// tensor's .transpose(1, 2) costs no copy. attention_packed takes q, k and v packed in one
-// [batch, seq, (heads + 2 kv_heads) * head_dim] tensor (a fused projection's output) and gives o
-// as [batch, seq, heads * head_dim]; its backward writes dq, dk and dv into one such tensor.
+// Scaled dot-product attention as torch ops: the forward, O = softmax(scale * Q K^T [causal, window
+// mask]) V and each query row's log-sum-exp, on cudalab::attention_forward; and its backward, dQ,
+// dK and dV from dO and the forward's O and L, on cudalab::attention_backward, which ops.py
+// registers as the forward's autograd formula (autograd.cpp). The library takes one sequence length
+// for queries and keys (self-attention, or cross-attention over equal lengths), so q, k and v share
+// seq; k and v may have fewer heads than q (grouped-query attention). Arrays are read where they
+// lie whatever their batch, head and position strides, head_dim contiguous: a [batch, seq, heads,
+// head_dim] tensor's .transpose(1, 2) costs no copy. attention_packed takes q, k and v packed in
+// one [batch, seq, (heads + 2 kv_heads) * head_dim] tensor (a fused projection's output) and gives
+// o as [batch, seq, heads * head_dim]; its backward writes dq, dk and dv into one such tensor.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -84,10 +84,26 @@ struct Problem {
   AttentionOptions options;
 };
 
+// The options every self-attention op takes: the scale (checked), the causal mask and a sliding
+// window (-1: a side unbounded).
+AttentionOptions checked_options(const char* op, const c10::optional<double>& scale, bool causal,
+                                 std::int64_t window_left, std::int64_t window_right) {
+  TORCH_CHECK_VALUE(window_left >= -1 && window_right >= -1, "cudalab.", op,
+                    ": window_left and window_right must be >= 0, or -1 (unbounded), got ", window_left, " and ",
+                    window_right);
+  AttentionOptions options;
+  options.scale = checked_scale(op, scale);
+  options.causal = causal;
+  options.window_left = window_left;
+  options.window_right = window_right;
+  return options;
+}
+
 // q, k and v's checks and the library's dims and options for them: what the forward and the
 // backward share.
 Problem checked_problem(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                        const c10::optional<double>& scale, bool causal) {
+                        const c10::optional<double>& scale, bool causal, std::int64_t window_left,
+                        std::int64_t window_right) {
   check_strided_tensor(op, "q", q, q.device(), c10::nullopt, scalar_types(AttentionElements{}));
   TORCH_CHECK_VALUE(q.dim() == 4, "cudalab.", op, ": q must be [batch, heads, seq, head_dim], got ", q.sizes());
   check_key_or_value(op, "k", k, q);
@@ -96,22 +112,20 @@ Problem checked_problem(const char* op, const at::Tensor& q, const at::Tensor& k
   const std::int64_t heads = q.size(1), kv_heads = k.size(1);
   TORCH_CHECK_VALUE(kv_heads > 0 ? heads % kv_heads == 0 : heads == 0, "cudalab.", op, ": q's heads (", heads,
                     ") must be a multiple of k and v's heads (", kv_heads, ")");
-  const float library_scale = checked_scale(op, scale);
+  AttentionOptions options = checked_options(op, scale, causal, window_left, window_right);
   // head_dim 0 would leave each row's log-sum-exp, log(its number of keys), unwritten by the library.
   TORCH_CHECK_VALUE(q.size(3) > 0 || q.size(0) * q.size(1) * q.size(2) == 0, "cudalab.", op,
                     ": head_dim must be at least 1, got q ", q.sizes());
   check_like_q(op, "q", q, q);
-  AttentionOptions options;
-  options.scale = library_scale;
-  options.causal = causal;
   options.layout.q = strides_of(q), options.layout.k = strides_of(k), options.layout.v = strides_of(v);
   return {AttentionDims{q.size(0), heads, kv_heads, q.size(2), q.size(3)}, options};
 }
 
 std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                             const c10::optional<double>& scale, bool causal) {
+                                             const c10::optional<double>& scale, bool causal, std::int64_t window_left,
+                                             std::int64_t window_right) {
   constexpr const char* op = "attention";
-  Problem p = checked_problem(op, q, k, v, scale, causal);
+  Problem p = checked_problem(op, q, k, v, scale, causal, window_left, window_right);
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor o = empty_laid_out_like(q);
   at::Tensor lse = at::empty(q.sizes().slice(0, 3), q.options().dtype(at::kFloat));
@@ -160,9 +174,10 @@ void run_backward(const char* op, const at::Tensor& q, const void* k, const void
 std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_backward(const at::Tensor& q, const at::Tensor& k,
                                                                   const at::Tensor& v, const at::Tensor& o,
                                                                   const at::Tensor& lse, const at::Tensor& d_o,
-                                                                  const c10::optional<double>& scale, bool causal) {
+                                                                  const c10::optional<double>& scale, bool causal,
+                                                                  std::int64_t window_left, std::int64_t window_right) {
   constexpr const char* op = "attention_backward";
-  Problem p = checked_problem(op, q, k, v, scale, causal);
+  Problem p = checked_problem(op, q, k, v, scale, causal, window_left, window_right);
   check_like_q(op, "o", o, q);
   check_same_shape(op, "o", o, "q", q);
   check_like_q(op, "do", d_o, q);
@@ -188,7 +203,8 @@ struct Packed {
 };
 
 Packed checked_packed(const char* op, const at::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
-                      const c10::optional<double>& scale, bool causal) {
+                      const c10::optional<double>& scale, bool causal, std::int64_t window_left,
+                      std::int64_t window_right) {
   check_strided_tensor(op, "qkv", qkv, qkv.device(), c10::nullopt, scalar_types(AttentionElements{}));
   TORCH_CHECK_VALUE(qkv.dim() == 3, "cudalab.", op, ": qkv must be [batch, seq, (heads + 2 kv_heads) * head_dim], got ",
                     qkv.sizes());
@@ -200,13 +216,11 @@ Packed checked_packed(const char* op, const at::Tensor& qkv, std::int64_t heads,
                     qkv.size(2), ") must be (heads + 2 kv_heads) = ", columns, " times a head_dim >= 1");
   check_like_q(op, "qkv", qkv, qkv);
   const std::int64_t head_dim = qkv.size(2) / columns;
-  const float library_scale = checked_scale(op, scale);
-  Packed packed{{AttentionDims{qkv.size(0), heads, kv_heads, qkv.size(1), head_dim}, {}},
+  Packed packed{{AttentionDims{qkv.size(0), heads, kv_heads, qkv.size(1), head_dim},
+                 checked_options(op, scale, causal, window_left, window_right)},
                 heads * head_dim,
                 (heads + kv_heads) * head_dim};
   AttentionOptions& options = packed.problem.options;
-  options.scale = library_scale;
-  options.causal = causal;
   const AttentionStrides strides{qkv.stride(0), head_dim, qkv.stride(1)};
   options.layout.q = options.layout.k = options.layout.v = strides;
   return packed;
@@ -227,9 +241,10 @@ AttentionStrides packed_row_strides(const at::Tensor& t, const AttentionDims& d)
 }
 
 std::tuple<at::Tensor, at::Tensor> attention_packed(const at::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
-                                                    const c10::optional<double>& scale, bool causal) {
+                                                    const c10::optional<double>& scale, bool causal,
+                                                    std::int64_t window_left, std::int64_t window_right) {
   constexpr const char* op = "attention_packed";
-  Packed packed = checked_packed(op, qkv, heads, kv_heads, scale, causal);
+  Packed packed = checked_packed(op, qkv, heads, kv_heads, scale, causal, window_left, window_right);
   const AttentionDims& d = packed.problem.dims;
   const c10::cuda::CUDAGuard guard(qkv.device());
   at::Tensor o = at::empty({d.batch, d.seq, d.heads * d.head_dim}, qkv.options());
@@ -248,9 +263,10 @@ std::tuple<at::Tensor, at::Tensor> attention_packed(const at::Tensor& qkv, std::
 
 at::Tensor attention_packed_backward(const at::Tensor& qkv, const at::Tensor& o, const at::Tensor& lse,
                                      const at::Tensor& d_o, std::int64_t heads, std::int64_t kv_heads,
-                                     const c10::optional<double>& scale, bool causal) {
+                                     const c10::optional<double>& scale, bool causal, std::int64_t window_left,
+                                     std::int64_t window_right) {
   constexpr const char* op = "attention_packed_backward";
-  Packed packed = checked_packed(op, qkv, heads, kv_heads, scale, causal);
+  Packed packed = checked_packed(op, qkv, heads, kv_heads, scale, causal, window_left, window_right);
   const AttentionDims& d = packed.problem.dims;
   check_packed_rows(op, "o", o, qkv, d);
   check_packed_rows(op, "do", d_o, qkv, d);
@@ -351,19 +367,21 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
             "attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, float? scale=None, bool "
             "causal=True, Tensor? block_table=None) -> (Tensor, Tensor)",
             &attention_decode, AttentionElements{});
-  define_op(m, "attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)",
+  define_op(m,
+            "attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False, int window_left=-1, int "
+            "window_right=-1) -> (Tensor, Tensor)",
             &attention, AttentionElements{});
   define_op(m,
             "attention_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, Tensor do, float? scale=None, bool "
-            "causal=False) -> (Tensor, Tensor, Tensor)",
+            "causal=False, int window_left=-1, int window_right=-1) -> (Tensor, Tensor, Tensor)",
             &attention_backward, AttentionElements{});
   define_op(m,
-            "attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, bool causal=False) -> (Tensor, "
-            "Tensor)",
+            "attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, bool causal=False, int "
+            "window_left=-1, int window_right=-1) -> (Tensor, Tensor)",
             &attention_packed, AttentionElements{});
   define_op(m,
             "attention_packed_backward(Tensor qkv, Tensor o, Tensor lse, Tensor do, int heads, int kv_heads, float? "
-            "scale=None, bool causal=False) -> Tensor",
+            "scale=None, bool causal=False, int window_left=-1, int window_right=-1) -> Tensor",
             &attention_packed_backward, AttentionElements{});
 }
 

@@ -456,8 +456,30 @@ at::Tensor rope_packed(const at::Tensor& qkv, const at::Tensor& cos, const at::T
 // ---- attention: (o, lse); lse leaves the node detached, so o's gradient is the whole of it (as
 // FlashAttention's)
 
+// The mask every attention op takes after its scale: causal, and a sliding window's sides.
+struct AttentionMask {
+  bool causal;
+  std::int64_t window_left, window_right;
+
+  void save(AutogradContext* ctx, const c10::optional<double>& scale) const {
+    ctx->saved_data["scale"] = scale.has_value() ? c10::IValue(*scale) : c10::IValue();
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["window_left"] = window_left;
+    ctx->saved_data["window_right"] = window_right;
+  }
+  static AttentionMask saved(AutogradContext* ctx) {
+    return {ctx->saved_data["causal"].toBool(), ctx->saved_data["window_left"].toInt(),
+            ctx->saved_data["window_right"].toInt()};
+  }
+};
+
+c10::optional<double> saved_scale(AutogradContext* ctx) {
+  const c10::IValue& scale = ctx->saved_data["scale"];
+  return scale.isNone() ? c10::nullopt : c10::optional<double>(scale.toDouble());
+}
+
 using AttentionSignature = Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                    const c10::optional<double>&, bool);
+                                    const c10::optional<double>&, bool, std::int64_t, std::int64_t);
 
 // An incoming gradient as the attention ops read it: itself where its last dimension is
 // contiguous (the ops take any other strides), else a copy.
@@ -468,12 +490,12 @@ at::Tensor head_dim_contiguous(const at::Tensor& t) {
 class Attention : public torch::autograd::Function<Attention> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                               const c10::optional<double>& scale, bool causal) {
+                               const c10::optional<double>& scale, bool causal, std::int64_t window_left,
+                               std::int64_t window_right) {
     static const auto op = op_named<AttentionSignature>("cudalab::attention");
-    auto [o, lse] = below_autograd([&] { return op.call(q, k, v, scale, causal); });
+    auto [o, lse] = below_autograd([&] { return op.call(q, k, v, scale, causal, window_left, window_right); });
     ctx->save_for_backward({q, k, v, o, lse});
-    ctx->saved_data["scale"] = scale.has_value() ? c10::IValue(*scale) : c10::IValue();
-    ctx->saved_data["causal"] = causal;
+    AttentionMask{causal, window_left, window_right}.save(ctx, scale);
     return {o, lse};
   }
 
@@ -481,42 +503,43 @@ class Attention : public torch::autograd::Function<Attention> {
     refuse_second_derivative("attention");
     static const auto op =
         op_named<Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                          const at::Tensor&, const c10::optional<double>&, bool)>("cudalab::attention_backward");
+                          const at::Tensor&, const c10::optional<double>&, bool, std::int64_t, std::int64_t)>(
+            "cudalab::attention_backward");
     const auto s = ctx->get_saved_variables();
-    const c10::IValue& scale = ctx->saved_data["scale"];
-    auto [dq, dk, dv] = op.call(s[0], s[1], s[2], s[3], s[4], head_dim_contiguous(grads[0]),
-                                scale.isNone() ? c10::nullopt : c10::optional<double>(scale.toDouble()),
-                                ctx->saved_data["causal"].toBool());
-    return {dq, dk, dv, at::Tensor(), at::Tensor()};
+    const AttentionMask mask = AttentionMask::saved(ctx);
+    auto [dq, dk, dv] = op.call(s[0], s[1], s[2], s[3], s[4], head_dim_contiguous(grads[0]), saved_scale(ctx),
+                                mask.causal, mask.window_left, mask.window_right);
+    return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 Tensors2 attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<double>& scale,
-                   bool causal) {
+                   bool causal, std::int64_t window_left, std::int64_t window_right) {
   if (!wants_gradient(q, k, v)) {
     static const auto op = op_named<AttentionSignature>("cudalab::attention");
-    return below_autograd([&] { return op.call(q, k, v, scale, causal); });
+    return below_autograd([&] { return op.call(q, k, v, scale, causal, window_left, window_right); });
   }
-  const auto out = Attention::apply(q, k, v, scale, causal);
+  const auto out = Attention::apply(q, k, v, scale, causal, window_left, window_right);
   return {out[0], out[1].detach()};
 }
 
 // ---- attention_packed: (o, lse) from one qkv tensor; its gradient one tensor of qkv's shape
 
 using AttentionPackedSignature = Tensors2(const at::Tensor&, std::int64_t, std::int64_t, const c10::optional<double>&,
-                                          bool);
+                                          bool, std::int64_t, std::int64_t);
 
 class AttentionPacked : public torch::autograd::Function<AttentionPacked> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
-                               const c10::optional<double>& scale, bool causal) {
+                               const c10::optional<double>& scale, bool causal, std::int64_t window_left,
+                               std::int64_t window_right) {
     static const auto op = op_named<AttentionPackedSignature>("cudalab::attention_packed");
-    auto [o, lse] = below_autograd([&] { return op.call(qkv, heads, kv_heads, scale, causal); });
+    auto [o, lse] =
+        below_autograd([&] { return op.call(qkv, heads, kv_heads, scale, causal, window_left, window_right); });
     ctx->save_for_backward({qkv, o, lse});
     ctx->saved_data["heads"] = heads;
     ctx->saved_data["kv_heads"] = kv_heads;
-    ctx->saved_data["scale"] = scale.has_value() ? c10::IValue(*scale) : c10::IValue();
-    ctx->saved_data["causal"] = causal;
+    AttentionMask{causal, window_left, window_right}.save(ctx, scale);
     return {o, lse};
   }
 
@@ -524,24 +547,25 @@ class AttentionPacked : public torch::autograd::Function<AttentionPacked> {
     refuse_second_derivative("attention_packed");
     static const auto op =
         op_named<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, std::int64_t,
-                            std::int64_t, const c10::optional<double>&, bool)>("cudalab::attention_packed_backward");
+                            std::int64_t, const c10::optional<double>&, bool, std::int64_t, std::int64_t)>(
+            "cudalab::attention_packed_backward");
     const auto s = ctx->get_saved_variables();
-    const c10::IValue& scale = ctx->saved_data["scale"];
+    const AttentionMask mask = AttentionMask::saved(ctx);
     at::Tensor dqkv = op.call(s[0], s[1], s[2], head_dim_contiguous(grads[0]), ctx->saved_data["heads"].toInt(),
-                              ctx->saved_data["kv_heads"].toInt(),
-                              scale.isNone() ? c10::nullopt : c10::optional<double>(scale.toDouble()),
-                              ctx->saved_data["causal"].toBool());
-    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+                              ctx->saved_data["kv_heads"].toInt(), saved_scale(ctx), mask.causal, mask.window_left,
+                              mask.window_right);
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 Tensors2 attention_packed(const at::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
-                          const c10::optional<double>& scale, bool causal) {
+                          const c10::optional<double>& scale, bool causal, std::int64_t window_left,
+                          std::int64_t window_right) {
   if (!wants_gradient(qkv)) {
     static const auto op = op_named<AttentionPackedSignature>("cudalab::attention_packed");
-    return below_autograd([&] { return op.call(qkv, heads, kv_heads, scale, causal); });
+    return below_autograd([&] { return op.call(qkv, heads, kv_heads, scale, causal, window_left, window_right); });
   }
-  const auto out = AttentionPacked::apply(qkv, heads, kv_heads, scale, causal);
+  const auto out = AttentionPacked::apply(qkv, heads, kv_heads, scale, causal, window_left, window_right);
   return {out[0], out[1].detach()};
 }
 

@@ -1,8 +1,8 @@
-// Scaled dot-product attention: the forward, O = softmax(scale * Q K^T [causal mask]) V and each
-// query row's log-sum-exp L, and its backward, dQ, dK and dV from dO and the forward's O and L; for
-// bf16 (__nv_bfloat16), fp16 (__half) and fp32 inputs. Arithmetic is fp32 whatever the element type
-// (the 16-bit paths round the probabilities to the element type before multiplying V, and the
-// backward rounds P and dS before the products that take them, as FlashAttention does). The
+// Scaled dot-product attention: the forward, O = softmax(scale * Q K^T [causal, window mask]) V and
+// each query row's log-sum-exp L, and its backward, dQ, dK and dV from dO and the forward's O and
+// L; for bf16 (__nv_bfloat16), fp16 (__half) and fp32 inputs. Arithmetic is fp32 whatever the
+// element type (the 16-bit paths round the probabilities to the element type before multiplying V,
+// and the backward rounds P and dS before the products that take them, as FlashAttention does). The
 // forward's memory is O(seq): no seq x seq matrix is ever stored; the backward's is O(seq) on its
 // tensor-core path and O(seq^2) on its fallback (attention_backward_workspace_bytes).
 #pragma once
@@ -49,6 +49,11 @@ struct AttentionOptions {
   float scale = 0.0f;      // multiplies the scores; 0 means 1 / sqrt(head_dim)
   bool causal = false;     // query i attends to keys j <= i only
   AttentionLayout layout;  // dense by default
+  // A sliding window, as FlashAttention's window_size (left, right): query i attends to keys
+  // i - window_left .. i + window_right only; -1 leaves a side unbounded. Mistral's window of W
+  // keys is causal with window_left W - 1. The forward and backward skip the key tiles outside
+  // the window, so their work is O(seq * window). Decode takes none.
+  std::int64_t window_left = -1, window_right = -1;
 };
 
 // O and L (L[r] = log sum_j exp(s_rj), natural log, of row r's scaled, masked scores s) on
@@ -56,8 +61,8 @@ struct AttentionOptions {
 // arrays at 16-byte aligned addresses with head_dim 64 or 128 take the tensor-core kernel (compute
 // capability 8.0+), everything else the CUDA-core kernel. o and lse overlap no input. Any size of 0
 // does nothing. Throws cudalab::Error: invalid_argument for negative sizes, heads not a multiple of
-// kv_heads, a non-finite or negative scale, null, misaligned or overlapping arrays, or a shape no
-// kernel takes (the message says why); cuda when a launch fails.
+// kv_heads, a non-finite or negative scale, a window side below -1, null, misaligned or
+// overlapping arrays, or a shape no kernel takes (the message says why); cuda when a launch fails.
 template <typename T, typename = RequireElement<T, AttentionElements>>
 void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttentionDims& dims,
                        const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
@@ -85,10 +90,10 @@ std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType 
 // attention_backward_workspace_bytes describes; the tensor-core kernels add dq up in fp32 by
 // atomics (mma.sync) or L2 reductions (wgmma), so dq may differ in the last bits from run to run
 // (dk and dv do not). Any size of 0 does nothing. Throws cudalab::Error: invalid_argument for
-// negative sizes, heads not a multiple of kv_heads, a non-finite or negative scale, null,
-// misaligned or overlapping arrays, too small a workspace, or a shape no kernel takes (the message
-// says why); cuda when a launch fails. This one takes the scratch from the stream-ordered allocator
-// (cudaMallocAsync) and releases it on the stream.
+// negative sizes, heads not a multiple of kv_heads, a non-finite or negative scale, a window side
+// below -1, null, misaligned or overlapping arrays, too small a workspace, or a shape no kernel
+// takes (the message says why); cuda when a launch fails. This one takes the scratch from the
+// stream-ordered allocator (cudaMallocAsync) and releases it on the stream.
 template <typename T, typename = RequireElement<T, AttentionElements>>
 void attention_backward(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o, T* dq, T* dk,
                         T* dv, const AttentionDims& dims, const AttentionOptions& options = {},
@@ -113,15 +118,15 @@ struct AttentionDecodeDims {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, tokens = 0, cache = 0, head_dim = 0;
 };
 
-// O and L on `stream`, asynchronously. bf16/fp16 arrays at 16-byte aligned addresses with
-// head_dim 64 or 128 and (heads / kv_heads) * tokens <= 16 take the split-KV tensor-core kernel
-// (compute capability 8.0+: each kv head's queries share one read of its keys and values, which
-// are split over blocks that fill the GPU and combined by their log-sum-exps; this form takes the
-// splits' scratch from the stream-ordered allocator); everything else (fp32, head_dim up to 256) a CUDA-core
-// kernel that reads the cache once per query row. Any size of 0 does nothing. Throws
+// O and L on `stream`, asynchronously. bf16/fp16 arrays at 16-byte aligned addresses with head_dim
+// 64 or 128 and (heads / kv_heads) * tokens <= 16 take the split-KV tensor-core kernel (compute
+// capability 8.0+: each kv head's queries share one read of its keys and values, which are split
+// over blocks that fill the GPU and combined by their log-sum-exps; this form takes the splits'
+// scratch from the stream-ordered allocator); everything else (fp32, head_dim up to 256) a
+// CUDA-core kernel that reads the cache once per query row. Any size of 0 does nothing. Throws
 // cudalab::Error: invalid_argument for negative sizes, heads not a multiple of kv_heads, tokens
-// past cache, a non-finite or negative scale, a layout, null, misaligned or overlapping arrays,
-// head_dim past 256; cuda when a launch fails.
+// past cache, a non-finite or negative scale, a layout or a window, null, misaligned or overlapping
+// arrays, head_dim past 256; cuda when a launch fails.
 template <typename T, typename = RequireElement<T, AttentionElements>>
 void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
                       const AttentionDecodeDims& dims, const AttentionOptions& options = {},

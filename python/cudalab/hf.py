@@ -40,7 +40,8 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
     )
     if not takes:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
-    q, k, v = (t.contiguous() for t in (query, key, value))
+    # q, k and v are read where they lie (the projections' heads transposed): no copies.
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
     o = ops.attention(q, k, v, scale=scaling, causal=True)[0]
     return o.transpose(1, 2), None
 

@@ -434,7 +434,12 @@ def conv2d(image: Tensor, filter: Tensor) -> Tensor:
 
 
 def attention(
-    q: Tensor, k: Tensor, v: Tensor, scale: float | None = None, causal: bool = False
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scale: float | None = None,
+    causal: bool = False,
+    window_size: tuple[int, int] = (-1, -1),
 ) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention's forward: ``(o, lse)`` with ``o = softmax(scale * q @ k.mT) @ v``
     (``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
@@ -449,7 +454,10 @@ def attention(
     [batch, seq, heads, head_dim] transposed where q's heads lie closer than its positions, else
     dense; the backward's dq, dk and dv likewise. The library takes one sequence length for queries
     and keys, so q, k and v share seq. ``scale``
-    defaults to ``1 / sqrt(head_dim)``; ``causal`` lets query i attend to keys j <= i. Arithmetic is
+    defaults to ``1 / sqrt(head_dim)``; ``causal`` lets query i attend to keys j <= i;
+    ``window_size=(left, right)``, as FlashAttention's, lets it attend to keys i - left .. i + right
+    only (-1: that side unbounded; a Mistral-style window of W keys is ``causal=True,
+    window_size=(W - 1, 0)``), and the kernels skip the key tiles outside it. Arithmetic is
     fp32; the 16-bit inputs' probabilities are rounded to the input type before ``@ v``, as
     FlashAttention does. bf16/f16 with head_dim 64 or 128 run on tensor cores (compute capability
     8.0+), the rest on CUDA cores.
@@ -461,7 +469,8 @@ def attention(
     materializes the probabilities and their gradients in fp32: 8 * batch * heads * seq^2 bytes of
     scratch (8 GiB at 4 x 16 x 4096)."""
     q, k, v = autocast_inputs(q, k, v)
-    return torch.ops.cudalab.attention(q, k, v, scale, causal)
+    left, right = window_size
+    return torch.ops.cudalab.attention(q, k, v, scale, causal, left, right)
 
 
 def attention_decode(
@@ -495,7 +504,12 @@ def attention_decode(
 
 
 def attention_packed(
-    qkv: Tensor, heads: int, kv_heads: int | None = None, scale: float | None = None, causal: bool = False
+    qkv: Tensor,
+    heads: int,
+    kv_heads: int | None = None,
+    scale: float | None = None,
+    causal: bool = False,
+    window_size: tuple[int, int] = (-1, -1),
 ) -> tuple[Tensor, Tensor]:
     """:func:`attention` on q, k and v packed in one tensor, as a fused projection gives them: qkv
     [batch, seq, (heads + 2 * kv_heads) * head_dim] (last dimension contiguous) holds at each
@@ -505,7 +519,9 @@ def attention_packed(
     and the backward writes dq, dk and dv into one gradient of qkv's shape (no split, no stack).
     Differentiable in qkv."""
     (qkv,) = autocast_inputs(qkv)
-    return torch.ops.cudalab.attention_packed(qkv, heads, heads if kv_heads is None else kv_heads, scale, causal)
+    left, right = window_size
+    kv_heads = heads if kv_heads is None else kv_heads
+    return torch.ops.cudalab.attention_packed(qkv, heads, kv_heads, scale, causal, left, right)
 
 
 # ---- fake kernels: outputs' shapes, dtypes and devices, for FakeTensor, torch.compile and export
@@ -734,12 +750,12 @@ def _laid_out_like(t):
 
 
 @torch.library.register_fake("cudalab::attention")
-def _(q, k, v, scale=None, causal=False):
+def _(q, k, v, scale=None, causal=False, window_left=-1, window_right=-1):
     return _laid_out_like(q), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 
 @torch.library.register_fake("cudalab::attention_backward")
-def _(q, k, v, o, lse, do, scale=None, causal=False):
+def _(q, k, v, o, lse, do, scale=None, causal=False, window_left=-1, window_right=-1):
     return _laid_out_like(q), _laid_out_like(k), _laid_out_like(v)
 
 
@@ -749,14 +765,14 @@ def _(q, k_cache, v_cache, cache_seqlens, scale=None, causal=True, block_table=N
 
 
 @torch.library.register_fake("cudalab::attention_packed")
-def _(qkv, heads, kv_heads, scale=None, causal=False):
+def _(qkv, heads, kv_heads, scale=None, causal=False, window_left=-1, window_right=-1):
     batch, seq, width = qkv.shape
     head_dim = width // (heads + 2 * kv_heads)
     return qkv.new_empty((batch, seq, heads * head_dim)), qkv.new_empty((batch, heads, seq), dtype=torch.float32)
 
 
 @torch.library.register_fake("cudalab::attention_packed_backward")
-def _(qkv, o, lse, do, heads, kv_heads, scale=None, causal=False):
+def _(qkv, o, lse, do, heads, kv_heads, scale=None, causal=False, window_left=-1, window_right=-1):
     return qkv.new_empty(qkv.shape)
 
 

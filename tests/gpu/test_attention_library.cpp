@@ -1,9 +1,9 @@
 // cudalab::attention_forward and attention_backward as a program would call them, for bf16, fp16
 // and fp32: the kernels each chooses between (tensor cores for 16-bit head_dim 64 / 128 on 16-byte
-// aligned arrays, CUDA cores otherwise: fp32, other head dims, arrays off a 16-byte boundary), causal
-// and not, grouped-query heads, sequences that are no multiple of any tile, an explicit scale, the
-// backward's two workspace overloads, empty shapes, argument errors; and nothing outside the
-// outputs (O and L; dQ, dK and dV) is written.
+// aligned arrays, CUDA cores otherwise: fp32, other head dims, arrays off a 16-byte boundary),
+// causal and not, sliding windows, grouped-query heads, sequences that are no multiple of any tile,
+// an explicit scale, the backward's two workspace overloads, empty shapes, argument errors; and
+// nothing outside the outputs (O and L; dQ, dK and dV) is written.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -48,19 +48,33 @@ struct Case {
   bool causal;
   std::int64_t offset;  // elements every 16-bit array starts past its allocation (1: not 16-byte aligned)
   float scale;          // 0: the default
+  std::int64_t window_left = -1, window_right = -1;  // a sliding window (-1: unbounded)
 };
 
 std::string label(const Case& c) {
   const AttentionDims& d = c.dims;
   return std::to_string(d.batch) + "x" + std::to_string(d.heads) + "(" + std::to_string(d.kv_heads) + ")x" +
          std::to_string(d.seq) + "x" + std::to_string(d.head_dim) + (c.causal ? " causal" : "") + " offset " +
-         std::to_string(c.offset) + " scale " + std::to_string(c.scale);
+         std::to_string(c.offset) + " scale " + std::to_string(c.scale) + " window " + std::to_string(c.window_left) +
+         " " + std::to_string(c.window_right);
 }
 
 const std::vector<Case> kCases = {
-    {{1, 1, 1, 1, 64}, false, 0, 0.0f},   {{2, 3, 3, 17, 64}, true, 0, 0.0f},    {{1, 4, 2, 129, 128}, false, 0, 0.0f},
-    {{1, 4, 1, 200, 128}, true, 0, 0.0f}, {{2, 2, 2, 1000, 64}, true, 0, 0.0f},  {{1, 2, 2, 300, 128}, false, 1, 0.0f},
-    {{1, 2, 2, 130, 40}, true, 0, 0.0f},  {{1, 2, 1, 257, 64}, false, 0, 0.05f}, {{1, 2, 2, 2500, 128}, true, 0, 0.0f},
+    {{1, 1, 1, 1, 64}, false, 0, 0.0f},
+    {{2, 3, 3, 17, 64}, true, 0, 0.0f},
+    {{1, 4, 2, 129, 128}, false, 0, 0.0f},
+    {{1, 4, 1, 200, 128}, true, 0, 0.0f},
+    {{2, 2, 2, 1000, 64}, true, 0, 0.0f},
+    {{1, 2, 2, 300, 128}, false, 1, 0.0f},
+    {{1, 2, 2, 130, 40}, true, 0, 0.0f},
+    {{1, 2, 1, 257, 64}, false, 0, 0.05f},
+    {{1, 2, 2, 2500, 128}, true, 0, 0.0f},
+    // Sliding windows: causal on the tensor cores, two-sided, off a 16-byte boundary (the CUDA-core
+    // kernels), and at a head_dim only those take.
+    {{1, 4, 2, 700, 128}, true, 0, 0.0f, 200},
+    {{2, 2, 2, 333, 64}, false, 0, 0.0f, 50, 20},
+    {{1, 2, 2, 300, 128}, true, 1, 0.0f, 64},
+    {{1, 2, 2, 130, 40}, false, 0, 0.0f, 10, 10},
 };
 
 // Q, K and V of a case as the harness fills them (rows with a dominant score planted in Q and K;
@@ -102,6 +116,8 @@ struct ForwardRun {
     AttentionOptions out;
     out.scale = c.scale;
     out.causal = c.causal;
+    out.window_left = c.window_left;
+    out.window_right = c.window_right;
     return out;
   }
   // Bytes a host copy of a T buffer skips to reach the array.
@@ -133,6 +149,8 @@ struct ForwardRun {
     t.head_dim = c.dims.head_dim;
     t.scale = scale;
     t.causal = c.causal;
+    t.window_left = c.window_left;
+    t.window_right = c.window_right;
     return t;
   }
 };

@@ -2,7 +2,8 @@
 // causal row 0, grouped-query head mapping), the check accepting the reference's own outputs and
 // rejecting one perturbed past its bound (and an unwritten one), the sampled rows of large
 // problems, the dominant-score fill's host twin making rows one-hot, the op's registration
-// (ladder order, parameter validation, work model), and the library calls' argument checks, which
+// (ladder order, parameter validation, work model), the sliding window's bounds and reference,
+// and the library calls' argument checks, which
 // come before anything touches a GPU.
 #include <algorithm>
 #include <cmath>
@@ -217,6 +218,89 @@ TEST(AttentionReference, CausalRowsSeeNoLaterKey) {
   p.v.set(4, 1000);
   EXPECT_EQ(reference_attention_row(p.tensors(1.0f), 0, 0, 1).o, row1.o);
   EXPECT_NE(reference_attention_row(p.tensors(1.0f), 0, 0, 2).o, row2.o);
+}
+
+// The window's bounds are the first and past the last key (or query) that sees() admits, for
+// windows that bind on either side, both, neither, and causal; in 64 and 32 bits.
+template <typename Index>
+void expect_window_bounds_match_sees() {
+  for (const Index seq : {Index{1}, Index{5}, Index{130}})
+    for (const bool causal : {false, true})
+      for (const Index left : {Index{-1}, Index{0}, Index{3}, Index{64}, Index{200}})
+        for (const Index right : {Index{-1}, Index{0}, Index{7}}) {
+          const attention_variants::KeyWindow w64 = attention_variants::key_window(seq, causal, left, right);
+          const attention_variants::BasicKeyWindow<Index> w{static_cast<Index>(w64.left),
+                                                            static_cast<Index>(w64.right)};
+          const std::string label =
+              std::to_string(seq) + (causal ? " causal " : " ") + std::to_string(left) + " " + std::to_string(right);
+          for (Index i = 0; i < seq; ++i) {
+            Index first = seq, end = 0, first_query = seq, query_end = 0;
+            for (Index j = 0; j < seq; ++j) {
+              if (w.sees(i, j)) first = std::min(first, j), end = std::max(end, j + 1);
+              if (w.sees(j, i)) first_query = std::min(first_query, j), query_end = std::max(query_end, j + 1);
+            }
+            EXPECT_TRUE(w.sees(i, i)) << label;
+            EXPECT_EQ(w.first_key(i), first) << label << " query " << i;
+            EXPECT_EQ(w.key_end(i, seq), end) << label << " query " << i;
+            EXPECT_EQ(w.first_query(i), first_query) << label << " key " << i;
+            EXPECT_EQ(w.query_end(i, seq), query_end) << label << " key " << i;
+            if (causal) EXPECT_EQ(end, i + 1) << label;
+            if (left < 0) EXPECT_EQ(first, 0) << label;
+          }
+        }
+}
+
+TEST(AttentionWindow, BoundsAreTheKeysSeesAdmits) {
+  expect_window_bounds_match_sees<std::int64_t>();
+  expect_window_bounds_match_sees<int>();
+  // window_binds: only where a key is hidden beyond what causal hides.
+  EXPECT_FALSE(attention_variants::window_binds(100, true, 99, -1));
+  EXPECT_TRUE(attention_variants::window_binds(100, true, 98, -1));
+  EXPECT_FALSE(attention_variants::window_binds(100, true, -1, 5)) << "causal hides what a right window would";
+  EXPECT_TRUE(attention_variants::window_binds(100, false, -1, 5));
+  EXPECT_FALSE(attention_variants::window_binds(100, false, 500, 500));
+}
+
+// A windowed row is the softmax over the keys i - left .. i + right only, computed here in double
+// from the stored values; a window as wide as the sequence changes nothing; a window of 0 on both
+// sides gives the row's own V.
+TEST(AttentionReference, WindowedRowsSeeOnlyTheirWindow) {
+  HostAttention p(DType::f32, 1, 2, 1, 40, 8, false);
+  p.fill(Distribution::normal);
+  const std::int64_t left = 7, right = 3;
+  AttentionTensors t = p.tensors();
+  t.window_left = left;
+  t.window_right = right;
+  for (const std::int64_t i : {0, 5, 20, 39}) {
+    const std::int64_t first = std::max<std::int64_t>(0, i - left), end = std::min<std::int64_t>(40, i + right + 1);
+    std::vector<double> scores;
+    double max = -INFINITY;
+    for (std::int64_t j = first; j < end; ++j) {
+      double dot = 0.0;
+      for (std::int64_t d = 0; d < 8; ++d) dot += p.q.get((40 + i) * 8 + d) * p.k.get(j * 8 + d);
+      scores.push_back(static_cast<double>(t.scale) * dot);
+      max = std::max(max, scores.back());
+    }
+    double sum = 0.0;
+    for (const double s : scores) sum += std::exp(s - max);
+    const AttentionRowReference ref = reference_attention_row(t, 0, 1, i);
+    EXPECT_NEAR(ref.lse, max + std::log(sum), 1e-12) << i;
+    for (std::int64_t d = 0; d < 8; ++d) {
+      double o = 0.0;
+      for (std::int64_t j = first; j < end; ++j)
+        o += std::exp(scores[static_cast<std::size_t>(j - first)] - max) / sum * p.v.get(j * 8 + d);
+      EXPECT_NEAR(ref.o[static_cast<std::size_t>(d)], o, 1e-12) << i << " " << d;
+    }
+  }
+  AttentionTensors wide = p.tensors();
+  wide.window_left = wide.window_right = 39;
+  AttentionTensors own = p.tensors();
+  own.window_left = own.window_right = 0;
+  for (const std::int64_t i : {0, 17, 39}) {
+    EXPECT_EQ(reference_attention_row(wide, 0, 0, i).o, reference_attention_row(p.tensors(), 0, 0, i).o) << i;
+    const AttentionRowReference alone = reference_attention_row(own, 0, 0, i);
+    for (std::int64_t d = 0; d < 8; ++d) EXPECT_DOUBLE_EQ(alone.o[static_cast<std::size_t>(d)], p.v.get(i * 8 + d));
+  }
 }
 
 TEST(AttentionReference, QueryHeadsReadTheirGroupsKvHead) {
@@ -458,10 +542,13 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
     EXPECT_NE(why_not(v, hopper, with(0, 16)).find("kv_heads"), std::string::npos) << v.id;
     EXPECT_NE(why_not(v, hopper, with(2, 0)).find("causal"), std::string::npos) << v.id;
   }
-  // The tensor-core rungs refuse the odd head_dims; every CUDA-core rung takes every test problem.
+  // The tensor-core rungs refuse the odd head_dims; every CUDA-core rung takes every test problem
+  // (the tutorial's, every one without a window).
   for (const Problem& p : op->test_problems) {
+    const bool windowed = p.param(ids::kWindowLeft) >= 0 || p.param(ids::kWindowRight) >= 0;
     for (const char* id : {ids::kNaive, ids::kTutorialFixed, ids::kTiled})
-      EXPECT_EQ(why_not(*op->find_variant(id), hopper, p), "") << id << " " << p.label();
+      if (!windowed || id != ids::kTutorialFixed)
+        EXPECT_EQ(why_not(*op->find_variant(id), hopper, p), "") << id << " " << p.label();
     if (p.dim("head_dim") == 80 && p.dtype != DType::f32) {
       EXPECT_NE(why_not(*op->find_variant(ids::kMma), hopper, p), "");
       EXPECT_NE(why_not(*op->find_variant(ids::kWgmma), hopper, p), "");
@@ -493,6 +580,28 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
       backward->problem({2, 8, 100, 64}, DType::bf16, {{ids::kCausal, 1}, {ids::kKvHeads, 2}});
   EXPECT_DOUBLE_EQ(backward->work(backward_problem).flops, 2.5 * op->work(with(1, 2)).flops);
 
+  // The window's parameters: -1 or whole numbers >= 0, refused otherwise by every rung; the
+  // tutorial's kernels refuse a window that binds.
+  const auto windowed = [&](double left, double right) {
+    return op->problem({2, 8, 100, 64}, DType::bf16,
+                       {{ids::kCausal, 1}, {ids::kWindowLeft, left}, {ids::kWindowRight, right}});
+  };
+  for (const Variant& v : op->variants) {
+    EXPECT_NE(why_not(v, hopper, windowed(-2, -1)).find("window_left"), std::string::npos) << v.id;
+    EXPECT_NE(why_not(v, hopper, windowed(-1, 2.5)).find("window_right"), std::string::npos) << v.id;
+  }
+  EXPECT_NE(why_not(*op->find_variant(ids::kTutorialFixed), hopper, windowed(10, -1)), "");
+  EXPECT_EQ(why_not(*op->find_variant(ids::kTutorialFixed), hopper, windowed(99, -1)), "") << "wider than seq";
+  EXPECT_EQ(why_not(tiled, hopper, windowed(10, -1)), "");
+  // A causal window of 10 back: row i sees min(i + 1, 11) keys.
+  double pairs = 0;
+  for (int i = 0; i < 100; ++i) pairs += std::min(i + 1, 11);
+  EXPECT_DOUBLE_EQ(op->work(windowed(10, -1)).flops, 4.0 * 2 * 8 * pairs * 64);
+  EXPECT_DOUBLE_EQ(
+      backward->work(backward->problem({2, 8, 100, 64}, DType::bf16, {{ids::kCausal, 1}, {ids::kWindowLeft, 10}}))
+          .flops,
+      2.5 * op->work(windowed(10, -1)).flops);
+
   // 4 B H S^2 D flops, halved when causal; Q, K, V read; O and fp32 L written.
   const Work full = op->work(with(0, 2)), causal = op->work(with(1, 2));
   EXPECT_DOUBLE_EQ(full.flops, 4.0 * 2 * 8 * 100 * 100 * 64);
@@ -522,6 +631,12 @@ TEST(AttentionLibrary, ValidatesBeforeTouchingTheGpu) {
   EXPECT_EQ(backward({1 << 20, 1 << 20, 1 << 20, 1 << 20, 64}, {}, q, dq), kInvalid) << "sizes past 64 bits";
   EXPECT_EQ(backward(good, {NAN, false, {}}, q, dq), kInvalid) << "a NaN scale";
   EXPECT_EQ(backward(good, {-0.5f, true, {}}, q, dq), kInvalid) << "a negative scale";
+  EXPECT_EQ(backward(good, {0.0f, true, {}, -2, -1}, q, dq), kInvalid) << "a window side below -1";
+  EXPECT_EQ(thrown_kind([&] {
+              attention_forward(q, k, v, o, lse, good, {0.0f, false, {}, 4, -3});
+            }),
+            kInvalid)
+      << "a window side below -1";
   EXPECT_EQ(backward(good, {}, q, nullptr), kInvalid) << "dq null";
   EXPECT_EQ(backward(good, {}, q, q), kInvalid) << "dq is q";
   EXPECT_EQ(backward(good, {}, at(0x100001), dq), kInvalid) << "q off its element's alignment";
@@ -556,6 +671,7 @@ TEST(AttentionLibrary, DecodeValidatesBeforeTouchingTheGpu) {
   strided.layout.q = {1024, 128, 128};
   EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, strided), kInvalid) << "a layout";
   EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {NAN, true, {}}), kInvalid) << "a NaN scale";
+  EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {0.0f, true, {}, 16, -1}), kInvalid) << "a window";
   EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {}, q), kInvalid) << "o is q";
   EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {}, at(0x400001)), kInvalid) << "o off its element's alignment";
   EXPECT_EQ(thrown_kind([&] {

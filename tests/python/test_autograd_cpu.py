@@ -41,22 +41,31 @@ def _bias_act(x, bias, activation):
     return F.relu(h) if activation == "relu" else F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
 
 
-def _attention(q, k, v, scale=None, causal=False):
+def _attention(q, k, v, scale=None, causal=False, window_left=-1, window_right=-1):
     # Grouped heads repeated; o laid out as the op lays it out (as q's heads and positions lie).
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     s = (q @ k.mT) * (q.shape[-1] ** -0.5 if scale is None else scale)
+    position = torch.arange(s.shape[-1])
+    offset = position[None, :] - position[:, None]  # key - query
+    hidden = torch.zeros_like(offset, dtype=torch.bool)
     if causal:
-        s = s.masked_fill(torch.ones_like(s, dtype=torch.bool).triu(1), float("-inf"))
+        hidden |= offset > 0
+    if window_left >= 0:
+        hidden |= offset < -window_left
+    if window_right >= 0:
+        hidden |= offset > window_right
+    s = s.masked_fill(hidden, float("-inf"))
     lse = torch.logsumexp(s, -1)
     return ops._laid_out_like(q).copy_(torch.exp(s - lse[..., None]) @ v), lse
 
 
-def _attention_packed(qkv, heads, kv_heads, scale=None, causal=False):
+def _attention_packed(qkv, heads, kv_heads, scale=None, causal=False, window_left=-1, window_right=-1):
     batch, seq, width = qkv.shape
     head_dim = width // (heads + 2 * kv_heads)
     q, k, v = qkv.view(batch, seq, heads + 2 * kv_heads, head_dim).split([heads, kv_heads, kv_heads], 2)
-    o, lse = _attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale, causal)
+    o, lse = _attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale, causal, window_left,
+                        window_right)
     return o.transpose(1, 2).reshape(batch, seq, heads * head_dim).contiguous(), lse
 
 
@@ -133,12 +142,14 @@ def cpu_kernels():
         lib.impl("rope_packed_backward", lambda dy, cos, sin, heads, kv_heads, offset=0: _rope_packed(
             dy, cos, sin, heads, kv_heads, offset, -1.0), "CPU")
         lib.impl("attention", _attention, "CPU")
-        lib.impl("attention_backward", lambda q, k, v, o, lse, do, scale=None, causal=False: _backward_of(
-            lambda q, k, v: _attention(q, k, v, scale, causal), [q, k, v], [0, 1, 2])(q, k, v, do), "CPU")
+        lib.impl("attention_backward", lambda q, k, v, o, lse, do, scale=None, causal=False, left=-1, right=-1:
+                 _backward_of(lambda q, k, v: _attention(q, k, v, scale, causal, left, right), [q, k, v], [0, 1, 2])(
+                     q, k, v, do), "CPU")
         lib.impl("attention_packed", _attention_packed, "CPU")
-        lib.impl("attention_packed_backward", lambda qkv, o, lse, do, heads, kv_heads, scale=None, causal=False:
-                 _backward_of(lambda qkv: _attention_packed(qkv, heads, kv_heads, scale, causal), [qkv], [0])(
-                     qkv, do)[0], "CPU")
+        lib.impl("attention_packed_backward",
+                 lambda qkv, o, lse, do, heads, kv_heads, scale=None, causal=False, left=-1, right=-1:
+                 _backward_of(lambda qkv: _attention_packed(qkv, heads, kv_heads, scale, causal, left, right), [qkv],
+                              [0])(qkv, do)[0], "CPU")
         yield
 
 
@@ -262,6 +273,23 @@ def test_attention_packed(cpu_kernels, kv_heads):
     q, k, v = qkv.view(2, 5, 3 + 2 * kv_heads, 4).split([3, kv_heads, kv_heads], 2)
     split, _ = torch.ops.cudalab.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, True)
     torch.testing.assert_close(o, split.transpose(1, 2).reshape(2, 5, 12))
+
+
+@pytest.mark.parametrize("causal, window_size", [(True, (2, 0)), (False, (1, 3)), (False, (0, -1))])
+def test_attention_window_reaches_forward_and_backward(cpu_kernels, causal, window_size):
+    # The window travels through the C++ autograd to both ops (the stand-ins mask with it): the
+    # gradients are the masked attention's, and a packed call's equal the split call's.
+    q, k, v = _double(1, 2, 7, 4, seed=4), _double(1, 1, 7, 4, seed=5), _double(1, 1, 7, 4, seed=6)
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: ops.attention(q, k, v, 0.3, causal, window_size)[0], (q, k, v))
+    o, _ = ops.attention(q, k, v, causal=causal, window_size=window_size)
+    unmasked, _ = ops.attention(q, k, v, causal=causal)
+    assert not torch.allclose(o, unmasked)
+    qkv = torch.cat([t.transpose(1, 2).reshape(1, 7, -1) for t in (q, k, v)], 2).detach().requires_grad_()
+    packed, _ = ops.attention_packed(qkv, 2, 1, causal=causal, window_size=window_size)
+    torch.testing.assert_close(packed, o.transpose(1, 2).reshape(1, 7, 8))
+    assert torch.autograd.gradcheck(
+        lambda qkv: ops.attention_packed(qkv, 2, 1, 0.3, causal, window_size)[0], (qkv,))
 
 
 def test_compile_traces_the_cpp_autograd(cpu_kernels):

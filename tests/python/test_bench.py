@@ -129,12 +129,16 @@ def test_the_cases_work_is_the_hand_computed_traffic(model):
     assert select["work"]["bytes_written"] == pytest.approx(4 * n * 17 / 33 + 8, rel=1e-15)
     assert select["unit"] == "integer"
     b, h, s, d = 4, 16, 4096, 128
-    key = f"dtype=bf16;batch={b};heads={h};seq={s};head_dim={d};causal=1;kv_heads=0"
+    key = f"dtype=bf16;batch={b};heads={h};seq={s};head_dim={d};causal=1;kv_heads=0;window_left=-1;window_right=-1"
     causal = answers["attention", key]
     assert causal["work"]["flops"] == 4 * b * h * s * s * d / 2  # two products over half the pairs
     assert causal["work"]["bytes_written"] == 2 * b * h * s * d + 4 * b * h * s  # O in bf16, L in fp32
     assert causal["unit"] == "bf16_tensor_cores"
     assert answers["attention_backward", key]["work"]["flops"] == 2.5 * causal["work"]["flops"]  # FlashAttention's
+    # A causal window of 4096 keys at 16384 (Mistral's): row i sees min(i + 1, 4096) keys.
+    window = "dtype=bf16;batch=1;heads=32;seq=16384;head_dim=128;causal=1;kv_heads=8;window_left=4095;window_right=-1"
+    pairs = 4096 * 4097 // 2 + (16384 - 4096) * 4096
+    assert answers["attention", window]["work"]["flops"] == 4 * 32 * pairs * 128
 
 
 def test_a_case_the_registry_refuses_is_named(model):

@@ -17,6 +17,7 @@ from cudalab.bench.cases.attention import (
     ATTENTION_REL_L2,
     attention_reference,
     decode_reference,
+    window_mask,
 )
 from conftest import requires_cuda
 from test_host import BACKWARD, DIFFERENTIABLE, FLOATS, FORWARD, arguments, dtypes_of
@@ -850,6 +851,31 @@ def test_attention_scale_and_longer_sequences(dtype, causal):
     torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("causal, window_size", [(True, (100, 0)), (False, (37, 5)), (False, (0, 70)), (True, (0, 0))])
+def test_attention_window_forward_backward_and_packed(dtype, head_dim, causal, window_size):
+    # Windows whose edges cut the kernels' 64- and 128-key tiles, on either side or both, grouped
+    # heads: O and L against float64, every row; the gradients within 2x SDPA's (given the window as
+    # a mask); the packed op the same as the split one.
+    seed("attention window", dtype, head_dim, causal, window_size)
+    batch, heads, kv_heads, seq = 2, 4, 2, 385
+    qkv = torch.randn(batch, seq, (heads + 2 * kv_heads) * head_dim, device="cuda").to(dtype)
+    split = qkv.view(batch, seq, heads + 2 * kv_heads, head_dim).split([heads, kv_heads, kv_heads], 2)
+    q, k, v = (t.transpose(1, 2) for t in split)
+    o, lse = ops.attention(q, k, v, causal=causal, window_size=window_size)
+    ref_o, ref_lse = attention_reference(q, k, v, causal=causal, window=window_size)
+    bound = ATTENTION_REL_L2[dtype]
+    row_error = (o.double() - ref_o).norm(dim=-1) / ref_o.norm(dim=-1)
+    assert row_error.max().item() <= 4 * bound, f"worst row rel L2 {row_error.max().item():.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+    packed, packed_lse = ops.attention_packed(qkv, heads, kv_heads, causal=causal, window_size=window_size)
+    torch.testing.assert_close(packed, o.transpose(1, 2).reshape(batch, seq, heads * head_dim), rtol=0, atol=0)
+    torch.testing.assert_close(packed_lse, lse, rtol=0, atol=0)
+    do = torch.randn_like(q)
+    assert_gradients_within_sdpa_bound(q, k, v, do, causal, window_size=window_size)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("layout", ["head_dim 40", "head_dim 256", "misaligned"])
 def test_attention_on_the_cuda_core_kernel(dtype, layout):
@@ -1001,12 +1027,18 @@ def attention_gradients(attend, q, k, v, do):
     return torch.autograd.grad(attend(q, k, v), (q, k, v), do)
 
 
-def assert_gradients_within_sdpa_bound(q, k, v, do, causal, scale=None):
+def assert_gradients_within_sdpa_bound(q, k, v, do, causal, scale=None, window_size=(-1, -1)):
+    # A window goes to SDPA as a boolean mask (the causal part in it too).
+    seq = q.shape[2]
+    mask = None if window_size == (-1, -1) else ~window_mask(range(seq), seq, causal, window_size, q.device)
+
     def sdpa(q, k, v):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=causal and mask is None, scale=scale, enable_gqa=True
+        )
 
     def cudalab_attention(q, k, v):
-        return ops.attention(q, k, v, scale=scale, causal=causal)[0]
+        return ops.attention(q, k, v, scale=scale, causal=causal, window_size=window_size)[0]
 
     ours = attention_gradients(cudalab_attention, q, k, v, do)
     # SDPA runs on copies: in torch 2.11 its backends fail on views off 16 bytes (the H100 run at

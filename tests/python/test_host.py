@@ -35,10 +35,10 @@ FORWARD = {
     "histogram": "cudalab::histogram(Tensor samples, int bins) -> Tensor",
     "transpose": "cudalab::transpose(Tensor x) -> Tensor",
     "conv2d": "cudalab::conv2d(Tensor image, Tensor filter) -> Tensor",
-    "attention": "cudalab::attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) "
-    "-> (Tensor, Tensor)",
+    "attention": "cudalab::attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False, "
+    "int window_left=-1, int window_right=-1) -> (Tensor, Tensor)",
     "attention_packed": "cudalab::attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, "
-    "bool causal=False) -> (Tensor, Tensor)",
+    "bool causal=False, int window_left=-1, int window_right=-1) -> (Tensor, Tensor)",
     "attention_decode": "cudalab::attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, "
     "float? scale=None, bool causal=True, Tensor? block_table=None) -> (Tensor, Tensor)",
     "gemm_fp8": "cudalab::gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, "

@@ -46,6 +46,9 @@ bool require_dims(const char* call, const AttentionDims& d) {
 void require_scale(const char* call, const AttentionOptions& options) {
   CUDALAB_REQUIRE(std::isfinite(options.scale) && options.scale >= 0.0f,
                   std::string(call) + ": scale must be finite and >= 0 (0 means 1/sqrt(head_dim))");
+  CUDALAB_REQUIRE(options.window_left >= -1 && options.window_right >= -1,
+                  std::string(call) + ": window_left and window_right must be >= 0, or -1 (unbounded); got " +
+                      std::to_string(options.window_left) + " and " + std::to_string(options.window_right));
 }
 
 // One array of a call as its checks see it: name, pointer, strides and heads (kv_heads for k, v,
@@ -162,10 +165,19 @@ void set_problem(Args& args, const AttentionDims& d, const AttentionOptions& opt
   args.head_dim = d.head_dim;
   args.scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d.head_dim));
   args.causal = options.causal;
+  args.window_left = options.window_left;
+  args.window_right = options.window_right;
 }
 
-v::AttentionShape shape_of(const AttentionDims& d, std::size_t element_size) {
-  return {d.batch, d.heads, d.kv_heads, d.seq, d.head_dim, element_size, current_gpu().compute_capability};
+v::AttentionShape shape_of(const AttentionDims& d, std::size_t element_size, const AttentionOptions& options) {
+  return {d.batch,
+          d.heads,
+          d.kv_heads,
+          d.seq,
+          d.head_dim,
+          element_size,
+          current_gpu().compute_capability,
+          v::window_binds(d.seq, options.causal, options.window_left, options.window_right)};
 }
 
 // The fastest rung that runs the problem: the Hopper kernel (wgmma_pingpong) on sm_90a builds and
@@ -197,7 +209,7 @@ void forward(const T* q, const T* k, const T* v, T* o, float* lse, const Attenti
   args.o = o;
   args.lse = lse;
   set_problem(args, d, options);
-  const v::AttentionShape shape = shape_of(d, sizeof(T));
+  const v::AttentionShape shape = shape_of(d, sizeof(T), options);
   if constexpr (sizeof(T) == 2) {
     const bool aligned = is_aligned16(q) && is_aligned16(k) && is_aligned16(v) && is_aligned16(o);
     if (aligned && tma_strides({layout.q, layout.k, layout.v, layout.o}) && v::wgmma_limits(shape).empty()) {
@@ -242,7 +254,8 @@ struct BackwardPlan {
 };
 
 BackwardPlan plan_backward(const char* call, const AttentionDims& d, std::size_t element_size, bool aligned) {
-  const v::AttentionShape shape = shape_of(d, element_size);
+  // Every backward kernel takes a window: it does not change the plan.
+  const v::AttentionShape shape = shape_of(d, element_size, {});
   const bool hopper = aligned && v::wgmma_backward_limits(shape).empty();
   if (hopper || (aligned && v::mma_backward_limits(shape).empty())) {
     // head_dim is 64 or 128 here: head_dim + 1 cannot overflow.
@@ -291,7 +304,7 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   const bool in_place =
       sizeof(T) == 2 && aligned &&
       tma_strides({layout.q, layout.k, layout.v, layout.o, layout.d_o, layout.dq, layout.dk, layout.dv}) &&
-      v::wgmma_backward_limits(shape_of(d, sizeof(T))).empty();
+      v::wgmma_backward_limits(shape_of(d, sizeof(T), options)).empty();
   if (!dense && !in_place) {
     const std::int64_t q_count = rows * d.head_dim, kv_count = d.batch * d.kv_heads * d.seq * d.head_dim;
     StreamOrderedWorkspace copies(stream);
@@ -378,6 +391,8 @@ void decode(const char* call, const T* q, const T* k, const T* v, const Attentio
   const AttentionLayout& l = options.layout;
   CUDALAB_REQUIRE(v::is_dense(l.q) && v::is_dense(l.k) && v::is_dense(l.v) && v::is_dense(l.o),
                   prefix + "q, the caches and o must be dense (options.layout is the default)");
+  CUDALAB_REQUIRE(options.window_left == -1 && options.window_right == -1,
+                  prefix + "takes no sliding window (window_left and window_right must be -1)");
   const std::int64_t queries =
       checked_product(call, "batch * heads * tokens * head_dim", {d.batch, d.heads, d.tokens, d.head_dim});
   std::int64_t cached = 0, table = 0;

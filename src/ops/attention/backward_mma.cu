@@ -11,10 +11,10 @@
 //                                warp takes 16 query rows and adds its share to an fp32 accumulator
 //                                with atomicAdd (so dQ's sums are not in a fixed order), which a
 //                                last kernel scales and rounds to T.
-// Keys past seq and queries past seq or above the diagonal (causal) get P = 0; causal blocks start
-// at the first query tile that can see their keys. What it costs: Q and dO are copied, then
-// waited for, in every step (no overlap); each dQ element takes an atomic per key block; at
-// head_dim 128 the dK and dV accumulators fill half the registers.
+// Keys past seq and queries past seq or outside the key's window (above the diagonal when causal)
+// get P = 0; a block walks only the query tiles that can see its keys. What it costs: Q and dO are
+// copied, then waited for, in every step (no overlap); each dQ element takes an atomic per key
+// block; at head_dim 128 the dK and dV accumulators fill half the registers.
 #include <cstdint>
 #include <string>
 
@@ -80,13 +80,16 @@ __global__ void __launch_bounds__(kThreads)
   const std::int64_t key_g = key0 + warp_key + g;  // this lane's keys: key_g and key_g + 8
   const float exponent_scale = p.scale * kLog2e;
   float dk[kDimTiles][4] = {}, dv[kDimTiles][4] = {};
-  const std::int64_t first_tile = p.causal ? key0 / kBlockM : 0;
+  // The query tiles that see some of the block's keys (causal, window).
+  const KeyWindow window = key_window(p);
+  const std::int64_t first_tile = window.first_query(key0) / kBlockM;
+  const std::int64_t query_end = window.query_end(key0 + kBlockN - 1, seq);
 
   for (std::int64_t head = kv_head * group; head < (kv_head + 1) * group; ++head) {
     const std::int64_t batch_head = batch * p.heads + head;
     const T* q = p.q + batch_head * seq * kHeadDim;
     const T* d_o = p.d_o + batch_head * seq * kHeadDim;
-    for (std::int64_t q0 = first_tile * kBlockM; q0 < seq; q0 += kBlockM) {
+    for (std::int64_t q0 = first_tile * kBlockM; q0 < query_end; q0 += kBlockM) {
       __syncthreads();  // the last step is done with Q, dO, dS and the row statistics
       copy_rows_async<T, kBlockM, kHeadDim, kThreads>(q_tile, q, q0, seq);
       copy_rows_async<T, kBlockM, kHeadDim, kThreads>(do_tile, d_o, q0, seq);
@@ -117,7 +120,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
       // P^T and dS^T: lane holds keys key_g (e < 2) and key_g + 8, queries q0 + 8i + 2 quad + (e & 1).
-      backward_probabilities<true>(s, key_g, q0, seq, p.causal, quad, lse_scaled, exponent_scale);
+      backward_probabilities<true>(s, key_g, q0, seq, window, quad, lse_scaled, exponent_scale);
       score_gradients(dp, s, row_delta, quad);
       // S^T's C fragments of n8 tiles 2j and 2j + 1 are the A fragment of k-step j (16 queries).
       std::uint32_t p_fragments[kQuerySteps][4], ds_fragments[kQuerySteps][4];

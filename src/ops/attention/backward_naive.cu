@@ -1,7 +1,7 @@
 // Backward rung `naive`: the gradients of attention as the textbook writes them, with P and dS
 // of every (batch, head) materialized in fp32 in the workspace:
 //   P, dS      a thread per (query i, key j): s = scale q_i . k_j, P = exp(s - L_i), dP = dO_i . v_j,
-//              D_i = dO_i . O_i, dS = P (dP - D_i); 0 where causal hides key j from row i;
+//              D_i = dO_i . O_i, dS = P (dP - D_i); 0 where the mask (causal, window) hides key j;
 //   dK, dV     a thread per (kv head, key, dimension), summing over the rows of every query head of
 //              its group: dV = P^T dO, dK = scale dS^T Q;
 //   dQ         a thread per (head, row, dimension): dQ = scale dS K.
@@ -30,13 +30,14 @@ __device__ __forceinline__ std::int64_t kv_batch_head(const AttentionBackwardArg
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    attention_backward_scores_kernel(const AttentionBackwardArgs<T> a, float* __restrict__ p, float* __restrict__ ds) {
+    attention_backward_scores_kernel(const AttentionBackwardArgs<T> a, KeyWindow window, float* __restrict__ p,
+                                     float* __restrict__ ds) {
   const std::int64_t batch_head = blockIdx.y, seq = a.seq, dim = a.head_dim;
   const std::int64_t pair = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (pair >= seq * seq) return;
   const std::int64_t row = pair / seq, key = pair % seq;
   float probability = 0.0f, gradient = 0.0f;
-  if (!a.causal || key <= row) {
+  if (window.sees(row, key)) {
     const T* q = a.q + (batch_head * seq + row) * dim;
     const T* d_o = a.d_o + (batch_head * seq + row) * dim;
     const T* o = a.o + (batch_head * seq + row) * dim;
@@ -57,7 +58,7 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    attention_backward_kv_kernel(const AttentionBackwardArgs<T> a, const float* __restrict__ p,
+    attention_backward_kv_kernel(const AttentionBackwardArgs<T> a, KeyWindow window, const float* __restrict__ p,
                                  const float* __restrict__ ds) {
   const std::int64_t kv_head_index = blockIdx.y, seq = a.seq, dim = a.head_dim;
   const std::int64_t element = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(kThreads)
   for (std::int64_t batch_head = first_head; batch_head < first_head + group; ++batch_head) {
     const float* p_column = p + batch_head * seq * seq + key;
     const float* ds_column = ds + batch_head * seq * seq + key;
-    for (std::int64_t row = a.causal ? key : 0; row < seq; ++row) {
+    for (std::int64_t row = window.first_query(key); row < window.query_end(key, seq); ++row) {
       const std::int64_t at = (batch_head * seq + row) * dim + d;
       dv += p_column[row * seq] * to_float(a.d_o[at]);
       dk += ds_column[row * seq] * to_float(a.q[at]);
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    attention_backward_q_kernel(const AttentionBackwardArgs<T> a, const float* __restrict__ ds) {
+    attention_backward_q_kernel(const AttentionBackwardArgs<T> a, KeyWindow window, const float* __restrict__ ds) {
   const std::int64_t batch_head = blockIdx.y, seq = a.seq, dim = a.head_dim;
   const std::int64_t element = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (element >= seq * dim) return;
@@ -89,7 +90,8 @@ __global__ void __launch_bounds__(kThreads)
   const float* ds_row = ds + (batch_head * seq + row) * seq;
   const T* k = a.k + kv_batch_head(a, batch_head) * seq * dim + d;
   float dq = 0.0f;
-  for (std::int64_t key = 0; key <= (a.causal ? row : seq - 1); ++key) dq += ds_row[key] * to_float(k[key * dim]);
+  for (std::int64_t key = window.first_key(row); key < window.key_end(row, seq); ++key)
+    dq += ds_row[key] * to_float(k[key * dim]);
   a.dq[batch_head * seq * dim + element] = from_float<T>(a.scale * dq);
 }
 
@@ -117,18 +119,19 @@ void naive_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
                        naive_backward_workspace_bytes(args.batch, args.heads, args.seq)))
     return;
   const std::int64_t batch_heads = args.batch * args.heads, seq = args.seq;
+  const KeyWindow window = key_window(args);
   auto* p = static_cast<float*>(args.workspace);
   float* ds = p + batch_heads * seq * seq;
   attention_backward_scores_kernel<<<dim3(static_cast<unsigned>(ceil_div<std::int64_t>(seq * seq, kThreads)),
                                           static_cast<unsigned>(batch_heads)),
-                                     kThreads, 0, stream>>>(args, p, ds);
+                                     kThreads, 0, stream>>>(args, window, p, ds);
   CUDALAB_CHECK_LAUNCH();
   const auto element_blocks = static_cast<unsigned>(ceil_div<std::int64_t>(seq * args.head_dim, kThreads));
   attention_backward_kv_kernel<<<dim3(element_blocks, static_cast<unsigned>(args.batch * args.kv_heads)), kThreads, 0,
-                                 stream>>>(args, p, ds);
+                                 stream>>>(args, window, p, ds);
   CUDALAB_CHECK_LAUNCH();
-  attention_backward_q_kernel<<<dim3(element_blocks, static_cast<unsigned>(batch_heads)), kThreads, 0, stream>>>(args,
-                                                                                                                 ds);
+  attention_backward_q_kernel<<<dim3(element_blocks, static_cast<unsigned>(batch_heads)), kThreads, 0, stream>>>(
+      args, window, ds);
   CUDALAB_CHECK_LAUNCH();
 }
 

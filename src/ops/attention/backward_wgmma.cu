@@ -86,7 +86,7 @@ struct BackwardParams {
   std::int64_t seq;
   int heads, kv_heads;
   float scale;
-  bool causal;
+  BasicKeyWindow<int> window;  // 32-bit: the limits keep seq below 2^31
 };
 
 template <typename T, int kHeadDim>
@@ -109,9 +109,11 @@ __global__ void __launch_bounds__(256, 1)
   const int kv_head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
   const int group = p.heads / p.kv_heads;
   const int seq = static_cast<int>(p.seq);
-  // Causal: query tiles before the block's first key see none of its keys.
-  const int first_tile = p.causal ? key0 / L::kBlockM : 0;
-  const int tiles_per_head = static_cast<int>(ceil_div<std::int64_t>(seq, L::kBlockM)) - first_tile;
+  // The query tiles that see some of the block's keys: none before its first key when causal, none
+  // outside a sliding window.
+  const int first_tile = static_cast<int>(p.window.first_query(key0) / L::kBlockM);
+  const int tiles_per_head =
+      static_cast<int>(ceil_div<std::int64_t>(p.window.query_end(key0 + L::kBlockN - 1, seq), L::kBlockM)) - first_tile;
   const int steps = group * tiles_per_head;
   const auto head_of = [&](int step) { return kv_head * group + step / tiles_per_head; };
   const auto matrix_of = [&](int step) { return batch * p.heads + head_of(step); };
@@ -199,16 +201,18 @@ __global__ void __launch_bounds__(256, 1)
     wgmma_commit();
 
     // Register 4i + 2r + e: key key_g + 8r, query q0 + 8i + 2 quad + e. Keys and queries past seq,
-    // and keys after the query when causal, get P = 0 (TMA's zero rows would give exp(-L) there).
-    // P^T is computed while dP^T is still in flight. Indices are 32-bit (the limits keep seq < 2^31).
-    // Tiles inside the sequence and wholly below the diagonal skip the mask.
+    // and keys outside the query's window (after it when causal), get P = 0 (TMA's zero rows would
+    // give exp(-L) there). P^T is computed while dP^T is still in flight. Indices are 32-bit (the
+    // limits keep seq < 2^31). Tiles inside the sequence whose every query sees every key skip the
+    // mask.
     wgmma_wait<1>();
     fence_accumulators(s);
-    const bool interior = key0 + L::kBlockN <= seq && q0 + L::kBlockM <= seq && (!p.causal || q0 >= key0 + L::kBlockN);
+    const bool interior = key0 + L::kBlockN <= seq && q0 + L::kBlockM <= seq &&
+                          p.window.sees(q0, key0 + L::kBlockN - 1) && p.window.sees(q0 + L::kBlockM - 1, key0);
     if (interior) {
-      backward_probabilities<false>(s, key_g, q0, seq, p.causal, quad, lse_scaled, exponent_scale);
+      backward_probabilities<false>(s, key_g, q0, seq, p.window, quad, lse_scaled, exponent_scale);
     } else {
-      backward_probabilities<true>(s, key_g, q0, seq, p.causal, quad, lse_scaled, exponent_scale);
+      backward_probabilities<true>(s, key_g, q0, seq, p.window, quad, lse_scaled, exponent_scale);
     }
     wgmma_wait<0>();
     fence_accumulators(dp);
@@ -319,6 +323,7 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
   const CUtensorMap do_map = head_tensor_map(args.d_o, args.layout.d_o, args, args.heads, L::kBlockM);
   const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, L::kBlockN);
   const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, L::kBlockN);
+  const KeyWindow window = key_window(args);
   // dQ's fp32 accumulator is dense whatever dQ's layout: {column, row, matrix}.
   const CUtensorMap dq_map = make_tensor_map(dq_accumulator, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kBlockM);
   const BackwardParams params{args.lse,
@@ -329,7 +334,7 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
                               static_cast<int>(args.heads),
                               static_cast<int>(args.kv_heads),
                               args.scale,
-                              args.causal};
+                              {static_cast<int>(window.left), static_cast<int>(window.right)}};
   auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, L::kBlockN)),

@@ -1,10 +1,11 @@
 // The attention backward's vendor-library baseline, `cublas` (see cublas_unfused.hpp for the
 // forward's): the gradients as a user writes them with cuBLAS, unfused, keeping seq x seq matrices.
 //   S = scale Q K^T, dP = dO V^T   cublasGemmStridedBatchedEx into fp32 (CUBLAS_COMPUTE_32F);
-//   P, dS                           a block per row: D_i = dO_i . O_i, then P = exp(S - L_i) (0 past
-//                                   the causal diagonal) and dS = P (dP - D_i), in place for f32,
-//                                   rounded to the 16-bit input type into two more regions for
-//                                   bf16/f16 (the GEMMs that follow take them in that type);
+//   P, dS                           a block per row: D_i = dO_i . O_i, then P = exp(S - L_i) (0
+//                                   for keys the row does not see) and dS = P (dP - D_i), in
+//                                   place for f32, rounded to the 16-bit input type into two more
+//                                   regions for bf16/f16 (the GEMMs that follow take them in that
+//                                   type);
 //   dV = P^T dO, dK = scale dS^T Q  one GEMM per (batch, kv head) over its group * seq query rows,
 //                                   which sums the group's query heads with no extra pass;
 //   dQ = scale dS K.
@@ -36,7 +37,7 @@ template <typename T>
 __global__ void __launch_bounds__(kSoftmaxThreads)
     attention_backward_probabilities_kernel(const float* scores, const float* dp, const T* __restrict__ o,
                                             const T* __restrict__ d_o, const float* __restrict__ lse, T* p, T* ds,
-                                            std::int64_t seq, std::int64_t head_dim, bool causal) {
+                                            std::int64_t seq, std::int64_t head_dim, KeyWindow window) {
   __shared__ float scratch[kWarpSize];
   const softmax_variants::BlockReduce reduce{scratch};
   const std::int64_t row = blockIdx.x, query = row % seq;
@@ -45,10 +46,9 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   for (std::int64_t d = thread; d < head_dim; d += kSoftmaxThreads)
     partial += to_float(d_o[row * head_dim + d]) * to_float(o[row * head_dim + d]);
   const float delta = reduce.sum(partial), row_lse = lse[row];
-  const std::int64_t visible = causal ? query + 1 : seq;
   for (std::int64_t j = thread; j < seq; j += kSoftmaxThreads) {
     const std::int64_t at = row * seq + j;
-    const float probability = j < visible ? expf(scores[at] - row_lse) : 0.0f;
+    const float probability = window.sees(query, j) ? expf(scores[at] - row_lse) : 0.0f;
     const float gradient = probability * (dp[at] - delta);
     p[at] = from_float<T>(probability);
     ds[at] = from_float<T>(gradient);
@@ -116,7 +116,7 @@ void cublas_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) 
        query_stride, dp, CUDA_R_32F, seq, score_stride, "cublasGemmStridedBatchedEx (dP = dO V^T)");
   attention_backward_probabilities_kernel<T>
       <<<static_cast<unsigned>(args.batch * args.heads * args.seq), kSoftmaxThreads, 0, stream>>>(
-          scores, dp, args.o, args.d_o, args.lse, p, ds, args.seq, args.head_dim, args.causal);
+          scores, dp, args.o, args.d_o, args.lse, p, ds, args.seq, args.head_dim, key_window(args));
   CUDALAB_CHECK_LAUNCH();
   // dV (seq x head_dim) = P^T dO over the group's rows: column-major dV^T = dO^T P.
   gemm(CUBLAS_OP_N, CUBLAS_OP_T, head_dim, seq, rows, &one, args.d_o, type, head_dim, query_stride, p, type, seq,

@@ -96,7 +96,7 @@ void cublas_unfused(const AttentionArgs<T>& args, cudaStream_t stream) {
   unfused_products(args.q, args.k, args.v, args.o, scores, probabilities, args.heads / args.kv_heads * args.seq,
                    args.seq, args.head_dim, args.batch * args.kv_heads, args.scale, stream, [&] {
                      attention_softmax(static_cast<const float*>(scores), probabilities, args.lse, all_rows, args.seq,
-                                       args.causal, stream);
+                                       key_window(args), stream);
                    });
 }
 

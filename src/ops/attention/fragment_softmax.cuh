@@ -18,6 +18,7 @@
 
 #include "core/fast_math.cuh"
 #include "core/mma_sync.cuh"
+#include "ops/attention/variants.hpp"
 
 namespace cudalab::attention_variants {
 
@@ -39,16 +40,16 @@ inline constexpr int kFragmentRegisters = static_cast<int>(sizeof(Fragment) /
                                                            sizeof(std::remove_all_extents_t<Fragment>));
 
 // The scores of a tile whose first key is key0 that the thread's rows (row_g, row_g + 8) do not see
-// become -inf: keys past the sequence, and keys after the row when causal.
+// become -inf: keys past the sequence, and keys outside the row's window (after it when causal).
 template <typename Fragment>
 __device__ __forceinline__ void mask_scores(Fragment& s, std::int64_t key0, std::int64_t row_g, std::int64_t seq,
-                                            bool causal, int lane) {
+                                            const KeyWindow& window, int lane) {
 #pragma unroll
   for (int i = 0; i < kFragmentRegisters<Fragment> / 4; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const std::int64_t key = key0 + 8 * i + 2 * (lane % 4) + (e & 1), row = row_g + 8 * (e / 2);
-      if (key >= seq || (causal && key > row)) fragment_register(s, 4 * i + e) = -INFINITY;
+      if (key >= seq || !window.sees(row, key)) fragment_register(s, 4 * i + e) = -INFINITY;
     }
 }
 
@@ -143,18 +144,19 @@ __device__ __forceinline__ void store_output_rows(const Fragment& o, const Softm
 
 // The backward's P^T = 2^(S^T c - L c) in place of S^T (keys as rows: register 4i + 2r + e is key
 // key_g + 8r, query q0 + 8i + 2 quad + e), from L c of the tile's queries in lse_scaled; with
-// kMasked, 0 where the query does not see the key: either past the sequence, or the key after the
-// query when causal (the zero rows past the sequence would give 2^(-L c)).
+// kMasked, 0 where the query does not see the key: either past the sequence, or outside the query's
+// window (the zero rows past the sequence would give 2^(-L c)).
 template <bool kMasked, typename Index, typename Fragment>
-__device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g, Index q0, Index seq, bool causal,
-                                                       int quad, const float* lse_scaled, float exponent_scale) {
+__device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g, Index q0, Index seq,
+                                                       const BasicKeyWindow<Index>& window, int quad,
+                                                       const float* lse_scaled, float exponent_scale) {
 #pragma unroll
   for (int i = 0; i < kFragmentRegisters<Fragment> / 4; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int column = 8 * i + 2 * quad + (e & 1);
       const Index key = key_g + 8 * (e / 2), query = q0 + column;
-      const bool visible = !kMasked || (key < seq && query < seq && (!causal || key <= query));
+      const bool visible = !kMasked || (key < seq && query < seq && window.sees(query, key));
       float& x = fragment_register(s, 4 * i + e);
       x = visible ? fast_exp2(fmaf(x, exponent_scale, -lse_scaled[column])) : 0.0f;
     }

@@ -2,7 +2,8 @@
 // matrix of every (batch, head) materialized in fp32 in the workspace:
 //   S = scale Q K^T      a 16 x 16 shared-memory tiled matmul (K read as K^T);
 //   P = softmax(S)       a block per row, in place over S (scores_softmax.cuh, shared with the cuBLAS
-//                        baseline): causal entries (key j > query i) become 0; L is written here;
+//                        baseline): keys the row does not see (causal, window) become 0; L is
+//                        written here;
 //   O = P V              the same tiled matmul, P (fp32) times V.
 // What it costs, which the later rungs remove: batch * heads * seq^2 floats of workspace (16 GiB at
 // 1 x 16 x 16384) written once and read twice, and the causal half of S computed and then thrown
@@ -107,8 +108,8 @@ void naive(const AttentionArgs<T>& args, cudaStream_t stream) {
                                                                           args.head_dim, args.heads, group, args.scale);
   CUDALAB_CHECK_LAUNCH();
 
-  attention_softmax(static_cast<const float*>(scores), scores, args.lse, batch_heads * args.seq, args.seq, args.causal,
-                    stream);
+  attention_softmax(static_cast<const float*>(scores), scores, args.lse, batch_heads * args.seq, args.seq,
+                    key_window(args), stream);
 
   const dim3 output_grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.head_dim, kTile)), row_tiles,
                          static_cast<unsigned>(batch_heads));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "harness/random.hpp"
 
@@ -51,6 +52,17 @@ std::int64_t keys_of(const AttentionTensors& t, std::int64_t batch_index) {
   return t.lengths != nullptr ? std::min<std::int64_t>(t.lengths[batch_index], t.seq) : t.seq;
 }
 
+// The keys [first, end) of `length` that a query at `position` sees (reference.hpp): up to it when
+// causal, within window_left before it and window_right after it where those are not -1.
+template <typename Tensors>
+std::pair<std::int64_t, std::int64_t> visible_keys(const Tensors& t, std::int64_t position, std::int64_t length) {
+  std::int64_t first = 0, end = length;
+  if (t.window_left >= 0) first = std::max<std::int64_t>(0, position - t.window_left);
+  if (t.causal) end = std::min(end, position + 1);
+  if (t.window_right >= 0) end = std::min(end, position + t.window_right + 1);
+  return {first, std::max(first, end)};
+}
+
 // Per-key values of one row, kept between rows to avoid reallocating.
 struct RowScratch {
   std::vector<double> q, p, score_error;
@@ -60,7 +72,8 @@ struct RowScratch {
 void reference_row(const AttentionTensors& t, const KvHead& kv, std::int64_t batch_head, std::int64_t row,
                    RowScratch& w, AttentionRowReference& out) {
   const std::int64_t rows = query_rows_of(t), length = keys_of(t, batch_head / t.heads);
-  const std::int64_t dim = t.head_dim, keys = t.causal ? length - rows + row + 1 : length;
+  const auto [first_key, key_end] = visible_keys(t, length - rows + row, length);
+  const std::int64_t dim = t.head_dim, keys = key_end - first_key;
   const auto d_count = static_cast<std::size_t>(dim);
   const double scale = t.scale;
   w.q.resize(d_count);
@@ -73,7 +86,7 @@ void reference_row(const AttentionTensors& t, const KvHead& kv, std::int64_t bat
   // Scores into p, their magnitudes sum_d |q_d k_jd| into score_error, for now.
   double max = -INFINITY;
   for (std::int64_t j = 0; j < keys; ++j) {
-    const double* k_row = kv.k.data() + j * dim;
+    const double* k_row = kv.k.data() + (first_key + j) * dim;
     double dot = 0.0, magnitude = 0.0;
     for (std::size_t d = 0; d < d_count; ++d) {
       const double product = w.q[d] * k_row[d];
@@ -104,7 +117,7 @@ void reference_row(const AttentionTensors& t, const KvHead& kv, std::int64_t bat
   std::vector<double> weighted_magnitude(d_count, 0.0), magnitude(d_count, 0.0), score_term(d_count, 0.0);
   for (std::int64_t j = 0; j < keys; ++j) {
     const double p = w.p[static_cast<std::size_t>(j)];
-    const double* v_row = kv.v.data() + j * dim;
+    const double* v_row = kv.v.data() + (first_key + j) * dim;
     for (std::size_t d = 0; d < d_count; ++d) {
       out.o[d] += p * v_row[d];
       weighted_magnitude[d] += p * std::fabs(v_row[d]);
@@ -113,7 +126,7 @@ void reference_row(const AttentionTensors& t, const KvHead& kv, std::int64_t bat
   }
   for (std::int64_t j = 0; j < keys; ++j) {
     const double weight = w.p[static_cast<std::size_t>(j)] * w.score_error[static_cast<std::size_t>(j)];
-    const double* v_row = kv.v.data() + j * dim;
+    const double* v_row = kv.v.data() + (first_key + j) * dim;
     for (std::size_t d = 0; d < d_count; ++d) score_term[d] += weight * std::fabs(v_row[d] - out.o[d]);
   }
 
@@ -419,7 +432,9 @@ Comparison check_attention_backward(const AttentionBackwardTensors& t) {
         const float* lse = t.lse + batch_head * t.seq;
         for (std::size_t c = 0; c < keys.size(); ++c) {
           const std::int64_t key = keys[c];
-          for (std::int64_t row = t.causal ? key : 0; row < t.seq; ++row) {
+          for (std::int64_t row = 0; row < t.seq; ++row) {
+            const auto [first_key, key_end] = visible_keys(t, row, t.seq);
+            if (key < first_key || key >= key_end) continue;
             const PairTerm term = pair_term(t, qh, kv, row, key, lse[row], u_t, eta);
             dv[c].add(qh.d_o.data() + row * dim, term.p, term.p_error, 1.0, dim);
             dk[c].add(qh.q.data() + row * dim, term.ds, term.ds_error, t.scale, dim);
@@ -429,7 +444,8 @@ Comparison check_attention_backward(const AttentionBackwardTensors& t) {
         }
         for (const std::int64_t row : attention_checked_rows(t.seq, batch_index, head, every_row)) {
           GradientRow dq(dim);
-          for (std::int64_t key = 0; key <= (t.causal ? row : t.seq - 1); ++key) {
+          const auto [first_key, key_end] = visible_keys(t, row, t.seq);
+          for (std::int64_t key = first_key; key < key_end; ++key) {
             const PairTerm term = pair_term(t, qh, kv, row, key, lse[row], u_t, eta);
             dq.add(kv.k.data() + key * dim, term.ds, term.ds_error, t.scale, dim);
             ++dq.terms;

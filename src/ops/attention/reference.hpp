@@ -1,6 +1,7 @@
 // The attention op's CPU reference and check. For query row i of (batch b, head h), with kv head
 // h / (heads / kv_heads), the scores s_j = scale * sum_d q_d k_jd over the visible keys j (j <= i
-// under causal, else all n = seq of them), m = max s_j, Z = sum_j exp(s_j - m), p_j = exp(s_j - m)
+// under causal; i - window_left <= j <= i + window_right where those are not -1; the n of them),
+// m = max s_j, Z = sum_j exp(s_j - m), p_j = exp(s_j - m)
 // / Z, O_d = sum_j p_j v_jd and L = m + log Z, all in double from the inputs as stored (the dtype's
 // values widened exactly) and the fp32 scale the kernels get.
 //
@@ -88,6 +89,7 @@ struct AttentionTensors {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = false;
+  std::int64_t window_left = -1, window_right = -1;  // a sliding window's sides, -1 unbounded
   // Decode (attention_decode): q and o hold `queries` rows a (batch, head), the newest tokens of
   // each sequence, and k and v hold seq rows of which sequence b's first lengths[b] are its keys;
   // query row i sits at position lengths[b] - queries + i, and a causal row sees the keys up to
@@ -167,6 +169,7 @@ struct AttentionBackwardTensors {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = false;
+  std::int64_t window_left = -1, window_right = -1;
 };
 
 Comparison check_attention_backward(const AttentionBackwardTensors& t);

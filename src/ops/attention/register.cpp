@@ -49,8 +49,20 @@ std::int64_t seq_of(const Problem& p) { return p.dim("seq"); }
 
 // Empty when the parameters are of the op's form, else why not.
 std::string parameters_unsupported(const Problem& p) {
-  const std::string why = flag_unsupported(p, ids::kCausal);
-  return why.empty() ? kv_heads_unsupported(p) : why;
+  for (const std::string& why : {flag_unsupported(p, ids::kCausal), window_unsupported(p, ids::kWindowLeft),
+                                 window_unsupported(p, ids::kWindowRight)})
+    if (!why.empty()) return why;
+  return kv_heads_unsupported(p);
+}
+
+// A window side: the parameter, or -1 (unbounded) where it is not of the op's form.
+std::int64_t window_side(const Problem& p, const char* name) {
+  return window_unsupported(p, name).empty() ? static_cast<std::int64_t>(p.param(name)) : -1;
+}
+std::int64_t window_left_of(const Problem& p) { return window_side(p, ids::kWindowLeft); }
+std::int64_t window_right_of(const Problem& p) { return window_side(p, ids::kWindowRight); }
+bool window_binds_problem(const Problem& p) {
+  return v::window_binds(seq_of(p), causal_of(p), window_left_of(p), window_right_of(p));
 }
 
 std::int64_t kv_heads_of(const Problem& p) {
@@ -68,7 +80,17 @@ v::AttentionShape shape_of(const DeviceInfo& device, const Problem& p) {
           seq_of(p),
           head_dim_of(p),
           size_of(p.dtype),
-          device.compute_capability()};
+          device.compute_capability(),
+          window_binds_problem(p)};
+}
+
+// The (query, key) pairs the mask leaves: what the work model counts.
+double visible_pairs(const Problem& p) {
+  const std::int64_t seq = seq_of(p);
+  const v::KeyWindow window = v::key_window(seq, causal_of(p), window_left_of(p), window_right_of(p));
+  double pairs = 0.0;
+  for (std::int64_t i = 0; i < seq; ++i) pairs += static_cast<double>(window.key_end(i, seq) - window.first_key(i));
+  return pairs * static_cast<double>(batch_of(p) * heads_of(p));
 }
 
 // Fills the forward's AttentionArgs or the backward's AttentionBackwardArgs (whose O and L are
@@ -79,6 +101,8 @@ struct AttentionBinding {
     using T = typename Args::Element;
     Args args;
     bind_shared(args, problem, tensors, kv_heads_of(problem));
+    args.window_left = window_left_of(problem);
+    args.window_right = window_right_of(problem);
     if constexpr (std::is_same_v<Args, v::AttentionBackwardArgs<T>>) {
       args.d_o = tensors.data<T>(kDo);
       args.dq = tensors.data<T>(kDq);
@@ -119,7 +143,7 @@ Op attention_op(const char* name) {
   op.name = name;
   op.dim_names = {"batch", "heads", "seq", "head_dim"};
   op.dtypes = {DType::bf16, DType::f16, DType::f32};
-  op.params = {{ids::kCausal, 0}, {ids::kKvHeads, 0}};
+  op.params = {{ids::kCausal, 0}, {ids::kKvHeads, 0}, {ids::kWindowLeft, -1}, {ids::kWindowRight, -1}};
   return op;
 }
 
@@ -143,16 +167,30 @@ std::vector<TensorSpec> attention_tensors(TensorRole o_and_lse, TensorFill v_fil
   };
 }
 
-Comparison check(const CheckContext& c) {
-  return check_attention(host_tensors<AttentionTensors>(c, kv_heads_of(c.problem), seq_of(c.problem)));
+// The host tensors of the forward's or the backward's check, with the problem's window.
+template <typename HostTensors>
+HostTensors windowed_host_tensors(const CheckContext& c) {
+  auto t = host_tensors<HostTensors>(c, kv_heads_of(c.problem), seq_of(c.problem));
+  t.window_left = window_left_of(c.problem);
+  t.window_right = window_right_of(c.problem);
+  return t;
 }
 
+Comparison check(const CheckContext& c) { return check_attention(windowed_host_tensors<AttentionTensors>(c)); }
+
 // The minimum traffic: Q, K and V read once, O and L written once. Arithmetic: Q K^T and P V, two
-// multiply-adds per (query, key, dimension), over half the pairs when causal.
+// multiply-adds per (query, key, dimension), over the pairs the mask leaves (half when causal, the
+// diagonal's included as FlashAttention counts them: seq^2 / 2).
+double counted_pairs(const Problem& p) {
+  const double all =
+      static_cast<double>(batch_of(p) * heads_of(p)) * static_cast<double>(seq_of(p)) * static_cast<double>(seq_of(p));
+  if (window_binds_problem(p)) return visible_pairs(p);
+  return causal_of(p) ? 0.5 * all : all;
+}
+
 Work work(const Problem& p) {
   const double element = static_cast<double>(size_of(p.dtype));
-  const double pairs = static_cast<double>(batch_of(p) * heads_of(p)) * static_cast<double>(seq_of(p)) *
-                       static_cast<double>(seq_of(p)) * (causal_of(p) ? 0.5 : 1.0);
+  const double pairs = counted_pairs(p);
   return Work{element * static_cast<double>(query_elements(p) + 2 * kv_elements(p)),
               element * static_cast<double>(query_elements(p)) + 4.0 * static_cast<double>(query_rows(p)),
               4.0 * pairs * static_cast<double>(head_dim_of(p))};
@@ -162,12 +200,17 @@ struct Shape {
   std::vector<std::int64_t> dims;  // batch, heads, seq, head_dim
   int causal;
   int kv_heads;
+  std::int64_t window_left = -1, window_right = -1;
 };
 
 std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape>& shapes) {
   std::vector<Problem> out;
   for (const Shape& s : shapes)
-    out.push_back(op.problem(s.dims, dtype, {{ids::kCausal, double(s.causal)}, {ids::kKvHeads, double(s.kv_heads)}}));
+    out.push_back(op.problem(s.dims, dtype,
+                             {{ids::kCausal, double(s.causal)},
+                              {ids::kKvHeads, double(s.kv_heads)},
+                              {ids::kWindowLeft, double(s.window_left)},
+                              {ids::kWindowRight, double(s.window_right)}}));
   return out;
 }
 
@@ -175,20 +218,34 @@ std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape
 // grouped-query heads (8 over 2 kv heads), 1000 with one kv head (multi-query), head_dims 64 and
 // 128 (the tensor-core rungs'), 385 at head_dim 128 with one kv head (four 128-key tiles of the
 // wgmma rungs, the last partial), and 80 and 40 (padded by tiled, refused by the tensor-core rungs),
-// causal and not; each small enough for the CPU to check every row in well under a second. Last,
-// one problem checked on sampled rows (1 x 4 x 4096 x 128), causal: the largest, which the GPU
-// tests also run the broken tutorial rung at.
+// causal and not; each small enough for the CPU to check every row in well under a second. Then
+// sliding windows whose edges cut the tiles of every rung (64 and 128 keys, 64 and 128 rows):
+// causal with 100 keys back at 385 x 128, two-sided (37 back, 5 ahead) with grouped heads, ahead
+// only (0 back, 70 ahead), head_dim 80 (the CUDA-core rungs), and 255 back at 2048 (most tiles
+// skipped). Last, one problem checked on sampled rows (1 x 4 x 4096 x 128), causal: the largest,
+// which the GPU tests also run the broken tutorial rung at.
 const std::vector<Shape> kTestShapes = {
-    {{1, 1, 1, 64}, 0, 0},   {{2, 3, 2, 128}, 1, 0},   {{1, 2, 17, 64}, 0, 0},   {{2, 2, 63, 128}, 1, 0},
-    {{1, 2, 64, 80}, 0, 0},  {{2, 2, 65, 64}, 1, 0},   {{1, 3, 127, 128}, 0, 0}, {{1, 2, 129, 40}, 1, 0},
-    {{2, 8, 200, 64}, 1, 2}, {{1, 2, 1000, 64}, 0, 1}, {{1, 2, 385, 128}, 0, 1}, {{1, 4, 4096, 128}, 1, 0},
+    {{1, 1, 1, 64}, 0, 0},          {{2, 3, 2, 128}, 1, 0},          {{1, 2, 17, 64}, 0, 0},
+    {{2, 2, 63, 128}, 1, 0},        {{1, 2, 64, 80}, 0, 0},          {{2, 2, 65, 64}, 1, 0},
+    {{1, 3, 127, 128}, 0, 0},       {{1, 2, 129, 40}, 1, 0},         {{2, 8, 200, 64}, 1, 2},
+    {{1, 2, 1000, 64}, 0, 1},       {{1, 2, 385, 128}, 0, 1},        {{1, 2, 385, 128}, 1, 1, 100},
+    {{2, 8, 300, 64}, 0, 2, 37, 5}, {{1, 2, 200, 128}, 0, 0, 0, 70}, {{1, 3, 150, 80}, 1, 0, 20},
+    {{1, 2, 2048, 64}, 1, 0, 255},  {{1, 4, 4096, 128}, 1, 0},
 };
 
-// Bench: bf16 at 4 x 16 x 4096 (head_dim 128, causal and not; head_dim 64), and the sequence sweep
-// at head_dim 128 with batch * seq = 16384 (the same number of query rows), causal and not; fp16
-// at the first; f32 at 4 x 16 x 1024 x 64 (the CUDA-core rungs only).
+// The backward's bench, and the forward's first: 4 x 16 x 4096 x 128 bf16, causal and not, and
+// causal sliding windows of 1024 keys at 4096 and of 4096 (Mistral-7B's) at 16384.
+const std::vector<Shape> kBenchShapes = {{{4, 16, 4096, 128}, 0, 0},
+                                         {{4, 16, 4096, 128}, 1, 0},
+                                         {{4, 16, 4096, 128}, 1, 0, 1023},
+                                         {{1, 16, 16384, 128}, 1, 0, 4095}};
+
+// Bench: bf16 at 4 x 16 x 4096 (head_dim 128, causal and not; head_dim 64), the windows above, and
+// the sequence sweep at head_dim 128 with batch * seq = 16384 (the same number of query rows),
+// causal and not; fp16 at the first; f32 at 4 x 16 x 1024 x 64 (the CUDA-core rungs only).
 std::vector<Problem> bench_problems(const Op& op) {
-  std::vector<Shape> bf16 = {{{4, 16, 4096, 128}, 0, 0}, {{4, 16, 4096, 128}, 1, 0}, {{4, 16, 4096, 64}, 0, 0}};
+  std::vector<Shape> bf16 = kBenchShapes;
+  bf16.push_back({{4, 16, 4096, 64}, 0, 0});
   for (const std::int64_t seq : {512, 1024, 2048, 8192, 16384})
     for (const int causal : {0, 1}) bf16.push_back({{16384 / seq, 16, seq, 128}, causal, 0});
   std::vector<Problem> out = problems(op, DType::bf16, bf16);
@@ -198,7 +255,7 @@ std::vector<Problem> bench_problems(const Op& op) {
 }
 
 Comparison check_backward(const CheckContext& c) {
-  auto t = host_tensors<AttentionBackwardTensors>(c, kv_heads_of(c.problem), seq_of(c.problem));
+  auto t = windowed_host_tensors<AttentionBackwardTensors>(c);
   t.d_o = c.tensors[kDo].host();
   t.dq = c.tensors[kDq].host();
   t.dk = c.tensors[kDk].host();
@@ -214,6 +271,8 @@ void derive_forward_outputs(const Problem& p, Tensors& tensors, cudaStream_t str
   AttentionOptions options;
   options.scale = scale_of(p);
   options.causal = causal_of(p);
+  options.window_left = window_left_of(p);
+  options.window_right = window_right_of(p);
   float* lse = tensors.data<float>(kLse);
   const auto run = [&](auto type) {
     using T = decltype(type);
@@ -229,11 +288,10 @@ void derive_forward_outputs(const Problem& p, Tensors& tensors, cudaStream_t str
 
 // The backward's minimum traffic: Q, K, V, O and dO read once (L too), dQ, dK and dV written once.
 // Arithmetic: FlashAttention's count for the backward, 2.5 times the forward's: five products of
-// seq x seq x head_dim (S again, dP, dV, dK, dQ), over half the pairs when causal.
+// seq x seq x head_dim (S again, dP, dV, dK, dQ), over the forward's pairs.
 Work backward_work(const Problem& p) {
   const double element = static_cast<double>(size_of(p.dtype));
-  const double pairs = static_cast<double>(batch_of(p) * heads_of(p)) * static_cast<double>(seq_of(p)) *
-                       static_cast<double>(seq_of(p)) * (causal_of(p) ? 0.5 : 1.0);
+  const double pairs = counted_pairs(p);
   return Work{element * static_cast<double>(3 * query_elements(p) + 2 * kv_elements(p)) +
                   4.0 * static_cast<double>(query_rows(p)),
               element * static_cast<double>(query_elements(p) + 2 * kv_elements(p)),
@@ -256,7 +314,7 @@ void register_attention_backward(Registry& registry) {
   op.check_host_bytes = [](const Problem& p) {
     return attention_backward_check_host_bytes(batch_of(p), heads_of(p), seq_of(p), head_dim_of(p));
   };
-  op.bench_problems = problems(op, DType::bf16, {{{4, 16, 4096, 128}, 0, 0}, {{4, 16, 4096, 128}, 1, 0}});
+  op.bench_problems = problems(op, DType::bf16, kBenchShapes);
   for (DType dtype : op.dtypes)
     for (const Problem& p : problems(op, dtype, kTestShapes)) op.test_problems.push_back(p);
   Variant naive = variant(ids::kNaive,

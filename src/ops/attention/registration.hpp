@@ -32,6 +32,14 @@ inline std::string flag_unsupported(const Problem& p, const char* name) {
   return value == 0 || value == 1 ? "" : std::string(name) + " is 0 or 1, got " + format_param(value);
 }
 
+// "" when parameter `name` is a whole number >= -1, else why not.
+inline std::string window_unsupported(const Problem& p, const char* name) {
+  const double value = p.param(name);
+  return value == std::floor(value) && value >= -1 && value < 0x1p62
+             ? ""
+             : std::string(name) + " is -1 (unbounded) or a whole number >= 0, got " + format_param(value);
+}
+
 // "" when kv_heads is 0 (as many as heads) or a divisor of heads, else why not.
 inline std::string kv_heads_unsupported(const Problem& p) {
   const double kv_heads = p.param(attention_ids::kKvHeads);

@@ -14,8 +14,9 @@
 //                  rows are read as 16-byte vectors, 8 lanes covering 128 contiguous bytes.
 // Shared rows of Q and K are padded by 4 floats, so the 8 lanes that read 8 different keys (or
 // rows) at one dimension hit 8 different groups of 4 banks. The scale and log2(e) are folded into Q
-// as it is staged (s comes out in base 2: p = exp2(s - m)); causal key tiles past the block's last
-// row are never loaded, and masked keys (past seq, or past the row under causal) get -inf. Causal
+// as it is staged (s comes out in base 2: p = exp2(s - m)); keys none of the block's rows sees
+// (past its last row when causal, outside a sliding window) are never loaded, and the keys a row
+// does not see (past seq, the causal diagonal, the window) get -inf. Causal
 // blocks run last-tile first: they have the most keys, and would otherwise start last.
 //
 // Fixes, against tutorial_fixed: the output accumulator in registers instead of local memory, 64
@@ -130,7 +131,8 @@ template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     attention_tiled_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ o,
                            float* __restrict__ lse, std::int64_t heads, std::int64_t heads_per_kv_head,
-                           std::int64_t seq, std::int64_t head_dim, float score_scale, bool causal, bool vectorized) {
+                           std::int64_t seq, std::int64_t head_dim, float score_scale, bool causal, KeyWindow window,
+                           bool vectorized) {
   constexpr int kKeys = kBlockN<kHeadDim>;
   constexpr int kKeysPerThread = kKeys / kKeyGroups;
   constexpr int kDimChunks = kHeadDim / (4 * kKeyGroups);  // 4-float chunks of O a thread, 32 dims apart
@@ -173,8 +175,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   float* p_tile = p_tiles + warp * kRowsPerWarp * kPStride;
 
-  const std::int64_t kv_end = causal ? std::min(seq, q_start + kBlockM) : seq;
-  for (std::int64_t kv_start = 0; kv_start < kv_end; kv_start += kKeys) {
+  // The keys any of the block's rows sees.
+  const std::int64_t kv_end = window.key_end(q_start + kBlockM - 1, seq);
+  for (std::int64_t kv_start = window.first_key(q_start); kv_start < kv_end; kv_start += kKeys) {
     __syncthreads();  // the previous tile's readers are done (the first time: nothing to wait for)
     load_tile<kKeys, kHeadDim>(k_tile, kStride, k_head, kv_start, seq, head_dim, 1.0f, vectorized);
     load_tile<kKeys, kHeadDim>(v_tile, kHeadDim, v_head, kv_start, seq, head_dim, 1.0f, vectorized);
@@ -200,18 +203,20 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int c = 0; c < kKeysPerThread; ++c) {
         const std::int64_t key = kv_start + key_group + kKeyGroups * c;
-        if (key >= seq || (causal && key > query[r])) s[r][c] = -INFINITY;
+        if (key >= seq || !window.sees(query[r], key)) s[r][c] = -INFINITY;
         tile_max = fmaxf(tile_max, s[r][c]);
       }
-      // Key 0 is in the first tile and every row sees it, so m_new is finite from the first tile on.
       const float m_new = fmaxf(m[r], group_reduce<kKeyGroups>(tile_max, MaxOf{}));
-      const float rescale = exp2f(m[r] - m_new);  // 0 the first time: exp2(-inf)
+      // A row that has seen no key yet (a window starts past the tile) keeps m = -inf; 0 stands in
+      // so that no (-inf) - (-inf) appears: its p and rescale are 0 either way.
+      const float m_finite = m_new == -INFINITY ? 0.0f : m_new;
+      const float rescale = exp2f(m[r] - m_finite);  // 0 the first time: exp2(-inf)
       l[r] *= rescale;
 #pragma unroll
       for (int i = 0; i < kDimChunks * 4; ++i) acc[r][i] *= rescale;
 #pragma unroll
       for (int c = 0; c < kKeysPerThread; ++c) {
-        const float p = exp2f(s[r][c] - m_new);
+        const float p = exp2f(s[r][c] - m_finite);
         l[r] += p;
         p_tile[(row_group + kRowGroups * r) * kPStride + key_group + kKeyGroups * c] = p;
       }
@@ -276,7 +281,7 @@ void launch(const AttentionArgs<T>& args, cudaStream_t stream) {
                   static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, kBlockM)));
   attention_tiled_kernel<T, kHeadDim><<<grid, kThreads, kShared, stream>>>(
       args.q, args.k, args.v, args.o, args.lse, args.heads, args.heads / args.kv_heads, args.seq, args.head_dim,
-      args.scale * kLog2e, args.causal, vectorized);
+      args.scale * kLog2e, args.causal, key_window(args), vectorized);
   CUDALAB_CHECK_LAUNCH();
 }
 

@@ -226,6 +226,7 @@ std::string tutorial_limits(const AttentionShape& shape) {
            "fill 48 KiB of shared memory at 128";
   if (shape.heads > kMaxGridYZ || shape.batch > kMaxGridYZ) return "heads or batch above 65535 (grid y and z)";
   if (ceil_div<std::int64_t>(shape.seq, kBlockRows) > 0x7fffffffLL) return "seq above 2^31 - 1 blocks of 32 rows";
+  if (shape.windowed) return "the tutorial's kernel has no sliding window";
   return "";
 }
 

@@ -63,6 +63,48 @@ inline bool strides_in_vectors(const AttentionLayout& layout) {
   return true;
 }
 
+// The keys each query sees, the one mask every rung applies: query i sees key j when
+// i - left <= j <= i + right (and j < seq). An unbounded side holds seq, which never binds. Index is
+// int64 everywhere but in kernels whose limits keep seq below 2^31, which hold it in 32 bits.
+template <typename Index>
+struct BasicKeyWindow {
+  Index left = 0, right = 0;
+  // As differences, which stay within Index where a sum of two positions might not.
+  __host__ __device__ bool sees(Index query, Index key) const { return query - key <= left && key - query <= right; }
+  // The first key any of the queries from `query` on sees, and past the last key the queries up to
+  // `last_query` see (keys below seq).
+  __host__ __device__ Index first_key(Index query) const { return query > left ? query - left : 0; }
+  __host__ __device__ Index key_end(Index last_query, Index seq) const {
+    return seq - last_query > right ? last_query + right + 1 : seq;
+  }
+  // The same from the keys' side: the first query that sees a key from `key` on, and past the last
+  // query that sees a key up to `last_key`.
+  __host__ __device__ Index first_query(Index key) const { return key > right ? key - right : 0; }
+  __host__ __device__ Index query_end(Index last_key, Index seq) const {
+    return seq - last_key > left ? last_key + left + 1 : seq;
+  }
+};
+using KeyWindow = BasicKeyWindow<std::int64_t>;
+
+// The window of a problem of `seq` keys: window_left and window_right as AttentionOptions gives
+// them (-1 unbounded), causal bounding the right side by 0.
+__host__ __device__ inline KeyWindow key_window(std::int64_t seq, bool causal, std::int64_t window_left,
+                                                std::int64_t window_right) {
+  return {window_left < 0 || window_left > seq ? seq : window_left, causal ? 0
+                                                                    : window_right < 0 || window_right > seq
+                                                                        ? seq
+                                                                        : window_right};
+}
+template <typename Args>
+__host__ __device__ KeyWindow key_window(const Args& args) {
+  return key_window(args.seq, args.causal, args.window_left, args.window_right);
+}
+// Whether the window hides any key of a problem of `seq` keys beyond what causal hides.
+inline bool window_binds(std::int64_t seq, bool causal, std::int64_t window_left, std::int64_t window_right) {
+  const KeyWindow w = key_window(seq, causal, window_left, window_right);
+  return w.left < seq - 1 || (!causal && w.right < seq - 1);
+}
+
 template <typename T>
 struct AttentionArgs {
   using Element = T;
@@ -74,6 +116,7 @@ struct AttentionArgs {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = false;
+  std::int64_t window_left = -1, window_right = -1;  // AttentionOptions': -1 unbounded
   // Where q's, k's, v's and o's rows lie: dense (the default) for every rung but wgmma and
   // wgmma_pingpong, the only ones that take other layouts (the library gives the others dense copies).
   AttentionLayout layout;
@@ -98,6 +141,7 @@ struct AttentionBackwardArgs {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = false;
+  std::int64_t window_left = -1, window_right = -1;  // AttentionOptions': -1 unbounded
   // Where each array's rows lie: dense (the default) for every rung but wgmma_backward.
   AttentionLayout layout;
   void* workspace = nullptr;  // naive_backward only: naive_backward_workspace_bytes(batch, heads, seq)
@@ -109,11 +153,14 @@ struct AttentionShape {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq = 0, head_dim = 0;
   std::size_t element_size = 0;  // sizeof(T)
   int compute_capability = 0;    // major * 10 + minor
+  bool windowed = false;         // a sliding window that binds (window_binds)
 };
 template <typename Args>
 AttentionShape shape_of(const Args& args, int compute_capability) {
-  return {args.batch,        args.heads, args.kv_heads, args.seq, args.head_dim, sizeof(typename Args::Element),
-          compute_capability};
+  return {args.batch,         args.heads,
+          args.kv_heads,      args.seq,
+          args.head_dim,      sizeof(typename Args::Element),
+          compute_capability, window_binds(args.seq, args.causal, args.window_left, args.window_right)};
 }
 
 // What every launcher checks before its kernels, for rung `name` whose limits gave `why`: false

@@ -1,8 +1,8 @@
 // The Hopper (sm_90a) attention kernel behind rungs `wgmma` and `wgmma_pingpong`, after
 // FlashAttention-3's forward (Dao-AILab/flash-attention hopper/, paper arXiv 2407.08608 section 3):
-// a block of three warpgroups takes 128 query rows of one (batch, head) and walks its key tiles of
-// 128 from the last to the first (the only tile that needs a mask, the sequence's end or the causal
-// diagonal, comes first).
+// a block of three warpgroups takes 128 query rows of one (batch, head) and walks the key tiles of
+// 128 its rows see from the last to the first (the tile with the sequence's end or the causal
+// diagonal comes first; a sliding window's left edge may mask the last few too).
 //   Warpgroup 0, the producer, gives its registers back (setmaxnreg.dec 24); one thread loads Q once
 //     and then K and V tiles by TMA into two rings of 2 slots each, in the order the consumers use
 //     them (K_j, then V of the tile before), each slot with a full barrier (TMA's bytes landed) and
@@ -78,6 +78,7 @@ struct WgmmaAttentionParams {
   int heads, kv_group;  // kv_group = heads / kv_heads
   float scale;
   bool causal;
+  KeyWindow window;
 };
 
 // Producer: the next slot of a K or V pipeline gets keys [key0, key0 + 128) of (batch, kv_head),
@@ -142,9 +143,11 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const int q0 = static_cast<int>(p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * kWgmmaBlockM;
   const int head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
   const int zq = batch * p.heads + head, kv_head = head / p.kv_group;
-  // Keys past the block's last row are masked for all of its rows when causal.
-  const std::int64_t key_end = p.causal ? min(p.seq, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : p.seq;
-  const int tiles = static_cast<int>(ceil_div<std::int64_t>(key_end, kBlockN));
+  // The key tiles some row of the block sees: none past its last row when causal, none outside a
+  // sliding window; tiles first_tile .. first_tile + tiles - 1, walked from the last.
+  const int first_tile = static_cast<int>(p.window.first_key(q0) / kBlockN);
+  const int tiles =
+      static_cast<int>(ceil_div<std::int64_t>(p.window.key_end(q0 + kWgmmaBlockM - 1, p.seq), kBlockN)) - first_tile;
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
 
   if (warpgroup == 0) {
@@ -160,12 +163,13 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
       RingPosition<L::kStages> k_at, v_at;
       // The consumers' order: K of the last tile, then K of each next tile before V of the one
       // before it; V of tile 0 last.
-      load_kv<L>(k_pipeline, k_at, &k_map, (tiles - 1) * kBlockN, kv_head, batch);
-      for (int j = tiles - 2; j >= 0; --j) {
+      const int last_tile = first_tile + tiles - 1;
+      load_kv<L>(k_pipeline, k_at, &k_map, last_tile * kBlockN, kv_head, batch);
+      for (int j = last_tile - 1; j >= first_tile; --j) {
         load_kv<L>(k_pipeline, k_at, &k_map, j * kBlockN, kv_head, batch);
         load_kv<L>(v_pipeline, v_at, &v_map, (j + 1) * kBlockN, kv_head, batch);
       }
-      load_kv<L>(v_pipeline, v_at, &v_map, 0, kv_head, batch);
+      load_kv<L>(v_pipeline, v_at, &v_map, first_tile * kBlockN, kv_head, batch);
     }
     return;
   }
@@ -189,6 +193,13 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 
   const float exponent_scale = p.scale * kLog2e;
   const std::int64_t row0 = q0 + 64 * consumer + 16 * (t / 32) + lane / 4;  // row g; row g + 8 is + 8
+  // Past the first tile, only tiles that cross an edge of the window of the consumer's 64 rows need
+  // the mask (a sliding window's left edge; the causal diagonal and the sequence's end are first).
+  const std::int64_t consumer_row = q0 + 64 * consumer;
+  const auto masked = [&](std::int64_t key0) {
+    return key0 < consumer_row + 63 - p.window.left || key0 + kBlockN - 1 > consumer_row + p.window.right ||
+           key0 + kBlockN > p.seq;
+  };
   float s[64];
   float o[kHeadDim / 2];
 #pragma unroll
@@ -204,7 +215,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   fence_accumulators(s);
   release(k_pipeline, k_ring);
   k_ring.advance();
-  mask_scores(s, static_cast<std::int64_t>(tiles - 1) * kBlockN, row0, p.seq, p.causal, lane);
+  mask_scores(s, static_cast<std::int64_t>(first_tile + tiles - 1) * kBlockN, row0, p.seq, p.window, lane);
   online_softmax(s, rows, exponent_scale);
   pack_fragment<T>(pr, s);
 
@@ -225,6 +236,8 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     fence_accumulators(s);
     release(k_pipeline, k_ring);
     k_ring.advance();
+    const std::int64_t key0 = static_cast<std::int64_t>(first_tile + tiles - 1 - j) * kBlockN;
+    if (masked(key0)) mask_scores(s, key0, row0, p.seq, p.window, lane);
     const float2 correction = online_softmax(s, rows, exponent_scale);
     wgmma_wait<0>();  // P V is done: O and P may change
     fence_accumulators(o);
@@ -264,7 +277,8 @@ void launch_wgmma_head_dim(const AttentionArgs<T>& args, cudaStream_t stream) {
                                     static_cast<int>(args.heads),
                                     static_cast<int>(args.heads / args.kv_heads),
                                     args.scale,
-                                    args.causal};
+                                    args.causal,
+                                    key_window(args)};
   auto* kernel = attention_wgmma_kernel<T, kHeadDim, kPingPong>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, kWgmmaBlockM)),

@@ -41,9 +41,25 @@ SDPA_BACKENDS = [  # (variant, backend, technique)
 ]
 
 
-def attention_score_chunks(q, k, v, scale, causal, max_scores):
+def window_mask(queries, seq, causal, window, device):
+    """True where query i (of the rows `queries`) does not see key j of seq: after it when causal, more
+    than window = (left, right) before or after it where a side is not -1."""
+    query = torch.arange(queries.start, queries.stop, device=device)[:, None]
+    offset = torch.arange(seq, device=device)[None, :] - query
+    left, right = window
+    right = 0 if causal else right
+    hidden = torch.zeros_like(offset, dtype=torch.bool)
+    if right >= 0:
+        hidden |= offset > right
+    if left >= 0:
+        hidden |= offset < -left
+    return hidden
+
+
+def attention_score_chunks(q, k, v, scale, causal, max_scores, window=(-1, -1)):
     """The float64 scaled, masked scores of attention over q [B, H, S, D] and k, v [B, Hkv, S, D] (query
-    head h reads kv head h // (H // Hkv)), on q's device, a few (batch, head) slices and a chunk of their
+    head h reads kv head h // (H // Hkv)), the causal mask and a sliding window (window_mask) applied,
+    on q's device, a few (batch, head) slices and a chunk of their
     query rows at a time, so that at most max_scores float64 scores exist at once (2^27: 1 GiB; one
     slice at seq 16384 would be 2 GiB). Yields (index, kv_index, rows, queries, keys, values, scores):
     the slices' indices among the B * H query slices and the B * Hkv kv slices, the rows (a slice),
@@ -63,22 +79,21 @@ def attention_score_chunks(q, k, v, scale, causal, max_scores):
             rows = slice(row, min(row + rows_at_once, seq))
             queries = q_slices[index, rows].double()
             scores = queries @ keys.mT * scale
-            if causal:
-                query = torch.arange(rows.start, rows.stop, device=q.device)[:, None]
-                scores.masked_fill_(torch.arange(seq, device=q.device)[None, :] > query, -math.inf)
+            if causal or window != (-1, -1):
+                scores.masked_fill_(window_mask(rows, seq, causal, window, q.device), -math.inf)
             yield index, kv_index, rows, queries, keys, values, scores
 
 
-def attention_reference(q, k, v, scale=None, causal=False, max_scores=1 << 27):
+def attention_reference(q, k, v, scale=None, causal=False, max_scores=1 << 27, window=(-1, -1)):
     """float64 (O, L) of attention over q [B, H, S, D] and k, v [B, Hkv, S, D] (query head h reads kv
-    head h // (H // Hkv)), on q's device: O = softmax(scale * q k^T [causal mask]) v and L each row's
-    log-sum-exp, over attention_score_chunks (at most max_scores float64 scores at once)."""
+    head h // (H // Hkv)), on q's device: O = softmax(scale * q k^T [causal, window mask]) v and L each
+    row's log-sum-exp, over attention_score_chunks (at most max_scores float64 scores at once)."""
     batch, heads, seq, head_dim = q.shape
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     o = torch.empty(q.shape, dtype=torch.float64, device=q.device)
     lse = torch.empty(q.shape[:-1], dtype=torch.float64, device=q.device)
     o_slices, lse_slices = o.view(batch * heads, seq, head_dim), lse.view(batch * heads, seq)
-    for index, _, rows, _, _, values, scores in attention_score_chunks(q, k, v, scale, causal, max_scores):
+    for index, _, rows, _, _, values, scores in attention_score_chunks(q, k, v, scale, causal, max_scores, window):
         row_lse = torch.logsumexp(scores, -1)
         o_slices[index, rows] = torch.exp(scores - row_lse[..., None]) @ values
         lse_slices[index, rows] = row_lse
@@ -105,7 +120,7 @@ def decode_reference(q, k, v, lengths, causal=True):
     return o, lse
 
 
-def attention_backward_reference(q, k, v, dy, scale=None, causal=False, max_scores=1 << 27):
+def attention_backward_reference(q, k, v, dy, scale=None, causal=False, max_scores=1 << 27, window=(-1, -1)):
     """float64 (dQ, dK, dV) of attention's O for O's gradient dy [B, H, S, D], over
     attention_score_chunks: P = softmax(scores), dP = dy V^T, D = rowsum(dy o P V), dS = P o (dP - D),
     dQ = scale dS K, dK = scale dS^T Q and dV = P^T dy, each kv head's dK and dV summed over the query
@@ -117,7 +132,7 @@ def attention_backward_reference(q, k, v, dy, scale=None, causal=False, max_scor
     dq_slices, dy_slices = dq.view(batch * heads, seq, head_dim), dy.reshape(batch * heads, seq, head_dim)
     dk_slices, dv_slices = (t.view(batch * k.shape[1], seq, head_dim) for t in (dk, dv))
     for index, kv_index, rows, queries, keys, values, scores in attention_score_chunks(
-        q, k, v, scale, causal, max_scores
+        q, k, v, scale, causal, max_scores, window
     ):
         p = torch.softmax(scores, -1)
         grad = dy_slices[index, rows].double()
@@ -262,6 +277,90 @@ def attention_cases(quick):
             for causal in (False, True)
         ]
     return [attention_case(*shape) for shape in shapes] + [attention_backward_case(*s) for s in backward_shapes]
+
+
+def window_case(dtype, batch, heads, kv_heads, seq, head_dim, left, backward_only=False):
+    """Causal attention with a sliding window of left + 1 keys (Mistral's window of W keys is left = W
+    - 1): its forward, or with backward_only its backward alone, against the two ways PyTorch
+    runs a window, SDPA with the window as a boolean mask (its own choice of backend) and
+    FlexAttention with a sliding-window block mask under torch.compile (the blocks outside the window
+    skipped), and cudalab's op with window_size=(left, 0). q, k and v (and dy) standard normal."""
+    window = (left, 0)
+    leaves = ["q", "k", "v"]
+    wrapped = (lambda fn: backward(fn, leaves)) if backward_only else forward
+
+    def make_inputs(g):
+        shapes = {"q": heads, "k": kv_heads, "v": kv_heads} | ({"dy": heads} if backward_only else {})
+        return {name: normal(g, (batch, h, seq, head_dim), dtype, 1.0, 0.0) for name, h in shapes.items()}
+
+    def masked_sdpa(inputs):
+        visible = ~window_mask(range(seq), seq, True, window, "cuda")
+        return wrapped(
+            lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=visible, enable_gqa=kv_heads != heads)
+        )(inputs)
+
+    def flex(inputs):
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        def sliding(b, h, q_idx, kv_idx):
+            return (kv_idx <= q_idx) & (q_idx - kv_idx <= left)
+
+        block_mask = create_block_mask(sliding, None, None, seq, seq, device="cuda")
+        compiled = torch.compile(flex_attention, fullgraph=True)
+        return wrapped(lambda q, k, v: compiled(q, k, v, block_mask=block_mask, enable_gqa=kv_heads != heads))(inputs)
+
+    def ours(q, k, v):
+        o, lse = ops.attention(q, k, v, causal=True, window_size=window)
+        return o if backward_only else (o, lse)
+
+    variants = [
+        Variant(
+            "sdpa_mask",
+            "F.scaled_dot_product_attention with the window as a boolean attn_mask, its own choice of backend "
+            "(every key tile computed, the mask applied to the scores)",
+            masked_sdpa,
+        ),
+        Variant(
+            "flex_attention",
+            "torch.nn.attention.flex_attention with a sliding-window block mask (blocks outside the window skipped), "
+            "torch.compile(fullgraph=True)",
+            flex,
+        ),
+        Variant(
+            "cudalab",
+            "cudalab.ops.attention(causal=True, window_size=(left, 0)): the library's kernel, the key tiles outside "
+            "the window skipped" + (", and its autograd's backward" if backward_only else ""),
+            wrapped(ours),
+        ),
+    ]
+    if backward_only:
+        reference = lambda inputs: attention_backward_reference(**inputs, causal=True, window=window)  # noqa: E731
+        tolerance = 2 * ATTENTION_REL_L2[dtype]
+    else:
+        reference = lambda inputs: attention_reference(**inputs, causal=True, window=window)  # noqa: E731
+        tolerance = (ATTENTION_REL_L2[dtype], ATTENTION_LSE_REL_L2)
+    return Case(
+        "attention_backward" if backward_only else "attention",
+        [("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
+        dtype,
+        [("causal", 1), ("kv_heads", kv_heads), ("window_left", left), ("window_right", -1)],
+        make_inputs,
+        reference,
+        variants,
+        tolerance,
+        engine="by_dtype",
+    )
+
+
+def window_cases(quick):
+    """Sliding windows, causal, bf16 head_dim 128: Mistral-7B's (32 heads over 8 kv heads, a window of
+    4096 keys) at seq 16384, and a window of 1024 at 4 x 16 x 4096; forward, and the backward alone.
+    --quick: a window of 128 at 2 x 4 (2) x 512."""
+    shapes = [(torch.bfloat16, 2, 4, 2, 512, 128, 127)] if quick else [
+        (torch.bfloat16, 1, 32, 8, 16384, 128, 4095),
+        (torch.bfloat16, 4, 16, 16, 4096, 128, 1023),
+    ]
+    return [window_case(*shape) for shape in shapes] + [window_case(*shape, backward_only=True) for shape in shapes]
 
 
 def attention_decode_case(batch, heads, kv_heads, cache):
