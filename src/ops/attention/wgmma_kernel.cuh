@@ -120,7 +120,7 @@ __device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 2], const std
   wgmma_commit();
 }
 
-template <typename T, int kHeadDim, bool kPingPong>
+template <typename T, int kHeadDim, bool kPingPong, bool kWindowed>
 __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                            const __grid_constant__ CUtensorMap v_map, T* __restrict__ o_out,
@@ -193,10 +193,12 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 
   const float exponent_scale = p.scale * kLog2e;
   const std::int64_t row0 = q0 + 64 * consumer + 16 * (t / 32) + lane / 4;  // row g; row g + 8 is + 8
-  // Past the first tile, only tiles that cross an edge of the window of the consumer's 64 rows need
-  // the mask (a sliding window's left edge; the causal diagonal and the sequence's end are first).
+  // Past the first tile, only a sliding window's tiles may need the mask: those that cross an edge
+  // of the window of the consumer's 64 rows. Without a window the only tile with the causal diagonal
+  // or the sequence's end is the first (kWindowed false: the loop carries no mask at all, which was
+  // measured 6-20% faster than a check a tile that never passes).
   const std::int64_t consumer_row = q0 + 64 * consumer;
-  const auto masked = [&](std::int64_t key0) {
+  [[maybe_unused]] const auto masked = [&](std::int64_t key0) {
     return key0 < consumer_row + 63 - p.window.left || key0 + kBlockN - 1 > consumer_row + p.window.right ||
            key0 + kBlockN > p.seq;
   };
@@ -236,8 +238,10 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     fence_accumulators(s);
     release(k_pipeline, k_ring);
     k_ring.advance();
-    const std::int64_t key0 = static_cast<std::int64_t>(first_tile + tiles - 1 - j) * kBlockN;
-    if (masked(key0)) mask_scores(s, key0, row0, p.seq, p.window, lane);
+    if constexpr (kWindowed) {
+      const std::int64_t key0 = static_cast<std::int64_t>(first_tile + tiles - 1 - j) * kBlockN;
+      if (masked(key0)) mask_scores(s, key0, row0, p.seq, p.window, lane);
+    }
     const float2 correction = online_softmax(s, rows, exponent_scale);
     wgmma_wait<0>();  // P V is done: O and P may change
     fence_accumulators(o);
@@ -265,8 +269,8 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 #endif
 }
 
-template <typename T, int kHeadDim, bool kPingPong>
-void launch_wgmma_head_dim(const AttentionArgs<T>& args, cudaStream_t stream) {
+template <typename T, int kHeadDim, bool kPingPong, bool kWindowed>
+void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
   using L = Layout<kHeadDim>;
   const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, 64);
   const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, L::kBlockN);
@@ -279,7 +283,7 @@ void launch_wgmma_head_dim(const AttentionArgs<T>& args, cudaStream_t stream) {
                                     args.scale,
                                     args.causal,
                                     key_window(args)};
-  auto* kernel = attention_wgmma_kernel<T, kHeadDim, kPingPong>;
+  auto* kernel = attention_wgmma_kernel<T, kHeadDim, kPingPong, kWindowed>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, kWgmmaBlockM)),
                   static_cast<unsigned>(args.heads), static_cast<unsigned>(args.batch));
@@ -301,8 +305,13 @@ void launch_attention_wgmma(const char* name, const AttentionArgs<T>& args, cuda
   CUDALAB_REQUIRE(strides_in_vectors(args.layout), std::string(name) + ": every stride must be a multiple of 8 (TMA)");
 #if CUDALAB_SM90A
   if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
-  if (args.head_dim == 64) return wgmma_detail::launch_wgmma_head_dim<T, 64, kPingPong>(args, stream);
-  wgmma_detail::launch_wgmma_head_dim<T, 128, kPingPong>(args, stream);
+  const bool windowed = window_binds(args.seq, args.causal, args.window_left, args.window_right);
+  if (args.head_dim == 64) {
+    if (windowed) return wgmma_detail::launch_wgmma_window<T, 64, kPingPong, true>(args, stream);
+    return wgmma_detail::launch_wgmma_window<T, 64, kPingPong, false>(args, stream);
+  }
+  if (windowed) return wgmma_detail::launch_wgmma_window<T, 128, kPingPong, true>(args, stream);
+  wgmma_detail::launch_wgmma_window<T, 128, kPingPong, false>(args, stream);
 #else
   (void)stream;
 #endif
