@@ -473,6 +473,40 @@ def attention(
     return torch.ops.cudalab.attention(q, k, v, scale, causal, left, right)
 
 
+def sdpa(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """``torch.nn.functional.scaled_dot_product_attention``'s call, on :func:`attention` where it
+    can: the same arguments, O only, differentiable. cudalab runs 4-d CUDA q, k and v of one
+    sequence length and head_dim (k and v with fewer heads than q under ``enable_gqa``, as torch
+    requires), with no ``attn_mask`` and no dropout; every other call goes to
+    ``F.scaled_dot_product_attention`` itself, so a call means what torch's does (its causal mask
+    for a query shorter than its keys is aligned top-left, which :func:`attention` never takes)."""
+    takes = (
+        attn_mask is None
+        and dropout_p == 0.0
+        and query.is_cuda
+        and query.dim() == key.dim() == value.dim() == 4
+        and query.shape[2] == key.shape[2] == value.shape[2]
+        and query.shape[3] == key.shape[3] == value.shape[3]
+        and key.shape[1] == value.shape[1]
+        and (key.shape[1] == query.shape[1] or enable_gqa)
+    )
+    if not takes:
+        return torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
+        )
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
+    return attention(q, k, v, scale, is_causal)[0]
+
+
 def attention_decode(
     q: Tensor,
     k_cache: Tensor,

@@ -292,6 +292,18 @@ def test_attention_window_reaches_forward_and_backward(cpu_kernels, causal, wind
         lambda qkv: ops.attention_packed(qkv, 2, 1, 0.3, causal, window_size)[0], (qkv,))
 
 
+def test_sdpa_off_the_gpu_is_torchs_own_call(cpu_kernels):
+    # CPU tensors are not cudalab's to run: ops.sdpa hands the call to torch unchanged.
+    q, k, v = _double(1, 4, 6, 8, seed=7), _double(1, 2, 6, 8, seed=8), _double(1, 2, 6, 8, seed=9)
+    for is_causal in (False, True):
+        torch.testing.assert_close(
+            ops.sdpa(q, k, v, is_causal=is_causal, enable_gqa=True),
+            F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=True),
+            rtol=0,
+            atol=0,
+        )
+
+
 def test_compile_traces_the_cpp_autograd(cpu_kernels):
     # aot_eager: AOTAutograd traces the forward and backward through the C++ autograd on fake
     # tensors (the ops' fake kernels), then runs the graphs with the CPU stand-ins.

@@ -876,6 +876,49 @@ def test_attention_window_forward_backward_and_packed(dtype, head_dim, causal, w
     assert_gradients_within_sdpa_bound(q, k, v, do, causal, window_size=window_size)
 
 
+def test_sdpa_is_scaled_dot_product_attention():
+    # The common call runs cudalab's attention (the same O to the bit); what it does not take (a mask,
+    # a query shorter than its keys, grouped heads without enable_gqa) is torch's own call.
+    seed("sdpa")
+    q = torch.randn(2, 8, 100, 64, device="cuda").to(torch.bfloat16)
+    k, v = torch.randn(2, 2, 2, 100, 64, device="cuda").to(torch.bfloat16).unbind(0)
+    for is_causal in (False, True):
+        o = ops.sdpa(q, k, v, is_causal=is_causal, enable_gqa=True)
+        exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=is_causal, enable_gqa=True)
+        assert rel_l2(o, exact) <= ATTENTION_REL_L2[torch.bfloat16]
+        torch.testing.assert_close(o, ops.attention(q, k, v, causal=is_causal)[0], rtol=0, atol=0)
+    mask = torch.rand(100, 100, device="cuda") > 0.5
+    mask.fill_diagonal_(True)
+    torch.testing.assert_close(
+        ops.sdpa(q, k, v, attn_mask=mask, enable_gqa=True),
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True),
+    )
+    short = q[:, :, :10]
+    torch.testing.assert_close(
+        ops.sdpa(short, k, v, is_causal=True, enable_gqa=True),
+        F.scaled_dot_product_attention(short, k, v, is_causal=True, enable_gqa=True),
+    )
+    with pytest.raises(RuntimeError):
+        ops.sdpa(q, k, v)  # 8 heads over 2 without enable_gqa: torch refuses it
+
+
+def test_attention_backward_names_the_quadratic_fallback():
+    # float32 takes the CUDA-core backward and its O(seq^2) scratch: a warning says so (every time
+    # under set_warn_always, once a process otherwise); bfloat16 at head_dim 64 says nothing.
+    torch.set_warn_always(True)
+    try:
+        q, k, v = (torch.randn(1, 2, 300, 64, device="cuda", requires_grad=True) for _ in range(3))
+        with pytest.warns(UserWarning, match=r"CUDA-core fallback.*O\(seq\)"):
+            ops.attention(q, k, v)[0].sum().backward()
+        q, k, v = (t.detach().to(torch.bfloat16).requires_grad_() for t in (q, k, v))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ops.attention(q, k, v)[0].sum().backward()
+        assert not [w for w in caught if "CUDA-core fallback" in str(w.message)]
+    finally:
+        torch.set_warn_always(False)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("layout", ["head_dim 40", "head_dim 256", "misaligned"])
 def test_attention_on_the_cuda_core_kernel(dtype, layout):

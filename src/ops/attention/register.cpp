@@ -408,15 +408,15 @@ void register_attention(Registry& registry) {
               v::tutorial_fixed<float>),
       variant(ids::kTiled,
               "FlashAttention-2's split on CUDA cores: 64 query rows a block, 16 a warp, K/V tiles in shared "
-              "memory, scores and O in registers, causal tiles skipped",
+              "memory, scores and O in registers, the key tiles the mask hides (causal, window) skipped",
               Role::ladder, kCuda, v::tiled_limits, v::tiled<__nv_bfloat16>, v::tiled<__half>, v::tiled<float>),
       variant(ids::kMma,
               "tensor cores: Q K^T and P V by mma.sync m16n8k16 from ldmatrix, P kept in registers, exp2 with the "
               "scale folded in",
               Role::ladder, Engine::tensor_cores, v::mma_limits, v::mma<__nv_bfloat16>, v::mma<__half>),
       variant(ids::kMmaPipelined,
-              "mma plus cp.async K/V copies overlapped with the arithmetic and causal tiles above the diagonal "
-              "skipped",
+              "mma plus cp.async K/V copies overlapped with the arithmetic and the key tiles the mask hides "
+              "(above the causal diagonal, outside a window) skipped",
               Role::ladder, Engine::tensor_cores, v::mma_limits, v::mma_pipelined<__nv_bfloat16>,
               v::mma_pipelined<__half>),
       variant(ids::kWgmma,
