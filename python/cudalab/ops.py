@@ -501,7 +501,7 @@ def sdpa(
     )
     if not takes:
         return torch.nn.functional.scaled_dot_product_attention(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
+            query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
         )
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
     return attention(q, k, v, scale, is_causal)[0]
