@@ -217,7 +217,12 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   fence_accumulators(s);
   release(k_pipeline, k_ring);
   k_ring.advance();
-  mask_scores(s, static_cast<std::int64_t>(first_tile + tiles - 1) * kBlockN, row0, p.seq, p.window, lane);
+  const std::int64_t last_key0 = static_cast<std::int64_t>(first_tile + tiles - 1) * kBlockN;
+  if constexpr (kWindowed) {
+    mask_scores(s, last_key0, row0, p.seq, p.window, lane);
+  } else {
+    mask_scores(s, last_key0, row0, p.seq, CausalMask{p.causal}, lane);
+  }
   online_softmax(s, rows, exponent_scale);
   pack_fragment<T>(pr, s);
 
