@@ -86,7 +86,9 @@ __device__ __forceinline__ void copy_rows_async(std::uint32_t tile, const T* mat
 #endif  // CUDALAB_TENSOR_CORE_SM80
 
 // A build for a GPU older than sm_80 compiles the kernel as a trap; mma_limits refuses such a GPU.
-template <typename T, int kHeadDim, bool kPipelined, typename Config>
+// kWindowed: the problem has a sliding window (window_binds). Without one the kernel tests the
+// causal mask in its own terms, one compare where the window's takes two.
+template <typename T, int kHeadDim, bool kPipelined, bool kWindowed, typename Config>
 __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const AttentionArgs<T> p) {
 #if CUDALAB_TENSOR_CORE_SM80
   constexpr int kThreads = Config::kThreads, kMTiles = Config::kMTiles;
@@ -115,8 +117,14 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
   // The pipelined rung walks only the key tiles some row of the block sees (none past its last row
   // when causal, none outside a sliding window); mma walks them all and masks.
   const KeyWindow window = key_window(p);
-  const std::int64_t key_end = kPipelined ? window.key_end(q0 + kBlockM - 1, seq) : seq;
-  const int first_tile = kPipelined ? static_cast<int>(window.first_key(q0) / kBlockN) : 0;
+  std::int64_t key_end = seq;
+  int first_tile = 0;
+  if constexpr (kPipelined && kWindowed) {
+    key_end = window.key_end(q0 + kBlockM - 1, seq);
+    first_tile = static_cast<int>(window.first_key(q0) / kBlockN);
+  } else if constexpr (kPipelined) {
+    if (p.causal) key_end = min(seq, q0 + kBlockM);
+  }
   const int tiles = static_cast<int>(ceil_div<std::int64_t>(key_end, kBlockN));
 
   copy_rows_async<T, kBlockM, kHeadDim, kThreads>(q_tile, q, q0, seq);
@@ -157,8 +165,9 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
       __syncthreads();
     }
     // A warp whose rows see none of this tile's keys has nothing to add (causal, window).
-    const bool warp_skips =
-        kPipelined && (key0 > warp_last_row + window.right || key0 + kBlockN - 1 < warp_first_row - window.left);
+    const bool warp_skips = kPipelined && (kWindowed ? key0 > warp_last_row + window.right ||
+                                                           key0 + kBlockN - 1 < warp_first_row - window.left
+                                                     : p.causal && key0 > warp_last_row);
 
     float s[kMTiles][kKeyTiles][4] = {};
     std::uint32_t p_fragments[kMTiles][kKeySteps][4];
@@ -181,10 +190,16 @@ __global__ void __launch_bounds__(Config::kThreads) attention_mma_kernel(const A
         }
       }
       // Keys past the sequence, and outside a row's window (the causal diagonal's), score -inf.
-      if (key0 + kBlockN > seq || key0 + kBlockN - 1 > warp_first_row + window.right ||
-          key0 < warp_last_row - window.left) {
+      if constexpr (kWindowed) {
+        if (key0 + kBlockN > seq || key0 + kBlockN - 1 > warp_first_row + window.right ||
+            key0 < warp_last_row - window.left) {
 #pragma unroll
-        for (int mi = 0; mi < kMTiles; ++mi) mask_scores(s[mi], key0, row_first + 16 * mi, seq, window, lane);
+          for (int mi = 0; mi < kMTiles; ++mi) mask_scores(s[mi], key0, row_first + 16 * mi, seq, window, lane);
+        }
+      } else if (key0 + kBlockN > seq || (p.causal && key0 + kBlockN - 1 > warp_first_row)) {
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi)
+          mask_scores(s[mi], key0, row_first + 16 * mi, seq, CausalMask{p.causal}, lane);
       }
 
 #pragma unroll
@@ -241,11 +256,13 @@ void launch_attention_mma_config(const AttentionArgs<T>& args, cudaStream_t stre
     kernel<<<grid, Config::kThreads, shared, stream>>>(args);
     CUDALAB_CUDA_CHECK(cudaGetLastError());
   };
+  const bool windowed = window_binds(args.seq, args.causal, args.window_left, args.window_right);
   if (args.head_dim == 64) {
-    run(attention_mma_kernel<T, 64, kPipelined, Config>, 64);
-  } else {
-    run(attention_mma_kernel<T, 128, kPipelined, Config>, 128);
+    if (windowed) return run(attention_mma_kernel<T, 64, kPipelined, true, Config>, 64);
+    return run(attention_mma_kernel<T, 64, kPipelined, false, Config>, 64);
   }
+  if (windowed) return run(attention_mma_kernel<T, 128, kPipelined, true, Config>, 128);
+  run(attention_mma_kernel<T, 128, kPipelined, false, Config>, 128);
 }
 
 // A rung's launcher: checks, then the configuration for the shape.

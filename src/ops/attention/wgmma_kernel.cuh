@@ -144,10 +144,17 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const int head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
   const int zq = batch * p.heads + head, kv_head = head / p.kv_group;
   // The key tiles some row of the block sees: none past its last row when causal, none outside a
-  // sliding window; tiles first_tile .. first_tile + tiles - 1, walked from the last.
-  const int first_tile = static_cast<int>(p.window.first_key(q0) / kBlockN);
-  const int tiles =
-      static_cast<int>(ceil_div<std::int64_t>(p.window.key_end(q0 + kWgmmaBlockM - 1, p.seq), kBlockN)) - first_tile;
+  // sliding window; tiles first_tile .. first_tile + tiles - 1, walked from the last. Without a
+  // window the same in the causal mask's own terms, which keeps that kernel's code as it was.
+  int first_tile = 0, tiles = 0;
+  if constexpr (kWindowed) {
+    first_tile = static_cast<int>(p.window.first_key(q0) / kBlockN);
+    tiles =
+        static_cast<int>(ceil_div<std::int64_t>(p.window.key_end(q0 + kWgmmaBlockM - 1, p.seq), kBlockN)) - first_tile;
+  } else {
+    tiles = static_cast<int>(
+        ceil_div<std::int64_t>(p.causal ? min(p.seq, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : p.seq, kBlockN));
+  }
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
 
   if (warpgroup == 0) {
