@@ -6,9 +6,10 @@ attention implementation "cudalab") and the loss on ``ops.cross_entropy``. For `
 its Conv1D layers on ``ops.gemm``, LayerNorms on ``ops.layer_norm``, the MLP's bias + GELU fused,
 attention and the loss likewise.
 
-Each replacement steps aside, to the model's own code, where a case is not one cudalab's op takes:
-an attention mask (padding), a query shorter than its keys (decoding with a cache), dropout, a
-sliding window shorter than the sequence; rotary angles that differ between the batch's rows; a
+Decoding with a cache runs on ``ops.attention_decode`` (the new token against the cache, as
+transformers hands them over when no mask is needed). Each replacement steps aside, to the model's
+own code, where a case is not one cudalab's op takes: an attention mask (padding), dropout, a
+sliding window shorter than the keys; rotary angles that differ between the batch's rows; a
 norm whose weight's dtype is not its input's. The rotary function is replaced in the model family's
 module, so it is patched for every model of that family in the process, as Liger-Kernel does."""
 
@@ -33,13 +34,21 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
     takes = (
         attention_mask is None
         and dropout == 0.0
-        and query.shape[2] == key.shape[2]
+        and query.shape[2] <= key.shape[2]
         and getattr(module, "is_causal", True)
-        and (window is None or query.shape[2] <= window)
+        and (window is None or key.shape[2] <= window)
         and not kwargs.get("output_attentions", False)
     )
     if not takes:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
+    if query.shape[2] < key.shape[2]:
+        # Decoding with a cache: transformers leaves the mask out only where every query sees every
+        # key (one new token, no padding), which is attention_decode's causal rule for it.
+        batch, length = query.shape[0], key.shape[2]
+        lengths = torch.full((batch,), length, dtype=torch.int32, device=query.device)
+        q, k, v = (t.contiguous() for t in (query, key, value))
+        o = ops.attention_decode(q, k, v, lengths, scale=scaling, causal=True)[0]
+        return o.transpose(1, 2), None
     # q, k and v are read where they lie (the projections' heads transposed): no copies.
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
     o = ops.attention(q, k, v, scale=scaling, causal=True)[0]

@@ -1,7 +1,7 @@
 """cudalab.patch on tiny Hugging Face models (no weights are downloaded): everywhere, which modules
 it swaps, that the weights stay as they were and what it refuses; on a GPU, the patched model's
-logits, loss and gradients against the unpatched one, and greedy decoding with a cache (which
-steps aside to the model's own attention) giving the same tokens."""
+logits, loss and gradients against the unpatched one, and decoding with a cache (on
+ops.attention_decode): the same greedy tokens in fp32, the same next-token logits in bf16."""
 
 import copy
 
@@ -80,6 +80,32 @@ def test_patched_model_matches_the_model(name):
     for key, p in ours.named_parameters():
         g, r = p.grad.double(), theirs[key].grad.double()
         assert (g - r).norm() <= 0.06 * r.norm() + 1e-6, key
+
+
+@requires_cuda
+@pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2"])
+def test_decoding_steps_run_attention_decode(name, monkeypatch):
+    # Three new tokens one at a time after a prompt of 40, each step's logits against the unpatched
+    # model's in bf16, and every step's attention on cudalab's decode op (counted).
+    calls = []
+    decode = cudalab.ops.attention_decode
+    monkeypatch.setattr(cudalab.ops, "attention_decode", lambda *a, **k: calls.append(1) or decode(*a, **k))
+    reference = tiny(name).cuda().to(torch.bfloat16)
+    ours = cudalab.patch(copy.deepcopy(reference))
+    tokens = torch.randint(0, 320, (2, 43), device="cuda", generator=torch.Generator("cuda").manual_seed(3))
+    with torch.no_grad():
+        caches = []
+        for model in (reference, ours):
+            out = model(tokens[:, :40], use_cache=True)
+            caches.append(out.past_key_values)
+        for step in range(40, 43):
+            logits = []
+            for i, model in enumerate((reference, ours)):
+                out = model(tokens[:, step : step + 1], past_key_values=caches[i], use_cache=True)
+                caches[i] = out.past_key_values
+                logits.append(out.logits.double())
+            assert (logits[1] - logits[0]).norm() <= 0.03 * logits[0].norm(), step
+    assert len(calls) == 3 * 2  # three steps, two layers
 
 
 @requires_cuda
