@@ -310,7 +310,7 @@ def test_compile_traces_the_cpp_autograd(cpu_kernels):
     def block(x, weight, bias, norm_weight, norm_bias):
         h = ops.layer_norm(ops.linear(x, weight, bias), norm_weight, norm_bias)
         q = h.reshape(1, 2, 6, 4)  # 48 values as [batch, heads, seq, head_dim]
-        packed = ops.attention_packed(h.reshape(1, 8, 6), 1, causal=True)[0]  # heads of 2 dimensions
+        packed = ops.attention_packed(h.reshape(1, 8, 6), 1, causal=True, window_size=(3, 0))[0]  # heads of 2 dims
         return ops.attention(q, q, q, causal=True)[0].sum() + packed.sum()
 
     inputs = (_double(2, 3, 6), _double(8, 6, seed=1), _double(8, seed=2), _double(8, seed=3), _double(8, seed=4))
