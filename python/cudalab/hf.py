@@ -9,7 +9,8 @@ attention and the loss likewise.
 Decoding with a cache runs on ``ops.attention_decode`` (the new token against the cache, as
 transformers hands them over when no mask is needed). Each replacement steps aside, to the model's
 own code, where a case is not one cudalab's op takes: an attention mask (padding), dropout, a
-sliding window shorter than the keys; rotary angles that differ between the batch's rows; a
+sliding window shorter than the keys of a decoding step (a whole sequence takes its window on
+``ops.attention``); rotary angles that differ between the batch's rows; a
 norm whose weight's dtype is not its input's. The rotary function is replaced in the model family's
 module, so it is patched for every model of that family in the process, as Liger-Kernel does."""
 
@@ -31,12 +32,13 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     window = kwargs.get("sliding_window")
+    whole = query.shape[2] == key.shape[2]  # the whole sequence: no cache before it
     takes = (
         attention_mask is None
         and dropout == 0.0
         and query.shape[2] <= key.shape[2]
         and getattr(module, "is_causal", True)
-        and (window is None or key.shape[2] <= window)
+        and (window is None or whole or key.shape[2] <= window)
         and not kwargs.get("output_attentions", False)
     )
     if not takes:
@@ -49,10 +51,36 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
         q, k, v = (t.contiguous() for t in (query, key, value))
         o = ops.attention_decode(q, k, v, lengths, scale=scaling, causal=True)[0]
         return o.transpose(1, 2), None
-    # q, k and v are read where they lie (the projections' heads transposed): no copies.
+    # q, k and v are read where they lie (the projections' heads transposed): no copies. A window
+    # of W keys (transformers': key j seen by query i when j > i - W) is window_size (W - 1, 0).
     q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (query, key, value))
-    o = ops.attention(q, k, v, scale=scaling, causal=True)[0]
+    window_size = (-1, -1) if window is None else (window - 1, 0)
+    o = ops.attention(q, k, v, scale=scaling, causal=True, window_size=window_size)[0]
     return o.transpose(1, 2), None
+
+
+def _mask(sdpa_mask):
+    """transformers' SDPA mask function, but for a sliding window over a whole sequence (no padding,
+    no cache): that mask is left out (None), and the attention function applies the window itself
+    from its sliding_window argument. Every other case is sdpa_mask's own."""
+
+    def mask(*args, **kwargs):
+        q_length = kwargs.get("q_length")
+        if q_length is None and kwargs.get("cache_position") is not None:
+            q_length = kwargs["cache_position"].shape[0]
+        whole = (
+            not args
+            and kwargs.get("local_size") is not None
+            and q_length is not None
+            and q_length == kwargs.get("kv_length")
+            and not kwargs.get("kv_offset", 0)
+            and not kwargs.get("q_offset", 0)
+        )
+        if whole and sdpa_mask(**{**kwargs, "local_size": None}) is None:
+            return None
+        return sdpa_mask(*args, **kwargs)
+
+    return mask
 
 
 def _rope(original):
@@ -145,7 +173,7 @@ def patch(model):
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
     AttentionInterface.register("cudalab", _attention)
-    AttentionMaskInterface.register("cudalab", sdpa_mask)  # None where the mask is causal alone
+    AttentionMaskInterface.register("cudalab", _mask(sdpa_mask))  # None where the mask is causal alone
     gelu_tanh, silu = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"), ("silu", "swish")
     for module in model.modules():
         kind = type(module).__name__

@@ -26,6 +26,8 @@ def tiny(name):
         config = transformers.GPT2Config(vocab_size=320, n_positions=256, n_embd=128, n_layer=2, n_head=2,
                                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
         return transformers.GPT2LMHeadModel(config)
+    if name == "mistral-window":  # a sliding window of 16 keys, shorter than the tests' sequences
+        return transformers.MistralForCausalLM(transformers.MistralConfig(**LLAMA, sliding_window=16))
     config_class = {"llama": transformers.LlamaConfig, "mistral": transformers.MistralConfig,
                     "qwen2": transformers.Qwen2Config}[name]
     model_class = {"llama": transformers.LlamaForCausalLM, "mistral": transformers.MistralForCausalLM,
@@ -65,7 +67,22 @@ def test_patch_refuses_other_models():
 @requires_cuda
 @pytest.mark.parametrize("name", ["llama", "mistral", "qwen2", "gpt2"])
 def test_patched_model_matches_the_model(name):
-    reference = tiny(name).cuda().to(torch.bfloat16)
+    assert_patched_matches(tiny(name))
+
+
+@requires_cuda
+def test_a_sliding_window_runs_on_cudalab_attention(monkeypatch):
+    # Mistral with a window of 16 keys at seq 96: every layer's attention on ops.attention with
+    # window_size (15, 0) (transformers' mask left out), and the same logits, loss and gradients.
+    windows = []
+    attend = cudalab.ops.attention
+    monkeypatch.setattr(cudalab.ops, "attention", lambda *a, **k: windows.append(k.get("window_size")) or attend(*a, **k))
+    assert_patched_matches(tiny("mistral-window"))
+    assert windows == [(15, 0)] * 2
+
+
+def assert_patched_matches(model):
+    reference = model.cuda().to(torch.bfloat16)
     ours = cudalab.patch(copy.deepcopy(reference))
     tokens = torch.randint(0, 320, (2, 96), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
     out_ref = reference(tokens, labels=tokens)
