@@ -165,8 +165,8 @@ void run_backward(const char* op, const at::Tensor& q, const void* k, const void
       const AttentionDims& d = p.dims;
       if (bytes > 4 * static_cast<std::size_t>(d.batch * d.heads * d.seq * (d.head_dim + 1)))
         TORCH_WARN_ONCE("cudalab.", op, ": this backward runs the CUDA-core fallback, which holds P and dS of every ",
-                        "(batch, head) in fp32: ", static_cast<double>(bytes) / (1 << 30),
-                        " GiB of scratch here, 8 * batch * heads * seq^2 bytes. bfloat16 or float16 with head_dim 64 "
+                        "(batch, head) in fp32: ", std::round(static_cast<double>(bytes) / (1 << 20) * 10) / 10,
+                        " MiB of scratch here, 8 * batch * heads * seq^2 bytes. bfloat16 or float16 with head_dim 64 "
                         "or 128 at 16-byte aligned addresses takes the tensor-core kernel, whose scratch is O(seq).");
       at::Tensor scratch = workspace(q, bytes);
       cudalab::attention_backward(data<T>(q), static_cast<const T*>(k), static_cast<const T*>(v), data<T>(o),
