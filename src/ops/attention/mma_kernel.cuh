@@ -256,7 +256,7 @@ void launch_attention_mma_config(const AttentionArgs<T>& args, cudaStream_t stre
     kernel<<<grid, Config::kThreads, shared, stream>>>(args);
     CUDALAB_CUDA_CHECK(cudaGetLastError());
   };
-  const bool windowed = window_binds(args.seq, args.causal, args.window_left, args.window_right);
+  const bool windowed = window_binds(args);
   if (args.head_dim == 64) {
     if (windowed) return run(attention_mma_kernel<T, 64, kPipelined, true, Config>, 64);
     return run(attention_mma_kernel<T, 64, kPipelined, false, Config>, 64);

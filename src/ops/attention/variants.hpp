@@ -104,6 +104,10 @@ inline bool window_binds(std::int64_t seq, bool causal, std::int64_t window_left
   const KeyWindow w = key_window(seq, causal, window_left, window_right);
   return w.left < seq - 1 || (!causal && w.right < seq - 1);
 }
+template <typename Args>
+bool window_binds(const Args& args) {
+  return window_binds(args.seq, args.causal, args.window_left, args.window_right);
+}
 
 template <typename T>
 struct AttentionArgs {
@@ -157,10 +161,8 @@ struct AttentionShape {
 };
 template <typename Args>
 AttentionShape shape_of(const Args& args, int compute_capability) {
-  return {args.batch,         args.heads,
-          args.kv_heads,      args.seq,
-          args.head_dim,      sizeof(typename Args::Element),
-          compute_capability, window_binds(args.seq, args.causal, args.window_left, args.window_right)};
+  return {args.batch,         args.heads,        args.kv_heads, args.seq, args.head_dim, sizeof(typename Args::Element),
+          compute_capability, window_binds(args)};
 }
 
 // What every launcher checks before its kernels, for rung `name` whose limits gave `why`: false

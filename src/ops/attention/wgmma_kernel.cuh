@@ -317,7 +317,7 @@ void launch_attention_wgmma(const char* name, const AttentionArgs<T>& args, cuda
   CUDALAB_REQUIRE(strides_in_vectors(args.layout), std::string(name) + ": every stride must be a multiple of 8 (TMA)");
 #if CUDALAB_SM90A
   if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
-  const bool windowed = window_binds(args.seq, args.causal, args.window_left, args.window_right);
+  const bool windowed = window_binds(args);
   if (args.head_dim == 64) {
     if (windowed) return wgmma_detail::launch_wgmma_window<T, 64, kPingPong, true>(args, stream);
     return wgmma_detail::launch_wgmma_window<T, 64, kPingPong, false>(args, stream);
