@@ -314,7 +314,8 @@ void check_indices(const char* op, const char* name, const at::Tensor& t, const 
 std::tuple<at::Tensor, at::Tensor> attention_decode(const at::Tensor& q, const at::Tensor& k_cache,
                                                     const at::Tensor& v_cache, const at::Tensor& cache_seqlens,
                                                     const c10::optional<double>& scale, bool causal,
-                                                    const c10::optional<at::Tensor>& block_table) {
+                                                    const c10::optional<at::Tensor>& block_table,
+                                                    std::int64_t window_left, std::int64_t window_right) {
   constexpr const char* op = "attention_decode";
   check_strided_tensor(op, "q", q, q.device(), c10::nullopt, scalar_types(AttentionElements{}));
   TORCH_CHECK_VALUE(q.dim() == 4, "cudalab.", op, ": q must be [batch, heads, tokens, head_dim], got ", q.sizes());
@@ -340,9 +341,7 @@ std::tuple<at::Tensor, at::Tensor> attention_decode(const at::Tensor& q, const a
                     ") must be a multiple of the caches' heads (", kv_heads, ")");
   TORCH_CHECK_VALUE(q.size(2) <= cache, "cudalab.", op, ": q's tokens (", q.size(2),
                     ") must be at most the cache's length (", cache, "): the new tokens' keys are in it");
-  AttentionOptions options;
-  options.scale = checked_scale(op, scale);
-  options.causal = causal;
+  const AttentionOptions options = checked_options(op, scale, causal, window_left, window_right);
   const AttentionDecodeDims dims{q.size(0), heads, kv_heads, q.size(2), cache, q.size(3)};
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor o = at::empty(q.sizes(), q.options());
@@ -373,7 +372,7 @@ std::tuple<at::Tensor, at::Tensor> attention_decode(const at::Tensor& q, const a
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m,
             "attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, float? scale=None, bool "
-            "causal=True, Tensor? block_table=None) -> (Tensor, Tensor)",
+            "causal=True, Tensor? block_table=None, int window_left=-1, int window_right=-1) -> (Tensor, Tensor)",
             &attention_decode, AttentionElements{});
   define_op(m,
             "attention(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False, int window_left=-1, int "

@@ -52,7 +52,7 @@ struct AttentionOptions {
   // A sliding window, as FlashAttention's window_size (left, right): query i attends to keys
   // i - window_left .. i + window_right only; -1 leaves a side unbounded. Mistral's window of W
   // keys is causal with window_left W - 1. The forward and backward skip the key tiles outside
-  // the window, so their work is O(seq * window). Decode takes none.
+  // the window, so their work is O(seq * window). Decode applies it about each query's position.
   std::int64_t window_left = -1, window_right = -1;
 };
 
@@ -112,7 +112,8 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
 // query head h); lengths is device int32 [batch]: sequence b's keys are rows 0 .. lengths[b] - 1
 // of its cache (a value past cache reads as cache), the new tokens' own keys included, so
 // lengths[b] >= tokens. Query t of sequence b sits at position lengths[b] - tokens + t and, when
-// options.causal, sees the keys up to it (a query that sees no key gets O = 0 and L = -inf). lse
+// options.causal, sees the keys up to it, and with a sliding window only the keys within it of that
+// position (a query that sees no key gets O = 0 and L = -inf). lse
 // is [batch, heads, tokens] fp32, or null when not wanted. options.layout must be the default.
 struct AttentionDecodeDims {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, tokens = 0, cache = 0, head_dim = 0;
@@ -125,8 +126,8 @@ struct AttentionDecodeDims {
 // scratch from the stream-ordered allocator); everything else (fp32, head_dim up to 256) a
 // CUDA-core kernel that reads the cache once per query row. Any size of 0 does nothing. Throws
 // cudalab::Error: invalid_argument for negative sizes, heads not a multiple of kv_heads, tokens
-// past cache, a non-finite or negative scale, a layout or a window, null, misaligned or overlapping
-// arrays, head_dim past 256; cuda when a launch fails.
+// past cache, a non-finite or negative scale, a window side below -1, a layout, null, misaligned or
+// overlapping arrays, head_dim past 256; cuda when a launch fails.
 template <typename T, typename = RequireElement<T, AttentionElements>>
 void attention_decode(const T* q, const T* k_cache, const T* v_cache, const std::int32_t* lengths, T* o, float* lse,
                       const AttentionDecodeDims& dims, const AttentionOptions& options = {},

@@ -515,6 +515,7 @@ def attention_decode(
     scale: float | None = None,
     causal: bool = True,
     block_table: Tensor | None = None,
+    window_size: tuple[int, int] = (-1, -1),
 ) -> tuple[Tensor, Tensor]:
     """Attention for generation with a key-value cache: the newest ``tokens`` queries of each
     sequence against its cache. Returns ``(o, lse)``: o like q, lse float32 [batch, heads, tokens].
@@ -533,8 +534,15 @@ def attention_decode(
     With ``block_table`` (int32 [batch, pages a sequence]) the caches are paged, as vLLM keeps
     them: k_cache and v_cache are [pages, kv_heads, page_size, head_dim], and key j of sequence b
     lies in page ``block_table[b, j // page_size]``. Pages of a multiple of 64 keys run the
-    tensor-core kernel."""
-    return torch.ops.cudalab.attention_decode(q, k_cache, v_cache, cache_seqlens, scale, causal, block_table)
+    tensor-core kernel.
+
+    ``window_size=(left, right)``, as :func:`attention`'s, keeps only the keys within it of each
+    query's position (Mistral's window of W keys: ``(W - 1, 0)``); the tiles before the earliest
+    query's window are not read."""
+    left, right = window_size
+    return torch.ops.cudalab.attention_decode(
+        q, k_cache, v_cache, cache_seqlens, scale, causal, block_table, left, right
+    )
 
 
 def attention_packed(
@@ -794,7 +802,7 @@ def _(q, k, v, o, lse, do, scale=None, causal=False, window_left=-1, window_righ
 
 
 @torch.library.register_fake("cudalab::attention_decode")
-def _(q, k_cache, v_cache, cache_seqlens, scale=None, causal=True, block_table=None):
+def _(q, k_cache, v_cache, cache_seqlens, scale=None, causal=True, block_table=None, window_left=-1, window_right=-1):
     return q.new_empty(q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 

@@ -671,7 +671,7 @@ TEST(AttentionLibrary, DecodeValidatesBeforeTouchingTheGpu) {
   strided.layout.q = {1024, 128, 128};
   EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, strided), kInvalid) << "a layout";
   EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {NAN, true, {}}), kInvalid) << "a NaN scale";
-  EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {0.0f, true, {}, 16, -1}), kInvalid) << "a window";
+  EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {0.0f, true, {}, -2, -1}), kInvalid) << "a window side below -1";
   EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {}, q), kInvalid) << "o is q";
   EXPECT_EQ(decode({1, 4, 2, 1, 64, 128}, {}, at(0x400001)), kInvalid) << "o off its element's alignment";
   EXPECT_EQ(thrown_kind([&] {
@@ -727,6 +727,19 @@ TEST(AttentionReference, DecodeRowsAreTheLastRowsOfSelfAttention) {
         EXPECT_EQ(a.o, causal ? b.o : c.o) << "head " << h << ", token " << t << (causal ? ", causal" : "");
         EXPECT_EQ(a.lse, causal ? b.lse : c.lse);
       }
+  }
+  // A sliding window of 2 keys back: a causal decode row is the windowed self-attention row at its
+  // position, and differs from the unwindowed one.
+  self.causal = decode.causal = true;
+  self.window_left = decode.window_left = 2;
+  for (std::int64_t t = 0; t < kTokens; ++t) {
+    const AttentionRowReference a = reference_attention_row(decode, 0, 1, t);
+    const AttentionRowReference b = reference_attention_row(self, 0, 1, kLength - kTokens + t);
+    EXPECT_EQ(a.o, b.o) << "token " << t;
+    EXPECT_EQ(a.lse, b.lse);
+    AttentionTensors unwindowed = self;
+    unwindowed.window_left = -1;
+    EXPECT_NE(a.lse, reference_attention_row(unwindowed, 0, 1, kLength - kTokens + t).lse);
   }
 }
 

@@ -40,7 +40,8 @@ FORWARD = {
     "attention_packed": "cudalab::attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, "
     "bool causal=False, int window_left=-1, int window_right=-1) -> (Tensor, Tensor)",
     "attention_decode": "cudalab::attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, "
-    "float? scale=None, bool causal=True, Tensor? block_table=None) -> (Tensor, Tensor)",
+    "float? scale=None, bool causal=True, Tensor? block_table=None, int window_left=-1, int window_right=-1) "
+    "-> (Tensor, Tensor)",
     "gemm_fp8": "cudalab::gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, "
     "float alpha=1.) -> Tensor",
     "quantize_fp8": "cudalab::quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)",

@@ -391,8 +391,6 @@ void decode(const char* call, const T* q, const T* k, const T* v, const Attentio
   const AttentionLayout& l = options.layout;
   CUDALAB_REQUIRE(v::is_dense(l.q) && v::is_dense(l.k) && v::is_dense(l.v) && v::is_dense(l.o),
                   prefix + "q, the caches and o must be dense (options.layout is the default)");
-  CUDALAB_REQUIRE(options.window_left == -1 && options.window_right == -1,
-                  prefix + "takes no sliding window (window_left and window_right must be -1)");
   const std::int64_t queries =
       checked_product(call, "batch * heads * tokens * head_dim", {d.batch, d.heads, d.tokens, d.head_dim});
   std::int64_t cached = 0, table = 0;
@@ -434,6 +432,8 @@ void decode(const char* call, const T* q, const T* k, const T* v, const Attentio
   args.head_dim = d.head_dim;
   args.scale = options.scale > 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d.head_dim));
   args.causal = options.causal;
+  args.window_left = options.window_left;
+  args.window_right = options.window_right;
   if (paged != nullptr) {
     args.block_table = paged->block_table;
     args.page_size = paged->page_size;

@@ -133,7 +133,9 @@ void cublas_decode(const DecodeArgs<T>& args, cudaStream_t stream) {
   unfused_products(args.q, args.k, args.v, args.o, scores, probabilities, args.heads / args.kv_heads * args.tokens,
                    args.cache, args.head_dim, args.batch * args.kv_heads, args.scale, stream, [&] {
                      attention_decode_softmax(static_cast<const float*>(scores), probabilities, args.lse, all_rows,
-                                              args.cache, args.tokens, args.heads, args.lengths, args.causal, stream);
+                                              args.cache, args.tokens, args.heads, args.lengths,
+                                              key_window(args.cache, args.causal, args.window_left, args.window_right),
+                                              stream);
                    });
 }
 

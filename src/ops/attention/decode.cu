@@ -52,7 +52,9 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_naive_kernel(
   const std::int64_t token = row % p.tokens, head = row / p.tokens % p.heads, batch = row / (p.tokens * p.heads);
   const std::int64_t kv_head = head / (p.heads / p.kv_heads);
   const std::int64_t length = min(static_cast<std::int64_t>(p.lengths[batch]), p.cache);
-  const std::int64_t keys = p.causal ? length - p.tokens + token + 1 : length;
+  const KeyWindow window = key_window(p.cache, p.causal, p.window_left, p.window_right);
+  const std::int64_t position = length - p.tokens + token;
+  const std::int64_t first = window.first_key(position), keys = window.key_end(position, length);
   float q[kNaiveDims], o[kNaiveDims] = {};
 #pragma unroll
   for (int i = 0; i < kNaiveDims; ++i) {
@@ -60,7 +62,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_naive_kernel(
     q[i] = d < dim ? to_float(p.q[row * dim + d]) : 0.0f;
   }
   float max = -INFINITY, sum = 0.0f;
-  for (std::int64_t key = warp; key < keys; key += kDecodeWarps) {
+  for (std::int64_t key = first + warp; key < keys; key += kDecodeWarps) {
     const std::int64_t at = p.key_offset(batch, kv_head, key);
     const T *const k = p.k + at, *const v = p.v + at;
     float dot = 0.0f;
@@ -121,9 +123,13 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const std::int64_t group = p.heads / p.kv_heads;
   const int rows = static_cast<int>(group * p.tokens);
   const std::int64_t length = min(static_cast<std::int64_t>(p.lengths[batch]), p.cache);
+  // The key tiles the sequence's queries see: from the first key a window lets the earliest query
+  // (position length - tokens) see, to the sequence's end; split evenly.
+  const KeyWindow window = key_window(p.cache, p.causal, p.window_left, p.window_right);
+  const int first_tile = static_cast<int>(window.first_key(length - p.tokens) / kDecodeKeys);
   const int tiles = static_cast<int>(ceil_div<std::int64_t>(length, kDecodeKeys));
-  const int per_split = static_cast<int>(ceil_div<std::int64_t>(tiles, gridDim.x));
-  const int tile_lo = min(split * per_split, tiles), tile_hi = min(tile_lo + per_split, tiles);
+  const int per_split = static_cast<int>(ceil_div<std::int64_t>(max(tiles - first_tile, 0), gridDim.x));
+  const int tile_lo = min(first_tile + split * per_split, tiles), tile_hi = min(tile_lo + per_split, tiles);
 
   // Q's packed rows; rows past the group's queries read as zeros.
   for (int c = static_cast<int>(threadIdx.x); c < kDecodeRows * kRowChunks; c += kDecodeThreads) {
@@ -151,13 +157,13 @@ __global__ void __launch_bounds__(kDecodeThreads)
     cp_async_commit();  // Q joins the first group
   }
 
-  // The positions of the thread's two rows (g and g + 8); padding rows see every key (their zero
-  // queries give finite scores, and they are never stored).
+  // The positions of the thread's two rows (g and g + 8); padding rows take the last query's (their
+  // zero queries give finite scores, and they are never stored).
   std::int64_t position[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = lane / 4 + 8 * r;
-    position[r] = row < rows && p.causal ? length - p.tokens + row / group : length - 1;
+    position[r] = row < rows ? length - p.tokens + row / group : length - 1;
   }
   const float exponent_scale = p.scale * kLog2e;
   std::uint32_t q_fragments[kDimSteps][1][4];
@@ -188,7 +194,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const std::int64_t key = key0 + 8 * i + 2 * (lane % 4) + (e & 1);
-        if (key >= length || key > position[e / 2]) s[i][e] = -INFINITY;
+        if (key >= length || !window.sees(position[e / 2], key)) s[i][e] = -INFINITY;
       }
     rescale_rows(o, online_softmax(s, state, exponent_scale));
     std::uint32_t p_fragment[4];

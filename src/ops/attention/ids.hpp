@@ -12,8 +12,8 @@ inline constexpr char kDecode[] = "attention_decode";
 // grouped-query attention).
 inline constexpr char kCausal[] = "causal";
 inline constexpr char kKvHeads[] = "kv_heads";
-// attention's and attention_backward's sliding window: query i sees keys i - window_left .. i +
-// window_right (-1: that side unbounded).
+// A sliding window (attention's, attention_backward's and attention_decode's): the query at
+// position i sees keys i - window_left .. i + window_right (-1: that side unbounded).
 inline constexpr char kWindowLeft[] = "window_left";
 inline constexpr char kWindowRight[] = "window_right";
 // attention_decode's: ragged (0: every sequence fills the cache; 1: lengths drawn below it).

@@ -3,7 +3,8 @@
 // aligned bottom-right), kv_heads (0: as many as heads; else a divisor of heads), ragged (0:
 // every sequence fills the cache; 1: sequence b > 0 holds a length drawn from [tokens, cache])
 // and page (0: dense caches; else keys a page: K and V as pages [batch * cache / page, kv_heads,
-// page, head_dim] in an order block_table gives), in bf16, f16 and f32 with fp32 arithmetic inside. Sequence lengths
+// page, head_dim] in an order block_table gives), and window_left and window_right (a sliding window
+// about each query's position; -1 unbounded), in bf16, f16 and f32 with fp32 arithmetic inside. Sequence lengths
 // are a function of the problem, not of the seed, so the work model counts exactly the keys read. Q and K are
 // fill_random's (Distribution::integers gives one-hot softmax rows, where a key wrongly seen or
 // missed shows); the check is the attention op's row reference (reference.hpp) with the decode
@@ -45,6 +46,8 @@ std::int64_t pages_per_sequence(const Problem& p) { return page_of(p) > 0 ? cach
 std::string parameters_unsupported(const Problem& p) {
   for (const char* flag : {ids::kCausal, ids::kRagged})
     if (const std::string why = flag_unsupported(p, flag); !why.empty()) return why;
+  for (const char* side : {ids::kWindowLeft, ids::kWindowRight})
+    if (const std::string why = window_unsupported(p, side); !why.empty()) return why;
   if (const std::string why = kv_heads_unsupported(p); !why.empty()) return why;
   if (tokens_of(p) > cache_of(p))
     return "tokens (" + std::to_string(tokens_of(p)) + ") must be at most cache (" + std::to_string(cache_of(p)) +
@@ -58,6 +61,13 @@ std::string parameters_unsupported(const Problem& p) {
 
 std::int64_t kv_heads_of(const Problem& p) {
   return attention_registration::kv_heads_of(p, parameters_unsupported(p).empty());
+}
+
+// The window over the cache: the parameters, or none where they are not of the op's form.
+v::KeyWindow window_of(const Problem& p) {
+  const bool supported = parameters_unsupported(p).empty();
+  const auto side = [&](const char* name) { return supported ? static_cast<std::int64_t>(p.param(name)) : -1; };
+  return v::key_window(cache_of(p), causal_of(p), side(ids::kWindowLeft), side(ids::kWindowRight));
 }
 
 // Sequence b's length: the whole cache, or when ragged (for b > 0) a length in [tokens, cache]
@@ -123,6 +133,8 @@ struct DecodeBinding {
     args.lengths = tensors.data<std::int32_t>(kLengths);
     args.tokens = tokens_of(problem);
     args.cache = cache_of(problem);
+    args.window_left = static_cast<std::int64_t>(problem.param(ids::kWindowLeft));
+    args.window_right = static_cast<std::int64_t>(problem.param(ids::kWindowRight));
     if (page_of(problem) > 0) {
       args.block_table = tensors.data<std::int32_t>(kBlockTable);
       args.page_size = page_of(problem);
@@ -135,6 +147,8 @@ Comparison check(const CheckContext& c) {
   auto t = host_tensors<AttentionTensors>(c, kv_heads_of(c.problem), cache_of(c.problem));
   t.queries = tokens_of(c.problem);
   t.lengths = c.tensors.host<std::int32_t>(kLengths);
+  t.window_left = static_cast<std::int64_t>(c.problem.param(ids::kWindowLeft));
+  t.window_right = static_cast<std::int64_t>(c.problem.param(ids::kWindowRight));
   // Paged: the reference reads dense caches, gathered here from the pages through the table.
   std::vector<unsigned char> k, v;
   if (page_of(c.problem) > 0) {
@@ -158,15 +172,23 @@ Comparison check(const CheckContext& c) {
   return check_attention(t);
 }
 
-// The minimum traffic: Q, each sequence's keys and values (its length, not the cache) and the
-// lengths read once, O and L written once. Arithmetic: Q K^T and P V over the keys each query sees.
+// The minimum traffic: Q, the keys and values some query of each sequence sees (its length, not the
+// cache; with a window, from the earliest query's first key) and the lengths read once, O and L
+// written once. Arithmetic: Q K^T and P V over the keys each query sees.
 Work work(const Problem& p) {
   const double element = static_cast<double>(size_of(p.dtype)), dim = static_cast<double>(head_dim_of(p));
-  const double kv_rows = static_cast<double>(total_length(p) * kv_heads_of(p));
-  double pairs = 0.0;
-  for (std::int64_t b = 0; b < batch_of(p); ++b)
-    for (std::int64_t t = 0; t < tokens_of(p); ++t)
-      pairs += static_cast<double>(causal_of(p) ? length_of(p, b) - tokens_of(p) + t + 1 : length_of(p, b));
+  const v::KeyWindow window = window_of(p);
+  double pairs = 0.0, keys_read = 0.0;
+  for (std::int64_t b = 0; b < batch_of(p); ++b) {
+    const std::int64_t length = length_of(p, b);
+    keys_read += static_cast<double>(length - window.first_key(length - tokens_of(p)));
+    for (std::int64_t t = 0; t < tokens_of(p); ++t) {
+      const std::int64_t position = length - tokens_of(p) + t;
+      pairs +=
+          static_cast<double>(std::max<std::int64_t>(0, window.key_end(position, length) - window.first_key(position)));
+    }
+  }
+  const double kv_rows = keys_read * static_cast<double>(kv_heads_of(p));
   pairs *= static_cast<double>(heads_of(p));
   return Work{element * (static_cast<double>(query_elements(p)) + 2.0 * kv_rows * dim) + 4.0 * batch_of(p),
               element * static_cast<double>(query_elements(p)) + 4.0 * static_cast<double>(query_rows(p)),
@@ -177,6 +199,7 @@ struct Shape {
   std::vector<std::int64_t> dims;  // batch, heads, tokens, cache, head_dim
   int causal, kv_heads, ragged;
   int page = 0;
+  std::int64_t window_left = -1;
 };
 
 std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape>& shapes) {
@@ -186,7 +209,8 @@ std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape
                              {{ids::kCausal, double(s.causal)},
                               {ids::kKvHeads, double(s.kv_heads)},
                               {ids::kRagged, double(s.ragged)},
-                              {ids::kPage, double(s.page)}}));
+                              {ids::kPage, double(s.page)},
+                              {ids::kWindowLeft, double(s.window_left)}}));
   return out;
 }
 
@@ -211,12 +235,20 @@ const std::vector<Shape> kTestShapes = {
     {{3, 4, 4, 192, 64}, 1, 1, 1, 64},
     {{2, 32, 1, 4096, 128}, 1, 8, 1, 256},
     {{1, 4, 2, 300, 128}, 1, 2, 0, 100},
+    // Sliding windows: 100 keys back at Llama-3's grouping (a window's start inside a 64-key tile,
+    // some splits wholly before it), 50 at 4 x 4 packed rows, 37 in pages of 100 keys (naive), and
+    // 4095 over 5000 keys.
+    {{2, 8, 1, 1000, 128}, 1, 2, 1, 0, 100},
+    {{3, 4, 4, 300, 64}, 1, 1, 1, 0, 50},
+    {{1, 4, 2, 300, 128}, 1, 2, 0, 100, 37},
+    {{1, 2, 2, 5000, 128}, 1, 2, 1, 0, 4095},
 };
 
 // Bench: bf16, causal, head_dim 128, every sequence filling its cache. Llama-3-8B's grouping (32
 // heads over 8 kv heads) at one token for batch 1 (cache 1k-128k), 8 (1k-32k), 32 and 64; a
 // multi-head cache (32 over 32, Llama-2-7B) at batch 1 and 8; 4 tokens (speculative decoding) at
-// batch 8; a ragged batch of 8; and batch 8 x 8192 again in pages of 256 keys.
+// batch 8; a ragged batch of 8; batch 8 x 8192 again in pages of 256 keys; and a window of 4096
+// keys (Mistral's) over caches of 32768.
 std::vector<Problem> bench_problems(const Op& op) {
   std::vector<Shape> shapes;
   for (const std::int64_t cache : {1024, 4096, 16384, 32768, 131072})
@@ -229,6 +261,7 @@ std::vector<Problem> bench_problems(const Op& op) {
   shapes.push_back({{8, 32, 4, 4096, 128}, 1, 8, 0});
   shapes.push_back({{8, 32, 1, 8192, 128}, 1, 8, 1});
   shapes.push_back({{8, 32, 1, 8192, 128}, 1, 8, 0, 256});
+  shapes.push_back({{8, 32, 1, 32768, 128}, 1, 8, 0, 0, 4095});  // Mistral's window of 4096 keys
   return problems(op, DType::bf16, shapes);
 }
 
@@ -243,7 +276,8 @@ void register_attention_decode(Registry& registry) {
       "L = each row's log-sum-exp, scale 1/sqrt(head_dim), fp32 inside";
   op.dim_names = {"batch", "heads", "tokens", "cache", "head_dim"};
   op.dtypes = {DType::bf16, DType::f16, DType::f32};
-  op.params = {{ids::kCausal, 1}, {ids::kKvHeads, 0}, {ids::kRagged, 0}, {ids::kPage, 0}};
+  op.params = {{ids::kCausal, 1}, {ids::kKvHeads, 0},     {ids::kRagged, 0},
+               {ids::kPage, 0},   {ids::kWindowLeft, -1}, {ids::kWindowRight, -1}};
   op.tensors = {
       {kQ, TensorRole::input, {}, query_elements, score_fill},
       {kK, TensorRole::input, {}, cache_elements, score_fill},

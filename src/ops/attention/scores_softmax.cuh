@@ -75,10 +75,10 @@ void attention_softmax(const float* scores, TP* probabilities, float* lse, std::
 // sequence.
 template <typename TP>
 void attention_decode_softmax(const float* scores, TP* probabilities, float* lse, std::int64_t rows, std::int64_t cache,
-                              std::int64_t tokens, std::int64_t heads, const std::int32_t* lengths, bool causal,
+                              std::int64_t tokens, std::int64_t heads, const std::int32_t* lengths, KeyWindow window,
                               cudaStream_t stream) {
   attention_softmax_kernel<TP><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(
-      scores, probabilities, lse, cache, key_window(cache, causal, -1, -1), tokens, heads * tokens, lengths);
+      scores, probabilities, lse, cache, window, tokens, heads * tokens, lengths);
   CUDALAB_CHECK_LAUNCH();
 }
 

@@ -233,8 +233,8 @@ std::string wgmma_backward_limits(const AttentionShape& shape);
 // Decode attention (decode.cu): `tokens` new queries of each sequence (q and o dense [batch, heads,
 // tokens, head_dim]) against its cache (k and v dense [batch, kv_heads, cache, head_dim]), of which
 // sequence b's first min(lengths[b], cache) rows are its keys; query t sits at position
-// lengths[b] - tokens + t, and a causal query sees the keys up to it. lse [batch, heads, tokens]
-// fp32. Rungs:
+// lengths[b] - tokens + t, and a causal query sees the keys up to it (and, with a window, only
+// those within it of the position: KeyWindow over the cache). lse [batch, heads, tokens] fp32. Rungs:
 //   naive      a block per query row on CUDA cores: each warp takes every fourth key, its lanes a
 //              dot product's dimensions and a shuffle tree, online softmax; K and V cross from
 //              memory once per query head and token.
@@ -254,6 +254,8 @@ struct DecodeArgs {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, tokens = 0, cache = 0, head_dim = 0;
   float scale = 0.0f;
   bool causal = true;
+  // A sliding window (AttentionOptions', -1 unbounded) about each query's position in its sequence.
+  std::int64_t window_left = -1, window_right = -1;
   // A paged cache, when block_table is not null: k and v hold pages [pages, kv_heads, page_size,
   // head_dim], and key j of sequence b lies in page block_table[b * (cache / page_size) + j /
   // page_size] (cache a multiple of page_size).

@@ -100,10 +100,11 @@ def attention_reference(q, k, v, scale=None, causal=False, max_scores=1 << 27, w
     return o, lse
 
 
-def decode_reference(q, k, v, lengths, causal=True):
+def decode_reference(q, k, v, lengths, causal=True, window=(-1, -1)):
     """float64 (O, L) of decode attention: q [B, H, T, D], each sequence's T newest queries, against
     its first lengths[b] rows of k, v [B, Hkv, S, D] (query head h reads kv head h // (H // Hkv)),
-    the causal mask aligned bottom-right (query t sits at position lengths[b] - T + t)."""
+    the causal mask aligned bottom-right (query t sits at position lengths[b] - T + t) and a sliding
+    window about that position (window_mask)."""
     batch, heads, tokens, head_dim = q.shape
     group = heads // k.shape[1]
     o = torch.empty(q.shape, dtype=torch.float64, device=q.device)
@@ -112,9 +113,9 @@ def decode_reference(q, k, v, lengths, causal=True):
         keys = k[b, :, :length].double().repeat_interleave(group, 0)
         values = v[b, :, :length].double().repeat_interleave(group, 0)
         scores = q[b].double() @ keys.mT / math.sqrt(head_dim)
-        if causal:
-            position = torch.arange(tokens, device=q.device)[:, None] + length - tokens
-            scores = scores.masked_fill(torch.arange(length, device=q.device)[None, :] > position, -math.inf)
+        if causal or window != (-1, -1):
+            positions = range(length - tokens, length)
+            scores = scores.masked_fill(window_mask(positions, length, causal, window, q.device), -math.inf)
         lse[b] = torch.logsumexp(scores, -1)
         o[b] = torch.exp(scores - lse[b][..., None]) @ values
     return o, lse
