@@ -948,13 +948,18 @@ def test_attention_on_the_cuda_core_kernel(dtype, layout):
 )
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_decode_matches_float64(dtype, shape, causal):
+    assert_decode_matches_float64(dtype, shape, causal, (-1, -1))
+
+
+def assert_decode_matches_float64(dtype, shape, causal, window_size):
+    # Sequence 0 fills the cache, the others hold lengths drawn from [tokens, cache].
     batch, heads, kv_heads, tokens, cache, head_dim = shape
     q = torch.randn(batch, heads, tokens, head_dim, device="cuda").to(dtype)
     k_cache, v_cache = (torch.randn(batch, kv_heads, cache, head_dim, device="cuda").to(dtype) for _ in range(2))
     lengths = torch.randint(tokens, cache + 1, (batch,), device="cuda", dtype=torch.int32)
     lengths[0] = cache
-    o, lse = ops.attention_decode(q, k_cache, v_cache, lengths, causal=causal)
-    ref_o, ref_lse = decode_reference(q, k_cache, v_cache, lengths, causal)
+    o, lse = ops.attention_decode(q, k_cache, v_cache, lengths, causal=causal, window_size=window_size)
+    ref_o, ref_lse = decode_reference(q, k_cache, v_cache, lengths, causal, window_size)
     assert o.shape == q.shape and o.dtype == dtype and lse.shape == q.shape[:-1]
     assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
     torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
@@ -966,15 +971,7 @@ def test_attention_decode_matches_float64(dtype, shape, causal):
 @pytest.mark.parametrize("shape", [(3, 32, 8, 1, 2000, 128), (2, 8, 2, 4, 700, 128), (2, 4, 1, 2, 500, 80)])
 @pytest.mark.parametrize("window_size", [(100, 0), (37, -1), (0, 0)])
 def test_attention_decode_window(dtype, shape, window_size):
-    batch, heads, kv_heads, tokens, cache, head_dim = shape
-    q = torch.randn(batch, heads, tokens, head_dim, device="cuda").to(dtype)
-    k_cache, v_cache = (torch.randn(batch, kv_heads, cache, head_dim, device="cuda").to(dtype) for _ in range(2))
-    lengths = torch.randint(tokens, cache + 1, (batch,), device="cuda", dtype=torch.int32)
-    lengths[0] = cache
-    o, lse = ops.attention_decode(q, k_cache, v_cache, lengths, window_size=window_size)
-    ref_o, ref_lse = decode_reference(q, k_cache, v_cache, lengths, True, window_size)
-    assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
-    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+    assert_decode_matches_float64(dtype, shape, True, window_size)
 
 
 # Paged caches: pages of 64 keys (the tensor-core kernel) and of 16 (the CUDA-core one), in a
