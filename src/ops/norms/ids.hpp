@@ -28,5 +28,6 @@ inline constexpr char kAddUnfused[] = "unfused";
 inline constexpr char kUnfused[] = "unfused";
 inline constexpr char kFused[] = "fused";
 inline constexpr char kFusedRows[] = "fused_rows";
+inline constexpr char kStaged[] = "staged";
 
 }  // namespace cudalab::harness::norms_ids

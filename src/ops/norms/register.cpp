@@ -124,6 +124,13 @@ std::string fused_rows_limits(const DeviceInfo&, const Problem& p) {
   return nv::backward_rows_limits(features_of(p), size_of(p.dtype), vector_aligned(p));
 }
 
+constexpr char kStagedTechnique[] =
+    "x and dy copied with cp.async into a shared-memory ring two rows ahead; column sums in registers across a "
+    "group's rows, a row of partials a CTA";
+std::string staged_limits(const DeviceInfo&, const Problem& p) {
+  return nv::backward_staged_limits(features_of(p), size_of(p.dtype), vector_aligned(p));
+}
+
 using Elements = NormElements;
 
 template <Norm kNorm, bool kAdd = false, typename Launch>
@@ -258,16 +265,17 @@ std::vector<Variant> shared_forward_variants() {
 // Test shapes (rows, features): no rows; one feature; a warp -1 / +1; the width classes' edges
 // (128, 1000, 1023, 4096, 8192, 16384-32768: 20000) and past them (4097); 256-2048 (the fused_rows
 // backward's row groups of 32-512 threads in every dtype, 3 rows and 2000-4000, several rows a
-// group at two CTAs an SM); the cluster rung's
+// group at two CTAs an SM); 5120 and 16384 (the staged backward's row groups of 5 warps and of 16
+// warps on a two-stage ring); the cluster rung's
 // shares (65536: 8 x 8192; 100000: 8 x 12500; 262144: 8 x 32768) and a row that is not 16-byte
 // aligned at that width (65539, element loads); then one parameter change, and last the one
 // large problem (2^24 elements, 2048 rows: more than the GPU holds 256-thread blocks at once,
 // which the broken tutorial rung needs to fail for certain; BrokenVariants checks the last test
 // problem).
 const std::vector<std::vector<std::int64_t>> kTestSizes = {
-    {0, 1000}, {1, 1},      {7, 3},      {300, 31},    {2, 33},    {300, 127},   {7, 128},
-    {3, 256},  {4000, 512}, {300, 1000}, {4000, 1024}, {2, 1023},  {2000, 2048}, {300, 4096},
-    {7, 4097}, {300, 8192}, {5, 20000},  {3, 65536},   {2, 65539}, {2, 100000},  {2, 262144}};
+    {0, 1000},   {1, 1},      {7, 3},       {300, 31},  {2, 33},      {300, 127},  {7, 128},   {3, 256},
+    {4000, 512}, {300, 1000}, {4000, 1024}, {2, 1023},  {2000, 2048}, {300, 4096}, {7, 4097},  {300, 5120},
+    {300, 8192}, {3, 16384},  {5, 20000},   {3, 65536}, {2, 65539},   {2, 100000}, {2, 262144}};
 const std::vector<std::vector<std::int64_t>> kLargeTestSize = {{2048, 8192}};
 
 Op norm_op(const char* name, const char* summary, std::vector<Param> params) {
@@ -378,6 +386,8 @@ void register_layer_norm_backward(Registry& registry) {
                                Role::ladder, fused_limits, CUDALAB_LAUNCHER(nv::backward_fused)),
       backward_variant<kLayer>(ids::kFusedRows, kFusedRowsTechnique, Role::ladder, fused_rows_limits,
                                CUDALAB_LAUNCHER(nv::backward_rows)),
+      backward_variant<kLayer>(ids::kStaged, kStagedTechnique, Role::ladder, staged_limits,
+                               CUDALAB_LAUNCHER(nv::backward_staged)),
   };
   registry.add(std::move(op));
 }
@@ -405,6 +415,8 @@ void register_rms_norm_backward(Registry& registry) {
                              Role::ladder, fused_limits, CUDALAB_LAUNCHER(nv::backward_fused)),
       backward_variant<kRms>(ids::kFusedRows, kFusedRowsTechnique, Role::ladder, fused_rows_limits,
                              CUDALAB_LAUNCHER(nv::backward_rows)),
+      backward_variant<kRms>(ids::kStaged, kStagedTechnique, Role::ladder, staged_limits,
+                             CUDALAB_LAUNCHER(nv::backward_staged)),
   };
   registry.add(std::move(op));
 }
@@ -480,6 +492,8 @@ void register_add_norm_backward(Registry& registry) {
       backward_variant<kNorm, true>(
           ids::kFusedRows, "the fused_rows backward, dresidual loaded at the top of its row, before the row's sums",
           Role::ladder, fused_rows_limits, CUDALAB_LAUNCHER(nv::backward_rows)),
+      backward_variant<kNorm, true>(ids::kStaged, "the staged backward, dresidual staged beside x and dy", Role::ladder,
+                                    staged_limits, CUDALAB_LAUNCHER(nv::backward_staged)),
   };
   registry.add(std::move(op));
 }

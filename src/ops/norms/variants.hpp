@@ -172,6 +172,13 @@ std::string backward_fused_limits(std::int64_t features);
 template <typename T>
 void backward_rows(const NormBackwardArgs<T>& args, cudaStream_t stream);
 std::string backward_rows_limits(std::int64_t features, std::size_t element_bytes, bool vector_aligned);
+// Fused, rows staged: each thread copies its vectors of x, dy (and dresidual) and its row's
+// statistics into its own slots of a shared-memory ring with cp.async, two rows ahead of the one it
+// works on; its column sums stay in registers across its group's rows; one row of partials a CTA.
+// Vector-aligned rows of at most 2048 16-byte vectors (16384 features in 16-bit types, 8192 in f32).
+template <typename T>
+void backward_staged(const NormBackwardArgs<T>& args, cudaStream_t stream);
+std::string backward_staged_limits(std::int64_t features, std::size_t element_bytes, bool vector_aligned);
 
 // Scratch either backward rung needs: per-chunk fp32 column partials, one array per output.
 std::size_t backward_workspace_bytes(Norm norm, std::int64_t rows, std::int64_t features);
