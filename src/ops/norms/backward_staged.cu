@@ -1,17 +1,19 @@
-// Backward, rows staged in shared memory: the `fused` rung's arithmetic with the loads taken off
-// the critical path. At model widths (a row of 2-16 KiB) `fused` keeps one row a group in flight
-// in registers: each row's loads wait for the previous row's sums, and ncu shows DRAM at 59% with
-// a warp to issue on 39% of cycles (8192 x 1024 bf16). Here every thread copies its own 16-byte
-// vectors of x, dy (and dresidual), and its row's statistics, into its own slots of a ring of
-// kStages rows with cp.async, kStages - 1 rows ahead of the one it works on; a thread reads back
-// only what it copied, so the ring needs no barrier. Each thread owns up to kVectors vectors of
-// columns (lane + k * group): their sums of dy * xhat and dy stay in registers across all its
-// group's rows. A row group is a warp (sums by shuffles) or several (the warps' sums through a
-// double-buffered shared array behind a named barrier of the group's threads). At the end each CTA
-// adds its groups' column sums in group order into one row of partials, which sum_column_partials
-// adds in order: deterministic. Costs: shared memory for the ring (up to 200 bytes a thread a
-// stage) bounds the CTAs an SM holds; each element is read from shared memory twice (sums, then
-// dx); vector-aligned rows of at most 2048 vectors (16384 features in 16-bit types, 8192 in f32).
+// Backward, rows staged in shared memory: the `fused` rung's arithmetic with the loads off the
+// critical path. At model widths (a row of 1.5-16 KiB) `fused` holds one row a group in registers,
+// and each row's loads wait for the previous row's sums: ncu shows DRAM at 58% and a warp to issue
+// on 42% of cycles at 8192 x 1024 bf16 (H200). Here each thread copies its own 16-byte vectors of
+// x, dy (and dresidual), and its row's statistics, into its own slots of a two-row ring in shared
+// memory with cp.async, a row ahead of the one it works on; a thread reads back only what it
+// copied, so the ring needs no barrier. A thread owns two vectors of columns (lane and lane +
+// group): their sums of dy * xhat and dy stay in registers across all its group's rows, and xhat
+// and gamma * dy stay in registers from the row's sums to its dx (forming them again from shared
+// memory doubled the instructions an element: 4 vectors a thread, 3 stages, ran 0.7-0.9x `fused`).
+// A row group is a warp (sums by shuffles) or several (the warps' sums through a double-buffered
+// shared array behind a named barrier of the group's threads). At the end each CTA adds its
+// groups' column sums in group order into one row of partials, which sum_column_partials adds in
+// order: deterministic. Costs: the ring (up to 104 bytes a thread a row) and about 120 registers a
+// thread bound an SM to 16 warps; vector-aligned rows of at most 1024 vectors (8192 features in
+// 16-bit types, 4096 in f32).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -30,12 +32,11 @@
 namespace cudalab::norms_variants {
 namespace {
 
-constexpr int kVectors = 4;           // 16-byte vectors of a row a thread owns at most
-constexpr int kMaxGroup = 512;        // threads of a row group at most: 2048 vectors
-constexpr int kMinCtaThreads = 128;   // warp groups come several to a CTA
+constexpr int kVectors = 2;          // 16-byte vectors of a row a thread owns at most
+constexpr int kStages = 2;           // rows in a group's ring: the one worked on and the next
+constexpr int kMaxGroup = 512;       // threads of a row group at most: 1024 vectors
+constexpr int kMinCtaThreads = 128;  // warp groups come several to a CTA
 constexpr int kMaxGroups = kMinCtaThreads / kWarpSize;
-// The kernel's static shared memory: [parity][group][warp][2] floats of a multi-warp group's sums.
-constexpr std::size_t kStaticShared = 2 * kMaxGroups * (kMaxGroup / kWarpSize) * 2 * sizeof(float);
 
 // The threads of a row group for a row of `vectors` 16-byte vectors: kVectors each, whole warps.
 int group_threads(std::int64_t vectors) {
@@ -51,8 +52,8 @@ struct StageLayout {
   __host__ __device__ int bytes() const { return vector_slots() * 16 + group * 2 * 4; }
 };
 
-template <typename T, bool kLayer, bool kResidual, int kStages>
-__global__ void __launch_bounds__(kMaxGroup)
+template <typename T, bool kLayer, bool kResidual>
+__global__ void __launch_bounds__(kMaxGroup, 1)
     norm_backward_staged_kernel(NormBackwardArgs<T> a, int group_size, float* partials, std::int64_t partial_rows) {
   constexpr int V = kVector16<T>;
   constexpr int kArrays = kResidual ? 3 : 2;  // x, dy, dresidual
@@ -102,9 +103,10 @@ __global__ void __launch_bounds__(kMaxGroup)
   };
 
   float dgamma[kVectors][V] = {}, dbeta[kLayer ? kVectors : 1][V] = {};
-  // gamma is read again each row, from L1: registers held across rows go to the column sums
-  // (LayerNorm's 64 in 16-bit types spilled beside 16 of packed gamma at 128 registers a thread).
-  const auto gamma = [&](int k) { return load_vector16(a.gamma + static_cast<std::int64_t>(lane + k * group_size) * V); };
+  Vector16<T> gamma[kVectors];  // packed: widened where used
+#pragma unroll
+  for (int k = 0; k < kVectors; ++k)
+    if (present[k]) gamma[k] = load_vector16(a.gamma + static_cast<std::int64_t>(lane + k * group_size) * V);
 
   for (int s = 0; s < kStages - 1; ++s) stage_row(s);
   const float inverse_count = 1.0f / static_cast<float>(a.features);
@@ -112,24 +114,28 @@ __global__ void __launch_bounds__(kMaxGroup)
     stage_row(i + kStages - 1);
     __pipeline_wait_prior(kStages - 1);  // row i's copies, this thread's own, are complete and visible to it
     const int stage = static_cast<int>(i % kStages);
-    const float mean = kLayer ? stats(stage)[0] : 0.0f;
     const float rstd = stats(stage)[1];
+    // xhat and gamma * dy, held for dx after the row's sums.
+    float xhat[kVectors][V], g_dy[kVectors][V];
     float sum = 0.0f, sum_xhat = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
       if (!present[k]) continue;
       const Vector16<T> x = *reinterpret_cast<const Vector16<T>*>(slot(stage, 0, k));
       const Vector16<T> dy = *reinterpret_cast<const Vector16<T>*>(slot(stage, 1, k));
-      const Vector16<T> g = gamma(k);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const float d = to_float(dy[e]);
-        const float xhat = (to_float(x[e]) - mean) * rstd;
-        const float g_dy = to_float(g[e]) * d;
-        dgamma[k][e] = fmaf(d, xhat, dgamma[k][e]);
-        if constexpr (kLayer) dbeta[k][e] += d;
-        sum += g_dy;
-        sum_xhat = fmaf(g_dy, xhat, sum_xhat);
+        if constexpr (kLayer) {
+          xhat[k][e] = (to_float(x[e]) - stats(stage)[0]) * rstd;
+          dbeta[k][e] += d;
+        } else {
+          xhat[k][e] = to_float(x[e]) * rstd;
+        }
+        g_dy[k][e] = to_float(gamma[k][e]) * d;
+        dgamma[k][e] = fmaf(d, xhat[k][e], dgamma[k][e]);
+        if constexpr (kLayer) sum += g_dy[k][e];
+        sum_xhat = fmaf(g_dy[k][e], xhat[k][e], sum_xhat);
       }
     }
     if constexpr (kLayer) sum = warp_sum(sum);
@@ -155,16 +161,12 @@ __global__ void __launch_bounds__(kMaxGroup)
 #pragma unroll
     for (int k = 0; k < kVectors; ++k) {
       if (!present[k]) continue;
-      const Vector16<T> x = *reinterpret_cast<const Vector16<T>*>(slot(stage, 0, k));
-      const Vector16<T> dy = *reinterpret_cast<const Vector16<T>*>(slot(stage, 1, k));
-      const Vector16<T> g = gamma(k);
       Vector16<T> dresidual;
       if constexpr (kResidual) dresidual = *reinterpret_cast<const Vector16<T>*>(slot(stage, 2, k));
       Vector16<T> out;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        const float xhat = (to_float(x[e]) - mean) * rstd;
-        float value = rstd * (to_float(g[e]) * to_float(dy[e]) - c1 - xhat * c2);
+        float value = rstd * (fmaf(-xhat[k][e], c2, g_dy[k][e]) - c1);
         if constexpr (kResidual) value += to_float(dresidual[e]);
         out[e] = from_float<T>(value);
       }
@@ -197,16 +199,10 @@ __global__ void __launch_bounds__(kMaxGroup)
     }
 }
 
-// Three stages where their ring fits one CTA's shared memory, else two (which always fit: at most
-// 512 threads x 200 bytes a stage).
-int ring_stages(int cta_threads, int group, int arrays) {
-  const std::size_t per_stage = static_cast<std::size_t>(cta_threads / group) * StageLayout{group, arrays}.bytes();
-  return 3 * per_stage + kStaticShared <= shared_memory_optin() ? 3 : 2;
-}
-
-template <typename T, bool kLayer, bool kResidual, int kStages>
-void launch(const NormBackwardArgs<T>& a, int group, float* partials, cudaStream_t stream) {
-  auto* kernel = norm_backward_staged_kernel<T, kLayer, kResidual, kStages>;
+template <typename T, bool kLayer, bool kResidual>
+void launch(const NormBackwardArgs<T>& a, float* partials, cudaStream_t stream) {
+  auto* kernel = norm_backward_staged_kernel<T, kLayer, kResidual>;
+  const int group = group_threads(a.features / kVector16<T>);
   const int cta = std::max(group, kMinCtaThreads / group * group);
   const int groups = cta / group;
   const auto ring_bytes = static_cast<std::size_t>(groups * kStages) * StageLayout{group, kResidual ? 3 : 2}.bytes();
@@ -217,14 +213,6 @@ void launch(const NormBackwardArgs<T>& a, int group, float* partials, cudaStream
   kernel<<<blocks, cta, ring_bytes, stream>>>(a, group, partials, partial_rows);
   CUDALAB_CHECK_LAUNCH();
   sum_column_partials(partials, partial_rows, blocks, a.features, a.dgamma, kLayer ? a.dbeta : nullptr, stream);
-}
-
-template <typename T, bool kLayer, bool kResidual>
-void launch_for_ring(const NormBackwardArgs<T>& a, float* partials, cudaStream_t stream) {
-  const int group = group_threads(a.features / kVector16<T>);
-  const int cta = std::max(group, kMinCtaThreads / group * group);
-  if (ring_stages(cta, group, kResidual ? 3 : 2) == 3) return launch<T, kLayer, kResidual, 3>(a, group, partials, stream);
-  return launch<T, kLayer, kResidual, 2>(a, group, partials, stream);
 }
 
 }  // namespace
@@ -257,10 +245,9 @@ void backward_staged(const NormBackwardArgs<T>& a, cudaStream_t stream) {
   }
   const bool residual = a.dresidual != nullptr;
   if (layer) {
-    residual ? launch_for_ring<T, true, true>(a, partials, stream) : launch_for_ring<T, true, false>(a, partials, stream);
+    residual ? launch<T, true, true>(a, partials, stream) : launch<T, true, false>(a, partials, stream);
   } else {
-    residual ? launch_for_ring<T, false, true>(a, partials, stream)
-             : launch_for_ring<T, false, false>(a, partials, stream);
+    residual ? launch<T, false, true>(a, partials, stream) : launch<T, false, false>(a, partials, stream);
   }
 }
 
