@@ -38,6 +38,9 @@ template <typename T>
 __global__ void __launch_bounds__(kColumnSumColumns* kColumnSumMaxLanes)
     column_partials_sum_kernel(ColumnSums<T> sums, std::int64_t parts, std::int64_t features) {
   __shared__ float lane_sums[kColumnSumMaxLanes][kColumnSumColumns];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the kernel before, which wrote the partials, is done
+#endif
   const int lanes = static_cast<int>(blockDim.y);
   const std::int64_t groups = ceil_div<std::int64_t>(features, kColumnSumColumns);
   for (std::int64_t item = blockIdx.x; item < groups * sums.outputs; item += gridDim.x) {
@@ -76,8 +79,18 @@ void launch_column_partials_sum(const ColumnSums<T>& sums, std::int64_t parts, s
   const std::int64_t items = ceil_div<std::int64_t>(features, kColumnSumColumns) * sums.outputs;
   const int threads = kColumnSumColumns * lanes;
   const int blocks = resident_grid_size(column_partials_sum_kernel<T>, threads, items * threads);
-  column_partials_sum_kernel<T><<<blocks, dim3(kColumnSumColumns, lanes), 0, stream>>>(sums, parts, features);
-  CUDALAB_CHECK_LAUNCH();
+  // On Hopper a programmatic dependent launch: this grid is launched while the kernel before it
+  // finishes and waits for it inside (griddepcontrol.wait), so its launch latency is hidden.
+  cudaLaunchAttribute dependent[1] = {};
+  dependent[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(kColumnSumColumns, static_cast<unsigned>(lanes));
+  config.stream = stream;
+  config.attrs = dependent;
+  config.numAttrs = current_gpu().compute_capability >= 90 ? 1 : 0;
+  CUDALAB_CUDA_CHECK(cudaLaunchKernelEx(&config, column_partials_sum_kernel<T>, sums, parts, features));
 }
 
 // One output's column sums.

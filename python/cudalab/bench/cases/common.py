@@ -61,12 +61,21 @@ class Case:
         return text + "".join(f" {n}={v:g}" for n, v in self.params)
 
 
+# Inputs that are incoming gradients, one per output of the forward in order (the add_ norms' y
+# and h), not arguments of it: each its own tensor, so a backward reads as many bytes as it counts.
+GRADIENTS = ("dy", "dh")
+
+
+def _arguments(inputs):
+    return {k: v for k, v in inputs.items() if k not in GRADIENTS}
+
+
 def forward(fn):
-    """A variant that calls fn(**inputs) (its outputs a tensor or a tuple); a gradient dy among the
-    inputs is for the backward cases."""
+    """A variant that calls fn(**inputs) (its outputs a tensor or a tuple); the gradients among the
+    inputs (GRADIENTS) are for the backward cases."""
 
     def prepare(inputs):
-        args = {k: v for k, v in inputs.items() if k != "dy"}
+        args = _arguments(inputs)
 
         def run():
             out = fn(**args)
@@ -82,32 +91,34 @@ def backward(fn, leaves):
     timing and each sample differentiates its graph again (retain_graph), as training would."""
 
     def prepare(inputs):
-        args = {k: (v.detach().requires_grad_() if k in leaves else v) for k, v in inputs.items() if k != "dy"}
+        args = {k: (v.detach().requires_grad_() if k in leaves else v) for k, v in _arguments(inputs).items()}
         y = fn(**args)
-        dy = _gradients_of(y, inputs["dy"])
+        dy = _gradients_of(y, inputs)
         wrt = [args[k] for k in leaves]
         return lambda: torch.autograd.grad(y, wrt, dy, retain_graph=True)
 
     return prepare
 
 
-def _gradients_of(y, dy):
-    """The incoming gradient for each of fn's outputs: dy for every one (the add_ forms' y and h)."""
-    return tuple(dy for _ in y) if isinstance(y, tuple) else dy
+def _gradients_of(y, inputs, cast=lambda t: t):
+    """The incoming gradient for each of fn's outputs, GRADIENTS in order."""
+    if not isinstance(y, tuple):
+        return cast(inputs["dy"])
+    return tuple(cast(inputs[name]) for name in GRADIENTS[: len(y)])
 
 
 def reference_backward(fn, leaves):
     def reference(inputs):
-        args = {k: v.double().requires_grad_(k in leaves) for k, v in inputs.items() if k != "dy"}
+        args = {k: v.double().requires_grad_(k in leaves) for k, v in _arguments(inputs).items()}
         y = fn(**args)
-        return torch.autograd.grad(y, [args[k] for k in leaves], _gradients_of(y, inputs["dy"].double()))
+        return torch.autograd.grad(y, [args[k] for k in leaves], _gradients_of(y, inputs, torch.Tensor.double))
 
     return reference
 
 
 def reference_forward(fn):
     def reference(inputs):
-        out = fn(**{k: v.double() if v.is_floating_point() else v for k, v in inputs.items() if k != "dy"})
+        out = fn(**{k: v.double() if v.is_floating_point() else v for k, v in _arguments(inputs).items()})
         return out if isinstance(out, tuple) else (out,)
 
     return reference

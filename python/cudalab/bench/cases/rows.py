@@ -127,8 +127,9 @@ def row_op_cases(rows, features, dtypes):
                 "bias": normal(g, (features,), dtype, 1.0, 0.0),
                 "dy": normal(g, (rows, features), dtype, 1.0, 0.0),
             }
-            if residual:  # the add_ forms' second stream (their backward's dy serves both outputs)
+            if residual:  # the add_ forms' second stream, and the gradient of their second output h
                 inputs["residual"] = normal(g, (rows, features), dtype)
+                inputs["dh"] = normal(g, (rows, features), dtype, 1.0, 0.0)
             return inputs
 
         for r in row_ops():
