@@ -100,6 +100,7 @@ def test_models_command_refuses_a_parity_of_no_steps_and_compile_with_parity():
     assert main(["--parity", "3", "--compile"]) == 2
     assert main(["--model", "gpt", "--generate", "8"]) == 2  # the Llama decodes
     assert main(["--model", "llama", "--generate", "0"]) == 2
+    assert main(["--model", "llama", "--hf"]) == 2  # --hf times generation only
 
 
 @requires_cuda

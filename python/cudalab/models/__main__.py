@@ -3,8 +3,9 @@ torch.optim.AdamW, fused) and from cudalab's ops (with cudalab.optim.AdamW), sam
 batch, timed on the current GPU with its peak memory (``--compile``: each under torch.compile too);
 then one eager step of each under torch.profiler: their top kernels and the time in copy kernels.
 ``--parity STEPS`` trains both instead and compares their losses step by step and their gradients
-at step 0; ``--generate TOKENS`` times greedy decoding with a key-value cache (the Llama).
-``--json`` writes it all."""
+at step 0; ``--generate TOKENS`` times greedy decoding with a key-value cache (the Llama; with
+``--hf``, Hugging Face's LlamaForCausalLM before and after ``cudalab.patch``). ``--json`` writes it
+all."""
 
 import argparse
 import json
@@ -205,6 +206,61 @@ def _generation(model_class, config, args, result):
     return 0
 
 
+def _hf_generation(config, args, result):
+    """Hugging Face's LlamaForCausalLM of the same configuration (random weights, seeded; nothing is
+    downloaded), greedy ``model.generate`` with its own cache: as transformers runs it (SDPA), then
+    the same model after ``cudalab.patch`` (prefill on ops.attention, decoding steps on
+    ops.attention_decode). Tokens per second, peak memory, and how often the two chose the same
+    token."""
+    try:
+        import transformers
+    except ImportError:
+        print("cudalab.models: --hf needs transformers (pip install transformers)", file=sys.stderr)
+        return 2
+    from ..hf import patch
+
+    hf_config = transformers.LlamaConfig(
+        vocab_size=config.vocab, hidden_size=config.d_model, intermediate_size=config.mlp,
+        num_hidden_layers=config.layers, num_attention_heads=config.heads, num_key_value_heads=config.kv_heads,
+        max_position_embeddings=config.seq, rms_norm_eps=config.eps,
+        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
+    )
+    torch.manual_seed(3)
+    model = transformers.LlamaForCausalLM(hf_config).cuda().to(torch.bfloat16).eval()
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    length = min(128, config.seq - args.generate)
+    prompt = torch.randint(0, config.vocab, (args.batch, length), device="cuda", generator=generator)
+    settings = dict(do_sample=False, min_new_tokens=args.generate, max_new_tokens=args.generate, pad_token_id=0)
+    outputs = {}
+    for name in ("transformers", "cudalab.patch"):
+        if name == "cudalab.patch":
+            patch(model)
+        with torch.no_grad():
+            model.generate(prompt, **{**settings, "min_new_tokens": 4, "max_new_tokens": 4})  # warm-up
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            outputs[name] = model.generate(prompt, **settings)
+            end.record()
+            torch.cuda.synchronize()
+        seconds = start.elapsed_time(end) / 1000.0
+        rate = args.batch * args.generate / seconds
+        peak = torch.cuda.max_memory_allocated() / 2**30
+        result[name] = {"seconds": round(seconds, 4), "tokens_per_s": round(rate, 1), "peak_gib": round(peak, 3)}
+        print(f"{name:14s} {args.generate} tokens x {args.batch} sequences in {seconds * 1000:8.1f} ms: "
+              f"{rate:9.1f} tokens/s, peak {peak:.2f} GiB")
+    new = slice(length, None)
+    agreement = (outputs["transformers"][:, new] == outputs["cudalab.patch"][:, new]).float().mean().item()
+    result["agreement"] = round(agreement, 4)
+    result["patched_over_transformers"] = round(
+        result["transformers"]["seconds"] / result["cudalab.patch"]["seconds"], 3
+    )
+    print(f"patched / transformers speed: {result['patched_over_transformers']:.3f}x; "
+          f"the same token chosen {agreement:.1%} of the time")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m cudalab.models", description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt")
@@ -226,6 +282,11 @@ def main(argv=None):
     parser.add_argument(
         "--generate", type=int, metavar="TOKENS", help="instead of timing steps: greedy decoding (llama) of TOKENS"
     )
+    parser.add_argument(
+        "--hf", action="store_true",
+        help="with --generate: Hugging Face's LlamaForCausalLM of the same configuration, unpatched and after "
+        "cudalab.patch (needs transformers)",
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     model_class, config_class = MODELS[args.model]
@@ -246,6 +307,9 @@ def main(argv=None):
     if args.generate is not None and (args.model != "llama" or not 0 < args.generate < config.seq):
         print(f"cudalab.models: --generate takes --model llama and 1 to {config.seq - 1} tokens", file=sys.stderr)
         return 2
+    if args.hf and args.generate is None:
+        print("cudalab.models: --hf times generation: give --generate TOKENS with it", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)
         return 3
@@ -253,6 +317,8 @@ def main(argv=None):
               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     if args.parity is not None:
         status = _parity(model_class, config, args, result)
+    elif args.generate is not None and args.hf:
+        status = _hf_generation(config, args, result)
     elif args.generate is not None:
         status = _generation(model_class, config, args, result)
     else:
