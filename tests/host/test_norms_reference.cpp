@@ -451,6 +451,20 @@ TEST(NormsRegistry, RungsSayWhyTheyCannotRunAShape) {
   EXPECT_EQ(why(backward, norms_ids::kUnfused, 4, 262144, DType::f16, ampere), "");
 }
 
+// The staged backward's rows, which the library's backward takes wherever they are given: whole
+// 16-byte vectors, at most 1024 of them (two a thread, 512 threads a row), aligned tensors.
+TEST(NormsRegistry, StagedBackwardTakesAlignedRowsOfUpTo1024Vectors) {
+  namespace nv = norms_variants;
+  for (const std::int64_t features : {8, 768, 1000, 1024, 2048, 4096, 5120, 8192})
+    EXPECT_EQ(nv::backward_staged_limits(features, 2, true), "") << features << " 16-bit features";
+  EXPECT_EQ(nv::backward_staged_limits(4096, 4, true), "");
+  EXPECT_NE(nv::backward_staged_limits(8200, 2, true), "") << "1025 vectors";
+  EXPECT_NE(nv::backward_staged_limits(16384, 2, true), "");
+  EXPECT_NE(nv::backward_staged_limits(8192, 4, true), "") << "8192 f32 features: 2048 vectors";
+  EXPECT_NE(nv::backward_staged_limits(1001, 2, true), "") << "rows not of whole vectors";
+  EXPECT_NE(nv::backward_staged_limits(1024, 2, false), "") << "a tensor off a 16-byte boundary";
+}
+
 // The backward's scratch: one fp32 row of partials per chunk of rows and output, the chunks
 // capped at 2048 and at 2^22 floats an output.
 TEST(NormsRegistry, BackwardWorkspaceHoldsTheColumnPartials) {
