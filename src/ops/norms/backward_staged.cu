@@ -52,6 +52,7 @@ struct StageLayout {
   __host__ __device__ int bytes() const { return vector_slots() * 16 + group * 2 * 4; }
 };
 
+// One CTA an SM at the least: at ptxas's own register target the f32 kernel spilled 4 bytes.
 template <typename T, bool kLayer, bool kResidual>
 __global__ void __launch_bounds__(kMaxGroup, 1)
     norm_backward_staged_kernel(NormBackwardArgs<T> a, int group_size, float* partials, std::int64_t partial_rows) {
