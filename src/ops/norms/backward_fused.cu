@@ -220,8 +220,7 @@ void backward_fused(const NormBackwardArgs<T>& a, cudaStream_t stream) {
     sum_column_partials(partials, 0, 0, a.features, a.dgamma, a.norm == Norm::layer ? a.dbeta : nullptr, stream);
     return;
   }
-  const bool aligned = a.features % kVector16<T> == 0 && is_aligned16(a.x) && is_aligned16(a.dy) &&
-                       is_aligned16(a.dx) && is_aligned16(a.gamma) && is_aligned16(a.dresidual);
+  const bool aligned = a.features % kVector16<T> == 0 && backward_arrays_aligned16(a);
   if (aligned) {
     launch_for_width<T, kVector16<T>>(a, partials, stream);
   } else {

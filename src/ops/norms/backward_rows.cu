@@ -192,10 +192,8 @@ std::string backward_rows_limits(std::int64_t features, std::size_t element_byte
 
 template <typename T>
 void backward_rows(const NormBackwardArgs<T>& a, cudaStream_t stream) {
-  const bool aligned = is_aligned16(a.x) && is_aligned16(a.dy) && is_aligned16(a.dx) && is_aligned16(a.gamma) &&
-                       is_aligned16(a.dresidual);
-  const std::string why =
-      backward_shape_limits(a.rows, a.features) + backward_rows_limits(a.features, sizeof(T), aligned);
+  const std::string why = backward_shape_limits(a.rows, a.features) +
+                          backward_rows_limits(a.features, sizeof(T), backward_arrays_aligned16(a));
   CUDALAB_REQUIRE(why.empty(), "backward_rows: " + why);
   auto* partials =
       static_cast<float*>(workspace_of(a, backward_workspace_bytes(a.norm, a.rows, a.features), "backward_rows"));

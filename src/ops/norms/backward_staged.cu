@@ -232,10 +232,8 @@ std::string backward_staged_limits(std::int64_t features, std::size_t element_by
 
 template <typename T>
 void backward_staged(const NormBackwardArgs<T>& a, cudaStream_t stream) {
-  const bool aligned = is_aligned16(a.x) && is_aligned16(a.dy) && is_aligned16(a.dx) && is_aligned16(a.gamma) &&
-                       is_aligned16(a.dresidual);
-  const std::string why =
-      backward_shape_limits(a.rows, a.features) + backward_staged_limits(a.features, sizeof(T), aligned);
+  const std::string why = backward_shape_limits(a.rows, a.features) +
+                          backward_staged_limits(a.features, sizeof(T), backward_arrays_aligned16(a));
   CUDALAB_REQUIRE(why.empty(), "backward_staged: " + why);
   auto* partials =
       static_cast<float*>(workspace_of(a, backward_workspace_bytes(a.norm, a.rows, a.features), "backward_staged"));

@@ -9,6 +9,7 @@
 #include "core/vector.cuh"
 #include "core/workspace.hpp"
 #include "cudalab/error.hpp"
+#include "ops/norms/norms.cuh"
 #include "ops/norms/variants.hpp"
 
 namespace cudalab {
@@ -135,9 +136,8 @@ void backward(NormBackwardArgs<T> a, Workspace& scratch, cudaStream_t stream, bo
   a.workspace = scratch.reserve(a.workspace_bytes);
   // staged where it takes the row (vector-aligned, up to 8192 16-bit or 4096 f32 features): 1.1-1.6x
   // fused at model widths (docs/norms.md); fused to 16384 features; unfused past that.
-  const bool aligned = is_aligned16(a.x) && is_aligned16(a.dy) && is_aligned16(a.dx) && is_aligned16(a.gamma) &&
-                       is_aligned16(a.dresidual);
-  if (norms_variants::backward_staged_limits(a.features, sizeof(T), aligned).empty()) {
+  if (norms_variants::backward_staged_limits(a.features, sizeof(T), norms_variants::backward_arrays_aligned16(a))
+          .empty()) {
     norms_variants::backward_staged(a, stream);
   } else if (norms_variants::backward_fused_limits(a.features).empty()) {
     norms_variants::backward_fused(a, stream);

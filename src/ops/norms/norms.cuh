@@ -30,6 +30,14 @@ inline constexpr int kMinCtasPerSm = ((kVec > 1 && kItems <= 16) ? 1536 : 1024) 
                                          ? ((kVec > 1 && kItems <= 16) ? 1536 : 1024) / kCtaThreads<kGroup>
                                          : 1;
 
+// Whether every array a backward rung reads or writes in 16-byte vectors (x, dy, dx, gamma and, in
+// the add_ forms, dresidual) starts on a 16-byte boundary; the rows' width is each rung's to check.
+template <typename T>
+__host__ __device__ inline bool backward_arrays_aligned16(const NormBackwardArgs<T>& a) {
+  return is_aligned16(a.x) && is_aligned16(a.dy) && is_aligned16(a.dx) && is_aligned16(a.gamma) &&
+         is_aligned16(a.dresidual);
+}
+
 // The sum of `value` over a group of kThreads threads (a warp, or the whole block), returned to
 // every thread of the group. A block group's scratch holds kThreads / 32 + 1 values; its calls may
 // follow one another with no barrier between them (BlockResult::broadcast).
