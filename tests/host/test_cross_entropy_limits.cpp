@@ -29,5 +29,18 @@ TEST(CrossEntropyLimits, ResidentTakesRowsUpTo200KiBThatFit) {
   EXPECT_NE(v::resident_limits(50257, 2, kSm86), "");
 }
 
+TEST(CrossEntropyLimits, ClusterSplitsARowIntoSharesOf64KiB) {
+  EXPECT_EQ(v::cluster_ctas(32000, 2), 2);  // at least two: a one-CTA cluster has no peer to exchange with
+  EXPECT_EQ(v::cluster_ctas(50257, 2), 2);
+  EXPECT_EQ(v::cluster_ctas(65537, 2), 3);
+  EXPECT_EQ(v::cluster_ctas(128256, 2), 4);
+  EXPECT_EQ(v::cluster_ctas(256000, 2), 8);
+  EXPECT_EQ(v::cluster_limits(256000, 2, 90), "");
+  EXPECT_EQ(v::cluster_limits(128256, 4, 90), "");
+  EXPECT_NE(v::cluster_limits(262145, 2, 90), "") << "nine shares";
+  EXPECT_NE(v::cluster_limits(256001, 4, 90), "");
+  EXPECT_EQ(v::cluster_limits(32000, 2, 80), "needs thread-block clusters (compute capability 9.0+)");
+}
+
 }  // namespace
 }  // namespace cudalab

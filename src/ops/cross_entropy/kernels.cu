@@ -37,6 +37,9 @@
 #include <string>
 #include <type_traits>
 
+#include <cooperative_groups.h>
+
+#include "core/cluster.cuh"
 #include "core/fast_math.cuh"
 #include "core/launch.cuh"
 #include "core/launch_attributes.hpp"
@@ -50,8 +53,10 @@
 namespace cudalab::cross_entropy_variants {
 namespace {
 
+namespace cg = cooperative_groups;
 using softmax_variants::block_all_reduce;
 using softmax_variants::exp_shifted;
+using softmax_variants::merge;
 using softmax_variants::MergeOf;
 using softmax_variants::RowStats;
 
@@ -211,6 +216,34 @@ __device__ __forceinline__ void store_gradient(T* row, int count, int thread, co
   }
 }
 
+// A step's logits `v` (load_fragment's layout) become their gradients, as RowGradient says;
+// `step_target` is the target's column counted from the step's first (anywhere outside it: not in
+// it). kShortForm: the kernel has the short form's loop as well (rows whose g.short_form holds take
+// it).
+template <int kPack, int kThreads, bool kCapped, bool kShortForm, int kStep>
+__device__ __forceinline__ void gradient_step(float (&v)[kStep], std::int64_t step_target, const RowGradient& g,
+                                              int thread) {
+  constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
+  // The target's column in this step, in 32 bits (-1: not in it).
+  const int target = step_target >= 0 && step_target < kBlockStep ? static_cast<int>(step_target) : -1;
+  if (kShortForm && g.short_form) {
+#pragma unroll
+    for (int i = 0; i < kStep; ++i) v[i] = fmaf(g.weight, fast_exp2((v[i] - g.max) * kLog2e), g.minus_spread);
+    // The target's share, by the one thread holding its column (column_of inverted): one
+    // comparison a step for the others instead of one an element.
+    if (target >= 0 && (target / kPack) % kThreads == thread) {
+      const int held = target / (kPack * kThreads) * kPack + target % kPack;  // its value's index here
+#pragma unroll
+      for (int i = 0; i < kStep; ++i)
+        if (i == held) v[i] += g.minus_target - g.minus_spread;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kStep; ++i)
+      v[i] = gradient_of<kCapped>(v[i], column_of<kPack>(i, thread, kThreads) == target, g);
+  }
+}
+
 // Row `row`'s gradient, step by step, as RowGradient says. kShortForm: the kernel has the short
 // form's loop as well (rows whose g.short_form holds take it).
 template <typename T, int kPack, int kThreads, bool kCapped, bool kShortForm = false>
@@ -218,10 +251,9 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
   constexpr int kStep = 2 * kVector16<T>;
   constexpr std::int64_t kBlockStep = static_cast<std::int64_t>(kThreads) * kStep;
   const int thread = static_cast<int>(threadIdx.x);
-  const auto gradient = [&](float x_j, bool is_target) { return gradient_of<kCapped>(x_j, is_target, g); };
   const RowBody body = row_body<kPack>(x, vocab);
   const std::int64_t edge = edge_column<kPack>(thread, body, vocab);
-  if (edge >= 0) dx[edge] = from_float<T>(g.zero ? 0.0f : gradient(to_float(x[edge]), edge == g.target));
+  if (edge >= 0) dx[edge] = from_float<T>(g.zero ? 0.0f : gradient_of<kCapped>(to_float(x[edge]), edge == g.target, g));
   for (std::int64_t base = 0; base < body.length; base += kBlockStep) {
     const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
     float v[kStep];
@@ -230,27 +262,51 @@ __device__ __forceinline__ void write_gradient(const T* x, T* dx, std::int64_t v
       for (int i = 0; i < kStep; ++i) v[i] = 0.0f;
     } else {
       softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
-      // The target's column in this step, in 32 bits (-1: not in it).
-      const std::int64_t step_target = g.target - body.head - base;
-      const int target = step_target >= 0 && step_target < kBlockStep ? static_cast<int>(step_target) : -1;
-      if (kShortForm && g.short_form) {
-#pragma unroll
-        for (int i = 0; i < kStep; ++i) v[i] = fmaf(g.weight, fast_exp2((v[i] - g.max) * kLog2e), g.minus_spread);
-        // The target's share, by the one thread holding its column (column_of inverted): one
-        // comparison a step for the others instead of one an element.
-        if (target >= 0 && (target / kPack) % kThreads == thread) {
-          const int held = target / (kPack * kThreads) * kPack + target % kPack;  // its value's index here
-#pragma unroll
-          for (int i = 0; i < kStep; ++i)
-            if (i == held) v[i] += g.minus_target - g.minus_spread;
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < kStep; ++i) v[i] = gradient(v[i], column_of<kPack>(i, thread, kThreads) == target);
-      }
+      gradient_step<kPack, kThreads, kCapped, kShortForm>(v, g.target - body.head - base, g, thread);
     }
     store_gradient<kPack, kThreads>(dx + body.head + base, count, thread, v);
   }
+}
+
+// A step of 16-byte vectors from `from` (memory) into the same places of `to` (a shared copy) as
+// loaded, and widened into `v` in load_fragment's layout (padding -inf). Stored as loaded: rounded
+// back from fp32 (the same bits), ptxas stored one of a thread's two vectors as four 4-byte stores
+// and converted every value twice.
+template <int kPack, int kThreads, typename T, int kStep>
+__device__ __forceinline__ void load_and_keep(const T* from, T* to, int count, int thread, float (&v)[kStep]) {
+#pragma unroll
+  for (int k = 0; k < kStep / kPack; ++k) {
+    const int offset = (k * kThreads + thread) * kPack;
+    if (offset < count) {
+      const Vector16<T> raw = load_vector16(from + offset);
+      store_vector16(to + offset, raw);
+#pragma unroll
+      for (int i = 0; i < kPack; ++i) v[k * kPack + i] = to_float(raw[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPack; ++i) v[k * kPack + i] = -INFINITY;
+    }
+  }
+}
+
+// Folds a step of logits (load_fragment's layout, `count` of them present) into a thread's running
+// statistics: capped first in a capped kernel, the present columns only (the padding stays -inf,
+// its exponential 0); with smoothing their sum too, by column, not by value (a logit of -inf is a
+// real one, and makes the smoothed loss inf).
+template <int kPack, int kThreads, bool kCapped, int kStep>
+__device__ __forceinline__ void fold_step(float (&v)[kStep], int count, int thread, float softcap, bool smoothing,
+                                          RowStats& stats, float& sum_x) {
+  if constexpr (kCapped) {
+#pragma unroll
+    for (int i = 0; i < kStep; ++i)
+      if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped<kCapped>(v[i], softcap);
+  }
+  if (smoothing) {
+#pragma unroll
+    for (int i = 0; i < kStep; ++i)
+      if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
+  }
+  softmax_variants::accumulate<true>(stats, v);
 }
 
 // One row's loss, lse and (with dlogits) gradient, by the whole block: an online pass over the row
@@ -283,41 +339,14 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
     const int count = static_cast<int>(body.length - base < kBlockStep ? body.length - base : kBlockStep);
     float v[kStep];
     if constexpr (kKeepCopy && kPack > 1) {
-      // Each vector into the copy as loaded, then widened: rounded back from fp32 (the same bits),
-      // ptxas stored one of a thread's two vectors as four 4-byte stores and converted every value
-      // twice.
-#pragma unroll
-      for (int k = 0; k < kStep / kPack; ++k) {
-        const int offset = (k * kThreads + thread) * kPack;
-        if (offset < count) {
-          const Vector16<T> raw = load_vector16(x + body.head + base + offset);
-          store_vector16(copy + body.head + base + offset, raw);
-#pragma unroll
-          for (int i = 0; i < kPack; ++i) v[k * kPack + i] = to_float(raw[i]);
-        } else {
-#pragma unroll
-          for (int i = 0; i < kPack; ++i) v[k * kPack + i] = -INFINITY;
-        }
-      }
+      load_and_keep<kPack, kThreads>(x + body.head + base, copy + body.head + base, count, thread, v);
     } else {
       softmax_variants::load_fragment<kPack>(x + body.head + base, count, thread, kThreads, -INFINITY, v);
       // The values as loaded (T widened exactly: stored back, the same bits), before any cap.
       if constexpr (kKeepCopy)
         softmax_variants::store_fragment<kPack>(copy + body.head + base, count, thread, kThreads, v);
     }
-    if constexpr (kCapped) {
-      // The present columns only: the padding stays -inf (its exponential 0).
-#pragma unroll
-      for (int i = 0; i < kStep; ++i)
-        if (column_of<kPack>(i, thread, kThreads) < count) v[i] = capped<kCapped>(v[i], p.softcap);
-    }
-    if (smoothing) {
-      // By column, not by value: a logit of -inf is a real one (and makes the smoothed loss inf).
-#pragma unroll
-      for (int i = 0; i < kStep; ++i)
-        if (column_of<kPack>(i, thread, kThreads) < count) sum_x += v[i];
-    }
-    softmax_variants::accumulate<true>(stats, v);
+    fold_step<kPack, kThreads, kCapped>(v, count, thread, p.softcap, smoothing, stats, sum_x);
   }
   // The target's logit is read before the block's reductions: past them other threads write the
   // gradient, which may lie over the logits (in place).
@@ -445,6 +474,131 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (next_edge.at != nullptr) *next_edge.at = next_edge.value;  // into the other buffer, read next
     __syncthreads();  // every thread is done with this buffer before the fetch two rows on refills it
   }
+#else
+  __trap();
+#endif
+}
+
+// The cluster rung: each row split over a cluster of `size` CTAs (2-8), CTA r holding vectors
+// [r * share_vectors, (r + 1) * share_vectors) of the row's 16-byte body in shared memory, as
+// `resident` holds a whole row; rank 0 also takes the elements before the body, the last rank those
+// after it. A share's online pass gives its (max, sum) and, with smoothing, its sum of logits; two
+// ClusterInbox exchanges (core/cluster.cuh) give every CTA the row's and the target's capped logit
+// (its holder sends it, the others 0); each CTA writes its share's gradient from shared memory, and
+// rank 0 the loss and lse. In place is safe: every CTA reads its share before it sends its part
+// of the first exchange, and no CTA writes before it has every part.
+template <typename T, bool kCapped>
+__global__ void __launch_bounds__(kClusterThreads, kMinBlocks<kClusterThreads, kCapped>)
+    cross_entropy_cluster_kernel(const CrossEntropyArgs<T> p, std::int64_t share_vectors) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kPack = kVector16<T>;
+  constexpr int kThreads = kClusterThreads;
+  constexpr int kStep = 2 * kPack;
+  constexpr int kBlockStep = kThreads * kStep;
+  constexpr bool kShortForm = !kCapped;
+  __shared__ RowStats stats_scratch[kWarpSize];
+  __shared__ float sum_scratch[kWarpSize];
+  __shared__ float target_logit;  // the capped target logit where this CTA holds it, else 0
+  // Two exchanges a row; the barriers of each row's block reductions stand between one row's reads
+  // and the next row's sends, as the inbox requires.
+  __shared__ ClusterInbox<RowStats, kMaxClusterCtas> stats_inbox;
+  __shared__ ClusterInbox<float2, kMaxClusterCtas> sums_inbox;
+  extern __shared__ float4 share_shared[];
+  T* const copy = reinterpret_cast<T*>(share_shared);
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int size = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int thread = static_cast<int>(threadIdx.x);
+  const bool smoothing = p.label_smoothing != 0.0f;
+  if (thread == 0) {
+    stats_inbox.init();
+    sums_inbox.init();
+  }
+  cluster.sync();  // every CTA's barriers exist before anyone sends to them
+  int exchanges = 0;
+  const std::int64_t clusters = gridDim.x / size;
+  for (std::int64_t row = blockIdx.x / size; row < p.rows; row += clusters) {
+    __syncthreads();  // the last row's gradient pass is done with the copy
+    const T* x = p.logits + row * p.vocab;
+    T* const dx = p.dlogits == nullptr ? nullptr : p.dlogits + row * p.vocab;
+    const RowBody body = row_body<kPack>(x, p.vocab);
+    const std::int64_t vectors = body.length / kPack;
+    const std::int64_t first = min(vectors, rank * share_vectors);
+    const std::int64_t begin = body.head + first * kPack;  // the share's first column
+    const int count = static_cast<int>((min(vectors, first + share_vectors) - first) * kPack);
+    std::int64_t edge = edge_column<kPack>(thread, body, p.vocab);
+    if (edge >= 0 && (edge < body.head ? rank != 0 : rank != size - 1)) edge = -1;
+    const std::int64_t target = p.target[row];
+    if (target == p.ignore_index) {  // an ignored row, not read: loss 0, lse 0, a gradient of zeros
+      if (rank == 0 && thread == 0) p.loss[row] = p.lse[row] = 0.0f;
+      if (dx != nullptr) {
+        if (edge >= 0) dx[edge] = from_float<T>(0.0f);
+        const float zeros[kStep] = {};
+        for (int base = 0; base < count; base += kBlockStep)
+          store_gradient<kPack, kThreads>(dx + begin + base, min(count - base, kBlockStep), thread, zeros);
+      }
+      continue;
+    }
+    // The online pass over this CTA's share, which it keeps in shared memory as loaded.
+    RowStats stats{-INFINITY, 0.0f};
+    float sum_x = 0.0f, edge_logit = 0.0f;
+    if (edge >= 0) {
+      edge_logit = to_float(x[edge]);
+      const float v[1] = {capped<kCapped>(edge_logit, p.softcap)};
+      softmax_variants::accumulate<true>(stats, v);
+      sum_x += v[0];
+    }
+    for (int base = 0; base < count; base += kBlockStep) {
+      const int step = min(count - base, kBlockStep);
+      float v[kStep];
+      load_and_keep<kPack, kThreads>(x + begin + base, copy + base, step, thread, v);
+      fold_step<kPack, kThreads, kCapped>(v, step, thread, p.softcap, smoothing, stats, sum_x);
+    }
+    stats = block_all_reduce(stats, RowStats{-INFINITY, 0.0f}, MergeOf{}, stats_scratch);
+    sum_x = smoothing ? block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch) : 0.0f;
+    // The target's capped logit where this CTA holds it (its share's copy, whole past the reductions'
+    // barriers, or one of its edge elements, which only it writes, later), else 0. Set by thread 0
+    // alone, past the barriers that follow every thread's read of the last row's.
+    const bool valid = 0 <= target && target < p.vocab;
+    if (thread == 0) {
+      const bool edge_held =
+          valid && (target < body.head ? rank == 0 : target >= body.head + body.length && rank == size - 1);
+      target_logit = begin <= target && target < begin + count
+                         ? capped<kCapped>(to_float(copy[target - begin]), p.softcap)
+                     : edge_held ? capped<kCapped>(to_float(x[target]), p.softcap)
+                                 : 0.0f;
+    }
+    __syncthreads();  // target_logit is set
+    const RowStats* const shares = stats_inbox.exchange(cluster, exchanges, stats);
+    const float2* const sums = sums_inbox.exchange(cluster, exchanges, make_float2(sum_x, target_logit));
+    ++exchanges;
+    RowStats all{-INFINITY, 0.0f};
+    float all_x = 0.0f, c_target = 0.0f;
+    for (int r = 0; r < size; ++r) {  // in rank order: every CTA gets the same bits
+      all = merge(all, shares[r]);
+      all_x += sums[r].x;
+      c_target += sums[r].y;
+    }
+    if (!valid) c_target = NAN;
+    const float lse = all.max + logf(all.sum);
+    if (rank == 0 && thread == 0) {
+      const float smoothed = smoothing ? p.label_smoothing * all_x / static_cast<float>(p.vocab) : 0.0f;
+      p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
+      p.lse[row] = lse;
+    }
+    if (dx == nullptr) continue;
+    const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
+    const RowGradient g = row_gradient(p, all.max, 1.0f / all.sum, scale, lse, target, false, kShortForm);
+    if (edge >= 0) dx[edge] = from_float<T>(gradient_of<kCapped>(edge_logit, edge == target, g));
+    for (int base = 0; base < count; base += kBlockStep) {
+      const int step = min(count - base, kBlockStep);
+      float v[kStep];
+      softmax_variants::load_fragment<kPack>(copy + base, step, thread, kThreads, -INFINITY, v);
+      gradient_step<kPack, kThreads, kCapped, kShortForm>(v, target - begin - base, g, thread);
+      store_gradient<kPack, kThreads>(dx + begin + base, step, thread, v);
+    }
+  }
+  cluster.sync();  // no CTA leaves while a peer's last send may still target it
 #else
   __trap();
 #endif
@@ -592,6 +746,19 @@ void launch_pipelined(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   CUDALAB_CHECK_LAUNCH();
 }
 
+// The cluster rung's launch: persistent clusters of cluster_ctas(vocab) CTAs of kClusterThreads,
+// each with its share of a row in shared memory.
+template <typename T>
+void launch_cluster(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  const int size = cluster_ctas(args.vocab, sizeof(T));
+  const std::int64_t vectors = args.vocab * static_cast<std::int64_t>(sizeof(T)) / 16;
+  const std::int64_t share_vectors = ceil_div<std::int64_t>(vectors, size);
+  auto* kernel = args.softcap > 0.0f ? cross_entropy_cluster_kernel<T, true> : cross_entropy_cluster_kernel<T, false>;
+  const auto shared_bytes = static_cast<std::size_t>(share_vectors) * 16;
+  launch_persistent_clusters(kernel, size, kClusterThreads, shared_bytes, args.rows, stream, "cross_entropy cluster",
+                             args, share_vectors);
+}
+
 }  // namespace
 
 template <typename T>
@@ -666,6 +833,30 @@ void pipelined(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   launch_pipelined(args, stream);
 }
 
+int cluster_ctas(std::int64_t vocab, std::size_t element_bytes) {
+  const std::int64_t bytes = vocab * static_cast<std::int64_t>(element_bytes);
+  return static_cast<int>(std::max<std::int64_t>(2, ceil_div<std::int64_t>(bytes, kClusterShareBytes)));
+}
+
+std::string cluster_limits(std::int64_t vocab, std::size_t element_bytes, int compute_capability) {
+  if (compute_capability < 90) return "needs thread-block clusters (compute capability 9.0+)";
+  if (cluster_ctas(vocab, element_bytes) > kMaxClusterCtas)
+    return "a row of " + std::to_string(vocab * static_cast<std::int64_t>(element_bytes)) + " bytes needs more than " +
+           std::to_string(kMaxClusterCtas) + " CTAs of " + std::to_string(kClusterShareBytes) + " bytes";
+  return "";
+}
+
+template <typename T>
+void cluster(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
+  const std::string why = cluster_limits(args.vocab, sizeof(T), current_gpu().compute_capability);
+  CUDALAB_REQUIRE(why.empty(), "cross_entropy cluster: " + why);
+  CUDALAB_REQUIRE(bodies_match(args.logits, args.dlogits),
+                  "cross_entropy cluster: the gradient's rows must lie as far from a 16-byte boundary as the "
+                  "logits' (and the logits element aligned)");
+  if (args.rows == 0) return;
+  launch_cluster(args, stream);
+}
+
 template <typename T>
 void library_choice(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   if (args.rows >= 2 * current_gpu().sm_count && args.rows <= 0x7fffffff) {
@@ -729,6 +920,7 @@ CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, online_vectorized, Cro
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, persistent, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, resident, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, pipelined, CrossEntropyArgs)
+CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, cluster, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, library_choice, CrossEntropyArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_persistent, CrossEntropyBackwardArgs)
 CUDALAB_CROSS_ENTROPY_ELEMENTS(CUDALAB_LAUNCHER_INSTANCE, backward_flat, CrossEntropyBackwardArgs)

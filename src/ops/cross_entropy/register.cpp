@@ -301,6 +301,19 @@ Variant pipelined_variant() {
   return x;
 }
 
+// The cluster rung: rows of up to kMaxClusterCtas shares of kClusterShareBytes, on Hopper.
+Variant cluster_variant() {
+  Variant x = make_variant<ForwardBinding, v::CrossEntropyArgs>(
+      "cluster",
+      "a cluster of CTAs a row, each keeping its share in shared memory; the row's sums exchanged through "
+      "distributed shared memory",
+      Role::ladder, Elements{}, CUDALAB_LAUNCHER(v::cluster));
+  x.can_implement = [](const DeviceInfo& device, const Problem& p) {
+    return v::cluster_limits(vocab_of(p), size_of(p.dtype), device.compute_capability());
+  };
+  return x;
+}
+
 }  // namespace
 
 void register_cross_entropy(Registry& registry) {
@@ -336,6 +349,7 @@ void register_cross_entropy(Registry& registry) {
           Elements{}, CUDALAB_LAUNCHER(v::persistent)),
       resident_variant(),
       pipelined_variant(),
+      cluster_variant(),
   };
   registry.add(std::move(forward));
 

@@ -73,6 +73,18 @@ std::string pipelined_limits(std::int64_t vocab, std::size_t element_bytes, std:
 // One row buffer's bytes: the row, up to 16 bytes of alignment, whole 16-byte vectors.
 std::int64_t pipelined_buffer_bytes(std::int64_t vocab, std::size_t element_bytes);
 
+// Rows past one SM's shared memory (Hopper): a cluster of cluster_ctas(vocab) CTAs a row (2 up to
+// kMaxClusterCtas), each keeping kClusterShareBytes or less of the row's 16-byte body in shared
+// memory for the gradient's pass; the row's statistics, smoothed sum and target logit exchanged
+// through distributed shared memory. The gradient's rows as far from a 16-byte boundary as the
+// logits' (bodies_match).
+inline constexpr int kClusterThreads = 512;
+inline constexpr int kMaxClusterCtas = 8;
+inline constexpr std::int64_t kClusterShareBytes = std::int64_t{64} << 10;
+template <typename T>
+void cluster(const CrossEntropyArgs<T>& args, cudaStream_t stream);
+int cluster_ctas(std::int64_t vocab, std::size_t element_bytes);
+std::string cluster_limits(std::int64_t vocab, std::size_t element_bytes, int compute_capability);
 // The library call's rung: where every SM has two rows or more (one row's loads overlap another's
 // reductions), resident if two of its blocks fit an SM's shared memory (on an H100 in bf16, 1.02-1.07x
 // online_vectorized at 4096-8192 rows of 32000-50304), else online_vectorized; persistent below (on
