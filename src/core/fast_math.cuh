@@ -24,4 +24,13 @@ __device__ __forceinline__ float fast_reciprocal(float x) {
   return y;
 }
 
+// tanh(x) as 1 - 2 / (e^(2|x|) + 1), the sign put back: one ex2.approx and one rcp.approx, within a
+// few 2^-24 of tanh absolutely (relatively worse only where |x| is under about 2^-10, where the
+// difference is still a few 2^-24); +-inf and NaN come out as tanhf's. tanhf is a call of about
+// twenty instructions with a branch.
+__device__ __forceinline__ float fast_tanh(float x) {
+  const float e = fast_exp2(2.0f * kLog2e * fabsf(x));
+  return copysignf(1.0f - 2.0f * fast_reciprocal(e + 1.0f), x);
+}
+
 }  // namespace cudalab
