@@ -311,6 +311,16 @@ __device__ __forceinline__ void fold_step(float (&v)[kStep], int count, int thre
   softmax_variants::accumulate<true>(stats, v);
 }
 
+// Row `row`'s loss and lse from its lse, its target's capped logit (NaN for an invalid target) and,
+// with label smoothing, the sum of its capped logits.
+template <typename T>
+__device__ __forceinline__ void write_row_loss(const CrossEntropyArgs<T>& p, std::int64_t row, float lse,
+                                               float c_target, bool smoothing, float sum_x) {
+  const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
+  p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
+  p.lse[row] = lse;
+}
+
 // One row's loss, lse and (with dlogits) gradient, by the whole block: an online pass over the row
 // at `x` (memory, or a shared copy laid out as in memory) for its max, sum of exponentials and,
 // with label smoothing, sum of logits; then the gradient's pass. kKeepCopy: the online pass also
@@ -358,9 +368,7 @@ __device__ __forceinline__ void row_loss_and_gradient(const CrossEntropyArgs<T>&
   if (smoothing) sum_x = block_all_reduce(sum_x, 0.0f, SumOf{}, sum_scratch);
   const float lse = stats.max + logf(stats.sum);
   if (thread == 0) {
-    const float smoothed = smoothing ? p.label_smoothing * sum_x / static_cast<float>(p.vocab) : 0.0f;
-    p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
-    p.lse[row] = lse;
+    write_row_loss(p, row, lse, c_target, smoothing, sum_x);
   }
   if (p.dlogits != nullptr) {
     const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
@@ -583,9 +591,7 @@ __global__ void __launch_bounds__(kClusterThreads, kMinBlocks<kClusterThreads>)
     if (!valid) c_target = NAN;
     const float lse = all.max + logf(all.sum);
     if (rank == 0 && thread == 0) {
-      const float smoothed = smoothing ? p.label_smoothing * all_x / static_cast<float>(p.vocab) : 0.0f;
-      p.loss[row] = lse - (1.0f - p.label_smoothing) * c_target - smoothed + p.z_loss * lse * lse;
-      p.lse[row] = lse;
+      write_row_loss(p, row, lse, c_target, smoothing, all_x);
     }
     if (dx == nullptr) continue;
     const float scale = !valid ? NAN : p.grad_scale != nullptr ? *p.grad_scale : 1.0f;
