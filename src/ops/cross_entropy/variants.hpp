@@ -78,7 +78,7 @@ std::int64_t pipelined_buffer_bytes(std::int64_t vocab, std::size_t element_byte
 // memory for the gradient's pass; the row's statistics, smoothed sum and target logit exchanged
 // through distributed shared memory. The gradient's rows as far from a 16-byte boundary as the
 // logits' (bodies_match).
-inline constexpr int kClusterThreads = 512;
+inline constexpr int kClusterThreads = 256;
 inline constexpr int kMaxClusterCtas = 8;
 inline constexpr std::int64_t kClusterShareBytes = std::int64_t{64} << 10;
 template <typename T>
