@@ -82,6 +82,7 @@ def test_bad_arguments_are_named():
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 # 320 rows: at least two per SM on today's GPUs, where the library takes a block per row: the rung
 # keeping rows in shared memory where two blocks fit an SM (4097; 50257 in 16-bit types), else not.
+# A few rows of 65537 and 128256: a cluster a row on Hopper.
 @pytest.mark.parametrize(
     "rows, vocab", [(1, 1), (9, 7), (16, 1000), (8, 4097), (6, 65537), (4, 128256), (320, 4097), (320, 50257)]
 )
@@ -123,7 +124,7 @@ def softcapped_z_loss_reference(x64, target, reduction, smoothing, z_loss, softc
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("z_loss, softcap, smoothing", [(0.01, 0.0, 0.1), (0.0, 30.0, 0.0), (1e-3, 5.0, 0.1)])
-@pytest.mark.parametrize("rows, vocab", [(9, 7), (16, 1000), (8, 4097), (320, 50257)])
+@pytest.mark.parametrize("rows, vocab", [(9, 7), (16, 1000), (8, 4097), (320, 50257), (5, 128257)])
 def test_z_loss_and_softcap_match_float64(dtype, reduction, z_loss, softcap, smoothing, rows, vocab):
     logits, target = inputs(rows, vocab, dtype)
     logits.requires_grad_()
@@ -163,11 +164,15 @@ def test_fused_gradient_equals_the_gradient_from_lse(dtype):
     assert torch.equal(alone, loss) and torch.equal(lse_alone, lse)
 
 
-# Rows the library sends to each rung: resident (two blocks fit an SM), online_vectorized (a row too
-# wide for resident), persistent (fewer than two rows an SM); an unaligned vocab in each.
+# Rows the library sends to each rung on GPUs of 108-132 SMs: resident (two blocks fit an SM),
+# online_vectorized (a row too wide for resident, two rows an SM), persistent (fewer than two rows an
+# SM), cluster on Hopper (a wide row, three rows an SM or under half of one); an unaligned vocab in
+# each.
 @requires_cuda
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows, vocab", [(640, 4097), (640, 50257), (320, 128256), (40, 32000), (7, 1)])
+@pytest.mark.parametrize(
+    "rows, vocab", [(640, 4097), (640, 50257), (320, 128256), (40, 32000), (7, 1), (400, 65537), (4, 128256)]
+)
 def test_gradient_over_the_logits_equals_the_gradient_beside_them(dtype, rows, vocab):
     logits, target = inputs(rows, vocab, dtype)
     scale = torch.full((1,), 0.5, device="cuda")

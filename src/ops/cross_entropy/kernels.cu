@@ -882,17 +882,28 @@ void cluster(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
   launch_cluster(args, stream);
 }
 
+LibraryRung library_rung(const RowsAndGpu& c) {
+  const int sms = c.sm_count;
+  const bool two_resident =
+      static_cast<std::size_t>(c.vocab) * c.element_bytes + 16 <= shared_memory_for_rows(c.shared_memory_optin / 2);
+  if (!two_resident && !c.capped && c.bodies_match && c.rows <= 0x7fffffff &&
+      cluster_limits(c.vocab, c.element_bytes, c.compute_capability).empty() &&
+      (c.rows >= 3 * std::int64_t{sms} || 2 * c.rows <= sms)) {
+    return LibraryRung::cluster;
+  }
+  if (c.rows < 2 * std::int64_t{sms} || c.rows > 0x7fffffff) return LibraryRung::persistent;
+  return two_resident ? LibraryRung::resident : LibraryRung::online_vectorized;
+}
+
 template <typename T>
 void library_choice(const CrossEntropyArgs<T>& args, cudaStream_t stream) {
-  if (args.rows >= 2 * current_gpu().sm_count && args.rows <= 0x7fffffff) {
-    // Where two of its blocks fit an SM, as at every shape it was measured; one an SM is not measured.
-    if (static_cast<std::size_t>(args.vocab) * sizeof(T) + 16 <= shared_memory_for_rows(shared_memory_optin() / 2)) {
-      resident(args, stream);
-    } else {
-      online_vectorized(args, stream);
-    }
-  } else {
-    persistent(args, stream);
+  const CurrentGpu gpu = current_gpu();
+  switch (library_rung({args.rows, args.vocab, sizeof(T), args.softcap > 0.0f, bodies_match(args.logits, args.dlogits),
+                        gpu.sm_count, gpu.compute_capability, shared_memory_optin()})) {
+    case LibraryRung::resident: return resident(args, stream);
+    case LibraryRung::online_vectorized: return online_vectorized(args, stream);
+    case LibraryRung::persistent: return persistent(args, stream);
+    case LibraryRung::cluster: return cluster(args, stream);
   }
 }
 

@@ -85,10 +85,28 @@ template <typename T>
 void cluster(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 int cluster_ctas(std::int64_t vocab, std::size_t element_bytes);
 std::string cluster_limits(std::int64_t vocab, std::size_t element_bytes, int compute_capability);
-// The library call's rung: where every SM has two rows or more (one row's loads overlap another's
-// reductions), resident if two of its blocks fit an SM's shared memory (on an H100 in bf16, 1.02-1.07x
-// online_vectorized at 4096-8192 rows of 32000-50304), else online_vectorized; persistent below (on
-// an H200 in bf16, 4096 rows of 32000 took 177 against 235 us, 64 rows of 128256 31.5 against 27.1 us).
+// The library call's rung, chosen by measurement (docs/cross_entropy.md, "The library's choice"):
+// - rows too wide for two resident blocks an SM (on Hopper: 16-bit vocabularies past 57,000, f32
+//   past 28,500), no softcap, on Hopper: cluster where every SM has three rows or more, or fewer than half a row
+//   (a decoding batch: the row's shares spread over SMs that persistent leaves idle); on an H200
+//   1.02-1.26x the best other rung there in bf16, 1.10-1.44x in f32. Between those, and with a
+//   softcap (its tanh makes the 256-thread CTAs issue-bound: 0.74x online_vectorized), the rule
+//   below;
+// - where every SM has two rows or more (one row's loads overlap another's reductions), resident
+//   if two of its blocks fit an SM's shared memory (on an H100 in bf16, 1.02-1.07x
+//   online_vectorized at 4096-8192 rows of 32000-50304), else online_vectorized; persistent below
+//   (on an H200 in bf16, 4096 rows of 32000 took 177 against 235 us, 64 rows of 128256 31.5
+//   against 27.1 us).
+enum class LibraryRung { resident, online_vectorized, persistent, cluster };
+struct RowsAndGpu {
+  std::int64_t rows, vocab;
+  std::size_t element_bytes;
+  bool capped;        // softcap > 0
+  bool bodies_match;  // the gradient's rows as far from a 16-byte boundary as the logits'
+  int sm_count, compute_capability;
+  std::size_t shared_memory_optin;
+};
+LibraryRung library_rung(const RowsAndGpu& c);
 template <typename T>
 void library_choice(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 

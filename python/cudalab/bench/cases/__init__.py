@@ -19,7 +19,7 @@ FAMILIES = {
     ),
     "gemm": lambda quick: gemm_cases([256] if quick else [4096, 8192], [torch.bfloat16, torch.float16, torch.float32]),
     "losses": lambda quick: cross_entropy_cases(
-        256 if quick else 4096, [32000] if quick else [32000, 50257, 128256], [torch.bfloat16, torch.float32]
+        256 if quick else 4096, [32000] if quick else [32000, 50257, 128256, 256000], [torch.bfloat16, torch.float32]
     ),
     "primitives": lambda quick: primitive_cases(1 << (16 if quick else 28)),
     "window": window_cases,
