@@ -93,6 +93,7 @@ def test_torch_built_llama_matches_hugging_face():
 def test_models_command_refuses_bad_sizes_before_looking_for_a_gpu():
     assert main(["--batch", "0"]) == 2
     assert main(["--model", "llama", "--seq", "-1"]) == 2
+    assert main(["--vocab", "0"]) == 2
 
 
 def test_models_command_refuses_a_parity_of_no_steps_and_compile_with_parity():
@@ -100,7 +101,8 @@ def test_models_command_refuses_a_parity_of_no_steps_and_compile_with_parity():
     assert main(["--parity", "3", "--compile"]) == 2
     assert main(["--model", "gpt", "--generate", "8"]) == 2  # the Llama decodes
     assert main(["--model", "llama", "--generate", "0"]) == 2
-    assert main(["--model", "llama", "--hf"]) == 2  # --hf times generation only
+    assert main(["--model", "gpt", "--hf"]) == 2  # Hugging Face's Llama only
+    assert main(["--model", "llama", "--hf", "--parity", "3"]) == 2
 
 
 @requires_cuda
@@ -112,6 +114,20 @@ def test_parity_run_compares_losses_and_gradients(tmp_path):
     assert status == 0 and parity["steps"] == 6 and len(parity["losses"]) == 6
     assert parity["largest_relative_loss_difference"] <= parity["tolerance"]
     assert len(parity["gradients_at_step_0"]) == len(list(Gpt(GptConfig(layers=2, seq=64), "torch").parameters()))
+
+
+@requires_cuda
+def test_hugging_face_training_step_is_timed_patched_and_unpatched(tmp_path):
+    pytest.importorskip("transformers")
+    out = tmp_path / "hf.json"
+    status = main(["--model", "llama", "--hf", "--layers", "1", "--seq", "64", "--batch", "2", "--steps", "2",
+                   "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert status == 0
+    losses = [result[name]["last_loss"] for name in ("transformers", "cudalab.patch", "cudalab")]
+    # The same weights and batch, five steps of AdamW at lr 1e-4: the same loss to bf16's rounding.
+    assert max(losses) - min(losses) <= 0.02 * max(losses), losses
+    assert set(result["liger"]) & {"step_ms", "skipped", "failed"}
 
 
 def greedy_without_a_cache(model, prompt, new_tokens):

@@ -3,9 +3,10 @@ torch.optim.AdamW, fused) and from cudalab's ops (with cudalab.optim.AdamW), sam
 batch, timed on the current GPU with its peak memory (``--compile``: each under torch.compile too);
 then one eager step of each under torch.profiler: their top kernels and the time in copy kernels.
 ``--parity STEPS`` trains both instead and compares their losses step by step and their gradients
-at step 0; ``--generate TOKENS`` times greedy decoding with a key-value cache (the Llama; with
-``--hf``, Hugging Face's LlamaForCausalLM before and after ``cudalab.patch``). ``--json`` writes it
-all."""
+at step 0; ``--generate TOKENS`` times greedy decoding with a key-value cache (the Llama). ``--hf`` times
+Hugging Face's LlamaForCausalLM of the same configuration instead: its training step unpatched,
+after ``cudalab.patch`` and after Liger-Kernel's patch, beside the cudalab-built Llama; with
+``--generate``, its decoding before and after ``cudalab.patch``. ``--json`` writes it all."""
 
 import argparse
 import contextlib
@@ -207,29 +208,42 @@ def _generation(model_class, config, args, result):
     return 0
 
 
-def _hf_generation(config, args, result):
-    """Hugging Face's LlamaForCausalLM of the same configuration (random weights, seeded; nothing is
-    downloaded), greedy ``model.generate`` with its own cache: as transformers runs it (SDPA, its own
-    choice of kernel and its flash backend alone), then the same model after ``cudalab.patch``
-    (prefill on ops.attention, decoding steps on ops.attention_decode). Tokens per second, peak
-    memory, and how often the first new token is the same."""
+def _hf_llama(config):
+    """A builder of Hugging Face's LlamaForCausalLM of `config` in bf16 on the GPU (random weights,
+    seeded; nothing is downloaded), or None where transformers is not installed."""
     try:
         import transformers
     except ImportError:
         print("cudalab.models: --hf needs transformers (pip install transformers)", file=sys.stderr)
+        return None
+    hf_config = transformers.LlamaConfig(
+        vocab_size=config.vocab, hidden_size=config.d_model, intermediate_size=config.mlp,
+        num_hidden_layers=config.layers, num_attention_heads=config.heads, num_key_value_heads=config.kv_heads,
+        max_position_embeddings=config.seq, rms_norm_eps=config.eps, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
+    )
+
+    def build():
+        torch.manual_seed(3)
+        return transformers.LlamaForCausalLM(hf_config).cuda().to(torch.bfloat16)
+
+    return build
+
+
+def _hf_generation(config, args, result):
+    """Hugging Face's LlamaForCausalLM of the same configuration, greedy ``model.generate`` with its
+    own cache: as transformers runs it (SDPA, its own choice of kernel and its flash backend alone),
+    then the same model after ``cudalab.patch`` (prefill on ops.attention, decoding steps on
+    ops.attention_decode). Tokens per second, peak memory, and how often the first new token is the
+    same."""
+    build = _hf_llama(config)
+    if build is None:
         return 2
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from ..hf import patch
 
-    hf_config = transformers.LlamaConfig(
-        vocab_size=config.vocab, hidden_size=config.d_model, intermediate_size=config.mlp,
-        num_hidden_layers=config.layers, num_attention_heads=config.heads, num_key_value_heads=config.kv_heads,
-        max_position_embeddings=config.seq, rms_norm_eps=config.eps,
-        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
-    )
-    torch.manual_seed(3)
-    model = transformers.LlamaForCausalLM(hf_config).cuda().to(torch.bfloat16).eval()
+    model = build().eval()
     generator = torch.Generator(device="cuda").manual_seed(3)
     length = min(128, config.seq - args.generate)
     prompt = torch.randint(0, config.vocab, (args.batch, length), device="cuda", generator=generator)
@@ -268,12 +282,89 @@ def _hf_generation(config, args, result):
     return 0
 
 
+def _liger():
+    """Liger-Kernel's patch for Hugging Face's Llama, or the reason there is none."""
+    try:
+        from liger_kernel.transformers import apply_liger_kernel_to_llama
+    except ImportError as error:
+        return None, f"not installed: liger_kernel ({error})"
+    return apply_liger_kernel_to_llama, ""
+
+
+def _hf_speed(config, args, inputs, targets, result):
+    """A bf16 training step of Hugging Face's LlamaForCausalLM (torch.optim.AdamW, fused) as
+    transformers runs it, under torch.compile (--compile), after ``cudalab.patch`` and after
+    Liger-Kernel's ``apply_liger_kernel_to_llama`` (its defaults: the LM head and loss fused), beside
+    the cudalab-built Llama (cudalab.optim.AdamW), all from the same weights and batch. Both patches
+    replace the model family's rotary function for the whole process, so Liger's runs last."""
+    build = _hf_llama(config)
+    if build is None:
+        return 2
+    from ..hf import patch
+
+    apply_liger, liger_missing = _liger()
+    initial = {key: value.detach().cpu() for key, value in build().state_dict().items()}
+    torch.cuda.empty_cache()
+    compiled = ["transformers+compile"] if args.compile else []
+    names = ["transformers"] + compiled + ["cudalab.patch", "cudalab", "liger"]
+    for name in names:
+        if name == "liger" and apply_liger is None:
+            result[name] = {"skipped": liger_missing}
+            print(f"{name:22s} skipped: {liger_missing}")
+            continue
+        print(f"{name}: building and timing {args.steps} steps", file=sys.stderr, flush=True)
+        if name == "cudalab":
+            model, optimizer, _ = _build(Llama, config, "cudalab", initial)
+            runner = hf = model
+        else:
+            model = build()
+            model.load_state_dict(initial)
+            if name == "cudalab.patch":
+                patch(model)
+            elif name == "liger":
+                try:
+                    apply_liger(model=model)
+                except Exception as error:  # a Liger release that does not know this transformers
+                    result[name] = {"failed": f"{type(error).__name__}: {error}"}
+                    print(f"{name:22s} failed: {result[name]['failed']}")
+                    del model
+                    continue
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+            hf = torch.compile(model) if name.endswith("+compile") else model
+
+            def runner(tokens, _targets, hf=hf):  # the labels are the inputs: Hugging Face shifts them
+                return hf(input_ids=tokens, labels=tokens).loss
+
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        ms, loss = _time_steps(runner, optimizer, inputs, targets, args.steps)
+        peak = torch.cuda.max_memory_allocated() / 2**30
+        tokens_per_s = args.batch * config.seq / (ms / 1000.0)
+        result[name] = {"step_ms": round(ms, 3), "tokens_per_s": round(tokens_per_s), "peak_gib": round(peak, 3),
+                        "last_loss": round(loss, 4)}
+        print(f"{name:22s} {ms:8.2f} ms/step  {tokens_per_s:10.0f} tokens/s  peak {peak:6.2f} GiB  loss {loss:.4f}")
+        if not name.endswith("+compile"):
+            result[name]["profile"] = p = _profile(runner, optimizer, inputs, targets, args.top)
+            print(f"{name:22s} profile: {p['kernel_ms']:.2f} ms of kernels, {p['copy_ms']:.2f} ms in copy kernels")
+        del model, optimizer, runner, hf
+        if name.endswith("+compile"):
+            torch._dynamo.reset()  # its graphs hold the model's tensors
+        torch.cuda.empty_cache()
+    for name in names[1:]:
+        if "step_ms" in result[name]:
+            ratio = result["transformers"]["step_ms"] / result[name]["step_ms"]
+            result[f"{name}_over_transformers"] = round(ratio, 3)
+            print(f"{name} / transformers speed: {ratio:.3f}x")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m cudalab.models", description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--layers", type=int, help="decoder layers (default: the model's)")
     parser.add_argument("--seq", type=int, help="tokens per sequence (default: the model's)")
+    parser.add_argument("--vocab", type=int, help="vocabulary size (default: the model's)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per model (default 20)")
     parser.add_argument("--top", type=int, default=15, help="kernels (or parameters) listed (default 15)")
     parser.add_argument("--compile", action="store_true", help="also time both models under torch.compile")
@@ -291,8 +382,9 @@ def main(argv=None):
     )
     parser.add_argument(
         "--hf", action="store_true",
-        help="with --generate: Hugging Face's LlamaForCausalLM of the same configuration, unpatched and after "
-        "cudalab.patch (needs transformers)",
+        help="Hugging Face's LlamaForCausalLM of the same configuration: its training step as transformers runs "
+        "it, after cudalab.patch and after Liger-Kernel's patch (where installed), beside the cudalab-built Llama; "
+        "with --generate, its decoding unpatched and after cudalab.patch (needs transformers)",
     )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
@@ -302,11 +394,16 @@ def main(argv=None):
         config.layers = args.layers
     if args.seq is not None:
         config.seq = args.seq
+    if args.vocab is not None:
+        config.vocab = args.vocab
     config.fused_head = args.fused_head
-    if min(args.batch, config.layers, config.seq, args.steps, args.top) <= 0 or (
+    if min(args.batch, config.layers, config.seq, config.vocab, args.steps, args.top) <= 0 or (
         args.parity is not None and args.parity <= 0
     ):
-        print("cudalab.models: --batch, --layers, --seq, --steps, --top and --parity must be positive", file=sys.stderr)
+        print(
+            "cudalab.models: --batch, --layers, --seq, --vocab, --steps, --top and --parity must be positive",
+            file=sys.stderr,
+        )
         return 2
     if args.compile and args.parity is not None:
         print("cudalab.models: --compile times the models and --parity compares them: give one", file=sys.stderr)
@@ -314,8 +411,8 @@ def main(argv=None):
     if args.generate is not None and (args.model != "llama" or not 0 < args.generate < config.seq):
         print(f"cudalab.models: --generate takes --model llama and 1 to {config.seq - 1} tokens", file=sys.stderr)
         return 2
-    if args.hf and args.generate is None:
-        print("cudalab.models: --hf times generation: give --generate TOKENS with it", file=sys.stderr)
+    if args.hf and (args.model != "llama" or args.parity is not None):
+        print("cudalab.models: --hf takes --model llama, and times steps or generation (not --parity)", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)
@@ -331,7 +428,11 @@ def main(argv=None):
     else:
         generator = torch.Generator(device="cuda").manual_seed(1)
         tokens = torch.randint(0, config.vocab, (args.batch, config.seq + 1), device="cuda", generator=generator)
-        status = _speed(model_class, config, args, tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous(), result)
+        inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+        if args.hf:
+            status = _hf_speed(config, args, inputs, targets, result)
+        else:
+            status = _speed(model_class, config, args, inputs, targets, result)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=1)
