@@ -125,8 +125,10 @@ def test_hugging_face_training_step_is_timed_patched_and_unpatched(tmp_path):
     result = json.loads(out.read_text())
     assert status == 0
     losses = [result[name]["last_loss"] for name in ("transformers", "cudalab.patch", "cudalab")]
-    # The same weights and batch, five steps of AdamW at lr 1e-4: the same loss to bf16's rounding.
-    assert max(losses) - min(losses) <= 0.02 * max(losses), losses
+    # The same weights and batch, five steps of AdamW at lr 1e-4 on one batch of 128 tokens, which a
+    # model of 150M parameters learns: from log(32000) = 10.4 to about 0.01 in each build, apart by
+    # bf16's rounding (a build that did not learn would stay near 10).
+    assert max(losses) <= 0.1 and max(losses) - min(losses) <= 0.01, losses
     assert set(result["liger"]) & {"step_ms", "skipped", "failed"}
 
 
