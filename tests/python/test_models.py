@@ -130,6 +130,10 @@ def test_hugging_face_training_step_is_timed_patched_and_unpatched(tmp_path):
     # bf16's rounding (a build that did not learn would stay near 10).
     assert max(losses) <= 0.1 and max(losses) - min(losses) <= 0.01, losses
     assert set(result["liger"]) & {"step_ms", "skipped", "failed"}
+    # Each model has its own configuration: cudalab.patch's attention stays on the patched model.
+    for name in ("transformers", "liger"):
+        kernels = [row["kernel"] for row in result[name].get("profile", {}).get("top", [])]
+        assert not any("attention_variants" in kernel for kernel in kernels), (name, kernels)
 
 
 def greedy_without_a_cache(model, prompt, new_tokens):

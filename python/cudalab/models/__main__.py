@@ -216,14 +216,13 @@ def _hf_llama(config):
     except ImportError:
         print("cudalab.models: --hf needs transformers (pip install transformers)", file=sys.stderr)
         return None
-    hf_config = transformers.LlamaConfig(
-        vocab_size=config.vocab, hidden_size=config.d_model, intermediate_size=config.mlp,
-        num_hidden_layers=config.layers, num_attention_heads=config.heads, num_key_value_heads=config.kv_heads,
-        max_position_embeddings=config.seq, rms_norm_eps=config.eps, tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
-    )
-
-    def build():
+    def build():  # a configuration of its own: cudalab.patch sets the attention on the model's
+        hf_config = transformers.LlamaConfig(
+            vocab_size=config.vocab, hidden_size=config.d_model, intermediate_size=config.mlp,
+            num_hidden_layers=config.layers, num_attention_heads=config.heads, num_key_value_heads=config.kv_heads,
+            max_position_embeddings=config.seq, rms_norm_eps=config.eps, tie_word_embeddings=False,
+            rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
+        )
         torch.manual_seed(3)
         return transformers.LlamaForCausalLM(hf_config).cuda().to(torch.bfloat16)
 

@@ -15,7 +15,8 @@ def _loss_and_gradient(loss_fn):
     training step's loss and backward (the forward's graph is built inside each sample)."""
 
     def prepare(inputs):
-        logits = inputs["logits"].detach().requires_grad_()
+        # A copy for each variant: Liger-Kernel's loss writes its gradient over its input's logits.
+        logits = inputs["logits"].detach().clone().requires_grad_()
         target = inputs["target"]
 
         def run():
