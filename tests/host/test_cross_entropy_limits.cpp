@@ -74,7 +74,8 @@ TEST(CrossEntropyLimits, LibraryRungByRowsPerSmAndRowWidth) {
   EXPECT_EQ(rung(4096, 200000, 4), R::online_vectorized);
   EXPECT_EQ(rung(4096, 128256, 2, false, false), R::online_vectorized);
   EXPECT_EQ(rung(4096, 128256, 2, false, true, 80), R::online_vectorized);
-  EXPECT_EQ(rung(4096, 32000, 2, false, true, 80), R::online_vectorized);  // one 64 KB row a block fits, two do not
+  EXPECT_EQ(rung(4096, 128256, 2, false, true, 100), R::online_vectorized);  // measured on 9.0 only
+  EXPECT_EQ(rung(4096, 32000, 2, false, true, 80), R::online_vectorized);    // one 64 KB row a block fits, two do not
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ def test_fused_gradient_equals_the_gradient_from_lse(dtype):
 
 # Rows the library sends to each rung on GPUs of 108-132 SMs: resident (two blocks fit an SM),
 # online_vectorized (a row too wide for resident, two rows an SM), persistent (fewer than two rows an
-# SM), cluster on Hopper (a wide row, three rows an SM or under half of one); an unaligned vocab in
+# SM), cluster on Hopper (a wide row, three rows an SM or half of one or less); an unaligned vocab in
 # each.
 @requires_cuda
 @pytest.mark.parametrize("dtype", DTYPES)

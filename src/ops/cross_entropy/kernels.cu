@@ -886,7 +886,7 @@ LibraryRung library_rung(const RowsAndGpu& c) {
   const int sms = c.sm_count;
   const bool two_resident =
       static_cast<std::size_t>(c.vocab) * c.element_bytes + 16 <= shared_memory_for_rows(c.shared_memory_optin / 2);
-  if (!two_resident && !c.capped && c.bodies_match && c.rows <= 0x7fffffff &&
+  if (!two_resident && !c.capped && c.bodies_match && c.compute_capability == 90 &&
       cluster_limits(c.vocab, c.element_bytes, c.compute_capability).empty() &&
       (c.rows >= 3 * std::int64_t{sms} || 2 * c.rows <= sms)) {
     return LibraryRung::cluster;

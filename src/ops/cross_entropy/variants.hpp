@@ -86,12 +86,12 @@ void cluster(const CrossEntropyArgs<T>& args, cudaStream_t stream);
 int cluster_ctas(std::int64_t vocab, std::size_t element_bytes);
 std::string cluster_limits(std::int64_t vocab, std::size_t element_bytes, int compute_capability);
 // The library call's rung, chosen by measurement (docs/cross_entropy.md, "The library's choice"):
-// - rows too wide for two resident blocks an SM (on Hopper: 16-bit vocabularies past 57,000, f32
-//   past 28,500), no softcap, on Hopper: cluster where every SM has three rows or more, or fewer than half a row
-//   (a decoding batch: the row's shares spread over SMs that persistent leaves idle); on an H200
-//   1.02-1.26x the best other rung there in bf16, 1.10-1.44x in f32. Between those, and with a
-//   softcap (its tanh makes the 256-thread CTAs issue-bound: 0.74x online_vectorized), the rule
-//   below;
+// - rows too wide for two resident blocks an SM (16-bit vocabularies past 57,000, f32 past
+//   28,500), no softcap, on compute capability 9.0 (where it was measured): cluster where every SM
+//   has three rows or more, or half a row or less (a decoding batch: the row's shares spread over
+//   SMs that persistent leaves idle); on an H200 1.02-1.36x the best other rung there in bf16,
+//   1.20-1.44x in f32. Between those, and with a softcap (its tanh makes the 256-thread CTAs wait
+//   on issue: 0.74x online_vectorized), the rule below;
 // - where every SM has two rows or more (one row's loads overlap another's reductions), resident
 //   if two of its blocks fit an SM's shared memory (on an H100 in bf16, 1.02-1.07x
 //   online_vectorized at 4096-8192 rows of 32000-50304), else online_vectorized; persistent below
