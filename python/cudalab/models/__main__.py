@@ -10,6 +10,7 @@ after ``cudalab.patch`` and after Liger-Kernel's patch, beside the cudalab-built
 
 import argparse
 import contextlib
+import gc
 import json
 import math
 import sys
@@ -290,16 +291,57 @@ def _liger():
     return apply_liger_kernel_to_llama, ""
 
 
+# What apply_liger_kernel_to_llama replaces in transformers' Llama module for the whole process.
+_LIGER_PATCHED = ("apply_rotary_pos_emb", "LlamaRMSNorm", "LlamaMLP")
+
+
+def _hf_step(name, build, initial, config, args, inputs, targets, apply_liger):
+    """One variant of _hf_speed built from `initial`, timed and (eager ones) profiled: its record."""
+    from ..hf import patch
+
+    if name == "cudalab":
+        model, optimizer, _ = _build(Llama, config, "cudalab", initial)
+        runner = model
+    else:
+        model = build()
+        model.load_state_dict(initial)
+        if name == "cudalab.patch":
+            patch(model)
+        elif name == "liger":
+            apply_liger(model=model)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        hf = torch.compile(model) if name.endswith("+compile") else model
+
+        def runner(tokens, _targets):  # the labels are the inputs: Hugging Face shifts them
+            return hf(input_ids=tokens, labels=tokens).loss
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    ms, loss = _time_steps(runner, optimizer, inputs, targets, args.steps)
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    tokens_per_s = args.batch * config.seq / (ms / 1000.0)
+    record = {"step_ms": round(ms, 3), "tokens_per_s": round(tokens_per_s), "peak_gib": round(peak, 3),
+              "last_loss": round(loss, 4)}
+    print(f"{name:22s} {ms:8.2f} ms/step  {tokens_per_s:10.0f} tokens/s  peak {peak:6.2f} GiB  loss {loss:.4f}")
+    if not name.endswith("+compile"):
+        record["profile"] = p = _profile(runner, optimizer, inputs, targets, args.top)
+        print(f"{name:22s} profile: {p['kernel_ms']:.2f} ms of kernels, {p['copy_ms']:.2f} ms in copy kernels")
+    return record
+
+
 def _hf_speed(config, args, inputs, targets, result):
     """A bf16 training step of Hugging Face's LlamaForCausalLM (torch.optim.AdamW, fused) as
     transformers runs it, under torch.compile (--compile), after ``cudalab.patch`` and after
     Liger-Kernel's ``apply_liger_kernel_to_llama`` (its defaults: the LM head and loss fused), beside
-    the cudalab-built Llama (cudalab.optim.AdamW), all from the same weights and batch. Both patches
-    replace the model family's rotary function for the whole process, so Liger's runs last."""
+    the cudalab-built Llama (cudalab.optim.AdamW), all from the same weights and batch. Hugging Face
+    scores the inputs shifted by one (seq - 1 tokens a sequence), the cudalab-built model the
+    targets (seq). Both patches replace parts of the model family for the whole process:
+    ``cudalab.patch``'s rotary function stays (as it does for a user), Liger's runs last and what
+    it replaces is put back after it."""
     build = _hf_llama(config)
     if build is None:
         return 2
-    from ..hf import patch
+    from transformers.models.llama import modeling_llama
 
     apply_liger, liger_missing = _liger()
     initial = {key: value.detach().cpu() for key, value in build().state_dict().items()}
@@ -312,43 +354,21 @@ def _hf_speed(config, args, inputs, targets, result):
             print(f"{name:22s} skipped: {liger_missing}")
             continue
         print(f"{name}: building and timing {args.steps} steps", file=sys.stderr, flush=True)
-        if name == "cudalab":
-            model, optimizer, _ = _build(Llama, config, "cudalab", initial)
-            runner = hf = model
-        else:
-            model = build()
-            model.load_state_dict(initial)
-            if name == "cudalab.patch":
-                patch(model)
-            elif name == "liger":
-                try:
-                    apply_liger(model=model)
-                except Exception as error:  # a Liger release that does not know this transformers
-                    result[name] = {"failed": f"{type(error).__name__}: {error}"}
-                    print(f"{name:22s} failed: {result[name]['failed']}")
-                    del model
-                    continue
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-            hf = torch.compile(model) if name.endswith("+compile") else model
-
-            def runner(tokens, _targets, hf=hf):  # the labels are the inputs: Hugging Face shifts them
-                return hf(input_ids=tokens, labels=tokens).loss
-
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        ms, loss = _time_steps(runner, optimizer, inputs, targets, args.steps)
-        peak = torch.cuda.max_memory_allocated() / 2**30
-        tokens_per_s = args.batch * config.seq / (ms / 1000.0)
-        result[name] = {"step_ms": round(ms, 3), "tokens_per_s": round(tokens_per_s), "peak_gib": round(peak, 3),
-                        "last_loss": round(loss, 4)}
-        print(f"{name:22s} {ms:8.2f} ms/step  {tokens_per_s:10.0f} tokens/s  peak {peak:6.2f} GiB  loss {loss:.4f}")
-        if not name.endswith("+compile"):
-            result[name]["profile"] = p = _profile(runner, optimizer, inputs, targets, args.top)
-            print(f"{name:22s} profile: {p['kernel_ms']:.2f} ms of kernels, {p['copy_ms']:.2f} ms in copy kernels")
-        del model, optimizer, runner, hf
-        if name.endswith("+compile"):
-            torch._dynamo.reset()  # its graphs hold the model's tensors
-        torch.cuda.empty_cache()
+        saved = {attribute: getattr(modeling_llama, attribute) for attribute in _LIGER_PATCHED}
+        try:
+            result[name] = _hf_step(name, build, initial, config, args, inputs, targets, apply_liger)
+        except Exception as error:  # a Liger release that does not know this transformers
+            if name != "liger":
+                raise
+            result[name] = {"failed": f"{type(error).__name__}: {error}".splitlines()[0]}
+            print(f"{name:22s} failed: {result[name]['failed']}")
+        finally:
+            for attribute, value in saved.items():
+                setattr(modeling_llama, attribute, value)
+            if name.endswith("+compile"):
+                torch._dynamo.reset()  # its graphs hold the model's tensors
+            gc.collect()  # Liger binds methods to the model and its modules: reference cycles
+            torch.cuda.empty_cache()
     for name in names[1:]:
         if "step_ms" in result[name]:
             ratio = result["transformers"]["step_ms"] / result[name]["step_ms"]
