@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(256, 1)
   // Blocks start in launch order (x fastest). With grouped heads a block walks every query head of
   // its group, so under a causal mask the first key blocks are group times longer than an even share:
   // there the order is read with the key block slowest, the longest blocks start first and the short
-  // ones fill in behind them (on an H200, 1.42x at 4 x 16 (4 kv heads) x 2048 x 128). Without
+  // ones fill in behind them (on an H200, 1.43x at 4 x 16 (4 kv heads) x 2048 x 128). Without
   // groups, blocks of one head starting together share its Q and dO tiles in L2, which counts more
   // (the same order took 1.07x the time at 8 x 16 x 1024 x 128).
   int key_block = static_cast<int>(blockIdx.x), kv_head = static_cast<int>(blockIdx.y),
