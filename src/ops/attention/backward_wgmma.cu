@@ -19,6 +19,7 @@
 // reductions instead of a thread's atomics per 64 (measured against float2 atomics from registers:
 // +4% at head_dim 128, +19% at 64). Costs: 178 KiB of shared memory at head_dim 128 (one block
 // per SM), two block barriers a tile that keep the warpgroups in step, no warp specialization.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -87,6 +88,7 @@ struct BackwardParams {
   int heads, kv_heads;
   float scale;
   BasicKeyWindow<int> window;  // 32-bit: the limits keep seq below 2^31
+  std::int64_t chunk_pairs;    // (kv head, batch) pairs a chunk of the block order (the kernel's comment)
 };
 
 template <typename T, int kHeadDim>
@@ -105,22 +107,24 @@ __global__ void __launch_bounds__(256, 1)
   auto* stats = reinterpret_cast<float*>(shared_bytes + L::kStats);
   const std::uint32_t kv_full = base + L::kKvFull, q_full = base + L::kQFull;  // slot s: q_full + 8 s
 
-  // Blocks start in launch order (x fastest). With grouped heads a block walks every query head of
-  // its group, so under a causal mask the first key blocks are group times longer than an even share:
-  // there the order is read with the key block slowest, the longest blocks start first and the short
-  // ones fill in behind them (on an H200, 1.43x at 4 x 16 (4 kv heads) x 2048 x 128). Without
-  // groups, blocks of one head starting together share its Q and dO tiles in L2, which counts more
-  // (the same order took 1.07x the time at 8 x 16 x 1024 x 128).
-  int key_block = static_cast<int>(blockIdx.x), kv_head = static_cast<int>(blockIdx.y),
-      batch = static_cast<int>(blockIdx.z);
-  if (p.heads != p.kv_heads) {
-    const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(gridDim.x) *
-                                                 (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
-    const std::int64_t pairs = static_cast<std::int64_t>(gridDim.y) * gridDim.z;  // (kv head, batch) pairs
-    key_block = static_cast<int>(linear / pairs);
-    kv_head = static_cast<int>(linear % pairs % gridDim.y);
-    batch = static_cast<int>(linear % pairs / gridDim.y);
-  }
+  // Blocks start in launch order (x fastest), read here as chunks of p.chunk_pairs (kv head,
+  // batch) pairs with the key block slowest inside a chunk: under a causal mask the first key blocks
+  // see the most query tiles, so each chunk's longest blocks start first and its short ones fill in
+  // behind them. With grouped heads a block walks every query head of its group, so its first key
+  // blocks are nearly an SM's even share: one chunk of every pair (on an H200, 1.43x at 4 x 16 (4 kv
+  // heads) x 2048 x 128). Without groups, about two waves' worth of pairs, so that the blocks of one
+  // head still run close together and share its Q and dO tiles in L2 (one chunk of every pair cost
+  // 7% at 8 x 16 x 1024 x 128; two waves' worth gained 3-8% at seq 1024-4096, head_dim 128). Without
+  // a mask the blocks are equal and a chunk is one pair: the launch order as it stands.
+  const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(gridDim.x) *
+                                               (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
+  const std::int64_t pairs = static_cast<std::int64_t>(gridDim.y) * gridDim.z, blocks = gridDim.x;
+  const std::int64_t chunk = linear / (p.chunk_pairs * blocks), first_pair = chunk * p.chunk_pairs;
+  const std::int64_t width = p.chunk_pairs < pairs - first_pair ? p.chunk_pairs : pairs - first_pair;
+  const std::int64_t in_chunk = linear - first_pair * blocks;
+  const std::int64_t pair = first_pair + in_chunk % width;
+  const int key_block = static_cast<int>(in_chunk / width);
+  const int kv_head = static_cast<int>(pair % gridDim.y), batch = static_cast<int>(pair / gridDim.y);
   const int key0 = key_block * L::kBlockN;
   const int group = p.heads / p.kv_heads;
   const int seq = static_cast<int>(p.seq);
@@ -329,6 +333,16 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
+// The block order's chunk (the kernel's comment): every pair with grouped heads; else, under a
+// causal mask, the pairs of about two waves of blocks, and one pair without one.
+template <typename T>
+std::int64_t chunk_pairs(const AttentionBackwardArgs<T>& args, std::int64_t key_blocks) {
+  const std::int64_t pairs = args.kv_heads * args.batch;
+  if (args.heads != args.kv_heads) return pairs;
+  if (!args.causal) return 1;
+  return std::clamp<std::int64_t>(ceil_div<std::int64_t>(2 * current_gpu().sm_count, key_blocks), 1, pairs);
+}
+
 template <typename T, int kHeadDim>
 void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, float* dq_accumulator,
                            cudaStream_t stream) {
@@ -349,7 +363,8 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
                               static_cast<int>(args.heads),
                               static_cast<int>(args.kv_heads),
                               args.scale,
-                              {static_cast<int>(window.left), static_cast<int>(window.right)}};
+                              {static_cast<int>(window.left), static_cast<int>(window.right)},
+                              chunk_pairs(args, ceil_div<std::int64_t>(args.seq, L::kBlockN))};
   auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, L::kBlockN)),
