@@ -146,6 +146,7 @@ void check_half_gemm_shapes() {
       check_half_gemm<T>(1, 129, 67, 33, 3, 1, -0.5f, tb, ta);      // odd pitches and offsets: the any-alignment rung
       check_half_gemm<T>(1, 256, 256, 64, 8, 8, 1.0f, tb, ta);      // 16-byte aligned pitches, small: mma_small
       check_half_gemm<T>(1, 1096, 2048, 264, 8, 0, -0.5f, tb, ta);  // big and aligned: wgmma (Hopper) or cp.async tiles
+      check_half_gemm<T>(1, 1024, 1984, 320, 0, 0, -0.5f, tb, ta);  // 128 tiles of 128x128: wgmma_mid on Hopper
       check_half_gemm<T>(1, 300, 136, 0, 0, 0, 2.0f, tb, ta);       // k = 0: C = beta C
       check_half_gemm<T>(1, 1000, 72, 520, 0, 0, 0.0f, tb, ta);     // beta = 0, partial tiles, aligned
       check_half_gemm<T>(1, 127, 131, 131, 5, 0, -0.5f, tb, ta);    // pitches 136: K and N tails inside 16-byte chunks
@@ -206,7 +207,7 @@ TEST(LibraryGemm, CallerWorkspace) {
 // D = alpha A op(B) + beta C with C read where it lies: a bias row (ldc 0) and a matrix of wider
 // pitch, against the in-place call on D prefilled with the same C (bit for bit: the same rung, the
 // same blend), on shapes that reach wgmma_persistent, wgmma_cluster (rows off 128-byte lines),
-// wgmma_small, decode_gemv, mma_small and aligned copies (those but the Hopper tile rungs fill D
+// wgmma_mid, wgmma_small, decode_gemv, mma_small and aligned copies (those but the Hopper tile rungs fill D
 // with C first). D's columns past n stay untouched.
 TEST(LibraryGemm, CReadWhereItLies) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
@@ -216,7 +217,8 @@ TEST(LibraryGemm, CReadWhereItLies) {
     bool nt;
   };
   for (const Shape& s : {Shape{2048, 2048, 1024, true}, Shape{3000, 1000, 520, false}, Shape{1024, 1024, 1024, true},
-                         Shape{2, 4096, 4096, true}, Shape{100, 200, 64, false}, Shape{1100, 2056, 261, false}}) {
+                         Shape{1024, 2048, 2048, true}, Shape{2, 4096, 4096, true}, Shape{100, 200, 64, false},
+                         Shape{1100, 2056, 261, false}}) {
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + (s.nt ? " NT" : " NN"));
     const std::int64_t lda = s.k, ldb = s.nt ? s.k : s.n, ldd = s.n + 8, ldc = s.n + 16;
     DeviceBuffer<T> a(s.m * lda), b((s.nt ? s.n : s.k) * ldb), bias(s.n), c(s.m * ldc), d(s.m * ldd), want(s.m * ldd);

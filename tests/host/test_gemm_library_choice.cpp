@@ -49,6 +49,22 @@ TEST_F(GemmLibraryChoice, RowsOffCacheLinesTakeTheClusterRung) {
   EXPECT_EQ(on_hopper(product(3072, 5000, 7168, true)), LibraryRung::wgmma_persistent);  // B n x k: rows on lines
 }
 
+// 128x128 tiles where they take fewer rounds of the SMs than the large or small tiles would (library_choice.cpp).
+TEST_F(GemmLibraryChoice, MidTilesWhereTheirRoundsCostLess) {
+  EXPECT_EQ(on_hopper(product(3072, 2048, 8192, false, true)), LibraryRung::wgmma_mid);  // 192 large tiles: 2 rounds
+  EXPECT_EQ(on_hopper(product(2560, 2048, 8192, false, true)), LibraryRung::wgmma_mid);
+  EXPECT_EQ(on_hopper(product(2304, 768, 8192, false, true)), LibraryRung::wgmma_mid);  // 108 mid tiles, 216 small
+  EXPECT_EQ(on_hopper(product(512, 4096, 8192, false, true)), LibraryRung::wgmma_mid);
+  EXPECT_EQ(on_hopper(product(512, 4096, 4096, true)), LibraryRung::wgmma_mid);
+  EXPECT_EQ(on_hopper(product(1024, 2048, 2048, true)), LibraryRung::wgmma_mid);
+  EXPECT_EQ(on_hopper(product(11264, 2048, 8192, false, true)), LibraryRung::wgmma_persistent);  // 6 rounds either way
+  EXPECT_EQ(on_hopper(product(1024, 4096, 8192, false, true)), LibraryRung::wgmma_persistent);   // 1 round against 2
+  EXPECT_EQ(on_hopper(product(768, 3072, 8192, false, true)), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(on_hopper(product(512, 2048, 8192, false, true)), LibraryRung::wgmma_small);  // 128 small tiles: 1 round
+  EXPECT_EQ(on_hopper(product(1000, 2048, 4096, false, true)),
+            LibraryRung::wgmma_small);  // A's rows off 128-byte lines
+}
+
 TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {
   EXPECT_EQ(on_hopper(product(1024, 1024, 1024)), LibraryRung::wgmma_small);  // 32 big tiles
   EXPECT_EQ(on_hopper(product(128, 4096, 4096, true)), LibraryRung::wgmma_small);
@@ -105,7 +121,7 @@ TEST_F(GemmLibraryChoice, MisalignedRowsAreCopiedToAlignedPitchesOnHopper) {
   EXPECT_EQ(copied.lda, 4096);
   EXPECT_EQ(copied.ldb, 4160);     // whole 128-byte lines: TMA reads them at full speed
   EXPECT_EQ(copied.ldc, odd.ldc);  // C is written where it lies
-  EXPECT_EQ(on_hopper(copied, {}, false), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(on_hopper(copied, {}, false), LibraryRung::wgmma_mid);  // 544 large tiles (5 rounds), 1056 mid (8)
 }
 
 // Needs no sm_90a code: off Hopper every wgmma rung refuses anyway.

@@ -18,6 +18,20 @@ constexpr std::int64_t kLineElements = 64;         // 16-bit elements in a 128-b
 // bytes) wgmma_persistent took 482 us on an H200 with its L2 77% busy, against 301 us and 50% at
 // 3072x5120x7168 (k = 7040 and 7104, rows on lines: 298 and 301 us).
 bool rows_on_lines(const GemmShape& shape) { return shape.lda % kLineElements == 0 && shape.ldb % kLineElements == 0; }
+
+// Tiles of a persistent rung run in rounds of one tile an SM, the last one part full. A round's time
+// against a round of 128x256 tiles (wgmma_persistent), from an H200 at k = 2048-8192 (bf16,
+// results/nvidia-h200/gemm-mid-*.json): 128x128 tiles (wgmma_mid) 0.51-0.55, 64x128 tiles
+// (wgmma_small) 0.32-0.39; as twentieths, the slower ends.
+constexpr std::int64_t kLargeRound = 20, kMidRound = 11, kSmallRound = 8;
+std::int64_t rounds(std::int64_t tiles, int sm_count) { return (tiles + sm_count - 1) / sm_count; }
+std::int64_t tiles_of(const GemmShape& shape, std::int64_t rows, std::int64_t columns) {
+  return shape.batch * ((shape.m + rows - 1) / rows) * ((shape.n + columns - 1) / columns);
+}
+// Whether wgmma_mid's rounds cost at least 5% less than `other_cost` (twentieths of a large round).
+bool mid_cheaper(const GemmShape& shape, int sm_count, std::int64_t other_cost) {
+  return 20 * kMidRound * rounds(tiles_of(shape, 128, 128), sm_count) < 19 * other_cost;
+}
 }  // namespace
 
 GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignment) {
@@ -59,10 +73,17 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // k >= 4096, where wgmma_small's 32 tiles leave most SMs idle (32-64 x 4096 x 4096, 8192, 11008, 14336: 19.0-20.3,
 // 30.6-32.4, 38.3-40.4, 47.3-49.9 us against wgmma_small's 21.5-22.8, 37.6-39.3, 49.1-50.6, 61.6-64.2), on
 // wgmma_small against a wide one (8192^2: 52.9-53.6 against 54.0-57.6).
+// Between the big and small tiles, wgmma_mid's 128x128 where its rounds cost less (mid_cheaper): its
+// tiles fill the SMs where a round of the others would run part empty. On an H200 (bf16, k = 8192 unless
+// stated): 3072 x 2048 (192 big tiles, two rounds; 384 mid, three) 138.6 us against persistent's 165.9,
+// 2560 x 2048 135.5 against 166.1, 2304 x 768 (108 mid tiles, one round; 216 small, two) 44.4 against
+// wgmma_small's 62.2, 512 x 4096 46.6 against 62.0, 512 x 4096 x 4096 26.7 against 33.6, 1024 x 2048 x
+// 2048 17.0 against 20.4; and, as predicted, behind where its rounds are not fewer (1024 x 4096: 91.6
+// against 87.7; 768 x 3072: 87.9 against 80.9).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy) {
   const int cc = compute_capability;
-  const std::int64_t big_tiles = shape.batch * ((shape.m + 127) / 128) * ((shape.n + 255) / 256);
+  const std::int64_t big_tiles = tiles_of(shape, 128, 256);
   const bool big = 2 * big_tiles >= sm_count && shape.k >= 256 && shape.m >= 64 && shape.n >= 128;
   const bool aligned = alignment.a && alignment.b && alignment.c;
   const std::int64_t column_tiles = (shape.n + 127) / 128;
@@ -82,13 +103,20 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves =
         (big_tiles >= 6 * std::int64_t{sm_count} || !rows_on_lines(shape)) && wgmma_cluster_limits(shape, cc).empty();
-    return waves ? LibraryRung::wgmma_cluster : LibraryRung::wgmma_persistent;
+    if (waves) return LibraryRung::wgmma_cluster;
+    if (mid_cheaper(shape, sm_count, kLargeRound * rounds(big_tiles, sm_count)) && wgmma_mid_limits(shape, cc).empty())
+      return LibraryRung::wgmma_mid;
+    return LibraryRung::wgmma_persistent;
   }
   if (may_copy && big && cc == kHopper && shape.batch == 1 && alignment.c &&
       wgmma_persistent_limits(with_aligned_pitches(shape, alignment), cc).empty())
     return LibraryRung::aligned_copies;
   if (big && aligned && mma_pipelined_limits(shape, cc).empty()) return LibraryRung::mma_pipelined;
   if (big && mma_swizzled_limits(shape, cc).empty()) return LibraryRung::mma_swizzled;
+  if (!big && aligned && shape.k >= 256 && shape.n >= 128 && rows_on_lines(shape) &&
+      mid_cheaper(shape, sm_count, kSmallRound * rounds(tiles_of(shape, 64, 128), sm_count)) &&
+      wgmma_mid_limits(shape, cc).empty())
+    return LibraryRung::wgmma_mid;
   if (!big && aligned && shape.k >= 256 && wgmma_small_limits(shape, cc).empty()) return LibraryRung::wgmma_small;
   return LibraryRung::mma_small;
 }

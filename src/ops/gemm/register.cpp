@@ -287,6 +287,10 @@ std::vector<Variant> tensor_core_ladder() {
       tensor_core_rung(ids::kWgmmaSmall,
                        "the persistent kernel on 64x128 tiles, two consumer warpgroups splitting each k-tile",
                        v::wgmma_small<bf16>, v::wgmma_small<__half>, v::wgmma_small_limits),
+      tensor_core_rung(
+          ids::kWgmmaMid,
+          "the persistent kernel on 128x128 tiles, for shapes whose large tiles leave a round of the SMs part empty",
+          v::wgmma_mid<bf16>, v::wgmma_mid<__half>, v::wgmma_mid_limits),
       tensor_core_rung(ids::kWgmmaSmallSplitK,
                        "wgmma_small with k split across CTAs where its tiles leave SMs idle, the parts added after",
                        v::wgmma_small_splitk<bf16>, v::wgmma_small_splitk<__half>, v::wgmma_small_limits),

@@ -26,6 +26,10 @@
 // each k-tile (PersistentTiles below). Fixes: shapes with few large tiles, which left most SMs
 // idle. Costs: twice the A and B traffic per FLOP of the large tiles, and a 32 KiB hand-over of
 // partial sums per tile.
+// Rung `wgmma_mid` is the large tiles' kernel on 128 x 128 tiles. Fixes: the last round of tiles. Tiles run in
+// rounds of one an SM, so 192 large tiles (3072 x 2048) take two rounds on 132 SMs, the second 45% full; their
+// 384 halves take three rounds of about 0.55 the time (1.2x on an H200 at k = 8192). Costs: a third more A and B
+// traffic per FLOP, and 10% less rate a round than the large tiles where both fill their rounds.
 // Rung `wgmma_small_splitk` also splits k across CTAs: a decode batch (m <= 64) against a 4096-wide
 // weight is 32 small tiles for 132 SMs (0.72-0.78x cuBLAS at m = 8-64 on an H200), so each tile's
 // k-range is cut into as many parts as give about one work item per SM; each part's fp32 sums go to
@@ -42,7 +46,7 @@
 // L2 reuse: CTAs at different k-offsets share no A or B panels (3.6x persistent's DRAM reads at
 // 4096^3 on an H200 with every tile split), hence all but the last one or two waves' tiles whole
 // (stream_k_plan).
-// All four rungs of this file are one kernel over the schedules of ops/gemm/schedules.cuh.
+// All five rungs of this file are one kernel over the schedules of ops/gemm/schedules.cuh.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -81,6 +85,9 @@ struct PersistentTiles {
 };
 using LargeTiles = PersistentTiles<2, 256, 4, false>;
 using SmallTiles = PersistentTiles<2, 128, 6, true>;
+// Mid (rung `wgmma_mid`): 128 x 128 tiles, the large tiles' two consumer warpgroups on 64 rows each, a 6-slot
+// ring of 32 KiB.
+using MidTiles = PersistentTiles<2, 128, 6, false>;
 
 #if CUDALAB_SM90A
 namespace {
@@ -106,7 +113,8 @@ struct SharedStorage {
   ReduceBuffer<Tiles::kReduceBytes> reduce;
 };
 static_assert(shared_storage_bytes<SharedStorage<LargeTiles>>() <= 227 * 1024 &&
-                  shared_storage_bytes<SharedStorage<SmallTiles>>() <= 227 * 1024,
+                  shared_storage_bytes<SharedStorage<SmallTiles>>() <= 227 * 1024 &&
+                  shared_storage_bytes<SharedStorage<MidTiles>>() <= 227 * 1024,
               "one block per SM must fit");
 
 // Split k-steps: the second consumer warpgroup's accumulators into `reduce` (element i of thread t
@@ -325,6 +333,15 @@ void wgmma_persistent(const GemmArgs<T>& args, cudaStream_t stream) {
   launch_persistent<T, LargeTiles>(args, "wgmma_persistent", stream);
 }
 
+std::string wgmma_mid_limits(const GemmShape& shape, int compute_capability) {
+  return persistent_limits<MidTiles>(shape, compute_capability);
+}
+
+template <typename T>
+void wgmma_mid(const GemmArgs<T>& args, cudaStream_t stream) {
+  launch_persistent<T, MidTiles>(args, "wgmma_mid", stream);
+}
+
 template <typename T>
 void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream) {
   launch_persistent<T, SmallTiles>(args, "wgmma_small", stream);
@@ -342,6 +359,8 @@ void wgmma_streamk(const GemmArgs<T>& args, cudaStream_t stream) {
 
 template void wgmma_streamk<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_streamk<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
+template void wgmma_mid<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void wgmma_mid<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 template void wgmma_small<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_small_splitk<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_small_splitk<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);

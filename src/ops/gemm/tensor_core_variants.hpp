@@ -62,13 +62,16 @@ std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 // keeps a big Hopper product off them (the misaligned operands copied to rows on 128-byte lines
 // first, then the rung the copies get); mma_pipelined
 // on other GPUs; mma_swizzled for big products of misaligned rows; wgmma_small below the big-tile
-// line on Hopper; mma_small for the rest (batches of small matrices, short k, any alignment).
+// line on Hopper; wgmma_mid on either side of it where its 128x128 tiles take fewer rounds of the SMs
+// than the others' (library_choice.cpp); mma_small for the rest (batches of small matrices, short k,
+// any alignment).
 enum class LibraryRung {
   decode_gemv,
   decode_mma,
   decode_wgmma,
   wgmma_cluster,
   wgmma_persistent,
+  wgmma_mid,
   aligned_copies,
   mma_pipelined,
   mma_swizzled,
@@ -121,6 +124,11 @@ template <typename T>
 void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream);
 // wgmma_small with k split across CTAs where its tiles leave SMs idle (a decode batch against a
 // weight); the parts' fp32 sums added by a second kernel. Takes what wgmma_small takes.
+// wgmma_persistent's kernel on 128x128 tiles: for shapes whose large tiles would leave a round of the
+// SMs part empty.
+template <typename T>
+void wgmma_mid(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wgmma_mid_limits(const GemmShape& shape, int compute_capability);
 template <typename T>
 void wgmma_small_splitk(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_small_limits(const GemmShape& shape, int compute_capability);

@@ -31,7 +31,7 @@ struct GemmArgs {
   std::int64_t ldc = 0;
   // Where beta's C is read when not from c itself (null: in place): rows ldc_in apart, 0 for one row
   // read by every row (a bias). Single matrices on the Hopper tile rungs only (wgmma_persistent,
-  // wgmma_cluster, wgmma_small); the library fills c from it for the others.
+  // wgmma_cluster, wgmma_mid, wgmma_small); the library fills c from it for the others.
   const T* c_in = nullptr;
   std::int64_t ldc_in = 0;
   // B stored N x K (row j holds column j of the K x N operand, ldb >= K): C = alpha A B^T + beta C,
