@@ -207,8 +207,8 @@ TEST(LibraryGemm, CallerWorkspace) {
 // D = alpha A op(B) + beta C with C read where it lies: a bias row (ldc 0) and a matrix of wider
 // pitch, against the in-place call on D prefilled with the same C (bit for bit: the same rung, the
 // same blend), on shapes that reach wgmma_persistent, wgmma_cluster (rows off 128-byte lines),
-// wgmma_mid, wgmma_small, decode_gemv, mma_small and aligned copies (those but the Hopper tile rungs fill D
-// with C first). D's columns past n stay untouched.
+// wgmma_mid, wgmma_streamk, wgmma_small, decode_gemv, mma_small and aligned copies (those but the Hopper tile rungs
+// fill D with C first). D's columns past n stay untouched.
 TEST(LibraryGemm, CReadWhereItLies) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   using T = __nv_bfloat16;
@@ -217,8 +217,8 @@ TEST(LibraryGemm, CReadWhereItLies) {
     bool nt;
   };
   for (const Shape& s : {Shape{2048, 2048, 1024, true}, Shape{3000, 1000, 520, false}, Shape{1024, 1024, 1024, true},
-                         Shape{1024, 2048, 2048, true}, Shape{2, 4096, 4096, true}, Shape{100, 200, 64, false},
-                         Shape{1100, 2056, 261, false}}) {
+                         Shape{1024, 2048, 2048, true}, Shape{3072, 768, 8192, true}, Shape{2, 4096, 4096, true},
+                         Shape{100, 200, 64, false}, Shape{1100, 2056, 261, false}}) {
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + (s.nt ? " NT" : " NN"));
     const std::int64_t lda = s.k, ldb = s.nt ? s.k : s.n, ldd = s.n + 8, ldc = s.n + 16;
     DeviceBuffer<T> a(s.m * lda), b((s.nt ? s.n : s.k) * ldb), bias(s.n), c(s.m * ldc), d(s.m * ldd), want(s.m * ldd);

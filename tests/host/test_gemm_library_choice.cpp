@@ -52,17 +52,31 @@ TEST_F(GemmLibraryChoice, RowsOffCacheLinesTakeTheClusterRung) {
 // 128x128 tiles where they take fewer rounds of the SMs than the large or small tiles would (library_choice.cpp).
 TEST_F(GemmLibraryChoice, MidTilesWhereTheirRoundsCostLess) {
   EXPECT_EQ(on_hopper(product(3072, 2048, 8192, false, true)), LibraryRung::wgmma_mid);  // 192 large tiles: 2 rounds
-  EXPECT_EQ(on_hopper(product(2560, 2048, 8192, false, true)), LibraryRung::wgmma_mid);
-  EXPECT_EQ(on_hopper(product(2304, 768, 8192, false, true)), LibraryRung::wgmma_mid);  // 108 mid tiles, 216 small
+  EXPECT_EQ(on_hopper(product(2304, 768, 8192, false, true)), LibraryRung::wgmma_mid);   // 108 mid tiles, 216 small
   EXPECT_EQ(on_hopper(product(512, 4096, 8192, false, true)), LibraryRung::wgmma_mid);
   EXPECT_EQ(on_hopper(product(512, 4096, 4096, true)), LibraryRung::wgmma_mid);
   EXPECT_EQ(on_hopper(product(1024, 2048, 2048, true)), LibraryRung::wgmma_mid);
-  EXPECT_EQ(on_hopper(product(11264, 2048, 8192, false, true)), LibraryRung::wgmma_persistent);  // 6 rounds either way
-  EXPECT_EQ(on_hopper(product(1024, 4096, 8192, false, true)), LibraryRung::wgmma_persistent);   // 1 round against 2
-  EXPECT_EQ(on_hopper(product(768, 3072, 8192, false, true)), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(on_hopper(product(1024, 4096, 8192, false, true)), LibraryRung::wgmma_persistent);  // 1 round against 2
+  EXPECT_EQ(on_hopper(product(768, 3072, 4096, false, true)), LibraryRung::wgmma_persistent);
   EXPECT_EQ(on_hopper(product(512, 2048, 8192, false, true)), LibraryRung::wgmma_small);  // 128 small tiles: 1 round
   EXPECT_EQ(on_hopper(product(1000, 2048, 4096, false, true)),
             LibraryRung::wgmma_small);  // A's rows off 128-byte lines
+}
+
+// Stream-K where sharing the large tiles' k-steps costs less than whole tiles, its fixed cost included.
+TEST_F(GemmLibraryChoice, StreamKWhereOneRoundRunsPartEmptyOverLongK) {
+  EXPECT_EQ(on_hopper(product(768, 3072, 8192, false, true)), LibraryRung::wgmma_streamk);  // 72 tiles, k = 8192
+  EXPECT_EQ(on_hopper(product(3072, 768, 8192, false, true)), LibraryRung::wgmma_streamk);
+  EXPECT_EQ(on_hopper(product(1280, 2048, 8192, false, true)), LibraryRung::wgmma_streamk);  // 80 tiles
+  EXPECT_EQ(on_hopper(product(3072, 1024, 16384, false, true)), LibraryRung::wgmma_streamk);
+  EXPECT_EQ(on_hopper(product(2560, 2048, 8192, false, true)), LibraryRung::wgmma_streamk);   // against mid's 3 rounds
+  EXPECT_EQ(on_hopper(product(11264, 2048, 8192, false, true)), LibraryRung::wgmma_streamk);  // 5.3 rounds
+  EXPECT_EQ(on_hopper(product(3072, 768, 8192, true)), LibraryRung::wgmma_streamk);           // NT
+  EXPECT_EQ(on_hopper(product(3072, 1024, 8192, false, true)), LibraryRung::wgmma_persistent);  // 96 tiles: 73% full
+  EXPECT_EQ(on_hopper(product(2048, 2048, 8192, false, true)), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(on_hopper(product(768, 3072, 4096, false, true)), LibraryRung::wgmma_persistent);  // k = 4096
+  EXPECT_EQ(on_hopper(product(5632, 2048, 8192, false, true)), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(on_hopper(product(768, 3072, 8192, false, true, 2)), LibraryRung::wgmma_mid);  // a batch: no stream-K
 }
 
 TEST_F(GemmLibraryChoice, FewTilesTakeTheSmallRungs) {

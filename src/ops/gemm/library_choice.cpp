@@ -1,5 +1,6 @@
 // The library call's choice of tensor-core rung (library_rung in tensor_core_variants.hpp): a pure
 // function of the shape, the operands' alignment and the GPU, so a host test pins it.
+#include <algorithm>
 #include <cstdint>
 
 #include "ops/gemm/tensor_core_variants.hpp"
@@ -19,19 +20,31 @@ constexpr std::int64_t kLineElements = 64;         // 16-bit elements in a 128-b
 // 3072x5120x7168 (k = 7040 and 7104, rows on lines: 298 and 301 us).
 bool rows_on_lines(const GemmShape& shape) { return shape.lda % kLineElements == 0 && shape.ldb % kLineElements == 0; }
 
-// Tiles of a persistent rung run in rounds of one tile an SM, the last one part full. A round's time
-// against a round of 128x256 tiles (wgmma_persistent), from an H200 at k = 2048-8192 (bf16,
+// Tiles of a persistent rung run in rounds of one tile an SM, the last one part full. A tile's k-step
+// (64 of k) against a 128x256 tile's (wgmma_persistent), from an H200 at k = 2048-8192 (bf16,
 // results/nvidia-h200/gemm-mid-*.json): 128x128 tiles (wgmma_mid) 0.51-0.55, 64x128 tiles
-// (wgmma_small) 0.32-0.39; as twentieths, the slower ends.
-constexpr std::int64_t kLargeRound = 20, kMidRound = 11, kSmallRound = 8;
+// (wgmma_small) 0.32-0.39; as twentieths, the slower ends. Stream-K (wgmma_streamk) shares all the
+// large tiles' k-steps evenly and pays a fixed 19-25 us on top (gemm-streamk-k*.json: 768 x 3072 to
+// 2560 x 2048 at k = 2048-8192), about 38 of a large tile's k-steps at the H200's clocks.
+constexpr std::int64_t kLargeStep = 20, kMidStep = 11, kSmallStep = 8, kStreamKExtraSteps = 38;
 std::int64_t rounds(std::int64_t tiles, int sm_count) { return (tiles + sm_count - 1) / sm_count; }
 std::int64_t tiles_of(const GemmShape& shape, std::int64_t rows, std::int64_t columns) {
   return shape.batch * ((shape.m + rows - 1) / rows) * ((shape.n + columns - 1) / columns);
 }
-// Whether wgmma_mid's rounds cost at least 5% less than `other_cost` (twentieths of a large round).
-bool mid_cheaper(const GemmShape& shape, int sm_count, std::int64_t other_cost) {
-  return 20 * kMidRound * rounds(tiles_of(shape, 128, 128), sm_count) < 19 * other_cost;
+
+// Each tile rung's time for a shape, in twentieths of a large tile's k-step.
+struct TileCosts {
+  std::int64_t large, mid, small, streamed;
+};
+TileCosts tile_costs(const GemmShape& shape, int sm_count) {
+  const std::int64_t steps = (shape.k + 63) / 64, large_tiles = tiles_of(shape, 128, 256);
+  return {kLargeStep * steps * rounds(large_tiles, sm_count),
+          kMidStep * steps * rounds(tiles_of(shape, 128, 128), sm_count),
+          kSmallStep * steps * rounds(tiles_of(shape, 64, 128), sm_count),
+          (kLargeStep * steps * large_tiles + sm_count - 1) / sm_count + kLargeStep * kStreamKExtraSteps};
 }
+// Whether `cost` is at least 5% less than `other`.
+bool cheaper(std::int64_t cost, std::int64_t other) { return 20 * cost < 19 * other; }
 }  // namespace
 
 GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignment) {
@@ -80,6 +93,12 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // wgmma_small's 62.2, 512 x 4096 46.6 against 62.0, 512 x 4096 x 4096 26.7 against 33.6, 1024 x 2048 x
 // 2048 17.0 against 20.4; and, as predicted, behind where its rounds are not fewer (1024 x 4096: 91.6
 // against 87.7; 768 x 3072: 87.9 against 80.9).
+// And wgmma_streamk where sharing the large tiles' k-steps evenly costs 5% less than whole tiles of either
+// size, fixed cost included (tile_costs): one round of large tiles at most 61% full over k = 8192 (768 x 3072
+// 68.4 us against persistent's 81.2, 1024 x 2560 72.1 against 81.0), or 73% over k = 16384 (3072 x 1024 144.5
+// against 160.5); 2560 x 2048 x 8192 (121.7 against wgmma_mid's 133.3); 11264 x 2048 x 8192 (473 against 503).
+// Not at k = 4096 and below (768 x 3072 x 2048: 30.1 against 26.0) nor with the round fuller (2048 x 2048 x 8192:
+// 97.7 against 86.2). Single products only (its schedule was measured without batches).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy) {
   const int cc = compute_capability;
@@ -100,12 +119,15 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
   if (shape.batch == 1 && shape.m > kDecodeRows && narrow && shape.k >= kDecodeWgmmaMinK && alignment.a &&
       alignment.b && decode_wgmma_limits(shape, cc).empty())
     return LibraryRung::decode_wgmma;
+  const TileCosts cost = tile_costs(shape, sm_count);
   if (big && aligned && wgmma_persistent_limits(shape, cc).empty()) {
     const bool waves =
         (big_tiles >= 6 * std::int64_t{sm_count} || !rows_on_lines(shape)) && wgmma_cluster_limits(shape, cc).empty();
     if (waves) return LibraryRung::wgmma_cluster;
-    if (mid_cheaper(shape, sm_count, kLargeRound * rounds(big_tiles, sm_count)) && wgmma_mid_limits(shape, cc).empty())
-      return LibraryRung::wgmma_mid;
+    const bool mid_fits = wgmma_mid_limits(shape, cc).empty();
+    if (shape.batch == 1 && cheaper(cost.streamed, mid_fits ? std::min(cost.large, cost.mid) : cost.large))
+      return LibraryRung::wgmma_streamk;
+    if (mid_fits && cheaper(cost.mid, cost.large)) return LibraryRung::wgmma_mid;
     return LibraryRung::wgmma_persistent;
   }
   if (may_copy && big && cc == kHopper && shape.batch == 1 && alignment.c &&
@@ -113,8 +135,7 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
     return LibraryRung::aligned_copies;
   if (big && aligned && mma_pipelined_limits(shape, cc).empty()) return LibraryRung::mma_pipelined;
   if (big && mma_swizzled_limits(shape, cc).empty()) return LibraryRung::mma_swizzled;
-  if (!big && aligned && shape.k >= 256 && shape.n >= 128 && rows_on_lines(shape) &&
-      mid_cheaper(shape, sm_count, kSmallRound * rounds(tiles_of(shape, 64, 128), sm_count)) &&
+  if (!big && aligned && shape.k >= 256 && shape.n >= 128 && rows_on_lines(shape) && cheaper(cost.mid, cost.small) &&
       wgmma_mid_limits(shape, cc).empty())
     return LibraryRung::wgmma_mid;
   if (!big && aligned && shape.k >= 256 && wgmma_small_limits(shape, cc).empty()) return LibraryRung::wgmma_small;

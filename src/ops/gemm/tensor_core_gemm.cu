@@ -127,6 +127,7 @@ void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& worksp
     case v::LibraryRung::wgmma_cluster: return v::wgmma_cluster(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::wgmma_persistent: return v::wgmma_persistent(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::wgmma_mid: return v::wgmma_mid(for_hopper_epilogue(args, stream), stream);
+    case v::LibraryRung::wgmma_streamk: return v::wgmma_streamk(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::aligned_copies:
       return run_on_aligned_copies(args, alignment_of(args), current_gpu(), workspace, stream);
     case v::LibraryRung::mma_pipelined: return v::mma_pipelined(in_place(args, stream), stream);

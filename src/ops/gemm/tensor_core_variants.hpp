@@ -63,8 +63,8 @@ std::string mma_small_limits(const GemmShape& shape, int compute_capability);
 // first, then the rung the copies get); mma_pipelined
 // on other GPUs; mma_swizzled for big products of misaligned rows; wgmma_small below the big-tile
 // line on Hopper; wgmma_mid on either side of it where its 128x128 tiles take fewer rounds of the SMs
-// than the others' (library_choice.cpp); mma_small for the rest (batches of small matrices, short k,
-// any alignment).
+// than the others', wgmma_streamk above it where sharing the k-steps costs less than whole tiles
+// (library_choice.cpp); mma_small for the rest (batches of small matrices, short k, any alignment).
 enum class LibraryRung {
   decode_gemv,
   decode_mma,
@@ -72,6 +72,7 @@ enum class LibraryRung {
   wgmma_cluster,
   wgmma_persistent,
   wgmma_mid,
+  wgmma_streamk,
   aligned_copies,
   mma_pipelined,
   mma_swizzled,
