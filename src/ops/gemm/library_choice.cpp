@@ -25,7 +25,7 @@ bool rows_on_lines(const GemmShape& shape) { return shape.lda % kLineElements ==
 // results/nvidia-h200/gemm-mid-*.json): 128x128 tiles (wgmma_mid) 0.51-0.55, 64x128 tiles
 // (wgmma_small) 0.32-0.39; as twentieths, the slower ends. Stream-K (wgmma_streamk) shares all the
 // large tiles' k-steps evenly and pays a fixed 19-25 us on top (gemm-streamk-k*.json: 768 x 3072 to
-// 2560 x 2048 at k = 2048-8192), about 38 of a large tile's k-steps at the H200's clocks.
+// 2560 x 2048 at k = 2048-8192; 36 us at 16384), about 38 of a large tile's k-steps at the H200's clocks.
 constexpr std::int64_t kLargeStep = 20, kMidStep = 11, kSmallStep = 8, kStreamKExtraSteps = 38;
 std::int64_t rounds(std::int64_t tiles, int sm_count) { return (tiles + sm_count - 1) / sm_count; }
 std::int64_t tiles_of(const GemmShape& shape, std::int64_t rows, std::int64_t columns) {
@@ -86,7 +86,7 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // k >= 4096, where wgmma_small's 32 tiles leave most SMs idle (32-64 x 4096 x 4096, 8192, 11008, 14336: 19.0-20.3,
 // 30.6-32.4, 38.3-40.4, 47.3-49.9 us against wgmma_small's 21.5-22.8, 37.6-39.3, 49.1-50.6, 61.6-64.2), on
 // wgmma_small against a wide one (8192^2: 52.9-53.6 against 54.0-57.6).
-// Between the big and small tiles, wgmma_mid's 128x128 where its rounds cost less (mid_cheaper): its
+// Between the big and small tiles, wgmma_mid's 128x128 where its rounds cost less (tile_costs): its
 // tiles fill the SMs where a round of the others would run part empty. On an H200 (bf16, k = 8192 unless
 // stated): 3072 x 2048 (192 big tiles, two rounds; 384 mid, three) 138.6 us against persistent's 165.9,
 // 2560 x 2048 135.5 against 166.1, 2304 x 768 (108 mid tiles, one round; 216 small, two) 44.4 against
