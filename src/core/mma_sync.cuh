@@ -125,6 +125,17 @@ __device__ __forceinline__ void cp_async16(std::uint32_t destination, const void
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(source), "r"(source_bytes));
 }
 
+// 4 bytes global -> shared without registers, zero-filled when `source_bytes` is 0 (nothing read).
+__device__ __forceinline__ void cp_async4(std::uint32_t destination, const void* source, int source_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(destination), "l"(source), "r"(source_bytes));
+}
+
+// One arrival on the mbarrier once this thread's cp.async copies so far have landed (.noinc: the
+// barrier's arrival count includes it), so the copies complete with the barrier's phase.
+__device__ __forceinline__ void cp_async_arrive_noinc(std::uint32_t barrier) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(barrier) : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Waits until at most kPending of this thread's committed groups are still in flight.

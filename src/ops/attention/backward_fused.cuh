@@ -1,8 +1,8 @@
 // What the fused backward rungs (`mma` on mma.sync, `wgmma` on Hopper) share around their main
 // kernel: the argument checks, the workspace (dQ's fp32 accumulator, then D_i), D_i = dO_i . O_i by
-// a pre-kernel, and the last kernel that scales dQ's accumulator and rounds it to T. Both main
-// kernels add their dQ contributions to the accumulator with fp32 atomics, so dQ's sums are not in
-// a fixed order; dK and dV are written once.
+// a pre-kernel that also zeroes the accumulator, and the last kernel that scales dQ's accumulator
+// and rounds it to T. Both main kernels add their dQ contributions to the accumulator with fp32
+// atomics, so dQ's sums are not in a fixed order; dK and dV are written once.
 #pragma once
 
 #include <cstdint>
@@ -18,20 +18,33 @@
 namespace cudalab::attention_variants {
 namespace fused_backward {
 
-// D_i = dO_i . O_i in fp32, a warp per row; O's and dO's rows where o_strides and do_strides say.
-template <typename T>
+// D_i = dO_i . O_i in fp32 and row i of dQ's accumulator zeroed, in one pass: kLanes threads a row,
+// one 16-byte vector of O and of dO each (head_dim = 8 kLanes), summed by shuffles within the
+// row's lanes. O's and dO's rows lie where o_strides and do_strides say (multiples of 8 elements
+// from 16-byte aligned arrays). One pass at 16 bytes a load where a warp a row with 2-byte loads
+// and a separate memset took two.
+template <typename T, int kLanes>
 __global__ void __launch_bounds__(256)
-    delta_kernel(const T* __restrict__ o, AttentionStrides o_strides, const T* __restrict__ d_o,
-                 AttentionStrides do_strides, float* __restrict__ delta, std::int64_t rows, std::int64_t heads,
-                 std::int64_t seq, std::int64_t dim) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  if (row >= rows) return;
-  const T* o_row = o + row_offset(o_strides, row, heads, seq);
-  const T* do_row = d_o + row_offset(do_strides, row, heads, seq);
+    prepare_kernel(const T* __restrict__ o, AttentionStrides o_strides, const T* __restrict__ d_o,
+                   AttentionStrides do_strides, float* __restrict__ delta, float* __restrict__ dq_accumulator,
+                   std::int64_t rows, std::int64_t heads, std::int64_t seq) {
+  static_assert(32 % kLanes == 0, "a row's lanes lie in one warp");
+  constexpr int kDim = kLanes * kVector16<T>;
+  const std::int64_t row = (static_cast<std::int64_t>(blockIdx.x) * 256 + threadIdx.x) / kLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  if (row >= rows) return;  // whole rows leave together, and each row shuffles among its own lanes
+  const unsigned row_lanes = (kLanes == 32 ? 0xffffffffu : (1u << kLanes) - 1u)
+                             << (static_cast<int>(threadIdx.x) % 32 / kLanes * kLanes);
+  const Vector16<T> x = load_vector16(o + row_offset(o_strides, row, heads, seq) + lane * kVector16<T>);
+  const Vector16<T> dy = load_vector16(d_o + row_offset(do_strides, row, heads, seq) + lane * kVector16<T>);
   float sum = 0.0f;
-  for (std::int64_t d = lane; d < dim; d += 32) sum += to_float(do_row[d]) * to_float(o_row[d]);
-  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+#pragma unroll
+  for (int i = 0; i < kVector16<T>; ++i) sum += to_float(dy[i]) * to_float(x[i]);
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(row_lanes, sum, offset, kLanes);
+  float4* zeros = reinterpret_cast<float4*>(dq_accumulator + row * kDim + lane * kVector16<T>);
+#pragma unroll
+  for (int i = 0; i < kVector16<T> / 4; ++i) zeros[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (lane == 0) delta[row] = sum;
 }
 
@@ -51,25 +64,27 @@ __global__ void __launch_bounds__(256)
   *reinterpret_cast<uint4*>(dq + row_offset(dq_strides, row, heads, seq) + (i - row * dim)) = packed;
 }
 
-// Checks `args` for rung `name` (whose limits gave `why`), zeroes dQ's accumulator, computes D_i,
+// Checks `args` for rung `name` (whose limits gave `why`), zeroes dQ's accumulator and computes D_i,
 // runs `main(delta, dq_accumulator)` and converts dQ.
 template <typename T, typename Main>
 void run(const char* name, const std::string& why, const AttentionBackwardArgs<T>& args, cudaStream_t stream,
          Main&& main) {
   if (!ready_to_launch(name, why, args, mma_backward_workspace_bytes(args.batch, args.heads, args.seq, args.head_dim)))
     return;
-  CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.d_o) &&
-                      is_aligned16(args.dq) && is_aligned16(args.dk) && is_aligned16(args.dv),
-                  std::string(name) + ": q, k, v, do, dq, dk and dv must be 16-byte aligned");
+  CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.o) &&
+                      is_aligned16(args.d_o) && is_aligned16(args.dq) && is_aligned16(args.dk) && is_aligned16(args.dv),
+                  std::string(name) + ": q, k, v, o, do, dq, dk and dv must be 16-byte aligned");
   CUDALAB_REQUIRE(strides_in_vectors(args.layout), std::string(name) + ": every stride must be a multiple of 8");
   const std::int64_t rows = args.batch * args.heads * args.seq, dq_count = rows * args.head_dim;
   auto* dq_accumulator = static_cast<float*>(args.workspace);
   float* delta = dq_accumulator + dq_count;
-  CUDALAB_CUDA_CHECK(cudaMemsetAsync(dq_accumulator, 0, static_cast<std::size_t>(dq_count) * sizeof(float), stream));
   const auto strides = [&](const AttentionStrides& s) { return resolved(s, args.heads, args.seq, args.head_dim); };
-  delta_kernel<T><<<static_cast<unsigned>(ceil_div<std::int64_t>(rows, 8)), 256, 0, stream>>>(
-      args.o, strides(args.layout.o), args.d_o, strides(args.layout.d_o), delta, rows, args.heads, args.seq,
-      args.head_dim);
+  // The rungs' limits hold head_dim to 64 or 128.
+  auto* prepare = args.head_dim == 64 ? prepare_kernel<T, 8> : prepare_kernel<T, 16>;
+  const std::int64_t lanes = args.head_dim / kVector16<T>;
+  prepare<<<static_cast<unsigned>(ceil_div<std::int64_t>(rows * lanes, 256)), 256, 0, stream>>>(
+      args.o, strides(args.layout.o), args.d_o, strides(args.layout.d_o), delta, dq_accumulator, rows, args.heads,
+      args.seq);
   CUDALAB_CHECK_LAUNCH();
   main(delta, dq_accumulator);
   dq_kernel<T><<<static_cast<unsigned>(ceil_div<std::int64_t>(dq_count, 8 * 256)), 256, 0, stream>>>(

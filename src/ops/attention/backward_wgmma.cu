@@ -12,13 +12,15 @@
 //                                128) or by its own 64 keys (head_dim 64); the fp32 result goes to
 //                                shared memory and one thread adds it to dQ's accumulator in L2 with
 //                                a TMA bulk reduction (cp.reduce.async.bulk .add), FA3's way.
-// Thread 0 issues TMA loads of the next tile's Q and dO into the other slot of a 2-slot ring while
-// the current tile is computed. Fixes, relative to `mma`: no ldmatrix traffic or fragment registers
-// for shared operands (the mma rung's shared-memory reads, 256-384 bytes per mma.sync against the
-// SM's 128 a clock, bounded it), the next tile's copy overlapped, dQ added once per 128 keys by bulk
-// reductions instead of a thread's atomics per 64 (measured against float2 atomics from registers:
-// +4% at head_dim 128, +19% at 64). Costs: 178 KiB of shared memory at head_dim 128 (one block
-// per SM), two block barriers a tile that keep the warpgroups in step, no warp specialization.
+// Thread 0 issues TMA loads of the next tile's Q and dO into a slot of a 3-slot ring while the
+// current tile is computed, and dK's product runs on the tensor cores while dQ goes out (the third
+// slot keeps the next load away from the tile dK may still read). Fixes,
+// relative to `mma`: no ldmatrix traffic or fragment registers for shared operands (the mma rung's
+// shared-memory reads, 256-384 bytes per mma.sync against the SM's 128 a clock, bounded it), the
+// next tile's copy overlapped, dQ added once per 128 keys by bulk reductions instead of a thread's
+// atomics per 64 (measured against float2 atomics from registers: +4% at head_dim 128, +19% at
+// 64). Costs: 211 KiB of shared memory at head_dim 128 (one block per SM), two block barriers a
+// tile that keep the warpgroups in step, no warp specialization.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +30,7 @@
 #include "core/hopper.cuh"
 #include "core/hopper/pipeline.cuh"
 #include "core/launch.cuh"
+#include "core/mma_sync.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
 #include "ops/attention/backward_fused.cuh"
@@ -47,6 +50,7 @@ struct BackwardLayout {
   static constexpr int kThreads = 256;  // two warpgroups
   static constexpr int kBlockN = 128;   // keys per block, 64 per warpgroup
   static constexpr int kBlockM = 64;    // query rows per tile
+  static constexpr int kSlots = 3;      // Q and dO slots: the step before last's dK may still read its slot
   static constexpr int kBoxes = kHeadDim / kBlockK;
   static constexpr std::uint32_t kKvBoxBytes = kBlockN * kRowBytes;
   static constexpr std::uint32_t kKvTileBytes = kBoxes * kKvBoxBytes;
@@ -55,19 +59,19 @@ struct BackwardLayout {
   static constexpr std::uint32_t kDsBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 64 keys
   static constexpr std::uint32_t kDqBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 32 fp32 dimensions
   static constexpr std::uint32_t kDqGroupBytes = 2 * kDqBoxBytes;    // a warpgroup's 64 dimensions
-  // Shared memory: K, V, two slots of Q, two of dO, dS (two boxes of 64 keys), each warpgroup's
-  // fp32 dQ tile, two slots of the tile's L log2(e) and D (64 floats each), then the barriers (K and
-  // V; Q slots).
+  // Shared memory: K, V, the slots of Q and of dO, dS (two boxes of 64 keys), each warpgroup's
+  // fp32 dQ tile, the slots of the tile's L and D (64 floats each), then the barriers (K and V; Q
+  // slots).
   struct Storage {
     alignas(1024) std::uint8_t k[kKvTileBytes];
     alignas(1024) std::uint8_t v[kKvTileBytes];
-    alignas(1024) std::uint8_t q[2][kQTileBytes];
-    alignas(1024) std::uint8_t d_o[2][kQTileBytes];
+    alignas(1024) std::uint8_t q[kSlots][kQTileBytes];
+    alignas(1024) std::uint8_t d_o[kSlots][kQTileBytes];
     alignas(1024) std::uint8_t ds[2][kDsBoxBytes];
     alignas(1024) std::uint8_t dq[2][kDqGroupBytes];
-    float stats[2][2 * kBlockM];
+    float stats[kSlots][2 * kBlockM];
     std::uint64_t kv_full;
-    std::uint64_t q_full[2];
+    std::uint64_t q_full[kSlots];
   };
   static constexpr std::uint32_t kK = offsetof(Storage, k), kV = offsetof(Storage, v);
   static constexpr std::uint32_t kQ = offsetof(Storage, q), kDo = offsetof(Storage, d_o);
@@ -104,7 +108,7 @@ __global__ void __launch_bounds__(256, 1)
   extern __shared__ std::uint8_t dynamic_shared[];
   const std::uint32_t base = aligned_shared_base(dynamic_shared);
   std::uint8_t* shared_bytes = dynamic_shared + (base - shared_address(dynamic_shared));
-  auto* stats = reinterpret_cast<float*>(shared_bytes + L::kStats);
+  const auto* stats = reinterpret_cast<const float*>(shared_bytes + L::kStats);
   const std::uint32_t kv_full = base + L::kKvFull, q_full = base + L::kQFull;  // slot s: q_full + 8 s
 
   // Blocks start in launch order (x fastest), read here as chunks of p.chunk_pairs (kv head,
@@ -138,17 +142,23 @@ __global__ void __launch_bounds__(256, 1)
   const auto matrix_of = [&](int step) { return batch * p.heads + head_of(step); };
   const auto row_of = [&](int step) { return (first_tile + step % tiles_per_head) * L::kBlockM; };
 
+  // A Q slot's barrier completes on thread 0's TMA bytes and on the statistics copies of threads
+  // 0-127 (one arrival each).
+  constexpr std::uint32_t kStatsThreads = 2 * L::kBlockM;
   if (threadIdx.x == 0) {
     mbarrier_init(kv_full, 1);
-    mbarrier_init(q_full, 1);
-    mbarrier_init(q_full + 8, 1);
+    for (int slot = 0; slot < L::kSlots; ++slot) mbarrier_init(q_full + 8 * slot, 1 + kStatsThreads);
     fence_barrier_init();
   }
   __syncthreads();
-  // Step `step`'s Q and dO into its slot (thread 0, by TMA), and its rows' L log2(e) and D (threads
-  // 0-127, by plain loads; visible to all after the next block barrier).
+  // Step `step`'s Q and dO into its slot (thread 0, by TMA), and its rows' L and D (threads 0-127,
+  // by 4-byte cp.async, zero past seq). Both complete on the slot's barrier, so no thread waits for
+  // a load here (plain loads held threads 0-127, and through the block barriers all, for a global
+  // load's latency every step). Thread 0 issues every copy: sharing the tiles' loads between the
+  // warpgroups' first threads cost 3-6%.
   const auto load_step = [&](int step) {
-    const int slot = RingPosition<2>::at(step).stage, head = head_of(step), z = matrix_of(step), q0 = row_of(step);
+    const int slot = RingPosition<L::kSlots>::at(step).stage, head = head_of(step), z = matrix_of(step),
+              q0 = row_of(step);
     if (threadIdx.x == 0) {
       const std::uint32_t full = q_full + 8 * slot;
       mbarrier_arrive_expect_tx(full, 2 * L::kQTileBytes);
@@ -159,12 +169,14 @@ __global__ void __launch_bounds__(256, 1)
                  batch);
       }
     }
-    if (threadIdx.x < 2 * L::kBlockM) {
+    if (threadIdx.x < kStatsThreads) {
       const int r = static_cast<int>(threadIdx.x) % L::kBlockM;
       const std::int64_t row = q0 + r, at = static_cast<std::int64_t>(z) * seq + row;
-      float value = 0.0f;
-      if (row < seq) value = threadIdx.x < L::kBlockM ? p.lse[at] * kLog2e : p.delta[at];
-      stats[slot * 2 * L::kBlockM + threadIdx.x] = value;
+      const float* source = threadIdx.x < L::kBlockM ? p.lse : p.delta;
+      const bool inside = row < seq;
+      cp_async4(base + L::kStats + 4 * (slot * kStatsThreads + threadIdx.x), inside ? source + at : source,
+                inside ? 4 : 0);
+      cp_async_arrive_noinc(q_full + 8 * slot);
     }
   };
   if (threadIdx.x == 0) {
@@ -191,16 +203,19 @@ __global__ void __launch_bounds__(256, 1)
   float dk[kHeadDim / 2], dv[kHeadDim / 2];
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) dk[i] = dv[i] = 0.0f;
+  // P^T and dS^T packed as the RS form's A: dS^T outlives its step, read by dK's product, which is
+  // left in flight over the step's end (retired by the next step's first wait).
+  std::uint32_t pf[16], dsf[16] = {};
   mbarrier_wait(kv_full, 0);
 
   for (int step = 0; step < steps; ++step) {
-    const RingPosition<2> at = RingPosition<2>::at(step);  // this step's Q and dO slot
+    const RingPosition<L::kSlots> at = RingPosition<L::kSlots>::at(step);  // this step's Q and dO slot
     const int slot = at.stage, z = matrix_of(step), q0 = row_of(step);
     if (step + 1 < steps) load_step(step + 1);
     const std::uint32_t q_tile = base + L::kQ + slot * L::kQTileBytes;
     const std::uint32_t do_tile = base + L::kDo + slot * L::kQTileBytes;
-    const float* lse_scaled = stats + slot * 2 * L::kBlockM;
-    const float* row_delta = lse_scaled + L::kBlockM;
+    const float* row_lse = stats + slot * kStatsThreads;
+    const float* row_delta = row_lse + L::kBlockM;
     mbarrier_wait(q_full + 8 * slot, at.phase);
 
     // S^T and dP^T: k-step kk lies in box kk / 4 of every tile, 32 bytes into its rows.
@@ -224,27 +239,33 @@ __global__ void __launch_bounds__(256, 1)
     // give exp(-L) there). P^T is computed while dP^T is still in flight. Indices are 32-bit (the
     // limits keep seq < 2^31). Tiles inside the sequence whose every query sees every key skip the
     // mask.
-    wgmma_wait<1>();
+    const SharedRowValues lse{row_lse, quad, kLog2e};
+    wgmma_wait<1>();  // S^T, and the last step's dK
     fence_accumulators(s);
+    fence_accumulators(dk);
+    fence_registers(dsf);
     const bool interior = key0 + L::kBlockN <= seq && q0 + L::kBlockM <= seq &&
                           p.window.sees(q0, key0 + L::kBlockN - 1) && p.window.sees(q0 + L::kBlockM - 1, key0);
     if (interior) {
-      backward_probabilities<false>(s, key_g, q0, seq, p.window, quad, lse_scaled, exponent_scale);
+      backward_probabilities<false>(s, key_g, q0, seq, p.window, quad, lse, exponent_scale);
     } else {
-      backward_probabilities<true>(s, key_g, q0, seq, p.window, quad, lse_scaled, exponent_scale);
+      backward_probabilities<true>(s, key_g, q0, seq, p.window, quad, lse, exponent_scale);
     }
+    // D of the rows into registers while dP^T runs (loaded after the wait, each subtraction waited
+    // on shared-memory latency).
+    RegisterRowValues<8> delta;
+    delta.load(SharedRowValues{row_delta, quad, 1.0f});
     wgmma_wait<0>();
     fence_accumulators(dp);
-    score_gradients(dp, s, row_delta, quad);
+    score_gradients(dp, s, delta);
     // The RS form's A for k-step kk (queries 16 kk ..) is registers 8 kk .. 8 kk + 7 in pairs.
-    std::uint32_t pf[16], dsf[16];
     pack_fragment<T>(pf, s);
     pack_fragment<T>(dsf, dp);
     // dS (query rows, keys along k) into box `warpgroup` of the dS tile, swizzled as TMA would,
     // by stmatrix.trans from dS^T's packed fragments: call a stores matrices j = 0..3, queries
     // 8 (2a + j / 2) .., keys 16 warp + 8 (j % 2) .., which are dsf[4a + j]. 4 instructions where
-    // 2-byte stores took 32. Stored before dV and dK are issued, so that S^T and dP^T are dead
-    // while they run.
+    // 2-byte stores took 32. Stored before dV is issued, so that S^T and dP^T are dead while it
+    // runs.
 #pragma unroll
     for (int a = 0; a < 4; ++a) {
       const int matrix = lane / 8, query = 8 * (2 * a + matrix / 2) + lane % 8, chunk = 2 * warp + matrix % 2;
@@ -262,11 +283,6 @@ __global__ void __launch_bounds__(256, 1)
     for (int kk = 0; kk < L::kBlockM / 16; ++kk) {
       const std::uint32_t a[4] = {pf[4 * kk], pf[4 * kk + 1], pf[4 * kk + 2], pf[4 * kk + 3]};
       wgmma_rs_m64k16<T>(dv, a, descriptor(do_tile + 16 * kRowBytes * kk, L::kQBoxBytes, kAtomBytes));
-    }
-#pragma unroll
-    for (int kk = 0; kk < L::kBlockM / 16; ++kk) {
-      const std::uint32_t a[4] = {dsf[4 * kk], dsf[4 * kk + 1], dsf[4 * kk + 2], dsf[4 * kk + 3]};
-      wgmma_rs_m64k16<T>(dk, a, descriptor(q_tile + 16 * kRowBytes * kk, L::kQBoxBytes, kAtomBytes));
     }
     wgmma_commit();
 
@@ -292,10 +308,17 @@ __global__ void __launch_bounds__(256, 1)
       }
     }
     wgmma_commit();
-    wgmma_wait<0>();
+    // dK after dQ, so that the tensor cores run it while dQ goes out and the next step starts.
+#pragma unroll
+    for (int kk = 0; kk < L::kBlockM / 16; ++kk) {
+      const std::uint32_t a[4] = {dsf[4 * kk], dsf[4 * kk + 1], dsf[4 * kk + 2], dsf[4 * kk + 3]};
+      wgmma_rs_m64k16<T>(dk, a, descriptor(q_tile + 16 * kRowBytes * kk, L::kQBoxBytes, kAtomBytes));
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // dV and dQ
     fence_accumulators(dq);
     fence_accumulators(dv);
-    fence_accumulators(dk);
+    fence_registers(pf);
     // Register 4i + 2r + e: query row 16 warp + lane / 4 + 8r of the tile, dimension 8i + 2 quad + e
     // of the warpgroup's 64. They go to the warpgroup's fp32 tile as two TMA boxes of 32 dimensions
     // (128-byte rows, 16-byte chunk j of row r at j ^ (r % 8): a warp's float2 stores take the
@@ -320,9 +343,12 @@ __global__ void __launch_bounds__(256, 1)
       for (int b = 0; b < 2; ++b) tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q0, z);
       bulk_commit();
     }
-    __syncthreads();  // the slot, its statistics and dS are free for the next steps
+    __syncthreads();  // dS and the statistics are free for the next steps; the slot once dK has run
   }
 
+  wgmma_wait<0>();
+  fence_accumulators(dk);
+  fence_registers(dsf);
   if (dq_leader) bulk_wait_all();  // the reductions are done before the block's shared memory goes
   // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
   store_key_gradients<T, kHeadDim>(dk, dv, dk_out + batch * p.dk.batch + kv_head * p.dk.head, p.dk.row,

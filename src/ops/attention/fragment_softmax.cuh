@@ -150,14 +150,37 @@ __device__ __forceinline__ void store_output_rows(const Fragment& o, const Softm
   }
 }
 
+// A tile's per-query values (L c or D) at the columns of a thread's accumulator fragment: value(i,
+// j) is query column 8i + 2 quad + j. SharedRowValues reads them where they lie in shared memory,
+// times `factor`; RegisterRowValues holds a copy in registers, loaded ahead of the wait for the
+// fragment so that the loads' latency is hidden behind the tensor cores.
+struct SharedRowValues {
+  const float* rows;
+  int quad;
+  float factor;
+  __device__ __forceinline__ float value(int i, int j) const { return rows[8 * i + 2 * quad + j] * factor; }
+};
+
+template <int kColumnGroups>
+struct RegisterRowValues {
+  float values[2 * kColumnGroups];
+  __device__ __forceinline__ void load(const SharedRowValues& from) {
+#pragma unroll
+    for (int i = 0; i < kColumnGroups; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) values[2 * i + j] = from.value(i, j);
+  }
+  __device__ __forceinline__ float value(int i, int j) const { return values[2 * i + j]; }
+};
+
 // The backward's P^T = 2^(S^T c - L c) in place of S^T (keys as rows: register 4i + 2r + e is key
-// key_g + 8r, query q0 + 8i + 2 quad + e), from L c of the tile's queries in lse_scaled; with
-// kMasked, 0 where the query does not see the key: either past the sequence, or outside the query's
-// window (the zero rows past the sequence would give 2^(-L c)).
-template <bool kMasked, typename Index, typename Fragment>
+// key_g + 8r, query q0 + 8i + 2 quad + e), from L c of the tile's queries in `lse`; with kMasked, 0
+// where the query does not see the key: either past the sequence, or outside the query's window
+// (the zero rows past the sequence would give 2^(-L c)).
+template <bool kMasked, typename Index, typename Fragment, typename RowValues>
 __device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g, Index q0, Index seq,
                                                        const BasicKeyWindow<Index>& window, int quad,
-                                                       const float* lse_scaled, float exponent_scale) {
+                                                       const RowValues& lse, float exponent_scale) {
 #pragma unroll
   for (int i = 0; i < kFragmentRegisters<Fragment> / 4; ++i)
 #pragma unroll
@@ -166,19 +189,19 @@ __device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g,
       const Index key = key_g + 8 * (e / 2), query = q0 + column;
       const bool visible = !kMasked || (key < seq && query < seq && window.sees(query, key));
       float& x = fragment_register(s, 4 * i + e);
-      x = visible ? fast_exp2(fmaf(x, exponent_scale, -lse_scaled[column])) : 0.0f;
+      x = visible ? fast_exp2(fmaf(x, exponent_scale, -lse.value(i, e & 1))) : 0.0f;
     }
 }
 
-// dS^T = P^T (dP^T - D) in place of dP^T, D of the tile's queries in row_delta.
-template <typename Fragment>
-__device__ __forceinline__ void score_gradients(Fragment& dp, const Fragment& p, const float* row_delta, int quad) {
+// dS^T = P^T (dP^T - D) in place of dP^T, D of the tile's queries in `delta`.
+template <typename Fragment, typename RowValues>
+__device__ __forceinline__ void score_gradients(Fragment& dp, const Fragment& p, const RowValues& delta) {
 #pragma unroll
   for (int i = 0; i < kFragmentRegisters<Fragment> / 4; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       float& x = fragment_register(dp, 4 * i + e);
-      x = fragment_register(p, 4 * i + e) * (x - row_delta[8 * i + 2 * quad + (e & 1)]);
+      x = fragment_register(p, 4 * i + e) * (x - delta.value(i, e & 1));
     }
 }
 
