@@ -4,7 +4,7 @@
 //
 //   const int unit = schedule.claim();                         // every thread, before the roles split
 //   schedule.for_each(unit, [&](const GemmWork& work) { ... }); // producer and consumers alike
-//   if (!schedule.finish(acc, work, consumer, p, row0, col0)) return;  // a consumer, after its k-loop
+//   if (!schedule.finish(acc, work, consumer, p, row0, col0, ring)) return;  // a consumer, after its k-loop
 //
 // The producer and the consumers walk the same sequence of work, so their rings stay in step.
 //   TileSchedule        one tile per CTA, the grid's coordinates (rung wgmma_specialized);
@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/mma_sync.cuh"
 #include "ops/gemm/hopper.cuh"
 #include "ops/gemm/stream_k.hpp"
 
@@ -119,7 +120,7 @@ struct WholeTileFinish {
 #if CUDALAB_SM90A
   template <typename T, int kRegisters>
   __device__ __forceinline__ bool finish(float (&)[kRegisters], const GemmWork&, int, const hopper::WgmmaParams<T>&,
-                                         int, int) const {
+                                         int, int, std::uint32_t) const {
     return true;
   }
 #endif
@@ -198,7 +199,7 @@ struct PersistentSchedule {
   // Split-K: a consumer's sums to its part's scratch matrix, and no epilogue.
   template <typename T, int kRegisters>
   __device__ __forceinline__ bool finish(float (&acc)[kRegisters], const GemmWork& work, int,
-                                         const hopper::WgmmaParams<T>& p, int row0, int col0) const {
+                                         const hopper::WgmmaParams<T>& p, int row0, int col0, std::uint32_t) const {
     if constexpr (kSplitK) {
       const std::int64_t matrix = p.out.m * p.out.n;
       store_partial_sums(split.partial + (static_cast<std::int64_t>(work.split) * p.batch + work.at.batch) * matrix,
@@ -279,16 +280,17 @@ struct StreamKSchedule {
   }
 
   // A piece published: its partial tile to the unit's slot, and no epilogue. A piece owned: the
-  // peers' partial tiles added first.
+  // peers' partial tiles added first, through `ring` (the shared address of the pipeline's ring,
+  // free then: a unit's owned piece is its last, so nothing more is loaded into it).
   template <typename T, int kRegisters>
   __device__ __forceinline__ bool finish(float (&acc)[kRegisters], const GemmWork& work, int consumer,
-                                         const hopper::WgmmaParams<T>&, int, int) const {
+                                         const hopper::WgmmaParams<T>&, int, int, std::uint32_t ring) const {
     static_assert(2 * kRegisters == kSlotFloats / 64, "a thread's accumulators fill its share of a slot");
     if (work.role == StreamKRole::publish) {
       publish(acc, slot(work.unit, consumer), work.tile, consumer);
       return false;
     }
-    if (work.role == StreamKRole::owner) add_peers(acc, work, consumer);
+    if (work.role == StreamKRole::owner) add_peers(acc, work, consumer, ring);
     return true;
   }
 
@@ -314,9 +316,14 @@ struct StreamKSchedule {
   }
 
   // The owner waits for its peers' flags (one thread acquires, a barrier hands the ordering to the
-  // warpgroup), then adds their partial tiles in increasing unit order.
+  // warpgroup), then adds their partial tiles in increasing unit order. Each thread copies its own
+  // float4s of a peer's tile into the free ring by cp.async (64 KB a warpgroup), all in flight at
+  // once, then reads them back: loads into registers came a few at a time beside the 128
+  // accumulators, a round trip to L2 each (about 3.5 us a peer at 768 x 3072 x 8192). Both
+  // warpgroups own the piece together, so one barrier makes sure neither still reads the ring.
   template <int kRegisters>
-  __device__ __forceinline__ void add_peers(float (&acc)[kRegisters], const GemmWork& work, int consumer) const {
+  __device__ __forceinline__ void add_peers(float (&acc)[kRegisters], const GemmWork& work, int consumer,
+                                            std::uint32_t ring) const {
     const int t = static_cast<int>(threadIdx.x) % 128;
     const int owner = work.unit;
     if (t == 0) {
@@ -330,12 +337,21 @@ struct StreamKSchedule {
       }
     }
     hopper::named_barrier_sync(hopper::kStreamKBarrier + consumer, 128);
+    hopper::named_barrier_sync(hopper::kStreamKRingBarrier, 256);
+    const std::uint32_t mine = ring + static_cast<std::uint32_t>(consumer * kSlotFloats + 4 * t) * 4;
     for (int u = work.first_peer; u < owner; ++u) {
       if (plan.boundary(u) == plan.boundary(u + 1)) continue;
       const float4* from = slot(u, consumer);
 #pragma unroll
+      for (int i = 0; i < kRegisters / 4; ++i) cp_async16(mine + 16 * 128 * i, from + i * 128 + t, 16);
+      cp_async_commit();
+      cp_async_wait<0>();
+#pragma unroll
       for (int i = 0; i < kRegisters / 4; ++i) {
-        const float4 v = __ldcg(from + i * 128 + t);
+        float4 v;
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                     : "r"(mine + 16 * 128 * i));
         acc[4 * i] += v.x;
         acc[4 * i + 1] += v.y;
         acc[4 * i + 2] += v.z;

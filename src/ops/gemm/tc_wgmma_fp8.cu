@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < kRegisters; ++i) acc[i] *= dequantize;
       }
-      if (!schedule.finish(acc, work, consumer, p, row0, col0)) return;
+      if (!schedule.finish(acc, work, consumer, p, row0, col0, 0)) return;
       store_accumulators<kTmaStore>(out, acc, &c_map, staging + consumer * kStagingBytes, row0, col0, 0, consumer);
     });
     if (kTmaStore && leader) bulk_wait_all();  // the staging buffers must outlive their last stores

@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
                                                               consumer * 64 * kRowBytes, release);
       }
       const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
-      if (!schedule.finish(acc, work, consumer, p, row0, col0)) return;
+      if (!schedule.finish(acc, work, consumer, p, row0, col0, shared + offsetof(Storage, ring))) return;
       store_accumulators<kTmaStore>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
                                     staging + consumer * kStagingBytes, row0, col0, at.batch * p.batch_step_c,
                                     consumer);
