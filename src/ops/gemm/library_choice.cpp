@@ -24,9 +24,10 @@ bool rows_on_lines(const GemmShape& shape) { return shape.lda % kLineElements ==
 // (64 of k) against a 128x256 tile's (wgmma_persistent), from an H200 at k = 2048-8192 (bf16,
 // results/nvidia-h200/gemm-mid-*.json): 128x128 tiles (wgmma_mid) 0.51-0.55, 64x128 tiles
 // (wgmma_small) 0.32-0.39; as twentieths, the slower ends. Stream-K (wgmma_streamk) shares all the
-// large tiles' k-steps evenly and pays a fixed 19-25 us on top (gemm-streamk-k*.json: 768 x 3072 to
-// 2560 x 2048 at k = 2048-8192; 36 us at 16384), about 38 of a large tile's k-steps at the H200's clocks.
-constexpr std::int64_t kLargeStep = 20, kMidStep = 11, kSmallStep = 8, kStreamKExtraSteps = 38;
+// large tiles' k-steps evenly and pays a fixed 16-19.5 us on top since its owners read their peers'
+// partials through the ring (gemm-streamk-ring-compare.md: 768 x 3072 to 11264 x 2048 at k = 8192),
+// 25-29 of a large tile's k-steps at the H200's clocks: 28.
+constexpr std::int64_t kLargeStep = 20, kMidStep = 11, kSmallStep = 8, kStreamKExtraSteps = 28;
 std::int64_t rounds(std::int64_t tiles, int sm_count) { return (tiles + sm_count - 1) / sm_count; }
 std::int64_t tiles_of(const GemmShape& shape, std::int64_t rows, std::int64_t columns) {
   return shape.batch * ((shape.m + rows - 1) / rows) * ((shape.n + columns - 1) / columns);
@@ -94,9 +95,10 @@ GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignmen
 // 2048 17.0 against 20.4; and, as predicted, behind where its rounds are not fewer (1024 x 4096: 91.6
 // against 87.7; 768 x 3072: 87.9 against 80.9).
 // And wgmma_streamk where sharing the large tiles' k-steps evenly costs 5% less than whole tiles of either
-// size, fixed cost included (tile_costs): one round of large tiles at most 61% full over k = 8192 (768 x 3072
-// 68.4 us against persistent's 81.2, 1024 x 2560 72.1 against 81.0), or 73% over k = 16384 (3072 x 1024 144.5
-// against 160.5); 2560 x 2048 x 8192 (121.7 against wgmma_mid's 133.3); 11264 x 2048 x 8192 (473 against 503).
+// size, fixed cost included (tile_costs): one round of large tiles at most 73% full over k = 8192 (768 x 3072
+// 65.4 us against persistent's 81.2, 1024 x 2560 72.1 against 81.0, 3072 x 1024 78.4 against 83.0), or 84%
+// over k = 16384 (3072 x 1024 144.5 against 160.5); 2560 x 2048 x 8192 (121.7 against wgmma_mid's 133.3);
+// 11264 x 2048 x 8192 (473 against 503).
 // Not at k = 4096 and below (768 x 3072 x 2048: 30.1 against 26.0) nor with the round fuller (2048 x 2048 x 8192:
 // 97.7 against 86.2). Single products only (its schedule was measured without batches).
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
