@@ -72,8 +72,8 @@ TEST_F(GemmLibraryChoice, StreamKWhereOneRoundRunsPartEmptyOverLongK) {
   EXPECT_EQ(on_hopper(product(2560, 2048, 8192, false, true)), LibraryRung::wgmma_streamk);   // against mid's 3 rounds
   EXPECT_EQ(on_hopper(product(11264, 2048, 8192, false, true)), LibraryRung::wgmma_streamk);  // 5.3 rounds
   EXPECT_EQ(on_hopper(product(3072, 768, 8192, true)), LibraryRung::wgmma_streamk);           // NT
-  EXPECT_EQ(on_hopper(product(3072, 1024, 8192, false, true)), LibraryRung::wgmma_streamk);  // 96 tiles: 73% full
-  EXPECT_EQ(on_hopper(product(1408, 2048, 8192, false, true)), LibraryRung::wgmma_streamk);  // 88 tiles
+  EXPECT_EQ(on_hopper(product(3072, 1024, 8192, false, true)), LibraryRung::wgmma_streamk);   // 96 tiles: 73% full
+  EXPECT_EQ(on_hopper(product(1408, 2048, 8192, false, true)), LibraryRung::wgmma_streamk);   // 88 tiles
   EXPECT_EQ(on_hopper(product(3328, 1024, 8192, false, true)), LibraryRung::wgmma_persistent);  // 104 tiles: 79%
   EXPECT_EQ(on_hopper(product(2048, 2048, 8192, false, true)), LibraryRung::wgmma_persistent);
   EXPECT_EQ(on_hopper(product(768, 3072, 4096, false, true)), LibraryRung::wgmma_persistent);  // k = 4096
