@@ -14,13 +14,13 @@
 //                                a TMA bulk reduction (cp.reduce.async.bulk .add), FA3's way.
 // Thread 0 issues TMA loads of the next tile's Q and dO into a slot of a 3-slot ring while the
 // current tile is computed, and dK's product runs on the tensor cores while dQ goes out (the third
-// slot keeps the next load away from the tile dK may still read). Fixes,
-// relative to `mma`: no ldmatrix traffic or fragment registers for shared operands (the mma rung's
-// shared-memory reads, 256-384 bytes per mma.sync against the SM's 128 a clock, bounded it), the
-// next tile's copy overlapped, dQ added once per 128 keys by bulk reductions instead of a thread's
-// atomics per 64 (measured against float2 atomics from registers: +4% at head_dim 128, +19% at
-// 64). Costs: 211 KiB of shared memory at head_dim 128 (one block per SM), two block barriers a
-// tile that keep the warpgroups in step, no warp specialization.
+// slot keeps the next load away from the tile dK may still read). Fixes, relative to `mma`: no
+// ldmatrix traffic or fragment registers for shared operands (the mma rung's shared-memory reads,
+// 256-384 bytes per mma.sync against the SM's 128 a clock, bounded it), the next tile's copy
+// overlapped, dQ added once per 128 keys by bulk reductions instead of a thread's atomics per 64
+// (measured against float2 atomics from registers: +4% at head_dim 128, +19% at 64). Costs: 211
+// KiB of shared memory at head_dim 128 (one block per SM), two block barriers a tile that keep the
+// warpgroups in step, no warp specialization.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
