@@ -1,26 +1,34 @@
 // Backward rung `wgmma`: FlashAttention-2's backward (the `mma` rung's algorithm) on Hopper's
-// warpgroup instructions, sm_90a only. A block of two warpgroups owns 128 keys of one (batch, kv
-// head), 64 per warpgroup, and walks 64-row query tiles of every query head of the group. Per tile,
-// each warpgroup:
-//   S^T = K Q^T, dP^T = V dO^T   wgmma m64n64 from shared memory (keys as rows, so P^T and dS^T come
-//                                out in the accumulator layout that the RS form takes as A);
-//   P^T, dS^T                    exp2 with the scale folded in, L and D of the tile's rows from
-//                                shared memory, rounded to T in registers (P^T while dP^T runs);
-//   dV += P^T dO, dK += dS^T Q   wgmma RS, dO and Q read MN-major (the forward's P V layout);
-//   dQ += dS K                   dS^T goes to shared memory transposed (dS, K-major), then each
-//                                warpgroup multiplies it by K for half of the dimensions (head_dim
-//                                128) or by its own 64 keys (head_dim 64); the fp32 result goes to
-//                                shared memory and one thread adds it to dQ's accumulator in L2 with
-//                                a TMA bulk reduction (cp.reduce.async.bulk .add), FA3's way.
-// Thread 0 issues TMA loads of the next tile's Q and dO into a slot of a 3-slot ring while the
-// current tile is computed, and dK's product runs on the tensor cores while dQ goes out (the third
-// slot keeps the next load away from the tile dK may still read). Fixes, relative to `mma`: no
-// ldmatrix traffic or fragment registers for shared operands (the mma rung's shared-memory reads,
-// 256-384 bytes per mma.sync against the SM's 128 a clock, bounded it), the next tile's copy
-// overlapped, dQ added once per 128 keys by bulk reductions instead of a thread's atomics per 64
-// (measured against float2 atomics from registers: +4% at head_dim 128, +19% at 64). Costs: 211
-// KiB of shared memory at head_dim 128 (one block per SM), two block barriers a tile that keep the
-// warpgroups in step, no warp specialization.
+// warpgroup instructions, sm_90a only, in FlashAttention-3's shape (Dao-AILab/flash-attention
+// hopper/, arXiv 2407.08608): a block of three warpgroups owns 128 keys of one (batch, kv head) and
+// walks 64-row query tiles of every query head of the group.
+//   Warpgroup 0, the producer, gives its registers back (setmaxnreg.dec 24). Its warp 0 loads K and
+//     V once, then each tile's Q and dO by TMA and its rows' L and D by 4-byte cp.async into a ring
+//     of 3 slots (a full barrier that both complete, an empty barrier per slot); its warps 1 and 2
+//     each add one consumer's dQ tile to dQ's fp32 accumulator in L2 by TMA bulk reductions
+//     (cp.reduce.async.bulk .add).
+//   Warpgroups 1 and 2, the consumers (setmaxnreg.inc 240), own 64 keys each. Per tile:
+//     S^T = K Q^T, dP^T = V dO^T   wgmma m64n64 from shared memory (keys as rows, so P^T and dS^T
+//                                  come out in the accumulator layout that the RS form takes as A);
+//     P^T, dS^T                    exp2 with the scale folded in, L and D of the tile's rows from
+//                                  the slot, rounded to T in registers (P^T while dP^T runs);
+//     dV += P^T dO, dK += dS^T Q   wgmma RS, dO and Q read MN-major (the forward's P V layout);
+//     dQ += dS K                   dS^T goes to shared memory transposed (dS, K-major; two buffers,
+//                                  by the tile's parity), then each consumer multiplies it by K for
+//                                  half of the dimensions (head_dim 128) or by its own 64 keys
+//                                  (head_dim 64); the fp32 result goes to the consumer's tile, which
+//                                  its producer warp adds to the accumulator.
+//   dK's product runs on the tensor cores while dQ goes out and the next tile starts (it holds its
+//   Q slot until the next tile's first wait, hence the third slot).
+// The consumers meet once a tile, when both halves of dS are stored (head_dim 128; at 64 each reads
+// only its own), and otherwise wait only on barriers of their own: the slot, their dQ tile. Fixes,
+// relative to `mma`: no ldmatrix traffic or fragment registers for shared operands (the mma rung's
+// shared-memory reads, 256-384 bytes per mma.sync against the SM's 128 a clock, bounded it), the
+// next tiles' copies overlapped, dQ added once per 128 keys by bulk reductions instead of a
+// thread's atomics per 64 (measured against float2 atomics from registers: +4% at head_dim 128,
+// +19% at 64). Against the same steps in two warpgroups that issued their own copies and met at
+// two block barriers a tile: 0.92-0.98x the time at head_dim 128, 0.83-0.92x at 64 (H200). Costs:
+// 227 KiB of shared memory at head_dim 128 (one block per SM), 240 registers (28 bytes spilled).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -47,42 +55,48 @@ using namespace hopper;
 
 template <int kHeadDim>
 struct BackwardLayout {
-  static constexpr int kThreads = 256;  // two warpgroups
-  static constexpr int kBlockN = 128;   // keys per block, 64 per warpgroup
-  static constexpr int kBlockM = 64;    // query rows per tile
-  static constexpr int kSlots = 3;      // Q and dO slots: the step before last's dK may still read its slot
+  static constexpr int kConsumers = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup and the consumers
+  static constexpr int kBlockN = 128;                      // keys per block, 64 per consumer
+  static constexpr int kBlockM = 64;                       // query rows per tile
+  static constexpr int kSlots = 3;  // Q and dO slots: the tile before last's dK may still read its slot
   static constexpr int kBoxes = kHeadDim / kBlockK;
   static constexpr std::uint32_t kKvBoxBytes = kBlockN * kRowBytes;
   static constexpr std::uint32_t kKvTileBytes = kBoxes * kKvBoxBytes;
   static constexpr std::uint32_t kQBoxBytes = kBlockM * kRowBytes;
   static constexpr std::uint32_t kQTileBytes = kBoxes * kQBoxBytes;
   static constexpr std::uint32_t kDsBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 64 keys
+  static constexpr std::uint32_t kDsTileBytes = kConsumers * kDsBoxBytes;
   static constexpr std::uint32_t kDqBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 32 fp32 dimensions
-  static constexpr std::uint32_t kDqGroupBytes = 2 * kDqBoxBytes;    // a warpgroup's 64 dimensions
-  // Shared memory: K, V, the slots of Q and of dO, dS (two boxes of 64 keys), each warpgroup's
-  // fp32 dQ tile, the slots of the tile's L and D (64 floats each), then the barriers (K and V; Q
-  // slots).
+  static constexpr std::uint32_t kDqGroupBytes = 2 * kDqBoxBytes;    // a consumer's 64 dimensions
+  static constexpr int kStatsFloats = 2 * kBlockM;                   // L, then D, of a tile's rows
+  // Shared memory: K, V, the slots of Q and of dO, two dS tiles (a box of 64 keys per consumer),
+  // each consumer's fp32 dQ tile, the slots' L and D, then the barriers (K and V; the slots' full
+  // and empty).
   struct Storage {
     alignas(1024) std::uint8_t k[kKvTileBytes];
     alignas(1024) std::uint8_t v[kKvTileBytes];
     alignas(1024) std::uint8_t q[kSlots][kQTileBytes];
     alignas(1024) std::uint8_t d_o[kSlots][kQTileBytes];
-    alignas(1024) std::uint8_t ds[2][kDsBoxBytes];
-    alignas(1024) std::uint8_t dq[2][kDqGroupBytes];
-    float stats[kSlots][2 * kBlockM];
+    alignas(1024) std::uint8_t ds[2][kDsTileBytes];
+    alignas(1024) std::uint8_t dq[kConsumers][kDqGroupBytes];
+    float stats[kSlots][kStatsFloats];
     std::uint64_t kv_full;
-    std::uint64_t q_full[kSlots];
+    PipelineBarriers<kSlots> slots;
   };
   static constexpr std::uint32_t kK = offsetof(Storage, k), kV = offsetof(Storage, v);
   static constexpr std::uint32_t kQ = offsetof(Storage, q), kDo = offsetof(Storage, d_o);
   static constexpr std::uint32_t kDs = offsetof(Storage, ds), kDq = offsetof(Storage, dq);
   static constexpr std::uint32_t kStats = offsetof(Storage, stats);
-  static constexpr std::uint32_t kKvFull = offsetof(Storage, kv_full), kQFull = offsetof(Storage, q_full);
+  static constexpr std::uint32_t kKvFull = offsetof(Storage, kv_full), kSlotBarriers = offsetof(Storage, slots);
   static constexpr int kSharedBytes = shared_storage_bytes<Storage>();
+  using Pipeline = TmaPipeline<kSlots, kQTileBytes>;  // slot s: Q at kQ + s kQTileBytes
 };
 
-// The named barrier of warpgroup w's dQ hand-over is kDqBarrier + w (0 is __syncthreads).
-enum NamedBarrier : int { kDqBarrier = 1 };
+// Named barriers (0 is __syncthreads): both dS halves stored (head_dim 128: both consumers; 64: one
+// per consumer), and consumer c's dQ tile full and empty (the consumer and its producer warp).
+enum NamedBarrier : int { kDsStored = 1, kDqFull = 3, kDqEmpty = 5 };
+constexpr int kDqHandOverThreads = 128 + 32;
 
 struct BackwardParams {
   const float* lse;
@@ -96,7 +110,7 @@ struct BackwardParams {
 };
 
 template <typename T, int kHeadDim>
-__global__ void __launch_bounds__(256, 1)
+__global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     attention_backward_wgmma_kernel(const __grid_constant__ CUtensorMap q_map,
                                     const __grid_constant__ CUtensorMap k_map,
                                     const __grid_constant__ CUtensorMap v_map,
@@ -109,7 +123,8 @@ __global__ void __launch_bounds__(256, 1)
   const std::uint32_t base = aligned_shared_base(dynamic_shared);
   std::uint8_t* shared_bytes = dynamic_shared + (base - shared_address(dynamic_shared));
   const auto* stats = reinterpret_cast<const float*>(shared_bytes + L::kStats);
-  const std::uint32_t kv_full = base + L::kKvFull, q_full = base + L::kQFull;  // slot s: q_full + 8 s
+  const std::uint32_t kv_full = base + L::kKvFull;
+  const typename L::Pipeline pipeline(base + L::kQ, base + L::kSlotBarriers);
 
   // Blocks start in launch order (x fastest), read here as chunks of p.chunk_pairs (kv head,
   // batch) pairs with the key block slowest inside a chunk: under a causal mask the first key blocks
@@ -142,63 +157,92 @@ __global__ void __launch_bounds__(256, 1)
   const auto matrix_of = [&](int step) { return batch * p.heads + head_of(step); };
   const auto row_of = [&](int step) { return (first_tile + step % tiles_per_head) * L::kBlockM; };
 
-  // A Q slot's barrier completes on thread 0's TMA bytes and on the statistics copies of threads
-  // 0-127 (one arrival each).
-  constexpr std::uint32_t kStatsThreads = 2 * L::kBlockM;
+  // A slot's full barrier completes on warp 0's TMA bytes (lane 0's expect_tx) and its 32 lanes'
+  // statistics copies; its empty barrier on an arrival of every consumer thread, each after its own
+  // last read of the slot's statistics (one thread a consumer, after the consumer's barrier, is as
+  // safe, but racecheck sees only the direct order).
   if (threadIdx.x == 0) {
     mbarrier_init(kv_full, 1);
-    for (int slot = 0; slot < L::kSlots; ++slot) mbarrier_init(q_full + 8 * slot, 1 + kStatsThreads);
+    for (int slot = 0; slot < L::kSlots; ++slot) {
+      mbarrier_init(pipeline.full_barrier(slot), 1 + 32);
+      mbarrier_init(pipeline.empty_barrier(slot), 128 * L::kConsumers);
+    }
     fence_barrier_init();
   }
   __syncthreads();
-  // Step `step`'s Q and dO into its slot (thread 0, by TMA), and its rows' L and D (threads 0-127,
-  // by 4-byte cp.async, zero past seq). Both complete on the slot's barrier, so no thread waits for
-  // a load here (plain loads held threads 0-127, and through the block barriers all, for a global
-  // load's latency every step). Thread 0 issues every copy: sharing the tiles' loads between the
-  // warpgroups' first threads cost 3-6%.
-  const auto load_step = [&](int step) {
-    const int slot = RingPosition<L::kSlots>::at(step).stage, head = head_of(step), z = matrix_of(step),
-              q0 = row_of(step);
-    if (threadIdx.x == 0) {
-      const std::uint32_t full = q_full + 8 * slot;
-      mbarrier_arrive_expect_tx(full, 2 * L::kQTileBytes);
-#pragma unroll
-      for (int b = 0; b < L::kBoxes; ++b) {
-        tma_load(base + L::kQ + slot * L::kQTileBytes + b * L::kQBoxBytes, &q_map, full, kBlockK * b, q0, head, batch);
-        tma_load(base + L::kDo + slot * L::kQTileBytes + b * L::kQBoxBytes, &do_map, full, kBlockK * b, q0, head,
-                 batch);
-      }
-    }
-    if (threadIdx.x < kStatsThreads) {
-      const int r = static_cast<int>(threadIdx.x) % L::kBlockM;
-      const std::int64_t row = q0 + r, at = static_cast<std::int64_t>(z) * seq + row;
-      const float* source = threadIdx.x < L::kBlockM ? p.lse : p.delta;
-      const bool inside = row < seq;
-      cp_async4(base + L::kStats + 4 * (slot * kStatsThreads + threadIdx.x), inside ? source + at : source,
-                inside ? 4 : 0);
-      cp_async_arrive_noinc(q_full + 8 * slot);
-    }
-  };
-  if (threadIdx.x == 0) {
-    mbarrier_arrive_expect_tx(kv_full, 2 * L::kKvTileBytes);
-#pragma unroll
-    for (int b = 0; b < L::kBoxes; ++b) {
-      tma_load(base + L::kK + b * L::kKvBoxBytes, &k_map, kv_full, kBlockK * b, key0, kv_head, batch);
-      tma_load(base + L::kV + b * L::kKvBoxBytes, &v_map, kv_full, kBlockK * b, key0, kv_head, batch);
-    }
-  }
-  load_step(0);
-  __syncthreads();
-
   const int warpgroup = static_cast<int>(threadIdx.x) / 128, warp = static_cast<int>(threadIdx.x) % 128 / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32, quad = lane % 4;
-  const bool dq_leader = threadIdx.x % 128 == 0;  // issues its warpgroup's dQ reductions
-  // This thread's keys (accumulator rows) are key_g and key_g + 8 of the warpgroup's 64.
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+
+  if (warpgroup == 0) {
+    setmaxnreg_dec<24>();
+    if (warp == 0) {
+      if (lane == 0) {
+        mbarrier_arrive_expect_tx(kv_full, 2 * L::kKvTileBytes);
+#pragma unroll
+        for (int b = 0; b < L::kBoxes; ++b) {
+          tma_load(base + L::kK + b * L::kKvBoxBytes, &k_map, kv_full, kBlockK * b, key0, kv_head, batch);
+          tma_load(base + L::kV + b * L::kKvBoxBytes, &v_map, kv_full, kBlockK * b, key0, kv_head, batch);
+        }
+      }
+      // Each tile's Q and dO by TMA, and its rows' L and D (zero past seq) by cp.async that
+      // completes on the same barrier, so no consumer thread waits for a global load.
+      for (int step = 0; step < steps; ++step) {
+        const RingPosition<L::kSlots> at = RingPosition<L::kSlots>::at(step);
+        const int head = head_of(step), q0 = row_of(step);
+        mbarrier_wait(pipeline.empty_barrier(at.stage), at.phase ^ 1);
+        const std::uint32_t full = pipeline.full_barrier(at.stage);
+        if (lane == 0) {
+          mbarrier_arrive_expect_tx(full, 2 * L::kQTileBytes);
+#pragma unroll
+          for (int b = 0; b < L::kBoxes; ++b) {
+            tma_load(pipeline.slot(at.stage) + b * L::kQBoxBytes, &q_map, full, kBlockK * b, q0, head, batch);
+            tma_load(base + L::kDo + at.stage * L::kQTileBytes + b * L::kQBoxBytes, &do_map, full, kBlockK * b, q0,
+                     head, batch);
+          }
+        }
+        const std::int64_t rows = static_cast<std::int64_t>(matrix_of(step)) * seq;
+#pragma unroll
+        for (int j = 0; j < L::kStatsFloats / 32; ++j) {
+          const int i = lane + 32 * j, row = q0 + i % L::kBlockM;
+          const float* source = (i < L::kBlockM ? p.lse : p.delta) + rows + row;
+          const bool inside = row < seq;
+          cp_async4(base + L::kStats + 4 * (at.stage * L::kStatsFloats + i), inside ? source : p.lse, inside ? 4 : 0);
+        }
+        cp_async_arrive_noinc(full);
+      }
+    } else if (warp <= L::kConsumers) {
+      // Consumer warp - 1's dQ tiles, each added to the accumulator once the consumer has stored it;
+      // the tile is free again once the reduction has read it.
+      const int consumer = warp - 1;
+      const std::uint32_t dq_tile = base + L::kDq + consumer * L::kDqGroupBytes;
+      const int dim0 = kHeadDim == 128 ? 64 * consumer : 0;
+      named_barrier_arrive(kDqEmpty + consumer, kDqHandOverThreads);
+      for (int step = 0; step < steps; ++step) {
+        named_barrier_sync(kDqFull + consumer, kDqHandOverThreads);
+        if (lane == 0) {
+          const int z = matrix_of(step), q0 = row_of(step);
+#pragma unroll
+          for (int b = 0; b < 2; ++b) tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q0, z);
+          bulk_commit();
+          bulk_wait_read<0>();
+        }
+        __syncwarp();
+        if (step + 1 < steps) named_barrier_arrive(kDqEmpty + consumer, kDqHandOverThreads);
+      }
+      if (lane == 0) bulk_wait_all();  // the reductions are done before the block's shared memory goes
+    }
+    return;
+  }
+
+  setmaxnreg_inc<240>();
+  const int consumer = warpgroup - 1;
+  const int quad = lane % 4;
+  // This thread's keys (accumulator rows) are key_g and key_g + 8 of the consumer's 64.
   const int key_in_group = 16 * warp + lane / 4;
-  const int key_g = key0 + 64 * warpgroup + key_in_group;
-  // The warpgroup's 64 keys start 64 rows into each box of K and V for warpgroup 1.
-  const std::uint32_t k_rows = base + L::kK + warpgroup * 64 * kRowBytes;
-  const std::uint32_t v_rows = base + L::kV + warpgroup * 64 * kRowBytes;
+  const int key_g = key0 + 64 * consumer + key_in_group;
+  // The consumer's 64 keys start 64 rows into each box of K and V for consumer 1.
+  const std::uint32_t k_rows = base + L::kK + consumer * 64 * kRowBytes;
+  const std::uint32_t v_rows = base + L::kV + consumer * 64 * kRowBytes;
   const float exponent_scale = p.scale * kLog2e;
   float dk[kHeadDim / 2], dv[kHeadDim / 2];
 #pragma unroll
@@ -208,15 +252,19 @@ __global__ void __launch_bounds__(256, 1)
   std::uint32_t pf[16], dsf[16] = {};
   mbarrier_wait(kv_full, 0);
 
-  for (int step = 0; step < steps; ++step) {
+  // A do-while: every block has a tile (each key is seen by its own query at least), and with a
+  // loop that might not run, ptxas serialized every wgmma at head_dim 64 (C7515: the zero-trip
+  // path defines the accumulators outside a wgmma).
+  int step = 0;
+  do {
     const RingPosition<L::kSlots> at = RingPosition<L::kSlots>::at(step);  // this step's Q and dO slot
-    const int slot = at.stage, z = matrix_of(step), q0 = row_of(step);
-    if (step + 1 < steps) load_step(step + 1);
-    const std::uint32_t q_tile = base + L::kQ + slot * L::kQTileBytes;
+    const int slot = at.stage, q0 = row_of(step);
+    const std::uint32_t q_tile = pipeline.slot(slot);
     const std::uint32_t do_tile = base + L::kDo + slot * L::kQTileBytes;
-    const float* row_lse = stats + slot * kStatsThreads;
+    const std::uint32_t ds_tile = base + L::kDs + (step % 2) * L::kDsTileBytes;
+    const float* row_lse = stats + slot * L::kStatsFloats;
     const float* row_delta = row_lse + L::kBlockM;
-    mbarrier_wait(q_full + 8 * slot, at.phase);
+    pipeline.consumer_wait(at);
 
     // S^T and dP^T: k-step kk lies in box kk / 4 of every tile, 32 bytes into its rows.
     float s[32], dp[32];
@@ -240,10 +288,11 @@ __global__ void __launch_bounds__(256, 1)
     // limits keep seq < 2^31). Tiles inside the sequence whose every query sees every key skip the
     // mask.
     const SharedRowValues lse{row_lse, quad, kLog2e};
-    wgmma_wait<1>();  // S^T, and the last step's dK
+    wgmma_wait<1>();  // S^T, and the last step's dK: its slot goes back to the producer
     fence_accumulators(s);
     fence_accumulators(dk);
     fence_registers(dsf);
+    if (step > 0) pipeline.consumer_release(RingPosition<L::kSlots>::at(step - 1).stage);
     const bool interior = key0 + L::kBlockN <= seq && q0 + L::kBlockM <= seq &&
                           p.window.sees(q0, key0 + L::kBlockN - 1) && p.window.sees(q0 + L::kBlockM - 1, key0);
     if (interior) {
@@ -261,16 +310,17 @@ __global__ void __launch_bounds__(256, 1)
     // The RS form's A for k-step kk (queries 16 kk ..) is registers 8 kk .. 8 kk + 7 in pairs.
     pack_fragment<T>(pf, s);
     pack_fragment<T>(dsf, dp);
-    // dS (query rows, keys along k) into box `warpgroup` of the dS tile, swizzled as TMA would,
-    // by stmatrix.trans from dS^T's packed fragments: call a stores matrices j = 0..3, queries
-    // 8 (2a + j / 2) .., keys 16 warp + 8 (j % 2) .., which are dsf[4a + j]. 4 instructions where
-    // 2-byte stores took 32. Stored before dV is issued, so that S^T and dP^T are dead while it
-    // runs.
+    // dS (query rows, keys along k) into box `consumer` of this step's dS tile, swizzled as TMA
+    // would, by stmatrix.trans from dS^T's packed fragments: call a stores matrices j = 0..3,
+    // queries 8 (2a + j / 2) .., keys 16 warp + 8 (j % 2) .., which are dsf[4a + j]. 4 instructions
+    // where 2-byte stores took 32. The tile was last read by the dQ products of two steps ago: this
+    // consumer's own has retired, and (head_dim 128) its partner's retired before it met this one at
+    // the last step's barrier.
 #pragma unroll
     for (int a = 0; a < 4; ++a) {
       const int matrix = lane / 8, query = 8 * (2 * a + matrix / 2) + lane % 8, chunk = 2 * warp + matrix % 2;
       const std::uint32_t fragments[4] = {dsf[4 * a], dsf[4 * a + 1], dsf[4 * a + 2], dsf[4 * a + 3]};
-      stmatrix_x4_trans(base + L::kDs + warpgroup * L::kDsBoxBytes + query * kRowBytes + ((chunk ^ (query % 8)) * 16),
+      stmatrix_x4_trans(ds_tile + consumer * L::kDsBoxBytes + query * kRowBytes + ((chunk ^ (query % 8)) * 16),
                         fragments);
     }
     fence_async_shared();  // the generic stores before wgmma's (async proxy) reads
@@ -285,28 +335,28 @@ __global__ void __launch_bounds__(256, 1)
       wgmma_rs_m64k16<T>(dv, a, descriptor(do_tile + 16 * kRowBytes * kk, L::kQBoxBytes, kAtomBytes));
     }
     wgmma_commit();
+    // dQ reads dS: both halves at head_dim 128, this consumer's own at 64.
+    if constexpr (kHeadDim == 128) {
+      named_barrier_sync(kDsStored, 256);
+    } else {
+      named_barrier_sync(kDsStored + consumer, 128);
+    }
 
-    if (dq_leader) bulk_wait_read<0>();  // the last tile's dQ reduction has read this warpgroup's tile
-    __syncthreads();
-
-    // dQ: head_dim 128 -> this warpgroup's 64 dimensions (box `warpgroup` of K) over all 128 keys;
-    // head_dim 64 -> all 64 dimensions over the warpgroup's own keys (both warpgroups add).
+    // dQ: head_dim 128 -> this consumer's 64 dimensions (box `consumer` of K) over all 128 keys;
+    // head_dim 64 -> all 64 dimensions over the consumer's own keys (both consumers add).
+    // The A operand's k-step kk lies in box kk / 4 of the dS tile (head_dim 64: from this
+    // consumer's box), B's in rows 16 kk .. of the K rows in use.
     constexpr int kKeySteps = kHeadDim == 128 ? L::kBlockN / 16 : 64 / 16;
-    const int key_step0 = kHeadDim == 128 ? 0 : 4 * warpgroup;
-    const std::uint32_t k_box = base + L::kK + (kHeadDim == 128 ? warpgroup * L::kKvBoxBytes : 0);
+    const std::uint32_t ds_rows = ds_tile + (kHeadDim == 128 ? 0 : consumer * L::kDsBoxBytes);
+    const std::uint32_t k_box = kHeadDim == 128 ? base + L::kK + consumer * L::kKvBoxBytes : k_rows;
     float dq[32];
     wgmma_fence();
+    wgmma_ss_m64n64k16<T, false, true>(dq, k_major_descriptor(ds_rows, 0),
+                                       descriptor(k_box, L::kKvBoxBytes, kAtomBytes));
 #pragma unroll
-    for (int kk = 0; kk < kKeySteps; ++kk) {
-      const int ks = key_step0 + kk;
-      const std::uint64_t a = k_major_descriptor(base + L::kDs + (ks / 4) * L::kDsBoxBytes, ks % 4);
-      const std::uint64_t b = descriptor(k_box + 16 * kRowBytes * ks, L::kKvBoxBytes, kAtomBytes);
-      if (kk == 0) {
-        wgmma_ss_m64n64k16<T, false, true>(dq, a, b);
-      } else {
-        wgmma_ss_m64n64k16<T, true, true>(dq, a, b);
-      }
-    }
+    for (int kk = 1; kk < kKeySteps; ++kk)
+      wgmma_ss_m64n64k16<T, true, true>(dq, k_major_descriptor(ds_rows + (kk / 4) * L::kDsBoxBytes, kk % 4),
+                                        descriptor(k_box + 16 * kRowBytes * kk, L::kKvBoxBytes, kAtomBytes));
     wgmma_commit();
     // dK after dQ, so that the tensor cores run it while dQ goes out and the next step starts.
 #pragma unroll
@@ -320,36 +370,28 @@ __global__ void __launch_bounds__(256, 1)
     fence_accumulators(dv);
     fence_registers(pf);
     // Register 4i + 2r + e: query row 16 warp + lane / 4 + 8r of the tile, dimension 8i + 2 quad + e
-    // of the warpgroup's 64. They go to the warpgroup's fp32 tile as two TMA boxes of 32 dimensions
+    // of the consumer's 64. They go to the consumer's fp32 tile as two TMA boxes of 32 dimensions
     // (128-byte rows, 16-byte chunk j of row r at j ^ (r % 8): a warp's float2 stores take the
-    // minimum two wavefronts), which one thread adds to the accumulator in L2 by a bulk reduction:
-    // no atomics from the warps, and the rows past seq are left alone by TMA.
-    const std::uint32_t dq_tile = base + L::kDq + warpgroup * L::kDqGroupBytes;
+    // minimum two wavefronts), which its producer warp adds to the accumulator in L2: no atomics
+    // from the consumers, and the rows past seq are left alone by TMA.
+    named_barrier_sync(kDqEmpty + consumer, kDqHandOverThreads);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = 16 * warp + lane / 4 + 8 * r;
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        const std::uint32_t at = L::kDq + warpgroup * L::kDqGroupBytes + (i / 4) * L::kDqBoxBytes + row * kRowBytes +
+        const std::uint32_t at = L::kDq + consumer * L::kDqGroupBytes + (i / 4) * L::kDqBoxBytes + row * kRowBytes +
                                  (((2 * (i % 4) + quad / 2) ^ (row % 8)) * 16) + (quad % 2) * 8;
         *reinterpret_cast<float2*>(shared_bytes + at) = make_float2(dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]);
       }
     }
     fence_async_shared();
-    named_barrier_sync(kDqBarrier + warpgroup, 128);
-    if (dq_leader) {
-      const int dim0 = kHeadDim == 128 ? 64 * warpgroup : 0;
-#pragma unroll
-      for (int b = 0; b < 2; ++b) tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q0, z);
-      bulk_commit();
-    }
-    __syncthreads();  // dS and the statistics are free for the next steps; the slot once dK has run
-  }
+    named_barrier_arrive(kDqFull + consumer, kDqHandOverThreads);
+  } while (++step < steps);
 
   wgmma_wait<0>();
   fence_accumulators(dk);
   fence_registers(dsf);
-  if (dq_leader) bulk_wait_all();  // the reductions are done before the block's shared memory goes
   // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
   store_key_gradients<T, kHeadDim>(dk, dv, dk_out + batch * p.dk.batch + kv_head * p.dk.head, p.dk.row,
                                    dv_out + batch * p.dv.batch + kv_head * p.dv.head, p.dv.row, key_g, seq, p.scale,

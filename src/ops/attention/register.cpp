@@ -343,9 +343,9 @@ void register_attention_backward(Registry& registry) {
     return v::mma_backward_workspace_bytes(batch_of(p), heads_of(p), seq_of(p), head_dim_of(p));
   };
   Variant wgmma = variant(ids::kWgmma,
-                          "Hopper: the mma rung's algorithm on wgmma, 128 keys a block (64 a warpgroup), S^T and dP^T "
-                          "from shared memory, dV and dK with P^T and dS^T in registers, dQ from a shared dS tile, "
-                          "Q and dO by TMA one tile ahead",
+                          "Hopper: the mma rung's algorithm on wgmma in FlashAttention-3's shape, a producer "
+                          "warpgroup (TMA loads, dQ reductions) and two consumers of 64 keys each, S^T and dP^T from "
+                          "shared memory, dV and dK with P^T and dS^T in registers, dQ from a shared dS tile",
                           Role::ladder, Engine::tensor_cores, v::wgmma_backward_limits,
                           v::wgmma_backward<__nv_bfloat16>, v::wgmma_backward<__half>);
   wgmma.workspace_bytes = mma.workspace_bytes;
