@@ -58,16 +58,22 @@ struct BackwardLayout {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup and the consumers
   static constexpr int kBlockN = 128;                      // keys per block, 64 per consumer
-  static constexpr int kBlockM = 64;                       // query rows per tile
-  static constexpr int kSlots = 3;  // Q and dO slots: the tile before last's dK may still read its slot
+  // Query rows per tile: 128 at head_dim 64, where 64 left each product too short against a tile's
+  // fixed work (FlashAttention-3's choice too); 64 at 128, where 128 would not fit the registers.
+  static constexpr int kBlockM = kHeadDim == 64 ? 128 : 64;
+  // Q and dO slots: the tile before last's dK may still read its slot; at head_dim 64 two, as the
+  // third does not fit beside the larger dS tiles.
+  static constexpr int kSlots = kHeadDim == 64 ? 2 : 3;
+  static constexpr int kScoreRegisters = kBlockM / 2;  // S^T and dP^T: 64 keys x kBlockM queries a consumer
+  static constexpr int kDqRows = 64;                   // a consumer's dQ tile: 64 query rows x 64 dimensions
   static constexpr int kBoxes = kHeadDim / kBlockK;
   static constexpr std::uint32_t kKvBoxBytes = kBlockN * kRowBytes;
   static constexpr std::uint32_t kKvTileBytes = kBoxes * kKvBoxBytes;
   static constexpr std::uint32_t kQBoxBytes = kBlockM * kRowBytes;
   static constexpr std::uint32_t kQTileBytes = kBoxes * kQBoxBytes;
-  static constexpr std::uint32_t kDsBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 64 keys
+  static constexpr std::uint32_t kDsBoxBytes = kBlockM * kRowBytes;  // kBlockM query rows x 64 keys
   static constexpr std::uint32_t kDsTileBytes = kConsumers * kDsBoxBytes;
-  static constexpr std::uint32_t kDqBoxBytes = kBlockM * kRowBytes;  // 64 query rows x 32 fp32 dimensions
+  static constexpr std::uint32_t kDqBoxBytes = kDqRows * kRowBytes;  // 64 query rows x 32 fp32 dimensions
   static constexpr std::uint32_t kDqGroupBytes = 2 * kDqBoxBytes;    // a consumer's 64 dimensions
   static constexpr int kStatsFloats = 2 * kBlockM;                   // L, then D, of a tile's rows
   // Shared memory: K, V, the slots of Q and of dO, two dS tiles (a box of 64 keys per consumer),
@@ -97,6 +103,16 @@ struct BackwardLayout {
 // per consumer), and consumer c's dQ tile full and empty (the consumer and its producer warp).
 enum NamedBarrier : int { kDsStored = 1, kDqFull = 3, kDqEmpty = 5 };
 constexpr int kDqHandOverThreads = 128 + 32;
+
+// S^T or dP^T's k-step: m64n64k16 for 64-row tiles, m64n128k16 for 128, B K-major.
+template <typename T, bool kAccumulate, int kRegisters>
+__device__ __forceinline__ void scores_product(float (&d)[kRegisters], std::uint64_t a, std::uint64_t b) {
+  if constexpr (kRegisters == 64) {
+    wgmma_ss_m64n128k16<T, kAccumulate>(d, a, b);
+  } else {
+    wgmma_ss_m64n64k16<T, kAccumulate, false>(d, a, b);
+  }
+}
 
 struct BackwardParams {
   const float* lse;
@@ -215,14 +231,16 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       // the tile is free again once the reduction has read it.
       const int consumer = warp - 1;
       const std::uint32_t dq_tile = base + L::kDq + consumer * L::kDqGroupBytes;
-      const int dim0 = kHeadDim == 128 ? 64 * consumer : 0;
+      // Head_dim 128: the consumer's 64 dimensions of the tile's rows; 64: every dimension of its 64 rows.
+      const int dim0 = kHeadDim == 128 ? 64 * consumer : 0, row0 = kHeadDim == 128 ? 0 : 64 * consumer;
       named_barrier_arrive(kDqEmpty + consumer, kDqHandOverThreads);
       for (int step = 0; step < steps; ++step) {
         named_barrier_sync(kDqFull + consumer, kDqHandOverThreads);
         if (lane == 0) {
           const int z = matrix_of(step), q0 = row_of(step);
 #pragma unroll
-          for (int b = 0; b < 2; ++b) tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q0, z);
+          for (int b = 0; b < 2; ++b)
+            tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q0 + row0, z);
           bulk_commit();
           bulk_wait_read<0>();
         }
@@ -249,7 +267,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   for (int i = 0; i < kHeadDim / 2; ++i) dk[i] = dv[i] = 0.0f;
   // P^T and dS^T packed as the RS form's A: dS^T outlives its step, read by dK's product, which is
   // left in flight over the step's end (retired by the next step's first wait).
-  std::uint32_t pf[16], dsf[16] = {};
+  std::uint32_t pf[L::kScoreRegisters / 2], dsf[L::kScoreRegisters / 2] = {};
   mbarrier_wait(kv_full, 0);
 
   // A do-while: every block has a tile (each key is seen by its own query at least), and with a
@@ -267,19 +285,19 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     pipeline.consumer_wait(at);
 
     // S^T and dP^T: k-step kk lies in box kk / 4 of every tile, 32 bytes into its rows.
-    float s[32], dp[32];
+    float s[L::kScoreRegisters], dp[L::kScoreRegisters];
     wgmma_fence();
-    wgmma_ss_m64n64k16<T, false, false>(s, k_major_descriptor(k_rows, 0), k_major_descriptor(q_tile, 0));
+    scores_product<T, false>(s, k_major_descriptor(k_rows, 0), k_major_descriptor(q_tile, 0));
 #pragma unroll
     for (int kk = 1; kk < kHeadDim / 16; ++kk)
-      wgmma_ss_m64n64k16<T, true, false>(s, k_major_descriptor(k_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
-                                         k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
+      scores_product<T, true>(s, k_major_descriptor(k_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
+                              k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
     wgmma_commit();
-    wgmma_ss_m64n64k16<T, false, false>(dp, k_major_descriptor(v_rows, 0), k_major_descriptor(do_tile, 0));
+    scores_product<T, false>(dp, k_major_descriptor(v_rows, 0), k_major_descriptor(do_tile, 0));
 #pragma unroll
     for (int kk = 1; kk < kHeadDim / 16; ++kk)
-      wgmma_ss_m64n64k16<T, true, false>(dp, k_major_descriptor(v_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
-                                         k_major_descriptor(do_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
+      scores_product<T, true>(dp, k_major_descriptor(v_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
+                              k_major_descriptor(do_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
     wgmma_commit();
 
     // Register 4i + 2r + e: key key_g + 8r, query q0 + 8i + 2 quad + e. Keys and queries past seq,
@@ -300,13 +318,20 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     } else {
       backward_probabilities<true>(s, key_g, q0, seq, p.window, quad, lse, exponent_scale);
     }
-    // D of the rows into registers while dP^T runs (loaded after the wait, each subtraction waited
-    // on shared-memory latency).
-    RegisterRowValues<8> delta;
-    delta.load(SharedRowValues{row_delta, quad, 1.0f});
-    wgmma_wait<0>();
-    fence_accumulators(dp);
-    score_gradients(dp, s, delta);
+    // D of the rows: for 64-row tiles into registers while dP^T runs (loaded after the wait, each
+    // subtraction waited on shared-memory latency); 128-row tiles have no registers to spare for it.
+    const SharedRowValues delta_rows{row_delta, quad, 1.0f};
+    if constexpr (L::kBlockM == 64) {
+      RegisterRowValues<8> delta;
+      delta.load(delta_rows);
+      wgmma_wait<0>();
+      fence_accumulators(dp);
+      score_gradients(dp, s, delta);
+    } else {
+      wgmma_wait<0>();
+      fence_accumulators(dp);
+      score_gradients(dp, s, delta_rows);
+    }
     // The RS form's A for k-step kk (queries 16 kk ..) is registers 8 kk .. 8 kk + 7 in pairs.
     pack_fragment<T>(pf, s);
     pack_fragment<T>(dsf, dp);
@@ -317,7 +342,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     // consumer's own has retired, and (head_dim 128) its partner's retired before it met this one at
     // the last step's barrier.
 #pragma unroll
-    for (int a = 0; a < 4; ++a) {
+    for (int a = 0; a < L::kBlockM / 16; ++a) {
       const int matrix = lane / 8, query = 8 * (2 * a + matrix / 2) + lane % 8, chunk = 2 * warp + matrix % 2;
       const std::uint32_t fragments[4] = {dsf[4 * a], dsf[4 * a + 1], dsf[4 * a + 2], dsf[4 * a + 3]};
       stmatrix_x4_trans(ds_tile + consumer * L::kDsBoxBytes + query * kRowBytes + ((chunk ^ (query % 8)) * 16),
@@ -335,20 +360,15 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       wgmma_rs_m64k16<T>(dv, a, descriptor(do_tile + 16 * kRowBytes * kk, L::kQBoxBytes, kAtomBytes));
     }
     wgmma_commit();
-    // dQ reads dS: both halves at head_dim 128, this consumer's own at 64.
-    if constexpr (kHeadDim == 128) {
-      named_barrier_sync(kDsStored, 256);
-    } else {
-      named_barrier_sync(kDsStored + consumer, 128);
-    }
+    // dQ reads both consumers' halves of dS.
+    named_barrier_sync(kDsStored, 256);
 
-    // dQ: head_dim 128 -> this consumer's 64 dimensions (box `consumer` of K) over all 128 keys;
-    // head_dim 64 -> all 64 dimensions over the consumer's own keys (both consumers add).
-    // The A operand's k-step kk lies in box kk / 4 of the dS tile (head_dim 64: from this
-    // consumer's box), B's in rows 16 kk .. of the K rows in use.
-    constexpr int kKeySteps = kHeadDim == 128 ? L::kBlockN / 16 : 64 / 16;
-    const std::uint32_t ds_rows = ds_tile + (kHeadDim == 128 ? 0 : consumer * L::kDsBoxBytes);
-    const std::uint32_t k_box = kHeadDim == 128 ? base + L::kK + consumer * L::kKvBoxBytes : k_rows;
+    // dQ over all 128 keys: head_dim 128 -> this consumer's 64 dimensions (box `consumer` of K) of
+    // the tile's 64 rows; 64 -> every dimension of the consumer's 64 of the tile's 128 rows. The A
+    // operand's k-step kk lies in box kk / 4 of the dS tile, B's in rows 16 kk .. of K.
+    constexpr int kKeySteps = L::kBlockN / 16;
+    const std::uint32_t ds_rows = ds_tile + (kHeadDim == 128 ? 0 : consumer * 64 * kRowBytes);
+    const std::uint32_t k_box = base + L::kK + (kHeadDim == 128 ? consumer * L::kKvBoxBytes : 0);
     float dq[32];
     wgmma_fence();
     wgmma_ss_m64n64k16<T, false, true>(dq, k_major_descriptor(ds_rows, 0),
@@ -387,6 +407,13 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     }
     fence_async_shared();
     named_barrier_arrive(kDqFull + consumer, kDqHandOverThreads);
+    if constexpr (kHeadDim == 64) {
+      // dK retired here: 128-row tiles leave no registers for dS^T to live into the next tile's
+      // products.
+      wgmma_wait<0>();
+      fence_accumulators(dk);
+      fence_registers(dsf);
+    }
   } while (++step < steps);
 
   wgmma_wait<0>();
@@ -422,7 +449,7 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
   const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, L::kBlockN);
   const KeyWindow window = key_window(args);
   // dQ's fp32 accumulator is dense whatever dQ's layout: {column, row, matrix}.
-  const CUtensorMap dq_map = make_tensor_map(dq_accumulator, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kBlockM);
+  const CUtensorMap dq_map = make_tensor_map(dq_accumulator, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kDqRows);
   const BackwardParams params{args.lse,
                               delta,
                               resolved(args.layout.dk, args.kv_heads, args.seq, kHeadDim),
