@@ -1,34 +1,37 @@
 // Backward rung `wgmma`: FlashAttention-2's backward (the `mma` rung's algorithm) on Hopper's
 // warpgroup instructions, sm_90a only, in FlashAttention-3's shape (Dao-AILab/flash-attention
 // hopper/, arXiv 2407.08608): a block of three warpgroups owns 128 keys of one (batch, kv head) and
-// walks 64-row query tiles of every query head of the group.
+// walks query tiles (64 rows at head_dim 128, 128 at 64) of every query head of the group.
 //   Warpgroup 0, the producer, gives its registers back (setmaxnreg.dec 24). Its warp 0 loads K and
 //     V once, then each tile's Q and dO by TMA and its rows' L and D by 4-byte cp.async into a ring
-//     of 3 slots (a full barrier that both complete, an empty barrier per slot); its warps 1 and 2
+//     of slots (a full barrier that both complete, an empty barrier per slot); its warps 1 and 2
 //     each add one consumer's dQ tile to dQ's fp32 accumulator in L2 by TMA bulk reductions
 //     (cp.reduce.async.bulk .add).
 //   Warpgroups 1 and 2, the consumers (setmaxnreg.inc 240), own 64 keys each. Per tile:
-//     S^T = K Q^T, dP^T = V dO^T   wgmma m64n64 from shared memory (keys as rows, so P^T and dS^T
-//                                  come out in the accumulator layout that the RS form takes as A);
+//     S^T = K Q^T, dP^T = V dO^T   wgmma m64nM (M the tile's rows) from shared memory (keys as rows,
+//                                  so P^T and dS^T come out in the accumulator layout that the RS
+//                                  form takes as A);
 //     P^T, dS^T                    exp2 with the scale folded in, L and D of the tile's rows from
 //                                  the slot, rounded to T in registers (P^T while dP^T runs);
 //     dV += P^T dO, dK += dS^T Q   wgmma RS, dO and Q read MN-major (the forward's P V layout);
 //     dQ += dS K                   dS^T goes to shared memory transposed (dS, K-major; two buffers,
-//                                  by the tile's parity), then each consumer multiplies it by K for
-//                                  half of the dimensions (head_dim 128) or by its own 64 keys
-//                                  (head_dim 64); the fp32 result goes to the consumer's tile, which
+//                                  by the tile's parity), then each consumer multiplies it by K over
+//                                  all 128 keys, for half of the dimensions (head_dim 128) or half of
+//                                  the rows (64); the fp32 result goes to the consumer's tile, which
 //                                  its producer warp adds to the accumulator.
-//   dK's product runs on the tensor cores while dQ goes out and the next tile starts (it holds its
-//   Q slot until the next tile's first wait, hence the third slot).
-// The consumers meet once a tile, when both halves of dS are stored (head_dim 128; at 64 each reads
-// only its own), and otherwise wait only on barriers of their own: the slot, their dQ tile. Fixes,
-// relative to `mma`: no ldmatrix traffic or fragment registers for shared operands (the mma rung's
-// shared-memory reads, 256-384 bytes per mma.sync against the SM's 128 a clock, bounded it), the
-// next tiles' copies overlapped, dQ added once per 128 keys by bulk reductions instead of a
-// thread's atomics per 64 (measured against float2 atomics from registers: +4% at head_dim 128,
-// +19% at 64). Against the same steps in two warpgroups that issued their own copies and met at
-// two block barriers a tile: 0.92-0.98x the time at head_dim 128, 0.83-0.92x at 64 (H200). Costs:
-// 227 KiB of shared memory at head_dim 128 (one block per SM), 240 registers (28 bytes spilled).
+//   At head_dim 128, dK's product runs on the tensor cores while dQ goes out and the next tile
+//   starts (it holds its Q slot until the next tile's first wait, hence a third slot); at 64 the
+//   128-row tiles leave no registers for that, and dK is retired each tile.
+// The consumers meet once a tile, when both halves of dS are stored, and otherwise wait only on
+// barriers of their own: the slot, their dQ tile. Fixes, relative to `mma`: no ldmatrix traffic or
+// fragment registers for shared operands (the mma rung's shared-memory reads, 256-384 bytes per
+// mma.sync against the SM's 128 a clock, bounded it), the next tiles' copies overlapped, dQ added
+// once per 128 keys by bulk reductions instead of a thread's atomics per 64 (measured against
+// float2 atomics from registers: +4% at head_dim 128, +19% at 64). Against the same steps in two
+// warpgroups that issued their own copies and met at two block barriers a tile: 0.92-0.98x the time
+// at head_dim 128, 0.83-0.92x at 64, and the 128-row tiles at 64 0.84-0.90x more (H200). Costs: 227
+// KiB of shared memory at head_dim 128 (one block per SM), 240 registers (28 bytes spilled at 128,
+// 20 at 64).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -61,8 +64,8 @@ struct BackwardLayout {
   // Query rows per tile: 128 at head_dim 64, where 64 left each product too short against a tile's
   // fixed work (FlashAttention-3's choice too); 64 at 128, where 128 would not fit the registers.
   static constexpr int kBlockM = kHeadDim == 64 ? 128 : 64;
-  // Q and dO slots: the tile before last's dK may still read its slot; at head_dim 64 two, as the
-  // third does not fit beside the larger dS tiles.
+  // Q and dO slots: three at head_dim 128, where the tile before last's dK may still read its slot;
+  // two at 64, where dK is retired each tile (and a third would not fit beside the larger dS tiles).
   static constexpr int kSlots = kHeadDim == 64 ? 2 : 3;
   static constexpr int kScoreRegisters = kBlockM / 2;  // S^T and dP^T: 64 keys x kBlockM queries a consumer
   static constexpr int kDqRows = 64;                   // a consumer's dQ tile: 64 query rows x 64 dimensions
