@@ -102,8 +102,8 @@ struct BackwardLayout {
   using Pipeline = TmaPipeline<kSlots, kQTileBytes>;  // slot s: Q at kQ + s kQTileBytes
 };
 
-// Named barriers (0 is __syncthreads): both dS halves stored (head_dim 128: both consumers; 64: one
-// per consumer), and consumer c's dQ tile full and empty (the consumer and its producer warp).
+// Named barriers (0 is __syncthreads): both dS halves stored (both consumers), and consumer c's dQ
+// tile full and empty (the consumer and its producer warp).
 enum NamedBarrier : int { kDsStored = 1, kDqFull = 3, kDqEmpty = 5 };
 constexpr int kDqHandOverThreads = 128 + 32;
 
