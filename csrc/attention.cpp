@@ -369,7 +369,123 @@ std::tuple<at::Tensor, at::Tensor> attention_decode(const at::Tensor& q, const a
   return {o, lse};
 }
 
+// ---- Variable-length batches: q [total_q, heads, head_dim] and k, v [total_k, kv_heads, head_dim],
+// head_dim contiguous and any head and row strides (a packed projection's views cost no copy);
+// cu_seqlens_q and cu_seqlens_k int32 [sequences + 1] on q's device; o [total_q, heads, head_dim]
+// and lse [heads, total_q] fp32, as FlashAttention's varlen functions take and give them. bf16 and
+// fp16 only: the library runs them on the Hopper kernels alone.
+using VarlenElements = TypeList<__nv_bfloat16, __half>;
+
+struct VarlenProblem {
+  AttentionVarlenDims dims;
+  AttentionOptions options;
+};
+
+// Where a [total, heads, head_dim] tensor's rows lie, for the library: the default where it is
+// contiguous, else its head and row strides (8 for a dimension of size 1, which reaches nothing).
+AttentionStrides varlen_strides_of(const at::Tensor& t) {
+  if (t.is_contiguous()) return {};
+  const auto stride = [&](int dim) { return t.size(dim) == 1 ? std::int64_t{8} : t.stride(dim); };
+  return {0, stride(1), stride(0)};
+}
+
+VarlenProblem checked_varlen(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, std::int64_t max_seqlen_q,
+                             std::int64_t max_seqlen_k, const c10::optional<double>& scale, bool causal,
+                             std::int64_t window_left, std::int64_t window_right) {
+  check_strided_tensor(op, "q", q, q.device(), c10::nullopt, scalar_types(VarlenElements{}));
+  TORCH_CHECK_VALUE(q.dim() == 3, "cudalab.", op, ": q must be [total_q, heads, head_dim], got ", q.sizes());
+  for (const auto& [name, t] : {std::pair<const char*, const at::Tensor&>{"k", k}, {"v", v}}) {
+    check_like_q(op, name, t, q);
+    TORCH_CHECK_VALUE(t.dim() == 3 && t.size(2) == q.size(2), "cudalab.", op, ": ", name,
+                      " must be [total_k, kv_heads, head_dim] with q's head_dim ", q.size(2), ", got ", t.sizes());
+  }
+  check_like_q(op, "q", q, q);
+  TORCH_CHECK_VALUE(v.sizes() == k.sizes(), "cudalab.", op, ": v must have k's shape ", k.sizes(), ", got ", v.sizes());
+  const std::int64_t sequences = cu_seqlens_q.dim() == 1 ? cu_seqlens_q.size(0) - 1 : -1;
+  check_indices(op, "cu_seqlens_q", cu_seqlens_q, q, {-1}, "[sequences + 1]");
+  TORCH_CHECK_VALUE(sequences >= 0, "cudalab.", op, ": cu_seqlens_q must hold sequences + 1 >= 1 entries, got ",
+                    cu_seqlens_q.sizes());
+  check_indices(op, "cu_seqlens_k", cu_seqlens_k, q, {sequences + 1}, "[sequences + 1] like cu_seqlens_q");
+  const std::int64_t heads = q.size(1), kv_heads = k.size(1);
+  TORCH_CHECK_VALUE(kv_heads > 0 ? heads % kv_heads == 0 : heads == 0, "cudalab.", op, ": q's heads (", heads,
+                    ") must be a multiple of k and v's heads (", kv_heads, ")");
+  TORCH_CHECK_VALUE(max_seqlen_q >= 0 && max_seqlen_k >= 0, "cudalab.", op,
+                    ": max_seqlen_q and max_seqlen_k must be >= 0, got ", max_seqlen_q, " and ", max_seqlen_k);
+  VarlenProblem p{{sequences, heads, kv_heads, q.size(0), k.size(0), max_seqlen_q, max_seqlen_k, q.size(2)},
+                  checked_options(op, scale, causal, window_left, window_right)};
+  p.options.layout.q = varlen_strides_of(q), p.options.layout.k = varlen_strides_of(k);
+  p.options.layout.v = varlen_strides_of(v);
+  return p;
+}
+
+std::tuple<at::Tensor, at::Tensor> attention_varlen(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                    const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k,
+                                                    std::int64_t max_seqlen_q, std::int64_t max_seqlen_k,
+                                                    const c10::optional<double>& scale, bool causal,
+                                                    std::int64_t window_left, std::int64_t window_right) {
+  constexpr const char* op = "attention_varlen";
+  VarlenProblem p = checked_varlen(op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, causal,
+                                   window_left, window_right);
+  const c10::cuda::CUDAGuard guard(q.device());
+  at::Tensor o = at::empty(q.sizes(), q.options());
+  at::Tensor lse = at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat));
+  with_element_type<VarlenElements>(q, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      cudalab::attention_forward_varlen(data<T>(q), data<T>(k), data<T>(v), cu_seqlens_q.const_data_ptr<std::int32_t>(),
+                                        cu_seqlens_k.const_data_ptr<std::int32_t>(), mutable_data<T>(o),
+                                        lse.mutable_data_ptr<float>(), p.dims, p.options, current_stream(q));
+    });
+  });
+  return {o, lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_varlen_backward(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& o, const at::Tensor& lse,
+    const at::Tensor& d_o, const at::Tensor& cu_seqlens_q, const at::Tensor& cu_seqlens_k, std::int64_t max_seqlen_q,
+    std::int64_t max_seqlen_k, const c10::optional<double>& scale, bool causal, std::int64_t window_left,
+    std::int64_t window_right) {
+  constexpr const char* op = "attention_varlen_backward";
+  VarlenProblem p = checked_varlen(op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, causal,
+                                   window_left, window_right);
+  check_like_q(op, "o", o, q);
+  check_same_shape(op, "o", o, "q", q);
+  check_like_q(op, "do", d_o, q);
+  check_same_shape(op, "do", d_o, "q", q);
+  check_statistics(op, "lse", lse, q.device(), q.size(0) * q.size(1));
+  TORCH_CHECK_VALUE(lse.dim() == 2 && lse.size(0) == q.size(1), "cudalab.", op, ": lse must be [heads, total_q] = [",
+                    q.size(1), ", ", q.size(0), "], got ", lse.sizes());
+  const c10::cuda::CUDAGuard guard(q.device());
+  at::Tensor dq = at::empty(q.sizes(), q.options()), dk = at::empty(k.sizes(), k.options()),
+             dv = at::empty(v.sizes(), v.options());
+  p.options.layout.o = varlen_strides_of(o), p.options.layout.d_o = varlen_strides_of(d_o);
+  with_element_type<VarlenElements>(q, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    call_library(op, [&] {
+      const std::size_t bytes = attention_backward_varlen_workspace_bytes(p.dims, dtype_of_v<T>);
+      at::Tensor scratch = workspace(q, bytes);
+      cudalab::attention_backward_varlen(data<T>(q), data<T>(k), data<T>(v), data<T>(o), lse.const_data_ptr<float>(),
+                                         data<T>(d_o), cu_seqlens_q.const_data_ptr<std::int32_t>(),
+                                         cu_seqlens_k.const_data_ptr<std::int32_t>(), mutable_data<T>(dq),
+                                         mutable_data<T>(dk), mutable_data<T>(dv), p.dims, p.options,
+                                         scratch.mutable_data_ptr(), bytes, current_stream(q));
+    });
+  });
+  return {dq, dk, dv};
+}
+
 TORCH_LIBRARY_FRAGMENT(cudalab, m) {
+  define_op(m,
+            "attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int "
+            "max_seqlen_q, int max_seqlen_k, float? scale=None, bool causal=False, int window_left=-1, int "
+            "window_right=-1) -> (Tensor, Tensor)",
+            &attention_varlen, VarlenElements{});
+  define_op(m,
+            "attention_varlen_backward(Tensor q, Tensor k, Tensor v, Tensor o, Tensor lse, Tensor do, Tensor "
+            "cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, float? scale=None, bool "
+            "causal=False, int window_left=-1, int window_right=-1) -> (Tensor, Tensor, Tensor)",
+            &attention_varlen_backward, VarlenElements{});
   define_op(m,
             "attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, float? scale=None, bool "
             "causal=True, Tensor? block_table=None, int window_left=-1, int window_right=-1) -> (Tensor, Tensor)",

@@ -106,6 +106,56 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
                         T* dv, const AttentionDims& dims, const AttentionOptions& options, void* workspace,
                         std::size_t workspace_bytes, cudaStream_t stream = nullptr);
 
+// Variable-length batches, as FlashAttention's varlen API takes them: `sequences` sequences of
+// different lengths packed along the rows, with no padding. q and o are [total_q, heads, head_dim]
+// and k and v [total_k, kv_heads, head_dim], dense unless AttentionOptions::layout gives their head
+// and row strides (its batch strides are ignored); lse is dense [heads, total_q] fp32. Sequence b's
+// queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 and its keys rows cu_seqlens_k[b] ..
+// cu_seqlens_k[b + 1] - 1: device int32 arrays of sequences + 1 entries, from 0 up to total_q and
+// total_k, no sequence longer than max_seqlen_q queries and max_seqlen_k keys (the launch's size;
+// rows outside these bounds are not computed). A sequence's queries are its last positions: query i
+// sits at position i + keys - queries (FlashAttention's bottom-right alignment), and the causal
+// mask and a sliding window apply about that position; a query that sees no key gets O = 0 and
+// L = -inf. Runs on the Hopper tensor-core kernels only: bf16 or fp16, head_dim 64 or 128,
+// compute capability 9.0 with sm_90a code, 16-byte aligned arrays and strides that are multiples
+// of 8 elements.
+struct AttentionVarlenDims {
+  std::int64_t sequences = 0, heads = 0, kv_heads = 0, total_q = 0, total_k = 0;
+  std::int64_t max_seqlen_q = 0, max_seqlen_k = 0, head_dim = 0;
+};
+
+// O and L of a variable-length batch on `stream`, asynchronously. Throws cudalab::Error:
+// invalid_argument for negative sizes, heads not a multiple of kv_heads, sizes past the kernel's
+// 32-bit limits, a shape, dtype or GPU the Hopper kernel does not run, null, misaligned or
+// overlapping arrays, a non-finite or negative scale, a window side below -1; cuda when a launch
+// fails.
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_forward_varlen(const T* q, const T* k, const T* v, const std::int32_t* cu_seqlens_q,
+                              const std::int32_t* cu_seqlens_k, T* o, float* lse, const AttentionVarlenDims& dims,
+                              const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
+
+// Scratch bytes attention_backward_varlen takes: dQ's fp32 accumulator and each query row's D,
+// 4 * heads * total_q * (head_dim + 1). Throws cudalab::Error: invalid_argument as
+// attention_forward_varlen's size checks do.
+std::size_t attention_backward_varlen_workspace_bytes(const AttentionVarlenDims& dims, DType dtype);
+
+// dQ, dK and dV of a variable-length batch, given the forward's O and L and O's gradient d_o (like
+// q; dq like q, dk and dv like k and v, where options.layout says). Keys no query sees get dK = dV
+// = 0. dq's sums are added in fp32 in L2 in no fixed order, as attention_backward's. Throws as
+// attention_forward_varlen does, and for too small a workspace. This one takes the scratch from
+// the stream-ordered allocator.
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_backward_varlen(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o,
+                               const std::int32_t* cu_seqlens_q, const std::int32_t* cu_seqlens_k, T* dq, T* dk, T* dv,
+                               const AttentionVarlenDims& dims, const AttentionOptions& options = {},
+                               cudaStream_t stream = nullptr);
+// The same with the caller's scratch (attention_backward_varlen_workspace_bytes, 16-byte aligned).
+template <typename T, typename = RequireElement<T, AttentionElements>>
+void attention_backward_varlen(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o,
+                               const std::int32_t* cu_seqlens_q, const std::int32_t* cu_seqlens_k, T* dq, T* dk, T* dv,
+                               const AttentionVarlenDims& dims, const AttentionOptions& options, void* workspace,
+                               std::size_t workspace_bytes, cudaStream_t stream = nullptr);
+
 // Decode attention: the newest `tokens` queries of each sequence against its key-value cache, as a
 // model generating text calls it each step. q and o are dense [batch, heads, tokens, head_dim];
 // k_cache and v_cache dense [batch, kv_heads, cache, head_dim] (kv head h / (heads / kv_heads) for

@@ -566,6 +566,35 @@ def attention_packed(
     return torch.ops.cudalab.attention_packed(qkv, heads, kv_heads, scale, causal, left, right)
 
 
+def attention_varlen(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    cu_seqlens_q: Tensor,
+    cu_seqlens_k: Tensor,
+    max_seqlen_q: int,
+    max_seqlen_k: int,
+    scale: float | None = None,
+    causal: bool = False,
+    window_size: tuple[int, int] = (-1, -1),
+) -> tuple[Tensor, Tensor]:
+    """:func:`attention` over a batch of sequences of different lengths packed along the rows with no
+    padding, as FlashAttention's ``flash_attn_varlen_func`` takes them: ``(o, lse)`` for q
+    [total_q, heads, head_dim] and k, v [total_k, kv_heads, head_dim] (head_dim contiguous, any
+    other strides), o like q and lse [heads, total_q] float32. Sequence b's queries are rows
+    ``cu_seqlens_q[b]:cu_seqlens_q[b + 1]`` and its keys rows ``cu_seqlens_k[b]:cu_seqlens_k[b +
+    1]`` (int32 cumulative lengths on q's device, starting at 0); no sequence may be longer than
+    max_seqlen_q queries or max_seqlen_k keys. Where a sequence has more keys than queries, its
+    queries are its last positions (the causal mask aligned bottom-right, as FlashAttention's), and
+    a query that sees no key gets o = 0 and lse = -inf. bfloat16 or float16, head_dim 64 or 128,
+    on Hopper (compute capability 9.0). Differentiable in q, k and v (lse is not)."""
+    q, k, v = autocast_inputs(q, k, v)
+    left, right = window_size
+    return torch.ops.cudalab.attention_varlen(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, causal, left, right
+    )
+
+
 # ---- fake kernels: outputs' shapes, dtypes and devices, for FakeTensor, torch.compile and export
 
 
@@ -818,6 +847,18 @@ def _(qkv, o, lse, do, heads, kv_heads, scale=None, causal=False, window_left=-1
     return qkv.new_empty(qkv.shape)
 
 
+@torch.library.register_fake("cudalab::attention_varlen")
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale=None, causal=False, window_left=-1,
+      window_right=-1):
+    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+@torch.library.register_fake("cudalab::attention_varlen_backward")
+def _(q, k, v, o, lse, do, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale=None, causal=False,
+      window_left=-1, window_right=-1):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
 # ---- autograd: each forward's gradient through its backward op. gemm, layer_norm, rms_norm, their add_ forms,
 # bias_act, swiglu, geglu, rope, attention and attention_packed have theirs in C++
 # (csrc/autograd.cpp): a model calls them hundreds of times a step, and this path costs more host
@@ -834,6 +875,30 @@ def _softmax_backward(ctx, dy):
 
 
 torch.library.register_autograd("cudalab::softmax", _softmax_backward, setup_context=_softmax_setup)
+
+
+def _attention_varlen_setup(ctx, inputs, output):
+    q, k, v, cu_seqlens_q, cu_seqlens_k = inputs[:5]
+    ctx.save_for_backward(q, k, v, output[0], output[1], cu_seqlens_q, cu_seqlens_k)
+    # The schema's defaults where a call left them out.
+    ctx.options = tuple(inputs[5:]) + (None, False, -1, -1)[len(inputs) - 7 :]
+    ctx.mark_non_differentiable(output[1])
+
+
+def _attention_varlen_backward(ctx, do, dlse):
+    # o's gradient only: lse is not differentiable (as FlashAttention's).
+    q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k = ctx.saved_tensors
+    if do.stride(-1) != 1:
+        do = do.contiguous()
+    dq, dk, dv = torch.ops.cudalab.attention_varlen_backward(
+        q, k, v, o, lse, do, cu_seqlens_q, cu_seqlens_k, *ctx.options
+    )
+    return dq, dk, dv, None, None, None, None, None, None, None, None
+
+
+torch.library.register_autograd(
+    "cudalab::attention_varlen", _attention_varlen_backward, setup_context=_attention_varlen_setup
+)
 
 
 def _cross_entropy_setup(ctx, inputs, output):

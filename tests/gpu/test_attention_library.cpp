@@ -539,5 +539,189 @@ TEST(LibraryAttentionLayouts, OverlappingOrNegativeStridesAreRefused) {
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+// ---- variable-length batches
+
+// Sequences as (queries, keys), packed [total, heads, head_dim] with no padding.
+struct VarlenCase {
+  std::vector<std::pair<int, int>> lengths;
+  std::int64_t heads, kv_heads, head_dim;
+  bool causal;
+  std::int64_t window_left = -1, window_right = -1;
+};
+
+std::vector<std::int32_t> cumulative(const std::vector<std::pair<int, int>>& lengths, bool keys) {
+  std::vector<std::int32_t> out{0};
+  for (const auto& [q, k] : lengths) out.push_back(out.back() + (keys ? k : q));
+  return out;
+}
+
+// Rows [first, first + count) of a packed [total, heads, head_dim] host array as dense [heads,
+// count, head_dim]: one sequence as the reference reads it.
+std::vector<unsigned char> sequence_rows(const std::vector<unsigned char>& packed, std::size_t element,
+                                         std::int64_t first, std::int64_t count, std::int64_t heads,
+                                         std::int64_t head_dim) {
+  std::vector<unsigned char> dense(static_cast<std::size_t>(heads * count * head_dim) * element);
+  const std::size_t row_bytes = static_cast<std::size_t>(head_dim) * element;
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < count; ++i)
+      std::memcpy(dense.data() + static_cast<std::size_t>(h * count + i) * row_bytes,
+                  packed.data() + static_cast<std::size_t>((first + i) * heads + h) * row_bytes, row_bytes);
+  return dense;
+}
+
+// The forward against the double reference, each sequence as a decode problem of its queries at
+// the end of its keys (the same bottom-right alignment), every byte past O and L still poisoned;
+// then the backward of self-attention sequences against the dense backward of each sequence where
+// it lies (verified on its own above): dK and dV to the bit, dQ within 2 units of the last place.
+template <typename T>
+void check_varlen_case(const VarlenCase& c) {
+  SCOPED_TRACE(std::string(to_string(dtype_of_v<T>)) + " heads " + std::to_string(c.heads) + "/" +
+               std::to_string(c.kv_heads) + " head_dim " + std::to_string(c.head_dim) + (c.causal ? " causal" : "") +
+               " window " + std::to_string(c.window_left) + " " + std::to_string(c.window_right));
+  Stream stream;
+  const std::vector<std::int32_t> cu_q = cumulative(c.lengths, false), cu_k = cumulative(c.lengths, true);
+  const std::int64_t total_q = cu_q.back(), total_k = cu_k.back(), h = c.heads, hk = c.kv_heads, d = c.head_dim;
+  std::int64_t max_q = 0, max_k = 0;
+  for (const auto& [n_q, n_k] : c.lengths)
+    max_q = std::max<std::int64_t>(max_q, n_q), max_k = std::max<std::int64_t>(max_k, n_k);
+  const AttentionVarlenDims dims{static_cast<std::int64_t>(c.lengths.size()), h, hk, total_q, total_k, max_q, max_k, d};
+  const std::int64_t q_count = total_q * h * d, kv_count = total_k * hk * d;
+  DeviceBuffer<T> q(q_count), k(kv_count), v(kv_count), o(q_count + 8), d_o(q_count), dq(q_count + 8), dk(kv_count + 8),
+      dv(kv_count + 8), dq_dense(q_count), dk_dense(kv_count), dv_dense(kv_count);
+  DeviceBuffer<float> lse(h * total_q + 8), lse_sequence(h * std::max<std::int64_t>(max_q, 1));
+  DeviceBuffer<std::int32_t> cu_q_device(cu_q.size()), cu_k_device(cu_k.size());
+  CUDALAB_CUDA_CHECK(
+      cudaMemcpyAsync(cu_q_device.data(), cu_q.data(), cu_q_device.bytes(), cudaMemcpyHostToDevice, stream.get()));
+  CUDALAB_CUDA_CHECK(
+      cudaMemcpyAsync(cu_k_device.data(), cu_k.data(), cu_k_device.bytes(), cudaMemcpyHostToDevice, stream.get()));
+  const DType dtype = dtype_of_v<T>;
+  harness::fill_random(dtype, q.data(), q_count, kSeed, harness::Distribution::normal, stream.get());
+  harness::fill_random(dtype, k.data(), kv_count, kSeed + 1, harness::Distribution::normal, stream.get());
+  harness::fill_random(dtype, v.data(), kv_count, kSeed + 2, harness::Distribution::normal, stream.get());
+  harness::fill_random(dtype, d_o.data(), q_count, kSeed + 3, harness::Distribution::normal, stream.get());
+  for (auto* out : {&o, &dq, &dk, &dv}) harness::poison(out->data(), out->bytes(), stream.get());
+  harness::poison(lse.data(), lse.bytes(), stream.get());
+  AttentionOptions options;
+  options.causal = c.causal;
+  options.window_left = c.window_left;
+  options.window_right = c.window_right;
+  attention_forward_varlen(q.data(), k.data(), v.data(), cu_q_device.data(), cu_k_device.data(), o.data(), lse.data(),
+                           dims, options, stream.get());
+
+  const auto hq = to_host(q.data(), q.bytes(), stream.get()), hk_ = to_host(k.data(), k.bytes(), stream.get()),
+             hv = to_host(v.data(), v.bytes(), stream.get()), ho = to_host(o.data(), o.bytes(), stream.get()),
+             hl = to_host(lse.data(), lse.bytes(), stream.get());
+  expect_untouched_outside(ho, 0, static_cast<std::size_t>(q_count) * sizeof(T));
+  expect_untouched_outside(hl, 0, static_cast<std::size_t>(h * total_q) * sizeof(float));
+  for (std::size_t b = 0; b < c.lengths.size(); ++b) {
+    const std::int32_t n_q = c.lengths[b].first, n_k = c.lengths[b].second;
+    if (n_q == 0) continue;
+    SCOPED_TRACE("sequence " + std::to_string(b) + ": " + std::to_string(n_q) + " queries, " + std::to_string(n_k) +
+                 " keys");
+    const auto sq = sequence_rows(hq, sizeof(T), cu_q[b], n_q, h, d),
+               so = sequence_rows(ho, sizeof(T), cu_q[b], n_q, h, d);
+    const auto sk = sequence_rows(hk_, sizeof(T), cu_k[b], n_k, hk, d),
+               sv = sequence_rows(hv, sizeof(T), cu_k[b], n_k, hk, d);
+    std::vector<float> sl(static_cast<std::size_t>(h * n_q));
+    for (std::int64_t head = 0; head < h; ++head)
+      std::memcpy(sl.data() + head * n_q, hl.data() + (head * total_q + cu_q[b]) * sizeof(float),
+                  static_cast<std::size_t>(n_q) * sizeof(float));
+    harness::AttentionTensors t;
+    t.dtype = dtype;
+    t.q = sq.data(), t.k = sk.data(), t.v = sv.data(), t.o = so.data(), t.lse = sl.data();
+    t.batch = 1, t.heads = h, t.kv_heads = hk, t.seq = n_k, t.head_dim = d;
+    t.scale = harness::attention_default_scale(d);
+    t.causal = c.causal, t.window_left = c.window_left, t.window_right = c.window_right;
+    t.queries = n_q, t.lengths = &n_k;
+    const harness::Comparison result = harness::check_attention(t);
+    EXPECT_TRUE(result.passed()) << result.summary();
+  }
+
+  for (const auto& [n_q, n_k] : c.lengths)
+    if (n_q != n_k) return;  // the dense backward takes one length for queries and keys
+  attention_backward_varlen(q.data(), k.data(), v.data(), o.data(), lse.data(), d_o.data(), cu_q_device.data(),
+                            cu_k_device.data(), dq.data(), dk.data(), dv.data(), dims, options, stream.get());
+  // Each sequence's dense backward where its rows lie: [1, heads, n, head_dim] at row stride heads *
+  // head_dim; L copied to the dense [heads, n] the dense call reads.
+  for (std::size_t b = 0; b < c.lengths.size(); ++b) {
+    const std::int64_t n = c.lengths[b].first, first = cu_q[b];
+    if (n == 0) continue;
+    CUDALAB_CUDA_CHECK(cudaMemcpy2DAsync(lse_sequence.data(), n * sizeof(float), lse.data() + first,
+                                         total_q * sizeof(float), n * sizeof(float), h, cudaMemcpyDeviceToDevice,
+                                         stream.get()));
+    AttentionOptions where = options;
+    const AttentionStrides query_rows{8, d, h * d}, key_rows{8, d, hk * d};
+    where.layout = {query_rows, key_rows, key_rows, query_rows, query_rows, query_rows, key_rows, key_rows};
+    const std::int64_t at_q = first * h * d, at_k = first * hk * d;
+    attention_backward(q.data() + at_q, k.data() + at_k, v.data() + at_k, o.data() + at_q, lse_sequence.data(),
+                       d_o.data() + at_q, dq_dense.data() + at_q, dk_dense.data() + at_k, dv_dense.data() + at_k,
+                       AttentionDims{1, h, hk, n, d}, where, stream.get());
+  }
+  auto got_dq = to_host(dq.data(), dq.bytes(), stream.get()), got_dk = to_host(dk.data(), dk.bytes(), stream.get()),
+       got_dv = to_host(dv.data(), dv.bytes(), stream.get());
+  expect_untouched_outside(got_dq, 0, static_cast<std::size_t>(q_count) * sizeof(T));
+  expect_untouched_outside(got_dk, 0, static_cast<std::size_t>(kv_count) * sizeof(T));
+  expect_untouched_outside(got_dv, 0, static_cast<std::size_t>(kv_count) * sizeof(T));
+  for (auto* got : {&got_dq, &got_dk, &got_dv}) got->resize(got->size() - 8 * sizeof(T));
+  expect_close<T>(got_dq, to_host(dq_dense.data(), dq_dense.bytes(), stream.get()), "dq");
+  EXPECT_EQ(got_dk, to_host(dk_dense.data(), dk_dense.bytes(), stream.get())) << "dk";
+  EXPECT_EQ(got_dv, to_host(dv_dense.data(), dv_dense.bytes(), stream.get())) << "dv";
+}
+
+const std::vector<VarlenCase> kVarlenCases = {
+    {{{130, 130}, {1, 1}, {0, 0}, {257, 257}, {64, 64}}, 4, 2, 128, true},
+    {{{130, 130}, {1, 1}, {0, 0}, {257, 257}, {64, 64}}, 3, 3, 64, false},
+    {{{300, 300}, {17, 17}}, 4, 1, 64, true, 100},
+    {{{5, 300}, {129, 129}, {1, 64}, {260, 391}, {0, 9}}, 4, 2, 128, true},
+    {{{5, 300}, {129, 129}, {1, 64}, {260, 391}}, 2, 2, 64, false, 30, 40},
+};
+
+template <typename T>
+void check_every_varlen_case() {
+  if (device_info().compute_capability() != 90) GTEST_SKIP() << "variable-length batches run on Hopper only";
+  for (const VarlenCase& c : kVarlenCases) check_varlen_case<T>(c);
+}
+
+TEST(LibraryAttentionVarlen, Bf16AgainstTheReferenceAndTheDenseBackward) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_every_varlen_case<__nv_bfloat16>();
+}
+
+TEST(LibraryAttentionVarlen, Fp16AgainstTheReferenceAndTheDenseBackward) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_every_varlen_case<__half>();
+}
+
+TEST(LibraryAttentionVarlen, ArgumentErrors) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  DeviceBuffer<__nv_bfloat16> x(4096);
+  DeviceBuffer<float> xf(4096), l(256);
+  DeviceBuffer<std::int32_t> cu(3);
+  const AttentionVarlenDims good{2, 2, 2, 8, 8, 4, 4, 64};
+  const auto kind = [&](AttentionVarlenDims d, const std::int32_t* cu_q) {
+    return test_support::thrown_kind([&] {
+      attention_forward_varlen(x.data(), x.data() + 1024, x.data() + 2048, cu_q, cu.data(), x.data() + 3072, l.data(),
+                               d);
+    });
+  };
+  EXPECT_EQ(kind({2, -1, 2, 8, 8, 4, 4, 64}, cu.data()), ErrorKind::invalid_argument);     // negative heads
+  EXPECT_EQ(kind({2, 3, 2, 8, 8, 4, 4, 64}, cu.data()), ErrorKind::invalid_argument);      // 3 heads over 2
+  EXPECT_EQ(kind({70000, 2, 2, 8, 8, 4, 4, 64}, cu.data()), ErrorKind::invalid_argument);  // past the grid
+  EXPECT_EQ(kind(good, nullptr), ErrorKind::invalid_argument);                             // no cu_seqlens_q
+  EXPECT_EQ(kind({2, 2, 2, 8, 8, 4, 4, 96}, cu.data()), ErrorKind::invalid_argument);      // head_dim no kernel takes
+  EXPECT_EQ(test_support::thrown_kind([&] {
+              attention_forward_varlen(xf.data(), xf.data(), xf.data(), cu.data(), cu.data(), xf.data() + 2048,
+                                       l.data(), good);
+            }),
+            ErrorKind::invalid_argument);  // fp32: the Hopper kernels take 16-bit elements
+  EXPECT_EQ(test_support::thrown_kind([&] {
+              attention_forward_varlen(x.data() + 1, x.data(), x.data(), cu.data(), cu.data(), x.data() + 2048,
+                                       l.data(), good);
+            }),
+            ErrorKind::invalid_argument);  // q off a 16-byte boundary
+  EXPECT_NO_THROW(attention_forward_varlen(x.data(), x.data(), x.data(), cu.data(), cu.data(), x.data(), l.data(),
+                                           AttentionVarlenDims{0, 2, 2, 0, 0, 0, 0, 64}));  // nothing to do
+}
+
 }  // namespace
 }  // namespace cudalab

@@ -2,6 +2,7 @@
 a float64 reference, and torch.compile(fullgraph=True) over a block that uses the ops. Skipped, with
 the reason, where torch sees no CUDA device."""
 
+import itertools
 import math
 import warnings
 import zlib
@@ -17,6 +18,7 @@ from cudalab.bench.cases.attention import (
     ATTENTION_REL_L2,
     attention_reference,
     decode_reference,
+    varlen_reference,
     window_mask,
 )
 from conftest import requires_cuda
@@ -55,8 +57,10 @@ def gated_floors(gate, up, dy, dtype):
 
 @pytest.mark.parametrize("name, dtype", [(n, dtype) for n in list(FORWARD) + BACKWARD for dtype in dtypes_of(n)])
 def test_opcheck_on_cuda(name, dtype):
-    if name == "gemm_fp8" and torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("gemm_fp8 runs on Hopper (compute capability 9.0)")
+    if name in ("gemm_fp8", "attention_varlen", "attention_varlen_backward") and (
+        torch.cuda.get_device_capability() != (9, 0)
+    ):
+        pytest.skip(f"{name} runs on Hopper (compute capability 9.0)")
     grad = name in DIFFERENTIABLE and dtype.is_floating_point
     args = arguments(name, "cuda", dtype, (7, 33, 1000), requires_grad=grad)
     options = {}
@@ -1108,6 +1112,178 @@ def assert_gradients_within_sdpa_bound(q, k, v, do, causal, scale=None, window_s
         error = (g.double() - r).abs().max().item()
         bound = 2 * (s.double() - r).abs().max().item() + GRADIENT_EPS[q.dtype]
         assert error <= bound, f"{name}: max error {error:.3g}, allowed {bound:.3g} (2x SDPA's + eps)"
+
+
+requires_hopper = pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+    reason="variable-length attention runs on Hopper (compute capability 9.0) only",
+)
+# Sequences of a variable-length batch as (queries, keys): self-attention of ragged lengths around
+# the 128-row tiles, an empty sequence among them; and cross lengths, queries past the keys (under
+# a causal mask the first rows see nothing) and keys past the queries.
+VARLEN_SELF = [(1, 1), (17, 17), (128, 128), (0, 0), (300, 300), (129, 129)]
+VARLEN_CROSS = [(5, 300), (129, 129), (200, 50), (1, 64), (64, 1), (0, 7), (7, 0), (260, 391)]
+
+
+def varlen_batch(lengths, heads, kv_heads, head_dim, dtype):
+    """q, k, v and the int32 cumulative lengths of a variable-length batch of `lengths`."""
+    cu_q, cu_k = (
+        torch.tensor([0] + list(itertools.accumulate(n)), dtype=torch.int32, device="cuda") for n in zip(*lengths)
+    )
+    q = torch.randn(int(cu_q[-1]), heads, head_dim, device="cuda").to(dtype)
+    k, v = torch.randn(2, int(cu_k[-1]), kv_heads, head_dim, device="cuda").to(dtype).unbind(0)
+    return q, k, v, cu_q, cu_k
+
+
+@requires_hopper
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("lengths", [VARLEN_SELF, VARLEN_CROSS], ids=["self", "cross"])
+@pytest.mark.parametrize("causal, window_size", [(False, (-1, -1)), (True, (-1, -1)), (True, (40, 0)), (False, (3, 70))])
+@pytest.mark.parametrize("heads, kv_heads", [(4, 4), (6, 2)])
+def test_attention_varlen_matches_float64(dtype, head_dim, lengths, causal, window_size, heads, kv_heads):
+    seed("attention varlen", dtype, head_dim, lengths, causal, window_size, heads, kv_heads)
+    q, k, v, cu_q, cu_k = varlen_batch(lengths, heads, kv_heads, head_dim, dtype)
+    max_q, max_k = (max(n) for n in zip(*lengths))
+    o, lse = ops.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=causal, window_size=window_size)
+    ref_o, ref_lse = varlen_reference(q, k, v, cu_q, cu_k, causal, window_size)
+    assert o.shape == q.shape and lse.shape == (heads, q.shape[0]) and lse.dtype == torch.float32
+    assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype]
+    # Rows that see no key: O = 0 and L = -inf exactly.
+    empty = ~torch.isfinite(ref_lse)
+    assert torch.equal(lse[empty], ref_lse[empty].float())
+    assert (o.transpose(0, 1)[empty] == 0).all()
+    torch.testing.assert_close(lse[~empty].double(), ref_lse[~empty], rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+
+
+@requires_hopper
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize(
+    "lengths",
+    [VARLEN_SELF, [(5, 300), (129, 129), (1, 64), (260, 391), (0, 9), (77, 200)]],
+    ids=["self", "cross"],
+)
+@pytest.mark.parametrize("causal, window_size", [(False, (-1, -1)), (True, (-1, -1)), (True, (40, 0))])
+@pytest.mark.parametrize("heads, kv_heads", [(4, 4), (6, 2)])
+def test_attention_varlen_gradients_within_twice_a_16_bit_reference(
+    dtype, head_dim, lengths, causal, window_size, heads, kv_heads
+):
+    # Every query sees a key here (the float64 reference's gradient is undefined for one that
+    # does not); keys no query sees (a sequence without queries) get exact zeros.
+    seed("attention varlen backward", dtype, head_dim, lengths, causal, window_size, heads, kv_heads)
+    q, k, v, cu_q, cu_k = varlen_batch(lengths, heads, kv_heads, head_dim, dtype)
+    max_q, max_k = (max(n) for n in zip(*lengths))
+    do = torch.randn_like(q)
+
+    def gradients(attend, *inputs):
+        inputs = [t.detach().requires_grad_() for t in inputs]
+        return torch.autograd.grad(attend(*inputs), inputs, do.to(inputs[0].dtype))
+
+    ours = gradients(
+        lambda q, k, v: ops.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=causal, window_size=window_size)[
+            0
+        ],
+        q,
+        k,
+        v,
+    )
+    exact = gradients(lambda q, k, v: varlen_reference(q, k, v, cu_q, cu_k, causal, window_size)[0], q.double(),
+                      k.double(), v.double())
+    plain = gradients(
+        lambda q, k, v: varlen_reference(q, k, v, cu_q, cu_k, causal, window_size, dtype=dtype)[0], q, k, v
+    )
+    for name, g, r, s in zip(("dq", "dk", "dv"), ours, exact, plain):
+        assert g.shape == r.shape and g.dtype == dtype and torch.isfinite(g).all(), name
+        error = (g.double() - r).abs().max().item()
+        bound = 2 * (s.double() - r).abs().max().item() + GRADIENT_EPS[dtype]
+        assert error <= bound, f"{name}: max error {error:.3g}, allowed {bound:.3g} (2x a 16-bit reference's + eps)"
+    unseen = [b for b, (n, m) in enumerate(lengths) if n == 0 and m > 0]
+    for b in unseen:
+        rows = slice(int(cu_k[b]), int(cu_k[b + 1]))
+        assert (ours[1][rows] == 0).all() and (ours[2][rows] == 0).all()
+
+
+@requires_hopper
+def test_attention_varlen_matches_attention_on_equal_lengths():
+    # A batch of equal lengths is the dense call's problem: the same outputs and gradients to the
+    # last bit but dq's (its L2 sums have no fixed order).
+    seed("attention varlen dense")
+    q = torch.randn(3, 8, 300, 128, device="cuda", dtype=torch.bfloat16)
+    k, v = torch.randn(2, 3, 2, 300, 128, device="cuda", dtype=torch.bfloat16).unbind(0)
+    do = torch.randn_like(q)
+    cu = torch.arange(0, 901, 300, dtype=torch.int32, device="cuda")
+    packed = [t.transpose(1, 2).reshape(-1, t.shape[1], 128).detach().requires_grad_() for t in (q, k, v)]
+    dense = [t.detach().requires_grad_() for t in (q, k, v)]
+    o, lse = ops.attention_varlen(*packed, cu, cu, 300, 300, causal=True)
+    ref_o, ref_lse = ops.attention(*dense, causal=True)
+    torch.testing.assert_close(o, ref_o.transpose(1, 2).reshape(o.shape), rtol=0, atol=0)
+    torch.testing.assert_close(lse, ref_lse.transpose(0, 1).reshape(lse.shape), rtol=0, atol=0)
+    grads = torch.autograd.grad(o, packed, do.transpose(1, 2).reshape(o.shape))
+    ref_grads = torch.autograd.grad(ref_o, dense, do)
+    for name, g, r in zip(("dq", "dk", "dv"), grads, ref_grads):
+        r = r.transpose(1, 2).reshape(g.shape)
+        tolerance = 1e-2 if name == "dq" else 0
+        torch.testing.assert_close(g, r, rtol=tolerance, atol=tolerance, msg=name)
+
+
+@requires_hopper
+def test_attention_varlen_reads_a_packed_projection_and_compiles():
+    # q, k and v as views of one [total, (heads + 2 kv_heads) * head_dim] projection: no copy; and
+    # torch.compile(fullgraph=True) of a step through the op.
+    seed("attention varlen views")
+    cu = torch.tensor([0, 100, 103, 353], dtype=torch.int32, device="cuda")
+    qkv = torch.randn(353, (4 + 2 * 2) * 64, device="cuda", dtype=torch.float16)
+    q, k, v = qkv.view(353, 8, 64).split([4, 2, 2], dim=1)
+    o, lse = ops.attention_varlen(q, k, v, cu, cu, 250, 250, causal=True)
+    ref_o, ref_lse = ops.attention_varlen(q.contiguous(), k.contiguous(), v.contiguous(), cu, cu, 250, 250, causal=True)
+    torch.testing.assert_close(o, ref_o, rtol=0, atol=0)
+    torch.testing.assert_close(lse, ref_lse, rtol=0, atol=0)
+
+    def step(qkv):
+        q, k, v = qkv.view(353, 8, 64).split([4, 2, 2], dim=1)
+        return ops.attention_varlen(q, k, v, cu, cu, 250, 250, causal=True)[0].float().square().sum()
+
+    x = qkv.detach().requires_grad_()
+    eager = torch.autograd.grad(step(x), x)[0]
+    x = qkv.detach().requires_grad_()
+    compiled = torch.autograd.grad(torch.compile(step, fullgraph=True)(x), x)[0]
+    torch.testing.assert_close(compiled, eager, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        ("float32", TypeError, "q must be bfloat16 or float16, got float32"),
+        ("head_dim 96", ValueError, "head_dim 96"),
+        ("heads", ValueError, "must be a multiple of k and v's heads"),
+        ("cu_seqlens dtype", TypeError, "cu_seqlens_q must be int32"),
+        ("cu_seqlens length", ValueError, "cu_seqlens_k must be contiguous [sequences + 1]"),
+        ("max_seqlen", ValueError, "max_seqlen_q and max_seqlen_k must be >= 0"),
+    ],
+)
+def test_attention_varlen_names_what_it_refuses(call, error, message):
+    q = torch.randn(10, 4, 64, device="cuda", dtype=torch.bfloat16)
+    k = v = torch.randn(12, 2, 64, device="cuda", dtype=torch.bfloat16)
+    cu_q = torch.tensor([0, 4, 10], dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0, 5, 12], dtype=torch.int32, device="cuda")
+    args = [q, k, v, cu_q, cu_k, 6, 7]
+    if call == "float32":
+        args[:3] = (t.float() for t in args[:3])
+    elif call == "head_dim 96":
+        if torch.cuda.get_device_capability() != (9, 0):
+            pytest.skip("the refusal names the head_dim on Hopper; elsewhere the GPU")
+        args[:3] = (torch.zeros(*t.shape[:2], 96, device="cuda", dtype=torch.bfloat16) for t in args[:3])
+    elif call == "heads":
+        args[0] = torch.randn(10, 3, 64, device="cuda", dtype=torch.bfloat16)
+    elif call == "cu_seqlens dtype":
+        args[3] = cu_q.long()
+    elif call == "cu_seqlens length":
+        args[4] = cu_k[:2]
+    elif call == "max_seqlen":
+        args[5] = -1
+    with pytest.raises(error, match=message.replace("[", r"\[").replace("]", r"\]")):
+        ops.attention_varlen(*args)
 
 
 @pytest.mark.parametrize(

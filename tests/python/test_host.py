@@ -39,6 +39,9 @@ FORWARD = {
     "int window_left=-1, int window_right=-1) -> (Tensor, Tensor)",
     "attention_packed": "cudalab::attention_packed(Tensor qkv, int heads, int kv_heads, float? scale=None, "
     "bool causal=False, int window_left=-1, int window_right=-1) -> (Tensor, Tensor)",
+    "attention_varlen": "cudalab::attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, "
+    "Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, float? scale=None, bool causal=False, "
+    "int window_left=-1, int window_right=-1) -> (Tensor, Tensor)",
     "attention_decode": "cudalab::attention_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, "
     "float? scale=None, bool causal=True, Tensor? block_table=None, int window_left=-1, int window_right=-1) "
     "-> (Tensor, Tensor)",
@@ -61,6 +64,7 @@ BACKWARD = [
     "geglu_packed_backward",
     "attention_backward",
     "attention_packed_backward",
+    "attention_varlen_backward",
 ]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
 # backward raises (the library has none); gemm_fp8 and attention_decode are inference ops, the
@@ -144,6 +148,25 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         batch, cache = shape[0], shape[1]
         lengths = torch.randint(2, cache + 1, (batch,), device=device, dtype=torch.int32)
         return (tensor(batch, 4, 2, 64), tensor(batch, 2, cache, 64), tensor(batch, 2, cache, 64), lengths, None, True)
+    if name in ("attention_varlen", "attention_varlen_backward"):
+        # shape[0] sequences, the b-th of shape[1] - b queries (at least 1) and shape[1] + b keys;
+        # 4 heads over 2, causal (aligned bottom-right).
+        q_lengths = [max(1, shape[1] - b) for b in range(shape[0])]
+        k_lengths = [shape[1] + b for b in range(shape[0])]
+        cu_q, cu_k = (
+            torch.tensor([0] + list(itertools.accumulate(n)), dtype=torch.int32, device=device)
+            for n in (q_lengths, k_lengths)
+        )
+        q = tensor(sum(q_lengths), 4, 64)
+        k, v = tensor(sum(k_lengths), 2, 64), tensor(sum(k_lengths), 2, 64)
+        forward = (q, k, v, cu_q, cu_k, max(q_lengths), max(k_lengths), None, True)
+        if name == "attention_varlen":
+            return forward
+        if q.is_cuda:
+            o, lse = torch.ops.cudalab.attention_varlen(*forward)
+        else:
+            o, lse = torch.empty_like(q), q.new_empty(4, q.shape[0], dtype=torch.float32)
+        return (q, k, v, o, lse, tensor(*q.shape), *forward[3:])
     if name in ("attention", "attention_backward"):
         batch, seq = shape[0], shape[1]
         q, k, v = tensor(batch, 4, seq, 64), tensor(batch, 2, seq, 64), tensor(batch, 2, seq, 64)

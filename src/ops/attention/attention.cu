@@ -26,6 +26,9 @@ namespace v = attention_variants;
 constexpr char kForward[] = "attention_forward";
 constexpr char kBackward[] = "attention_backward";
 constexpr char kBackwardWorkspace[] = "attention_backward_workspace_bytes";
+constexpr char kForwardVarlen[] = "attention_forward_varlen";
+constexpr char kBackwardVarlen[] = "attention_backward_varlen";
+constexpr char kBackwardVarlenWorkspace[] = "attention_backward_varlen_workspace_bytes";
 constexpr char kDecode[] = "attention_decode";
 constexpr char kDecodePaged[] = "attention_decode_paged";
 constexpr char kDecodeWorkspace[] = "attention_decode_workspace_bytes";
@@ -132,7 +135,8 @@ bool tma_strides(std::initializer_list<AttentionStrides> layout) {
   return true;
 }
 
-// Copies [batch, heads, seq, head_dim] rows from one layout to another, a warp per row.
+// Copies [batch, heads, seq, head_dim] rows from one layout to another, a warp per row; zeroes them
+// where `from` is null.
 template <typename T>
 __global__ void __launch_bounds__(256)
     copy_rows_kernel(const T* __restrict__ from, AttentionStrides from_strides, T* __restrict__ to,
@@ -140,8 +144,12 @@ __global__ void __launch_bounds__(256)
                      std::int64_t head_dim) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
   if (row >= rows) return;
-  const T* in = from + v::row_offset(from_strides, row, heads, seq);
   T* out = to + v::row_offset(to_strides, row, heads, seq);
+  if (from == nullptr) {
+    for (std::int64_t i = threadIdx.x % 32; i < head_dim; i += 32) out[i] = T{};
+    return;
+  }
+  const T* in = from + v::row_offset(from_strides, row, heads, seq);
   for (std::int64_t i = threadIdx.x % 32; i < head_dim; i += 32) out[i] = in[i];
 }
 
@@ -366,6 +374,195 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   backward(q, k, v, o, lse, d_o, dq, dk, dv, d, options, scratch, stream);
 }
 
+// ---- Variable-length batches: batch 1 of total_q query rows and total_k key rows, on the Hopper
+// kernels (wgmma_pingpong, wgmma_backward) with VarlenRows.
+
+// Where a variable-length batch's array's rows lie as the kernels take them, for `heads` heads of
+// head_dim: [total, heads, head_dim] when `s` is the default, else s's head and row strides. The
+// batch stride reaches nothing (batch 1); 8 keeps it on TMA's 16-byte rule.
+AttentionStrides varlen_strides(const AttentionStrides& s, std::int64_t heads, std::int64_t head_dim) {
+  if (v::is_dense(s)) return {8, head_dim, heads * head_dim};
+  return {8, s.head, s.row};
+}
+
+// The query side's and the key side's dims of a variable-length batch, as batch 1.
+AttentionDims varlen_query_dims(const AttentionVarlenDims& d) {
+  return {1, d.heads, d.kv_heads, d.total_q, d.head_dim};
+}
+AttentionDims varlen_key_dims(const AttentionVarlenDims& d) { return {1, d.heads, d.kv_heads, d.total_k, d.head_dim}; }
+
+// The checks of a variable-length batch that need no arrays: its sizes, and whether the Hopper
+// kernels run it (elements of `element_size` bytes). False when there is no query row: nothing to
+// compute but (backward) zero gradients of the keys.
+bool require_varlen_dims(const char* call, const AttentionVarlenDims& d, std::size_t element_size, bool causal,
+                         std::int64_t window_left, std::int64_t window_right) {
+  const std::string prefix = std::string(call) + ": ";
+  CUDALAB_REQUIRE(d.sequences >= 0 && d.heads >= 0 && d.kv_heads >= 0 && d.total_q >= 0 && d.total_k >= 0 &&
+                      d.max_seqlen_q >= 0 && d.max_seqlen_k >= 0 && d.head_dim >= 0,
+                  prefix +
+                      "sequences, heads, kv_heads, total_q, total_k, max_seqlen_q, max_seqlen_k and head_dim "
+                      "must be >= 0");
+  CUDALAB_REQUIRE(d.kv_heads > 0 ? d.heads % d.kv_heads == 0 : d.heads == 0,
+                  prefix + "heads (" + std::to_string(d.heads) + ") must be a multiple of kv_heads (" +
+                      std::to_string(d.kv_heads) + ")");
+  // cu_seqlens are int32, and TMA's coordinates 32-bit; a block row's window sum stays in 32 bits.
+  constexpr std::int64_t kRowLimit = 0x7fffffffLL - 256;
+  CUDALAB_REQUIRE(d.total_q <= kRowLimit && d.total_k <= kRowLimit && d.max_seqlen_q + d.max_seqlen_k <= kRowLimit,
+                  prefix +
+                      "total_q, total_k and max_seqlen_q + max_seqlen_k must stay below 2^31 - 256 "
+                      "(int32 cumulative lengths, 32-bit TMA coordinates)");
+  CUDALAB_REQUIRE(d.sequences <= 65535 && d.heads <= 65535,
+                  prefix + "sequences and heads must be at most 65535 (the launch's grid), got " +
+                      std::to_string(d.sequences) + " and " + std::to_string(d.heads));
+  if (d.sequences == 0 || d.heads == 0 || d.head_dim == 0) return false;
+  const v::AttentionShape shape{1,
+                                d.heads,
+                                d.kv_heads,
+                                std::max(d.total_q, d.total_k),
+                                d.head_dim,
+                                element_size,
+                                current_gpu().compute_capability,
+                                v::window_binds(std::max(d.total_q, d.total_k), causal, window_left, window_right)};
+  const std::string why = v::wgmma_limits(shape);
+  CUDALAB_REQUIRE(why.empty(), prefix + "variable-length batches run on the Hopper tensor-core kernels only: " + why);
+  return d.total_q > 0;
+}
+
+// The variable-length parts of a launch's arguments, and the problem's (batch 1, seq = total_q).
+template <typename Args>
+void set_varlen_problem(Args& args, const AttentionVarlenDims& d, const std::int32_t* cu_seqlens_q,
+                        const std::int32_t* cu_seqlens_k, const AttentionOptions& options) {
+  set_problem(args, varlen_query_dims(d), options);
+  args.varlen = {cu_seqlens_q, cu_seqlens_k, d.sequences, d.total_k, d.max_seqlen_q, d.max_seqlen_k};
+}
+
+// The layout rule of every variable-length call: 16-byte aligned arrays, strides in 16-byte steps.
+void require_varlen_layout(const char* call, std::initializer_list<const void*> arrays,
+                           std::initializer_list<AttentionStrides> strides) {
+  bool aligned = true;
+  for (const void* a : arrays) aligned = aligned && is_aligned16(a);
+  CUDALAB_REQUIRE(aligned && tma_strides(strides),
+                  std::string(call) +
+                      ": variable-length batches need 16-byte aligned arrays and head and row "
+                      "strides that are positive multiples of 8 elements (TMA)");
+}
+
+template <typename T>
+void forward_varlen(const T* q, const T* k, const T* v, const std::int32_t* cu_seqlens_q,
+                    const std::int32_t* cu_seqlens_k, T* o, float* lse, const AttentionVarlenDims& d,
+                    const AttentionOptions& options, cudaStream_t stream) {
+  constexpr const char* call = kForwardVarlen;
+  require_scale(call, options);
+  if (!require_varlen_dims(call, d, sizeof(T), options.causal, options.window_left, options.window_right)) return;
+  const AttentionLayout& l = options.layout;
+  const AttentionStrides qs = varlen_strides(l.q, d.heads, d.head_dim),
+                         ks = varlen_strides(l.k, d.kv_heads, d.head_dim),
+                         vs = varlen_strides(l.v, d.kv_heads, d.head_dim),
+                         os = varlen_strides(l.o, d.heads, d.head_dim);
+  const AttentionDims q_dims = varlen_query_dims(d), k_dims = varlen_key_dims(d);
+  const Array o_array{"o", o, os, d.heads};
+  require_arrays(call,
+                 {span_array(call, {"q", q, qs, d.heads}, q_dims, sizeof(T)),
+                  span_array(call, {"k", k, ks, d.kv_heads}, k_dims, sizeof(T)),
+                  span_array(call, {"v", v, vs, d.kv_heads}, k_dims, sizeof(T)),
+                  {cu_seqlens_q, d.sequences + 1, sizeof(std::int32_t), "cu_seqlens_q"},
+                  {cu_seqlens_k, d.sequences + 1, sizeof(std::int32_t), "cu_seqlens_k"}},
+                 {span_array(call, o_array, q_dims, sizeof(T)), {lse, d.heads * d.total_q, sizeof(float), "lse"}});
+  require_rows_apart(call, o_array, q_dims);
+  // Without keys no K or V row is read: q stands in for them, so that TMA maps a real array.
+  const T* keys = d.total_k > 0 ? k : q;
+  const T* values = d.total_k > 0 ? v : q;
+  require_varlen_layout(call, {q, keys, values, o}, {qs, ks, vs, os});
+  v::AttentionArgs<T> args;
+  args.q = q;
+  args.k = keys;
+  args.v = values;
+  args.o = o;
+  args.lse = lse;
+  set_varlen_problem(args, d, cu_seqlens_q, cu_seqlens_k, options);
+  args.layout.q = qs, args.layout.k = ks, args.layout.v = vs, args.layout.o = os;
+  if constexpr (sizeof(T) == 2) v::wgmma_pingpong(args, stream);  // fp32 was refused above
+}
+
+template <typename T>
+void backward_varlen(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o,
+                     const std::int32_t* cu_seqlens_q, const std::int32_t* cu_seqlens_k, T* dq, T* dk, T* dv,
+                     const AttentionVarlenDims& d, const AttentionOptions& options, Workspace& scratch,
+                     cudaStream_t stream) {
+  constexpr const char* call = kBackwardVarlen;
+  require_scale(call, options);
+  const bool queries =
+      require_varlen_dims(call, d, sizeof(T), options.causal, options.window_left, options.window_right);
+  if (d.sequences == 0 || d.heads == 0 || d.head_dim == 0) return;
+  const AttentionLayout& l = options.layout;
+  const auto query_side = [&](const AttentionStrides& s) { return varlen_strides(s, d.heads, d.head_dim); };
+  const auto key_side = [&](const AttentionStrides& s) { return varlen_strides(s, d.kv_heads, d.head_dim); };
+  const AttentionStrides qs = query_side(l.q), os = query_side(l.o), dos = query_side(l.d_o), dqs = query_side(l.dq);
+  const AttentionStrides ks = key_side(l.k), vs = key_side(l.v), dks = key_side(l.dk), dvs = key_side(l.dv);
+  const AttentionDims q_dims = varlen_query_dims(d), k_dims = varlen_key_dims(d);
+  const Array dq_array{"dq", dq, dqs, d.heads}, dk_array{"dk", dk, dks, d.kv_heads},
+      dv_array{"dv", dv, dvs, d.kv_heads};
+  const ArraySpan dq_span = span_array(call, dq_array, q_dims, sizeof(T)),
+                  dk_span = span_array(call, dk_array, k_dims, sizeof(T)),
+                  dv_span = span_array(call, dv_array, k_dims, sizeof(T));
+  for (const ArraySpan& out : {dq_span, dk_span, dv_span})
+    require_arrays(call,
+                   {span_array(call, {"q", q, qs, d.heads}, q_dims, sizeof(T)),
+                    span_array(call, {"k", k, ks, d.kv_heads}, k_dims, sizeof(T)),
+                    span_array(call, {"v", v, vs, d.kv_heads}, k_dims, sizeof(T)),
+                    span_array(call, {"o", o, os, d.heads}, q_dims, sizeof(T)),
+                    span_array(call, {"d_o", d_o, dos, d.heads}, q_dims, sizeof(T)),
+                    {lse, d.heads * d.total_q, sizeof(float), "lse"},
+                    {cu_seqlens_q, d.sequences + 1, sizeof(std::int32_t), "cu_seqlens_q"},
+                    {cu_seqlens_k, d.sequences + 1, sizeof(std::int32_t), "cu_seqlens_k"}},
+                   {out});
+  require_rows_apart(call, dq_array, q_dims);
+  require_rows_apart(call, dk_array, k_dims);
+  require_rows_apart(call, dv_array, k_dims);
+  require_outputs_apart(call, dk_array, dv_array, k_dims, sizeof(T));
+  // dq against dk and dv: apart, or (self-attention, one row count) one packed array's heads.
+  for (const Array* key_out : {&dk_array, &dv_array}) {
+    const ArraySpan& key_span = key_out == &dk_array ? dk_span : dv_span;
+    if (d.total_q == d.total_k) {
+      require_outputs_apart(call, dq_array, *key_out, q_dims, sizeof(T));
+    } else {
+      CUDALAB_REQUIRE(dq_span.end() <= key_span.begin() || key_span.end() <= dq_span.begin() || dq_span.count == 0 ||
+                          key_span.count == 0,
+                      std::string(call) + ": dq must not overlap " + key_out->name);
+    }
+  }
+  if (!queries) {
+    // No query sees a key: dK = dV = 0.
+    if (d.total_k > 0) {
+      copy_rows<T>(nullptr, {}, dk, dks, k_dims, d.kv_heads, stream);
+      copy_rows<T>(nullptr, {}, dv, dvs, k_dims, d.kv_heads, stream);
+    }
+    return;
+  }
+  const T* keys = d.total_k > 0 ? k : q;
+  const T* values = d.total_k > 0 ? v : q;
+  T* key_gradients = d.total_k > 0 ? dk : dq;
+  T* value_gradients = d.total_k > 0 ? dv : dq;
+  require_varlen_layout(call, {q, keys, values, o, d_o, dq, key_gradients, value_gradients},
+                        {qs, ks, vs, os, dos, dqs, dks, dvs});
+  v::AttentionBackwardArgs<T> args;
+  args.q = q;
+  args.k = keys;
+  args.v = values;
+  args.o = o;
+  args.d_o = d_o;
+  args.lse = lse;
+  args.dq = dq;
+  args.dk = key_gradients;
+  args.dv = value_gradients;
+  set_varlen_problem(args, d, cu_seqlens_q, cu_seqlens_k, options);
+  args.layout = {qs, ks, vs, os, dos, dqs, dks, dvs};
+  args.workspace_bytes = v::mma_backward_workspace_bytes(1, d.heads, d.total_q, d.head_dim);
+  args.workspace = scratch.reserve(args.workspace_bytes);
+  CUDALAB_REQUIRE(is_aligned16(args.workspace), std::string(call) + ": workspace must be 16-byte aligned");
+  if constexpr (sizeof(T) == 2) v::wgmma_backward(args, stream);  // fp32 was refused above
+}
+
 // Whether decode takes the split-KV kernel for `d` of `element_size`-byte elements in pages of
 // `page_size` keys (0: dense), given 16-byte aligned arrays.
 bool decode_splits_kv(const AttentionDecodeDims& d, std::size_t element_size, std::int64_t page_size) {
@@ -500,6 +697,37 @@ void attention_decode_paged(const T* q, const T* k_pages, const T* v_pages, cons
 }
 
 template <typename T, typename>
+void attention_forward_varlen(const T* q, const T* k, const T* v, const std::int32_t* cu_seqlens_q,
+                              const std::int32_t* cu_seqlens_k, T* o, float* lse, const AttentionVarlenDims& dims,
+                              const AttentionOptions& options, cudaStream_t stream) {
+  forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse, dims, options, stream);
+}
+
+std::size_t attention_backward_varlen_workspace_bytes(const AttentionVarlenDims& dims, DType dtype) {
+  CUDALAB_REQUIRE(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
+                  std::string(kBackwardVarlenWorkspace) + ": dtype must be f32, bf16 or f16, got " + to_string(dtype));
+  if (!require_varlen_dims(kBackwardVarlenWorkspace, dims, size_of(dtype), false, -1, -1)) return 0;
+  return v::mma_backward_workspace_bytes(1, dims.heads, dims.total_q, dims.head_dim);
+}
+
+template <typename T, typename>
+void attention_backward_varlen(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o,
+                               const std::int32_t* cu_seqlens_q, const std::int32_t* cu_seqlens_k, T* dq, T* dk, T* dv,
+                               const AttentionVarlenDims& dims, const AttentionOptions& options, cudaStream_t stream) {
+  StreamOrderedWorkspace scratch(stream);
+  backward_varlen(q, k, v, o, lse, d_o, cu_seqlens_q, cu_seqlens_k, dq, dk, dv, dims, options, scratch, stream);
+}
+
+template <typename T, typename>
+void attention_backward_varlen(const T* q, const T* k, const T* v, const T* o, const float* lse, const T* d_o,
+                               const std::int32_t* cu_seqlens_q, const std::int32_t* cu_seqlens_k, T* dq, T* dk, T* dv,
+                               const AttentionVarlenDims& dims, const AttentionOptions& options, void* workspace,
+                               std::size_t workspace_bytes, cudaStream_t stream) {
+  CallerWorkspace scratch(workspace, workspace_bytes, kBackwardVarlen, kBackwardVarlenWorkspace);
+  backward_varlen(q, k, v, o, lse, d_o, cu_seqlens_q, cu_seqlens_k, dq, dk, dv, dims, options, scratch, stream);
+}
+
+template <typename T, typename>
 void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttentionDims& dims,
                        const AttentionOptions& options, cudaStream_t stream) {
   forward(q, k, v, o, lse, dims, options, stream);
@@ -532,6 +760,14 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
                                    const AttentionDims&, const AttentionOptions&, cudaStream_t);                       \
   template void attention_backward(const T*, const T*, const T*, const T*, const float*, const T*, T*, T*, T*,         \
                                    const AttentionDims&, const AttentionOptions&, void*, std::size_t, cudaStream_t);   \
+  template void attention_forward_varlen(const T*, const T*, const T*, const std::int32_t*, const std::int32_t*, T*,   \
+                                         float*, const AttentionVarlenDims&, const AttentionOptions&, cudaStream_t);   \
+  template void attention_backward_varlen(const T*, const T*, const T*, const T*, const float*, const T*,              \
+                                          const std::int32_t*, const std::int32_t*, T*, T*, T*,                        \
+                                          const AttentionVarlenDims&, const AttentionOptions&, cudaStream_t);          \
+  template void attention_backward_varlen(                                                                             \
+      const T*, const T*, const T*, const T*, const float*, const T*, const std::int32_t*, const std::int32_t*, T*,    \
+      T*, T*, const AttentionVarlenDims&, const AttentionOptions&, void*, std::size_t, cudaStream_t);                  \
   template void attention_decode(const T*, const T*, const T*, const std::int32_t*, T*, float*,                        \
                                  const AttentionDecodeDims&, const AttentionOptions&, cudaStream_t);                   \
   template void attention_decode(const T*, const T*, const T*, const std::int32_t*, T*, float*,                        \

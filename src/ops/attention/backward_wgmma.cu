@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/fast_math.cuh"
 #include "core/hopper.cuh"
@@ -126,9 +127,13 @@ struct BackwardParams {
   float scale;
   BasicKeyWindow<int> window;  // 32-bit: the limits keep seq below 2^31
   std::int64_t chunk_pairs;    // (kv head, batch) pairs a chunk of the block order (the kernel's comment)
+  // A variable-length batch (kVarlen): sequence b's query and key rows, seq and `keys` rows in all.
+  const std::int32_t *cu_seqlens_q, *cu_seqlens_k;
+  std::int64_t keys;
 };
 
-template <typename T, int kHeadDim>
+// kVarlen: a variable-length batch (blockIdx.z the sequence, positions aligned at its end).
+template <typename T, int kHeadDim, bool kVarlen>
 __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     attention_backward_wgmma_kernel(const __grid_constant__ CUtensorMap q_map,
                                     const __grid_constant__ CUtensorMap k_map,
@@ -165,15 +170,36 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   const int kv_head = static_cast<int>(pair % gridDim.y), batch = static_cast<int>(pair / gridDim.y);
   const int key0 = key_block * L::kBlockN;
   const int group = p.heads / p.kv_heads;
-  const int seq = static_cast<int>(p.seq);
+  // The block's sequence: its first query and key rows, its lengths, and the shift from a query row
+  // to its position (keys - queries: 0 unless variable-length, whose sequences lie along the rows
+  // of batch 0).
+  int q_begin = 0, k_begin = 0, queries = static_cast<int>(p.seq), keys = queries, shift = 0, tma_batch = batch;
   // The query tiles that see some of the block's keys: none before its first key when causal, none
   // outside a sliding window.
-  const int first_tile = static_cast<int>(p.window.first_query(key0) / L::kBlockM);
-  const int tiles_per_head =
-      static_cast<int>(ceil_div<std::int64_t>(p.window.query_end(key0 + L::kBlockN - 1, seq), L::kBlockM)) - first_tile;
+  int first_tile = 0, tiles_per_head = 0;
+  if constexpr (kVarlen) {
+    const PackedRows q_rows = packed_rows(p.cu_seqlens_q, batch, p.seq);
+    const PackedRows k_rows = packed_rows(p.cu_seqlens_k, batch, p.keys);
+    if (key0 >= k_rows.count) return;  // past this sequence's keys: the whole block leaves
+    q_begin = static_cast<int>(q_rows.begin), queries = static_cast<int>(q_rows.count);
+    k_begin = static_cast<int>(k_rows.begin), keys = static_cast<int>(k_rows.count);
+    shift = keys - queries, tma_batch = 0;
+    // The rows whose positions (row + shift) see a key of the block, held to the sequence's rows.
+    const std::int64_t first_row = max(std::int64_t{0}, std::int64_t{key0} - p.window.right - shift);
+    const std::int64_t row_end = min(std::int64_t{queries}, std::int64_t{key0} + L::kBlockN + p.window.left - shift);
+    first_tile = static_cast<int>(first_row / L::kBlockM);
+    tiles_per_head =
+        row_end > first_row ? static_cast<int>(ceil_div<std::int64_t>(row_end, L::kBlockM)) - first_tile : 0;
+  } else {
+    first_tile = static_cast<int>(p.window.first_query(key0) / L::kBlockM);
+    tiles_per_head =
+        static_cast<int>(ceil_div<std::int64_t>(p.window.query_end(key0 + L::kBlockN - 1, queries), L::kBlockM)) -
+        first_tile;
+  }
   const int steps = group * tiles_per_head;
+  const int out_batch = kVarlen ? 0 : batch;
   const auto head_of = [&](int step) { return kv_head * group + step / tiles_per_head; };
-  const auto matrix_of = [&](int step) { return batch * p.heads + head_of(step); };
+  const auto matrix_of = [&](int step) { return out_batch * p.heads + head_of(step); };
   const auto row_of = [&](int step) { return (first_tile + step % tiles_per_head) * L::kBlockM; };
 
   // A slot's full barrier completes on warp 0's TMA bytes (lane 0's expect_tx) and its 32 lanes'
@@ -191,6 +217,20 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   __syncthreads();
   const int warpgroup = static_cast<int>(threadIdx.x) / 128, warp = static_cast<int>(threadIdx.x) % 128 / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
+  // Where the block's rows of dK and dV start.
+  const auto dk_rows = [&] { return dk_out + out_batch * p.dk.batch + kv_head * p.dk.head + k_begin * p.dk.row; };
+  const auto dv_rows = [&] { return dv_out + out_batch * p.dv.batch + kv_head * p.dv.head + k_begin * p.dv.row; };
+  if constexpr (kVarlen) {
+    // Keys no query sees (a sequence without queries, or a window that leaves them out): dK = dV = 0.
+    if (steps == 0) {
+      if (warpgroup > 0) {
+        float zeros[kHeadDim / 2] = {};
+        store_key_gradients<T, kHeadDim>(zeros, zeros, dk_rows(), p.dk.row, dv_rows(), p.dv.row,
+                                         key0 + 64 * (warpgroup - 1) + 16 * warp + lane / 4, keys, p.scale, lane % 4);
+      }
+      return;
+    }
+  }
 
   if (warpgroup == 0) {
     setmaxnreg_dec<24>();
@@ -199,8 +239,8 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
         mbarrier_arrive_expect_tx(kv_full, 2 * L::kKvTileBytes);
 #pragma unroll
         for (int b = 0; b < L::kBoxes; ++b) {
-          tma_load(base + L::kK + b * L::kKvBoxBytes, &k_map, kv_full, kBlockK * b, key0, kv_head, batch);
-          tma_load(base + L::kV + b * L::kKvBoxBytes, &v_map, kv_full, kBlockK * b, key0, kv_head, batch);
+          tma_load(base + L::kK + b * L::kKvBoxBytes, &k_map, kv_full, kBlockK * b, k_begin + key0, kv_head, tma_batch);
+          tma_load(base + L::kV + b * L::kKvBoxBytes, &v_map, kv_full, kBlockK * b, k_begin + key0, kv_head, tma_batch);
         }
       }
       // Each tile's Q and dO by TMA, and its rows' L and D (zero past seq) by cp.async that
@@ -214,17 +254,20 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
           mbarrier_arrive_expect_tx(full, 2 * L::kQTileBytes);
 #pragma unroll
           for (int b = 0; b < L::kBoxes; ++b) {
-            tma_load(pipeline.slot(at.stage) + b * L::kQBoxBytes, &q_map, full, kBlockK * b, q0, head, batch);
-            tma_load(base + L::kDo + at.stage * L::kQTileBytes + b * L::kQBoxBytes, &do_map, full, kBlockK * b, q0,
-                     head, batch);
+            tma_load(pipeline.slot(at.stage) + b * L::kQBoxBytes, &q_map, full, kBlockK * b, q_begin + q0, head,
+                     tma_batch);
+            tma_load(base + L::kDo + at.stage * L::kQTileBytes + b * L::kQBoxBytes, &do_map, full, kBlockK * b,
+                     q_begin + q0, head, tma_batch);
           }
         }
-        const std::int64_t rows = static_cast<std::int64_t>(matrix_of(step)) * seq;
+        // The tile's first row of L and D: rows of p.seq a (batch, head), the sequence's own in a
+        // variable-length batch.
+        const std::int64_t rows = static_cast<std::int64_t>(matrix_of(step)) * (kVarlen ? p.seq : queries) + q_begin;
 #pragma unroll
         for (int j = 0; j < L::kStatsFloats / 32; ++j) {
           const int i = lane + 32 * j, row = q0 + i % L::kBlockM;
           const float* source = (i < L::kBlockM ? p.lse : p.delta) + rows + row;
-          const bool inside = row < seq;
+          const bool inside = row < queries;
           cp_async4(base + L::kStats + 4 * (at.stage * L::kStatsFloats + i), inside ? source : p.lse, inside ? 4 : 0);
         }
         cp_async_arrive_noinc(full);
@@ -243,7 +286,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
           const int z = matrix_of(step), q0 = row_of(step);
 #pragma unroll
           for (int b = 0; b < 2; ++b)
-            tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q0 + row0, z);
+            tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q_begin + q0 + row0, z);
           bulk_commit();
           bulk_wait_read<0>();
         }
@@ -314,12 +357,13 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     fence_accumulators(dk);
     fence_registers(dsf);
     if (step > 0) pipeline.consumer_release(RingPosition<L::kSlots>::at(step - 1).stage);
-    const bool interior = key0 + L::kBlockN <= seq && q0 + L::kBlockM <= seq &&
-                          p.window.sees(q0, key0 + L::kBlockN - 1) && p.window.sees(q0 + L::kBlockM - 1, key0);
+    const bool interior = key0 + L::kBlockN <= keys && q0 + L::kBlockM <= queries &&
+                          p.window.sees(q0 + shift, key0 + L::kBlockN - 1) &&
+                          p.window.sees(q0 + L::kBlockM - 1 + shift, key0);
     if (interior) {
-      backward_probabilities<false>(s, key_g, q0, seq, p.window, quad, lse, exponent_scale);
+      backward_probabilities<false>(s, key_g, q0, keys, queries, shift, p.window, quad, lse, exponent_scale);
     } else {
-      backward_probabilities<true>(s, key_g, q0, seq, p.window, quad, lse, exponent_scale);
+      backward_probabilities<true>(s, key_g, q0, keys, queries, shift, p.window, quad, lse, exponent_scale);
     }
     // D of the rows: for 64-row tiles into registers while dP^T runs (loaded after the wait, each
     // subtraction waited on shared-memory latency); 128-row tiles have no registers to spare for it.
@@ -423,9 +467,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   fence_accumulators(dk);
   fence_registers(dsf);
   // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
-  store_key_gradients<T, kHeadDim>(dk, dv, dk_out + batch * p.dk.batch + kv_head * p.dk.head, p.dk.row,
-                                   dv_out + batch * p.dv.batch + kv_head * p.dv.head, p.dv.row, key_g, seq, p.scale,
-                                   quad);
+  store_key_gradients<T, kHeadDim>(dk, dv, dk_rows(), p.dk.row, dv_rows(), p.dv.row, key_g, keys, p.scale, quad);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
@@ -434,39 +476,48 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
 // The block order's chunk (the kernel's comment): every pair with grouped heads; else, under a
 // causal mask, the pairs of about two waves of blocks, and one pair without one.
 template <typename T>
-std::int64_t chunk_pairs(const AttentionBackwardArgs<T>& args, std::int64_t key_blocks) {
-  const std::int64_t pairs = args.kv_heads * args.batch;
+std::int64_t chunk_pairs(const AttentionBackwardArgs<T>& args, std::int64_t batches, std::int64_t key_blocks) {
+  const std::int64_t pairs = args.kv_heads * batches;
   if (args.heads != args.kv_heads) return pairs;
   if (!args.causal) return 1;
   return std::clamp<std::int64_t>(ceil_div<std::int64_t>(2 * current_gpu().sm_count, key_blocks), 1, pairs);
 }
 
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, bool kVarlen>
 void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, float* dq_accumulator,
                            cudaStream_t stream) {
   using L = BackwardLayout<kHeadDim>;
-  const std::int64_t zq = args.batch * args.heads, matrix = args.seq * kHeadDim;
-  const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, L::kBlockM);
-  const CUtensorMap do_map = head_tensor_map(args.d_o, args.layout.d_o, args, args.heads, L::kBlockM);
-  const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, L::kBlockN);
-  const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, L::kBlockN);
-  const KeyWindow window = key_window(args);
+  const VarlenRows& varlen = args.varlen;
+  const std::int64_t zq = args.batch * args.heads, matrix = args.seq * kHeadDim, keys = key_rows(args);
+  const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, args.seq, L::kBlockM);
+  const CUtensorMap do_map = head_tensor_map(args.d_o, args.layout.d_o, args, args.heads, args.seq, L::kBlockM);
+  const std::int64_t key_map_rows = std::max<std::int64_t>(keys, 1);  // a batch without keys reads none
+  const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, key_map_rows, L::kBlockN);
+  const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, key_map_rows, L::kBlockN);
+  // A variable-length batch's window is about positions up to the longest sequence's.
+  const KeyWindow window = key_window(kVarlen ? varlen.max_seqlen_q + varlen.max_seqlen_k : args.seq, args.causal,
+                                      args.window_left, args.window_right);
+  const std::int64_t key_blocks = ceil_div<std::int64_t>(kVarlen ? varlen.max_seqlen_k : args.seq, L::kBlockN);
+  const std::int64_t batches = kVarlen ? varlen.sequences : args.batch;
   // dQ's fp32 accumulator is dense whatever dQ's layout: {column, row, matrix}.
   const CUtensorMap dq_map = make_tensor_map(dq_accumulator, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kDqRows);
   const BackwardParams params{args.lse,
                               delta,
-                              resolved(args.layout.dk, args.kv_heads, args.seq, kHeadDim),
-                              resolved(args.layout.dv, args.kv_heads, args.seq, kHeadDim),
+                              resolved(args.layout.dk, args.kv_heads, keys, kHeadDim),
+                              resolved(args.layout.dv, args.kv_heads, keys, kHeadDim),
                               args.seq,
                               static_cast<int>(args.heads),
                               static_cast<int>(args.kv_heads),
                               args.scale,
                               {static_cast<int>(window.left), static_cast<int>(window.right)},
-                              chunk_pairs(args, ceil_div<std::int64_t>(args.seq, L::kBlockN))};
-  auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim>;
+                              chunk_pairs(args, batches, key_blocks),
+                              varlen.cu_seqlens_q,
+                              varlen.cu_seqlens_k,
+                              keys};
+  auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim, kVarlen>;
   set_shared_memory(kernel, L::kSharedBytes);
-  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, L::kBlockN)),
-                  static_cast<unsigned>(args.kv_heads), static_cast<unsigned>(args.batch));
+  const dim3 grid(static_cast<unsigned>(key_blocks), static_cast<unsigned>(args.kv_heads),
+                  static_cast<unsigned>(batches));
   kernel<<<grid, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, do_map, dq_map, args.dk, args.dv, params);
   CUDALAB_CHECK_LAUNCH();
 }
@@ -487,11 +538,17 @@ void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
                       wgmma_backward_limits(shape_of(args, current_gpu().compute_capability)), args, stream,
                       [&](float* delta, float* dq_accumulator) {
 #if CUDALAB_SM90A
+                        if (args.varlen.on() && (args.varlen.sequences == 0 || args.varlen.max_seqlen_k == 0)) return;
+                        const auto launch = [&](auto head_dim, auto varlen) {
+                          launch_backward_wgmma<T, decltype(head_dim)::value, decltype(varlen)::value>(
+                              args, delta, dq_accumulator, stream);
+                        };
                         if (args.head_dim == 64) {
-                          launch_backward_wgmma<T, 64>(args, delta, dq_accumulator, stream);
-                        } else {
-                          launch_backward_wgmma<T, 128>(args, delta, dq_accumulator, stream);
+                          if (args.varlen.on()) return launch(std::integral_constant<int, 64>{}, std::true_type{});
+                          return launch(std::integral_constant<int, 64>{}, std::false_type{});
                         }
+                        if (args.varlen.on()) return launch(std::integral_constant<int, 128>{}, std::true_type{});
+                        launch(std::integral_constant<int, 128>{}, std::false_type{});
 #else
                         (void)delta;  // not reached: the limits say the rung was not built
                         (void)dq_accumulator;

@@ -127,8 +127,9 @@ __device__ __forceinline__ void pack_fragment(Packed& packed, const Fragment& c)
 
 // The thread's two rows of O (row_g and row_g + 8 of the matrix whose rows start at row_base)
 // divided by their sums and stored as T, with each row's log-sum-exp (natural log) for the backward;
-// rows past the sequence are left alone.
-template <typename T, int kHeadDim, typename Fragment>
+// rows past the sequence are left alone. kRowsMayBeEmpty: a row may have seen no key (sum 0), and
+// gets O = 0 and L = -inf.
+template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, typename Fragment>
 __device__ __forceinline__ void store_output_rows(const Fragment& o, const SoftmaxRows& rows, T* o_rows,
                                                   std::int64_t row_stride, float* lse_rows, std::int64_t row_g,
                                                   std::int64_t seq, float scale, int lane) {
@@ -140,7 +141,7 @@ __device__ __forceinline__ void store_output_rows(const Fragment& o, const Softm
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const std::int64_t row = row_g + 8 * r;
     if (row >= seq) continue;
-    const float inverse = 1.0f / sum;
+    const float inverse = kRowsMayBeEmpty && sum == 0.0f ? 0.0f : 1.0f / sum;
     T* out = o_rows + row * row_stride + 2 * (lane % 4);
 #pragma unroll
     for (int i = 0; i < kHeadDim / 8; ++i)
@@ -175,11 +176,12 @@ struct RegisterRowValues {
 
 // The backward's P^T = 2^(S^T c - L c) in place of S^T (keys as rows: register 4i + 2r + e is key
 // key_g + 8r, query q0 + 8i + 2 quad + e), from L c of the tile's queries in `lse`; with kMasked, 0
-// where the query does not see the key: either past the sequence, or outside the query's window
-// (the zero rows past the sequence would give 2^(-L c)).
+// where the query does not see the key: either past the keys or the queries, or outside the window
+// of the query's position (its row plus `shift`) (the zero rows past the sequence would give
+// 2^(-L c)).
 template <bool kMasked, typename Index, typename Fragment, typename RowValues>
-__device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g, Index q0, Index seq,
-                                                       const BasicKeyWindow<Index>& window, int quad,
+__device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g, Index q0, Index keys, Index queries,
+                                                       Index shift, const BasicKeyWindow<Index>& window, int quad,
                                                        const RowValues& lse, float exponent_scale) {
 #pragma unroll
   for (int i = 0; i < kFragmentRegisters<Fragment> / 4; ++i)
@@ -187,7 +189,7 @@ __device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g,
     for (int e = 0; e < 4; ++e) {
       const int column = 8 * i + 2 * quad + (e & 1);
       const Index key = key_g + 8 * (e / 2), query = q0 + column;
-      const bool visible = !kMasked || (key < seq && query < seq && window.sees(query, key));
+      const bool visible = !kMasked || (key < keys && query < queries && window.sees(query + shift, key));
       float& x = fragment_register(s, 4 * i + e);
       x = visible ? fast_exp2(fmaf(x, exponent_scale, -lse.value(i, e & 1))) : 0.0f;
     }

@@ -16,16 +16,32 @@ __host__ __device__ __forceinline__ std::int64_t row_offset(const AttentionStrid
   return b * s.batch + h * s.head + i * s.row;
 }
 
+// Sequence b's rows [begin, begin + count) of a variable-length batch's array of `total` rows, by
+// the batch's cumulative lengths, held inside the array whatever `cumulative` holds.
+struct PackedRows {
+  std::int64_t begin, count;
+};
+__device__ __forceinline__ PackedRows packed_rows(const std::int32_t* cumulative, int b, std::int64_t total) {
+  const std::int64_t begin = min(max(static_cast<std::int64_t>(cumulative[b]), std::int64_t{0}), total);
+  const std::int64_t end = min(max(static_cast<std::int64_t>(cumulative[b + 1]), begin), total);
+  return {begin, end - begin};
+}
+
+// The rows of k and v (and dK, dV): seq, or a variable-length batch's key rows.
+template <typename Args>
+std::int64_t key_rows(const Args& args) {
+  return args.varlen.on() ? args.varlen.keys : args.seq;
+}
+
 #if CUDALAB_SM90A
-// The TMA map of [batch, heads, seq, head_dim] of `args`' batch, seq and head_dim (heads: the
-// array's own count, kv_heads for k and v) at `strides`, in boxes of box_rows rows x 128 bytes of
-// dimensions: four dimensions {column, row, head, batch}.
+// The TMA map of [batch, heads, rows, head_dim] of `args`' batch and head_dim (heads: the array's
+// own count, kv_heads for k and v; rows: seq, or key_rows for k and v) at `strides`, in boxes of
+// box_rows rows x 128 bytes of dimensions: four dimensions {column, row, head, batch}.
 template <typename T, typename Args>
 CUtensorMap head_tensor_map(const T* base, const AttentionStrides& strides, const Args& args, std::int64_t heads,
-                            int box_rows) {
-  const AttentionStrides s = resolved(strides, heads, args.seq, args.head_dim);
-  return hopper::make_tensor_map_4d(base, {args.head_dim, args.seq, heads, args.batch}, {s.row, s.head, s.batch},
-                                    box_rows);
+                            std::int64_t rows, int box_rows) {
+  const AttentionStrides s = resolved(strides, heads, rows, args.head_dim);
+  return hopper::make_tensor_map_4d(base, {args.head_dim, rows, heads, args.batch}, {s.row, s.head, s.batch}, box_rows);
 }
 #endif
 

@@ -109,6 +109,19 @@ bool window_binds(const Args& args) {
   return window_binds(args.seq, args.causal, args.window_left, args.window_right);
 }
 
+// Variable-length batches (FlashAttention's varlen form), where cu_seqlens_q is set: the arrays hold
+// batch 1 of `seq` query rows and `keys` key rows, and sequence b is query rows cu_seqlens_q[b] ..
+// cu_seqlens_q[b + 1] - 1 (of q, o, L, and dO and dQ) and key rows cu_seqlens_k[b] .. (of k, v, dK
+// and dV), at most max_seqlen_q and max_seqlen_k of each. Positions are aligned at the sequence's
+// end (FlashAttention's bottom-right): query row i of a sequence sits at i + keys - queries of it,
+// and the causal mask and a window apply to that position. Only the Hopper kernels take it.
+struct VarlenRows {
+  const std::int32_t* cu_seqlens_q = nullptr;  // device int32 [sequences + 1]; null: not variable-length
+  const std::int32_t* cu_seqlens_k = nullptr;
+  std::int64_t sequences = 0, keys = 0, max_seqlen_q = 0, max_seqlen_k = 0;
+  bool on() const { return cu_seqlens_q != nullptr; }
+};
+
 template <typename T>
 struct AttentionArgs {
   using Element = T;
@@ -124,6 +137,7 @@ struct AttentionArgs {
   // Where q's, k's, v's and o's rows lie: dense (the default) for every rung but wgmma and
   // wgmma_pingpong, the only ones that take other layouts (the library gives the others dense copies).
   AttentionLayout layout;
+  VarlenRows varlen;          // wgmma_pingpong only
   void* workspace = nullptr;  // naive only: naive_workspace_bytes(batch, heads, seq)
   std::size_t workspace_bytes = 0;
 };
@@ -148,6 +162,7 @@ struct AttentionBackwardArgs {
   std::int64_t window_left = -1, window_right = -1;  // AttentionOptions': -1 unbounded
   // Where each array's rows lie: dense (the default) for every rung but wgmma_backward.
   AttentionLayout layout;
+  VarlenRows varlen;          // wgmma_backward only
   void* workspace = nullptr;  // naive_backward only: naive_backward_workspace_bytes(batch, heads, seq)
   std::size_t workspace_bytes = 0;
 };

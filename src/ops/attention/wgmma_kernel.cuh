@@ -20,6 +20,7 @@
 // 128 x head_dim each: 160 KiB at head_dim 128, 80 KiB at 64. O is written from registers.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -79,6 +80,9 @@ struct WgmmaAttentionParams {
   float scale;
   bool causal;
   KeyWindow window;
+  // A variable-length batch (kVarlen): sequence b's query and key rows, seq and `keys` rows in all.
+  const std::int32_t *cu_seqlens_q, *cu_seqlens_k;
+  std::int64_t keys;
 };
 
 // Producer: the next slot of a K or V pipeline gets keys [key0, key0 + 128) of (batch, kv_head),
@@ -120,7 +124,9 @@ __device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 2], const std
   wgmma_commit();
 }
 
-template <typename T, int kHeadDim, bool kPingPong, bool kWindowed>
+// kVarlen: a variable-length batch (blockIdx.z the sequence; the general mask of kWindowed, about
+// positions aligned at the sequence's end).
+template <typename T, int kHeadDim, bool kPingPong, bool kWindowed, bool kVarlen>
 __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                            const __grid_constant__ CUtensorMap v_map, T* __restrict__ o_out,
@@ -134,6 +140,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const std::uint32_t q_full = base + offsetof(Storage, q_full);
   const typename L::KvPipeline k_pipeline(base + offsetof(Storage, k), base + offsetof(Storage, k_barriers));
   const typename L::KvPipeline v_pipeline(base + offsetof(Storage, v), base + offsetof(Storage, v_barriers));
+  static_assert(!kVarlen || kWindowed, "a variable-length batch takes the general mask");
   if (threadIdx.x == 0) mbarrier_init(q_full, 1);
   k_pipeline.init(L::kConsumers);
   v_pipeline.init(L::kConsumers);
@@ -142,20 +149,52 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   // Causal blocks near the end of the sequence have the most key tiles: they start first.
   const int q0 = static_cast<int>(p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * kWgmmaBlockM;
   const int head = static_cast<int>(blockIdx.y), batch = static_cast<int>(blockIdx.z);
-  const int zq = batch * p.heads + head, kv_head = head / p.kv_group;
+  // The block's sequence: its first query and key rows, its lengths, and the shift from a query row
+  // to its position (keys - queries: 0 unless variable-length). TMA's batch coordinate and the
+  // batch of O and L are 0 in a variable-length batch, whose sequences lie along the rows.
+  std::int64_t q_begin = 0, k_begin = 0, queries = p.seq, keys = p.seq, shift = 0;
+  int tma_batch = batch;
+  if constexpr (kVarlen) {
+    const PackedRows q_rows = packed_rows(p.cu_seqlens_q, batch, p.seq);
+    const PackedRows k_rows = packed_rows(p.cu_seqlens_k, batch, p.keys);
+    if (q0 >= q_rows.count) return;  // past this sequence's queries: the whole block leaves
+    q_begin = q_rows.begin, queries = q_rows.count, k_begin = k_rows.begin, keys = k_rows.count;
+    shift = keys - queries;
+    tma_batch = 0;
+  }
+  const int out_batch = kVarlen ? 0 : batch;
+  const int zq = out_batch * p.heads + head, kv_head = head / p.kv_group;
   // The key tiles some row of the block sees: none past its last row when causal, none outside a
   // sliding window; tiles first_tile .. first_tile + tiles - 1, walked from the last. Without a
   // window the same in the causal mask's own terms, which keeps that kernel's code as it was.
   int first_tile = 0, tiles = 0;
   if constexpr (kWindowed) {
-    first_tile = static_cast<int>(p.window.first_key(q0) / kBlockN);
-    tiles =
-        static_cast<int>(ceil_div<std::int64_t>(p.window.key_end(q0 + kWgmmaBlockM - 1, p.seq), kBlockN)) - first_tile;
+    first_tile = static_cast<int>(p.window.first_key(q0 + shift) / kBlockN);
+    // At most 0 where no row sees a key (only in a variable-length batch).
+    tiles = static_cast<int>(ceil_div<std::int64_t>(p.window.key_end(q0 + kWgmmaBlockM - 1 + shift, keys), kBlockN)) -
+            first_tile;
   } else {
     tiles = static_cast<int>(
         ceil_div<std::int64_t>(p.causal ? min(p.seq, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : p.seq, kBlockN));
   }
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  // Where the block's rows of O and L start.
+  const auto o_rows = [&] { return o_out + out_batch * p.o.batch + head * p.o.head + q_begin * p.o.row; };
+  const auto lse_rows = [&] { return p.lse + static_cast<std::int64_t>(zq) * p.seq + q_begin; };
+  if constexpr (kVarlen) {
+    // A block whose rows see no key (a sequence without keys, or queries before the first key's
+    // position under a causal mask): O = 0 and L = -inf, as a row that sees no key gets elsewhere.
+    if (tiles <= 0) {
+      if (warpgroup > 0) {
+        const int t = static_cast<int>(threadIdx.x) % 128;
+        const std::int64_t row0 = q0 + 64 * (warpgroup - 1) + 16 * (t / 32) + t % 32 / 4;
+        float zeros[kHeadDim / 2] = {};
+        store_output_rows<T, kHeadDim, true>(zeros, SoftmaxRows{}, o_rows(), p.o.row, lse_rows(), row0, queries,
+                                             p.scale, t % 32);
+      }
+      return;
+    }
+  }
 
   if (warpgroup == 0) {
     setmaxnreg_dec<24>();
@@ -166,17 +205,17 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 #pragma unroll
         for (int b = 0; b < L::kBoxes; ++b)
           tma_load(base + offsetof(Storage, q) + c * L::kQConsumerBytes + b * L::kQBoxBytes, &q_map, q_full,
-                   kBlockK * b, q0 + 64 * c, head, batch);
+                   kBlockK * b, static_cast<int>(q_begin) + q0 + 64 * c, head, tma_batch);
       RingPosition<L::kStages> k_at, v_at;
       // The consumers' order: K of the last tile, then K of each next tile before V of the one
       // before it; V of the first tile last.
-      const int last_tile = first_tile + tiles - 1;
-      load_kv<L>(k_pipeline, k_at, &k_map, last_tile * kBlockN, kv_head, batch);
+      const int last_tile = first_tile + tiles - 1, key_row = static_cast<int>(k_begin);
+      load_kv<L>(k_pipeline, k_at, &k_map, key_row + last_tile * kBlockN, kv_head, tma_batch);
       for (int j = last_tile - 1; j >= first_tile; --j) {
-        load_kv<L>(k_pipeline, k_at, &k_map, j * kBlockN, kv_head, batch);
-        load_kv<L>(v_pipeline, v_at, &v_map, (j + 1) * kBlockN, kv_head, batch);
+        load_kv<L>(k_pipeline, k_at, &k_map, key_row + j * kBlockN, kv_head, tma_batch);
+        load_kv<L>(v_pipeline, v_at, &v_map, key_row + (j + 1) * kBlockN, kv_head, tma_batch);
       }
-      load_kv<L>(v_pipeline, v_at, &v_map, first_tile * kBlockN, kv_head, batch);
+      load_kv<L>(v_pipeline, v_at, &v_map, key_row + first_tile * kBlockN, kv_head, tma_batch);
     }
     return;
   }
@@ -201,13 +240,14 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const float exponent_scale = p.scale * kLog2e;
   const std::int64_t row0 = q0 + 64 * consumer + 16 * (t / 32) + lane / 4;  // row g; row g + 8 is + 8
   // Past the first tile, only a sliding window's tiles may need the mask: those that cross an edge
-  // of the window of the consumer's 64 rows. Without a window the only tile with the causal diagonal
-  // or the sequence's end is the first (kWindowed false: the loop carries no mask at all; a check
-  // on every tile that never passed cost 6-20%, measured).
+  // of the window of the consumer's 64 rows (at their positions). Without a window the only tile
+  // with the causal diagonal or the sequence's end is the first (kWindowed false: the loop carries
+  // no mask at all; a check on every tile that never passed cost 6-20%, measured).
   const std::int64_t consumer_row = q0 + 64 * consumer;
+  const std::int64_t consumer_position = consumer_row + shift, position0 = row0 + shift;
   [[maybe_unused]] const auto masked = [&](std::int64_t key0) {
-    return key0 < consumer_row + 63 - p.window.left || key0 + kBlockN - 1 > consumer_row + p.window.right ||
-           key0 + kBlockN > p.seq;
+    return key0 < consumer_position + 63 - p.window.left || key0 + kBlockN - 1 > consumer_position + p.window.right ||
+           key0 + kBlockN > keys;
   };
   float s[64];
   float o[kHeadDim / 2];
@@ -226,7 +266,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   k_ring.advance();
   const std::int64_t last_key0 = static_cast<std::int64_t>(first_tile + tiles - 1) * kBlockN;
   if constexpr (kWindowed) {
-    mask_scores(s, last_key0, row0, p.seq, p.window, lane);
+    mask_scores(s, last_key0, position0, keys, p.window, lane);
   } else {
     mask_scores(s, last_key0, row0, p.seq, CausalMask{p.causal}, lane);
   }
@@ -252,7 +292,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     k_ring.advance();
     if constexpr (kWindowed) {
       const std::int64_t key0 = static_cast<std::int64_t>(first_tile + tiles - 1 - j) * kBlockN;
-      if (masked(key0)) mask_scores(s, key0, row0, p.seq, p.window, lane);
+      if (masked(key0)) mask_scores(s, key0, position0, keys, p.window, lane);
     }
     const float2 correction = online_softmax(s, rows, exponent_scale);
     wgmma_wait<0>();  // P V is done: O and P may change
@@ -274,19 +314,24 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
 
   // Normalize and store rows inside the sequence: the thread's pairs at columns 8i + 2(lane % 4).
-  store_output_rows<T, kHeadDim>(o, rows, o_out + batch * p.o.batch + head * p.o.head, p.o.row,
-                                 p.lse + static_cast<std::int64_t>(zq) * p.seq, row0, p.seq, p.scale, lane);
+  // With kVarlen a row may have seen no key.
+  store_output_rows<T, kHeadDim, kVarlen>(o, rows, o_rows(), p.o.row, lse_rows(), row0, queries, p.scale, lane);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
 }
 
-template <typename T, int kHeadDim, bool kPingPong, bool kWindowed>
+template <typename T, int kHeadDim, bool kPingPong, bool kWindowed, bool kVarlen = false>
 void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
   using L = Layout<kHeadDim>;
-  const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, 64);
-  const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, L::kBlockN);
-  const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, L::kBlockN);
+  const VarlenRows& varlen = args.varlen;
+  const std::int64_t keys = key_rows(args);
+  const std::int64_t key_map_rows = std::max<std::int64_t>(keys, 1);  // a batch without keys reads none
+  const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, args.seq, 64);
+  const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, key_map_rows, L::kBlockN);
+  const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, key_map_rows, L::kBlockN);
+  // A variable-length batch's window is about positions up to the longest sequence's.
+  const std::int64_t span = kVarlen ? varlen.max_seqlen_q + varlen.max_seqlen_k : args.seq;
   const WgmmaAttentionParams params{args.lse,
                                     resolved(args.layout.o, args.heads, args.seq, kHeadDim),
                                     args.seq,
@@ -294,11 +339,14 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
                                     static_cast<int>(args.heads / args.kv_heads),
                                     args.scale,
                                     args.causal,
-                                    key_window(args)};
-  auto* kernel = attention_wgmma_kernel<T, kHeadDim, kPingPong, kWindowed>;
+                                    key_window(span, args.causal, args.window_left, args.window_right),
+                                    varlen.cu_seqlens_q,
+                                    varlen.cu_seqlens_k,
+                                    keys};
+  auto* kernel = attention_wgmma_kernel<T, kHeadDim, kPingPong, kWindowed, kVarlen>;
   set_shared_memory(kernel, L::kSharedBytes);
-  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.seq, kWgmmaBlockM)),
-                  static_cast<unsigned>(args.heads), static_cast<unsigned>(args.batch));
+  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(kVarlen ? varlen.max_seqlen_q : args.seq, kWgmmaBlockM)),
+                  static_cast<unsigned>(args.heads), static_cast<unsigned>(kVarlen ? varlen.sequences : args.batch));
   kernel<<<grid, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, args.o, params);
   CUDALAB_CHECK_LAUNCH();
 }
@@ -317,6 +365,15 @@ void launch_attention_wgmma(const char* name, const AttentionArgs<T>& args, cuda
   CUDALAB_REQUIRE(strides_in_vectors(args.layout), std::string(name) + ": every stride must be a multiple of 8 (TMA)");
 #if CUDALAB_SM90A
   if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
+  if (args.varlen.on()) {
+    // Variable-length batches take the library's rung only: one more kernel per head_dim, not two.
+    CUDALAB_REQUIRE(kPingPong, std::string(name) + ": variable-length batches run on wgmma_pingpong");
+    if constexpr (kPingPong) {
+      if (args.varlen.sequences == 0 || args.varlen.max_seqlen_q == 0) return;
+      if (args.head_dim == 64) return wgmma_detail::launch_wgmma_window<T, 64, true, true, true>(args, stream);
+      return wgmma_detail::launch_wgmma_window<T, 128, true, true, true>(args, stream);
+    }
+  }
   const bool windowed = window_binds(args);
   if (args.head_dim == 64) {
     if (windowed) return wgmma_detail::launch_wgmma_window<T, 64, kPingPong, true>(args, stream);

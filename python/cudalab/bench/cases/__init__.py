@@ -2,7 +2,7 @@
 
 import torch
 
-from .attention import attention_cases, attention_decode_cases, window_cases
+from .attention import attention_cases, attention_decode_cases, varlen_cases, window_cases
 from .fp8 import quantize_cases
 from .gemm import gemm_cases
 from .losses import cross_entropy_cases
@@ -22,6 +22,7 @@ FAMILIES = {
         256 if quick else 4096, [32000] if quick else [32000, 50257, 128256, 256000], [torch.bfloat16, torch.float32]
     ),
     "primitives": lambda quick: primitive_cases(1 << (16 if quick else 28)),
+    "varlen": varlen_cases,
     "window": window_cases,
     "training": lambda quick: rope_cases(*((1, 256, 4, 64) if quick else (8, 4096, 32, 128)), [torch.bfloat16])
     + adamw_cases(*((4, 1000) if quick else (112, 4194304)), [torch.bfloat16, torch.float32]),

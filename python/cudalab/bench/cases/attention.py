@@ -121,6 +121,38 @@ def decode_reference(q, k, v, lengths, causal=True, window=(-1, -1)):
     return o, lse
 
 
+def varlen_reference(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, window=(-1, -1), scale=None, dtype=None):
+    """(O, L) of a variable-length batch (ops.attention_varlen's layout: q [total_q, H, D], k, v
+    [total_k, Hkv, D], int32 cumulative lengths), one sequence at a time, with autograd: in float64
+    by default, or with q K^T, the probabilities and P V rounded to `dtype` as a plain 16-bit
+    implementation would. A sequence's queries are its last positions (query i at i + keys -
+    queries), the causal mask and window_mask about them; a query that sees no key gets O = 0 and
+    L = -inf."""
+    dtype = dtype or torch.float64
+    accumulate = torch.float64 if dtype == torch.float64 else torch.float32
+    heads, head_dim = q.shape[1], q.shape[2]
+    group = heads // k.shape[1]
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    outputs, lses = [], []
+    for (q0, q1), (k0, k1) in zip(
+        zip(cu_seqlens_q.tolist(), cu_seqlens_q.tolist()[1:]), zip(cu_seqlens_k.tolist(), cu_seqlens_k.tolist()[1:])
+    ):
+        queries = q[q0:q1].to(dtype).transpose(0, 1)
+        keys = k[k0:k1].to(dtype).transpose(0, 1).repeat_interleave(group, 0)
+        values = v[k0:k1].to(dtype).transpose(0, 1).repeat_interleave(group, 0)
+        scores = (queries @ keys.mT).to(accumulate) * scale
+        length = k1 - k0
+        positions = range(length - (q1 - q0), length)
+        if causal or window != (-1, -1):
+            scores = scores.masked_fill(window_mask(positions, length, causal, window, q.device), -math.inf)
+        lse = torch.logsumexp(scores, -1)
+        seen = torch.isfinite(lse)[..., None]
+        p = torch.where(seen, torch.exp(scores - torch.where(seen, lse[..., None], 0.0)), 0.0)
+        outputs.append((p.to(dtype) @ values).to(accumulate).transpose(0, 1))
+        lses.append(lse)
+    return torch.cat(outputs, 0), torch.cat(lses, -1)
+
+
 def attention_backward_reference(q, k, v, dy, scale=None, causal=False, max_scores=1 << 27, window=(-1, -1)):
     """float64 (dQ, dK, dV) of attention's O for O's gradient dy [B, H, S, D], over
     attention_score_chunks: P = softmax(scores), dP = dy V^T, D = rowsum(dy o P V), dS = P o (dP - D),
@@ -147,23 +179,28 @@ def attention_backward_reference(q, k, v, dy, scale=None, causal=False, max_scor
 def sdpa(backend, causal, wrap=forward):
     """A variant running F.scaled_dot_product_attention with only `backend` allowed, made runnable by
     wrap (forward, or backward with the leaves to differentiate: the backend that runs the forward
-    runs its backward). A backend that refuses the case raises RuntimeError ("No available kernel")
-    and says why in warnings: prepare runs the variant once and raises their text in one line, which
-    run_case records as the skip reason."""
+    runs its backward); a case the backend refuses is a skip with its reason (sdpa_refusal)."""
 
     def attend(q, k, v, **_):  # decode's cache lengths: its cases fill every cache, so SDPA needs no mask
         with sdpa_kernel([backend]):
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
 
+    return sdpa_refusal(wrap(attend), f"SDPA's {backend.name} backend")
+
+
+def sdpa_refusal(prepare_variant, what):
+    """prepare_variant run once, a refusal (RuntimeError: "No available kernel", with warnings that
+    say why) raised as one line naming `what`, which run_case records as the skip reason."""
+
     def prepare(inputs):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                run = wrap(attend)(inputs)
+                run = prepare_variant(inputs)
                 run()
             except RuntimeError as error:
                 why = " ".join(" ".join(str(w.message).split()) for w in caught) or " ".join(str(error).split())
-                raise RuntimeError(f"SDPA's {backend.name} backend refuses this case: {why}"[:400]) from None
+                raise RuntimeError(f"{what} refuses this case: {why}"[:400]) from None
         return run
 
     return prepare
@@ -278,6 +315,104 @@ def attention_cases(quick):
             for causal in (False, True)
         ]
     return [attention_case(*shape) for shape in shapes] + [attention_backward_case(*s) for s in backward_shapes]
+
+
+def varlen_case(dtype, sequences, heads, seq, head_dim, causal, backward_only=False):
+    """A variable-length batch of `sequences` sequences of seq tokens each: equal lengths, so that it
+    is the dense problem [sequences, heads, seq, head_dim] and every row times the same work. q, k
+    and v lie as a projection gives them, [sequences, seq, heads, head_dim] (the dense rows read
+    them transposed, in place; the packed rows as [sequences * seq, heads, head_dim], a view). Rows:
+    SDPA's backends and cudalab's dense op on the batch, SDPA on nested (jagged) tensors (PyTorch's
+    variable-length path: FlashAttention-2's varlen kernel), and ops.attention_varlen; its forward,
+    or with backward_only its backward alone."""
+    tokens = sequences * seq
+
+    def make_inputs(g):
+        names = ("q", "k", "v", "dy") if backward_only else ("q", "k", "v")
+        return {
+            name: normal(g, (sequences, seq, heads, head_dim), dtype, 1.0, 0.0).transpose(1, 2) for name in names
+        }
+
+    cu_seqlens = torch.arange(0, tokens + 1, seq, dtype=torch.int32, device="cuda")
+
+    def packed(t):
+        return t.transpose(1, 2).reshape(tokens, heads, head_dim)
+
+    def dense(o):  # a packed [tokens, heads, head_dim] output as [sequences, heads, seq, head_dim], a view
+        return o.view(sequences, seq, heads, head_dim).transpose(1, 2)
+
+    def cudalab_varlen(q, k, v):
+        o, lse = ops.attention_varlen(packed(q), packed(k), packed(v), cu_seqlens, cu_seqlens, seq, seq, causal=causal)
+        return o if backward_only else (dense(o), lse.view(heads, sequences, seq).transpose(0, 1))
+
+    offsets = cu_seqlens.long()
+
+    def jagged(q, k, v):
+        nested = [torch.nested.nested_tensor_from_jagged(packed(t), offsets).transpose(1, 2) for t in (q, k, v)]
+        o = F.scaled_dot_product_attention(*nested, is_causal=causal).transpose(1, 2).values()
+        return o if backward_only else dense(o)
+
+    wrap = (lambda fn: backward(fn, ["q", "k", "v"])) if backward_only else forward
+    dense_cudalab = (lambda q, k, v: ops.attention(q, k, v, causal=causal)[0]) if backward_only else (
+        lambda q, k, v: ops.attention(q, k, v, causal=causal)
+    )
+    variants = attention_variants(
+        sequences, heads, seq, causal, wrap, "cudalab.ops.attention on the dense batch", dense_cudalab
+    )
+    variants.append(
+        Variant(
+            "sdpa_jagged",
+            "F.scaled_dot_product_attention on nested jagged tensors (torch.nested, offsets as cu_seqlens): "
+            "PyTorch's variable-length path",
+            sdpa_refusal(wrap(jagged), "SDPA on nested jagged tensors"),
+        )
+    )
+    variants.append(
+        Variant(
+            "cudalab_varlen",
+            "cudalab.ops.attention_varlen on the packed rows (cu_seqlens), the Hopper kernel's variable-length form",
+            wrap(cudalab_varlen),
+        )
+    )
+    if backward_only:
+        return Case(
+            "attention_backward",
+            [("batch", sequences), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
+            dtype,
+            [("causal", int(causal)), ("kv_heads", 0)],
+            make_inputs,
+            lambda inputs: attention_backward_reference(**inputs, causal=causal),
+            variants,
+            2 * ATTENTION_REL_L2[dtype],
+            engine="by_dtype",
+        )
+    return Case(
+        "attention",
+        [("batch", sequences), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
+        dtype,
+        [("causal", int(causal)), ("kv_heads", 0)],
+        make_inputs,
+        lambda inputs: attention_reference(**inputs, causal=causal),
+        variants,
+        (ATTENTION_REL_L2[dtype], ATTENTION_LSE_REL_L2),
+        engine="by_dtype",
+    )
+
+
+def varlen_cases(quick):
+    """Variable-length batches of equal lengths against the dense batch (bf16, causal, as training
+    packs documents): GPT-2's and Llama's short sequences and a long one, forward and backward.
+    --quick: 2 x 4 x 512 x 128."""
+    if quick:
+        shapes = [(torch.bfloat16, 2, 4, 512, 128, True)]
+    else:
+        shapes = [
+            (torch.bfloat16, 16, 12, 1024, 64, True),
+            (torch.bfloat16, 32, 16, 512, 128, True),
+            (torch.bfloat16, 16, 16, 1024, 128, True),
+            (torch.bfloat16, 4, 32, 4096, 128, True),
+        ]
+    return [varlen_case(*shape) for shape in shapes] + [varlen_case(*shape, backward_only=True) for shape in shapes]
 
 
 def window_case(dtype, batch, heads, kv_heads, seq, head_dim, left, backward_only=False):
