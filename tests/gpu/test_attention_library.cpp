@@ -605,7 +605,11 @@ void check_varlen_case(const VarlenCase& c) {
   options.causal = c.causal;
   options.window_left = c.window_left;
   options.window_right = c.window_right;
-  attention_forward_varlen(q.data(), k.data(), v.data(), cu_q_device.data(), cu_k_device.data(), o.data(), lse.data(),
+  // Self-attention passes one array of lengths for both (the dense batch's mask), as a caller would.
+  bool self = true;
+  for (const auto& [n_q, n_k] : c.lengths) self = self && n_q == n_k;
+  const std::int32_t* keys_cumulative = self ? cu_q_device.data() : cu_k_device.data();
+  attention_forward_varlen(q.data(), k.data(), v.data(), cu_q_device.data(), keys_cumulative, o.data(), lse.data(),
                            dims, options, stream.get());
 
   const auto hq = to_host(q.data(), q.bytes(), stream.get()), hk_ = to_host(k.data(), k.bytes(), stream.get()),
@@ -637,10 +641,9 @@ void check_varlen_case(const VarlenCase& c) {
     EXPECT_TRUE(result.passed()) << result.summary();
   }
 
-  for (const auto& [n_q, n_k] : c.lengths)
-    if (n_q != n_k) return;  // the dense backward takes one length for queries and keys
+  if (!self) return;  // the dense backward takes one length for queries and keys
   attention_backward_varlen(q.data(), k.data(), v.data(), o.data(), lse.data(), d_o.data(), cu_q_device.data(),
-                            cu_k_device.data(), dq.data(), dk.data(), dv.data(), dims, options, stream.get());
+                            keys_cumulative, dq.data(), dk.data(), dv.data(), dims, options, stream.get());
   // Each sequence's dense backward where its rows lie: [1, heads, n, head_dim] at row stride heads *
   // head_dim; L copied to the dense [heads, n] the dense call reads.
   for (std::size_t b = 0; b < c.lengths.size(); ++b) {

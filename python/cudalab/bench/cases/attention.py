@@ -343,14 +343,17 @@ def varlen_case(dtype, sequences, heads, seq, head_dim, causal, backward_only=Fa
 
     def cudalab_varlen(q, k, v):
         o, lse = ops.attention_varlen(packed(q), packed(k), packed(v), cu_seqlens, cu_seqlens, seq, seq, causal=causal)
-        return o if backward_only else (dense(o), lse.view(heads, sequences, seq).transpose(0, 1))
+        return dense(o) if backward_only else (dense(o), lse.view(heads, sequences, seq).transpose(0, 1))
 
     offsets = cu_seqlens.long()
 
     def jagged(q, k, v):
-        nested = [torch.nested.nested_tensor_from_jagged(packed(t), offsets).transpose(1, 2) for t in (q, k, v)]
-        o = F.scaled_dot_product_attention(*nested, is_causal=causal).transpose(1, 2).values()
-        return o if backward_only else dense(o)
+        # The lengths given, so that building the nested tensors reads nothing back from the GPU.
+        nested = [
+            torch.nested.nested_tensor_from_jagged(packed(t), offsets, min_seqlen=seq, max_seqlen=seq).transpose(1, 2)
+            for t in (q, k, v)
+        ]
+        return dense(F.scaled_dot_product_attention(*nested, is_causal=causal).transpose(1, 2).values())
 
     wrap = (lambda fn: backward(fn, ["q", "k", "v"])) if backward_only else forward
     dense_cudalab = (lambda q, k, v: ops.attention(q, k, v, causal=causal)[0]) if backward_only else (
