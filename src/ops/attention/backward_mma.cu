@@ -120,8 +120,8 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
       // P^T and dS^T: lane holds keys key_g (e < 2) and key_g + 8, queries q0 + 8i + 2 quad + (e & 1).
-      backward_probabilities<true>(s, key_g, q0, seq, seq, std::int64_t{0}, window, quad,
-                                   SharedRowValues{lse_scaled, quad, 1.0f}, exponent_scale);
+      backward_probabilities<true>(s, key_g, q0, seq, window, quad, SharedRowValues{lse_scaled, quad, 1.0f},
+                                   exponent_scale);
       score_gradients(dp, s, SharedRowValues{row_delta, quad, 1.0f});
       // S^T's C fragments of n8 tiles 2j and 2j + 1 are the A fragment of k-step j (16 queries).
       std::uint32_t p_fragments[kQuerySteps][4], ds_fragments[kQuerySteps][4];

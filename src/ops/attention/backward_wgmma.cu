@@ -198,6 +198,23 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   }
   const int steps = group * tiles_per_head;
   const int out_batch = kVarlen ? 0 : batch;
+  // A variable-length batch's row counts, shift and first key row also wait in shared memory, where
+  // the consumers read them when they need them: held in registers across the loop, they spilled
+  // 176 bytes at head_dim 64 (ptxas).
+  [[maybe_unused]] int* sequence_shared = nullptr;
+  if constexpr (kVarlen) {
+    __shared__ int sequence[4];
+    sequence_shared = sequence;
+    if (threadIdx.x == 0) sequence[0] = queries, sequence[1] = keys, sequence[2] = shift, sequence[3] = k_begin;
+  }
+  // The sequence's counts and shift, and its first key row, where the consumers read them.
+  const auto limits = [&](int(&out)[4]) {
+    out[0] = queries, out[1] = keys, out[2] = shift, out[3] = k_begin;
+    if constexpr (kVarlen) {
+      const volatile int* sequence = sequence_shared;
+      for (int i = 0; i < 4; ++i) out[i] = sequence[i];
+    }
+  };
   const auto head_of = [&](int step) { return kv_head * group + step / tiles_per_head; };
   const auto matrix_of = [&](int step) { return out_batch * p.heads + head_of(step); };
   const auto row_of = [&](int step) { return (first_tile + step % tiles_per_head) * L::kBlockM; };
@@ -218,14 +235,18 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   const int warpgroup = static_cast<int>(threadIdx.x) / 128, warp = static_cast<int>(threadIdx.x) % 128 / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   // Where the block's rows of dK and dV start.
-  const auto dk_rows = [&] { return dk_out + out_batch * p.dk.batch + kv_head * p.dk.head + k_begin * p.dk.row; };
-  const auto dv_rows = [&] { return dv_out + out_batch * p.dv.batch + kv_head * p.dv.head + k_begin * p.dv.row; };
+  const auto dk_rows = [&](int first_key) {
+    return dk_out + out_batch * p.dk.batch + kv_head * p.dk.head + first_key * p.dk.row;
+  };
+  const auto dv_rows = [&](int first_key) {
+    return dv_out + out_batch * p.dv.batch + kv_head * p.dv.head + first_key * p.dv.row;
+  };
   if constexpr (kVarlen) {
     // Keys no query sees (a sequence without queries, or a window that leaves them out): dK = dV = 0.
     if (steps == 0) {
       if (warpgroup > 0) {
         float zeros[kHeadDim / 2] = {};
-        store_key_gradients<T, kHeadDim>(zeros, zeros, dk_rows(), p.dk.row, dv_rows(), p.dv.row,
+        store_key_gradients<T, kHeadDim>(zeros, zeros, dk_rows(k_begin), p.dk.row, dv_rows(k_begin), p.dv.row,
                                          key0 + 64 * (warpgroup - 1) + 16 * warp + lane / 4, keys, p.scale, lane % 4);
       }
       return;
@@ -357,13 +378,18 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     fence_accumulators(dk);
     fence_registers(dsf);
     if (step > 0) pipeline.consumer_release(RingPosition<L::kSlots>::at(step - 1).stage);
-    const bool interior = key0 + L::kBlockN <= keys && q0 + L::kBlockM <= queries &&
-                          p.window.sees(q0 + shift, key0 + L::kBlockN - 1) &&
-                          p.window.sees(q0 + L::kBlockM - 1 + shift, key0);
+    // In positions (row + shift), the queries end where the keys do: one limit for both, as a dense
+    // batch's seq.
+    int sequence[4];  // queries, keys, shift, first key row
+    limits(sequence);
+    const int keys_end = sequence[1], position0 = q0 + sequence[2];
+    const bool interior = key0 + L::kBlockN <= keys_end && position0 + L::kBlockM <= keys_end &&
+                          p.window.sees(position0, key0 + L::kBlockN - 1) &&
+                          p.window.sees(position0 + L::kBlockM - 1, key0);
     if (interior) {
-      backward_probabilities<false>(s, key_g, q0, keys, queries, shift, p.window, quad, lse, exponent_scale);
+      backward_probabilities<false>(s, key_g, position0, keys_end, p.window, quad, lse, exponent_scale);
     } else {
-      backward_probabilities<true>(s, key_g, q0, keys, queries, shift, p.window, quad, lse, exponent_scale);
+      backward_probabilities<true>(s, key_g, position0, keys_end, p.window, quad, lse, exponent_scale);
     }
     // D of the rows: for 64-row tiles into registers while dP^T runs (loaded after the wait, each
     // subtraction waited on shared-memory latency); 128-row tiles have no registers to spare for it.
@@ -467,7 +493,10 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   fence_accumulators(dk);
   fence_registers(dsf);
   // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
-  store_key_gradients<T, kHeadDim>(dk, dv, dk_rows(), p.dk.row, dv_rows(), p.dv.row, key_g, keys, p.scale, quad);
+  int sequence[4];
+  limits(sequence);
+  store_key_gradients<T, kHeadDim>(dk, dv, dk_rows(sequence[3]), p.dk.row, dv_rows(sequence[3]), p.dv.row, key_g,
+                                   sequence[1], p.scale, quad);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif

@@ -176,12 +176,12 @@ struct RegisterRowValues {
 
 // The backward's P^T = 2^(S^T c - L c) in place of S^T (keys as rows: register 4i + 2r + e is key
 // key_g + 8r, query q0 + 8i + 2 quad + e), from L c of the tile's queries in `lse`; with kMasked, 0
-// where the query does not see the key: either past the keys or the queries, or outside the window
-// of the query's position (its row plus `shift`) (the zero rows past the sequence would give
-// 2^(-L c)).
+// where the query does not see the key: either past the sequence, or outside the query's window
+// (the zero rows past the sequence would give 2^(-L c)). Queries are positions: in a
+// variable-length batch a row plus its sequence's shift, which end where its keys do (seq).
 template <bool kMasked, typename Index, typename Fragment, typename RowValues>
-__device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g, Index q0, Index keys, Index queries,
-                                                       Index shift, const BasicKeyWindow<Index>& window, int quad,
+__device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g, Index q0, Index seq,
+                                                       const BasicKeyWindow<Index>& window, int quad,
                                                        const RowValues& lse, float exponent_scale) {
 #pragma unroll
   for (int i = 0; i < kFragmentRegisters<Fragment> / 4; ++i)
@@ -189,7 +189,7 @@ __device__ __forceinline__ void backward_probabilities(Fragment& s, Index key_g,
     for (int e = 0; e < 4; ++e) {
       const int column = 8 * i + 2 * quad + (e & 1);
       const Index key = key_g + 8 * (e / 2), query = q0 + column;
-      const bool visible = !kMasked || (key < keys && query < queries && window.sees(query + shift, key));
+      const bool visible = !kMasked || (key < seq && query < seq && window.sees(query, key));
       float& x = fragment_register(s, 4 * i + e);
       x = visible ? fast_exp2(fmaf(x, exponent_scale, -lse.value(i, e & 1))) : 0.0f;
     }

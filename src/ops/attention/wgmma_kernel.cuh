@@ -142,6 +142,13 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const std::uint32_t q_full = base + offsetof(Storage, q_full);
   const typename L::KvPipeline k_pipeline(base + offsetof(Storage, k), base + offsetof(Storage, k_barriers));
   const typename L::KvPipeline v_pipeline(base + offsetof(Storage, v), base + offsetof(Storage, v_barriers));
+  // A variable-length batch's sequence, read before the barriers are set up, which hides some of
+  // the loads' latency.
+  [[maybe_unused]] PackedRows q_rows{}, k_rows{};
+  if constexpr (kVarlen) {
+    q_rows = packed_rows(p.cu_seqlens_q, static_cast<int>(blockIdx.z), p.seq);
+    k_rows = packed_rows(p.cu_seqlens_k, static_cast<int>(blockIdx.z), p.keys);
+  }
   if (threadIdx.x == 0) mbarrier_init(q_full, 1);
   k_pipeline.init(L::kConsumers);
   v_pipeline.init(L::kConsumers);
@@ -156,8 +163,6 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   std::int64_t q_begin = 0, k_begin = 0, queries = p.seq, keys = p.seq, shift = 0;
   int tma_batch = batch;
   if constexpr (kVarlen) {
-    const PackedRows q_rows = packed_rows(p.cu_seqlens_q, batch, p.seq);
-    const PackedRows k_rows = packed_rows(p.cu_seqlens_k, batch, p.keys);
     if (q0 >= q_rows.count) return;  // past this sequence's queries: the whole block leaves
     q_begin = q_rows.begin, queries = q_rows.count, k_begin = k_rows.begin, keys = k_rows.count;
     shift = keys - queries;
