@@ -198,23 +198,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   }
   const int steps = group * tiles_per_head;
   const int out_batch = kVarlen ? 0 : batch;
-  // A variable-length batch's row counts, shift and first key row also wait in shared memory, where
-  // the consumers read them when they need them: held in registers across the loop, they spilled
-  // 176 bytes at head_dim 64 (ptxas).
-  [[maybe_unused]] int* sequence_shared = nullptr;
-  if constexpr (kVarlen) {
-    __shared__ int sequence[4];
-    sequence_shared = sequence;
-    if (threadIdx.x == 0) sequence[0] = queries, sequence[1] = keys, sequence[2] = shift, sequence[3] = k_begin;
-  }
-  // The sequence's counts and shift, and its first key row, where the consumers read them.
-  const auto limits = [&](int(&out)[4]) {
-    out[0] = queries, out[1] = keys, out[2] = shift, out[3] = k_begin;
-    if constexpr (kVarlen) {
-      const volatile int* sequence = sequence_shared;
-      for (int i = 0; i < 4; ++i) out[i] = sequence[i];
-    }
-  };
+
   const auto head_of = [&](int step) { return kv_head * group + step / tiles_per_head; };
   const auto matrix_of = [&](int step) { return out_batch * p.heads + head_of(step); };
   const auto row_of = [&](int step) { return (first_tile + step % tiles_per_head) * L::kBlockM; };
@@ -379,10 +363,8 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     fence_registers(dsf);
     if (step > 0) pipeline.consumer_release(RingPosition<L::kSlots>::at(step - 1).stage);
     // In positions (row + shift), the queries end where the keys do: one limit for both, as a dense
-    // batch's seq.
-    int sequence[4];  // queries, keys, shift, first key row
-    limits(sequence);
-    const int keys_end = sequence[1], position0 = q0 + sequence[2];
+    // batch's seq (a limit for each spilled 280 bytes at head_dim 64, ptxas).
+    const int keys_end = keys, position0 = q0 + shift;
     const bool interior = key0 + L::kBlockN <= keys_end && position0 + L::kBlockM <= keys_end &&
                           p.window.sees(position0, key0 + L::kBlockN - 1) &&
                           p.window.sees(position0 + L::kBlockM - 1, key0);
@@ -493,10 +475,8 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   fence_accumulators(dk);
   fence_registers(dsf);
   // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
-  int sequence[4];
-  limits(sequence);
-  store_key_gradients<T, kHeadDim>(dk, dv, dk_rows(sequence[3]), p.dk.row, dv_rows(sequence[3]), p.dv.row, key_g,
-                                   sequence[1], p.scale, quad);
+  store_key_gradients<T, kHeadDim>(dk, dv, dk_rows(k_begin), p.dk.row, dv_rows(k_begin), p.dv.row, key_g, keys, p.scale,
+                                   quad);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
