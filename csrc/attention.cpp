@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <ATen/Context.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -156,14 +157,19 @@ void run_backward(const char* op, const at::Tensor& q, const void* k, const void
        {q.const_data_ptr(), k, v, o.const_data_ptr(), d_o.const_data_ptr(),
         static_cast<const void*>(dq.const_data_ptr()), static_cast<const void*>(dk), static_cast<const void*>(dv)})
     aligned = aligned && reinterpret_cast<std::uintptr_t>(at) % 16 == 0;
+  // torch.use_deterministic_algorithms(True) asks for dQ's sums in a fixed order.
+  AttentionOptions options = p.options;
+  options.deterministic = at::globalContext().deterministicAlgorithms();
   with_element_type<AttentionElements>(q, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     call_library(op, [&] {
-      const std::size_t bytes = cudalab::attention_backward_workspace_bytes(p.dims, dtype_of_v<T>, aligned || !dense);
-      // The tensor-core path's scratch is O(seq), dQ's fp32 accumulator and D; more is the CUDA-core
-      // fallback's P and dS, O(seq^2): said once, since it is what runs a GPU out of memory.
+      const std::size_t bytes =
+          cudalab::attention_backward_workspace_bytes(p.dims, dtype_of_v<T>, aligned || !dense, options.deterministic);
+      // The tensor-core path's scratch is O(seq), dQ's fp32 accumulator and D (and a deterministic
+      // call's counters, under a float a row); more is the CUDA-core fallback's P and dS, O(seq^2):
+      // said once, since it is what runs a GPU out of memory.
       const AttentionDims& d = p.dims;
-      if (bytes > 4 * static_cast<std::size_t>(d.batch * d.heads * d.seq * (d.head_dim + 1)))
+      if (bytes > 4 * static_cast<std::size_t>(d.batch * d.heads * d.seq * (d.head_dim + 2)))
         TORCH_WARN_ONCE("cudalab.", op, ": this backward runs the CUDA-core fallback, which holds P and dS of every ",
                         "(batch, head) in fp32: ", std::round(static_cast<double>(bytes) / (1 << 20) * 10) / 10,
                         " MiB of scratch here, 8 * batch * heads * seq^2 bytes. bfloat16 or float16 with head_dim 64 "
@@ -171,7 +177,7 @@ void run_backward(const char* op, const at::Tensor& q, const void* k, const void
       at::Tensor scratch = workspace(q, bytes);
       cudalab::attention_backward(data<T>(q), static_cast<const T*>(k), static_cast<const T*>(v), data<T>(o),
                                   lse.const_data_ptr<float>(), data<T>(d_o), mutable_data<T>(dq), static_cast<T*>(dk),
-                                  static_cast<T*>(dv), p.dims, p.options, scratch.mutable_data_ptr(), bytes,
+                                  static_cast<T*>(dv), p.dims, options, scratch.mutable_data_ptr(), bytes,
                                   current_stream(q));
     });
   });
@@ -456,6 +462,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_varlen_backward(
   check_statistics(op, "lse", lse, q.device(), q.size(0) * q.size(1));
   TORCH_CHECK_VALUE(lse.dim() == 2 && lse.size(0) == q.size(1), "cudalab.", op, ": lse must be [heads, total_q] = [",
                     q.size(1), ", ", q.size(0), "], got ", lse.sizes());
+  // Its dQ is summed in no fixed order: torch.use_deterministic_algorithms(True) refuses it (or warns).
+  at::globalContext().alertNotDeterministic("cudalab.attention_varlen_backward");
   const c10::cuda::CUDAGuard guard(q.device());
   at::Tensor dq = at::empty(q.sizes(), q.options()), dk = at::empty(k.sizes(), k.options()),
              dv = at::empty(v.sizes(), v.options());

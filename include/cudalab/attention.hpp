@@ -54,6 +54,11 @@ struct AttentionOptions {
   // keys is causal with window_left W - 1. The forward and backward skip the key tiles outside
   // the window, so their work is O(seq * window). Decode applies it about each query's position.
   std::int64_t window_left = -1, window_right = -1;
+  // The backward's dQ summed in a fixed order, so that a call gives the same bits every time (dK and
+  // dV always do): on Hopper's tensor-core kernel, each key block adds its part of a query tile
+  // once the block before it has; the CUDA-core fallback has no atomics. Not on the mma.sync kernel
+  // (compute capability 8.x) or with a variable-length batch. The forward ignores it.
+  bool deterministic = false;
 };
 
 // O and L (L[r] = log sum_j exp(s_rj), natural log, of row r's scaled, masked scores s) on
@@ -68,7 +73,8 @@ void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, con
                        const AttentionOptions& options = {}, cudaStream_t stream = nullptr);
 
 // Scratch bytes attention_backward takes for `dims` and `dtype` (f32, bf16 or f16) on the current
-// GPU, on the path it takes there:
+// GPU, on the path it takes there (`deterministic` as AttentionOptions': the Hopper kernel's
+// counters, 8 * batch * heads * ceil(seq / 64) bytes more):
 //   - bf16/fp16 with head_dim 64 or 128, compute capability 8.0+ and `aligned` (q, k, v, o, d_o,
 //     dq, dk and dv all at 16-byte aligned addresses): the tensor-core kernel (FlashAttention-2's
 //     backward; on wgmma and TMA on compute capability 9.0 with sm_90a code, on mma.sync
@@ -79,7 +85,8 @@ void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, con
 // 0 when a size is 0. Throws cudalab::Error: invalid_argument for another dtype, negative sizes,
 // heads not a multiple of kv_heads, sizes whose products overflow 64 bits, or a shape no kernel
 // takes (the message says why).
-std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType dtype, bool aligned = true);
+std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType dtype, bool aligned = true,
+                                               bool deterministic = false);
 
 // The gradients of O (L's gradient is not taken) with respect to Q, K and V, given the forward's O
 // and L (as attention_forward returns them for these q, k, v, dims and options) and O's gradient
@@ -141,7 +148,8 @@ std::size_t attention_backward_varlen_workspace_bytes(const AttentionVarlenDims&
 
 // dQ, dK and dV of a variable-length batch, given the forward's O and L and O's gradient d_o (like
 // q; dq like q, dk and dv like k and v, where options.layout says). Keys no query sees get dK = dV
-// = 0. dq's sums are added in fp32 in L2 in no fixed order, as attention_backward's. Throws as
+// = 0. dq's sums are added in fp32 in L2 in no fixed order, as attention_backward's (and
+// options.deterministic is refused). Throws as
 // attention_forward_varlen does, and for too small a workspace. This one takes the scratch from
 // the stream-ordered allocator.
 template <typename T, typename = RequireElement<T, AttentionElements>>

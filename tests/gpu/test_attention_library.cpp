@@ -224,9 +224,11 @@ TEST(LibraryAttention, ArgumentErrors) {
 // of exactly attention_backward_workspace_bytes; checked against the double reference, and every
 // byte around dQ, dK and dV still poisoned.
 template <typename T>
-void check_backward_case(const Case& c, harness::Distribution distribution, bool caller_workspace) {
+void check_backward_case(const Case& c, harness::Distribution distribution, bool caller_workspace,
+                         bool deterministic = false) {
   SCOPED_TRACE(std::string(to_string(dtype_of_v<T>)) + " " + label(c) + " " + harness::to_string(distribution) +
-               (caller_workspace ? ", caller workspace" : ", stream-ordered workspace"));
+               (caller_workspace ? ", caller workspace" : ", stream-ordered workspace") +
+               (deterministic ? ", deterministic" : ""));
   Stream stream;
   const cudaStream_t st = stream.get();
   const ForwardRun<T> run(c, distribution, st);
@@ -235,19 +237,33 @@ void check_backward_case(const Case& c, harness::Distribution distribution, bool
   harness::fill_random(dtype, run.at(d_o), run.q_count, kSeed + 3, harness::attention_score_distribution(distribution),
                        st);
   for (const DeviceBuffer<T>* out : {&dq, &dk, &dv}) harness::poison(out->data(), out->bytes(), st);
-  if (caller_workspace) {
-    const std::size_t bytes = attention_backward_workspace_bytes(c.dims, dtype, run.skip() % 16 == 0);
-    DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes));
-    attention_backward(run.at(run.q), run.at(run.k), run.at(run.v), run.at(run.o), run.lse.data(), run.at(d_o),
-                       run.at(dq), run.at(dk), run.at(dv), c.dims, run.options(), workspace.data(), bytes, st);
-    CUDALAB_CUDA_CHECK(cudaStreamSynchronize(st));  // before the workspace is freed
-  } else {
-    attention_backward(run.at(run.q), run.at(run.k), run.at(run.v), run.at(run.o), run.lse.data(), run.at(d_o),
-                       run.at(dq), run.at(dk), run.at(dv), c.dims, run.options(), st);
-  }
+  AttentionOptions options = run.options();
+  options.deterministic = deterministic;
+  const auto backward = [&] {
+    if (caller_workspace) {
+      const std::size_t bytes = attention_backward_workspace_bytes(c.dims, dtype, run.skip() % 16 == 0, deterministic);
+      DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes));
+      attention_backward(run.at(run.q), run.at(run.k), run.at(run.v), run.at(run.o), run.lse.data(), run.at(d_o),
+                         run.at(dq), run.at(dk), run.at(dv), c.dims, options, workspace.data(), bytes, st);
+      CUDALAB_CUDA_CHECK(cudaStreamSynchronize(st));  // before the workspace is freed
+    } else {
+      attention_backward(run.at(run.q), run.at(run.k), run.at(run.v), run.at(run.o), run.lse.data(), run.at(d_o),
+                         run.at(dq), run.at(dk), run.at(dv), c.dims, options, st);
+    }
+  };
+  backward();
   const auto host = run.copy_to_host(st), hdo = to_host(d_o.data(), d_o.bytes(), st);
   const auto hdq = to_host(dq.data(), dq.bytes(), st), hdk = to_host(dk.data(), dk.bytes(), st);
   const auto hdv = to_host(dv.data(), dv.bytes(), st);
+  if (deterministic) {
+    // Twice more: the same bits every time.
+    for (int again = 0; again < 2; ++again) {
+      backward();
+      EXPECT_EQ(to_host(dq.data(), dq.bytes(), st), hdq) << "dq differs between runs";
+      EXPECT_EQ(to_host(dk.data(), dk.bytes(), st), hdk) << "dk differs between runs";
+      EXPECT_EQ(to_host(dv.data(), dv.bytes(), st), hdv) << "dv differs between runs";
+    }
+  }
   const std::size_t skip = run.skip();
   auto t = run.template host_tensors<harness::AttentionBackwardTensors>(host);
   t.d_o = hdo.data() + skip;
@@ -269,6 +285,19 @@ void check_every_backward_case() {
     check_backward_case<T>(c, harness::Distribution::uniform, false);
     check_backward_case<T>(c, harness::Distribution::normal, true);
   }
+}
+
+// dQ in a fixed order (options.deterministic): against the reference as every case, and the same bits
+// in three runs, on Hopper's kernel (head_dim 64 and 128, causal, grouped heads, a window, a
+// sequence of one tile and a ragged one) and the CUDA-core fallback (fp32).
+TEST(LibraryAttentionBackward, DeterministicGivesTheSameBitsEveryRun) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  if (device_info().compute_capability() != 90) GTEST_SKIP() << "the deterministic tensor-core backward is Hopper's";
+  for (const Case& c : {kCases[1], kCases[2], kCases[3], kCases[4], kCases[8], kCases[9], kCases[10]}) {
+    check_backward_case<__nv_bfloat16>(c, harness::Distribution::normal, true, true);
+    check_backward_case<__half>(c, harness::Distribution::uniform, false, true);
+  }
+  check_backward_case<float>(kCases[1], harness::Distribution::normal, false, true);
 }
 
 TEST(LibraryAttentionBackward, Bf16ShapesCausalGroupedAndUnaligned) {

@@ -1257,6 +1257,49 @@ def test_attention_varlen_reads_a_packed_projection_and_compiles():
     torch.testing.assert_close(compiled, eager, rtol=1e-2, atol=1e-2)
 
 
+@requires_hopper
+@pytest.mark.parametrize(
+    "shape, causal, window_size",
+    [((2, 8, 2, 1000, 128), True, (-1, -1)), ((1, 4, 4, 333, 64), False, (50, 20)), ((3, 6, 2, 257, 64), True, (-1, -1))],
+)
+def test_attention_backward_under_deterministic_algorithms_gives_the_same_bits(shape, causal, window_size):
+    # torch.use_deterministic_algorithms(True) sums dq in a fixed order: three runs, one result,
+    # within a few units of the last place of the default order's.
+    batch, heads, kv_heads, seq, head_dim = shape
+    seed("attention deterministic", shape, causal)
+    q = torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
+    k, v = torch.randn(2, batch, kv_heads, seq, head_dim, device="cuda", dtype=torch.bfloat16).unbind(0)
+    do = torch.randn_like(q)
+
+    def gradients():
+        return attention_gradients(
+            lambda q, k, v: ops.attention(q, k, v, causal=causal, window_size=window_size)[0], q, k, v, do
+        )
+
+    default = gradients()
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = [gradients() for _ in range(3)]
+    finally:
+        torch.use_deterministic_algorithms(False)
+    for i, name in enumerate(("dq", "dk", "dv")):
+        assert torch.equal(runs[0][i], runs[1][i]) and torch.equal(runs[0][i], runs[2][i]), name
+        torch.testing.assert_close(runs[0][i], default[i], rtol=2e-2, atol=2e-2, msg=name)
+
+
+@requires_hopper
+def test_attention_varlen_backward_refuses_deterministic_algorithms():
+    q, k, v, cu_q, cu_k = varlen_batch([(5, 5), (9, 9)], 2, 2, 64, torch.bfloat16)
+    q.requires_grad_()
+    o, _ = ops.attention_varlen(q, k, v, cu_q, cu_q, 9, 9)
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(RuntimeError, match="cudalab.attention_varlen_backward"):
+            o.sum().backward()
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
 @pytest.mark.parametrize(
     "call, error, message",
     [

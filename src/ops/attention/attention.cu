@@ -261,17 +261,23 @@ struct BackwardPlan {
   std::size_t workspace_bytes = 0;
 };
 
-BackwardPlan plan_backward(const char* call, const AttentionDims& d, std::size_t element_size, bool aligned) {
+BackwardPlan plan_backward(const char* call, const AttentionDims& d, std::size_t element_size, bool aligned,
+                           bool deterministic) {
   // Every backward kernel takes a window: it does not change the plan.
   const v::AttentionShape shape = shape_of(d, element_size, {});
   const bool hopper = aligned && v::wgmma_backward_limits(shape).empty();
   if (hopper || (aligned && v::mma_backward_limits(shape).empty())) {
+    CUDALAB_REQUIRE(hopper || !deterministic,
+                    std::string(call) +
+                        ": a deterministic backward runs on Hopper's tensor-core kernel or the "
+                        "CUDA-core fallback; this GPU's tensor-core kernel sums dQ by atomics");
     // head_dim is 64 or 128 here: head_dim + 1 cannot overflow.
     CUDALAB_REQUIRE(
-        d.batch * d.heads * d.seq <= std::numeric_limits<std::int64_t>::max() / 4 / (d.head_dim + 1),
+        d.batch * d.heads * d.seq <= std::numeric_limits<std::int64_t>::max() / 4 / (d.head_dim + 2),
         std::string(call) + ": the workspace, batch * heads * seq * (head_dim + 1) floats, overflows 64 bits");
     return {hopper ? BackwardKernel::wgmma : BackwardKernel::mma,
-            v::mma_backward_workspace_bytes(d.batch, d.heads, d.seq, d.head_dim)};
+            v::mma_backward_workspace_bytes(d.batch, d.heads, d.seq, d.head_dim) +
+                (deterministic ? v::dq_order_bytes(d.batch, d.heads, d.seq) : 0)};
   }
   const std::string why = v::naive_backward_limits(shape);
   CUDALAB_REQUIRE(why.empty(), std::string(call) + ": " + why);
@@ -334,7 +340,7 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
     copy_rows(dv_copy, {}, dv, layout.dv, d, d.kv_heads, stream);
     return;
   }
-  const BackwardPlan plan = plan_backward(kBackward, d, sizeof(T), aligned);
+  const BackwardPlan plan = plan_backward(kBackward, d, sizeof(T), aligned, options.deterministic);
 
   v::AttentionBackwardArgs<T> args;
   args.q = q;
@@ -348,6 +354,7 @@ void backward(const T* q, const T* k, const T* v, const T* o, const float* lse, 
   args.dv = dv;
   set_problem(args, d, options);
   args.layout = layout;
+  args.deterministic = options.deterministic;
   args.workspace_bytes = plan.workspace_bytes;
   args.workspace = scratch.reserve(plan.workspace_bytes);  // every plan needs some: never null here
   CUDALAB_REQUIRE(is_aligned16(args.workspace), std::string(kBackward) + ": workspace must be 16-byte aligned");
@@ -491,6 +498,10 @@ void backward_varlen(const T* q, const T* k, const T* v, const T* o, const float
                      cudaStream_t stream) {
   constexpr const char* call = kBackwardVarlen;
   require_scale(call, options);
+  CUDALAB_REQUIRE(!options.deterministic,
+                  std::string(call) +
+                      ": a variable-length batch's dQ is summed in no fixed order (no deterministic "
+                      "form is built)");
   const bool queries =
       require_varlen_dims(call, d, sizeof(T), options.causal, options.window_left, options.window_right);
   if (d.sequences == 0 || d.heads == 0 || d.head_dim == 0) return;
@@ -733,11 +744,12 @@ void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, con
   forward(q, k, v, o, lse, dims, options, stream);
 }
 
-std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType dtype, bool aligned) {
+std::size_t attention_backward_workspace_bytes(const AttentionDims& dims, DType dtype, bool aligned,
+                                               bool deterministic) {
   CUDALAB_REQUIRE(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
                   std::string(kBackwardWorkspace) + ": dtype must be f32, bf16 or f16, got " + to_string(dtype));
   if (!require_dims(kBackwardWorkspace, dims)) return 0;
-  return plan_backward(kBackwardWorkspace, dims, size_of(dtype), aligned).workspace_bytes;
+  return plan_backward(kBackwardWorkspace, dims, size_of(dtype), aligned, deterministic).workspace_bytes;
 }
 
 template <typename T, typename>

@@ -65,11 +65,15 @@ __global__ void __launch_bounds__(256)
 }
 
 // Checks `args` for rung `name` (whose limits gave `why`), zeroes dQ's accumulator and computes D_i,
-// runs `main(delta, dq_accumulator)` and converts dQ.
+// runs `main(delta, dq_accumulator, dq_order)` and converts dQ. dq_order: with args.deterministic,
+// dq_order_bytes of zeroed counters after D (null otherwise), for a main kernel that adds dQ's
+// parts in a fixed order.
 template <typename T, typename Main>
 void run(const char* name, const std::string& why, const AttentionBackwardArgs<T>& args, cudaStream_t stream,
          Main&& main) {
-  if (!ready_to_launch(name, why, args, mma_backward_workspace_bytes(args.batch, args.heads, args.seq, args.head_dim)))
+  const std::size_t order_bytes = args.deterministic ? dq_order_bytes(args.batch, args.heads, args.seq) : 0;
+  if (!ready_to_launch(name, why, args,
+                       mma_backward_workspace_bytes(args.batch, args.heads, args.seq, args.head_dim) + order_bytes))
     return;
   CUDALAB_REQUIRE(is_aligned16(args.q) && is_aligned16(args.k) && is_aligned16(args.v) && is_aligned16(args.o) &&
                       is_aligned16(args.d_o) && is_aligned16(args.dq) && is_aligned16(args.dk) && is_aligned16(args.dv),
@@ -78,6 +82,8 @@ void run(const char* name, const std::string& why, const AttentionBackwardArgs<T
   const std::int64_t rows = args.batch * args.heads * args.seq, dq_count = rows * args.head_dim;
   auto* dq_accumulator = static_cast<float*>(args.workspace);
   float* delta = dq_accumulator + dq_count;
+  unsigned* dq_order = args.deterministic ? reinterpret_cast<unsigned*>(delta + rows) : nullptr;
+  if (dq_order != nullptr) CUDALAB_CUDA_CHECK(cudaMemsetAsync(dq_order, 0, order_bytes, stream));
   const auto strides = [&](const AttentionStrides& s) { return resolved(s, args.heads, args.seq, args.head_dim); };
   // The rungs' limits hold head_dim to 64 or 128.
   auto* prepare = args.head_dim == 64 ? prepare_kernel<T, 8> : prepare_kernel<T, 16>;
@@ -86,7 +92,7 @@ void run(const char* name, const std::string& why, const AttentionBackwardArgs<T
       args.o, strides(args.layout.o), args.d_o, strides(args.layout.d_o), delta, dq_accumulator, rows, args.heads,
       args.seq);
   CUDALAB_CHECK_LAUNCH();
-  main(delta, dq_accumulator);
+  main(delta, dq_accumulator, dq_order);
   dq_kernel<T><<<static_cast<unsigned>(ceil_div<std::int64_t>(dq_count, 8 * 256)), 256, 0, stream>>>(
       dq_accumulator, args.dq, strides(args.layout.dq), dq_count, args.heads, args.seq, args.head_dim, args.scale);
   CUDALAB_CHECK_LAUNCH();

@@ -213,7 +213,10 @@ std::string mma_backward_limits(const AttentionShape& shape) {
 template <typename T>
 void mma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
   fused_backward::run("attention backward mma", mma_backward_limits(shape_of(args, current_gpu().compute_capability)),
-                      args, stream, [&](float* delta, float* dq_accumulator) {
+                      args, stream, [&](float* delta, float* dq_accumulator, unsigned* dq_order) {
+                        CUDALAB_REQUIRE(dq_order == nullptr,
+                                        "attention backward mma: its dQ is summed by atomics in no fixed order; a "
+                                        "deterministic backward runs on Hopper's kernel (or the CUDA-core fallback)");
                         if (args.head_dim == 64) {
                           launch_backward_mma<T, 64>(args, delta, dq_accumulator, stream);
                         } else {

@@ -39,6 +39,7 @@
 #include <type_traits>
 
 #include "core/fast_math.cuh"
+#include "core/flags.cuh"
 #include "core/hopper.cuh"
 #include "core/hopper/pipeline.cuh"
 #include "core/launch.cuh"
@@ -130,6 +131,10 @@ struct BackwardParams {
   // A variable-length batch (kVarlen): sequence b's query and key rows, seq and `keys` rows in all.
   const std::int32_t *cu_seqlens_q, *cu_seqlens_k;
   std::int64_t keys;
+  // Deterministic dQ (null: not): a counter for each consumer's part of each (batch, head)'s query
+  // tiles, zeroed, of the key blocks that have added theirs; query_tiles a (batch, head).
+  unsigned* dq_order;
+  int query_tiles;
 };
 
 // kVarlen: a variable-length batch (blockIdx.z the sequence, positions aligned at its end).
@@ -289,11 +294,26 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
         named_barrier_sync(kDqFull + consumer, kDqHandOverThreads);
         if (lane == 0) {
           const int z = matrix_of(step), q0 = row_of(step);
+          // Deterministic: the key blocks that see this tile add their parts in key order, each
+          // once the one before has finished (the sums' order fixed). Key blocks before `first`
+          // do not see the tile (a window's left edge); those from it on all do, and start
+          // earlier (the launch's order within a chunk), so the wait always ends.
+          unsigned* order = nullptr;
+          if (p.dq_order != nullptr) {
+            order = p.dq_order + (static_cast<std::int64_t>(z) * p.query_tiles + q0 / L::kBlockM) * 2 + consumer;
+            const unsigned first = static_cast<unsigned>(p.window.first_key(q0) / L::kBlockN);
+            while (read_flag(order) != static_cast<unsigned>(key_block) - first) __nanosleep(32);
+          }
 #pragma unroll
           for (int b = 0; b < 2; ++b)
             tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q_begin + q0 + row0, z);
           bulk_commit();
-          bulk_wait_read<0>();
+          if (order != nullptr) {
+            bulk_wait_all();  // the additions done, not only read from shared memory
+            raise_flag(order);
+          } else {
+            bulk_wait_read<0>();
+          }
         }
         __syncwarp();
         if (step + 1 < steps) named_barrier_arrive(kDqEmpty + consumer, kDqHandOverThreads);
@@ -494,7 +514,7 @@ std::int64_t chunk_pairs(const AttentionBackwardArgs<T>& args, std::int64_t batc
 
 template <typename T, int kHeadDim, bool kVarlen>
 void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, float* dq_accumulator,
-                           cudaStream_t stream) {
+                           unsigned* dq_order, cudaStream_t stream) {
   using L = BackwardLayout<kHeadDim>;
   const VarlenRows& varlen = args.varlen;
   const std::int64_t zq = args.batch * args.heads, matrix = args.seq * kHeadDim, keys = key_rows(args);
@@ -522,7 +542,9 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
                               chunk_pairs(args, batches, key_blocks),
                               varlen.cu_seqlens_q,
                               varlen.cu_seqlens_k,
-                              keys};
+                              keys,
+                              dq_order,
+                              static_cast<int>(ceil_div<std::int64_t>(args.seq, L::kBlockM))};
   auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim, kVarlen>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(key_blocks), static_cast<unsigned>(args.kv_heads),
@@ -545,12 +567,12 @@ template <typename T>
 void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
   fused_backward::run("attention backward wgmma",
                       wgmma_backward_limits(shape_of(args, current_gpu().compute_capability)), args, stream,
-                      [&](float* delta, float* dq_accumulator) {
+                      [&](float* delta, float* dq_accumulator, unsigned* dq_order) {
 #if CUDALAB_SM90A
                         if (args.varlen.on() && (args.varlen.sequences == 0 || args.varlen.max_seqlen_k == 0)) return;
                         const auto launch = [&](auto head_dim, auto varlen) {
                           launch_backward_wgmma<T, decltype(head_dim)::value, decltype(varlen)::value>(
-                              args, delta, dq_accumulator, stream);
+                              args, delta, dq_accumulator, dq_order, stream);
                         };
                         if (args.head_dim == 64) {
                           if (args.varlen.on()) return launch(std::integral_constant<int, 64>{}, std::true_type{});
@@ -561,6 +583,7 @@ void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
 #else
                         (void)delta;  // not reached: the limits say the rung was not built
                         (void)dq_accumulator;
+                        (void)dq_order;
 #endif
                       });
 }

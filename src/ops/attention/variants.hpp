@@ -162,8 +162,9 @@ struct AttentionBackwardArgs {
   std::int64_t window_left = -1, window_right = -1;  // AttentionOptions': -1 unbounded
   // Where each array's rows lie: dense (the default) for every rung but wgmma_backward.
   AttentionLayout layout;
-  VarlenRows varlen;          // wgmma_backward only
-  void* workspace = nullptr;  // naive_backward only: naive_backward_workspace_bytes(batch, heads, seq)
+  VarlenRows varlen;           // wgmma_backward only
+  bool deterministic = false;  // dQ's sums in a fixed order: wgmma_backward (not with varlen), naive_backward
+  void* workspace = nullptr;   // naive_backward only: naive_backward_workspace_bytes(batch, heads, seq)
   std::size_t workspace_bytes = 0;
 };
 
@@ -237,6 +238,11 @@ std::size_t mma_backward_workspace_bytes(std::int64_t batch, std::int64_t heads,
                                          std::int64_t head_dim);
 template <typename T>
 void mma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
+// With deterministic dQ (wgmma_backward), the workspace's counters after D: one for each consumer's
+// part of each 64-row query tile of each (batch, head).
+inline std::size_t dq_order_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq) {
+  return static_cast<std::size_t>(batch * heads * ((seq + 63) / 64) * 2) * sizeof(unsigned);
+}
 std::string mma_backward_limits(const AttentionShape& shape);
 
 // Hopper (sm_90a builds, compute capability 9.0): the mma rung's algorithm on wgmma and TMA, the

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/flags.cuh"
 #include "core/mma_sync.cuh"
 #include "ops/gemm/hopper.cuh"
 #include "ops/gemm/stream_k.hpp"
@@ -309,10 +310,7 @@ struct StreamKSchedule {
     for (int i = 0; i < kRegisters / 4; ++i)
       to[i * 128 + t] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
     hopper::named_barrier_sync(hopper::kStreamKBarrier + consumer, 128);
-    if (t == 0) {
-      asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-      asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;\n" ::"l"(flags + 2 * tile + consumer) : "memory");
-    }
+    if (t == 0) raise_flag(flags + 2 * tile + consumer);
   }
 
   // The owner waits for its peers' flags (one thread acquires, a barrier hands the ordering to the
@@ -330,11 +328,7 @@ struct StreamKSchedule {
       unsigned peers = 0;
       for (int u = work.first_peer; u < owner; ++u) peers += plan.boundary(u) < plan.boundary(u + 1) ? 1u : 0u;
       const unsigned* flag = flags + 2 * work.tile + consumer;
-      for (unsigned seen = 0;;) {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(seen) : "l"(flag) : "memory");
-        if (seen >= peers) break;
-        __nanosleep(64);
-      }
+      while (read_flag(flag) < peers) __nanosleep(64);
     }
     hopper::named_barrier_sync(hopper::kStreamKBarrier + consumer, 128);
     hopper::named_barrier_sync(hopper::kStreamKRingBarrier, 256);

@@ -279,6 +279,16 @@ def attention_backward_case(dtype, batch, heads, seq, head_dim, causal):
         "(from the saved q, k, v, O and L)",
         lambda q, k, v: ops.attention(q, k, v, causal=causal)[0],
     )
+    variants.append(
+        Variant(
+            "cudalab_deterministic",
+            "the same under torch.use_deterministic_algorithms(True): dQ's parts added in key order, each key "
+            "block after the one before",
+            under_deterministic_algorithms(
+                backward(lambda q, k, v: ops.attention(q, k, v, causal=causal)[0], ["q", "k", "v"])
+            ),
+        )
+    )
     return Case(
         "attention_backward",
         [("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
@@ -293,6 +303,24 @@ def attention_backward_case(dtype, batch, heads, seq, head_dim, causal):
         2 * ATTENTION_REL_L2[dtype],
         engine="by_dtype",
     )
+
+
+def under_deterministic_algorithms(prepare_variant):
+    """prepare_variant whose every run happens under torch.use_deterministic_algorithms(True)."""
+
+    def prepare(inputs):
+        run = prepare_variant(inputs)
+
+        def deterministic_run():
+            torch.use_deterministic_algorithms(True)
+            try:
+                return run()
+            finally:
+                torch.use_deterministic_algorithms(False)
+
+        return deterministic_run
+
+    return prepare
 
 
 def attention_cases(quick):
