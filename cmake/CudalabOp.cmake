@@ -19,12 +19,14 @@ function(cudalab_add_op name)
   set_property(GLOBAL APPEND PROPERTY CUDALAB_OPS ${name})
   # HOPPER files (wgmma, TMA) use instructions that exist only in arch-specific sm_90a code: when the
   # build targets Hopper they compile as their own object library for 90a (and run only on compute
-  # capability 9.0); otherwise as plain library files whose limits say they were not built.
+  # capability 9.0), machine code alone: arch-specific PTX could be compiled for no other GPU, and it
+  # made a third of the binaries' GPU code. Otherwise as plain library files whose limits say they
+  # were not built.
   if(op_HOPPER)
     list(TRANSFORM op_HOPPER PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
     if(CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90")
       add_library(cudalab_${name}_sm90a OBJECT ${op_HOPPER})
-      set_target_properties(cudalab_${name}_sm90a PROPERTIES CUDA_ARCHITECTURES 90a)
+      set_target_properties(cudalab_${name}_sm90a PROPERTIES CUDA_ARCHITECTURES 90a-real)
       target_include_directories(cudalab_${name}_sm90a PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
       target_compile_definitions(cudalab_${name}_sm90a PRIVATE CUDALAB_SM90A=1)
       target_sources(cudalab_library PRIVATE $<TARGET_OBJECTS:cudalab_${name}_sm90a>)

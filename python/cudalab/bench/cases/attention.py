@@ -361,7 +361,12 @@ def varlen_case(dtype, sequences, heads, seq, head_dim, causal, backward_only=Fa
             name: normal(g, (sequences, seq, heads, head_dim), dtype, 1.0, 0.0).transpose(1, 2) for name in names
         }
 
-    cu_seqlens = torch.arange(0, tokens + 1, seq, dtype=torch.int32, device="cuda")
+    lengths = {}  # the cumulative lengths, made on the GPU at the first call (the cases are built anywhere)
+
+    def cumulative(device, dtype):
+        if dtype not in lengths:
+            lengths[dtype] = torch.arange(0, tokens + 1, seq, dtype=dtype, device=device)
+        return lengths[dtype]
 
     def packed(t):
         return t.transpose(1, 2).reshape(tokens, heads, head_dim)
@@ -370,13 +375,13 @@ def varlen_case(dtype, sequences, heads, seq, head_dim, causal, backward_only=Fa
         return o.view(sequences, seq, heads, head_dim).transpose(1, 2)
 
     def cudalab_varlen(q, k, v):
+        cu_seqlens = cumulative(q.device, torch.int32)
         o, lse = ops.attention_varlen(packed(q), packed(k), packed(v), cu_seqlens, cu_seqlens, seq, seq, causal=causal)
         return dense(o) if backward_only else (dense(o), lse.view(heads, sequences, seq).transpose(0, 1))
 
-    offsets = cu_seqlens.long()
-
     def jagged(q, k, v):
         # The lengths given, so that building the nested tensors reads nothing back from the GPU.
+        offsets = cumulative(q.device, torch.int64)
         nested = [
             torch.nested.nested_tensor_from_jagged(packed(t), offsets, min_seqlen=seq, max_seqlen=seq).transpose(1, 2)
             for t in (q, k, v)
