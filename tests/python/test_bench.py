@@ -223,8 +223,29 @@ def test_attention_family_cases():
     for c in backward_cases:
         assert c.tolerance == 2 * ATTENTION_REL_L2[c.dtype]
         variants = {v.name: v for v in c.variants}
-        assert list(variants) == ["sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math", "compile", "cudalab"]
+        assert list(variants) == [
+            "sdpa_flash",
+            "sdpa_efficient",
+            "sdpa_cudnn",
+            "sdpa_math",
+            "compile",
+            "cudalab",
+            "cudalab_deterministic",
+        ]
         assert bool(variants["sdpa_math"].skip_reason) and variants["compile"].prepare is None
+        assert variants["cudalab_deterministic"].prepare is not None
+
+
+def test_varlen_family_cases():
+    # Equal lengths (the dense problem, forward and backward), each with the dense rows, SDPA on
+    # nested tensors and the varlen op.
+    quick, every = FAMILIES["varlen"](True), FAMILIES["varlen"](False)
+    assert [c.op for c in quick] == ["attention", "attention_backward"]
+    assert [c.op for c in every] == ["attention"] * 4 + ["attention_backward"] * 4
+    for c in every:
+        assert dict(c.params)["causal"] == 1 and c.engine == "by_dtype"
+        names = [v.name for v in c.variants]
+        assert names[-2:] == ["sdpa_jagged", "cudalab_varlen"] and "cudalab" in names
 
 
 @pytest.mark.parametrize("causal", [False, True])
