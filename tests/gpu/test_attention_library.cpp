@@ -102,6 +102,9 @@ struct ForwardRun {
         lse(rows + 8) {
     const AttentionDims& d = c.dims;
     const DType dtype = dtype_of_v<T>;
+    // The room around the arrays poisoned too, so that every byte the host copies back was written
+    // (initcheck).
+    for (const DeviceBuffer<T>* input : {&q, &k, &v}) harness::poison(input->data(), input->bytes(), stream);
     harness::fill_attention_queries(dtype, at(q), q_count, kSeed, distribution, d.seq, d.head_dim, scale, stream);
     harness::fill_attention_keys(dtype, at(k), kv_count, kSeed + 1, distribution, d.seq, d.head_dim, scale, stream);
     harness::fill_random(dtype, at(v), kv_count, kSeed + 2, harness::attention_score_distribution(distribution),
@@ -234,6 +237,7 @@ void check_backward_case(const Case& c, harness::Distribution distribution, bool
   const ForwardRun<T> run(c, distribution, st);
   const DType dtype = dtype_of_v<T>;
   DeviceBuffer<T> d_o(run.q.size()), dq(run.q.size()), dk(run.k.size()), dv(run.v.size());
+  harness::poison(d_o.data(), d_o.bytes(), st);
   harness::fill_random(dtype, run.at(d_o), run.q_count, kSeed + 3, harness::attention_score_distribution(distribution),
                        st);
   for (const DeviceBuffer<T>* out : {&dq, &dk, &dv}) harness::poison(out->data(), out->bytes(), st);
