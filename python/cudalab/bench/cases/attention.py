@@ -248,17 +248,24 @@ def attention_case(dtype, batch, heads, seq, head_dim, causal):
         "API returns O only, so only cudalab's L is checked)",
         lambda q, k, v: ops.attention(q, k, v, causal=causal),
     )
-    return Case(
-        "attention",
-        [("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
-        dtype,
-        [("causal", int(causal)), ("kv_heads", 0)],
-        make_inputs,
-        lambda inputs: attention_reference(**inputs, causal=causal),
-        variants,
-        (ATTENTION_REL_L2[dtype], ATTENTION_LSE_REL_L2),
-        engine="by_dtype",
-    )
+    return dense_case(False, dtype, batch, heads, seq, head_dim, causal, make_inputs, variants)
+
+
+def dense_case(backward_only, dtype, batch, heads, seq, head_dim, causal, make_inputs, variants):
+    """The Case of attention's forward over [batch, heads, seq, head_dim] (every head its own kv head),
+    or with backward_only its backward, checked against the float64 references."""
+    dims = [("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)]
+    params = [("causal", int(causal)), ("kv_heads", 0)]
+    if not backward_only:
+        reference = lambda inputs: attention_reference(**inputs, causal=causal)  # noqa: E731
+        tolerance = (ATTENTION_REL_L2[dtype], ATTENTION_LSE_REL_L2)
+        return Case("attention", dims, dtype, params, make_inputs, reference, variants, tolerance, engine="by_dtype")
+    # The gradients carry the forward's two roundings (P, or dS, to the dtype before the product that
+    # takes it, and the output's), so the same estimate; twice the bound, as every other gradient
+    # here has (one more fp32 reduction before the rounding).
+    reference = lambda inputs: attention_backward_reference(**inputs, causal=causal)  # noqa: E731
+    tolerance = 2 * ATTENTION_REL_L2[dtype]
+    return Case("attention_backward", dims, dtype, params, make_inputs, reference, variants, tolerance, engine="by_dtype")
 
 
 def attention_backward_case(dtype, batch, heads, seq, head_dim, causal):
@@ -289,20 +296,7 @@ def attention_backward_case(dtype, batch, heads, seq, head_dim, causal):
             ),
         )
     )
-    return Case(
-        "attention_backward",
-        [("batch", batch), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
-        dtype,
-        [("causal", int(causal)), ("kv_heads", 0)],
-        make_inputs,
-        lambda inputs: attention_backward_reference(**inputs, causal=causal),
-        variants,
-        # The gradients carry the forward's two roundings (P, or dS, to the dtype before the product
-        # that takes it, and the output's), so the same estimate; twice the bound, as every other
-        # gradient here has (one more fp32 reduction before the rounding).
-        2 * ATTENTION_REL_L2[dtype],
-        engine="by_dtype",
-    )
+    return dense_case(True, dtype, batch, heads, seq, head_dim, causal, make_inputs, variants)
 
 
 def under_deterministic_algorithms(prepare_variant):
@@ -410,29 +404,7 @@ def varlen_case(dtype, sequences, heads, seq, head_dim, causal, backward_only=Fa
             wrap(cudalab_varlen),
         )
     )
-    if backward_only:
-        return Case(
-            "attention_backward",
-            [("batch", sequences), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
-            dtype,
-            [("causal", int(causal)), ("kv_heads", 0)],
-            make_inputs,
-            lambda inputs: attention_backward_reference(**inputs, causal=causal),
-            variants,
-            2 * ATTENTION_REL_L2[dtype],
-            engine="by_dtype",
-        )
-    return Case(
-        "attention",
-        [("batch", sequences), ("heads", heads), ("seq", seq), ("head_dim", head_dim)],
-        dtype,
-        [("causal", int(causal)), ("kv_heads", 0)],
-        make_inputs,
-        lambda inputs: attention_reference(**inputs, causal=causal),
-        variants,
-        (ATTENTION_REL_L2[dtype], ATTENTION_LSE_REL_L2),
-        engine="by_dtype",
-    )
+    return dense_case(backward_only, dtype, sequences, heads, seq, head_dim, causal, make_inputs, variants)
 
 
 def varlen_cases(quick):
