@@ -163,7 +163,8 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   // heads) x 2048 x 128). Without groups, about two waves' worth of pairs, so that the blocks of one
   // head still run close together and share its Q and dO tiles in L2 (one chunk of every pair cost
   // 7% at 8 x 16 x 1024 x 128; two waves' worth gained 3-8% at seq 1024-4096, head_dim 128). Without
-  // a mask the blocks are equal and a chunk is one pair: the launch order as it stands.
+  // a mask the blocks are equal and a chunk is one pair: the launch order as it stands. A
+  // deterministic call takes each chunk's key blocks from the last: the order it adds dQ in (below).
   const std::int64_t linear = blockIdx.x + static_cast<std::int64_t>(gridDim.x) *
                                                (blockIdx.y + static_cast<std::int64_t>(gridDim.y) * blockIdx.z);
   const std::int64_t pairs = static_cast<std::int64_t>(gridDim.y) * gridDim.z, blocks = gridDim.x;
@@ -171,7 +172,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   const std::int64_t width = p.chunk_pairs < pairs - first_pair ? p.chunk_pairs : pairs - first_pair;
   const std::int64_t in_chunk = linear - first_pair * blocks;
   const std::int64_t pair = first_pair + in_chunk % width;
-  const int key_block = static_cast<int>(in_chunk / width);
+  const int key_block = static_cast<int>(p.dq_order != nullptr ? blocks - 1 - in_chunk / width : in_chunk / width);
   const int kv_head = static_cast<int>(pair % gridDim.y), batch = static_cast<int>(pair / gridDim.y);
   const int key0 = key_block * L::kBlockN;
   const int group = p.heads / p.kv_heads;
@@ -294,15 +295,17 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
         named_barrier_sync(kDqFull + consumer, kDqHandOverThreads);
         if (lane == 0) {
           const int z = matrix_of(step), q0 = row_of(step);
-          // Deterministic: the key blocks that see this tile add their parts in key order, each
-          // once the one before has finished (the sums' order fixed). Key blocks before `first`
-          // do not see the tile (a window's left edge); those from it on all do, and start
-          // earlier (the launch's order within a chunk), so the wait always ends.
+          // Deterministic: the key blocks that see this tile add their parts from the last one
+          // down, each once the one after it has finished (the sums' order fixed). That is the
+          // order they reach the tile in under a causal mask, each walking its tiles from its
+          // diagonal up (in key order it cost 1.43x the default order's time causal, measured). Key
+          // blocks past `last` do not see the tile; those up to it all do, and start earlier (the
+          // deterministic launch's order), so the wait always ends.
           unsigned* order = nullptr;
           if (p.dq_order != nullptr) {
             order = p.dq_order + (static_cast<std::int64_t>(z) * p.query_tiles + q0 / L::kBlockM) * 2 + consumer;
-            const unsigned first = static_cast<unsigned>(p.window.first_key(q0) / L::kBlockN);
-            while (read_flag(order) != static_cast<unsigned>(key_block) - first) __nanosleep(32);
+            const auto last = static_cast<unsigned>((p.window.key_end(q0 + L::kBlockM - 1, queries) - 1) / L::kBlockN);
+            while (read_flag(order) != last - static_cast<unsigned>(key_block)) __nanosleep(32);
           }
 #pragma unroll
           for (int b = 0; b < 2; ++b)
