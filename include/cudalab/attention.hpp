@@ -56,8 +56,8 @@ struct AttentionOptions {
   std::int64_t window_left = -1, window_right = -1;
   // The backward's dQ summed in a fixed order, so that a call gives the same bits every time (dK and
   // dV always do): on Hopper's tensor-core kernel, each key block adds its part of a query tile
-  // once the block before it has; the CUDA-core fallback has no atomics. Not on the mma.sync kernel
-  // (compute capability 8.x) or with a variable-length batch. The forward ignores it.
+  // once the blocks due before it have; the CUDA-core fallback has no atomics. Not on the mma.sync
+  // kernel of other GPUs or with a variable-length batch. The forward ignores it.
   bool deterministic = false;
 };
 
