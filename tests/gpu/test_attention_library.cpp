@@ -193,6 +193,17 @@ TEST(LibraryAttention, Fp32ShapesCausalGroupedAndUnaligned) {
   check_every_case<float>();
 }
 
+// Up to seq 1024 Hopper's kernel runs persistent: with more row blocks than SMs each block walks
+// several, in rounds that alternate direction (causal and not, ragged last row block, grouped heads).
+TEST(LibraryAttention, ShortSequencesWithMoreRowBlocksThanSms) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  for (const Case& c : {Case{{3, 12, 4, 700, 64}, true, 0, 0.0f}, Case{{3, 12, 4, 700, 64}, false, 0, 0.0f},
+                        Case{{3, 12, 4, 520, 128}, true, 0, 0.0f}, Case{{2, 12, 4, 1024, 128}, false, 0, 0.0f}}) {
+    check_case<__nv_bfloat16>(c, harness::Distribution::normal);
+    check_case<__half>(c, harness::Distribution::uniform);
+  }
+}
+
 TEST(LibraryAttention, EmptyShapesDoNothing) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   DeviceBuffer<__nv_bfloat16> x(8);
@@ -293,11 +304,15 @@ void check_every_backward_case() {
 
 // dQ in a fixed order (options.deterministic): against the reference as every case, and the same bits
 // in three runs, on Hopper's kernel (head_dim 64 and 128, causal, grouped heads, a window, a
-// sequence of one tile and a ragged one) and the CUDA-core fallback (fp32).
+// sequence of one tile and a ragged one; without a mask, the key blocks' staggered walks, with as
+// many query tiles as key blocks at head_dim 64 and twice as many at 128) and the CUDA-core
+// fallback (fp32).
 TEST(LibraryAttentionBackward, DeterministicGivesTheSameBitsEveryRun) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   if (device_info().compute_capability() != 90) GTEST_SKIP() << "the deterministic tensor-core backward is Hopper's";
-  for (const Case& c : {kCases[1], kCases[2], kCases[3], kCases[4], kCases[8], kCases[9], kCases[10]}) {
+  const Case staggered{{1, 4, 2, 1100, 128}, false, 0, 0.0f};
+  for (const Case& c :
+       {kCases[1], kCases[2], kCases[3], kCases[4], kCases[7], kCases[8], kCases[9], kCases[10], staggered}) {
     check_backward_case<__nv_bfloat16>(c, harness::Distribution::normal, true, true);
     check_backward_case<__half>(c, harness::Distribution::uniform, false, true);
   }

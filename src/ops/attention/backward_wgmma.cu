@@ -135,6 +135,9 @@ struct BackwardParams {
   // tiles, zeroed, of the key blocks that have added theirs; query_tiles a (batch, head).
   unsigned* dq_order;
   int query_tiles;
+  // Deterministic with every block seeing every tile: key block n starts its walk at tile
+  // n dq_stagger (the kernel's comment on dQ's order); 0: at the first.
+  int dq_stagger;
 };
 
 // kVarlen: a variable-length batch (blockIdx.z the sequence, positions aligned at its end).
@@ -207,7 +210,13 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
 
   const auto head_of = [&](int step) { return kv_head * group + step / tiles_per_head; };
   const auto matrix_of = [&](int step) { return out_batch * p.heads + head_of(step); };
-  const auto row_of = [&](int step) { return (first_tile + step % tiles_per_head) * L::kBlockM; };
+  // Staggered, key block n starts at tile n dq_stagger and wraps round.
+  const int rotation = key_block * p.dq_stagger;
+  const auto tile_of = [&](int step) {
+    const int tile = step % tiles_per_head + rotation;
+    return tile < tiles_per_head ? tile : tile - tiles_per_head;
+  };
+  const auto row_of = [&](int step) { return (first_tile + tile_of(step)) * L::kBlockM; };
 
   // A slot's full barrier completes on warp 0's TMA bytes (lane 0's expect_tx) and its 32 lanes'
   // statistics copies; its empty barrier on an arrival of every consumer thread, each after its own
@@ -292,21 +301,40 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       const int dim0 = kHeadDim == 128 ? 64 * consumer : 0, row0 = kHeadDim == 128 ? 0 : 64 * consumer;
       named_barrier_arrive(kDqEmpty + consumer, kDqHandOverThreads);
       for (int step = 0; step < steps; ++step) {
+        // Deterministic: the key blocks that see a tile add their parts one at a time in a fixed
+        // order, each once the counter shows those before it. Under a mask, from the last key block
+        // down: the order they reach the tile in, each walking its tiles from its diagonal up (in
+        // key order a causal call took 1.43x the default order's time, in this order 1.07x;
+        // measured). Key blocks past `last` do not see the tile; those up to it all do, and start
+        // earlier (the deterministic launch's order), so the wait always ends. Without a mask
+        // every block would reach a tile at the same step and wait for all the others there;
+        // staggered, they reach it in turn, and the order is that of their arrival: a block's turn
+        // is the count of blocks that reach the tile at an earlier step of their walks. A block
+        // late in its walk may wait for one that starts after it, so the host staggers only when a
+        // (kv head, batch)'s blocks all fit on the GPU at once.
+        unsigned turn = 0;
+        if (p.dq_stagger > 0) {
+          const int tile = tile_of(step), arrival = step % tiles_per_head;
+          int earlier = 0;
+          for (int other = lane; other < static_cast<int>(blocks); other += 32) {
+            int at = tile - other * p.dq_stagger;
+            if (at < 0) at += tiles_per_head;
+            earlier += at < arrival;
+          }
+          turn = static_cast<unsigned>(__reduce_add_sync(0xffffffffu, static_cast<unsigned>(earlier)));
+        }
         named_barrier_sync(kDqFull + consumer, kDqHandOverThreads);
         if (lane == 0) {
           const int z = matrix_of(step), q0 = row_of(step);
-          // Deterministic: the key blocks that see this tile add their parts from the last one
-          // down, each once the one after it has finished (the sums' order fixed). That is the
-          // order they reach the tile in under a causal mask, each walking its tiles from its
-          // diagonal up (in key order a causal call took 1.43x the default order's time, in this
-          // order 1.07x; measured). Key
-          // blocks past `last` do not see the tile; those up to it all do, and start earlier (the
-          // deterministic launch's order), so the wait always ends.
           unsigned* order = nullptr;
           if (p.dq_order != nullptr) {
             order = p.dq_order + (static_cast<std::int64_t>(z) * p.query_tiles + q0 / L::kBlockM) * 2 + consumer;
-            const auto last = static_cast<unsigned>((p.window.key_end(q0 + L::kBlockM - 1, queries) - 1) / L::kBlockN);
-            while (read_flag(order) != last - static_cast<unsigned>(key_block)) __nanosleep(32);
+            if (p.dq_stagger == 0) {
+              const auto last =
+                  static_cast<unsigned>((p.window.key_end(q0 + L::kBlockM - 1, queries) - 1) / L::kBlockN);
+              turn = last - static_cast<unsigned>(key_block);
+            }
+            while (read_flag(order) != turn) __nanosleep(32);
           }
 #pragma unroll
           for (int b = 0; b < 2; ++b)
@@ -506,11 +534,14 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
 #endif
 }
 
-// The block order's chunk (the kernel's comment): every pair with grouped heads; else, under a
-// causal mask, the pairs of about two waves of blocks, and one pair without one.
+// The block order's chunk (the kernel's comment): one pair when dQ's order is staggered (a pair's
+// blocks wait for each other); else every pair with grouped heads; else, under a causal mask, the
+// pairs of about two waves of blocks, and one pair without one.
 template <typename T>
-std::int64_t chunk_pairs(const AttentionBackwardArgs<T>& args, std::int64_t batches, std::int64_t key_blocks) {
+std::int64_t chunk_pairs(const AttentionBackwardArgs<T>& args, std::int64_t batches, std::int64_t key_blocks,
+                         int dq_stagger) {
   const std::int64_t pairs = args.kv_heads * batches;
+  if (dq_stagger > 0) return 1;
   if (args.heads != args.kv_heads) return pairs;
   if (!args.causal) return 1;
   return std::clamp<std::int64_t>(ceil_div<std::int64_t>(2 * current_gpu().sm_count, key_blocks), 1, pairs);
@@ -532,6 +563,12 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
                                       args.window_left, args.window_right);
   const std::int64_t key_blocks = ceil_div<std::int64_t>(kVarlen ? varlen.max_seqlen_k : args.seq, L::kBlockN);
   const std::int64_t batches = kVarlen ? varlen.sequences : args.batch;
+  const std::int64_t query_tiles = ceil_div<std::int64_t>(args.seq, L::kBlockM);
+  // Staggered dQ order: deterministic, every block seeing every query tile, and a pair's key blocks
+  // (which wait for each other) all on the GPU at once, one block an SM. The starts spread evenly.
+  const bool staggered = dq_order != nullptr && !kVarlen && !args.causal && !window_binds(args) &&
+                         key_blocks <= current_gpu().sm_count && key_blocks <= query_tiles;
+  const int dq_stagger = staggered ? static_cast<int>(query_tiles / key_blocks) : 0;
   // dQ's fp32 accumulator is dense whatever dQ's layout: {column, row, matrix}.
   const CUtensorMap dq_map = make_tensor_map(dq_accumulator, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kDqRows);
   const BackwardParams params{args.lse,
@@ -543,12 +580,13 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
                               static_cast<int>(args.kv_heads),
                               args.scale,
                               {static_cast<int>(window.left), static_cast<int>(window.right)},
-                              chunk_pairs(args, batches, key_blocks),
+                              chunk_pairs(args, batches, key_blocks, dq_stagger),
                               varlen.cu_seqlens_q,
                               varlen.cu_seqlens_k,
                               keys,
                               dq_order,
-                              static_cast<int>(ceil_div<std::int64_t>(args.seq, L::kBlockM))};
+                              static_cast<int>(query_tiles),
+                              dq_stagger};
   auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim, kVarlen>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(key_blocks), static_cast<unsigned>(args.kv_heads),

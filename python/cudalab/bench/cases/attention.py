@@ -289,8 +289,8 @@ def attention_backward_case(dtype, batch, heads, seq, head_dim, causal):
     variants.append(
         Variant(
             "cudalab_deterministic",
-            "the same under torch.use_deterministic_algorithms(True): dQ's parts added in key order, each key "
-            "block after the one before",
+            "the same under torch.use_deterministic_algorithms(True): dQ's parts added one key block at a time "
+            "in a fixed order (without a mask, the order the key blocks' staggered walks reach each tile in)",
             under_deterministic_algorithms(
                 backward(lambda q, k, v: ops.attention(q, k, v, causal=causal)[0], ["q", "k", "v"])
             ),
