@@ -141,7 +141,9 @@ struct BackwardParams {
 };
 
 // kVarlen: a variable-length batch (blockIdx.z the sequence, positions aligned at its end).
-template <typename T, int kHeadDim, bool kVarlen>
+// kDeterministic: dQ added in a fixed order (p.dq_order); an instance of its own, so that the default
+// one carries none of its code.
+template <typename T, int kHeadDim, bool kVarlen, bool kDeterministic>
 __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     attention_backward_wgmma_kernel(const __grid_constant__ CUtensorMap q_map,
                                     const __grid_constant__ CUtensorMap k_map,
@@ -175,7 +177,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   const std::int64_t width = p.chunk_pairs < pairs - first_pair ? p.chunk_pairs : pairs - first_pair;
   const std::int64_t in_chunk = linear - first_pair * blocks;
   const std::int64_t pair = first_pair + in_chunk % width;
-  const int key_block = static_cast<int>(p.dq_order != nullptr ? blocks - 1 - in_chunk / width : in_chunk / width);
+  const int key_block = static_cast<int>(kDeterministic ? blocks - 1 - in_chunk / width : in_chunk / width);
   const int kv_head = static_cast<int>(pair % gridDim.y), batch = static_cast<int>(pair / gridDim.y);
   const int key0 = key_block * L::kBlockN;
   const int group = p.heads / p.kv_heads;
@@ -211,7 +213,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   const auto head_of = [&](int step) { return kv_head * group + step / tiles_per_head; };
   const auto matrix_of = [&](int step) { return out_batch * p.heads + head_of(step); };
   // Staggered, key block n starts at tile n dq_stagger and wraps round.
-  const int rotation = key_block * p.dq_stagger;
+  const int rotation = kDeterministic ? key_block * p.dq_stagger : 0;
   const auto tile_of = [&](int step) {
     const int tile = step % tiles_per_head + rotation;
     return tile < tiles_per_head ? tile : tile - tiles_per_head;
@@ -313,7 +315,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
         // late in its walk may wait for one that starts after it, so the host staggers only when a
         // (kv head, batch)'s blocks all fit on the GPU at once.
         unsigned turn = 0;
-        if (p.dq_stagger > 0) {
+        if (kDeterministic && p.dq_stagger > 0) {
           const int tile = tile_of(step), arrival = step % tiles_per_head;
           int earlier = 0;
           for (int other = lane; other < static_cast<int>(blocks); other += 32) {
@@ -326,8 +328,8 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
         named_barrier_sync(kDqFull + consumer, kDqHandOverThreads);
         if (lane == 0) {
           const int z = matrix_of(step), q0 = row_of(step);
-          unsigned* order = nullptr;
-          if (p.dq_order != nullptr) {
+          [[maybe_unused]] unsigned* order = nullptr;
+          if constexpr (kDeterministic) {
             order = p.dq_order + (static_cast<std::int64_t>(z) * p.query_tiles + q0 / L::kBlockM) * 2 + consumer;
             if (p.dq_stagger == 0) {
               const auto last =
@@ -340,7 +342,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
           for (int b = 0; b < 2; ++b)
             tma_reduce_add(&dq_map, dq_tile + b * L::kDqBoxBytes, dim0 + 32 * b, q_begin + q0 + row0, z);
           bulk_commit();
-          if (order != nullptr) {
+          if constexpr (kDeterministic) {
             bulk_wait_all();  // the additions done, not only read from shared memory
             raise_flag(order);
           } else {
@@ -547,7 +549,7 @@ std::int64_t chunk_pairs(const AttentionBackwardArgs<T>& args, std::int64_t batc
   return std::clamp<std::int64_t>(ceil_div<std::int64_t>(2 * current_gpu().sm_count, key_blocks), 1, pairs);
 }
 
-template <typename T, int kHeadDim, bool kVarlen>
+template <typename T, int kHeadDim, bool kVarlen, bool kDeterministic>
 void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, float* dq_accumulator,
                            unsigned* dq_order, cudaStream_t stream) {
   using L = BackwardLayout<kHeadDim>;
@@ -566,7 +568,7 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
   const std::int64_t query_tiles = ceil_div<std::int64_t>(args.seq, L::kBlockM);
   // Staggered dQ order: deterministic, every block seeing every query tile, and a pair's key blocks
   // (which wait for each other) all on the GPU at once, one block an SM. The starts spread evenly.
-  const bool staggered = dq_order != nullptr && !kVarlen && !args.causal && !window_binds(args) &&
+  const bool staggered = kDeterministic && !kVarlen && !args.causal && !window_binds(args) &&
                          key_blocks <= current_gpu().sm_count && key_blocks <= query_tiles;
   const int dq_stagger = staggered ? static_cast<int>(query_tiles / key_blocks) : 0;
   // dQ's fp32 accumulator is dense whatever dQ's layout: {column, row, matrix}.
@@ -587,7 +589,7 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
                               dq_order,
                               static_cast<int>(query_tiles),
                               dq_stagger};
-  auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim, kVarlen>;
+  auto* kernel = attention_backward_wgmma_kernel<T, kHeadDim, kVarlen, kDeterministic>;
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(key_blocks), static_cast<unsigned>(args.kv_heads),
                   static_cast<unsigned>(batches));
@@ -607,27 +609,28 @@ std::string wgmma_backward_limits(const AttentionShape& shape) {
 
 template <typename T>
 void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
-  fused_backward::run("attention backward wgmma",
-                      wgmma_backward_limits(shape_of(args, current_gpu().compute_capability)), args, stream,
-                      [&](float* delta, float* dq_accumulator, unsigned* dq_order) {
+  fused_backward::run(
+      "attention backward wgmma", wgmma_backward_limits(shape_of(args, current_gpu().compute_capability)), args, stream,
+      [&](float* delta, float* dq_accumulator, unsigned* dq_order) {
 #if CUDALAB_SM90A
-                        if (args.varlen.on() && (args.varlen.sequences == 0 || args.varlen.max_seqlen_k == 0)) return;
-                        const auto launch = [&](auto head_dim, auto varlen) {
-                          launch_backward_wgmma<T, decltype(head_dim)::value, decltype(varlen)::value>(
-                              args, delta, dq_accumulator, dq_order, stream);
-                        };
-                        if (args.head_dim == 64) {
-                          if (args.varlen.on()) return launch(std::integral_constant<int, 64>{}, std::true_type{});
-                          return launch(std::integral_constant<int, 64>{}, std::false_type{});
-                        }
-                        if (args.varlen.on()) return launch(std::integral_constant<int, 128>{}, std::true_type{});
-                        launch(std::integral_constant<int, 128>{}, std::false_type{});
+        if (args.varlen.on() && (args.varlen.sequences == 0 || args.varlen.max_seqlen_k == 0)) return;
+        // A variable-length batch is never deterministic (attention.cu refuses it).
+        const auto launch = [&](auto head_dim) {
+          constexpr int kHeadDim = decltype(head_dim)::value;
+          if (args.varlen.on())
+            return launch_backward_wgmma<T, kHeadDim, true, false>(args, delta, dq_accumulator, dq_order, stream);
+          if (dq_order != nullptr)
+            return launch_backward_wgmma<T, kHeadDim, false, true>(args, delta, dq_accumulator, dq_order, stream);
+          launch_backward_wgmma<T, kHeadDim, false, false>(args, delta, dq_accumulator, dq_order, stream);
+        };
+        if (args.head_dim == 64) return launch(std::integral_constant<int, 64>{});
+        launch(std::integral_constant<int, 128>{});
 #else
-                        (void)delta;  // not reached: the limits say the rung was not built
-                        (void)dq_accumulator;
-                        (void)dq_order;
+        (void)delta;  // not reached: the limits say the rung was not built
+        (void)dq_accumulator;
+        (void)dq_order;
 #endif
-                      });
+      });
 }
 
 template void wgmma_backward<__nv_bfloat16>(const AttentionBackwardArgs<__nv_bfloat16>&, cudaStream_t);
