@@ -215,8 +215,9 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   // Staggered, key block n starts at tile n dq_stagger and wraps round.
   const int rotation = kDeterministic ? key_block * p.dq_stagger : 0;
   const auto tile_of = [&](int step) {
-    const int tile = step % tiles_per_head + rotation;
-    return tile < tiles_per_head ? tile : tile - tiles_per_head;
+    const int tile = step % tiles_per_head;
+    if constexpr (!kDeterministic) return tile;
+    return tile + rotation < tiles_per_head ? tile + rotation : tile + rotation - tiles_per_head;
   };
   const auto row_of = [&](int step) { return (first_tile + tile_of(step)) * L::kBlockM; };
 
