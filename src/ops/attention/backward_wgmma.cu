@@ -303,6 +303,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       // Head_dim 128: the consumer's 64 dimensions of the tile's rows; 64: every dimension of its 64 rows.
       const int dim0 = kHeadDim == 128 ? 64 * consumer : 0, row0 = kHeadDim == 128 ? 0 : 64 * consumer;
       named_barrier_arrive(kDqEmpty + consumer, kDqHandOverThreads);
+#pragma unroll 1
       for (int step = 0; step < steps; ++step) {
         // Deterministic: the key blocks that see a tile add their parts one at a time in a fixed
         // order, each once the counter shows those before it. Under a mask, from the last key block

@@ -43,8 +43,9 @@
 namespace cudalab::attention_variants {
 
 constexpr int kWgmmaBlockM = 128;  // query rows per block: 64 per consumer warpgroup
-// Row blocks a (batch, head) up to which wgmma_pingpong runs persistent (seq <= 1024).
-constexpr int kPersistentRowBlocks = 8;
+// Row blocks a (batch, head) up to which wgmma_pingpong runs persistent (seq <= 2048), and twice
+// as many causal or at head_dim 64 (the launcher's comment).
+constexpr int kPersistentRowBlocks = 16;
 
 #if CUDALAB_SM90A
 namespace wgmma_detail {
@@ -502,11 +503,14 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
                                     varlen.cu_seqlens_k,
                                     keys};
   if constexpr (kPingPong && !kWindowed && !kVarlen) {
-    // Short sequences take the persistent form: at seq 512-1024 0.78-0.93x the time of a block a
-    // row block (the form's trials, H200); from 2048 up a block's own loads weigh little.
+    // Short sequences take the persistent form. Against a block a row block (H200, bf16): 0.78-0.95x
+    // the time at seq 512-1024, 0.88-0.99x at 2048; at 4096 0.92-0.97x causal or at head_dim 64, but
+    // 1.004x at head_dim 128 without a mask, which keeps a block a row block from there up.
     const std::int64_t row_blocks = ceil_div<std::int64_t>(args.seq, kWgmmaBlockM);
     const std::int64_t total = row_blocks * args.batch * args.heads;
-    if (row_blocks <= kPersistentRowBlocks && total <= std::numeric_limits<int>::max()) {
+    const bool short_rows = row_blocks <= kPersistentRowBlocks ||
+                            (row_blocks <= 2 * kPersistentRowBlocks && (args.causal || kHeadDim == 64));
+    if (short_rows && total <= std::numeric_limits<int>::max()) {
       auto* kernel = attention_wgmma_persistent_kernel<T, kHeadDim, kPingPong>;
       set_shared_memory(kernel, L::kSharedBytes);
       const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(total, current_gpu().sm_count));

@@ -3,9 +3,9 @@
 // softmax at the same time, so the tensor cores idle while both compute exponentials; two named
 // barriers make them issue their GEMMs in turn, one warpgroup's softmax running under the other's
 // GEMMs. Costs: a barrier wait and an arrival per key tile in each warpgroup, and a warpgroup that
-// is ready early waits for its turn. Up to seq 1024 (8 row blocks a head) the blocks are also
-// persistent (FlashAttention-3's scheduler, in a static order): one a SM, each loading its next
-// row block's Q and K while its consumers finish the last.
+// is ready early waits for its turn. Up to seq 2048 (4096 causal or at head_dim 64) the blocks
+// are also persistent (FlashAttention-3's scheduler, in a static order): one an SM, each loading
+// its next row block's Q and K while its consumers finish the last.
 #include "ops/attention/wgmma_kernel.cuh"
 
 namespace cudalab::attention_variants {
