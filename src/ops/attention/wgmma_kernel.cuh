@@ -423,17 +423,23 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
         p.causal ? min(p.seq, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : p.seq, L::kBlockN));
     return BlockRows{q0, 0, tiles, p.seq, p.seq, 0};
   };
+  // visit(round, block, zq) for each row block this block takes, in order.
+  const auto for_each_row_block = [&](auto&& visit) {
+    for (int round = 0;; ++round) {
+      const int index = row_block_of(round);
+      if (index >= row_blocks_total) return;
+      int zq = 0;
+      const BlockRows block = block_of(index, zq);
+      visit(round, block, zq);
+    }
+  };
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
 
   if (warpgroup == 0) {
     setmaxnreg_dec<24>();
     if (threadIdx.x == 0) {
       RingPosition<L::kStages> k_at, v_at;
-      for (int round = 0;; ++round) {
-        const int index = row_block_of(round);
-        if (index >= row_blocks_total) break;
-        int zq = 0;
-        const BlockRows block = block_of(index, zq);
+      for_each_row_block([&](int round, const BlockRows& block, int zq) {
         const int head = zq % p.heads, batch = zq / p.heads;
         if (round > 0) mbarrier_wait(q_empty, (round - 1) & 1);
         mbarrier_arrive_expect_tx(q_full, L::kConsumers * L::kQConsumerBytes);
@@ -445,7 +451,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
                      kBlockK * b, block.q0 + 64 * c, head, batch);
         load_block_kv<L>(k_pipeline, v_pipeline, k_at, v_at, &k_map, &v_map, 0, 0, block.tiles, head / p.kv_group,
                          batch);
-      }
+      });
     }
     return;
   }
@@ -459,11 +465,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   RingPosition<L::kStages> k_ring, v_ring;
   const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
-  for (int round = 0;; ++round) {
-    const int index = row_block_of(round);
-    if (index >= row_blocks_total) break;
-    int zq = 0;
-    const BlockRows block = block_of(index, zq);
+  for_each_row_block([&](int round, const BlockRows& block, int zq) {
     const int head = zq % p.heads, batch = zq / p.heads;
     consume_block<T, kHeadDim, kPingPong, false, false>(
         p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, static_cast<std::uint32_t>(round & 1), consumer,
@@ -473,7 +475,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
           if (leader) mbarrier_arrive(q_empty);
         },
         [] {});
-  }
+  });
   if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
