@@ -131,6 +131,20 @@ __device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 2], const std
   wgmma_commit();
 }
 
+// Producer thread: the Q rows of a block, both consumers' 64 from query row q_row, on the q_full
+// barrier.
+template <typename L>
+__device__ __forceinline__ void load_block_q(std::uint32_t q_tiles, const CUtensorMap* q_map, std::uint32_t q_full,
+                                             int q_row, int head, int tma_batch) {
+  mbarrier_arrive_expect_tx(q_full, L::kConsumers * L::kQConsumerBytes);
+#pragma unroll
+  for (int c = 0; c < L::kConsumers; ++c)
+#pragma unroll
+    for (int b = 0; b < L::kBoxes; ++b)
+      tma_load(q_tiles + c * L::kQConsumerBytes + b * L::kQBoxBytes, q_map, q_full, kBlockK * b, q_row + 64 * c, head,
+               tma_batch);
+}
+
 // Producer thread: the K and V tiles of one block of rows, in the order the consumers use them: K
 // of the last tile, then K of each next tile before V of the one before it; V of the first tile last.
 template <typename L>
@@ -348,13 +362,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   if (warpgroup == 0) {
     setmaxnreg_dec<24>();
     if (threadIdx.x == 0) {
-      mbarrier_arrive_expect_tx(q_full, L::kConsumers * L::kQConsumerBytes);
-#pragma unroll
-      for (int c = 0; c < L::kConsumers; ++c)
-#pragma unroll
-        for (int b = 0; b < L::kBoxes; ++b)
-          tma_load(base + offsetof(Storage, q) + c * L::kQConsumerBytes + b * L::kQBoxBytes, &q_map, q_full,
-                   kBlockK * b, static_cast<int>(q_begin) + q0 + 64 * c, head, tma_batch);
+      load_block_q<L>(base + offsetof(Storage, q), &q_map, q_full, static_cast<int>(q_begin) + q0, head, tma_batch);
       RingPosition<L::kStages> k_at, v_at;
       load_block_kv<L>(k_pipeline, v_pipeline, k_at, v_at, &k_map, &v_map, static_cast<int>(k_begin), first_tile, tiles,
                        kv_head, tma_batch);
@@ -442,13 +450,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
       for_each_row_block([&](int round, const BlockRows& block, int zq) {
         const int head = zq % p.heads, batch = zq / p.heads;
         if (round > 0) mbarrier_wait(q_empty, (round - 1) & 1);
-        mbarrier_arrive_expect_tx(q_full, L::kConsumers * L::kQConsumerBytes);
-#pragma unroll
-        for (int c = 0; c < L::kConsumers; ++c)
-#pragma unroll
-          for (int b = 0; b < L::kBoxes; ++b)
-            tma_load(base + offsetof(Storage, q) + c * L::kQConsumerBytes + b * L::kQBoxBytes, &q_map, q_full,
-                     kBlockK * b, block.q0 + 64 * c, head, batch);
+        load_block_q<L>(base + offsetof(Storage, q), &q_map, q_full, block.q0, head, batch);
         load_block_kv<L>(k_pipeline, v_pipeline, k_at, v_at, &k_map, &v_map, 0, 0, block.tiles, head / p.kv_group,
                          batch);
       });
