@@ -126,13 +126,14 @@ __device__ __forceinline__ void pack_fragment(Packed& packed, const Fragment& c)
 }
 
 // The thread's two rows of O (row_g and row_g + 8 of the matrix whose rows start at row_base)
-// divided by their sums and stored as T, with each row's log-sum-exp (natural log) for the backward;
-// rows past the sequence are left alone. kRowsMayBeEmpty: a row may have seen no key (sum 0), and
-// gets O = 0 and L = -inf.
-template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, typename Fragment>
-__device__ __forceinline__ void store_output_rows(const Fragment& o, const SoftmaxRows& rows, T* o_rows,
-                                                  std::int64_t row_stride, float* lse_rows, std::int64_t row_g,
-                                                  std::int64_t seq, float scale, int lane) {
+// divided by their sums, each pair as T handed to write_pair(r, i, pair) (row row_g + 8 r, columns
+// 8 i + 2 (lane % 4) and + 1), with each row's log-sum-exp (natural log) for the backward; rows
+// past the sequence are left alone. kRowsMayBeEmpty: a row may have seen no key (sum 0), and gets
+// O = 0 and L = -inf.
+template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, typename Fragment, typename WritePair>
+__device__ __forceinline__ void normalize_output_rows(const Fragment& o, const SoftmaxRows& rows, float* lse_rows,
+                                                      std::int64_t row_g, std::int64_t seq, float scale, int lane,
+                                                      WritePair write_pair) {
   static_assert(2 * kFragmentRegisters<Fragment> == kHeadDim, "a thread holds 2 x head_dim / 4 of O");
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -142,13 +143,24 @@ __device__ __forceinline__ void store_output_rows(const Fragment& o, const Softm
     const std::int64_t row = row_g + 8 * r;
     if (row >= seq) continue;
     const float inverse = kRowsMayBeEmpty && sum == 0.0f ? 0.0f : 1.0f / sum;
-    T* out = o_rows + row * row_stride + 2 * (lane % 4);
 #pragma unroll
     for (int i = 0; i < kHeadDim / 8; ++i)
-      *reinterpret_cast<std::uint32_t*>(out + 8 * i) = pack_pair<T>(fragment_register(o, 4 * i + 2 * r) * inverse,
-                                                                    fragment_register(o, 4 * i + 2 * r + 1) * inverse);
+      write_pair(r, i,
+                 pack_pair<T>(fragment_register(o, 4 * i + 2 * r) * inverse,
+                              fragment_register(o, 4 * i + 2 * r + 1) * inverse));
     if (lane % 4 == 0) lse_rows[row] = rows.max[r] * scale + logf(sum);
   }
+}
+
+// As normalize_output_rows, O's pairs stored straight to its rows at `o_rows` (row_stride apart).
+template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, typename Fragment>
+__device__ __forceinline__ void store_output_rows(const Fragment& o, const SoftmaxRows& rows, T* o_rows,
+                                                  std::int64_t row_stride, float* lse_rows, std::int64_t row_g,
+                                                  std::int64_t seq, float scale, int lane) {
+  normalize_output_rows<T, kHeadDim, kRowsMayBeEmpty>(
+      o, rows, lse_rows, row_g, seq, scale, lane, [&](int r, int i, std::uint32_t pair) {
+        *reinterpret_cast<std::uint32_t*>(o_rows + (row_g + 8 * r) * row_stride + 2 * (lane % 4) + 8 * i) = pair;
+      });
 }
 
 // A tile's per-query values (L c or D) at the columns of a thread's accumulator fragment: value(i,

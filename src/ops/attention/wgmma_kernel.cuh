@@ -18,7 +18,8 @@
 // the tensor cores; and at short sequences a persistent form of the same consumers (one block an
 // SM walking row blocks, the next Q and K loaded while the last P V runs).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
-// 128 x head_dim each: 160 KiB at head_dim 128, 80 KiB at 64. O is written from registers.
+// 128 x head_dim each: 160 KiB at head_dim 128, 80 KiB at 64. O is written from registers, or in the
+// persistent form through a staging tile of 128 x head_dim (32 or 16 KiB more) by TMA stores.
 #pragma once
 
 #include <algorithm>
@@ -71,13 +72,20 @@ struct Layout {
     PipelineBarriers<kStages> k_barriers, v_barriers;
     std::uint64_t q_empty;  // the persistent form's: both consumers done with Q
   };
+  // The persistent form's: each consumer's 64 rows of O, staged for TMA stores.
+  struct PersistentStorage {
+    Storage shared;
+    alignas(1024) std::uint8_t o[kConsumers][kQConsumerBytes];
+  };
   static constexpr int kSharedBytes = shared_storage_bytes<Storage>();
+  static constexpr int kPersistentSharedBytes = shared_storage_bytes<PersistentStorage>();
   using KvPipeline = TmaPipeline<kStages, kKvTileBytes>;
 };
 
 // The consumers' named barriers (0 is __syncthreads): with kPingPong, consumer c waits on
-// kTurnBarrier + c for its turn at the tensor cores.
-enum NamedBarrier : int { kTurnBarrier = 1 };
+// kTurnBarrier + c for its turn at the tensor cores; in the persistent form its warpgroup meets at
+// kStoreBarrier + c around its staging of O.
+enum NamedBarrier : int { kTurnBarrier = 1, kStoreBarrier = 3 };
 
 struct WgmmaAttentionParams {
   float* lse;
@@ -172,18 +180,18 @@ struct BlockRows {
 };
 
 // One consumer's 64 rows of a block: the first tile's scores, mask and softmax; then each next
-// tile's scores issued with P V of the tile before; the last P V; O and L stored at o_rows() and
-// lse_rows() (the block's (batch, head) rows). q_read() runs
+// tile's scores issued with P V of the tile before; the last P V; O and L handed to
+// store_rows(o, rows, row0, lane) (the thread's accumulators, row sums, first row and lane). q_read() runs
 // once the block's last scores are done (Q no longer read), computed() once the last P V is.
 // With kPingPong the turns are taken here (with kTurnsAtEnds for the first scores and the last
 // P V too); the first arrival and the last wait that balance them are the caller's.
-template <typename T, int kHeadDim, bool kPingPong, bool kWindowed, bool kVarlen, bool kTurnsAtEnds, typename ORows,
-          typename LseRows, typename QRead, typename Computed>
+template <typename T, int kHeadDim, bool kPingPong, bool kWindowed, bool kVarlen, bool kTurnsAtEnds, typename StoreRows,
+          typename QRead, typename Computed>
 __device__ __forceinline__ void consume_block(
     const WgmmaAttentionParams& p, const typename Layout<kHeadDim>::KvPipeline& k_pipeline,
     const typename Layout<kHeadDim>::KvPipeline& v_pipeline, RingPosition<Layout<kHeadDim>::kStages>& k_ring,
     RingPosition<Layout<kHeadDim>::kStages>& v_ring, std::uint32_t q_tile, std::uint32_t q_full, std::uint32_t q_phase,
-    int consumer, const BlockRows& block, ORows o_rows, LseRows lse_rows, QRead q_read, Computed computed) {
+    int consumer, const BlockRows& block, StoreRows store_rows, QRead q_read, Computed computed) {
   using L = Layout<kHeadDim>;
   constexpr int kBlockN = L::kBlockN;
   const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
@@ -283,9 +291,7 @@ __device__ __forceinline__ void consume_block(
   release(v_pipeline, v_ring);
   v_ring.advance();
   computed();
-  // Normalize and store rows inside the sequence: the thread's pairs at columns 8i + 2(lane % 4).
-  // With kVarlen a row may have seen no key.
-  store_output_rows<T, kHeadDim, kVarlen>(o, rows, o_rows(), p.o.row, lse_rows(), row0, block.queries, p.scale, lane);
+  store_rows(o, rows, row0, lane);
 }
 
 // A block of 128 query rows of one (batch, head) (blockIdx.y, blockIdx.z), blockIdx.x the row block.
@@ -387,7 +393,12 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
   consume_block<T, kHeadDim, kPingPong, kWindowed, kVarlen, false>(
       p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, 0, consumer,
-      BlockRows{q0, first_tile, tiles, queries, keys, shift}, o_rows, lse_rows, [] {},
+      BlockRows{q0, first_tile, tiles, queries, keys, shift},
+      [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
+        // With kVarlen a row may have seen no key.
+        store_output_rows<T, kHeadDim, kVarlen>(o, rows, o_rows(), p.o.row, lse_rows(), row0, queries, p.scale, lane);
+      },
+      [] {},
       [&] {
         if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
       });
@@ -408,8 +419,9 @@ template <typename T, int kHeadDim, bool kPingPong>
 __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap q_map,
                                       const __grid_constant__ CUtensorMap k_map,
-                                      const __grid_constant__ CUtensorMap v_map, T* __restrict__ o_out,
-                                      const WgmmaAttentionParams p, int row_blocks, int row_blocks_total) {
+                                      const __grid_constant__ CUtensorMap v_map,
+                                      const __grid_constant__ CUtensorMap o_map, const WgmmaAttentionParams p,
+                                      int row_blocks, int row_blocks_total) {
 #if CUDALAB_SM90A_DEVICE
   using L = Layout<kHeadDim>;
   extern __shared__ std::uint8_t dynamic_shared[];
@@ -473,19 +485,44 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const std::uint32_t q_tile = base + offsetof(Storage, q) + consumer * L::kQConsumerBytes;
   RingPosition<L::kStages> k_ring, v_ring;
   const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
+  // O leaves through shared memory by TMA, so that its stores run on while the consumer starts the
+  // next row block: the rows normalized into the staging (128-byte swizzled boxes of 64 dimensions)
+  // once the last row block's stores have read it (issued a row block ago), then one store a box.
+  // TMA leaves out the rows past the sequence.
+  const std::uint32_t o_staging = base + offsetof(typename L::PersistentStorage, o) + consumer * L::kQConsumerBytes;
+  const int store_barrier = kStoreBarrier + consumer;
+  const int t = static_cast<int>(threadIdx.x) % 128;
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
   for_each_row_block([&](int round, const BlockRows& block, int zq) {
     const int head = zq % p.heads, batch = zq / p.heads;
     consume_block<T, kHeadDim, kPingPong, false, false, kPingPong>(
         p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, static_cast<std::uint32_t>(round & 1), consumer,
-        block, [&] { return o_out + batch * p.o.batch + head * p.o.head; },
-        [&] { return p.lse + static_cast<std::int64_t>(zq) * p.seq; },
+        block,
+        [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
+          if (leader) bulk_wait_read<0>();
+          named_barrier_sync(store_barrier, 128);
+          normalize_output_rows<T, kHeadDim>(
+              o, rows, p.lse + static_cast<std::int64_t>(zq) * p.seq, row0, p.seq, p.scale, lane,
+              [&](int r, int i, std::uint32_t pair) {
+                const int row = 16 * (t / 32) + lane / 4 + 8 * r;  // of the consumer's 64
+                store_shared(swizzled_pair_address(o_staging + (i / 8) * L::kQBoxBytes, row, i % 8, lane % 4), pair);
+              });
+          fence_async_shared();
+          named_barrier_sync(store_barrier, 128);
+          if (leader) {
+#pragma unroll
+            for (int b = 0; b < L::kBoxes; ++b)
+              tma_store(&o_map, o_staging + b * L::kQBoxBytes, kBlockK * b, block.q0 + 64 * consumer, head, batch);
+            bulk_commit();
+          }
+        },
         [&] {
           if (leader) mbarrier_arrive(q_empty);
         },
         [] {});
   });
   if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
+  if (leader) bulk_wait_all();
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
@@ -523,10 +560,11 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
                             (row_blocks <= 2 * kPersistentRowBlocks && (args.causal || kHeadDim == 64));
     if (short_rows && total <= std::numeric_limits<int>::max()) {
       auto* kernel = attention_wgmma_persistent_kernel<T, kHeadDim, kPingPong>;
-      set_shared_memory(kernel, L::kSharedBytes);
+      set_shared_memory(kernel, L::kPersistentSharedBytes);
       const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(total, current_gpu().sm_count));
-      kernel<<<blocks, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, args.o, params,
-                                                               static_cast<int>(row_blocks), static_cast<int>(total));
+      const CUtensorMap o_map = head_tensor_map(args.o, args.layout.o, args, args.heads, args.seq, 64);
+      kernel<<<blocks, L::kThreads, L::kPersistentSharedBytes, stream>>>(
+          q_map, k_map, v_map, o_map, params, static_cast<int>(row_blocks), static_cast<int>(total));
       CUDALAB_CHECK_LAUNCH();
       return;
     }

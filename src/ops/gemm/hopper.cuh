@@ -406,8 +406,7 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
         v0 = fmaf(out.alpha, a0, out.beta * pair.x);
         v1 = fmaf(out.alpha, a1, out.beta * pair.y);
       }
-      const std::uint32_t address = buffer + row * kRowBytes + ((chunk ^ (row % 8)) << 4) + 4 * quad;
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(pack_pair<T>(v0, v1)));
+      store_shared(swizzled_pair_address(buffer, row, chunk, quad), pack_pair<T>(v0, v1));
     }
   }
 }
