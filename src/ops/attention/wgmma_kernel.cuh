@@ -18,8 +18,10 @@
 // the tensor cores; and at short sequences a persistent form of the same consumers (one block an
 // SM walking row blocks, the next Q and K loaded while the last P V runs).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
-// 128 x head_dim each: 160 KiB at head_dim 128, 80 KiB at 64. O is written from registers, or in the
-// persistent form through a staging tile of 128 x head_dim (32 or 16 KiB more) by TMA stores.
+// 128 x head_dim each, and O's staging tile of 128 x head_dim: 192 KiB at head_dim 128, 96 KiB at
+// 64. O goes through the staging by TMA stores, which run on while the consumers start their next
+// row block or leave (from registers, it cost the ping-pong rung 7-18% of its time at head_dim 128
+// and seq 512-4096 on an H200); in a variable-length batch from registers.
 #pragma once
 
 #include <algorithm>
@@ -70,15 +72,10 @@ struct Layout {
     alignas(1024) std::uint8_t v[kStages][kKvTileBytes];
     std::uint64_t q_full;
     PipelineBarriers<kStages> k_barriers, v_barriers;
-    std::uint64_t q_empty;  // the persistent form's: both consumers done with Q
-  };
-  // The persistent form's: each consumer's 64 rows of O, staged for TMA stores.
-  struct PersistentStorage {
-    Storage shared;
-    alignas(1024) std::uint8_t o[kConsumers][kQConsumerBytes];
+    std::uint64_t q_empty;                                      // the persistent form's: both consumers done with Q
+    alignas(1024) std::uint8_t o[kConsumers][kQConsumerBytes];  // each consumer's rows of O, for TMA stores
   };
   static constexpr int kSharedBytes = shared_storage_bytes<Storage>();
-  static constexpr int kPersistentSharedBytes = shared_storage_bytes<PersistentStorage>();
   using KvPipeline = TmaPipeline<kStages, kKvTileBytes>;
 };
 
@@ -169,6 +166,33 @@ __device__ __forceinline__ void load_block_kv(const typename L::KvPipeline& k_pi
     load_kv<L>(v_pipeline, v_at, v_map, key_row + (j + 1) * kBlockN, kv_head, tma_batch);
   }
   load_kv<L>(v_pipeline, v_at, v_map, key_row + first_tile * kBlockN, kv_head, tma_batch);
+}
+
+// A consumer's 64 rows of O, normalized, through its staging (128-byte swizzled boxes of 64
+// dimensions, as TMA lays them out) into O's rows from q_row of (head, batch) by TMA stores, which
+// run on while the consumer goes on; L from registers. The staging is written once its last stores
+// have read it (issued a row block ago in the persistent form); TMA leaves out the rows past the
+// sequence. The warpgroup meets twice on `barrier`; its leader must bulk_wait_all before the block
+// exits.
+template <typename T, typename L, int kHeadDim>
+__device__ __forceinline__ void store_rows_by_tma(const float (&o)[kHeadDim / 2], const SoftmaxRows& rows,
+                                                  std::int64_t row0, int lane, float* lse_rows, std::int64_t seq,
+                                                  float scale, std::uint32_t staging, const CUtensorMap* o_map,
+                                                  int q_row, int head, int batch, int barrier) {
+  const int t = static_cast<int>(threadIdx.x) % 128;
+  if (t == 0) bulk_wait_read<0>();
+  named_barrier_sync(barrier, 128);
+  normalize_output_rows<T, kHeadDim>(o, rows, lse_rows, row0, seq, scale, lane, [&](int r, int i, std::uint32_t pair) {
+    const int row = 16 * (t / 32) + lane / 4 + 8 * r;  // of the consumer's 64
+    store_shared(swizzled_pair_address(staging + (i / 8) * L::kQBoxBytes, row, i % 8, lane % 4), pair);
+  });
+  fence_async_shared();
+  named_barrier_sync(barrier, 128);
+  if (t == 0) {
+#pragma unroll
+    for (int b = 0; b < L::kBoxes; ++b) tma_store(o_map, staging + b * L::kQBoxBytes, kBlockK * b, q_row, head, batch);
+    bulk_commit();
+  }
 }
 
 // Where a block's 128 query rows lie against its keys: its first row, the key tiles it walks
@@ -301,8 +325,8 @@ __device__ __forceinline__ void consume_block(
 template <typename T, int kHeadDim, bool kPingPong, bool kWindowed, bool kVarlen>
 __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
-                           const __grid_constant__ CUtensorMap v_map, T* __restrict__ o_out,
-                           const WgmmaAttentionParams p) {
+                           const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,
+                           T* __restrict__ o_out, const WgmmaAttentionParams p) {
 #if CUDALAB_SM90A_DEVICE
   using L = Layout<kHeadDim>;
   constexpr int kBlockN = L::kBlockN;
@@ -391,17 +415,26 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   // waits for in the block; consumer 0 takes it at the end.
   const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
+  // O by TMA stores, but in a variable-length batch, whose sequences lie along one tensor's rows
+  // (TMA would write a short sequence's last rows into the next one), from registers, where a row
+  // may have seen no key.
   consume_block<T, kHeadDim, kPingPong, kWindowed, kVarlen, false>(
       p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, 0, consumer,
       BlockRows{q0, first_tile, tiles, queries, keys, shift},
       [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
-        // With kVarlen a row may have seen no key.
-        store_output_rows<T, kHeadDim, kVarlen>(o, rows, o_rows(), p.o.row, lse_rows(), row0, queries, p.scale, lane);
+        if constexpr (kVarlen) {
+          store_output_rows<T, kHeadDim, true>(o, rows, o_rows(), p.o.row, lse_rows(), row0, queries, p.scale, lane);
+        } else {
+          store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, lse_rows(), p.seq, p.scale,
+                                            base + offsetof(Storage, o) + consumer * L::kQConsumerBytes, &o_map,
+                                            q0 + 64 * consumer, head, batch, kStoreBarrier + consumer);
+        }
       },
       [] {},
       [&] {
         if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
       });
+  if (!kVarlen && threadIdx.x % 128 == 0) bulk_wait_all();
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
@@ -485,13 +518,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const std::uint32_t q_tile = base + offsetof(Storage, q) + consumer * L::kQConsumerBytes;
   RingPosition<L::kStages> k_ring, v_ring;
   const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
-  // O leaves through shared memory by TMA, so that its stores run on while the consumer starts the
-  // next row block: the rows normalized into the staging (128-byte swizzled boxes of 64 dimensions)
-  // once the last row block's stores have read it (issued a row block ago), then one store a box.
-  // TMA leaves out the rows past the sequence.
-  const std::uint32_t o_staging = base + offsetof(typename L::PersistentStorage, o) + consumer * L::kQConsumerBytes;
-  const int store_barrier = kStoreBarrier + consumer;
-  const int t = static_cast<int>(threadIdx.x) % 128;
+  const std::uint32_t o_staging = base + offsetof(Storage, o) + consumer * L::kQConsumerBytes;
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
   for_each_row_block([&](int round, const BlockRows& block, int zq) {
     const int head = zq % p.heads, batch = zq / p.heads;
@@ -499,22 +526,9 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
         p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, static_cast<std::uint32_t>(round & 1), consumer,
         block,
         [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
-          if (leader) bulk_wait_read<0>();
-          named_barrier_sync(store_barrier, 128);
-          normalize_output_rows<T, kHeadDim>(
-              o, rows, p.lse + static_cast<std::int64_t>(zq) * p.seq, row0, p.seq, p.scale, lane,
-              [&](int r, int i, std::uint32_t pair) {
-                const int row = 16 * (t / 32) + lane / 4 + 8 * r;  // of the consumer's 64
-                store_shared(swizzled_pair_address(o_staging + (i / 8) * L::kQBoxBytes, row, i % 8, lane % 4), pair);
-              });
-          fence_async_shared();
-          named_barrier_sync(store_barrier, 128);
-          if (leader) {
-#pragma unroll
-            for (int b = 0; b < L::kBoxes; ++b)
-              tma_store(&o_map, o_staging + b * L::kQBoxBytes, kBlockK * b, block.q0 + 64 * consumer, head, batch);
-            bulk_commit();
-          }
+          store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, p.lse + static_cast<std::int64_t>(zq) * p.seq, p.seq,
+                                            p.scale, o_staging, &o_map, block.q0 + 64 * consumer, head, batch,
+                                            kStoreBarrier + consumer);
         },
         [&] {
           if (leader) mbarrier_arrive(q_empty);
@@ -537,6 +551,9 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
   const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, args.seq, 64);
   const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, key_map_rows, L::kBlockN);
   const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, key_map_rows, L::kBlockN);
+  // O's rows by TMA stores, in a dense batch (a variable-length one stores them from registers).
+  CUtensorMap o_map{};
+  if constexpr (!kVarlen) o_map = head_tensor_map(args.o, args.layout.o, args, args.heads, args.seq, 64);
   // A variable-length batch's window is about positions up to the longest sequence's.
   const std::int64_t span = kVarlen ? varlen.max_seqlen_q + varlen.max_seqlen_k : args.seq;
   const WgmmaAttentionParams params{args.lse,
@@ -560,11 +577,10 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
                             (row_blocks <= 2 * kPersistentRowBlocks && (args.causal || kHeadDim == 64));
     if (short_rows && total <= std::numeric_limits<int>::max()) {
       auto* kernel = attention_wgmma_persistent_kernel<T, kHeadDim, kPingPong>;
-      set_shared_memory(kernel, L::kPersistentSharedBytes);
+      set_shared_memory(kernel, L::kSharedBytes);
       const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(total, current_gpu().sm_count));
-      const CUtensorMap o_map = head_tensor_map(args.o, args.layout.o, args, args.heads, args.seq, 64);
-      kernel<<<blocks, L::kThreads, L::kPersistentSharedBytes, stream>>>(
-          q_map, k_map, v_map, o_map, params, static_cast<int>(row_blocks), static_cast<int>(total));
+      kernel<<<blocks, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, o_map, params,
+                                                               static_cast<int>(row_blocks), static_cast<int>(total));
       CUDALAB_CHECK_LAUNCH();
       return;
     }
@@ -573,7 +589,7 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(kVarlen ? varlen.max_seqlen_q : args.seq, kWgmmaBlockM)),
                   static_cast<unsigned>(args.heads), static_cast<unsigned>(kVarlen ? varlen.sequences : args.batch));
-  kernel<<<grid, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, args.o, params);
+  kernel<<<grid, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, o_map, args.o, params);
   CUDALAB_CHECK_LAUNCH();
 }
 
