@@ -193,14 +193,15 @@ TEST(LibraryAttention, Fp32ShapesCausalGroupedAndUnaligned) {
   check_every_case<float>();
 }
 
-// Up to seq 2048 (4096 causal or at head_dim 64) Hopper's kernel runs persistent: with more row
-// blocks than SMs each block walks several, in rounds that alternate direction (causal and not,
-// ragged last row block, grouped heads).
-TEST(LibraryAttention, ShortSequencesWithMoreRowBlocksThanSms) {
+// Hopper's kernel runs persistent but for causal sequences past 8192: with more row blocks than
+// SMs each block walks several, in rounds that alternate direction (causal and not, ragged last
+// row block, grouped heads). The last case is causal past 8192, on a block a row block.
+TEST(LibraryAttention, PersistentRoundsAndLongCausalSequences) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   for (const Case& c : {Case{{3, 12, 4, 700, 64}, true, 0, 0.0f}, Case{{3, 12, 4, 700, 64}, false, 0, 0.0f},
                         Case{{3, 12, 4, 520, 128}, true, 0, 0.0f}, Case{{2, 12, 4, 1024, 128}, false, 0, 0.0f},
-                        Case{{1, 9, 3, 2048, 128}, false, 0, 0.0f}, Case{{2, 3, 3, 3900, 64}, true, 0, 0.0f}}) {
+                        Case{{1, 9, 3, 2048, 128}, false, 0, 0.0f}, Case{{2, 3, 3, 3900, 64}, true, 0, 0.0f},
+                        Case{{1, 2, 1, 8300, 128}, true, 0, 0.0f}}) {
     check_case<__nv_bfloat16>(c, harness::Distribution::normal);
     check_case<__half>(c, harness::Distribution::uniform);
   }

@@ -15,8 +15,9 @@
 //     Registers per consumer thread: S 64 + P 32 + O head_dim / 2 floats.
 // kPingPong (rung wgmma_pingpong) adds FA-3's inter-warpgroup schedule: named barriers make the two
 // consumers issue their GEMMs in turn, so one warpgroup's softmax runs while the other's GEMMs hold
-// the tensor cores; and at short sequences a persistent form of the same consumers (one block an
-// SM walking row blocks, the next Q and K loaded while the last P V runs).
+// the tensor cores; and for dense batches without a window (but long causal ones) a persistent
+// form of the same consumers (one block an SM walking row blocks, the next Q and K loaded while
+// the last P V runs, the turns running on across row blocks).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
 // 128 x head_dim each, and O's staging tile of 128 x head_dim: 192 KiB at head_dim 128, 96 KiB at
 // 64. O goes through the staging by TMA stores, which run on while the consumers start their next
@@ -46,9 +47,9 @@
 namespace cudalab::attention_variants {
 
 constexpr int kWgmmaBlockM = 128;  // query rows per block: 64 per consumer warpgroup
-// Row blocks a (batch, head) up to which wgmma_pingpong runs persistent (seq <= 2048), and twice
-// as many causal or at head_dim 64 (the launcher's comment).
-constexpr int kPersistentRowBlocks = 16;
+// Row blocks a (batch, head) up to which a causal wgmma_pingpong runs persistent (seq <= 8192);
+// without a mask it always does (the launcher's comment).
+constexpr int kPersistentCausalRowBlocks = 64;
 
 #if CUDALAB_SM90A
 namespace wgmma_detail {
@@ -440,14 +441,14 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 #endif
 }
 
-// The persistent form, for a dense batch without a window at short sequences (a few row blocks a
-// (batch, head)), where a block's loads of Q and its first K, its first scores and its last P V and
-// stores weigh against little work: one block an SM walks the row blocks, so that its producer
-// loads the next block's Q (once both consumers have their last scores) and K and V while the
-// consumers finish. Row blocks are taken in rounds of one per block, the b-th of even rounds and
-// the b-th from the end of odd ones: under a causal mask each block pairs a long row block with a
-// short one, and the blocks of a (batch, head) run together, sharing its K and V in L2. Blocks
-// walk rows in the grid's order: (batch, head) slowest, then the row block, the longest first.
+// The persistent form, for a dense batch without a window (causal up to kPersistentCausalRowBlocks
+// row blocks a (batch, head)): a block's loads of Q and its first K, its first scores and its last
+// P V and stores weigh most at short sequences, and one block an SM walking the row blocks has its
+// producer load the next block's Q (once both consumers have their last scores) and K and V while
+// the consumers finish, and its consumers take turns across row blocks. Row blocks are taken in rounds of one per
+// block, the b-th of even rounds and the b-th from the end of odd ones: under a causal mask each block pairs a long row
+// block with a short one, and the blocks of a (batch, head) run together, sharing its K and V in L2. Blocks walk rows
+// in the grid's order: (batch, head) slowest, then the row block, the longest first.
 template <typename T, int kHeadDim, bool kPingPong>
 __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap q_map,
@@ -568,14 +569,15 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
                                     varlen.cu_seqlens_k,
                                     keys};
   if constexpr (kPingPong && !kWindowed && !kVarlen) {
-    // Short sequences take the persistent form. Against a block a row block (H200, bf16): 0.78-0.95x
-    // the time at seq 512-1024, 0.88-0.99x at 2048; at 4096 0.92-0.97x causal or at head_dim 64, but
-    // 1.004x at head_dim 128 without a mask, which keeps a block a row block from there up.
+    // The persistent form, against a block a row block (H200, bf16, both storing O by TMA): without
+    // a mask 0.92-0.98x the time at seq 4096-16384 (0.78-0.95x at 512-1024 before O went by TMA);
+    // causal 0.93-0.95x at 8192 but 1.43x at 16384, where its zig-zag rounds, which cross heads,
+    // no longer pair long row blocks with short ones and the hardware's scheduler, given the
+    // longest first, balances better.
     const std::int64_t row_blocks = ceil_div<std::int64_t>(args.seq, kWgmmaBlockM);
     const std::int64_t total = row_blocks * args.batch * args.heads;
-    const bool short_rows = row_blocks <= kPersistentRowBlocks ||
-                            (row_blocks <= 2 * kPersistentRowBlocks && (args.causal || kHeadDim == 64));
-    if (short_rows && total <= std::numeric_limits<int>::max()) {
+    const bool persistent = !args.causal || row_blocks <= kPersistentCausalRowBlocks;
+    if (persistent && total <= std::numeric_limits<int>::max()) {
       auto* kernel = attention_wgmma_persistent_kernel<T, kHeadDim, kPingPong>;
       set_shared_memory(kernel, L::kSharedBytes);
       const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(total, current_gpu().sm_count));
