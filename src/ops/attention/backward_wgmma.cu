@@ -106,7 +106,9 @@ struct BackwardLayout {
 
 // Named barriers (0 is __syncthreads): both dS halves stored (both consumers), and consumer c's dQ
 // tile full and empty (the consumer and its producer warp).
-enum NamedBarrier : int { kDsStored = 1, kDqFull = 3, kDqEmpty = 5 };
+// After the walk, both consumers done with K (kKeysRead), and consumer c's dK and dV staged
+// (kGradientsStaged + c).
+enum NamedBarrier : int { kDsStored = 1, kDqFull = 3, kDqEmpty = 5, kKeysRead = 7, kGradientsStaged = 8 };
 constexpr int kDqHandOverThreads = 128 + 32;
 
 // S^T or dP^T's k-step: m64n64k16 for 64-row tiles, m64n128k16 for 128, B K-major.
@@ -149,7 +151,9 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
                                     const __grid_constant__ CUtensorMap k_map,
                                     const __grid_constant__ CUtensorMap v_map,
                                     const __grid_constant__ CUtensorMap do_map,
-                                    const __grid_constant__ CUtensorMap dq_map, T* __restrict__ dk_out,
+                                    const __grid_constant__ CUtensorMap dq_map,
+                                    const __grid_constant__ CUtensorMap dk_map,
+                                    const __grid_constant__ CUtensorMap dv_map, T* __restrict__ dk_out,
                                     T* __restrict__ dv_out, const BackwardParams p) {
 #if CUDALAB_SM90A_DEVICE
   using L = BackwardLayout<kHeadDim>;
@@ -530,9 +534,36 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   wgmma_wait<0>();
   fence_accumulators(dk);
   fence_registers(dsf);
-  // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e.
-  store_key_gradients<T, kHeadDim>(dk, dv, dk_rows(k_begin), p.dk.row, dv_rows(k_begin), p.dv.row, key_g, keys, p.scale,
-                                   quad);
+  // dK (scaled) and dV: register 4i + 2r + e is key key_g + 8r, dimension 8i + 2 quad + e. In a
+  // dense batch through shared memory by TMA stores: each consumer's rows of K and V, free once both
+  // consumers' last dQ products (which read all 128 keys of K) are done, take its dK and dV (the
+  // same 128-byte swizzled boxes); TMA leaves out the keys past the sequence. A variable-length
+  // batch's sequences lie along one tensor's rows (a box past a short one's end would overwrite the
+  // next one's): from registers.
+  if constexpr (kVarlen) {
+    store_key_gradients<T, kHeadDim>(dk, dv, dk_rows(k_begin), p.dk.row, dv_rows(k_begin), p.dv.row, key_g, keys,
+                                     p.scale, quad);
+  } else {
+    named_barrier_sync(kKeysRead, 128 * L::kConsumers);
+    key_gradient_pairs<T, kHeadDim>(dk, dv, key_g, keys, p.scale,
+                                    [&](int r, int i, std::uint32_t dk_pair, std::uint32_t dv_pair) {
+                                      const int row = key_in_group + 8 * r;  // of the consumer's 64
+                                      const std::uint32_t box = (i / 8) * L::kKvBoxBytes;
+                                      store_shared(swizzled_pair_address(k_rows + box, row, i % 8, quad), dk_pair);
+                                      store_shared(swizzled_pair_address(v_rows + box, row, i % 8, quad), dv_pair);
+                                    });
+    fence_async_shared();
+    named_barrier_sync(kGradientsStaged + consumer, 128);
+    if (threadIdx.x % 128 == 0) {
+#pragma unroll
+      for (int b = 0; b < L::kBoxes; ++b) {
+        tma_store(&dk_map, k_rows + b * L::kKvBoxBytes, kBlockK * b, key0 + 64 * consumer, kv_head, batch);
+        tma_store(&dv_map, v_rows + b * L::kKvBoxBytes, kBlockK * b, key0 + 64 * consumer, kv_head, batch);
+      }
+      bulk_commit();
+      bulk_wait_all();
+    }
+  }
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
@@ -575,6 +606,13 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
   const int dq_stagger = staggered ? static_cast<int>(query_tiles / key_blocks) : 0;
   // dQ's fp32 accumulator is dense whatever dQ's layout: {column, row, matrix}.
   const CUtensorMap dq_map = make_tensor_map(dq_accumulator, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kDqRows);
+  // dK's and dV's rows by TMA stores, 64 keys a box, in a dense batch (a variable-length one stores
+  // them from registers).
+  CUtensorMap dk_map{}, dv_map{};
+  if constexpr (!kVarlen) {
+    dk_map = head_tensor_map(args.dk, args.layout.dk, args, args.kv_heads, keys, 64);
+    dv_map = head_tensor_map(args.dv, args.layout.dv, args, args.kv_heads, keys, 64);
+  }
   const BackwardParams params{args.lse,
                               delta,
                               resolved(args.layout.dk, args.kv_heads, keys, kHeadDim),
@@ -595,7 +633,8 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
   set_shared_memory(kernel, L::kSharedBytes);
   const dim3 grid(static_cast<unsigned>(key_blocks), static_cast<unsigned>(args.kv_heads),
                   static_cast<unsigned>(batches));
-  kernel<<<grid, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, do_map, dq_map, args.dk, args.dv, params);
+  kernel<<<grid, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, do_map, dq_map, dk_map, dv_map, args.dk,
+                                                         args.dv, params);
   CUDALAB_CHECK_LAUNCH();
 }
 

@@ -219,26 +219,39 @@ __device__ __forceinline__ void score_gradients(Fragment& dp, const Fragment& p,
     }
 }
 
-// dK (times the scale) and dV of the thread's keys (key_g, key_g + 8) inside the sequence, rows of
-// the [seq, kHeadDim] matrices dk_rows and dv_rows (rows dk_stride and dv_stride elements apart).
-template <typename T, int kHeadDim, typename Fragment, typename Index>
-__device__ __forceinline__ void store_key_gradients(const Fragment& dk, const Fragment& dv, T* dk_rows,
-                                                    std::int64_t dk_stride, T* dv_rows, std::int64_t dv_stride,
-                                                    Index key_g, Index seq, float scale, int quad) {
+// dK (times the scale) and dV of the thread's keys (key_g, key_g + 8) inside the sequence, each
+// pair as T handed to write(r, i, dk_pair, dv_pair) (key key_g + 8 r, dimensions 8 i + 2 quad
+// and + 1).
+template <typename T, int kHeadDim, typename Fragment, typename Index, typename WritePairs>
+__device__ __forceinline__ void key_gradient_pairs(const Fragment& dk, const Fragment& dv, Index key_g, Index seq,
+                                                   float scale, WritePairs write) {
   static_assert(2 * kFragmentRegisters<Fragment> == kHeadDim, "a thread holds 2 x head_dim / 4 of dK and of dV");
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const std::int64_t key = key_g + 8 * r;
     if (key >= seq) continue;
 #pragma unroll
-    for (int i = 0; i < kHeadDim / 8; ++i) {
-      const int column = 8 * i + 2 * quad;
-      *reinterpret_cast<std::uint32_t*>(dk_rows + key * dk_stride + column) =
-          pack_pair<T>(scale * fragment_register(dk, 4 * i + 2 * r), scale * fragment_register(dk, 4 * i + 2 * r + 1));
-      *reinterpret_cast<std::uint32_t*>(dv_rows + key * dv_stride + column) =
-          pack_pair<T>(fragment_register(dv, 4 * i + 2 * r), fragment_register(dv, 4 * i + 2 * r + 1));
-    }
+    for (int i = 0; i < kHeadDim / 8; ++i)
+      write(
+          r, i,
+          pack_pair<T>(scale * fragment_register(dk, 4 * i + 2 * r), scale * fragment_register(dk, 4 * i + 2 * r + 1)),
+          pack_pair<T>(fragment_register(dv, 4 * i + 2 * r), fragment_register(dv, 4 * i + 2 * r + 1)));
   }
+}
+
+// As key_gradient_pairs, stored straight to rows of the [seq, kHeadDim] matrices dk_rows and
+// dv_rows (rows dk_stride and dv_stride elements apart).
+template <typename T, int kHeadDim, typename Fragment, typename Index>
+__device__ __forceinline__ void store_key_gradients(const Fragment& dk, const Fragment& dv, T* dk_rows,
+                                                    std::int64_t dk_stride, T* dv_rows, std::int64_t dv_stride,
+                                                    Index key_g, Index seq, float scale, int quad) {
+  key_gradient_pairs<T, kHeadDim>(dk, dv, key_g, seq, scale,
+                                  [&](int r, int i, std::uint32_t dk_pair, std::uint32_t dv_pair) {
+                                    const std::int64_t key = key_g + 8 * r;
+                                    const int column = 8 * i + 2 * quad;
+                                    *reinterpret_cast<std::uint32_t*>(dk_rows + key * dk_stride + column) = dk_pair;
+                                    *reinterpret_cast<std::uint32_t*>(dv_rows + key * dv_stride + column) = dv_pair;
+                                  });
 }
 
 }  // namespace cudalab::attention_variants
