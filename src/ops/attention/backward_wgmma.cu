@@ -22,6 +22,8 @@
 //   At head_dim 128, dK's product runs on the tensor cores while dQ goes out and the next tile
 //   starts (it holds its Q slot until the next tile's first wait, hence a third slot); at 64 the
 //   128-row tiles leave no registers for that, and dK is retired each tile.
+//   At the end dK and dV go out through the consumer's rows of K and V by TMA stores (from
+//   registers in a variable-length batch).
 // The consumers meet once a tile, when both halves of dS are stored, and otherwise wait only on
 // barriers of their own: the slot, their dQ tile. Fixes, relative to `mma`: no ldmatrix traffic or
 // fragment registers for shared operands (the mma rung's shared-memory reads, 256-384 bytes per
