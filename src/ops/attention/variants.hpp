@@ -224,6 +224,12 @@ void wgmma(const AttentionArgs<T>& args, cudaStream_t stream);
 template <typename T>
 void wgmma_pingpong(const AttentionArgs<T>& args, cudaStream_t stream);
 std::string wgmma_limits(const AttentionShape& shape);
+// Whether wgmma_pingpong runs a dense batch without a window on its persistent form (one block an
+// SM walking 128-row blocks) rather than a block a row block: always without a mask, and under one
+// up to seq 8192, past which its rounds no longer pair long row blocks with short ones (measured
+// in wgmma_kernel.cuh's launcher).
+constexpr std::int64_t kPersistentCausalSeq = 8192;
+inline bool wgmma_forward_persistent(std::int64_t seq, bool causal) { return !causal || seq <= kPersistentCausalSeq; }
 
 // Backward rungs.
 // P and dS of every (batch, head) in fp32: 2 * batch * heads * seq^2 * 4 bytes.

@@ -47,9 +47,6 @@
 namespace cudalab::attention_variants {
 
 constexpr int kWgmmaBlockM = 128;  // query rows per block: 64 per consumer warpgroup
-// Row blocks a (batch, head) up to which a causal wgmma_pingpong runs persistent (seq <= 8192);
-// without a mask it always does (the launcher's comment).
-constexpr int kPersistentCausalRowBlocks = 64;
 
 #if CUDALAB_SM90A
 namespace wgmma_detail {
@@ -441,8 +438,8 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 #endif
 }
 
-// The persistent form, for a dense batch without a window (causal up to kPersistentCausalRowBlocks
-// row blocks a (batch, head)): a block's loads of Q and its first K, its first scores and its last
+// The persistent form, for a dense batch without a window (causal up to kPersistentCausalSeq,
+// wgmma_forward_persistent): a block's loads of Q and its first K, its first scores and its last
 // P V and stores weigh most at short sequences, and one block an SM walking the row blocks has its
 // producer load the next block's Q (once both consumers have their last scores) and K and V while
 // the consumers finish, and its consumers take turns across row blocks. Row blocks are taken in rounds of one per
@@ -576,8 +573,7 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
     // longest first, balances better.
     const std::int64_t row_blocks = ceil_div<std::int64_t>(args.seq, kWgmmaBlockM);
     const std::int64_t total = row_blocks * args.batch * args.heads;
-    const bool persistent = !args.causal || row_blocks <= kPersistentCausalRowBlocks;
-    if (persistent && total <= std::numeric_limits<int>::max()) {
+    if (wgmma_forward_persistent(args.seq, args.causal) && total <= std::numeric_limits<int>::max()) {
       auto* kernel = attention_wgmma_persistent_kernel<T, kHeadDim, kPingPong>;
       set_shared_memory(kernel, L::kSharedBytes);
       const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(total, current_gpu().sm_count));
