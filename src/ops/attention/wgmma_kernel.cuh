@@ -21,8 +21,8 @@
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
 // 128 x head_dim each, and O's staging tile of 128 x head_dim: 192 KiB at head_dim 128, 96 KiB at
 // 64. O goes through the staging by TMA stores, which run on while the consumers start their next
-// row block or leave (from registers, it cost the ping-pong rung 7-18% of its time at head_dim 128
-// and seq 512-4096 on an H200); in a variable-length batch from registers.
+// row block or leave (from registers, it took 8-19% of the ping-pong rung's time at head_dim 128
+// and seq 512-2048, 3% at 4096-8192, on an H200); in a variable-length batch from registers.
 #pragma once
 
 #include <algorithm>
