@@ -203,8 +203,9 @@ struct BlockRows {
 
 // One consumer's 64 rows of a block: the first tile's scores, mask and softmax; then each next
 // tile's scores issued with P V of the tile before; the last P V; O and L handed to
-// store_rows(o, rows, row0, lane) (the thread's accumulators, row sums, first row and lane). q_read() runs
-// once the block's last scores are done (Q no longer read), computed() once the last P V is.
+// store_rows(o, rows, row0, lane) (the thread's accumulators, row sums, first row and lane).
+// q_read() runs once the block's last scores are done (Q no longer read), computed() once the last
+// P V is.
 // With kPingPong the turns are taken here (with kTurnsAtEnds for the first scores and the last
 // P V too); the first arrival and the last wait that balance them are the caller's.
 template <typename T, int kHeadDim, bool kPingPong, bool kWindowed, bool kVarlen, bool kTurnsAtEnds, typename StoreRows,
@@ -442,10 +443,11 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 // wgmma_forward_persistent): a block's loads of Q and its first K, its first scores and its last
 // P V and stores weigh most at short sequences, and one block an SM walking the row blocks has its
 // producer load the next block's Q (once both consumers have their last scores) and K and V while
-// the consumers finish, and its consumers take turns across row blocks. Row blocks are taken in rounds of one per
-// block, the b-th of even rounds and the b-th from the end of odd ones: under a causal mask each block pairs a long row
-// block with a short one, and the blocks of a (batch, head) run together, sharing its K and V in L2. Blocks walk rows
-// in the grid's order: (batch, head) slowest, then the row block, the longest first.
+// the consumers finish, and its consumers take turns across row blocks. Row blocks are taken in
+// rounds of one per block, the b-th of even rounds and the b-th from the end of odd ones: under a
+// causal mask each block pairs a long row block with a short one, and the blocks of a (batch,
+// head) run together, sharing its K and V in L2. Blocks walk rows in the grid's order: (batch,
+// head) slowest, then the row block, the longest first.
 template <typename T, int kHeadDim, bool kPingPong>
 __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap q_map,
