@@ -32,8 +32,8 @@
 // float2 atomics from registers: +4% at head_dim 128, +19% at 64). Against the same steps in two
 // warpgroups that issued their own copies and met at two block barriers a tile: 0.92-0.98x the time
 // at head_dim 128, 0.83-0.92x at 64, and the 128-row tiles at 64 0.84-0.90x more (H200). Costs: 227
-// KiB of shared memory at head_dim 128 (one block per SM), 240 registers (28 bytes spilled at 128,
-// 20 at 64).
+// KiB of shared memory at head_dim 128 (one block per SM), 240 registers (36 bytes spilled at 128
+// and 28 at 64, 8 more each since dK and dV go out through shared memory).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

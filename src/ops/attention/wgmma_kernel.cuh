@@ -78,8 +78,8 @@ struct Layout {
 };
 
 // The consumers' named barriers (0 is __syncthreads): with kPingPong, consumer c waits on
-// kTurnBarrier + c for its turn at the tensor cores; in the persistent form its warpgroup meets at
-// kStoreBarrier + c around its staging of O.
+// kTurnBarrier + c for its turn at the tensor cores; its warpgroup meets at kStoreBarrier + c
+// around its staging of O.
 enum NamedBarrier : int { kTurnBarrier = 1, kStoreBarrier = 3 };
 
 struct WgmmaAttentionParams {
