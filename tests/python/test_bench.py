@@ -202,10 +202,14 @@ def test_attention_family_cases():
     shapes = {(DTYPE_NAMES[c.dtype], *(s for _, s in c.dims), dict(c.params)["causal"]) for c in cases}
     assert {("bf16", 4, 16, 4096, 128, 0), ("bf16", 4, 16, 4096, 128, 1), ("bf16", 4, 16, 4096, 64, 0)} <= shapes
     assert ("f16", 4, 16, 4096, 128, 0) in shapes
-    for seq in (512, 1024, 2048, 4096, 8192, 16384):  # the sequence sweep at batch x seq = 16384
+    for seq in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768):  # the sweep at batch x seq = 16384
+        for head_dim in (64, 128):
+            for causal in (0, 1):
+                assert ("bf16", max(16384 // seq, 1), 16, seq, head_dim, causal) in shapes
+    for seq in (512, 2048, 8192):  # head_dim 256, which no tensor-core kernel takes
         for causal in (0, 1):
-            assert ("bf16", 16384 // seq, 16, seq, 128, causal) in shapes
-    assert len(cases) == len(shapes) == 14
+            assert ("bf16", 16384 // seq, 16, seq, 256, causal) in shapes
+    assert len(cases) == len(shapes) == 8 * 2 * 2 + 3 * 2 + 1
     for c in cases:
         seq = dict(c.dims)["seq"]
         assert c.engine == "by_dtype"
