@@ -22,7 +22,8 @@
 // 128 x head_dim each, and O's staging tile of 128 x head_dim: 192 KiB at head_dim 128, 96 KiB at
 // 64. O goes through the staging by TMA stores, which run on while the consumers start their next
 // row block or leave (from registers, it took 8-19% of the ping-pong rung's time at head_dim 128
-// and seq 512-2048, 3% at 4096-8192, on an H200); in a variable-length batch from registers.
+// and seq 512-2048, 3% at 4096-8192, on an H200); in a variable-length batch from registers where
+// its sequence ends inside a consumer's rows.
 #pragma once
 
 #include <algorithm>
@@ -171,8 +172,8 @@ __device__ __forceinline__ void load_block_kv(const typename L::KvPipeline& k_pi
 // run on while the consumer goes on; L from registers. The staging is written once its last stores
 // have read it (issued a row block ago in the persistent form); TMA leaves out the rows past the
 // sequence. The warpgroup meets twice on `barrier`; its leader must bulk_wait_all before the block
-// exits.
-template <typename T, typename L, int kHeadDim>
+// exits. kRowsMayBeEmpty: as normalize_output_rows's.
+template <typename T, typename L, int kHeadDim, bool kRowsMayBeEmpty = false>
 __device__ __forceinline__ void store_rows_by_tma(const float (&o)[kHeadDim / 2], const SoftmaxRows& rows,
                                                   std::int64_t row0, int lane, float* lse_rows, std::int64_t seq,
                                                   float scale, std::uint32_t staging, const CUtensorMap* o_map,
@@ -180,10 +181,11 @@ __device__ __forceinline__ void store_rows_by_tma(const float (&o)[kHeadDim / 2]
   const int t = static_cast<int>(threadIdx.x) % 128;
   if (t == 0) bulk_wait_read<0>();
   named_barrier_sync(barrier, 128);
-  normalize_output_rows<T, kHeadDim>(o, rows, lse_rows, row0, seq, scale, lane, [&](int r, int i, std::uint32_t pair) {
-    const int row = 16 * (t / 32) + lane / 4 + 8 * r;  // of the consumer's 64
-    store_shared(swizzled_pair_address(staging + (i / 8) * L::kQBoxBytes, row, i % 8, lane % 4), pair);
-  });
+  normalize_output_rows<T, kHeadDim, kRowsMayBeEmpty>(
+      o, rows, lse_rows, row0, seq, scale, lane, [&](int r, int i, std::uint32_t pair) {
+        const int row = 16 * (t / 32) + lane / 4 + 8 * r;  // of the consumer's 64
+        store_shared(swizzled_pair_address(staging + (i / 8) * L::kQBoxBytes, row, i % 8, lane % 4), pair);
+      });
   fence_async_shared();
   named_barrier_sync(barrier, 128);
   if (t == 0) {
@@ -414,18 +416,24 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   // waits for in the block; consumer 0 takes it at the end.
   const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
-  // O by TMA stores, but in a variable-length batch, whose sequences lie along one tensor's rows
-  // (TMA would write a short sequence's last rows into the next one), from registers, where a row
-  // may have seen no key.
+  // O by TMA stores. A variable-length batch's sequences lie along one tensor's rows, so a
+  // consumer whose 64 rows run past its sequence's end (TMA would write them into the next
+  // sequence's) stores from registers; there a row may have seen no key.
   consume_block<T, kHeadDim, kPingPong, kWindowed, kVarlen, false>(
       p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, 0, consumer,
       BlockRows{q0, first_tile, tiles, queries, keys, shift},
       [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
+        const std::uint32_t o_staging = base + offsetof(Storage, o) + consumer * L::kQConsumerBytes;
         if constexpr (kVarlen) {
-          store_output_rows<T, kHeadDim, true>(o, rows, o_rows(), p.o.row, lse_rows(), row0, queries, p.scale, lane);
+          if (q0 + 64 * consumer + 64 <= queries) {
+            store_rows_by_tma<T, L, kHeadDim, true>(o, rows, row0, lane, lse_rows(), queries, p.scale, o_staging,
+                                                    &o_map, static_cast<int>(q_begin) + q0 + 64 * consumer, head,
+                                                    tma_batch, kStoreBarrier + consumer);
+          } else {
+            store_output_rows<T, kHeadDim, true>(o, rows, o_rows(), p.o.row, lse_rows(), row0, queries, p.scale, lane);
+          }
         } else {
-          store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, lse_rows(), p.seq, p.scale,
-                                            base + offsetof(Storage, o) + consumer * L::kQConsumerBytes, &o_map,
+          store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, lse_rows(), p.seq, p.scale, o_staging, &o_map,
                                             q0 + 64 * consumer, head, batch, kStoreBarrier + consumer);
         }
       },
@@ -433,7 +441,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
       [&] {
         if (kPingPong && consumer == 0) named_barrier_sync(own_barrier, 256);
       });
-  if (!kVarlen && threadIdx.x % 128 == 0) bulk_wait_all();
+  if (threadIdx.x % 128 == 0) bulk_wait_all();
 #else
   __trap();  // a device pass without sm_90a code: the build must target sm_90a (CUDA_ARCHITECTURES 90a)
 #endif
@@ -551,9 +559,7 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
   const CUtensorMap q_map = head_tensor_map(args.q, args.layout.q, args, args.heads, args.seq, 64);
   const CUtensorMap k_map = head_tensor_map(args.k, args.layout.k, args, args.kv_heads, key_map_rows, L::kBlockN);
   const CUtensorMap v_map = head_tensor_map(args.v, args.layout.v, args, args.kv_heads, key_map_rows, L::kBlockN);
-  // O's rows by TMA stores, in a dense batch (a variable-length one stores them from registers).
-  CUtensorMap o_map{};
-  if constexpr (!kVarlen) o_map = head_tensor_map(args.o, args.layout.o, args, args.heads, args.seq, 64);
+  const CUtensorMap o_map = head_tensor_map(args.o, args.layout.o, args, args.heads, args.seq, 64);
   // A variable-length batch's window is about positions up to the longest sequence's.
   const std::int64_t span = kVarlen ? varlen.max_seqlen_q + varlen.max_seqlen_k : args.seq;
   const WgmmaAttentionParams params{args.lse,
