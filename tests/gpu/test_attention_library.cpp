@@ -728,6 +728,8 @@ const std::vector<VarlenCase> kVarlenCases = {
     {{{300, 300}, {17, 17}}, 4, 1, 64, true, 100},
     {{{5, 300}, {129, 129}, {1, 64}, {260, 391}, {0, 9}}, 4, 2, 128, true},
     {{{5, 300}, {129, 129}, {1, 64}, {260, 391}}, 2, 2, 64, false, 30, 40},
+    // Causal, 200 queries over 50 keys: the first 150 see none, inside whole 64-row groups.
+    {{{200, 50}, {70, 70}}, 4, 2, 128, true},
 };
 
 template <typename T>
