@@ -321,15 +321,20 @@ def attention_cases(quick):
     """Attention's forward against SDPA's backends, q, k and v standard normal: a sweep of seq 256 to
     32768 at head_dim 64 and 128, causal and not, at batch x seq = 16384 (one sequence at 32768), 16
     heads, bf16; head_dim 256 (no tensor-core kernel: the CUDA-core rung) at seq 512, 2048 and 8192;
-    and f16 [4, 16, 4096, 128]. The backward alone, against each backend's backward: bf16 [4, 16,
-    4096, 128] non-causal and causal, and head_dim 64. --quick: the same kinds at [2, 4, 512, D]."""
+    and f16 [4, 16, 4096, 128]. The backward alone, against each backend's backward: bf16, seq 1024
+    to 16384 at head_dim 64 and 128, causal and not, at batch x seq = 16384. --quick: the same
+    kinds at [2, 4, 512, D]."""
     if quick:
         shapes = [(torch.bfloat16, 2, 4, 512, 128, False), (torch.bfloat16, 2, 4, 512, 128, True)]
         backward_shapes = shapes + [(torch.bfloat16, 2, 4, 512, 64, False)]
         shapes += [(torch.bfloat16, 2, 4, 512, 64, False), (torch.float16, 2, 4, 512, 128, False)]
     else:
-        backward_shapes = [(torch.bfloat16, 4, 16, 4096, 128, causal) for causal in (False, True)]
-        backward_shapes += [(torch.bfloat16, 4, 16, 4096, 64, False)]
+        backward_shapes = [
+            (torch.bfloat16, 16384 // seq, 16, seq, head_dim, causal)
+            for head_dim in (128, 64)
+            for seq in (1024, 2048, 4096, 8192, 16384)
+            for causal in (False, True)
+        ]
         shapes = [
             (torch.bfloat16, max(16384 // seq, 1), 16, seq, head_dim, causal)
             for head_dim in (128, 64)
