@@ -650,7 +650,10 @@ void check_varlen_case(const VarlenCase& c) {
   harness::fill_random(dtype, k.data(), kv_count, kSeed + 1, harness::Distribution::normal, stream.get());
   harness::fill_random(dtype, v.data(), kv_count, kSeed + 2, harness::Distribution::normal, stream.get());
   harness::fill_random(dtype, d_o.data(), q_count, kSeed + 3, harness::Distribution::normal, stream.get());
-  for (auto* out : {&o, &dq, &dk, &dv}) harness::poison(out->data(), out->bytes(), stream.get());
+  // The dense backward's outputs too: its dK and dV go by TMA stores, which initcheck does not count
+  // as writes, so an unpoisoned buffer reads as uninitialized when copied back.
+  for (auto* out : {&o, &dq, &dk, &dv, &dq_dense, &dk_dense, &dv_dense})
+    harness::poison(out->data(), out->bytes(), stream.get());
   harness::poison(lse.data(), lse.bytes(), stream.get());
   AttentionOptions options;
   options.causal = c.causal;
