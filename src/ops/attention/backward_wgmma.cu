@@ -309,6 +309,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       // Head_dim 128: the consumer's 64 dimensions of the tile's rows; 64: every dimension of its 64 rows.
       const int dim0 = kHeadDim == 128 ? 64 * consumer : 0, row0 = kHeadDim == 128 ? 0 : 64 * consumer;
       named_barrier_arrive(kDqEmpty + consumer, kDqHandOverThreads);
+      named_barrier_sync(kDqFull + consumer, kDqHandOverThreads);  // the consumer's first step: no tile yet
 #pragma unroll 1
       for (int step = 0; step < steps; ++step) {
         // Deterministic: the key blocks that see a tile add their parts one at a time in a fixed
@@ -412,6 +413,11 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       scores_product<T, true>(dp, k_major_descriptor(v_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
                               k_major_descriptor(do_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
     wgmma_commit();
+    // The last step's dQ tile goes to the producer warp here rather than right after its stores:
+    // the proxy fence waits until they have landed, which by now they have (at the first step there
+    // is no tile, and the producer warp waits once more before its loop).
+    fence_async_shared();
+    named_barrier_arrive(kDqFull + consumer, kDqHandOverThreads);
 
     // Register 4i + 2r + e: key key_g + 8r, query q0 + 8i + 2 quad + e. Keys and queries past seq,
     // and keys outside the query's window (after it when causal), get P = 0 (TMA's zero rows would
@@ -522,8 +528,6 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
         *reinterpret_cast<float2*>(shared_bytes + at) = make_float2(dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]);
       }
     }
-    fence_async_shared();
-    named_barrier_arrive(kDqFull + consumer, kDqHandOverThreads);
     if constexpr (kHeadDim == 64) {
       // dK retired here: 128-row tiles leave no registers for dS^T to live into the next tile's
       // products.
@@ -532,6 +536,8 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       fence_registers(dsf);
     }
   } while (++step < steps);
+  fence_async_shared();
+  named_barrier_arrive(kDqFull + consumer, kDqHandOverThreads);  // the last step's dQ tile
 
   wgmma_wait<0>();
   fence_accumulators(dk);
