@@ -471,7 +471,6 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       stmatrix_x4_trans(ds_tile + consumer * L::kDsBoxBytes + query * kRowBytes + ((chunk ^ (query % 8)) * 16),
                         fragments);
     }
-    fence_async_shared();  // the generic stores before wgmma's (async proxy) reads
     fence_registers(pf);
     fence_registers(dsf);
     fence_accumulators(dv);
@@ -483,7 +482,9 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       wgmma_rs_m64k16<T>(dv, a, descriptor(do_tile + 16 * kRowBytes * kk, L::kQBoxBytes, kAtomBytes));
     }
     wgmma_commit();
-    // dQ reads both consumers' halves of dS.
+    // dQ reads both consumers' halves of dS. The stores' proxy fence comes after dV's products are
+    // issued (they do not read dS), so that its wait for the stores overlaps them.
+    fence_async_shared();
     named_barrier_sync(kDsStored, 256);
 
     // dQ over all 128 keys: head_dim 128 -> this consumer's 64 dimensions (box `consumer` of K) of
