@@ -412,6 +412,15 @@ __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wa
 // Orders this thread's shared-memory writes before later async-proxy (TMA) reads of them.
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// Four 8 x 8 16-bit matrices from the warp's registers into shared memory: r[j] holds matrix j in
+// the mma fragment layout (row lane / 4, columns 2 (lane % 4) and + 1), and lane l names the
+// address of row l % 8 of matrix l / 8 (16 bytes).
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t address, const std::uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // Four 8 x 8 16-bit matrices from the warp's registers into shared memory, transposed: r[j] holds
 // matrix j in the mma fragment layout (row lane / 4, columns 2 (lane % 4) and + 1), and lane l
 // names the address of stored row l % 8 of matrix l / 8, which is the fragment's column l % 8.
@@ -419,6 +428,24 @@ __device__ __forceinline__ void stmatrix_x4_trans(std::uint32_t address, const s
   asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(r[0]),
                "r"(r[1]), "r"(r[2]), "r"(r[3])
                : "memory");
+}
+
+// A warp's 16 rows of 16-bit pairs in the mma fragment layout (pairs[r][i]: row first_row + lane /
+// 4 + 8 r, columns 8 i + 2 (lane % 4) and + 1) into 128-byte swizzled boxes of 64 columns (as TMA
+// lays them out; box b at `boxes` + b box_bytes, rows kRowBytes apart) by stmatrix, four 8 x 8
+// matrices an instruction where 4-byte stores took one pair: matrix j is n8 tile i + j / 2 of rows
+// 8 (j % 2) .., and lane l names row l % 8 of matrix l / 8.
+template <int kTiles>
+__device__ __forceinline__ void stmatrix_swizzled_rows(const std::uint32_t (&pairs)[2][kTiles], std::uint32_t boxes,
+                                                       std::uint32_t box_bytes, int first_row, int lane) {
+  static_assert(kTiles % 2 == 0, "n8 tiles in pairs");
+  const int matrix = lane / 8, row = first_row + 8 * (matrix % 2) + lane % 8;
+#pragma unroll
+  for (int i = 0; i < kTiles; i += 2) {
+    const int tile = i + matrix / 2;
+    const std::uint32_t fragments[4] = {pairs[0][i], pairs[1][i], pairs[0][i + 1], pairs[1][i + 1]};
+    stmatrix_x4(boxes + (tile / 8) * box_bytes + row * kRowBytes + (((tile % 8) ^ (row % 8)) << 4), fragments);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

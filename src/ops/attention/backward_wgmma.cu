@@ -554,13 +554,14 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
                                      p.scale, quad);
   } else {
     named_barrier_sync(kKeysRead, 128 * L::kConsumers);
-    key_gradient_pairs<T, kHeadDim>(dk, dv, key_g, keys, p.scale,
-                                    [&](int r, int i, std::uint32_t dk_pair, std::uint32_t dv_pair) {
-                                      const int row = key_in_group + 8 * r;  // of the consumer's 64
-                                      const std::uint32_t box = (i / 8) * L::kKvBoxBytes;
-                                      store_shared(swizzled_pair_address(k_rows + box, row, i % 8, quad), dk_pair);
-                                      store_shared(swizzled_pair_address(v_rows + box, row, i % 8, quad), dv_pair);
-                                    });
+    std::uint32_t dk_pairs[2][kHeadDim / 8], dv_pairs[2][kHeadDim / 8];
+    key_gradient_pairs<T, kHeadDim, true>(dk, dv, key_g, keys, p.scale,
+                                          [&](int r, int i, std::uint32_t dk_pair, std::uint32_t dv_pair) {
+                                            dk_pairs[r][i] = dk_pair;
+                                            dv_pairs[r][i] = dv_pair;
+                                          });
+    stmatrix_swizzled_rows(dk_pairs, k_rows, L::kKvBoxBytes, 16 * warp, lane);  // the warp's 16 of the 64 keys
+    stmatrix_swizzled_rows(dv_pairs, v_rows, L::kKvBoxBytes, 16 * warp, lane);
     fence_async_shared();
     named_barrier_sync(kGradientsStaged + consumer, 128);
     if (threadIdx.x % 128 == 0) {

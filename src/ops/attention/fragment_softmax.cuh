@@ -128,9 +128,11 @@ __device__ __forceinline__ void pack_fragment(Packed& packed, const Fragment& c)
 // The thread's two rows of O (row_g and row_g + 8 of the matrix whose rows start at row_base)
 // divided by their sums, each pair as T handed to write_pair(r, i, pair) (row row_g + 8 r, columns
 // 8 i + 2 (lane % 4) and + 1), with each row's log-sum-exp (natural log) for the backward; rows
-// past the sequence are left alone. kRowsMayBeEmpty: a row may have seen no key (sum 0), and gets
-// O = 0 and L = -inf.
-template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, typename Fragment, typename WritePair>
+// past the sequence are left alone (kEveryRow: their O pairs are handed over too, for a staging tile
+// whose rows past the sequence TMA leaves out). kRowsMayBeEmpty: a row may have seen no key (sum
+// 0), and gets O = 0 and L = -inf.
+template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, bool kEveryRow = false, typename Fragment,
+          typename WritePair>
 __device__ __forceinline__ void normalize_output_rows(const Fragment& o, const SoftmaxRows& rows, float* lse_rows,
                                                       std::int64_t row_g, std::int64_t seq, float scale, int lane,
                                                       WritePair write_pair) {
@@ -141,14 +143,14 @@ __device__ __forceinline__ void normalize_output_rows(const Fragment& o, const S
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const std::int64_t row = row_g + 8 * r;
-    if (row >= seq) continue;
-    const float inverse = kRowsMayBeEmpty && sum == 0.0f ? 0.0f : 1.0f / sum;
+    if (!kEveryRow && row >= seq) continue;
+    const float inverse = (kRowsMayBeEmpty || kEveryRow) && sum == 0.0f ? 0.0f : 1.0f / sum;
 #pragma unroll
     for (int i = 0; i < kHeadDim / 8; ++i)
       write_pair(r, i,
                  pack_pair<T>(fragment_register(o, 4 * i + 2 * r) * inverse,
                               fragment_register(o, 4 * i + 2 * r + 1) * inverse));
-    if (lane % 4 == 0) lse_rows[row] = rows.max[r] * scale + logf(sum);
+    if (lane % 4 == 0 && (!kEveryRow || row < seq)) lse_rows[row] = rows.max[r] * scale + logf(sum);
   }
 }
 
@@ -219,17 +221,17 @@ __device__ __forceinline__ void score_gradients(Fragment& dp, const Fragment& p,
     }
 }
 
-// dK (times the scale) and dV of the thread's keys (key_g, key_g + 8) inside the sequence, each
-// pair as T handed to write(r, i, dk_pair, dv_pair) (key key_g + 8 r, dimensions 8 i + 2 quad
-// and + 1).
-template <typename T, int kHeadDim, typename Fragment, typename Index, typename WritePairs>
+// dK (times the scale) and dV of the thread's keys (key_g, key_g + 8) inside the sequence (every
+// key with kEveryKey, for a staging tile whose rows past the sequence TMA leaves out), each pair as
+// T handed to write(r, i, dk_pair, dv_pair) (key key_g + 8 r, dimensions 8 i + 2 quad and + 1).
+template <typename T, int kHeadDim, bool kEveryKey = false, typename Fragment, typename Index, typename WritePairs>
 __device__ __forceinline__ void key_gradient_pairs(const Fragment& dk, const Fragment& dv, Index key_g, Index seq,
                                                    float scale, WritePairs write) {
   static_assert(2 * kFragmentRegisters<Fragment> == kHeadDim, "a thread holds 2 x head_dim / 4 of dK and of dV");
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const std::int64_t key = key_g + 8 * r;
-    if (key >= seq) continue;
+    if (!kEveryKey && key >= seq) continue;
 #pragma unroll
     for (int i = 0; i < kHeadDim / 8; ++i)
       write(

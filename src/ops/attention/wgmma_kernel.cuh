@@ -181,11 +181,10 @@ __device__ __forceinline__ void store_rows_by_tma(const float (&o)[kHeadDim / 2]
   const int t = static_cast<int>(threadIdx.x) % 128;
   if (t == 0) bulk_wait_read<0>();
   named_barrier_sync(barrier, 128);
-  normalize_output_rows<T, kHeadDim, kRowsMayBeEmpty>(
-      o, rows, lse_rows, row0, seq, scale, lane, [&](int r, int i, std::uint32_t pair) {
-        const int row = 16 * (t / 32) + lane / 4 + 8 * r;  // of the consumer's 64
-        store_shared(swizzled_pair_address(staging + (i / 8) * L::kQBoxBytes, row, i % 8, lane % 4), pair);
-      });
+  std::uint32_t pairs[2][kHeadDim / 8];
+  normalize_output_rows<T, kHeadDim, kRowsMayBeEmpty, true>(
+      o, rows, lse_rows, row0, seq, scale, lane, [&](int r, int i, std::uint32_t pair) { pairs[r][i] = pair; });
+  stmatrix_swizzled_rows(pairs, staging, L::kQBoxBytes, 16 * (t / 32), lane);  // the warp's 16 of the 64 rows
   fence_async_shared();
   named_barrier_sync(barrier, 128);
   if (t == 0) {
