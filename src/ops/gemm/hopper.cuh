@@ -386,16 +386,16 @@ __device__ __forceinline__ void prefetch_old_c(const CUtensorMap* c_map, const O
 }
 
 // Box j (columns 64 j .. + 63) of a warpgroup's accumulators, scaled (and blended with the old
-// pairs when kBlend), into the 128-byte swizzled `buffer`: a warp's 8 rows per instruction hit 8
-// different bank groups. Two instances, so beta == 0 runs no blending instructions.
+// pairs when kBlend), into the 128-byte swizzled `buffer` by stmatrix (stmatrix_swizzled_rows: 4
+// instructions a thread where 4-byte stores took 16). Two instances, so beta == 0 runs no blending
+// instructions.
 template <typename T, bool kBlend, int kRegisters>
 __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
                                           const std::uint32_t (&old)[kRegisters / 2], std::uint32_t buffer, int j) {
-  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
-  const int quad = lane % 4;
+  const int t = static_cast<int>(threadIdx.x) % 128;
+  std::uint32_t pairs[2][8];  // [half][chunk]: rows lane / 4 + 8 half of the warp's 16, n8 tile chunk of the box
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int row = 16 * (t / 32) + lane / 4 + 8 * half;  // of the warpgroup's 64; row % 8 == lane / 4
 #pragma unroll
     for (int chunk = 0; chunk < 8; ++chunk) {
       const int i = 8 * j + chunk;
@@ -406,9 +406,10 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
         v0 = fmaf(out.alpha, a0, out.beta * pair.x);
         v1 = fmaf(out.alpha, a1, out.beta * pair.y);
       }
-      store_shared(swizzled_pair_address(buffer, row, chunk, quad), pack_pair<T>(v0, v1));
+      pairs[half][chunk] = pack_pair<T>(v0, v1);
     }
   }
+  stmatrix_swizzled_rows(pairs, buffer, kStoreBoxBytes, 16 * (t / 32), t % 32);
 }
 
 // Through shared memory and TMA stores, 64 columns at a time: box j goes to staging buffer j % 2;
