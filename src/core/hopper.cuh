@@ -371,6 +371,17 @@ __device__ __forceinline__ void tma_store(const CUtensorMap* map, std::uint32_t 
                : "memory");
 }
 
+// The shared address of the 4-byte pair `quad` (columns 2 quad, + 1) of 16-byte chunk `chunk` of
+// row `row` in a 128-byte swizzled box at `box` (as TMA lays out CU_TENSOR_MAP_SWIZZLE_128B): a
+// warp writing one chunk of its 8 rows (row % 8 = lane / 4) hits 8 different bank groups.
+__device__ __forceinline__ std::uint32_t swizzled_pair_address(std::uint32_t box, int row, int chunk, int quad) {
+  return box + row * kRowBytes + ((chunk ^ (row % 8)) << 4) + 4 * quad;
+}
+
+__device__ __forceinline__ void store_shared(std::uint32_t address, std::uint32_t value) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(value));
+}
+
 // Adds the box at shared `source` to the tensor at (c0, c1, c2), element by element in L2 (f32 add);
 // the parts outside the tensor are not touched.
 __device__ __forceinline__ void tma_reduce_add(const CUtensorMap* map, std::uint32_t source, int c0, int c1, int c2) {

@@ -128,11 +128,9 @@ __device__ __forceinline__ void pack_fragment(Packed& packed, const Fragment& c)
 // The thread's two rows of O (row_g and row_g + 8 of the matrix whose rows start at row_base)
 // divided by their sums, each pair as T handed to write_pair(r, i, pair) (row row_g + 8 r, columns
 // 8 i + 2 (lane % 4) and + 1), with each row's log-sum-exp (natural log) for the backward; rows
-// past the sequence are left alone (kEveryRow: their O pairs are handed over too, for a staging tile
-// whose rows past the sequence TMA leaves out). kRowsMayBeEmpty: a row may have seen no key (sum
-// 0), and gets O = 0 and L = -inf.
-template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, bool kEveryRow = false, typename Fragment,
-          typename WritePair>
+// past the sequence are left alone. kRowsMayBeEmpty: a row may have seen no key (sum 0), and gets
+// O = 0 and L = -inf.
+template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, typename Fragment, typename WritePair>
 __device__ __forceinline__ void normalize_output_rows(const Fragment& o, const SoftmaxRows& rows, float* lse_rows,
                                                       std::int64_t row_g, std::int64_t seq, float scale, int lane,
                                                       WritePair write_pair) {
@@ -143,14 +141,14 @@ __device__ __forceinline__ void normalize_output_rows(const Fragment& o, const S
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const std::int64_t row = row_g + 8 * r;
-    if (!kEveryRow && row >= seq) continue;
-    const float inverse = (kRowsMayBeEmpty || kEveryRow) && sum == 0.0f ? 0.0f : 1.0f / sum;
+    if (row >= seq) continue;
+    const float inverse = kRowsMayBeEmpty && sum == 0.0f ? 0.0f : 1.0f / sum;
 #pragma unroll
     for (int i = 0; i < kHeadDim / 8; ++i)
       write_pair(r, i,
                  pack_pair<T>(fragment_register(o, 4 * i + 2 * r) * inverse,
                               fragment_register(o, 4 * i + 2 * r + 1) * inverse));
-    if (lane % 4 == 0 && (!kEveryRow || row < seq)) lse_rows[row] = rows.max[r] * scale + logf(sum);
+    if (lane % 4 == 0) lse_rows[row] = rows.max[r] * scale + logf(sum);
   }
 }
 
