@@ -63,8 +63,9 @@ struct AttentionOptions {
 
 // O and L (L[r] = log sum_j exp(s_rj), natural log, of row r's scaled, masked scores s) on
 // `stream`, asynchronously. Arrays are device memory aligned to their element type; bf16/fp16
-// arrays at 16-byte aligned addresses with head_dim 64 or 128 take the tensor-core kernel (compute
-// capability 8.0+), everything else the CUDA-core kernel. o and lse overlap no input. Any size of 0
+// arrays at 16-byte aligned addresses take the tensor-core kernel with head_dim 64 or 128 (compute
+// capability 8.0+) and, on compute capability 9.0 with sm_90a code, any head_dim that is a multiple
+// of 8 up to 256; everything else the CUDA-core kernel. o and lse overlap no input. Any size of 0
 // does nothing. Throws cudalab::Error: invalid_argument for negative sizes, heads not a multiple of
 // kv_heads, a non-finite or negative scale, a window side below -1, null, misaligned or
 // overlapping arrays, or a shape no kernel takes (the message says why); cuda when a launch fails.
@@ -123,9 +124,9 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
 // rows outside these bounds are not computed). A sequence's queries are its last positions: query i
 // sits at position i + keys - queries (FlashAttention's bottom-right alignment), and the causal
 // mask and a sliding window apply about that position; a query that sees no key gets O = 0 and
-// L = -inf. Runs on the Hopper tensor-core kernels only: bf16 or fp16, head_dim 64 or 128,
-// compute capability 9.0 with sm_90a code, 16-byte aligned arrays and strides that are multiples
-// of 8 elements.
+// L = -inf. Runs on the Hopper tensor-core kernels only: bf16 or fp16, head_dim a multiple of 8 up
+// to 256 (the backward: 64 or 128), compute capability 9.0 with sm_90a code, 16-byte aligned arrays and strides that
+// are multiples of 8 elements.
 struct AttentionVarlenDims {
   std::int64_t sequences = 0, heads = 0, kv_heads = 0, total_q = 0, total_k = 0;
   std::int64_t max_seqlen_q = 0, max_seqlen_k = 0, head_dim = 0;

@@ -460,11 +460,11 @@ def attention(
     window_size=(W - 1, 0)``), and the kernels skip the key tiles outside it. Arithmetic is
     fp32; the 16-bit inputs' probabilities are rounded to the input type before ``@ v``, as
     FlashAttention does. bf16/f16 with head_dim 64 or 128 run on tensor cores (compute capability
-    8.0+), the rest on CUDA cores.
+    8.0+), and on Hopper any head_dim that is a multiple of 8 up to 256; the rest on CUDA cores.
 
     Differentiable in q, k and v (``lse`` is not): the backward (``cudalab::attention_backward``)
-    takes the saved q, k, v, o and lse and runs FlashAttention-2's backward on tensor cores for the
-    same inputs the forward's tensor-core kernel takes (scratch O(seq), dq summed by fp32 atomics, so
+    takes the saved q, k, v, o and lse and runs FlashAttention-2's backward on tensor cores for
+    bf16/f16 at head_dim 64 or 128 (scratch O(seq), dq summed by fp32 atomics, so
     its last bits may vary from run to run), and a CUDA-core fallback everywhere else, which
     materializes the probabilities and their gradients in fp32: 8 * batch * heads * seq^2 bytes of
     scratch (8 GiB at 4 x 16 x 4096)."""
@@ -586,8 +586,8 @@ def attention_varlen(
     1]`` (int32 cumulative lengths on q's device, starting at 0); no sequence may be longer than
     max_seqlen_q queries or max_seqlen_k keys. Where a sequence has more keys than queries, its
     queries are its last positions (the causal mask aligned bottom-right, as FlashAttention's), and
-    a query that sees no key gets o = 0 and lse = -inf. bfloat16 or float16, head_dim 64 or 128,
-    on Hopper (compute capability 9.0). Differentiable in q, k and v (lse is not)."""
+    a query that sees no key gets o = 0 and lse = -inf. bfloat16 or float16, head_dim a multiple of
+    8 up to 256 (the backward: 64 or 128), on Hopper (compute capability 9.0). Differentiable in q, k and v (lse is not)."""
     q, k, v = autocast_inputs(q, k, v)
     left, right = window_size
     return torch.ops.cudalab.attention_varlen(

@@ -619,7 +619,7 @@ __device__ __forceinline__ void wgmma_ss_narrow_m64k16(float (&d)[kRegisters], s
   }
 }
 
-// d (f32, N = 2 * kRegisters: 64 or 128) += A B with A's 64 x 16 in registers, four 32-bit pairs a
+// d (f32, N = 2 * kRegisters: 64, 128 or 256) += A B with A's 64 x 16 in registers, four 32-bit pairs a
 // thread in the accumulator's layout (a[0]: row l/4, columns 2(l%4)..+1; a[1]: row + 8; a[2], a[3]:
 // columns + 8), and B 16 x N from shared memory, MN-major (imm-trans-b 1): O += P V.
 #define CUDALAB_WGMMA_RS_M64N64(TYPE)                                                                   \
@@ -632,9 +632,14 @@ __device__ __forceinline__ void wgmma_ss_narrow_m64k16(float (&d)[kRegisters], s
                "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"                                             \
                : CUDALAB_WGMMA_ACC64(0)                                                                  \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
+#define CUDALAB_WGMMA_RS_M64N256(TYPE)                                                                   \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_63 \
+               ", " CUDALAB_WGMMA_REGS_64_127 "}, {%128, %129, %130, %131}, %132, 1, 1, 1, 1;\n"         \
+               : CUDALAB_WGMMA_ACC64(0), CUDALAB_WGMMA_ACC64(64)                                         \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
 template <typename T, int kRegisters>
 __device__ __forceinline__ void wgmma_rs_m64k16(float (&d)[kRegisters], const std::uint32_t (&a)[4], std::uint64_t b) {
-  static_assert(kRegisters == 32 || kRegisters == 64, "m64n64k16 or m64n128k16");
+  static_assert(kRegisters == 32 || kRegisters == 64 || kRegisters == 128, "m64n64k16, m64n128k16 or m64n256k16");
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   if constexpr (kRegisters == 32) {
     if constexpr (kBf16) {
@@ -642,11 +647,17 @@ __device__ __forceinline__ void wgmma_rs_m64k16(float (&d)[kRegisters], const st
     } else {
       CUDALAB_WGMMA_RS_M64N64("f16");
     }
-  } else {
+  } else if constexpr (kRegisters == 64) {
     if constexpr (kBf16) {
       CUDALAB_WGMMA_RS_M64N128("bf16");
     } else {
       CUDALAB_WGMMA_RS_M64N128("f16");
+    }
+  } else {
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_RS_M64N256("bf16");
+    } else {
+      CUDALAB_WGMMA_RS_M64N256("f16");
     }
   }
 }
@@ -657,6 +668,7 @@ __device__ __forceinline__ void wgmma_rs_m64k16(float (&d)[kRegisters], const st
 #undef CUDALAB_WGMMA_REGS_0_15
 #undef CUDALAB_WGMMA_REGS_0_7
 #undef CUDALAB_WGMMA_REGS_0_3
+#undef CUDALAB_WGMMA_RS_M64N256
 #undef CUDALAB_WGMMA_RS_M64N128
 #undef CUDALAB_WGMMA_RS_M64N64
 #undef CUDALAB_WGMMA_SS_M64N128

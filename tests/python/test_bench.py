@@ -206,10 +206,11 @@ def test_attention_family_cases():
         for head_dim in (64, 128):
             for causal in (0, 1):
                 assert ("bf16", max(16384 // seq, 1), 16, seq, head_dim, causal) in shapes
-    for seq in (512, 2048, 8192):  # head_dim 256, which no tensor-core kernel takes
-        for causal in (0, 1):
-            assert ("bf16", 16384 // seq, 16, seq, 256, causal) in shapes
-    assert len(cases) == len(shapes) == 8 * 2 * 2 + 3 * 2 + 1
+    for head_dim, seqs in ((256, (512, 2048, 8192)), (96, (1024, 4096))):  # the other head_dims
+        for seq in seqs:
+            for causal in (0, 1):
+                assert ("bf16", 16384 // seq, 16, seq, head_dim, causal) in shapes
+    assert len(cases) == len(shapes) == 8 * 2 * 2 + 5 * 2 + 1
     for c in cases:
         seq = dict(c.dims)["seq"]
         assert c.engine == "by_dtype"

@@ -925,12 +925,14 @@ def test_attention_backward_names_the_quadratic_fallback():
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("layout", ["head_dim 40", "head_dim 256", "misaligned"])
-def test_attention_on_the_cuda_core_kernel(dtype, layout):
-    # The tensor-core kernel takes 16-bit head_dim 64 and 128 at 16-byte aligned addresses; the rest
-    # runs on the CUDA-core kernel (a view one element into its storage is contiguous, not aligned).
+@pytest.mark.parametrize("layout", ["head_dim 40", "head_dim 36", "head_dim 256", "misaligned"])
+def test_attention_off_the_head_dim_64_and_128_kernels(dtype, layout):
+    # 16-bit head_dim 40 and 256 at 16-byte aligned addresses run on Hopper's tensor-core kernels
+    # (head_dim 40 on the 64 one, zeros past its last dimension) and on the CUDA-core kernel
+    # elsewhere; head_dim 36 (rows of no 16-byte multiple) and a view one element into its storage
+    # (contiguous, not aligned) on the CUDA-core kernel everywhere.
     seed("attention cuda cores", dtype, layout)
-    head_dim = {"head_dim 40": 40, "head_dim 256": 256}.get(layout, 64)
+    head_dim = {"head_dim 40": 40, "head_dim 36": 36, "head_dim 256": 256}.get(layout, 64)
     shape = (2, 4, 129, head_dim)
     numel = math.prod(shape)
     storage = torch.randn(3 * numel + 1, device="cuda").to(dtype)
@@ -940,6 +942,27 @@ def test_attention_on_the_cuda_core_kernel(dtype, layout):
     ref_o, ref_lse = attention_reference(q, k, v, causal=True)
     assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
     torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head_dim", [32, 96, 160, 192, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_head_dims_on_hopper(dtype, head_dim, causal):
+    # Hopper's forward at head_dims other than 64 and 128, against float64: 256 on its own kernel
+    # (64-key tiles), the rest on the kernel above them; grouped heads, a sequence of no tile's
+    # multiple, q read as a [batch, seq, heads, head_dim] view. Its backward (the CUDA-core
+    # fallback) within SDPA's gradient bound.
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the head_dim 256 and padded kernels are Hopper's")
+    seed("attention head dims", dtype, head_dim, causal)
+    batch, heads, kv_heads, seq = 2, 4, 2, 333
+    q = torch.randn(batch, seq, heads, head_dim, device="cuda").to(dtype).transpose(1, 2)
+    k, v = (torch.randn(batch, kv_heads, seq, head_dim, device="cuda").to(dtype) for _ in range(2))
+    o, lse = ops.attention(q, k, v, causal=causal)
+    ref_o, ref_lse = attention_reference(q, k, v, causal=causal)
+    assert rel_l2(o, ref_o) <= ATTENTION_REL_L2[dtype], f"O rel L2 {rel_l2(o, ref_o):.3g}"
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=ATTENTION_LSE_REL_L2, atol=1e-4)
+    assert_gradients_within_sdpa_bound(q, k, v, torch.randn_like(o), causal)
 
 
 # (batch, heads, kv_heads, tokens, cache, head_dim): Llama-3's grouping at one token (the split
@@ -1304,7 +1327,7 @@ def test_attention_varlen_backward_refuses_deterministic_algorithms():
     "call, error, message",
     [
         ("float32", TypeError, "q must be bfloat16 or float16, got float32"),
-        ("head_dim 96", RuntimeError, "head_dim 96: the kernel is built for head_dim 64 and 128"),
+        ("head_dim 100", RuntimeError, "head_dim 100: the kernel takes multiples of 8 up to 256"),
         ("heads", ValueError, "must be a multiple of k and v's heads"),
         ("cu_seqlens dtype", TypeError, "cu_seqlens_q must be int32"),
         ("cu_seqlens length", ValueError, "cu_seqlens_k must be contiguous [sequences + 1]"),
@@ -1319,10 +1342,10 @@ def test_attention_varlen_names_what_it_refuses(call, error, message):
     args = [q, k, v, cu_q, cu_k, 6, 7]
     if call == "float32":
         args[:3] = (t.float() for t in args[:3])
-    elif call == "head_dim 96":
+    elif call == "head_dim 100":
         if torch.cuda.get_device_capability() != (9, 0):
             pytest.skip("the refusal names the head_dim on Hopper; elsewhere the GPU")
-        args[:3] = (torch.zeros(*t.shape[:2], 96, device="cuda", dtype=torch.bfloat16) for t in args[:3])
+        args[:3] = (torch.zeros(*t.shape[:2], 100, device="cuda", dtype=torch.bfloat16) for t in args[:3])
     elif call == "heads":
         args[0] = torch.randn(10, 3, 64, device="cuda", dtype=torch.bfloat16)
     elif call == "cu_seqlens dtype":

@@ -399,10 +399,10 @@ AttentionDims varlen_query_dims(const AttentionVarlenDims& d) {
 AttentionDims varlen_key_dims(const AttentionVarlenDims& d) { return {1, d.heads, d.kv_heads, d.total_k, d.head_dim}; }
 
 // The checks of a variable-length batch that need no arrays: its sizes, and whether the Hopper
-// kernels run it (elements of `element_size` bytes). False when there is no query row: nothing to
-// compute but (backward) zero gradients of the keys.
+// kernels run it (elements of `element_size` bytes; the backward's kernel when `backward`). False
+// when there is no query row: nothing to compute but (backward) zero gradients of the keys.
 bool require_varlen_dims(const char* call, const AttentionVarlenDims& d, std::size_t element_size, bool causal,
-                         std::int64_t window_left, std::int64_t window_right) {
+                         std::int64_t window_left, std::int64_t window_right, bool backward) {
   const std::string prefix = std::string(call) + ": ";
   CUDALAB_REQUIRE(d.sequences >= 0 && d.heads >= 0 && d.kv_heads >= 0 && d.total_q >= 0 && d.total_k >= 0 &&
                       d.max_seqlen_q >= 0 && d.max_seqlen_k >= 0 && d.head_dim >= 0,
@@ -430,7 +430,7 @@ bool require_varlen_dims(const char* call, const AttentionVarlenDims& d, std::si
                                 element_size,
                                 current_gpu().compute_capability,
                                 v::window_binds(std::max(d.total_q, d.total_k), causal, window_left, window_right)};
-  const std::string why = v::wgmma_limits(shape);
+  const std::string why = backward ? v::wgmma_backward_limits(shape) : v::wgmma_limits(shape);
   CUDALAB_REQUIRE(why.empty(), prefix + "variable-length batches run on the Hopper tensor-core kernels only: " + why);
   return d.total_q > 0;
 }
@@ -460,7 +460,8 @@ void forward_varlen(const T* q, const T* k, const T* v, const std::int32_t* cu_s
                     const AttentionOptions& options, cudaStream_t stream) {
   constexpr const char* call = kForwardVarlen;
   require_scale(call, options);
-  if (!require_varlen_dims(call, d, sizeof(T), options.causal, options.window_left, options.window_right)) return;
+  if (!require_varlen_dims(call, d, sizeof(T), options.causal, options.window_left, options.window_right, false))
+    return;
   const AttentionLayout& l = options.layout;
   const AttentionStrides qs = varlen_strides(l.q, d.heads, d.head_dim),
                          ks = varlen_strides(l.k, d.kv_heads, d.head_dim),
@@ -503,7 +504,7 @@ void backward_varlen(const T* q, const T* k, const T* v, const T* o, const float
                       ": a variable-length batch's dQ is summed in no fixed order (no deterministic "
                       "form is built)");
   const bool queries =
-      require_varlen_dims(call, d, sizeof(T), options.causal, options.window_left, options.window_right);
+      require_varlen_dims(call, d, sizeof(T), options.causal, options.window_left, options.window_right, true);
   if (d.sequences == 0 || d.heads == 0 || d.head_dim == 0) return;
   const AttentionLayout& l = options.layout;
   const auto query_side = [&](const AttentionStrides& s) { return varlen_strides(s, d.heads, d.head_dim); };
@@ -717,7 +718,7 @@ void attention_forward_varlen(const T* q, const T* k, const T* v, const std::int
 std::size_t attention_backward_varlen_workspace_bytes(const AttentionVarlenDims& dims, DType dtype) {
   CUDALAB_REQUIRE(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
                   std::string(kBackwardVarlenWorkspace) + ": dtype must be f32, bf16 or f16, got " + to_string(dtype));
-  if (!require_varlen_dims(kBackwardVarlenWorkspace, dims, size_of(dtype), false, -1, -1)) return 0;
+  if (!require_varlen_dims(kBackwardVarlenWorkspace, dims, size_of(dtype), false, -1, -1, true)) return 0;
   return v::mma_backward_workspace_bytes(1, dims.heads, dims.total_q, dims.head_dim);
 }
 

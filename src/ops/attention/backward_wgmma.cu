@@ -654,6 +654,8 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
 std::string wgmma_backward_limits(const AttentionShape& shape) {
   const std::string why = wgmma_limits(shape);
   if (!why.empty()) return why;
+  if (shape.head_dim != 64 && shape.head_dim != 128)
+    return "head_dim " + std::to_string(shape.head_dim) + ": the backward kernel is built for head_dim 64 and 128";
   if (shape.kv_heads > 65535) return "kv_heads above 65535 (grid y)";
   return "";
 }

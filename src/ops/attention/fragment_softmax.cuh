@@ -152,14 +152,16 @@ __device__ __forceinline__ void normalize_output_rows(const Fragment& o, const S
   }
 }
 
-// As normalize_output_rows, O's pairs stored straight to its rows at `o_rows` (row_stride apart).
+// As normalize_output_rows, O's pairs stored straight to its rows at `o_rows` (row_stride apart),
+// those of its first `columns` (a multiple of 8: a head_dim padded to the kernel's kHeadDim).
 template <typename T, int kHeadDim, bool kRowsMayBeEmpty = false, typename Fragment>
 __device__ __forceinline__ void store_output_rows(const Fragment& o, const SoftmaxRows& rows, T* o_rows,
                                                   std::int64_t row_stride, float* lse_rows, std::int64_t row_g,
-                                                  std::int64_t seq, float scale, int lane) {
+                                                  std::int64_t seq, float scale, int lane, int columns = kHeadDim) {
   normalize_output_rows<T, kHeadDim, kRowsMayBeEmpty>(
       o, rows, lse_rows, row_g, seq, scale, lane, [&](int r, int i, std::uint32_t pair) {
-        *reinterpret_cast<std::uint32_t*>(o_rows + (row_g + 8 * r) * row_stride + 2 * (lane % 4) + 8 * i) = pair;
+        if (kHeadDim == columns || 8 * i < columns)
+          *reinterpret_cast<std::uint32_t*>(o_rows + (row_g + 8 * r) * row_stride + 2 * (lane % 4) + 8 * i) = pair;
       });
 }
 

@@ -217,20 +217,25 @@ std::vector<Problem> problems(const Op& op, DType dtype, const std::vector<Shape
 // Test shapes: seq 1, 2, around a warp and the 64-row tiles (17, 63, 64, 65, 127, 129), 200 with
 // grouped-query heads (8 over 2 kv heads), 1000 with one kv head (multi-query), head_dims 64 and
 // 128 (the tensor-core rungs'), 385 at head_dim 128 with one kv head (four 128-key tiles of the
-// wgmma rungs, the last partial), and 80 and 40 (padded by tiled, refused by the tensor-core rungs),
-// causal and not; each small enough for the CPU to check every row in well under a second. Then
+// wgmma rungs, the last partial), and 80 and 40 (padded by tiled and by the wgmma rungs, refused by
+// the mma rungs), causal and not; each small enough for the CPU to check every row in well under a
+// second. Then
 // sliding windows whose edges cut the tiles of every rung (64 and 128 keys, 64 and 128 rows):
 // causal with 100 keys back at 385 x 128, two-sided (37 back, 5 ahead) with grouped heads, ahead
 // only (0 back, 70 ahead), head_dim 80 (the CUDA-core rungs), and 255 back at 2048 (most tiles
-// skipped). Last, one problem checked on sampled rows (1 x 4 x 4096 x 128), causal: the largest,
-// which the GPU tests also run the broken tutorial rung at.
+// skipped). Then one problem checked on sampled rows (1 x 4 x 4096 x 128), causal: the largest,
+// which the GPU tests also run the broken tutorial rung at. Last, the other head_dims of the wgmma
+// rungs: 256 (64-key tiles whose causal diagonal crosses two of them; grouped heads; a window),
+// and 96, 192 and 32 on the build above them.
 const std::vector<Shape> kTestShapes = {
     {{1, 1, 1, 64}, 0, 0},          {{2, 3, 2, 128}, 1, 0},          {{1, 2, 17, 64}, 0, 0},
     {{2, 2, 63, 128}, 1, 0},        {{1, 2, 64, 80}, 0, 0},          {{2, 2, 65, 64}, 1, 0},
     {{1, 3, 127, 128}, 0, 0},       {{1, 2, 129, 40}, 1, 0},         {{2, 8, 200, 64}, 1, 2},
     {{1, 2, 1000, 64}, 0, 1},       {{1, 2, 385, 128}, 0, 1},        {{1, 2, 385, 128}, 1, 1, 100},
     {{2, 8, 300, 64}, 0, 2, 37, 5}, {{1, 2, 200, 128}, 0, 0, 0, 70}, {{1, 3, 150, 80}, 1, 0, 20},
-    {{1, 2, 2048, 64}, 1, 0, 255},  {{1, 4, 4096, 128}, 1, 0},
+    {{1, 2, 2048, 64}, 1, 0, 255},  {{1, 4, 4096, 128}, 1, 0},       {{1, 2, 130, 256}, 1, 0},
+    {{2, 4, 385, 256}, 0, 2},       {{1, 2, 300, 256}, 1, 0, 100},   {{1, 3, 129, 96}, 1, 0},
+    {{1, 2, 200, 192}, 0, 1},       {{2, 2, 65, 32}, 1, 0},          {{1, 2, 1000, 256}, 1, 0},
 };
 
 // The backward's bench, and the forward's first: 4 x 16 x 4096 x 128 bf16, causal and not, and

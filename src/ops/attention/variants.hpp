@@ -218,7 +218,8 @@ template <typename T>
 void mma_pipelined(const AttentionArgs<T>& args, cudaStream_t stream);
 std::string mma_limits(const AttentionShape& shape);
 
-// Hopper rungs (sm_90a builds, compute capability 9.0): bf16 and fp16, head_dim 64 and 128.
+// Hopper rungs (sm_90a builds, compute capability 9.0): bf16 and fp16, head_dim a multiple of 8 up
+// to 256 (the backward's: 64 and 128).
 template <typename T>
 void wgmma(const AttentionArgs<T>& args, cudaStream_t stream);
 template <typename T>

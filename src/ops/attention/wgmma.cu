@@ -17,8 +17,9 @@ std::string wgmma_limits(const AttentionShape& shape) {
     return "wgmma and TMA need compute capability 9.0 (Hopper); this GPU is " +
            std::to_string(shape.compute_capability / 10) + "." + std::to_string(shape.compute_capability % 10);
   if (shape.element_size != 2) return "tensor-core rungs take bf16 or f16 inputs";
-  if (shape.head_dim != 64 && shape.head_dim != 128)
-    return "head_dim " + std::to_string(shape.head_dim) + ": the kernel is built for head_dim 64 and 128";
+  if (shape.head_dim % 8 != 0 || shape.head_dim > 256)
+    return "head_dim " + std::to_string(shape.head_dim) +
+           ": the kernel takes multiples of 8 up to 256 (on its head_dim 64, 128 and 256 builds)";
   if (shape.heads > 65535 || shape.batch > 65535) return "heads and batch above 65535 (grid y and z)";
   // TMA coordinates are 32-bit: a (batch, head) is a matrix index, a key or query row a row index.
   if (shape.batch * shape.heads > 0x7fffffffLL || shape.seq > 0x7fffffffLL - 256)

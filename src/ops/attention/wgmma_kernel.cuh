@@ -20,10 +20,11 @@
 // the last P V runs, the turns running on across row blocks).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
 // 128 x head_dim each, and O's staging tile of 128 x head_dim: 192 KiB at head_dim 128, 96 KiB at
-// 64. O goes through the staging by TMA stores, which run on while the consumers start their next
-// row block or leave (from registers, it took 8-19% of the ping-pong rung's time at head_dim 128
-// and seq 512-2048, 3% at 4096-8192, on an H200); in a variable-length batch from registers where
-// its sequence ends inside a consumer's rows.
+// 64. Head_dim 256 takes tiles of 64 keys and stages O in Q (193 KiB); other head_dims up to 256
+// (multiples of 8) run on the next build up, TMA reading zeros past their last dimension. O goes through the staging by
+// TMA stores, which run on while the consumers start their next row block or leave (from registers, it took 8-19% of
+// the ping-pong rung's time at head_dim 128 and seq 512-2048, 3% at 4096-8192, on an H200); in a variable-length batch
+// from registers where its sequence ends inside a consumer's rows.
 #pragma once
 
 #include <algorithm>
@@ -54,27 +55,40 @@ namespace wgmma_detail {
 
 using namespace hopper;
 
+// kHeadDim: 64, 128 or 256; a head_dim below one of them runs on its kernel, TMA filling Q, K and
+// V's missing dimensions with zeros and leaving O's out.
 template <int kHeadDim>
 struct Layout {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kBlockN = 128;                                    // keys per tile
+  // Keys per tile: 64 at head_dim 256, whose O takes 128 registers a thread (128 scores more would
+  // not fit in 240).
+  static constexpr int kBlockN = kHeadDim > 128 ? 64 : 128;
   static constexpr int kStages = 2;                                      // slots of each of the K and V rings
   static constexpr int kBoxes = kHeadDim / kBlockK;                      // 64-dimension boxes a row spans
   static constexpr std::uint32_t kQBoxBytes = 64 * kRowBytes;            // 64 rows of one consumer
   static constexpr std::uint32_t kQConsumerBytes = kBoxes * kQBoxBytes;  // a consumer's Q rows
   static constexpr std::uint32_t kKvBoxBytes = kBlockN * kRowBytes;      // 128 keys x 64 dimensions
   static constexpr std::uint32_t kKvTileBytes = kBoxes * kKvBoxBytes;    // one K or V slot
+  // At head_dim 256 a consumer stages O in its own Q rows, which its last scores were the last to
+  // read (a tile of its own would take the block past 227 KiB); only a block a row block can.
+  static constexpr bool kStagingInQ = kHeadDim > 128;
   struct Storage {
     alignas(1024) std::uint8_t q[kConsumers][kQConsumerBytes];
     alignas(1024) std::uint8_t k[kStages][kKvTileBytes];
     alignas(1024) std::uint8_t v[kStages][kKvTileBytes];
     std::uint64_t q_full;
     PipelineBarriers<kStages> k_barriers, v_barriers;
-    std::uint64_t q_empty;                                      // the persistent form's: both consumers done with Q
-    alignas(1024) std::uint8_t o[kConsumers][kQConsumerBytes];  // each consumer's rows of O, for TMA stores
+    std::uint64_t q_empty;  // the persistent form's: both consumers done with Q
+    // Each consumer's rows of O, for TMA stores (a placeholder with kStagingInQ).
+    alignas(1024) std::uint8_t o[kStagingInQ ? 1 : kConsumers][kStagingInQ ? 1 : kQConsumerBytes];
   };
   static constexpr int kSharedBytes = shared_storage_bytes<Storage>();
+  // Where consumer c stages its rows of O, from the block's shared base.
+  static constexpr std::uint32_t staging_offset(int consumer) {
+    return static_cast<std::uint32_t>(kStagingInQ ? offsetof(Storage, q) : offsetof(Storage, o)) +
+           consumer * kQConsumerBytes;
+  }
   using KvPipeline = TmaPipeline<kStages, kKvTileBytes>;
 };
 
@@ -88,6 +102,7 @@ struct WgmmaAttentionParams {
   AttentionStrides o;  // where O's rows lie (resolved: never the default)
   std::int64_t seq;
   int heads, kv_group;  // kv_group = heads / kv_heads
+  int head_dim;         // the problem's: at most the kernel's kHeadDim
   float scale;
   bool causal;
   KeyWindow window;
@@ -96,7 +111,7 @@ struct WgmmaAttentionParams {
   std::int64_t keys;
 };
 
-// Producer: the next slot of a K or V pipeline gets keys [key0, key0 + 128) of (batch, kv_head),
+// Producer: the next slot of a K or V pipeline gets keys [key0, key0 + kBlockN) of (batch, kv_head),
 // once both consumers released it.
 template <typename L>
 __device__ __forceinline__ void load_kv(const typename L::KvPipeline& pipeline, RingPosition<L::kStages>& at,
@@ -108,24 +123,34 @@ __device__ __forceinline__ void load_kv(const typename L::KvPipeline& pipeline, 
   at.advance();
 }
 
+// One k-step of S = Q K^T over a tile of 128 or 64 keys (K stored keys x dimensions, K-major).
+template <typename T, bool kAccumulate, int kRegisters>
+__device__ __forceinline__ void score_step(float (&s)[kRegisters], std::uint64_t q, std::uint64_t k) {
+  if constexpr (kRegisters == 64) {
+    wgmma_ss_m64n128k16<T, kAccumulate>(s, q, k);
+  } else {
+    wgmma_ss_m64n64k16<T, kAccumulate, false>(s, q, k);
+  }
+}
+
 // S = Q K^T for one consumer: head_dim / 16 k-steps, one committed group. K-step kk lies in box
 // kk / 4 of both tiles, 32 bytes per k-step into its 128-byte rows.
 template <typename T, typename L, int kHeadDim>
-__device__ __forceinline__ void issue_scores(float (&s)[64], std::uint32_t q_tile, std::uint32_t k_tile) {
+__device__ __forceinline__ void issue_scores(float (&s)[L::kBlockN / 2], std::uint32_t q_tile, std::uint32_t k_tile) {
   wgmma_fence();
-  wgmma_ss_m64n128k16<T, false>(s, k_major_descriptor(q_tile, 0), k_major_descriptor(k_tile, 0));
+  score_step<T, false>(s, k_major_descriptor(q_tile, 0), k_major_descriptor(k_tile, 0));
 #pragma unroll
   for (int kk = 1; kk < kHeadDim / 16; ++kk)
-    wgmma_ss_m64n128k16<T, true>(s, k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4),
-                                 k_major_descriptor(k_tile + (kk / 4) * L::kKvBoxBytes, kk % 4));
+    score_step<T, true>(s, k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4),
+                        k_major_descriptor(k_tile + (kk / 4) * L::kKvBoxBytes, kk % 4));
   wgmma_commit();
 }
 
-// O += P V for one consumer: 128 / 16 k-steps over the keys. V's tile is B stored k x n (keys x
+// O += P V for one consumer: kBlockN / 16 k-steps over the keys. V's tile is B stored k x n (keys x
 // dimensions), MN-major: k-step kk starts 16 rows (2048 bytes) in, the 64-dimension boxes are
 // kKvBoxBytes apart (LBO), 8-key groups 1024 bytes (SBO). P's k-step kk is p[4 kk .. 4 kk + 3].
 template <typename T, typename L, int kHeadDim>
-__device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 2], const std::uint32_t (&p)[32],
+__device__ __forceinline__ void issue_values(float (&o)[kHeadDim / 2], const std::uint32_t (&p)[L::kBlockN / 4],
                                              std::uint32_t v_tile) {
 #pragma unroll
   for (int kk = 0; kk < L::kBlockN / 16; ++kk) {
@@ -236,19 +261,20 @@ __device__ __forceinline__ void consume_block(
   const std::int64_t row0 = block.q0 + 64 * consumer + 16 * (t / 32) + lane / 4;  // row g; row g + 8 is + 8
   // Past the first tile, only a sliding window's tiles may need the mask: those that cross an edge
   // of the window of the consumer's 64 rows (at their positions). Without a window the only tile
-  // with the causal diagonal or the sequence's end is the first (kWindowed false: the loop carries
-  // no mask at all; a check on every tile that never passed cost 6-20%, measured).
+  // with the causal diagonal or the sequence's end is the first at 128-key tiles (kWindowed false:
+  // the loop carries no mask at all; a check on every tile that never passed cost 6-20%, measured),
+  // and the first two at 64-key tiles.
   const std::int64_t consumer_row = block.q0 + 64 * consumer;
   const std::int64_t consumer_position = consumer_row + block.shift, position0 = row0 + block.shift;
   [[maybe_unused]] const auto masked = [&](std::int64_t key0) {
     return key0 < consumer_position + 63 - p.window.left || key0 + kBlockN - 1 > consumer_position + p.window.right ||
            key0 + kBlockN > keys;
   };
-  float s[64];
+  float s[kBlockN / 2];
   float o[kHeadDim / 2];
 #pragma unroll
   for (int i = 0; i < kHeadDim / 2; ++i) o[i] = 0.0f;
-  std::uint32_t pr[32];
+  std::uint32_t pr[kBlockN / 4];
   SoftmaxRows rows;  // rows g and g + 8 of the thread's warp
 
   // The first tile (the last keys): scores, the mask, the softmax. With kTurnsAtEnds its scores and
@@ -292,9 +318,12 @@ __device__ __forceinline__ void consume_block(
     release(k_pipeline, k_ring);
     k_ring.advance();
     if (j == tiles - 1) q_read();
+    const std::int64_t key0 = static_cast<std::int64_t>(first_tile + tiles - 1 - j) * kBlockN;
     if constexpr (kWindowed) {
-      const std::int64_t key0 = static_cast<std::int64_t>(first_tile + tiles - 1 - j) * kBlockN;
       if (masked(key0)) mask_scores(s, key0, position0, keys, p.window, lane);
+    } else if constexpr (kBlockN < kWgmmaBlockM) {
+      // Tiles shorter than the block: the causal diagonal crosses its last kWgmmaBlockM / kBlockN.
+      if (p.causal && j < kWgmmaBlockM / kBlockN) mask_scores(s, key0, row0, keys, CausalMask{true}, lane);
     }
     const float2 correction = online_softmax(s, rows, exponent_scale);
     wgmma_wait<0>();  // P V is done: O and P may change
@@ -392,7 +421,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
         const std::int64_t row0 = q0 + 64 * (warpgroup - 1) + 16 * (t / 32) + t % 32 / 4;
         float zeros[kHeadDim / 2] = {};
         store_output_rows<T, kHeadDim, true>(zeros, SoftmaxRows{}, o_rows(), p.o.row, lse_rows(), row0, queries,
-                                             p.scale, t % 32);
+                                             p.scale, t % 32, p.head_dim);
       }
       return;
     }
@@ -424,14 +453,15 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
       p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, 0, consumer,
       BlockRows{q0, first_tile, tiles, queries, keys, shift},
       [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
-        const std::uint32_t o_staging = base + offsetof(Storage, o) + consumer * L::kQConsumerBytes;
+        const std::uint32_t o_staging = base + L::staging_offset(consumer);
         if constexpr (kVarlen) {
           if (q0 + 64 * consumer + 64 <= queries) {
             store_rows_by_tma<T, L, kHeadDim, true>(o, rows, row0, lane, lse_rows(), queries, p.scale, o_staging,
                                                     &o_map, static_cast<int>(q_begin) + q0 + 64 * consumer, head,
                                                     tma_batch, kStoreBarrier + consumer);
           } else {
-            store_output_rows<T, kHeadDim, true>(o, rows, o_rows(), p.o.row, lse_rows(), row0, queries, p.scale, lane);
+            store_output_rows<T, kHeadDim, true>(o, rows, o_rows(), p.o.row, lse_rows(), row0, queries, p.scale, lane,
+                                                 p.head_dim);
           }
         } else {
           store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, lse_rows(), p.seq, p.scale, o_staging, &o_map,
@@ -527,7 +557,7 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const std::uint32_t q_tile = base + offsetof(Storage, q) + consumer * L::kQConsumerBytes;
   RingPosition<L::kStages> k_ring, v_ring;
   const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
-  const std::uint32_t o_staging = base + offsetof(Storage, o) + consumer * L::kQConsumerBytes;
+  const std::uint32_t o_staging = base + L::staging_offset(consumer);
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
   for_each_row_block([&](int round, const BlockRows& block, int zq) {
     const int head = zq % p.heads, batch = zq / p.heads;
@@ -564,17 +594,18 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
   // A variable-length batch's window is about positions up to the longest sequence's.
   const std::int64_t span = kVarlen ? varlen.max_seqlen_q + varlen.max_seqlen_k : args.seq;
   const WgmmaAttentionParams params{args.lse,
-                                    resolved(args.layout.o, args.heads, args.seq, kHeadDim),
+                                    resolved(args.layout.o, args.heads, args.seq, args.head_dim),
                                     args.seq,
                                     static_cast<int>(args.heads),
                                     static_cast<int>(args.heads / args.kv_heads),
+                                    static_cast<int>(args.head_dim),
                                     args.scale,
                                     args.causal,
                                     key_window(span, args.causal, args.window_left, args.window_right),
                                     varlen.cu_seqlens_q,
                                     varlen.cu_seqlens_k,
                                     keys};
-  if constexpr (kPingPong && !kWindowed && !kVarlen) {
+  if constexpr (kPingPong && !kWindowed && !kVarlen && !L::kStagingInQ) {
     // The persistent form, against a block a row block (H200, bf16, both storing O by TMA): without
     // a mask 0.92-0.98x the time at seq 4096-16384 (0.78-0.95x at 512-1024 before O went by TMA);
     // causal 0.93-0.95x at 8192 but 1.43x at 16384, where its zig-zag rounds, which cross heads,
@@ -603,6 +634,15 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
 }  // namespace wgmma_detail
 #endif  // CUDALAB_SM90A
 
+// f(std::integral_constant<int, D>) with D the kernel a head_dim runs on: 64, 128 or 256, the
+// smallest at least head_dim.
+template <typename F>
+void with_kernel_head_dim(std::int64_t head_dim, F f) {
+  if (head_dim <= 64) return f(std::integral_constant<int, 64>{});
+  if (head_dim <= 128) return f(std::integral_constant<int, 128>{});
+  f(std::integral_constant<int, 256>{});
+}
+
 // A rung's launcher: checks, then the kernel for args' head_dim.
 template <typename T, bool kPingPong>
 void launch_attention_wgmma(const char* name, const AttentionArgs<T>& args, cudaStream_t stream) {
@@ -613,7 +653,7 @@ void launch_attention_wgmma(const char* name, const AttentionArgs<T>& args, cuda
                   std::string(name) + ": q, k, v and o must be 16-byte aligned (TMA)");
   CUDALAB_REQUIRE(strides_in_vectors(args.layout), std::string(name) + ": every stride must be a multiple of 8 (TMA)");
 #if CUDALAB_SM90A
-  if (args.batch == 0 || args.heads == 0 || args.seq == 0) return;
+  if (args.batch == 0 || args.heads == 0 || args.seq == 0 || args.head_dim == 0) return;
   if (args.varlen.on()) {
     // Variable-length batches take the library's rung only. Self-attention (one array of lengths for
     // queries and keys) with no window takes the dense batch's mask, which costs no check past the
@@ -629,21 +669,18 @@ void launch_attention_wgmma(const char* name, const AttentionArgs<T>& args, cuda
         wgmma_detail::launch_wgmma_window<T, decltype(head_dim)::value, true, decltype(windowed)::value, true>(args,
                                                                                                                stream);
       };
-      if (args.head_dim == 64) {
-        if (general) return launch(std::integral_constant<int, 64>{}, std::true_type{});
-        return launch(std::integral_constant<int, 64>{}, std::false_type{});
-      }
-      if (general) return launch(std::integral_constant<int, 128>{}, std::true_type{});
-      return launch(std::integral_constant<int, 128>{}, std::false_type{});
+      return with_kernel_head_dim(args.head_dim, [&](auto head_dim) {
+        if (general) return launch(head_dim, std::true_type{});
+        launch(head_dim, std::false_type{});
+      });
     }
   }
   const bool windowed = window_binds(args);
-  if (args.head_dim == 64) {
-    if (windowed) return wgmma_detail::launch_wgmma_window<T, 64, kPingPong, true>(args, stream);
-    return wgmma_detail::launch_wgmma_window<T, 64, kPingPong, false>(args, stream);
-  }
-  if (windowed) return wgmma_detail::launch_wgmma_window<T, 128, kPingPong, true>(args, stream);
-  wgmma_detail::launch_wgmma_window<T, 128, kPingPong, false>(args, stream);
+  with_kernel_head_dim(args.head_dim, [&](auto head_dim) {
+    constexpr int kHeadDim = decltype(head_dim)::value;
+    if (windowed) return wgmma_detail::launch_wgmma_window<T, kHeadDim, kPingPong, true>(args, stream);
+    wgmma_detail::launch_wgmma_window<T, kHeadDim, kPingPong, false>(args, stream);
+  });
 #else
   (void)stream;
 #endif

@@ -320,8 +320,8 @@ def under_deterministic_algorithms(prepare_variant):
 def attention_cases(quick):
     """Attention's forward against SDPA's backends, q, k and v standard normal: a sweep of seq 256 to
     32768 at head_dim 64 and 128, causal and not, at batch x seq = 16384 (one sequence at 32768), 16
-    heads, bf16; head_dim 256 (no tensor-core kernel: the CUDA-core rung) at seq 512, 2048 and 8192;
-    and f16 [4, 16, 4096, 128]. The backward alone, against each backend's backward: bf16, seq 1024
+    heads, bf16; head_dim 256 at seq 512, 2048 and 8192 and head_dim 96 (Phi's; on the head_dim 128
+    kernel) at 1024 and 4096, causal and not; and f16 [4, 16, 4096, 128]. The backward alone, against each backend's backward: bf16, seq 1024
     to 16384 at head_dim 64 and 128, causal and not, at batch x seq = 16384. --quick: the same
     kinds at [2, 4, 512, D]."""
     if quick:
@@ -341,8 +341,9 @@ def attention_cases(quick):
             for seq in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
             for causal in (False, True)
         ]
-        for seq in (512, 2048, 8192):
-            shapes += [(torch.bfloat16, 16384 // seq, 16, seq, 256, causal) for causal in (False, True)]
+        for head_dim, seqs in ((256, (512, 2048, 8192)), (96, (1024, 4096))):
+            for seq in seqs:
+                shapes += [(torch.bfloat16, 16384 // seq, 16, seq, head_dim, causal) for causal in (False, True)]
         shapes += [(torch.float16, 4, 16, 4096, 128, False)]
     return [attention_case(*shape) for shape in shapes] + [attention_backward_case(*s) for s in backward_shapes]
 
