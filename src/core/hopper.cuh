@@ -479,6 +479,7 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[kRegisters]) 
 #define CUDALAB_WGMMA_REGS_0_31                                            \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define CUDALAB_WGMMA_REGS_0_39 CUDALAB_WGMMA_REGS_0_31 ", %32, %33, %34, %35, %36, %37, %38, %39"
 #define CUDALAB_WGMMA_REGS_0_63                                                      \
   CUDALAB_WGMMA_REGS_0_31                                                            \
   ", "                                                                               \
@@ -494,6 +495,7 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[kRegisters]) 
       "+f"(d[i + 7])
 #define CUDALAB_WGMMA_ACC32(i) \
   CUDALAB_WGMMA_ACC8(i), CUDALAB_WGMMA_ACC8(i + 8), CUDALAB_WGMMA_ACC8(i + 16), CUDALAB_WGMMA_ACC8(i + 24)
+#define CUDALAB_WGMMA_ACC40(i) CUDALAB_WGMMA_ACC32(i), CUDALAB_WGMMA_ACC8(i + 32)
 #define CUDALAB_WGMMA_ACC64(i)                                                                              \
   CUDALAB_WGMMA_ACC8(i), CUDALAB_WGMMA_ACC8(i + 8), CUDALAB_WGMMA_ACC8(i + 16), CUDALAB_WGMMA_ACC8(i + 24), \
       CUDALAB_WGMMA_ACC8(i + 32), CUDALAB_WGMMA_ACC8(i + 40), CUDALAB_WGMMA_ACC8(i + 48), CUDALAB_WGMMA_ACC8(i + 56)
@@ -572,6 +574,22 @@ __device__ __forceinline__ void wgmma_ss_m64n64k16(float (&d)[32], std::uint64_t
     CUDALAB_WGMMA_SS_M64N64("bf16");
   } else {
     CUDALAB_WGMMA_SS_M64N64("f16");
+  }
+}
+
+// d (f32) = A B or d += A B (kAccumulate) for a 64 x 16 K-major A and a 16 x 80 B stored n x k
+// (K-major), both from shared memory: the attention forward's S = Q K^T on 80-key tiles.
+#define CUDALAB_WGMMA_SS_M64N80(TYPE)                                                                   \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n80k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_39 \
+               "}, %40, %41, %42, 1, 1, 0, 0;\n"                                                        \
+               : CUDALAB_WGMMA_ACC40(0)                                                                 \
+               : "l"(a), "l"(b), "n"(static_cast<int>(kAccumulate)))
+template <typename T, bool kAccumulate>
+__device__ __forceinline__ void wgmma_ss_m64n80k16(float (&d)[40], std::uint64_t a, std::uint64_t b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    CUDALAB_WGMMA_SS_M64N80("bf16");
+  } else {
+    CUDALAB_WGMMA_SS_M64N80("f16");
   }
 }
 
@@ -673,13 +691,16 @@ __device__ __forceinline__ void wgmma_rs_m64k16(float (&d)[kRegisters], const st
 #undef CUDALAB_WGMMA_RS_M64N64
 #undef CUDALAB_WGMMA_SS_M64N128
 #undef CUDALAB_WGMMA_SS_M64N64
+#undef CUDALAB_WGMMA_SS_M64N80
 #undef CUDALAB_WGMMA_M64N256
 #undef CUDALAB_WGMMA_M64N128
 #undef CUDALAB_WGMMA_ACC64
+#undef CUDALAB_WGMMA_ACC40
 #undef CUDALAB_WGMMA_ACC32
 #undef CUDALAB_WGMMA_ACC8
 #undef CUDALAB_WGMMA_REGS_64_127
 #undef CUDALAB_WGMMA_REGS_0_63
+#undef CUDALAB_WGMMA_REGS_0_39
 #undef CUDALAB_WGMMA_REGS_0_31
 
 #endif  // CUDALAB_SM90A

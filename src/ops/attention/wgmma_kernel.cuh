@@ -20,7 +20,7 @@
 // the last P V runs, the turns running on across row blocks).
 // Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
 // 128 x head_dim each, and O's staging tile of 128 x head_dim: 192 KiB at head_dim 128, 96 KiB at
-// 64. Head_dim 256 takes tiles of 64 keys and stages O in Q (193 KiB); other head_dims up to 256
+// 64. Head_dim 256 takes tiles of 80 keys and stages O in Q (225 KiB); other head_dims up to 256
 // (multiples of 8) run on the next build up, TMA reading zeros past their last dimension. O goes through the staging by
 // TMA stores, which run on while the consumers start their next row block or leave (from registers, it took 8-19% of
 // the ping-pong rung's time at head_dim 128 and seq 512-2048, 3% at 4096-8192, on an H200); in a variable-length batch
@@ -61,9 +61,9 @@ template <int kHeadDim>
 struct Layout {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  // Keys per tile: 64 at head_dim 256, whose O takes 128 registers a thread (128 scores more would
-  // not fit in 240).
-  static constexpr int kBlockN = kHeadDim > 128 ? 64 : 128;
+  // Keys per tile: 80 at head_dim 256 (FlashAttention-3's), whose O takes 128 registers a thread
+  // (128 scores more would not fit in 240).
+  static constexpr int kBlockN = kHeadDim > 128 ? 80 : 128;
   static constexpr int kStages = 2;                                      // slots of each of the K and V rings
   static constexpr int kBoxes = kHeadDim / kBlockK;                      // 64-dimension boxes a row spans
   static constexpr std::uint32_t kQBoxBytes = 64 * kRowBytes;            // 64 rows of one consumer
@@ -81,7 +81,7 @@ struct Layout {
     PipelineBarriers<kStages> k_barriers, v_barriers;
     std::uint64_t q_empty;  // the persistent form's: both consumers done with Q
     // Each consumer's rows of O, for TMA stores (a placeholder with kStagingInQ).
-    alignas(1024) std::uint8_t o[kStagingInQ ? 1 : kConsumers][kStagingInQ ? 1 : kQConsumerBytes];
+    alignas(kStagingInQ ? 16 : 1024) std::uint8_t o[kStagingInQ ? 1 : kConsumers][kStagingInQ ? 1 : kQConsumerBytes];
   };
   static constexpr int kSharedBytes = shared_storage_bytes<Storage>();
   // Where consumer c stages its rows of O, from the block's shared base.
@@ -123,13 +123,13 @@ __device__ __forceinline__ void load_kv(const typename L::KvPipeline& pipeline, 
   at.advance();
 }
 
-// One k-step of S = Q K^T over a tile of 128 or 64 keys (K stored keys x dimensions, K-major).
+// One k-step of S = Q K^T over a tile of 128 or 80 keys (K stored keys x dimensions, K-major).
 template <typename T, bool kAccumulate, int kRegisters>
 __device__ __forceinline__ void score_step(float (&s)[kRegisters], std::uint64_t q, std::uint64_t k) {
   if constexpr (kRegisters == 64) {
     wgmma_ss_m64n128k16<T, kAccumulate>(s, q, k);
   } else {
-    wgmma_ss_m64n64k16<T, kAccumulate, false>(s, q, k);
+    wgmma_ss_m64n80k16<T, kAccumulate>(s, q, k);
   }
 }
 
@@ -262,8 +262,8 @@ __device__ __forceinline__ void consume_block(
   // Past the first tile, only a sliding window's tiles may need the mask: those that cross an edge
   // of the window of the consumer's 64 rows (at their positions). Without a window the only tile
   // with the causal diagonal or the sequence's end is the first at 128-key tiles (kWindowed false:
-  // the loop carries no mask at all; a check on every tile that never passed cost 6-20%, measured),
-  // and the first two at 64-key tiles.
+  // the loop carries no mask at all; a check on every tile that never passed cost 6-20%, measured);
+  // tiles of fewer keys than the block's rows test each tile for the diagonal.
   const std::int64_t consumer_row = block.q0 + 64 * consumer;
   const std::int64_t consumer_position = consumer_row + block.shift, position0 = row0 + block.shift;
   [[maybe_unused]] const auto masked = [&](std::int64_t key0) {
@@ -322,8 +322,8 @@ __device__ __forceinline__ void consume_block(
     if constexpr (kWindowed) {
       if (masked(key0)) mask_scores(s, key0, position0, keys, p.window, lane);
     } else if constexpr (kBlockN < kWgmmaBlockM) {
-      // Tiles shorter than the block: the causal diagonal crosses its last kWgmmaBlockM / kBlockN.
-      if (p.causal && j < kWgmmaBlockM / kBlockN) mask_scores(s, key0, row0, keys, CausalMask{true}, lane);
+      // Tiles shorter than the block: the causal diagonal may cross the next ones too.
+      if (p.causal && key0 + kBlockN - 1 > consumer_row) mask_scores(s, key0, row0, keys, CausalMask{true}, lane);
     }
     const float2 correction = online_softmax(s, rows, exponent_scale);
     wgmma_wait<0>();  // P V is done: O and P may change
