@@ -76,11 +76,12 @@ void attention_forward(const T* q, const T* k, const T* v, T* o, float* lse, con
 // Scratch bytes attention_backward takes for `dims` and `dtype` (f32, bf16 or f16) on the current
 // GPU, on the path it takes there (`deterministic` as AttentionOptions': the Hopper kernel's
 // counters, 8 * batch * heads * ceil(seq / 64) bytes more):
-//   - bf16/fp16 with head_dim 64 or 128, compute capability 8.0+ and `aligned` (q, k, v, o, d_o,
-//     dq, dk and dv all at 16-byte aligned addresses): the tensor-core kernel (FlashAttention-2's
-//     backward; on wgmma and TMA on compute capability 9.0 with sm_90a code, on mma.sync
-//     elsewhere), which needs dQ's fp32 accumulator and each row's D = rowsum(dO o O):
-//     4 * batch * heads * seq * (head_dim + 1) bytes, O(seq) memory;
+//   - bf16/fp16 with head_dim 64 or 128 (on compute capability 9.0 with sm_90a code, any multiple
+//     of 8 up to 128), compute capability 8.0+ and `aligned` (q, k, v, o, d_o, dq, dk and dv all at
+//     16-byte aligned addresses): the tensor-core kernel (FlashAttention-2's backward; on wgmma and
+//     TMA on compute capability 9.0, on mma.sync elsewhere), which needs dQ's fp32 accumulator and
+//     each row's D = rowsum(dO o O): 4 * batch * heads * seq * (w + 1) bytes, O(seq) memory, w
+//     being head_dim rounded up to 64 or 128;
 //   - everything else: the CUDA-core fallback, which materializes P and dS of every (batch, head)
 //     in fp32: 8 * batch * heads * seq^2 bytes, O(seq^2) memory (8 GiB at 4 x 16 x 4096).
 // 0 when a size is 0. Throws cudalab::Error: invalid_argument for another dtype, negative sizes,
@@ -125,7 +126,7 @@ void attention_backward(const T* q, const T* k, const T* v, const T* o, const fl
 // sits at position i + keys - queries (FlashAttention's bottom-right alignment), and the causal
 // mask and a sliding window apply about that position; a query that sees no key gets O = 0 and
 // L = -inf. Runs on the Hopper tensor-core kernels only: bf16 or fp16, head_dim a multiple of 8 up
-// to 256 (the backward: 64 or 128), compute capability 9.0 with sm_90a code, 16-byte aligned arrays and strides that
+// to 256 (the backward: up to 128), compute capability 9.0 with sm_90a code, 16-byte aligned arrays and strides that
 // are multiples of 8 elements.
 struct AttentionVarlenDims {
   std::int64_t sequences = 0, heads = 0, kv_heads = 0, total_q = 0, total_k = 0;

@@ -464,7 +464,8 @@ def attention(
 
     Differentiable in q, k and v (``lse`` is not): the backward (``cudalab::attention_backward``)
     takes the saved q, k, v, o and lse and runs FlashAttention-2's backward on tensor cores for
-    bf16/f16 at head_dim 64 or 128 (scratch O(seq), dq summed by fp32 atomics, so
+    bf16/f16 at head_dim 64 or 128, and on Hopper at any multiple of 8 up to 128 (scratch O(seq),
+    dq summed by fp32 atomics, so
     its last bits may vary from run to run), and a CUDA-core fallback everywhere else, which
     materializes the probabilities and their gradients in fp32: 8 * batch * heads * seq^2 bytes of
     scratch (8 GiB at 4 x 16 x 4096)."""
@@ -587,7 +588,7 @@ def attention_varlen(
     max_seqlen_q queries or max_seqlen_k keys. Where a sequence has more keys than queries, its
     queries are its last positions (the causal mask aligned bottom-right, as FlashAttention's), and
     a query that sees no key gets o = 0 and lse = -inf. bfloat16 or float16, head_dim a multiple of
-    8 up to 256 (the backward: 64 or 128), on Hopper (compute capability 9.0). Differentiable in q, k and v (lse is not)."""
+    8 up to 256 (the backward: up to 128), on Hopper (compute capability 9.0). Differentiable in q, k and v (lse is not)."""
     q, k, v = autocast_inputs(q, k, v)
     left, right = window_size
     return torch.ops.cudalab.attention_varlen(

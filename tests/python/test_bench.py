@@ -228,7 +228,7 @@ def test_attention_family_cases():
         for head_dim in (128, 64)
         for seq in (1024, 2048, 4096, 8192, 16384)
         for causal in (0, 1)
-    ]
+    ] + [("bf16", 16384 // seq, 16, seq, 96, causal) for seq in (1024, 4096) for causal in (0, 1)]
     assert len(every) == len(cases) + len(backward_cases)
     for c in backward_cases:
         assert c.tolerance == 2 * ATTENTION_REL_L2[c.dtype]

@@ -950,8 +950,8 @@ def test_attention_off_the_head_dim_64_and_128_kernels(dtype, layout):
 def test_attention_head_dims_on_hopper(dtype, head_dim, causal):
     # Hopper's forward at head_dims other than 64 and 128, against float64: 256 on its own kernel
     # (64-key tiles), the rest on the kernel above them; grouped heads, a sequence of no tile's
-    # multiple, q read as a [batch, seq, heads, head_dim] view. Its backward (the CUDA-core
-    # fallback) within SDPA's gradient bound.
+    # multiple, q read as a [batch, seq, heads, head_dim] view. Its backward (on the head_dim 64 and
+    # 128 kernels up to 128, the CUDA-core fallback above) within SDPA's gradient bound.
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the head_dim 256 and padded kernels are Hopper's")
     seed("attention head dims", dtype, head_dim, causal)

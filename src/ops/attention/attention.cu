@@ -271,10 +271,12 @@ BackwardPlan plan_backward(const char* call, const AttentionDims& d, std::size_t
                     std::string(call) +
                         ": a deterministic backward runs on Hopper's tensor-core kernel or the "
                         "CUDA-core fallback; this GPU's tensor-core kernel sums dQ by atomics");
-    // head_dim is 64 or 128 here: head_dim + 1 cannot overflow.
+    // head_dim is at most 128 here: the accumulator's columns + 1 cannot overflow.
     CUDALAB_REQUIRE(
-        d.batch * d.heads * d.seq <= std::numeric_limits<std::int64_t>::max() / 4 / (d.head_dim + 2),
-        std::string(call) + ": the workspace, batch * heads * seq * (head_dim + 1) floats, overflows 64 bits");
+        d.batch * d.heads * d.seq <=
+            std::numeric_limits<std::int64_t>::max() / 4 / (v::dq_accumulator_columns(d.head_dim) + 2),
+        std::string(call) +
+            ": the workspace, batch * heads * seq * (head_dim rounded up to 64 or 128, + 1) floats, overflows 64 bits");
     return {hopper ? BackwardKernel::wgmma : BackwardKernel::mma,
             v::mma_backward_workspace_bytes(d.batch, d.heads, d.seq, d.head_dim) +
                 (deterministic ? v::dq_order_bytes(d.batch, d.heads, d.seq) : 0)};

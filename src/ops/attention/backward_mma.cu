@@ -200,7 +200,7 @@ void launch_backward_mma(const AttentionBackwardArgs<T>& args, float* delta, flo
 
 std::size_t mma_backward_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq,
                                          std::int64_t head_dim) {
-  return static_cast<std::size_t>(batch * heads * seq * (head_dim + 1)) * sizeof(float);
+  return static_cast<std::size_t>(batch * heads * seq * (dq_accumulator_columns(head_dim) + 1)) * sizeof(float);
 }
 
 std::string mma_backward_limits(const AttentionShape& shape) {

@@ -129,6 +129,7 @@ struct BackwardParams {
   AttentionStrides dk, dv;  // where dK's and dV's rows lie (resolved: never the default)
   std::int64_t seq;
   int heads, kv_heads;
+  int head_dim;  // the problem's: at most the kernel's kHeadDim
   float scale;
   BasicKeyWindow<int> window;  // 32-bit: the limits keep seq below 2^31
   std::int64_t chunk_pairs;    // (kv head, batch) pairs a chunk of the block order (the kernel's comment)
@@ -255,7 +256,8 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
       if (warpgroup > 0) {
         float zeros[kHeadDim / 2] = {};
         store_key_gradients<T, kHeadDim>(zeros, zeros, dk_rows(k_begin), p.dk.row, dv_rows(k_begin), p.dv.row,
-                                         key0 + 64 * (warpgroup - 1) + 16 * warp + lane / 4, keys, p.scale, lane % 4);
+                                         key0 + 64 * (warpgroup - 1) + 16 * warp + lane / 4, keys, p.scale, lane % 4,
+                                         p.head_dim);
       }
       return;
     }
@@ -551,7 +553,7 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
   // next one's): from registers.
   if constexpr (kVarlen) {
     store_key_gradients<T, kHeadDim>(dk, dv, dk_rows(k_begin), p.dk.row, dv_rows(k_begin), p.dv.row, key_g, keys,
-                                     p.scale, quad);
+                                     p.scale, quad, p.head_dim);
   } else {
     named_barrier_sync(kKeysRead, 128 * L::kConsumers);
     std::uint32_t dk_pairs[2][kHeadDim / 8], dv_pairs[2][kHeadDim / 8];
@@ -614,7 +616,8 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
   const bool staggered = kDeterministic && !kVarlen && !args.causal && !window_binds(args) &&
                          key_blocks <= current_gpu().sm_count && key_blocks <= query_tiles;
   const int dq_stagger = staggered ? static_cast<int>(query_tiles / key_blocks) : 0;
-  // dQ's fp32 accumulator is dense whatever dQ's layout: {column, row, matrix}.
+  // dQ's fp32 accumulator is dense whatever dQ's layout, kHeadDim columns (fused_backward's rows):
+  // {column, row, matrix}.
   const CUtensorMap dq_map = make_tensor_map(dq_accumulator, args.seq, kHeadDim, kHeadDim, zq, matrix, L::kDqRows);
   // dK's and dV's rows by TMA stores, 64 keys a box, in a dense batch (a variable-length one stores
   // them from registers).
@@ -625,11 +628,12 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
   }
   const BackwardParams params{args.lse,
                               delta,
-                              resolved(args.layout.dk, args.kv_heads, keys, kHeadDim),
-                              resolved(args.layout.dv, args.kv_heads, keys, kHeadDim),
+                              resolved(args.layout.dk, args.kv_heads, keys, args.head_dim),
+                              resolved(args.layout.dv, args.kv_heads, keys, args.head_dim),
                               args.seq,
                               static_cast<int>(args.heads),
                               static_cast<int>(args.kv_heads),
+                              static_cast<int>(args.head_dim),
                               args.scale,
                               {static_cast<int>(window.left), static_cast<int>(window.right)},
                               chunk_pairs(args, batches, key_blocks, dq_stagger),
@@ -654,8 +658,9 @@ void launch_backward_wgmma(const AttentionBackwardArgs<T>& args, float* delta, f
 std::string wgmma_backward_limits(const AttentionShape& shape) {
   const std::string why = wgmma_limits(shape);
   if (!why.empty()) return why;
-  if (shape.head_dim != 64 && shape.head_dim != 128)
-    return "head_dim " + std::to_string(shape.head_dim) + ": the backward kernel is built for head_dim 64 and 128";
+  if (shape.head_dim > 128)
+    return "head_dim " + std::to_string(shape.head_dim) +
+           ": the backward kernel takes multiples of 8 up to 128 (on its head_dim 64 and 128 builds)";
   if (shape.kv_heads > 65535) return "kv_heads above 65535 (grid y)";
   return "";
 }
@@ -676,7 +681,8 @@ void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
             return launch_backward_wgmma<T, kHeadDim, false, true>(args, delta, dq_accumulator, dq_order, stream);
           launch_backward_wgmma<T, kHeadDim, false, false>(args, delta, dq_accumulator, dq_order, stream);
         };
-        if (args.head_dim == 64) return launch(std::integral_constant<int, 64>{});
+        // A head_dim below 64 or 128 runs on that build (TMA reads zeros past its last dimension).
+        if (args.head_dim <= 64) return launch(std::integral_constant<int, 64>{});
         launch(std::integral_constant<int, 128>{});
 #else
         (void)delta;  // not reached: the limits say the rung was not built

@@ -242,13 +242,16 @@ __device__ __forceinline__ void key_gradient_pairs(const Fragment& dk, const Fra
 }
 
 // As key_gradient_pairs, stored straight to rows of the [seq, kHeadDim] matrices dk_rows and
-// dv_rows (rows dk_stride and dv_stride elements apart).
+// dv_rows (rows dk_stride and dv_stride elements apart), their first `columns` (a multiple of 8: a
+// head_dim padded to the kernel's kHeadDim).
 template <typename T, int kHeadDim, typename Fragment, typename Index>
 __device__ __forceinline__ void store_key_gradients(const Fragment& dk, const Fragment& dv, T* dk_rows,
                                                     std::int64_t dk_stride, T* dv_rows, std::int64_t dv_stride,
-                                                    Index key_g, Index seq, float scale, int quad) {
+                                                    Index key_g, Index seq, float scale, int quad,
+                                                    int columns = kHeadDim) {
   key_gradient_pairs<T, kHeadDim>(dk, dv, key_g, seq, scale,
                                   [&](int r, int i, std::uint32_t dk_pair, std::uint32_t dv_pair) {
+                                    if (kHeadDim != columns && 8 * i >= columns) return;
                                     const std::int64_t key = key_g + 8 * r;
                                     const int column = 8 * i + 2 * quad;
                                     *reinterpret_cast<std::uint32_t*>(dk_rows + key * dk_stride + column) = dk_pair;

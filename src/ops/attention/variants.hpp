@@ -239,8 +239,13 @@ template <typename T>
 void naive_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream);
 std::string naive_backward_limits(const AttentionShape& shape);
 
-// The fused rungs' workspace: dQ's fp32 accumulator (batch * heads * seq * head_dim floats) and
-// D_i (batch * heads * seq).
+// The width of the fused backward rungs' dQ accumulator rows: head_dim rounded up to the kernel
+// build it runs on (64 or 128; head_dim itself past 128, which no fused rung takes).
+constexpr std::int64_t dq_accumulator_columns(std::int64_t head_dim) {
+  return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : head_dim;
+}
+// The fused rungs' workspace: dQ's fp32 accumulator (batch * heads * seq * dq_accumulator_columns
+// floats) and D_i (batch * heads * seq).
 std::size_t mma_backward_workspace_bytes(std::int64_t batch, std::int64_t heads, std::int64_t seq,
                                          std::int64_t head_dim);
 template <typename T>

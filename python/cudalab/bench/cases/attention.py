@@ -321,9 +321,10 @@ def attention_cases(quick):
     """Attention's forward against SDPA's backends, q, k and v standard normal: a sweep of seq 256 to
     32768 at head_dim 64 and 128, causal and not, at batch x seq = 16384 (one sequence at 32768), 16
     heads, bf16; head_dim 256 at seq 512, 2048 and 8192 and head_dim 96 (Phi's; on the head_dim 128
-    kernel) at 1024 and 4096, causal and not; and f16 [4, 16, 4096, 128]. The backward alone, against each backend's backward: bf16, seq 1024
-    to 16384 at head_dim 64 and 128, causal and not, at batch x seq = 16384. --quick: the same
-    kinds at [2, 4, 512, D]."""
+    kernel) at 1024 and 4096, causal and not; and f16 [4, 16, 4096, 128]. The backward alone,
+    against each backend's backward: bf16, seq 1024 to 16384 at head_dim 64 and 128 and seq 1024
+    and 4096 at head_dim 96, causal and not, at batch x seq = 16384. --quick: the same kinds at [2,
+    4, 512, D]."""
     if quick:
         shapes = [(torch.bfloat16, 2, 4, 512, 128, False), (torch.bfloat16, 2, 4, 512, 128, True)]
         backward_shapes = shapes + [(torch.bfloat16, 2, 4, 512, 64, False)]
@@ -334,6 +335,9 @@ def attention_cases(quick):
             for head_dim in (128, 64)
             for seq in (1024, 2048, 4096, 8192, 16384)
             for causal in (False, True)
+        ]
+        backward_shapes += [
+            (torch.bfloat16, 16384 // seq, 16, seq, 96, causal) for seq in (1024, 4096) for causal in (False, True)
         ]
         shapes = [
             (torch.bfloat16, max(16384 // seq, 1), 16, seq, head_dim, causal)
