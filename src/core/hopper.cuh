@@ -544,22 +544,6 @@ __device__ __forceinline__ void wgmma_e4m3_m64n128k32(float (&d)[64], std::uint6
                : "l"(a), "l"(b), "n"(static_cast<int>(kAccumulate)));
 }
 
-// d (f32) = A B (kAccumulate false: d's old values ignored, no zeroing needed) or d += A B, for a
-// 64 x 16 K-major A and a 16 x 128 B stored n x k (K-major), both from shared memory: S = Q K^T.
-#define CUDALAB_WGMMA_SS_M64N128(TYPE)                                                                   \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_63 \
-               "}, %64, %65, %66, 1, 1, 0, 0;\n"                                                         \
-               : CUDALAB_WGMMA_ACC64(0)                                                                  \
-               : "l"(a), "l"(b), "n"(static_cast<int>(kAccumulate)))
-template <typename T, bool kAccumulate>
-__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], std::uint64_t a, std::uint64_t b) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    CUDALAB_WGMMA_SS_M64N128("bf16");
-  } else {
-    CUDALAB_WGMMA_SS_M64N128("f16");
-  }
-}
-
 // d (f32) = A B or d += A B (kAccumulate) for a 64 x 16 K-major A and a 16 x 64 B, both from shared
 // memory, B K-major (stored n x k) or MN-major (kBMnMajor: stored k x n): the attention backward's
 // S^T = K Q^T and dQ = dS K.
@@ -577,19 +561,33 @@ __device__ __forceinline__ void wgmma_ss_m64n64k16(float (&d)[32], std::uint64_t
   }
 }
 
-// d (f32) = A B or d += A B (kAccumulate) for a 64 x 16 K-major A and a 16 x 80 B stored n x k
-// (K-major), both from shared memory: the attention forward's S = Q K^T on 80-key tiles.
-#define CUDALAB_WGMMA_SS_M64N80(TYPE)                                                                   \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n80k16.f32." TYPE "." TYPE " {" CUDALAB_WGMMA_REGS_0_39 \
-               "}, %40, %41, %42, 1, 1, 0, 0;\n"                                                        \
-               : CUDALAB_WGMMA_ACC40(0)                                                                 \
+// d (f32, N = 2 * kRegisters: 64, 80 or 128) = A B (kAccumulate false: d's old values ignored, no
+// zeroing needed) or d += A B, for a 64 x 16 K-major A and a 16 x N B stored n x k (K-major), both
+// from shared memory: attention's S = Q K^T (80 keys at head_dim 256) and the backward's S^T and dP^T.
+#define CUDALAB_WGMMA_SS_KMAJOR(N, TYPE, REGS, A, B, C, ACC)                                                         \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "}, %" #A ", %" #B ", %" #C \
+               ", 1, 1, 0, 0;\n"                                                                                     \
+               : ACC(0)                                                                                              \
                : "l"(a), "l"(b), "n"(static_cast<int>(kAccumulate)))
-template <typename T, bool kAccumulate>
-__device__ __forceinline__ void wgmma_ss_m64n80k16(float (&d)[40], std::uint64_t a, std::uint64_t b) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    CUDALAB_WGMMA_SS_M64N80("bf16");
+template <typename T, bool kAccumulate, int kRegisters>
+__device__ __forceinline__ void wgmma_ss_m64k16(float (&d)[kRegisters], std::uint64_t a, std::uint64_t b) {
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  static_assert(kBf16 || std::is_same_v<T, __half>, "bf16 or f16 inputs");
+  if constexpr (kRegisters == 32) {
+    wgmma_ss_m64n64k16<T, kAccumulate, false>(d, a, b);
+  } else if constexpr (kRegisters == 40) {
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_SS_KMAJOR(80, "bf16", CUDALAB_WGMMA_REGS_0_39, 40, 41, 42, CUDALAB_WGMMA_ACC40);
+    } else {
+      CUDALAB_WGMMA_SS_KMAJOR(80, "f16", CUDALAB_WGMMA_REGS_0_39, 40, 41, 42, CUDALAB_WGMMA_ACC40);
+    }
   } else {
-    CUDALAB_WGMMA_SS_M64N80("f16");
+    static_assert(kRegisters == 64, "m64n64k16, m64n80k16 or m64n128k16");
+    if constexpr (kBf16) {
+      CUDALAB_WGMMA_SS_KMAJOR(128, "bf16", CUDALAB_WGMMA_REGS_0_63, 64, 65, 66, CUDALAB_WGMMA_ACC64);
+    } else {
+      CUDALAB_WGMMA_SS_KMAJOR(128, "f16", CUDALAB_WGMMA_REGS_0_63, 64, 65, 66, CUDALAB_WGMMA_ACC64);
+    }
   }
 }
 
@@ -689,9 +687,8 @@ __device__ __forceinline__ void wgmma_rs_m64k16(float (&d)[kRegisters], const st
 #undef CUDALAB_WGMMA_RS_M64N256
 #undef CUDALAB_WGMMA_RS_M64N128
 #undef CUDALAB_WGMMA_RS_M64N64
-#undef CUDALAB_WGMMA_SS_M64N128
 #undef CUDALAB_WGMMA_SS_M64N64
-#undef CUDALAB_WGMMA_SS_M64N80
+#undef CUDALAB_WGMMA_SS_KMAJOR
 #undef CUDALAB_WGMMA_M64N256
 #undef CUDALAB_WGMMA_M64N128
 #undef CUDALAB_WGMMA_ACC64

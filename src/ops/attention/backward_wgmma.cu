@@ -113,16 +113,6 @@ struct BackwardLayout {
 enum NamedBarrier : int { kDsStored = 1, kDqFull = 3, kDqEmpty = 5, kKeysRead = 7, kGradientsStaged = 8 };
 constexpr int kDqHandOverThreads = 128 + 32;
 
-// S^T or dP^T's k-step: m64n64k16 for 64-row tiles, m64n128k16 for 128, B K-major.
-template <typename T, bool kAccumulate, int kRegisters>
-__device__ __forceinline__ void scores_product(float (&d)[kRegisters], std::uint64_t a, std::uint64_t b) {
-  if constexpr (kRegisters == 64) {
-    wgmma_ss_m64n128k16<T, kAccumulate>(d, a, b);
-  } else {
-    wgmma_ss_m64n64k16<T, kAccumulate, false>(d, a, b);
-  }
-}
-
 struct BackwardParams {
   const float* lse;
   const float* delta;
@@ -403,17 +393,17 @@ __global__ void __launch_bounds__(BackwardLayout<kHeadDim>::kThreads, 1)
     // S^T and dP^T: k-step kk lies in box kk / 4 of every tile, 32 bytes into its rows.
     float s[L::kScoreRegisters], dp[L::kScoreRegisters];
     wgmma_fence();
-    scores_product<T, false>(s, k_major_descriptor(k_rows, 0), k_major_descriptor(q_tile, 0));
+    wgmma_ss_m64k16<T, false>(s, k_major_descriptor(k_rows, 0), k_major_descriptor(q_tile, 0));
 #pragma unroll
     for (int kk = 1; kk < kHeadDim / 16; ++kk)
-      scores_product<T, true>(s, k_major_descriptor(k_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
-                              k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
+      wgmma_ss_m64k16<T, true>(s, k_major_descriptor(k_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
+                               k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
     wgmma_commit();
-    scores_product<T, false>(dp, k_major_descriptor(v_rows, 0), k_major_descriptor(do_tile, 0));
+    wgmma_ss_m64k16<T, false>(dp, k_major_descriptor(v_rows, 0), k_major_descriptor(do_tile, 0));
 #pragma unroll
     for (int kk = 1; kk < kHeadDim / 16; ++kk)
-      scores_product<T, true>(dp, k_major_descriptor(v_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
-                              k_major_descriptor(do_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
+      wgmma_ss_m64k16<T, true>(dp, k_major_descriptor(v_rows + (kk / 4) * L::kKvBoxBytes, kk % 4),
+                               k_major_descriptor(do_tile + (kk / 4) * L::kQBoxBytes, kk % 4));
     wgmma_commit();
     // The last step's dQ tile goes to the producer warp here rather than right after its stores:
     // the proxy fence waits until they have landed, which by now they have (at the first step there

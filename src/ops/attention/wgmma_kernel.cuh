@@ -123,26 +123,16 @@ __device__ __forceinline__ void load_kv(const typename L::KvPipeline& pipeline, 
   at.advance();
 }
 
-// One k-step of S = Q K^T over a tile of 128 or 80 keys (K stored keys x dimensions, K-major).
-template <typename T, bool kAccumulate, int kRegisters>
-__device__ __forceinline__ void score_step(float (&s)[kRegisters], std::uint64_t q, std::uint64_t k) {
-  if constexpr (kRegisters == 64) {
-    wgmma_ss_m64n128k16<T, kAccumulate>(s, q, k);
-  } else {
-    wgmma_ss_m64n80k16<T, kAccumulate>(s, q, k);
-  }
-}
-
 // S = Q K^T for one consumer: head_dim / 16 k-steps, one committed group. K-step kk lies in box
 // kk / 4 of both tiles, 32 bytes per k-step into its 128-byte rows.
 template <typename T, typename L, int kHeadDim>
 __device__ __forceinline__ void issue_scores(float (&s)[L::kBlockN / 2], std::uint32_t q_tile, std::uint32_t k_tile) {
   wgmma_fence();
-  score_step<T, false>(s, k_major_descriptor(q_tile, 0), k_major_descriptor(k_tile, 0));
+  wgmma_ss_m64k16<T, false>(s, k_major_descriptor(q_tile, 0), k_major_descriptor(k_tile, 0));
 #pragma unroll
   for (int kk = 1; kk < kHeadDim / 16; ++kk)
-    score_step<T, true>(s, k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4),
-                        k_major_descriptor(k_tile + (kk / 4) * L::kKvBoxBytes, kk % 4));
+    wgmma_ss_m64k16<T, true>(s, k_major_descriptor(q_tile + (kk / 4) * L::kQBoxBytes, kk % 4),
+                             k_major_descriptor(k_tile + (kk / 4) * L::kKvBoxBytes, kk % 4));
   wgmma_commit();
 }
 
