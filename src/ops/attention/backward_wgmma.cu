@@ -671,8 +671,9 @@ void wgmma_backward(const AttentionBackwardArgs<T>& args, cudaStream_t stream) {
             return launch_backward_wgmma<T, kHeadDim, false, true>(args, delta, dq_accumulator, dq_order, stream);
           launch_backward_wgmma<T, kHeadDim, false, false>(args, delta, dq_accumulator, dq_order, stream);
         };
-        // A head_dim below 64 or 128 runs on that build (TMA reads zeros past its last dimension).
-        if (args.head_dim <= 64) return launch(std::integral_constant<int, 64>{});
+        // A head_dim below 64 or 128 runs on that build (TMA reads zeros past its last dimension),
+        // the width fused_backward gave dQ's accumulator rows.
+        if (dq_accumulator_columns(args.head_dim) == 64) return launch(std::integral_constant<int, 64>{});
         launch(std::integral_constant<int, 128>{});
 #else
         (void)delta;  // not reached: the limits say the rung was not built
