@@ -15,11 +15,11 @@
 //     Registers per consumer thread: S 64 + P 32 + O head_dim / 2 floats.
 // kPingPong (rung wgmma_pingpong) adds FA-3's inter-warpgroup schedule: named barriers make the two
 // consumers issue their GEMMs in turn, so one warpgroup's softmax runs while the other's GEMMs hold
-// the tensor cores; and for dense batches without a window (but long causal ones) a persistent
-// form of the same consumers (one block an SM walking row blocks, the next Q and K loaded while
-// the last P V runs, the turns running on across row blocks).
-// Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
-// 128 x head_dim each, and O's staging tile of 128 x head_dim: 192 KiB at head_dim 128, 96 KiB at
+// the tensor cores; and for batches without a window (dense, or variable-length self-attention;
+// not long causal ones) a persistent form of the same consumers (one block an SM walking row blocks, the next Q and K
+// loaded while the last P V runs, the turns running on across row blocks). Shared memory (1024-byte aligned tiles,
+// 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of 128 x head_dim each, and O's staging tile of 128 x head_dim:
+// 192 KiB at head_dim 128, 96 KiB at
 // 64. Head_dim 256 takes tiles of 80 keys and stages O in Q (225 KiB); other head_dims up to 256
 // (multiples of 8) run on the next build up, TMA reading zeros past their last dimension. O goes through the staging by
 // TMA stores, which run on while the consumers start their next row block or leave (from registers, it took 8-19% of
@@ -468,22 +468,24 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
 #endif
 }
 
-// The persistent form, for a dense batch without a window (causal up to kPersistentCausalSeq,
-// wgmma_forward_persistent): a block's loads of Q and its first K, its first scores and its last
-// P V and stores weigh most at short sequences, and one block an SM walking the row blocks has its
-// producer load the next block's Q (once both consumers have their last scores) and K and V while
-// the consumers finish, and its consumers take turns across row blocks. Row blocks are taken in
-// rounds of one per block, the b-th of even rounds and the b-th from the end of odd ones: under a
-// causal mask each block pairs a long row block with a short one, and the blocks of a (batch,
-// head) run together, sharing its K and V in L2. Blocks walk rows in the grid's order: (batch,
-// head) slowest, then the row block, the longest first.
-template <typename T, int kHeadDim, bool kPingPong>
+// The persistent form, for a batch without a window (dense, causal up to kPersistentCausalSeq,
+// wgmma_forward_persistent; or variable-length self-attention, one array of lengths): a block's
+// loads of Q and its first K, its first scores and its last P V and stores weigh most at short
+// sequences, and one block an SM walking the row blocks has its producer load the next block's Q
+// (once both consumers have their last scores) and K and V while the consumers finish, and its
+// consumers take turns across row blocks. Row blocks are taken in rounds of one per block, the
+// b-th of even rounds and the b-th from the end of odd ones: under a causal mask each block pairs a
+// long row block with a short one, and the blocks of a (batch, head) run together, sharing its K
+// and V in L2. Blocks walk rows in the grid's order: (batch, head) slowest, then the row block, the
+// longest first. kVarlen: every sequence has row_blocks slots (the longest's count), and the slots
+// past a sequence's end are passed over.
+template <typename T, int kHeadDim, bool kPingPong, bool kVarlen>
 __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap q_map,
                                       const __grid_constant__ CUtensorMap k_map,
                                       const __grid_constant__ CUtensorMap v_map,
-                                      const __grid_constant__ CUtensorMap o_map, const WgmmaAttentionParams p,
-                                      int row_blocks, int row_blocks_total) {
+                                      const __grid_constant__ CUtensorMap o_map, T* __restrict__ o_out,
+                                      const WgmmaAttentionParams p, int row_blocks, int row_blocks_total) {
 #if CUDALAB_SM90A_DEVICE
   using L = Layout<kHeadDim>;
   extern __shared__ std::uint8_t dynamic_shared[];
@@ -503,23 +505,37 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const int blocks = static_cast<int>(gridDim.x), me = static_cast<int>(blockIdx.x);
   // The row block of round r, past row_blocks_total when this block has none.
   const auto row_block_of = [&](int round) { return round * blocks + (round % 2 == 1 ? blocks - 1 - me : me); };
-  // Its rows, (batch, head) matrix and key tiles.
-  const auto block_of = [&](int index, int& zq) {
-    zq = index / row_blocks;
-    const int in_head = index - zq * row_blocks;
-    const int q0 = (p.causal ? row_blocks - 1 - in_head : in_head) * kWgmmaBlockM;
-    const int tiles = static_cast<int>(ceil_div<std::int64_t>(
-        p.causal ? min(p.seq, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : p.seq, L::kBlockN));
-    return BlockRows{q0, 0, tiles, p.seq, p.seq, 0};
+  // A row block: its rows and key tiles, its (batch, head) matrix zq (a sequence's in a
+  // variable-length batch) and where that sequence's query and key rows begin (0 in a dense batch).
+  struct RowBlock {
+    BlockRows rows;
+    int zq;
+    std::int64_t q_begin, k_begin;
   };
-  // visit(round, block, zq) for each row block this block takes, in order.
+  const auto block_of = [&](int index) {
+    RowBlock block{};
+    block.zq = index / row_blocks;
+    const int in_head = index - block.zq * row_blocks;
+    const int q0 = (p.causal ? row_blocks - 1 - in_head : in_head) * kWgmmaBlockM;
+    std::int64_t queries = p.seq, keys = p.seq;
+    if constexpr (kVarlen) {
+      const PackedRows q_rows = packed_rows(p.cu_seqlens_q, block.zq / p.heads, p.seq);
+      const PackedRows k_rows = packed_rows(p.cu_seqlens_k, block.zq / p.heads, p.keys);
+      block.q_begin = q_rows.begin, queries = q_rows.count, block.k_begin = k_rows.begin, keys = k_rows.count;
+    }
+    const int tiles = static_cast<int>(
+        ceil_div<std::int64_t>(p.causal ? min(keys, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : keys, L::kBlockN));
+    block.rows = BlockRows{q0, 0, tiles, queries, keys, keys - queries};
+    return block;
+  };
+  // visit(n, block) for the n-th row block this block takes, in order.
   const auto for_each_row_block = [&](auto&& visit) {
-    for (int round = 0;; ++round) {
+    for (int round = 0, n = 0;; ++round) {
       const int index = row_block_of(round);
       if (index >= row_blocks_total) return;
-      int zq = 0;
-      const BlockRows block = block_of(index, zq);
-      visit(round, block, zq);
+      const RowBlock block = block_of(index);
+      if (kVarlen && block.rows.q0 >= block.rows.queries) continue;  // past its sequence's end
+      visit(n++, block);
     }
   };
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
@@ -528,12 +544,13 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     setmaxnreg_dec<24>();
     if (threadIdx.x == 0) {
       RingPosition<L::kStages> k_at, v_at;
-      for_each_row_block([&](int round, const BlockRows& block, int zq) {
-        const int head = zq % p.heads, batch = zq / p.heads;
-        if (round > 0) mbarrier_wait(q_empty, (round - 1) & 1);
-        load_block_q<L>(base + offsetof(Storage, q), &q_map, q_full, block.q0, head, batch);
-        load_block_kv<L>(k_pipeline, v_pipeline, k_at, v_at, &k_map, &v_map, 0, 0, block.tiles, head / p.kv_group,
-                         batch);
+      for_each_row_block([&](int n, const RowBlock& block) {
+        const int head = block.zq % p.heads, batch = kVarlen ? 0 : block.zq / p.heads;
+        if (n > 0) mbarrier_wait(q_empty, (n - 1) & 1);
+        load_block_q<L>(base + offsetof(Storage, q), &q_map, q_full, static_cast<int>(block.q_begin) + block.rows.q0,
+                        head, batch);
+        load_block_kv<L>(k_pipeline, v_pipeline, k_at, v_at, &k_map, &v_map, static_cast<int>(block.k_begin), 0,
+                         block.rows.tiles, head / p.kv_group, batch);
       });
     }
     return;
@@ -549,15 +566,26 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
   const std::uint32_t o_staging = base + L::staging_offset(consumer);
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
-  for_each_row_block([&](int round, const BlockRows& block, int zq) {
-    const int head = zq % p.heads, batch = zq / p.heads;
-    consume_block<T, kHeadDim, kPingPong, false, false, kPingPong>(
-        p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, static_cast<std::uint32_t>(round & 1), consumer,
-        block,
+  for_each_row_block([&](int n, const RowBlock& block) {
+    const int head = block.zq % p.heads, batch = kVarlen ? 0 : block.zq / p.heads;
+    // L's rows: [batch, heads, seq], or [heads, total rows] in a variable-length batch.
+    float* lse_rows = p.lse + (kVarlen ? static_cast<std::int64_t>(head) * p.seq + block.q_begin
+                                       : static_cast<std::int64_t>(block.zq) * p.seq);
+    consume_block<T, kHeadDim, kPingPong, false, kVarlen, kPingPong>(
+        p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, static_cast<std::uint32_t>(n & 1), consumer,
+        block.rows,
         [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
-          store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, p.lse + static_cast<std::int64_t>(zq) * p.seq, p.seq,
-                                            p.scale, o_staging, &o_map, block.q0 + 64 * consumer, head, batch,
-                                            kStoreBarrier + consumer);
+          const int q_row = block.rows.q0 + 64 * consumer;
+          // A variable-length batch's sequences lie along one tensor's rows: a consumer whose rows
+          // run past its sequence's end stores from registers (TMA would write the next one's).
+          if (kVarlen && q_row + 64 > block.rows.queries) {
+            store_output_rows<T, kHeadDim>(o, rows, o_out + head * p.o.head + block.q_begin * p.o.row, p.o.row,
+                                           lse_rows, row0, block.rows.queries, p.scale, lane, p.head_dim);
+          } else {
+            store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, lse_rows, block.rows.queries, p.scale, o_staging,
+                                              &o_map, static_cast<int>(block.q_begin) + q_row, head, batch,
+                                              kStoreBarrier + consumer);
+          }
         },
         [&] {
           if (leader) mbarrier_arrive(q_empty);
@@ -595,19 +623,21 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
                                     varlen.cu_seqlens_q,
                                     varlen.cu_seqlens_k,
                                     keys};
-  if constexpr (kPingPong && !kWindowed && !kVarlen && !L::kStagingInQ) {
+  if constexpr (kPingPong && !kWindowed && !L::kStagingInQ) {
     // The persistent form, against a block a row block (H200, bf16, both storing O by TMA): without
     // a mask 0.92-0.98x the time at seq 4096-16384 (0.78-0.95x at 512-1024 before O went by TMA);
     // causal 0.93-0.95x at 8192 but 1.43x at 16384, where its zig-zag rounds, which cross heads,
     // no longer pair long row blocks with short ones and the hardware's scheduler, given the
-    // longest first, balances better.
-    const std::int64_t row_blocks = ceil_div<std::int64_t>(args.seq, kWgmmaBlockM);
-    const std::int64_t total = row_blocks * args.batch * args.heads;
-    if (wgmma_forward_persistent(args.seq, args.causal) && total <= std::numeric_limits<int>::max()) {
-      auto* kernel = attention_wgmma_persistent_kernel<T, kHeadDim, kPingPong>;
+    // longest first, balances better. A variable-length batch (self-attention: no window here)
+    // takes it by its longest sequence.
+    const std::int64_t longest = kVarlen ? varlen.max_seqlen_q : args.seq;
+    const std::int64_t row_blocks = ceil_div<std::int64_t>(longest, kWgmmaBlockM);
+    const std::int64_t total = row_blocks * (kVarlen ? varlen.sequences : args.batch) * args.heads;
+    if (wgmma_forward_persistent(longest, args.causal) && total <= std::numeric_limits<int>::max()) {
+      auto* kernel = attention_wgmma_persistent_kernel<T, kHeadDim, kPingPong, kVarlen>;
       set_shared_memory(kernel, L::kSharedBytes);
       const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(total, current_gpu().sm_count));
-      kernel<<<blocks, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, o_map, params,
+      kernel<<<blocks, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, o_map, args.o, params,
                                                                static_cast<int>(row_blocks), static_cast<int>(total));
       CUDALAB_CHECK_LAUNCH();
       return;
