@@ -16,15 +16,16 @@
 // kPingPong (rung wgmma_pingpong) adds FA-3's inter-warpgroup schedule: named barriers make the two
 // consumers issue their GEMMs in turn, so one warpgroup's softmax runs while the other's GEMMs hold
 // the tensor cores; and for batches without a window (dense, or variable-length self-attention;
-// not long causal ones) a persistent form of the same consumers (one block an SM walking row blocks, the next Q and K
-// loaded while the last P V runs, the turns running on across row blocks). Shared memory (1024-byte aligned tiles,
-// 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of 128 x head_dim each, and O's staging tile of 128 x head_dim:
-// 192 KiB at head_dim 128, 96 KiB at
+// not long causal ones) a persistent form of the same consumers (one block an SM walking row
+// blocks, the next Q and K loaded while the last P V runs, the turns running on across row blocks).
+// Shared memory (1024-byte aligned tiles, 128-byte swizzle): Q 128 x head_dim, K and V 2 slots of
+// 128 x head_dim each, and O's staging tile of 128 x head_dim: 192 KiB at head_dim 128, 96 KiB at
 // 64. Head_dim 256 takes tiles of 80 keys and stages O in Q (225 KiB); other head_dims up to 256
-// (multiples of 8) run on the next build up, TMA reading zeros past their last dimension. O goes through the staging by
-// TMA stores, which run on while the consumers start their next row block or leave (from registers, it took 8-19% of
-// the ping-pong rung's time at head_dim 128 and seq 512-2048, 3% at 4096-8192, on an H200); in a variable-length batch
-// from registers where its sequence ends inside a consumer's rows.
+// (multiples of 8) run on the next build up, TMA reading zeros past their last dimension. O goes
+// through the staging by TMA stores, which run on while the consumers start their next row block
+// or leave (from registers, it took 8-19% of the ping-pong rung's time at head_dim 128 and seq
+// 512-2048, 3% at 4096-8192, on an H200); in a variable-length batch from registers where its
+// sequence ends inside a consumer's rows.
 #pragma once
 
 #include <algorithm>
@@ -528,14 +529,20 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     block.rows = BlockRows{q0, 0, tiles, queries, keys, keys - queries};
     return block;
   };
-  // visit(n, block) for the n-th row block this block takes, in order.
+  // visit(n, block) for the n-th row block this block takes, in order (n is the round in a dense
+  // batch, which passes none over).
   const auto for_each_row_block = [&](auto&& visit) {
-    for (int round = 0, n = 0;; ++round) {
+    [[maybe_unused]] int n = 0;
+    for (int round = 0;; ++round) {
       const int index = row_block_of(round);
       if (index >= row_blocks_total) return;
       const RowBlock block = block_of(index);
-      if (kVarlen && block.rows.q0 >= block.rows.queries) continue;  // past its sequence's end
-      visit(n++, block);
+      if constexpr (kVarlen) {
+        if (block.rows.q0 >= block.rows.queries) continue;  // past its sequence's end
+        visit(n++, block);
+      } else {
+        visit(round, block);
+      }
     }
   };
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
@@ -567,14 +574,14 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const std::uint32_t o_staging = base + L::staging_offset(consumer);
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
   for_each_row_block([&](int n, const RowBlock& block) {
-    const int head = block.zq % p.heads, batch = kVarlen ? 0 : block.zq / p.heads;
-    // L's rows: [batch, heads, seq], or [heads, total rows] in a variable-length batch.
-    float* lse_rows = p.lse + (kVarlen ? static_cast<std::int64_t>(head) * p.seq + block.q_begin
-                                       : static_cast<std::int64_t>(block.zq) * p.seq);
     consume_block<T, kHeadDim, kPingPong, false, kVarlen, kPingPong>(
         p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, static_cast<std::uint32_t>(n & 1), consumer,
         block.rows,
         [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
+          const int head = block.zq % p.heads, batch = kVarlen ? 0 : block.zq / p.heads;
+          // L's rows: [batch, heads, seq], or [heads, total rows] in a variable-length batch.
+          float* lse_rows = p.lse + (kVarlen ? static_cast<std::int64_t>(head) * p.seq + block.q_begin
+                                             : static_cast<std::int64_t>(block.zq) * p.seq);
           const int q_row = block.rows.q0 + 64 * consumer;
           // A variable-length batch's sequences lie along one tensor's rows: a consumer whose rows
           // run past its sequence's end stores from registers (TMA would write the next one's).
