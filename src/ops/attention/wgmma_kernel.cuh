@@ -485,8 +485,8 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     attention_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap q_map,
                                       const __grid_constant__ CUtensorMap k_map,
                                       const __grid_constant__ CUtensorMap v_map,
-                                      const __grid_constant__ CUtensorMap o_map, T* __restrict__ o_out,
-                                      const WgmmaAttentionParams p, int row_blocks, int row_blocks_total) {
+                                      const __grid_constant__ CUtensorMap o_map, const WgmmaAttentionParams p,
+                                      int row_blocks, int row_blocks_total, T* __restrict__ o_out) {
 #if CUDALAB_SM90A_DEVICE
   using L = Layout<kHeadDim>;
   extern __shared__ std::uint8_t dynamic_shared[];
@@ -506,42 +506,37 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const int blocks = static_cast<int>(gridDim.x), me = static_cast<int>(blockIdx.x);
   // The row block of round r, past row_blocks_total when this block has none.
   const auto row_block_of = [&](int round) { return round * blocks + (round % 2 == 1 ? blocks - 1 - me : me); };
-  // A row block: its rows and key tiles, its (batch, head) matrix zq (a sequence's in a
-  // variable-length batch) and where that sequence's query and key rows begin (0 in a dense batch).
-  struct RowBlock {
-    BlockRows rows;
-    int zq;
-    std::int64_t q_begin, k_begin;
-  };
-  const auto block_of = [&](int index) {
-    RowBlock block{};
-    block.zq = index / row_blocks;
-    const int in_head = index - block.zq * row_blocks;
+  // Its rows, (batch, head) matrix (a sequence's in a variable-length batch) and key tiles, and where
+  // its sequence's query and key rows begin (0 in a dense batch).
+  const auto block_of = [&](int index, int& zq, std::int64_t& q_begin, std::int64_t& k_begin) {
+    zq = index / row_blocks;
+    const int in_head = index - zq * row_blocks;
     const int q0 = (p.causal ? row_blocks - 1 - in_head : in_head) * kWgmmaBlockM;
     std::int64_t queries = p.seq, keys = p.seq;
     if constexpr (kVarlen) {
-      const PackedRows q_rows = packed_rows(p.cu_seqlens_q, block.zq / p.heads, p.seq);
-      const PackedRows k_rows = packed_rows(p.cu_seqlens_k, block.zq / p.heads, p.keys);
-      block.q_begin = q_rows.begin, queries = q_rows.count, block.k_begin = k_rows.begin, keys = k_rows.count;
+      const PackedRows q_rows = packed_rows(p.cu_seqlens_q, zq / p.heads, p.seq);
+      const PackedRows k_rows = packed_rows(p.cu_seqlens_k, zq / p.heads, p.keys);
+      q_begin = q_rows.begin, queries = q_rows.count, k_begin = k_rows.begin, keys = k_rows.count;
     }
     const int tiles = static_cast<int>(
         ceil_div<std::int64_t>(p.causal ? min(keys, static_cast<std::int64_t>(q0) + kWgmmaBlockM) : keys, L::kBlockN));
-    block.rows = BlockRows{q0, 0, tiles, queries, keys, keys - queries};
-    return block;
+    return BlockRows{q0, 0, tiles, queries, keys, keys - queries};
   };
-  // visit(n, block) for the n-th row block this block takes, in order (n is the round in a dense
-  // batch, which passes none over).
+  // visit(n, block, zq, q_begin, k_begin) for the n-th row block this block takes, in order (n is
+  // the round in a dense batch, which passes none over).
   const auto for_each_row_block = [&](auto&& visit) {
     [[maybe_unused]] int n = 0;
     for (int round = 0;; ++round) {
       const int index = row_block_of(round);
       if (index >= row_blocks_total) return;
-      const RowBlock block = block_of(index);
+      int zq = 0;
+      std::int64_t q_begin = 0, k_begin = 0;
+      const BlockRows block = block_of(index, zq, q_begin, k_begin);
       if constexpr (kVarlen) {
-        if (block.rows.q0 >= block.rows.queries) continue;  // past its sequence's end
-        visit(n++, block);
+        if (block.q0 >= block.queries) continue;  // past its sequence's end
+        visit(n++, block, zq, q_begin, k_begin);
       } else {
-        visit(round, block);
+        visit(round, block, zq, q_begin, k_begin);
       }
     }
   };
@@ -551,13 +546,12 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
     setmaxnreg_dec<24>();
     if (threadIdx.x == 0) {
       RingPosition<L::kStages> k_at, v_at;
-      for_each_row_block([&](int n, const RowBlock& block) {
-        const int head = block.zq % p.heads, batch = kVarlen ? 0 : block.zq / p.heads;
+      for_each_row_block([&](int n, const BlockRows& block, int zq, std::int64_t q_begin, std::int64_t k_begin) {
+        const int head = zq % p.heads, batch = kVarlen ? 0 : zq / p.heads;
         if (n > 0) mbarrier_wait(q_empty, (n - 1) & 1);
-        load_block_q<L>(base + offsetof(Storage, q), &q_map, q_full, static_cast<int>(block.q_begin) + block.rows.q0,
-                        head, batch);
-        load_block_kv<L>(k_pipeline, v_pipeline, k_at, v_at, &k_map, &v_map, static_cast<int>(block.k_begin), 0,
-                         block.rows.tiles, head / p.kv_group, batch);
+        load_block_q<L>(base + offsetof(Storage, q), &q_map, q_full, static_cast<int>(q_begin) + block.q0, head, batch);
+        load_block_kv<L>(k_pipeline, v_pipeline, k_at, v_at, &k_map, &v_map, static_cast<int>(k_begin), 0, block.tiles,
+                         head / p.kv_group, batch);
       });
     }
     return;
@@ -573,24 +567,28 @@ __global__ void __launch_bounds__(Layout<kHeadDim>::kThreads, 1)
   const int own_barrier = kTurnBarrier + consumer, other_barrier = kTurnBarrier + 1 - consumer;
   const std::uint32_t o_staging = base + L::staging_offset(consumer);
   if (kPingPong && consumer == 1) named_barrier_arrive(other_barrier, 256);
-  for_each_row_block([&](int n, const RowBlock& block) {
+  for_each_row_block([&](int n, const BlockRows& block, int zq, std::int64_t q_begin, std::int64_t) {
+    const int head = zq % p.heads, batch = kVarlen ? 0 : zq / p.heads;
     consume_block<T, kHeadDim, kPingPong, false, kVarlen, kPingPong>(
-        p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, static_cast<std::uint32_t>(n & 1), consumer,
-        block.rows,
+        p, k_pipeline, v_pipeline, k_ring, v_ring, q_tile, q_full, static_cast<std::uint32_t>(n & 1), consumer, block,
         [&](const float(&o)[kHeadDim / 2], const SoftmaxRows& rows, std::int64_t row0, int lane) {
-          const int head = block.zq % p.heads, batch = kVarlen ? 0 : block.zq / p.heads;
-          // L's rows: [batch, heads, seq], or [heads, total rows] in a variable-length batch.
-          float* lse_rows = p.lse + (kVarlen ? static_cast<std::int64_t>(head) * p.seq + block.q_begin
-                                             : static_cast<std::int64_t>(block.zq) * p.seq);
-          const int q_row = block.rows.q0 + 64 * consumer;
-          // A variable-length batch's sequences lie along one tensor's rows: a consumer whose rows
-          // run past its sequence's end stores from registers (TMA would write the next one's).
-          if (kVarlen && q_row + 64 > block.rows.queries) {
-            store_output_rows<T, kHeadDim>(o, rows, o_out + head * p.o.head + block.q_begin * p.o.row, p.o.row,
-                                           lse_rows, row0, block.rows.queries, p.scale, lane, p.head_dim);
+          if constexpr (kVarlen) {
+            // L's rows are [heads, total rows]; the sequences lie along one tensor's rows, so a
+            // consumer whose rows run past its sequence's end stores from registers (TMA would
+            // write the next one's).
+            float* lse_rows = p.lse + static_cast<std::int64_t>(head) * p.seq + q_begin;
+            const int q_row = block.q0 + 64 * consumer;
+            if (q_row + 64 > block.queries) {
+              store_output_rows<T, kHeadDim>(o, rows, o_out + head * p.o.head + q_begin * p.o.row, p.o.row, lse_rows,
+                                             row0, block.queries, p.scale, lane, p.head_dim);
+            } else {
+              store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, lse_rows, block.queries, p.scale, o_staging,
+                                                &o_map, static_cast<int>(q_begin) + q_row, head, batch,
+                                                kStoreBarrier + consumer);
+            }
           } else {
-            store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, lse_rows, block.rows.queries, p.scale, o_staging,
-                                              &o_map, static_cast<int>(block.q_begin) + q_row, head, batch,
+            store_rows_by_tma<T, L, kHeadDim>(o, rows, row0, lane, p.lse + static_cast<std::int64_t>(zq) * p.seq, p.seq,
+                                              p.scale, o_staging, &o_map, block.q0 + 64 * consumer, head, batch,
                                               kStoreBarrier + consumer);
           }
         },
@@ -644,8 +642,8 @@ void launch_wgmma_window(const AttentionArgs<T>& args, cudaStream_t stream) {
       auto* kernel = attention_wgmma_persistent_kernel<T, kHeadDim, kPingPong, kVarlen>;
       set_shared_memory(kernel, L::kSharedBytes);
       const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(total, current_gpu().sm_count));
-      kernel<<<blocks, L::kThreads, L::kSharedBytes, stream>>>(q_map, k_map, v_map, o_map, args.o, params,
-                                                               static_cast<int>(row_blocks), static_cast<int>(total));
+      kernel<<<blocks, L::kThreads, L::kSharedBytes, stream>>>(
+          q_map, k_map, v_map, o_map, params, static_cast<int>(row_blocks), static_cast<int>(total), args.o);
       CUDALAB_CHECK_LAUNCH();
       return;
     }
