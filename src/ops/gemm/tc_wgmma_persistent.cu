@@ -69,8 +69,12 @@ namespace cudalab::gemm_variants {
 // SMs, 128 small ones); its two consumer warpgroups share the tile and split every k-tile, two
 // k-steps of 16 each, so a tile gets the tensor throughput of two warpgroups, and the second hands
 // its fp32 partial sums to the first through 32 KiB of shared memory before the first stores C. A
-// 6-slot ring of 24 KiB. (One consumer warpgroup per 64 x 128 tile and two blocks per SM ran
-// 1024^3 in 12.5 us and 256x4096x4096 in 32.2 us: one warpgroup keeps too few wgmmas in flight.)
+// 7-slot ring of 24 KiB, as many as fit (6 slots: 1.00-1.05x the time on an H200, most at rows of
+// 32-128 against k = 4096-8192). (One consumer warpgroup per 64 x 128 tile and two blocks per SM ran
+// 1024^3 in 12.5 us and 256x4096x4096 in 32.2 us: one warpgroup keeps too few wgmmas in flight. Not
+// faster either, on an H200: B multicast over clusters of two tiles, 1.10-1.16x the time; the
+// consumers taking turns by k-tile, 0.97-1.01x; each on a column half (m64n64) with 8 slots and no
+// hand-over, 1.07-1.09x at k = 4096-8192.)
 template <int kConsumerCount, int kTileN, int kStageCount, bool kSplitKSteps>
 struct PersistentTiles {
   static constexpr int kConsumers = kConsumerCount, kStages = kStageCount;
@@ -84,7 +88,7 @@ struct PersistentTiles {
   static constexpr int kReduceBytes = kSplit ? 64 * kBlockN * 4 : 0;
 };
 using LargeTiles = PersistentTiles<2, 256, 4, false>;
-using SmallTiles = PersistentTiles<2, 128, 6, true>;
+using SmallTiles = PersistentTiles<2, 128, 7, true>;
 // Mid (rung `wgmma_mid`): 128 x 128 tiles, the large tiles' two consumer warpgroups on 64 rows each, a 6-slot
 // ring of 32 KiB.
 using MidTiles = PersistentTiles<2, 128, 6, false>;
