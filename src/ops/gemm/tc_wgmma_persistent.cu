@@ -73,8 +73,8 @@ namespace cudalab::gemm_variants {
 // 32-128 against k = 4096-8192). (One consumer warpgroup per 64 x 128 tile and two blocks per SM ran
 // 1024^3 in 12.5 us and 256x4096x4096 in 32.2 us: one warpgroup keeps too few wgmmas in flight. Not
 // faster either, on an H200: B multicast over clusters of two tiles, 1.10-1.16x the time; the
-// consumers taking turns by k-tile, 0.97-1.01x; each on a column half (m64n64) with 8 slots and no
-// hand-over, 1.07-1.09x at k = 4096-8192.)
+// consumers taking turns by k-tile, at best level with splitting k-steps; each on a column half (m64n64) with 8 slots
+// and no hand-over, 1.07-1.09x at k = 4096-8192.)
 template <int kConsumerCount, int kTileN, int kStageCount, bool kSplitKSteps>
 struct PersistentTiles {
   static constexpr int kConsumers = kConsumerCount, kStages = kStageCount;
