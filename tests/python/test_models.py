@@ -105,6 +105,38 @@ def test_models_command_refuses_a_parity_of_no_steps_and_compile_with_parity():
     assert main(["--model", "llama", "--hf", "--parity", "3"]) == 2
 
 
+def test_gemm_products_list_every_linear_and_the_tied_head():
+    from cudalab.models.__main__ import gemm_products
+
+    gpt = GptConfig()
+    assert gemm_products(Gpt, gpt) == {
+        (1024, 3072, True): 8, (1024, 1024, True): 8, (1024, 4096, False): 8, (4096, 1024, True): 8,
+        (1024, 50304, False): 1,  # the head, tied to the embedding
+    }
+    llama = LlamaConfig()
+    q_k_v = (llama.heads + 2 * llama.kv_heads) * llama.head_dim
+    assert gemm_products(Llama, llama) == {
+        (2048, q_k_v, False): 4, (2048, 2048, False): 4, (2048, 2 * 5632, False): 4, (5632, 2048, False): 4,
+        (2048, 32000, False): 1,
+    }
+    assert main(["--gemms", "--parity", "2"]) == 2
+    assert main(["--model", "llama", "--gemms", "--generate", "4"]) == 2
+    assert main(["--gemms", "--compile"]) == 2
+
+
+@requires_cuda
+def test_gemms_time_each_product_both_ways(tmp_path):
+    from cudalab.models.__main__ import gemm_products
+
+    out = tmp_path / "gemms.json"
+    assert main(["--gemms", "--layers", "1", "--seq", "64", "--batch", "2", "--vocab", "256", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    shapes = gemm_products(Gpt, GptConfig(layers=1, seq=64, vocab=256))
+    assert len(result["gemms"]) == 3 * len(shapes)
+    assert all(row["torch_us"] > 0 and row["cudalab_us"] > 0 and row["tokens"] == 128 for row in result["gemms"])
+    assert result["gemm_ms"]["torch"] > 0 and result["gemm_ms"]["cudalab"] > 0
+
+
 @requires_cuda
 def test_parity_run_compares_losses_and_gradients(tmp_path):
     out = tmp_path / "parity.json"

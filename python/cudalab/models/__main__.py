@@ -6,7 +6,9 @@ then one eager step of each under torch.profiler: their top kernels and the time
 at step 0; ``--generate TOKENS`` times greedy decoding with a key-value cache (the Llama). ``--hf`` times
 Hugging Face's LlamaForCausalLM of the same configuration instead: its training step unpatched,
 after ``cudalab.patch`` and after Liger-Kernel's patch, beside the cudalab-built Llama; with
-``--generate``, its decoding before and after ``cudalab.patch``. ``--json`` writes it all."""
+``--generate``, its decoding before and after ``cudalab.patch``. ``--gemms`` times each matrix
+product of the step alone instead, as PyTorch calls it against cudalab's op. ``--json`` writes it
+all."""
 
 import argparse
 import contextlib
@@ -123,6 +125,88 @@ def _speed(model_class, config, args, inputs, targets, result):
         print(f"cudalab / torch.compile speed: {result['cudalab_over_torch_compile']:.3f}x")
     for row in result["cudalab"]["profile"]["top"]:
         print(f"  {row['ms']:8.3f} ms  {row['launches']:4d}x  {row['kernel'][:110]}")
+    return 0
+
+
+def gemm_products(model_class, config):
+    """The step's Linear layers as {(in_features, out_features, has_bias): count}, from the
+    torch-built model on the meta device (no memory), the LM head included: its Linear, or the
+    embedding's weight where the head is tied to it (a product with no module of its own)."""
+    with torch.device("meta"):
+        model = model_class(config, ops="torch")
+    counts = {}
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            key = (module.in_features, module.out_features, module.bias is not None)
+            counts[key] = counts.get(key, 0) + 1
+    if not any(out == config.vocab for _, out, _ in counts):
+        counts[(config.d_model, config.vocab, False)] = 1
+    return counts
+
+
+def _kernel_us(fn, reps=20):
+    """The mean kernel time of one call of fn (torch.profiler, after three warm-up calls), and the
+    name of its longest kernel."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    kernels = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            kernels[event.name] = kernels.get(event.name, 0.0) + event.device_time / reps
+    longest = max(kernels, key=kernels.get) if kernels else ""
+    return sum(kernels.values()), longest
+
+
+def _gemms(model_class, config, args, result):
+    """Each Linear's three products (y = x W^T + b, dx = dy W, dW = dy^T x) over batch x seq tokens,
+    as PyTorch's Linear and its autograd call them (F.linear, dy @ W, dy.t() @ x: cuBLASLt) against
+    cudalab's (ops.linear, ops.gemm, ops.gemm of dy.mT), on the same tensors; and their sums over
+    the step (each shape times its count)."""
+    from .. import ops
+
+    tokens = args.batch * config.seq
+    generator = torch.Generator(device="cuda").manual_seed(3)
+
+    def normal(*shape, scale=1.0):
+        return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=generator) * scale
+
+    rows, totals = [], {"torch": 0.0, "cudalab": 0.0}
+    print(f"{'in':>6s} {'out':>7s} bias {'count':>5s} product {'torch us':>9s} {'cudalab us':>10s}  cudalab/torch")
+    for (d_in, d_out, bias), count in sorted(gemm_products(model_class, config).items()):
+        print(f"{d_in}x{d_out}: timing", file=sys.stderr, flush=True)
+        x, w, dy = normal(tokens, d_in), normal(d_out, d_in, scale=d_in**-0.5), normal(tokens, d_out)
+        b = normal(d_out) if bias else None
+        products = {
+            "forward": (lambda: torch.nn.functional.linear(x, w, b), lambda: ops.linear(x, w, b)),
+            "input_gradient": (lambda: dy @ w, lambda: ops.gemm(dy, w)),
+            "weight_gradient": (lambda: dy.t() @ x, lambda: ops.gemm(dy.mT, x)),
+        }
+        for product, (theirs, ours) in products.items():
+            torch_us, torch_kernel = _kernel_us(theirs)
+            cudalab_us, cudalab_kernel = _kernel_us(ours)
+            totals["torch"] += count * torch_us
+            totals["cudalab"] += count * cudalab_us
+            rows.append({"in": d_in, "out": d_out, "bias": bias, "count": count, "tokens": tokens,
+                         "product": product, "torch_us": round(torch_us, 2), "cudalab_us": round(cudalab_us, 2),
+                         "speed": round(torch_us / cudalab_us, 3), "torch_kernel": torch_kernel,
+                         "cudalab_kernel": cudalab_kernel})
+            print(f"{d_in:6d} {d_out:7d} {'yes' if bias else 'no':4s} {count:5d} {product:15s} {torch_us:9.1f} "
+                  f"{cudalab_us:10.1f}  {torch_us / cudalab_us:.3f}x")
+        del x, w, dy, b
+        torch.cuda.empty_cache()
+    result["gemms"] = rows
+    result["gemm_ms"] = {name: round(us / 1000.0, 3) for name, us in totals.items()}
+    speed = totals["torch"] / totals["cudalab"]
+    result["gemm_speed"] = round(speed, 3)
+    print(f"the step's GEMMs: torch {totals['torch'] / 1000:.3f} ms, cudalab {totals['cudalab'] / 1000:.3f} ms "
+          f"({speed:.3f}x)")
     return 0
 
 
@@ -405,6 +489,11 @@ def main(argv=None):
         "it, after cudalab.patch and after Liger-Kernel's patch (where installed), beside the cudalab-built Llama; "
         "with --generate, its decoding unpatched and after cudalab.patch (needs transformers)",
     )
+    parser.add_argument(
+        "--gemms", action="store_true",
+        help="instead of timing steps: each Linear's forward, input- and weight-gradient products alone, "
+        "PyTorch's calls against cudalab's (kernel time), and their sums over the step",
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     model_class, config_class = MODELS[args.model]
@@ -430,6 +519,10 @@ def main(argv=None):
     if args.generate is not None and (args.model != "llama" or not 0 < args.generate < config.seq):
         print(f"cudalab.models: --generate takes --model llama and 1 to {config.seq - 1} tokens", file=sys.stderr)
         return 2
+    if args.gemms and (args.parity is not None or args.generate is not None or args.hf or args.compile):
+        print("cudalab.models: --gemms times the step's products alone: not with --parity, --generate, --hf or "
+              "--compile", file=sys.stderr)
+        return 2
     if args.hf and (args.model != "llama" or args.parity is not None):
         print("cudalab.models: --hf takes --model llama, and times steps or generation (not --parity)", file=sys.stderr)
         return 2
@@ -438,7 +531,9 @@ def main(argv=None):
         return 3
     result = {"model": args.model, "config": asdict(config), "batch": args.batch, "steps": args.steps,
               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
-    if args.parity is not None:
+    if args.gemms:
+        status = _gemms(model_class, config, args, result)
+    elif args.parity is not None:
         status = _parity(model_class, config, args, result)
     elif args.generate is not None and args.hf:
         status = _hf_generation(config, args, result)
