@@ -181,7 +181,12 @@ def _gemms(model_class, config, args, result):
     print(f"{'in':>6s} {'out':>7s} bias {'count':>5s} product {'torch us':>9s} {'cudalab us':>10s}  cudalab/torch")
     for (d_in, d_out, bias), count in sorted(gemm_products(model_class, config).items()):
         print(f"{d_in}x{d_out}: timing", file=sys.stderr, flush=True)
-        x, w, dy = normal(tokens, d_in), normal(d_out, d_in, scale=d_in**-0.5), normal(tokens, d_out)
+        try:
+            x, w, dy = normal(tokens, d_in), normal(d_out, d_in, scale=d_in**-0.5), normal(tokens, d_out)
+        except torch.cuda.OutOfMemoryError:
+            print(f"cudalab.models: {tokens} x {d_out} does not fit in GPU memory; lower --batch or --seq",
+                  file=sys.stderr)
+            return 1
         b = normal(d_out) if bias else None
         products = {
             "forward": (lambda: torch.nn.functional.linear(x, w, b), lambda: ops.linear(x, w, b)),
