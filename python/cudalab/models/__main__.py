@@ -52,17 +52,24 @@ def _is_copy(name):
     return "copy" in name.lower() and "memcpy" not in name.lower()
 
 
-def _profile(model, optimizer, tokens, targets, top):
+def _cuda_kernels(fn, calls=1):
+    """fn() run `calls` times under torch.profiler: {kernel name: (milliseconds, launches)}, summed."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        _train_step(model, optimizer, tokens, targets)
+        for _ in range(calls):
+            fn()
         torch.cuda.synchronize()
     kernels = {}
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
             total, count = kernels.get(event.name, (0.0, 0))
             kernels[event.name] = (total + event.device_time / 1000.0, count + 1)
+    return kernels
+
+
+def _profile(model, optimizer, tokens, targets, top):
+    kernels = _cuda_kernels(lambda: _train_step(model, optimizer, tokens, targets))
     rows = sorted(kernels.items(), key=lambda item: -item[1][0])
 
     def row(name, ms, launches):
@@ -144,24 +151,15 @@ def gemm_products(model_class, config):
     return counts
 
 
-def _kernel_us(fn, reps=20):
-    """The mean kernel time of one call of fn (torch.profiler, after three warm-up calls), and the
+def _kernel_us(fn, calls=20):
+    """The mean kernel time of one call of fn in microseconds (after three warm-up calls), and the
     name of its longest kernel."""
-    from torch.profiler import ProfilerActivity, profile
-
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    kernels = {}
-    for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            kernels[event.name] = kernels.get(event.name, 0.0) + event.device_time / reps
-    longest = max(kernels, key=kernels.get) if kernels else ""
-    return sum(kernels.values()), longest
+    kernels = _cuda_kernels(fn, calls)
+    longest = max(kernels, key=lambda name: kernels[name][0]) if kernels else ""
+    return 1000.0 * sum(ms for ms, _ in kernels.values()) / calls, longest
 
 
 def _gemms(model_class, config, args, result):
