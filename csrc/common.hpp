@@ -22,6 +22,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include "cudalab/activations.hpp"
 #include "cudalab/elements.hpp"
 #include "cudalab/error.hpp"
 
@@ -104,6 +105,17 @@ inline void check_same_shape(const char* op, const char* name, const at::Tensor&
                              const at::Tensor& like) {
   TORCH_CHECK_VALUE(t.sizes() == like.sizes(), "cudalab.", op, ": ", name, " must have ", like_name, "'s shape ",
                     like.sizes(), ", got ", t.sizes());
+}
+
+// The Activation an op's `activation` argument names (kActivationNames), or a ValueError listing them.
+inline Activation activation_of(const char* op, c10::string_view name) {
+  std::string names;
+  for (const ActivationName& a : kActivationNames) {
+    if (name == a.name) return a.activation;
+    names += names.empty() ? "" : ", ";
+    names += a.name;
+  }
+  TORCH_CHECK_VALUE(false, "cudalab.", op, ": activation must be one of ", names, ", got '", name, "'");
 }
 
 // [rows, features] of a tensor whose last dimension holds the features.

@@ -21,16 +21,6 @@ at::Tensor statistics_like(const at::Tensor& x) {
   return at::empty(x.sizes().slice(0, x.dim() - 1), x.options().dtype(at::kFloat));
 }
 
-Activation activation_of(const char* op, c10::string_view name) {
-  std::string names;
-  for (const ActivationName& a : kActivationNames) {
-    if (name == a.name) return a.activation;
-    names += names.empty() ? "" : ", ";
-    names += a.name;
-  }
-  TORCH_CHECK_VALUE(false, "cudalab.", op, ": activation must be one of ", names, ", got '", name, "'");
-}
-
 at::Tensor bias_act(const at::Tensor& x, const at::Tensor& bias, c10::string_view activation) {
   constexpr const char* op = "bias_act";
   check_tensor(op, "x", x, x.device(), c10::nullopt, scalar_types(BiasActElements{}));

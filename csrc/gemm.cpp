@@ -4,7 +4,8 @@
 // new tensor (gemm) or in place into c (gemm_). Operands are taken as they lie: a matrix whose rows
 // or whose columns are contiguous (so a .mT view too) goes to the library as is, its layout passed
 // as transpose_a / transpose_b. Its autograd is in autograd.cpp. linear (nn.Linear's product and
-// bias) is a composite of gemm.
+// bias) is a composite of gemm. gemm_activation and its backward fuse a Linear's activation into
+// the products (their autograd: cudalab.ops.mlp and linear_activation, in Python).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -223,6 +224,90 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const c10::opti
   return y.reshape_symint(shape);
 }
 
+// A fused-epilogue op's product: a single 16-bit one, described, with its output's row pitch and
+// the operands' layouts as the library takes them.
+struct FusedProduct : Product {
+  std::int64_t ld = 1;
+  Transpose transpose_a = Transpose::no, transpose_b = Transpose::no;
+};
+
+FusedProduct describe_fused(const char* op, const at::Tensor& a, const at::Tensor& b, bool b_transposed) {
+  TORCH_CHECK_TYPE(a.scalar_type() == at::kBFloat16 || a.scalar_type() == at::kHalf, "cudalab.", op,
+                   ": a must be bfloat16 or float16, got ", a.scalar_type());
+  TORCH_CHECK_VALUE(a.dim() == 2, "cudalab.", op, ": a must be a matrix [m, k], got ", a.sizes());
+  FusedProduct p;
+  static_cast<Product&>(p) = describe(a, b, b_transposed);
+  p.ld = std::max<std::int64_t>(p.n, 1);
+  p.transpose_a = p.sa.transposed ? Transpose::yes : Transpose::no;
+  p.transpose_b = p.sb.transposed ? Transpose::yes : Transpose::no;
+  return p;
+}
+
+// call(T*) with T a's element type, inside call_library.
+template <typename Call>
+void call_fused(const char* op, const at::Tensor& a, Call&& call) {
+  with_element_type<TypeList<__nv_bfloat16, __half>>(a, [&](auto* tag) { call_library(op, [&] { call(tag); }); });
+}
+
+// (act(a @ op(b) + bias), a @ op(b) + bias): a Linear layer with its activation, and the value
+// before the activation that its backward reads (cudalab::gemm_activation). a [m, k]; b [n, k]
+// with b_transposed (a weight as stored), else [k, n]; each with contiguous rows or columns, as gemm
+// takes them; bias [n] or None; bfloat16 or float16.
+std::tuple<at::Tensor, at::Tensor> gemm_activation(const at::Tensor& a, const at::Tensor& b,
+                                                   const c10::optional<at::Tensor>& bias, c10::string_view activation,
+                                                   bool b_transposed) {
+  constexpr const char* op = "gemm_activation";
+  const FusedProduct p = describe_fused(op, a, b, b_transposed);
+  const bool with_bias = bias.has_value() && bias->defined();
+  if (with_bias) {
+    check_tensor(op, "bias", *bias, a.device(), a.scalar_type());
+    check_vector(op, "bias", *bias, p.n);
+  }
+  const Activation act = activation_of(op, activation);
+  const c10::cuda::CUDAGuard guard(a.device());
+  at::Tensor y = at::empty(p.shape, a.options()), z = at::empty(p.shape, a.options());
+  call_fused(op, a, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const std::size_t bytes = cudalab::gemm_workspace_bytes(p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld,
+                                                            data<T>(y), p.ld, p.transpose_b, p.transpose_a);
+    const at::Tensor scratch = bytes == 0 ? at::Tensor() : workspace(a, bytes);
+    cudalab::gemm_activation(p.m, p.n, p.k, 1.0f, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, with_bias ? 1.0f : 0.0f,
+                             with_bias ? data<T>(*bias) : nullptr, 0, mutable_data<T>(y), p.ld, act, mutable_data<T>(z),
+                             bytes == 0 ? nullptr : scratch.data_ptr(), bytes, current_stream(a), p.transpose_b,
+                             p.transpose_a);
+  });
+  return {y, z};
+}
+
+// (dz, dbias) = ((a @ op(b)) * act'(z), dz's column sums): the backward through gemm_activation's
+// activation fused into the product that makes its output's gradient (cudalab::
+// gemm_activation_backward): for y = W2 act(z), a = dy and b = W2 ([k, n], as stored). z [m, n]
+// contiguous, a's dtype; dbias [n] when bias_gradient, else an empty tensor.
+std::tuple<at::Tensor, at::Tensor> gemm_activation_backward(const at::Tensor& a, const at::Tensor& b,
+                                                            const at::Tensor& z, c10::string_view activation,
+                                                            bool b_transposed, bool bias_gradient) {
+  constexpr const char* op = "gemm_activation_backward";
+  const FusedProduct p = describe_fused(op, a, b, b_transposed);
+  check_tensor(op, "z", z, a.device(), a.scalar_type());
+  TORCH_CHECK_VALUE(z.sizes() == at::IntArrayRef(p.shape), "cudalab.", op, ": z must have the product's shape ",
+                    at::IntArrayRef(p.shape), ", got ", z.sizes());
+  const Activation act = activation_of(op, activation);
+  const c10::cuda::CUDAGuard guard(a.device());
+  at::Tensor dz = at::empty(p.shape, a.options());
+  at::Tensor dbias = at::empty({bias_gradient ? p.n : 0}, a.options());
+  call_fused(op, a, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const std::size_t bytes = cudalab::gemm_activation_backward_workspace_bytes(
+        p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, data<T>(dz), p.ld, p.transpose_b, p.transpose_a);
+    const at::Tensor scratch = bytes == 0 ? at::Tensor() : workspace(a, bytes);
+    cudalab::gemm_activation_backward(p.m, p.n, p.k, 1.0f, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, data<T>(z), p.ld,
+                                      act, mutable_data<T>(dz), p.ld, bias_gradient ? mutable_data<T>(dbias) : nullptr,
+                                      bytes == 0 ? nullptr : scratch.data_ptr(), bytes, current_stream(a),
+                                      p.transpose_b, p.transpose_a);
+  });
+  return {dz, dbias};
+}
+
 // C (bf16, [m, n]) = alpha * scale_a * scale_b * a b^T for float8_e4m3fn a [m, k] and b [n, k] (a
 // Linear's activations and its weight as stored), both contiguous; each scale a float32 tensor of
 // one element on a's device, as torch._scaled_mm takes them, or None for 1. Hopper. Not
@@ -306,6 +391,14 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
       &gemm, GemmElements{});
   define_op(m, "gemm_(Tensor(a!) c, Tensor a, Tensor b, float alpha=1., float beta=0., bool b_transposed=False) -> ()",
             &gemm_, GemmElements{});
+  define_op(m,
+            "gemm_activation(Tensor a, Tensor b, Tensor? bias, str activation, bool b_transposed=False) -> (Tensor, "
+            "Tensor)",
+            &gemm_activation, TypeList<__nv_bfloat16, __half>{});
+  define_op(m,
+            "gemm_activation_backward(Tensor a, Tensor b, Tensor z, str activation, bool b_transposed=False, bool "
+            "bias_gradient=True) -> (Tensor, Tensor)",
+            &gemm_activation_backward, TypeList<__nv_bfloat16, __half>{});
   define_op(m, "gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, float alpha=1.) -> Tensor",
             &gemm_fp8, TypeList<__nv_fp8_e4m3>{});
   define_op(m, "quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)", &quantize_fp8, QuantizeElements{});

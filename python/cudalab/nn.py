@@ -80,6 +80,25 @@ class Linear(torch.nn.Linear):
         return ops.linear(x, self.weight, self.bias)
 
 
+class LinearActivation(torch.nn.Linear):
+    """``act(torch.nn.Linear(x))`` in one module, act ``"relu"``, ``"gelu_tanh"`` or ``"gelu_erf"``
+    (``activation``, default the tanh GELU): :func:`cudalab.ops.linear_activation`, the activation
+    applied in the GEMM's epilogue. Its parameters are ``torch.nn.Linear``'s, so a state dict moves
+    between the two. Where the next layer is a Linear too (a transformer's MLP),
+    :func:`cudalab.ops.mlp` also fuses the backward's activation gradient into that layer's product."""
+
+    def __init__(self, in_features, out_features, activation="gelu_tanh", bias=True, device=None, dtype=None):
+        ops._check_activation("LinearActivation", activation)
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        self.activation = activation
+
+    def forward(self, x):
+        return ops.linear_activation(x, self.weight, self.bias, self.activation)
+
+    def extra_repr(self):
+        return f"{super().extra_repr()}, activation={self.activation!r}"
+
+
 class CrossEntropyLoss(torch.nn.CrossEntropyLoss):
     """``torch.nn.CrossEntropyLoss`` over class indices by ``cudalab.ops.cross_entropy`` (logits
     [..., vocab], int64 targets [...]): reduction, ignore_index and label_smoothing as torch's. Class

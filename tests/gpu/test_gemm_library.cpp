@@ -1,6 +1,7 @@
 // cudalab::gemm at odd shapes, strides and offsets, in FP32 and on tensor cores in BF16/FP16 (both
 // layouts of A and of B, strided batches), and the FP64 device reference against the host one (the device
 // reference checks the large problems of the ladder).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -15,6 +16,7 @@
 #include "error_kind.hpp"
 #include "gpu_test_support.hpp"
 #include "harness/random.hpp"
+#include "ops/bias_act/reference.hpp"
 #include "ops/gemm/cublas_gemm.hpp"
 #include "ops/gemm/reference.hpp"
 
@@ -247,6 +249,124 @@ TEST(LibraryGemm, CReadWhereItLies) {
       ASSERT_EQ(std::memcmp(got.data(), expected.data(), sizeof(T) * got.size()), 0);
     }
   }
+}
+
+// gemm_activation and gemm_activation_backward against the FP64 reference product, on shapes that
+// reach the Hopper tile rungs (fused epilogues: 1096 x 2048, 520 x 1024, the aligned copies of
+// 1000 x 1000 x 330) and rungs that run them as a second pass (k below 256: mma_small; two rows:
+// decode; n of no multiple of 8: no TMA store; A stored k x m). Bounds, with e_v the product's
+// (gemm_error_bound), |act'| <= 1.2 and u = 2^-24:
+//   pre_activation v      e_v
+//   y = act(v)            1.2 e_v + 16 u (|y| + |v|) + 2 u_T |y|   (act of an fp32 or a rounded v)
+//   dz = p act'(z)        1.2 e_p + 16 u |p| + 2 u_T |dz|
+//   dbias_j = sum_i dz    the sum of the dz bounds + m 2^-23 sum |dz| + u_T |dbias|
+template <typename T>
+void check_gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, bool nt, bool a_t, Activation act) {
+  SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + (nt ? " NT" : " NN") +
+               (a_t ? " A^T" : "") + " activation " + std::to_string(static_cast<int>(act)));
+  const DType dtype = dtype_of_v<T>;
+  const std::int64_t lda = a_t ? m : k, ldb = nt ? k : n, ldd = n;
+  DeviceBuffer<T> a((a_t ? k : m) * lda), b((nt ? n : k) * ldb), bias(n), y(m * ldd), v(m * ldd), z(m * ldd),
+      dz(m * ldd), dbias(n);
+  harness::fill_random(dtype, a.data(), a.size(), 41, harness::Distribution::normal, nullptr);
+  harness::fill_random(dtype, b.data(), b.size(), 42, harness::Distribution::normal, nullptr);
+  harness::fill_random(dtype, bias.data(), bias.size(), 43, harness::Distribution::normal, nullptr);
+  harness::fill_random(dtype, z.data(), z.size(), 44, harness::Distribution::normal, nullptr);
+  const Transpose tb = nt ? Transpose::yes : Transpose::no, ta = a_t ? Transpose::yes : Transpose::no;
+  const std::size_t forward_bytes = gemm_workspace_bytes(m, n, k, a.data(), lda, b.data(), ldb, y.data(), ldd, tb, ta);
+  const std::size_t backward_bytes =
+      gemm_activation_backward_workspace_bytes(m, n, k, a.data(), lda, b.data(), ldb, dz.data(), ldd, tb, ta);
+  DeviceBuffer<unsigned char> workspace(
+      static_cast<std::int64_t>(std::max<std::size_t>({forward_bytes, backward_bytes, std::size_t{1}})));
+  const float alpha = 0.75f;
+  gemm_activation(m, n, k, alpha, a.data(), lda, b.data(), ldb, 1.0f, bias.data(), 0, y.data(), ldd, act, v.data(),
+                  workspace.data(), forward_bytes, nullptr, tb, ta);
+  gemm_activation_backward(m, n, k, alpha, a.data(), lda, b.data(), ldb, z.data(), ldd, act, dz.data(), ldd,
+                           dbias.data(), workspace.data(), backward_bytes, nullptr, tb, ta);
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto ha = widened(to_host(a.data(), a.size())), hb = widened(to_host(b.data(), b.size()));
+  const auto hbias = widened(to_host(bias.data(), bias.size())), hz = widened(to_host(z.data(), z.size()));
+  const auto hy = widened(to_host(y.data(), y.size())), hv = widened(to_host(v.data(), v.size()));
+  const auto hdz = widened(to_host(dz.data(), dz.size())), hdbias = widened(to_host(dbias.data(), dbias.size()));
+  harness::GemmTolerance tolerance;
+  tolerance.accumulate_unit = 1.0 / 8388608.0;
+  tolerance.output_unit = traits(dtype).unit_roundoff;
+  tolerance.output_absolute = dtype == DType::f16 ? 1.0 / 33554432.0 : 0.0;
+  const double u = 1.0 / 16777216.0, u_t = traits(dtype).unit_roundoff;
+  const auto biased =
+      harness::gemm_reference(m, n, k, alpha, ha.data(), lda, hb.data(), ldb, 1.0, hbias.data(), 0, nt, a_t);
+  const auto plain = harness::gemm_reference(m, n, k, alpha, ha.data(), lda, hb.data(), ldb, 0.0, nullptr, 0, nt, a_t);
+  std::vector<double> sum(n, 0.0), sum_bound(n, 0.0), magnitude(n, 0.0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int64_t at = i * n + j;
+      const double want_v = biased.value[at], e_v = harness::gemm_error_bound(k, biased.bound[at], tolerance, want_v);
+      ASSERT_LE(std::fabs(hv[at] - want_v), e_v) << "pre_activation at " << i << "," << j;
+      const double want_y = harness::activation_reference(act, want_v);
+      ASSERT_LE(std::fabs(hy[at] - want_y), 1.2 * e_v + 16 * u * (std::fabs(want_y) + std::fabs(want_v)) +
+                                                2 * u_t * std::fabs(want_y) + tolerance.output_absolute)
+          << "y at " << i << "," << j << ": " << hy[at] << " against " << want_y;
+      const double p = plain.value[at], e_p = harness::gemm_error_bound(k, plain.bound[at], tolerance, p);
+      const double want_dz = p * harness::activation_derivative_reference(act, hz[at]);
+      const double dz_bound =
+          1.2 * e_p + 16 * u * std::fabs(p) + 2 * u_t * std::fabs(want_dz) + tolerance.output_absolute;
+      ASSERT_LE(std::fabs(hdz[at] - want_dz), dz_bound)
+          << "dz at " << i << "," << j << ": " << hdz[at] << " against " << want_dz;
+      sum[j] += want_dz;
+      sum_bound[j] += dz_bound;
+      magnitude[j] += std::fabs(want_dz);
+    }
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double bound = sum_bound[j] + static_cast<double>(m) * 2 * u * magnitude[j] + u_t * std::fabs(sum[j]) +
+                         tolerance.output_absolute;
+    ASSERT_LE(std::fabs(hdbias[j] - sum[j]), bound) << "dbias at " << j << ": " << hdbias[j] << " against " << sum[j];
+  }
+}
+
+TEST(LibraryGemm, ActivationEpilogues) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_gemm_activation<__nv_bfloat16>(1096, 2048, 264, true, false, Activation::gelu_tanh);  // fused, big tiles
+  check_gemm_activation<__nv_bfloat16>(520, 1024, 320, false, false, Activation::gelu_erf);   // fused, small tiles
+  check_gemm_activation<__half>(1000, 1000, 330, false, false, Activation::relu);             // fused, aligned copies
+  check_gemm_activation<__half>(1096, 2048, 264, true, false, Activation::gelu_erf);
+  check_gemm_activation<__nv_bfloat16>(130, 264, 72, true, false, Activation::gelu_tanh);   // mma_small, second pass
+  check_gemm_activation<__nv_bfloat16>(2, 4096, 1024, true, false, Activation::gelu_erf);   // decode, second pass
+  check_gemm_activation<__nv_bfloat16>(300, 1004, 264, false, false, Activation::relu);     // no TMA store
+  check_gemm_activation<__nv_bfloat16>(520, 512, 264, false, true, Activation::gelu_tanh);  // A stored k x m
+}
+
+// No bias gradient asked (null: no scratch for it), an activation outside the enum, too little
+// scratch and D over z: refused before any launch.
+TEST(LibraryGemm, ActivationEpilogueArguments) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  using T = __nv_bfloat16;
+  const std::int64_t m = 1096, n = 2048, k = 264;
+  DeviceBuffer<T> a(m * k), b(n * k), z(m * n), dz(m * n), dbias(n);
+  harness::fill_random(DType::bf16, a.data(), a.size(), 51, harness::Distribution::normal, nullptr);
+  harness::fill_random(DType::bf16, b.data(), b.size(), 52, harness::Distribution::normal, nullptr);
+  harness::fill_random(DType::bf16, z.data(), z.size(), 53, harness::Distribution::normal, nullptr);
+  const Transpose tb = Transpose::yes;
+  const std::size_t bytes =
+      gemm_activation_backward_workspace_bytes(m, n, k, a.data(), k, b.data(), k, dz.data(), n, tb);
+  EXPECT_GE(bytes, static_cast<std::size_t>((m + 15) / 16 * n) * sizeof(float));
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes));
+  gemm_activation_backward(m, n, k, 1.0f, a.data(), k, b.data(), k, z.data(), n, Activation::relu, dz.data(), n,
+                           static_cast<T*>(nullptr), nullptr, 0, nullptr, tb);
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto call = [&](Activation act, std::size_t given, T* d) {
+    return test_support::thrown_kind([&] {
+      gemm_activation_backward(m, n, k, 1.0f, a.data(), k, b.data(), k, z.data(), n, act, d, n, dbias.data(),
+                               workspace.data(), given, nullptr, tb);
+    });
+  };
+  EXPECT_EQ(call(static_cast<Activation>(7), bytes, dz.data()), ErrorKind::invalid_argument);
+  EXPECT_EQ(call(Activation::relu, bytes - 256, dz.data()), ErrorKind::invalid_argument);
+  EXPECT_EQ(call(Activation::relu, bytes, z.data() + 8), ErrorKind::invalid_argument);
+  EXPECT_EQ(test_support::thrown_kind([&] {
+              gemm_activation(m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, static_cast<const T*>(nullptr), 0,
+                              dz.data(), n, Activation::gelu_tanh, dz.data() + 16, nullptr, 0, nullptr, tb);
+            }),
+            ErrorKind::invalid_argument);  // pre_activation over D
 }
 
 TEST(LibraryGemm, SeparateCArgumentErrors) {

@@ -41,6 +41,19 @@ def _bias_act(x, bias, activation):
     return F.relu(h) if activation == "relu" else F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
 
 
+def _gemm_activation(a, b, bias, activation, b_transposed=False):
+    z = _gemm(a, b, b_transposed=b_transposed) + (bias if bias is not None else 0)
+    return _bias_act(z, torch.zeros_like(z[0]), activation), z
+
+
+def _gemm_activation_backward(a, b, z, activation, b_transposed=False, bias_gradient=True):
+    z = z.detach().requires_grad_()
+    with torch.enable_grad():
+        (dz,) = torch.autograd.grad(_bias_act(z, torch.zeros_like(z[0]), activation), z,
+                                    _gemm(a, b, b_transposed=b_transposed))
+    return dz, dz.sum(0) if bias_gradient else dz.new_empty(0)
+
+
 def _attention(q, k, v, scale=None, causal=False, window_left=-1, window_right=-1):
     # Grouped heads repeated; o laid out as the op lays it out (as q's heads and positions lie).
     group = q.shape[1] // k.shape[1]
@@ -124,6 +137,8 @@ def cpu_kernels():
             lambda h, w: _rms_norm(h, w, _eps_of(h, rstd, False)), [h, w], [0, 1])(h, w, dy)), "CPU")
         lib.impl("bias_gradient", lambda dy: dy.reshape(-1, dy.shape[-1]).sum(0), "CPU")
         lib.impl("bias_act", _bias_act, "CPU")
+        lib.impl("gemm_activation", _gemm_activation, "CPU")
+        lib.impl("gemm_activation_backward", _gemm_activation_backward, "CPU")
         lib.impl("bias_act_backward", lambda x, b, dy, act: _backward_of(
             lambda x, b: _bias_act(x, b, act), [x, b], [0, 1])(x, b, dy), "CPU")
         for name, act in (("swiglu", F.silu), ("geglu", lambda g: F.gelu(g, approximate="tanh"))):

@@ -535,6 +535,70 @@ def test_linear_backward_in_bfloat16_copies_nothing():
     assert copies and "aten::copy_" in names
 
 
+def _activation_reference(h, activation):
+    if activation == "relu":
+        return F.relu(h)
+    return F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
+
+
+# The MLP with its activation in the GEMMs' epilogues, against float64 on the same (rounded) inputs:
+# shapes on the Hopper tile kernels (fused) and off them (8 and 100 tokens: a second pass), every
+# activation, both 16-bit types; the forward and every gradient.
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf"])
+@pytest.mark.parametrize("tokens, d, hidden", [(2048, 512, 2048), (1000, 264, 1056), (8, 264, 1024), (100, 520, 2056)])
+def test_mlp_matches_float64(dtype, activation, tokens, d, hidden):
+    torch.manual_seed(tokens + d + hidden)
+    x = torch.randn(tokens, d, device="cuda", dtype=dtype, requires_grad=True)
+    fc_w = (torch.randn(hidden, d, device="cuda") / d**0.5).to(dtype).requires_grad_()
+    fc_b = torch.randn(hidden, device="cuda", dtype=dtype, requires_grad=True)
+    out_w = (torch.randn(d, hidden, device="cuda") / hidden**0.5).to(dtype).requires_grad_()
+    out_b = torch.randn(d, device="cuda", dtype=dtype, requires_grad=True)
+    leaves = (x, fc_w, fc_b, out_w, out_b)
+    y = ops.mlp(x, fc_w, fc_b, out_w, out_b, activation)
+    dy = torch.randn_like(y)
+    grads = torch.autograd.grad(y, leaves, dy)
+    exact = [t.detach().double().requires_grad_() for t in leaves]
+    ref = F.linear(_activation_reference(F.linear(exact[0], exact[1], exact[2]), activation), exact[3], exact[4])
+    refs = torch.autograd.grad(ref, exact, dy.double())
+    assert y.dtype == dtype and y.shape == ref.shape
+    # Two roundings to the 16-bit type on the way (the hidden activations, then y): twice the limit.
+    assert rel_l2(y, ref) <= 2 * REL_L2[dtype], f"y: rel L2 {rel_l2(y, ref):.3g}"
+    for name, g, r in zip(("x", "fc_weight", "fc_bias", "out_weight", "out_bias"), grads, refs):
+        assert g.dtype == dtype and g.shape == r.shape, name
+        assert rel_l2(g, r) <= 2 * REL_L2[dtype], f"{name}: rel L2 {rel_l2(g, r):.3g}"
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf"])
+def test_linear_activation_module_matches_float64(activation):
+    torch.manual_seed(5)
+    layer = cudalab.nn.LinearActivation(512, 1536, activation, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(4, 300, 512, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    y = layer(x)
+    dy = torch.randn_like(y)
+    leaves = (x, layer.weight, layer.bias)
+    grads = torch.autograd.grad(y, leaves, dy)
+    exact = [t.detach().double().requires_grad_() for t in leaves]
+    ref = _activation_reference(F.linear(*exact), activation)
+    refs = torch.autograd.grad(ref, exact, dy.double())
+    assert y.shape == (4, 300, 1536) and rel_l2(y, ref) <= REL_L2[torch.bfloat16]
+    for g, r in zip(grads, refs):
+        assert g.shape == r.shape and rel_l2(g, r) <= 2 * REL_L2[torch.bfloat16]
+
+
+def test_mlp_backward_runs_no_pass_of_the_activation_and_no_copy():
+    torch.manual_seed(17)
+    x = torch.randn(2048, 512, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    fc = cudalab.nn.Linear(512, 2048, device="cuda", dtype=torch.bfloat16)
+    out = cudalab.nn.Linear(2048, 512, device="cuda", dtype=torch.bfloat16)
+    y = ops.mlp(x, fc.weight, fc.bias, out.weight, out.bias, "gelu_tanh")
+    dy = torch.randn_like(y)
+    names, copies = profiled(lambda: y.backward(dy))
+    assert names.count("cudalab::gemm_activation_backward") == 1
+    assert not any(name.startswith("cudalab::bias_act") for name in names), names
+    assert not copies, "the backward copied: " + "; ".join(copies)
+
+
 # Decode steps through a Linear with a bias: one row on decode_gemv, 3 on decode_mma, 9-16 (k past
 # 8192) and 17-64 on decode_wgmma, which reads the bias as C's old value from its one row.
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

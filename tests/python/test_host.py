@@ -49,6 +49,8 @@ FORWARD = {
     "float alpha=1.) -> Tensor",
     "quantize_fp8": "cudalab::quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)",
     "quantize_fp8_scaled": "cudalab::quantize_fp8_scaled(Tensor x, Tensor scale) -> (Tensor, Tensor)",
+    "gemm_activation": "cudalab::gemm_activation(Tensor a, Tensor b, Tensor? bias, str activation, "
+    "bool b_transposed=False) -> (Tensor, Tensor)",
 }
 BACKWARD = [
     "bias_act_backward",
@@ -65,11 +67,14 @@ BACKWARD = [
     "attention_backward",
     "attention_packed_backward",
     "attention_varlen_backward",
+    "gemm_activation_backward",
 ]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
 # backward raises (the library has none); gemm_fp8 and attention_decode are inference ops, the
-# quantizations gemm_fp8's input's rounding.
+# quantizations gemm_fp8's input's rounding; gemm_activation's autograd is ops.mlp's and
+# ops.linear_activation's, in Python.
 NOT_DIFFERENTIABLE = (
+    "gemm_activation",
     "select_at_least",
     "histogram",
     "conv2d",
@@ -130,6 +135,10 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         k = 16 * max(1, features // 16)
         weight = torch.randn(32, k, device=device).to(dtype)
         return (torch.randn(rows, k, device=device).to(dtype), weight, torch.ones(1, device=device) / 4, None, 1.0)
+    if name == "gemm_activation":  # x's rows against a weight of 24 outputs as stored, a bias
+        return (tensor(rows, features), tensor(24, features), tensor(24), "gelu_tanh", True)
+    if name == "gemm_activation_backward":  # dy [rows, 24] times a weight [24, features] as stored, and z
+        return (tensor(rows, 24), tensor(24, features), tensor(rows, features), "gelu_erf", False, True)
     if name == "quantize_fp8":
         return (tensor(*shape),)
     if name == "quantize_fp8_scaled":

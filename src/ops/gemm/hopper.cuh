@@ -26,6 +26,7 @@
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "cudalab/error.hpp"
+#include "ops/bias_act/activation.cuh"
 #include "ops/gemm/epilogue.cuh"
 #include "ops/gemm/mma_sync.cuh"
 #include "ops/gemm/tensor_core_variants.hpp"
@@ -136,16 +137,11 @@ struct WgmmaParams {
 template <typename T>
 struct WgmmaLaunch {
   CUtensorMap a_map, b_map, c_map;  // all-zero where unused (k == 0; no TMA store)
+  // A fused epilogue's other matrix (all-zero without one): where a kActivation stores the
+  // pre-activation, or the z a kGradient reads (the producer prefetches it into L2).
+  CUtensorMap aux_map;
   WgmmaParams<T> params;
 };
-
-// True when C can be written by TMA stores: 16-byte aligned rows and matrices, and rows that end
-// on a 16-byte boundary: a box across C's last column was clipped as if in 16-byte units, not
-// elements (n = 131, ldc = 136: columns 131-135 of the padding written; H100, LibraryGemm test).
-template <typename T>
-bool c_storable_by_tma(const GemmArgs<T>& args) {
-  return is_aligned16(args.c) && args.ldc % 8 == 0 && args.n % 8 == 0 && (args.batch == 1 || args.stride_c % 8 == 0);
-}
 
 // Tensor maps and parameters of one launch. `a_box_rows` rows of a K-major A (m x k) and
 // `b_box_rows` rows of a K-major B (n x k) per box; MN-major operands move in 64 x 64 boxes. `c_box_rows` > 0 asks for
@@ -167,6 +163,7 @@ WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int blo
            c_pairs_aligned(args),
            in_place ? args.c : args.c_in,
            in_place ? args.ldc : args.ldc_in};
+  p.out.fused = args.fused;
   p.stride_c = args.batch > 1 ? args.stride_c : 0;
   p.k_tiles = static_cast<int>(ceil_div<std::int64_t>(args.k, kBlockK));
   p.tiles_m = static_cast<int>(ceil_div<std::int64_t>(args.m, block_m));
@@ -189,6 +186,11 @@ WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int blo
   if (c_box_rows > 0)
     launch.c_map =
         make_tensor_map(static_cast<const T*>(args.c), args.m, args.n, args.ldc, args.batch, args.stride_c, c_box_rows);
+  if (c_box_rows > 0 && args.fused.kind == FusedKind::kActivation && args.fused.pre_activation != nullptr)
+    launch.aux_map =
+        make_tensor_map(static_cast<const T*>(args.fused.pre_activation), args.m, args.n, args.ldc, 1, 0, c_box_rows);
+  if (c_box_rows > 0 && args.fused.kind == FusedKind::kGradient)
+    launch.aux_map = make_tensor_map(args.c_in, args.m, args.n, args.ldc_in, 1, 0, c_box_rows);
   return launch;
 }
 
@@ -385,20 +387,54 @@ __device__ __forceinline__ void prefetch_old_c(const CUtensorMap* c_map, const O
   }
 }
 
-// Box j (columns 64 j .. + 63) of a warpgroup's accumulators, scaled (and blended with the old
-// pairs when kBlend), into the 128-byte swizzled `buffer` by stmatrix (stmatrix_swizzled_rows: 4
-// instructions a thread where 4-byte stores took 16). Two instances, so beta == 0 runs no blending
-// instructions.
-template <typename T, bool kBlend, int kRegisters>
+// What write_box makes of an accumulator pair: the plain blend (kBlend: with the old pair) or a fused
+// epilogue (FusedEpilogue) with activation Act. A kActivation blends whenever beta != 0 (its old
+// pairs are zeros otherwise).
+struct PlainBox {};
+template <typename Act>
+struct ActivationBox {
+  using Activation = Act;
+};
+template <typename Act>
+struct GradientBox {
+  using Activation = Act;
+};
+template <typename Box>
+inline constexpr bool kActivationBox = false;
+template <typename Act>
+inline constexpr bool kActivationBox<ActivationBox<Act>> = true;
+template <typename Box>
+inline constexpr bool kGradientBox = false;
+template <typename Act>
+inline constexpr bool kGradientBox<GradientBox<Act>> = true;
+
+// The sum of `v` over the 8 lanes of a warp that share lane % 4 (rows lane / 4 of an accumulator tile).
+__device__ __forceinline__ float sum_over_rows(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 4);
+  v += __shfl_xor_sync(0xffffffffu, v, 8);
+  return v + __shfl_xor_sync(0xffffffffu, v, 16);
+}
+
+// Box j (columns 64 j .. + 63) of a warpgroup's accumulators at (row0, col0), made into outputs as
+// Box says (blended with the old pairs when kBlend), into the 128-byte swizzled `buffer` by
+// stmatrix (stmatrix_swizzled_rows: 4 instructions a thread where 4-byte stores took 16). One
+// instance per kind, so beta == 0 runs no blending instructions and a plain product none of a
+// fused epilogue's. A fused kActivation also writes its pre-activation pairs into `pre_buffer`
+// (when out.fused.pre_activation is set); a kGradient stores its warp's 16-row column sums.
+template <typename T, typename Box, bool kBlend, int kRegisters>
 __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
-                                          const std::uint32_t (&old)[kRegisters / 2], std::uint32_t buffer, int j) {
-  const int t = static_cast<int>(threadIdx.x) % 128;
+                                          const std::uint32_t (&old)[kRegisters / 2], std::uint32_t buffer, int j,
+                                          int row0, int col0, std::uint32_t pre_buffer = 0) {
+  const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
+  const int col = col0 + 64 * j + 2 * (lane % 4);
   std::uint32_t pairs[2][8];  // [half][chunk]: rows lane / 4 + 8 half of the warp's 16, n8 tile chunk of the box
+  std::uint32_t pre[2][8];    // kActivationBox: the pairs before the activation, likewise
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
+  for (int chunk = 0; chunk < 8; ++chunk) {
+    const int i = 8 * j + chunk, c = col + 8 * chunk;
+    float sum0 = 0.0f, sum1 = 0.0f;  // kGradientBox: the pair's columns over the thread's two rows
 #pragma unroll
-    for (int chunk = 0; chunk < 8; ++chunk) {
-      const int i = 8 * j + chunk;
+    for (int half = 0; half < 2; ++half) {
       const float a0 = acc[4 * i + 2 * half], a1 = acc[4 * i + 2 * half + 1];
       float v0 = out.alpha * a0, v1 = out.alpha * a1;
       if constexpr (kBlend) {
@@ -406,10 +442,35 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
         v0 = fmaf(out.alpha, a0, out.beta * pair.x);
         v1 = fmaf(out.alpha, a1, out.beta * pair.y);
       }
+      if constexpr (kActivationBox<Box>) {
+        using Act = typename Box::Activation;
+        pre[half][chunk] = pack_pair<T>(v0, v1);
+        v0 = Act::forward(v0);
+        v1 = Act::forward(v1);
+      } else if constexpr (kGradientBox<Box>) {
+        using Act = typename Box::Activation;
+        const float2 z = unpack_pair<T>(old[2 * i + half]);
+        v0 *= Act::derivative(z.x);
+        v1 *= Act::derivative(z.y);
+        sum0 += v0;
+        sum1 += v1;
+      }
       pairs[half][chunk] = pack_pair<T>(v0, v1);
+    }
+    if constexpr (kGradientBox<Box>) {
+      // Rows outside C add zeros: TMA filled their rows of A, and load_old_pairs their z, with zeros.
+      sum0 = sum_over_rows(sum0);
+      sum1 = sum_over_rows(sum1);
+      const std::int64_t strip_row = static_cast<std::int64_t>(row0) + 16 * (t / 32);
+      if (out.fused.strip_sums != nullptr && lane < 4 && strip_row < out.m && c < out.n)
+        *reinterpret_cast<float2*>(out.fused.strip_sums + (strip_row / 16) * out.n + c) = make_float2(sum0, sum1);
     }
   }
   stmatrix_swizzled_rows(pairs, buffer, kStoreBoxBytes, 16 * (t / 32), t % 32);
+  if constexpr (kActivationBox<Box>) {
+    if (out.fused.pre_activation != nullptr)
+      stmatrix_swizzled_rows(pre, pre_buffer, kStoreBoxBytes, 16 * (t / 32), t % 32);
+  }
 }
 
 // Through shared memory and TMA stores, 64 columns at a time: box j goes to staging buffer j % 2;
@@ -417,25 +478,21 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
 // One named barrier per box: just before it the leader (thread 0 of the warpgroup) waits until the
 // stores issued so far have read their buffers, so after it box j is complete and buffer (j + 1) % 2
 // is free (across tiles as well: box 0 follows box 3, whose barrier freed buffer 0). TMA clips what
-// lies outside C. C must be storable by TMA (c_storable_by_tma). beta != 0 blends the old C, loaded
-// into registers before the first box (load_old_pairs). `barrier_id` is this warpgroup's named
-// barrier (epilogue_barrier); the leader must bulk_wait_all before the block exits.
-template <typename T, int kRegisters>
-__device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
-                                                       const CUtensorMap* c_map, std::uint32_t staging, int row0,
-                                                       int col0, int z, int barrier_id) {
+// lies outside C. C must be storable by TMA (c_storable_by_tma). `load_old` loads the old pairs
+// (the old C for beta != 0, z for a kGradient) into registers before the first box
+// (load_old_pairs). `barrier_id` is this warpgroup's named barrier (epilogue_barrier); the leader
+// must bulk_wait_all before the block exits.
+template <typename T, typename Box, bool kBlend, int kRegisters>
+__device__ __forceinline__ void store_boxes_tma(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
+                                                const CUtensorMap* c_map, std::uint32_t staging, int row0, int col0,
+                                                int z, int barrier_id, bool load_old) {
   const int t = static_cast<int>(threadIdx.x) % 128;
-  const bool blend = out.beta != 0.0f;
   std::uint32_t old[kRegisters / 2];
-  if (blend) load_old_pairs<T, kRegisters>(out, row0, col0, old);
+  if (load_old) load_old_pairs<T, kRegisters>(out, row0, col0, old);
 #pragma unroll
   for (int j = 0; j < kRegisters / 32; ++j) {
     const std::uint32_t buffer = staging + (j % 2) * kStoreBoxBytes;
-    if (blend) {
-      write_box<T, true>(out, acc, old, buffer, j);
-    } else {
-      write_box<T, false>(out, acc, old, buffer, j);
-    }
+    write_box<T, Box, kBlend>(out, acc, old, buffer, j, row0, col0);
     fence_async_shared();
     if (t == 0) bulk_wait_read<0>();
     named_barrier_sync(barrier_id, 128);
@@ -447,14 +504,89 @@ __device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& ou
   }
 }
 
+// A kActivation's boxes: box j's outputs into staging buffer 0 and its pre-activation (when
+// out.fused.pre_activation is set) into buffer 1, stored by TMA through c_map and aux_map. Both
+// buffers hold one box, so the leader waits for every store issued before to have read its buffer
+// ahead of each box's writes (a barrier hands that on), and again before the box's stores.
+template <typename T, typename Act, int kRegisters>
+__device__ __forceinline__ void store_activation_boxes_tma(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
+                                                           const CUtensorMap* c_map, const CUtensorMap* aux_map,
+                                                           std::uint32_t staging, int row0, int col0, int z,
+                                                           int barrier_id) {
+  const int t = static_cast<int>(threadIdx.x) % 128;
+  std::uint32_t old[kRegisters / 2];
+  if (out.beta != 0.0f) {
+    load_old_pairs<T, kRegisters>(out, row0, col0, old);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRegisters / 2; ++i) old[i] = 0;
+  }
+  const bool pre = out.fused.pre_activation != nullptr;
+#pragma unroll
+  for (int j = 0; j < kRegisters / 32; ++j) {
+    if (t == 0) bulk_wait_read<0>();
+    named_barrier_sync(barrier_id, 128);
+    write_box<T, ActivationBox<Act>, true>(out, acc, old, staging, j, row0, col0, staging + kStoreBoxBytes);
+    fence_async_shared();
+    named_barrier_sync(barrier_id, 128);
+    const int col = col0 + 64 * j;
+    if (t == 0 && row0 < out.m && col < out.n) {
+      tma_store(c_map, staging, col, row0, z);
+      if (pre) tma_store(aux_map, staging + kStoreBoxBytes, col, row0, z);
+      bulk_commit();
+    }
+  }
+}
+
+// The activation functor of `activation` (a cudalab::Activation value), for a 16-bit C.
+template <typename Visit>
+__device__ __forceinline__ void with_activation_functor(int activation, Visit&& visit) {
+  switch (activation) {
+    case static_cast<int>(Activation::relu): visit(bias_act_variants::Relu{}); return;
+    case static_cast<int>(Activation::gelu_tanh): visit(bias_act_variants::GeluTanh{}); return;
+    default: visit(bias_act_variants::GeluErf<true>{}); return;
+  }
+}
+
+// store_boxes_tma for out's epilogue: the plain blend (kFused false: a kernel built without the
+// fused epilogues) or the fused epilogue `out.fused` names.
+template <bool kFused, typename T, int kRegisters>
+__device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
+                                                       const CUtensorMap* c_map, const CUtensorMap* aux_map,
+                                                       std::uint32_t staging, int row0, int col0, int z,
+                                                       int barrier_id) {
+  const bool blend = out.beta != 0.0f;
+  if constexpr (kFused) {
+    if (out.fused.kind == FusedKind::kActivation) {
+      with_activation_functor(out.fused.activation, [&](auto act) {
+        store_activation_boxes_tma<T, decltype(act)>(out, acc, c_map, aux_map, staging, row0, col0, z, barrier_id);
+      });
+      return;
+    }
+    if (out.fused.kind == FusedKind::kGradient) {
+      with_activation_functor(out.fused.activation, [&](auto act) {
+        store_boxes_tma<T, GradientBox<decltype(act)>, false>(out, acc, c_map, staging, row0, col0, z, barrier_id,
+                                                              true);
+      });
+      return;
+    }
+  }
+  if (blend) {
+    store_boxes_tma<T, PlainBox, true>(out, acc, c_map, staging, row0, col0, z, barrier_id, true);
+  } else {
+    store_boxes_tma<T, PlainBox, false>(out, acc, c_map, staging, row0, col0, z, barrier_id, false);
+  }
+}
+
 // A consumer warpgroup's accumulators into C: through shared memory and TMA stores (kTmaStore:
-// C's rows allow it, `staging` is the warpgroup's buffer) or straight from registers.
-template <bool kTmaStore, typename T, int kRegisters>
+// C's rows allow it, `staging` is the warpgroup's buffer; kFused: with the fused epilogues built in,
+// aux_map theirs) or straight from registers.
+template <bool kTmaStore, bool kFused = false, typename T, int kRegisters>
 __device__ __forceinline__ void store_accumulators(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
                                                    const CUtensorMap* c_map, std::uint32_t staging, int row0, int col0,
-                                                   int z, int consumer) {
+                                                   int z, int consumer, const CUtensorMap* aux_map = nullptr) {
   if constexpr (kTmaStore) {
-    store_accumulators_tma(out, acc, c_map, staging, row0, col0, z, epilogue_barrier(consumer));
+    store_accumulators_tma<kFused>(out, acc, c_map, aux_map, staging, row0, col0, z, epilogue_barrier(consumer));
   } else {
     store_accumulators_direct(out, acc, row0, col0);
   }

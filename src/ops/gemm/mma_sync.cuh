@@ -77,6 +77,14 @@ bool c_pairs_aligned(const GemmArgs<T>& args) {
          (args.batch == 1 || args.stride_c % 2 == 0);
 }
 
+// True when C can be written by TMA stores: 16-byte aligned rows and matrices, and rows that end
+// on a 16-byte boundary: a box across C's last column was clipped as if in 16-byte units, not
+// elements (n = 131, ldc = 136: columns 131-135 of the padding written; H100, LibraryGemm test).
+template <typename T>
+bool c_storable_by_tma(const GemmArgs<T>& args) {
+  return is_aligned16(args.c) && args.ldc % 8 == 0 && args.n % 8 == 0 && (args.batch == 1 || args.stride_c % 8 == 0);
+}
+
 // True when every 8-element chunk at a multiple-of-8 column of an operand (rows `ld` apart, matrices
 // `stride` apart) is 16-byte aligned.
 template <typename T>
@@ -88,6 +96,8 @@ bool chunks_aligned(const T* base, std::int64_t ld, std::int64_t batch, std::int
 // scalars, whether pairs (c[2j], c[2j+1]) may be stored as one 4-byte word (c_pairs_aligned), and where beta's C is
 // read: `old` with rows ldold apart (ldold 0: one row for all, a bias), which is c itself in place (the in-place
 // rungs' epilogues read c whatever old says; the Hopper rungs read old).
+// The Hopper tile rungs' TMA-store epilogue also takes `fused` (GemmArgs::fused says what each
+// field means); every other epilogue reads only the fields above it and leaves it kNone.
 template <typename T>
 struct OutputMatrix {
   T* c;
@@ -96,6 +106,7 @@ struct OutputMatrix {
   bool pairs;
   const T* old;
   std::int64_t ldold;
+  FusedEpilogue<T> fused{};
 };
 
 // `out` moved to the matrix `offset` elements on (a batch's matrix z): old moves with c where it is c.

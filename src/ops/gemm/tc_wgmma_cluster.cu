@@ -70,7 +70,8 @@ using Schedule = ClusterSchedule<kClusterSize, kGroupM>;
 template <typename T, bool kAMnMajor, bool kBMnMajor, bool kTmaStore>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_cluster_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                         const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p, const Schedule schedule) {
+                         const __grid_constant__ CUtensorMap c_map, const __grid_constant__ CUtensorMap aux_map,
+                         const WgmmaParams<T> p, const Schedule schedule) {
 #if CUDALAB_SM90A_DEVICE
   extern __shared__ std::uint8_t dynamic_shared[];
   const std::uint32_t shared = aligned_shared_base(dynamic_shared);
@@ -86,8 +87,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
-      const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;  // a separate C is not prefetched
-      const int prefetch_kt = old_c ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
+      // A separate C is not prefetched, but a fused gradient's z is (through aux_map).
+      const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;
+      const bool z = kTmaStore && !kAMnMajor && p.out.fused.kind == FusedKind::kGradient;
+      const int prefetch_kt = old_c || z ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
+      const CUtensorMap* prefetch_map = z ? &aux_map : &c_map;
       RingPosition<kStages> ring;
       schedule.for_each(cluster, [&](const GemmWork& work) {
         const TileCoord at = work.at;
@@ -98,7 +102,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           load_operand<kBPartColumns, kBMnMajor>(stage + kATileBytes + rank * kBPartBytes, &b_map, barrier,
                                                  kt * kBlockK, n0 + rank * kBPartColumns, at.batch * p.batch_step_b,
                                                  kClusterMask);
-          if (kt == prefetch_kt) prefetch_old_c<T, kBlockM, kBlockN>(&c_map, p.out, m0, n0, at.batch * p.batch_step_c);
+          if (kt == prefetch_kt)
+            prefetch_old_c<T, kBlockM, kBlockN>(prefetch_map, p.out, m0, n0, at.batch * p.batch_step_c);
         });
       });
     }
@@ -116,9 +121,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring,
                                                             consumer * 64 * kRowBytes, release);
       const int row0 = at.m * kBlockM + 64 * consumer, col0 = at.n * kBlockN;
-      store_accumulators<kTmaStore>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
-                                    staging + consumer * kStagingBytes, row0, col0, at.batch * p.batch_step_c,
-                                    consumer);
+      store_accumulators<kTmaStore, !kAMnMajor>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
+                                                staging + consumer * kStagingBytes, row0, col0,
+                                                at.batch * p.batch_step_c, consumer, &aux_map);
     });
     if (kTmaStore && thread == 0) bulk_wait_all();
   }
@@ -142,7 +147,7 @@ void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream) {
   require_limits("wgmma_cluster", wgmma_cluster_limits(shape_of(args), current_gpu().compute_capability));
 #if CUDALAB_SM90A
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  const bool tma_store = hopper::c_storable_by_tma(args);
+  const bool tma_store = c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch =
       hopper::prepare_launch(args, "wgmma_cluster", kBlockM, kBlockN, kBlockM, kBPartColumns, tma_store ? 64 : 0);
   auto* kernel =
@@ -154,7 +159,7 @@ void wgmma_cluster(const GemmArgs<T>& args, cudaStream_t stream) {
   const int cluster_rows = ceil_div(p.tiles_m, kClusterSize);
   const Schedule schedule{{}, cluster_rows, p.tiles_n, p.batch * cluster_rows * p.tiles_n, p.k_tiles};
   launch_persistent_clusters(kernel, kClusterSize, kThreads, kSharedBytes, schedule.cluster_tiles, stream,
-                             "wgmma_cluster", launch.a_map, launch.b_map, launch.c_map, p, schedule);
+                             "wgmma_cluster", launch.a_map, launch.b_map, launch.c_map, launch.aux_map, p, schedule);
 #else
   (void)stream;
 #endif

@@ -148,8 +148,8 @@ __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters],
 template <typename T, typename Tiles, bool kAMnMajor, bool kBMnMajor, bool kTmaStore, typename Schedule>
 __global__ void __launch_bounds__(Tiles::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                            const __grid_constant__ CUtensorMap c_map, const WgmmaParams<T> p,
-                            const Schedule schedule) {
+                            const __grid_constant__ CUtensorMap c_map, const __grid_constant__ CUtensorMap aux_map,
+                            const WgmmaParams<T> p, const Schedule schedule) {
 #if CUDALAB_SM90A_DEVICE
   constexpr int kBlockM = Tiles::kBlockM, kBlockN = Tiles::kBlockN, kStages = Tiles::kStages;
   constexpr int kATileBytes = Tiles::kATileBytes;
@@ -168,8 +168,11 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
-      const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;  // a separate C is not prefetched
-      const int prefetch_kt = old_c ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
+      // A separate C is not prefetched, but a fused gradient's z is (through aux_map).
+      const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;
+      const bool z = kTmaStore && !kAMnMajor && p.out.fused.kind == FusedKind::kGradient;
+      const int prefetch_kt = old_c || z ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
+      const CUtensorMap* prefetch_map = z ? &aux_map : &c_map;
       RingPosition<kStages> ring;
       schedule.for_each(unit, [&](const GemmWork& work) {
         const TileCoord at = work.at;
@@ -180,7 +183,7 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
           load_operand<kBlockN, kBMnMajor>(stage + kATileBytes, &b_map, barrier, kt * kBlockK, at.n * kBlockN,
                                            at.batch * p.batch_step_b);
           if (kt == prefetch_kt)
-            prefetch_old_c<T, kBlockM, kBlockN>(&c_map, p.out, at.m * kBlockM, at.n * kBlockN,
+            prefetch_old_c<T, kBlockM, kBlockN>(prefetch_map, p.out, at.m * kBlockM, at.n * kBlockN,
                                                 at.batch * p.batch_step_c);
         });
       });
@@ -210,9 +213,9 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       }
       const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
       if (!schedule.finish(acc, work, consumer, p, row0, col0, shared + offsetof(Storage, ring))) return;
-      store_accumulators<kTmaStore>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
-                                    staging + consumer * kStagingBytes, row0, col0, at.batch * p.batch_step_c,
-                                    consumer);
+      store_accumulators<kTmaStore, !kAMnMajor>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
+                                                staging + consumer * kStagingBytes, row0, col0,
+                                                at.batch * p.batch_step_c, consumer, &aux_map);
     });
     if (kTmaStore && leader) bulk_wait_all();  // the staging buffers must outlive their last stores
   }
@@ -249,8 +252,8 @@ void launch_on(const hopper::WgmmaLaunch<T>& launch, const GemmArgs<T>& args, bo
       args.a_transposed, !args.b_transposed, tma_store);
   constexpr int kSharedBytes = shared_storage_bytes<SharedStorage<Tiles>>();
   hopper::set_shared_memory(kernel, kSharedBytes);
-  kernel<<<grid, Tiles::kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.params,
-                                                          schedule);
+  kernel<<<grid, Tiles::kThreads, kSharedBytes, stream>>>(launch.a_map, launch.b_map, launch.c_map, launch.aux_map,
+                                                          launch.params, schedule);
   CUDALAB_CHECK_LAUNCH();
 }
 #endif
@@ -271,7 +274,7 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
                            ? split_k_for(tiles, k_tiles, sm_count)
                            : SplitK{1, k_tiles, nullptr};
   const bool splitting = split.splits > 1;
-  const bool tma_store = !splitting && hopper::c_storable_by_tma(args);
+  const bool tma_store = !splitting && c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
                                                                Tiles::kBlockM, Tiles::kBlockN, tma_store ? 64 : 0);
   StreamOrderedWorkspace scratch(stream);  // partial sums, handed back on the stream afterwards

@@ -9,7 +9,9 @@
 #include "core/workspace.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/gemm.hpp"
+#include "ops/bias_act/activation.cuh"
 #include "ops/gemm/arguments.hpp"
+#include "ops/gemm/mma_sync.cuh"
 #include "ops/gemm/tensor_core_variants.hpp"
 
 namespace cudalab {
@@ -22,7 +24,7 @@ v::OperandAlignment alignment_of(const v::GemmArgs<T>& args) {
   return {is_aligned16(args.a), is_aligned16(args.b), is_aligned16(args.c)};
 }
 
-// The rung `rung` names, on `args`.
+// The rung `rung` names, on `args` (a fused epilogue the rung lacks as a second pass: run_unfused).
 template <typename T>
 void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream);
 
@@ -118,8 +120,83 @@ v::GemmArgs<T> for_hopper_epilogue(const v::GemmArgs<T>& args, cudaStream_t stre
   return args.c_in == nullptr || pairs ? args : in_place(args, stream);
 }
 
+// Whether `rung` applies args.fused in its own epilogue: the Hopper tile rungs storing C by TMA, A
+// stored m x k (their kernels with the fused epilogues built in), and the pre-activation or z as
+// TMA takes them (16-byte aligned; z's rows a multiple of 8 elements apart).
+template <typename T>
+bool fuses_epilogue(v::LibraryRung rung, const v::GemmArgs<T>& args) {
+  const bool tile_rung = rung == v::LibraryRung::wgmma_cluster || rung == v::LibraryRung::wgmma_persistent ||
+                         rung == v::LibraryRung::wgmma_mid || rung == v::LibraryRung::wgmma_streamk ||
+                         rung == v::LibraryRung::wgmma_small;
+  const bool z_by_tma = args.fused.kind != v::FusedKind::kGradient || (is_aligned16(args.c_in) && args.ldc_in % 8 == 0);
+  return tile_rung && !args.a_transposed && v::c_storable_by_tma(args) && z_by_tma &&
+         is_aligned16(args.fused.pre_activation);
+}
+
+// The unfused epilogues' second pass, over D's rows (blockIdx.y and up, gridDim.y apart) and
+// columns. kActivation: d = act(z), z rows ldz apart (z may be d). kGradient: d *= act'(z) over a
+// strip of 16 rows a thread, with the strip's column sum to strip_sums (when not null).
+template <typename T, typename Act, v::FusedKind kKind>
+__global__ void second_pass_kernel(T* d, std::int64_t ldd, const T* z, std::int64_t ldz, std::int64_t m, std::int64_t n,
+                                   float* strip_sums) {
+  const std::int64_t col = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (col >= n) return;
+  const std::int64_t rows_per_item = kKind == v::FusedKind::kGradient ? 16 : 1;
+  for (std::int64_t item = blockIdx.y; item * rows_per_item < m; item += gridDim.y) {
+    float sum = 0.0f;
+    for (std::int64_t row = item * rows_per_item; row < m && row < (item + 1) * rows_per_item; ++row) {
+      const float zv = v::to_float(z[row * ldz + col]);
+      float value;
+      if constexpr (kKind == v::FusedKind::kActivation) {
+        value = Act::forward(zv);
+      } else {
+        value = v::to_float(d[row * ldd + col]) * Act::derivative(zv);
+        sum += value;
+      }
+      d[row * ldd + col] = v::from_float<T>(value);
+    }
+    if (kKind == v::FusedKind::kGradient && strip_sums != nullptr) strip_sums[item * n + col] = sum;
+  }
+}
+
+// A fused epilogue on a rung without it: the plain product (into pre_activation, or D, for an
+// activation; D = alpha op(A) op(B) for a gradient), then second_pass_kernel.
+template <typename T>
+void run_unfused(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream) {
+  v::GemmArgs<T> plain = args;
+  plain.fused = {};
+  const bool gradient = args.fused.kind == v::FusedKind::kGradient;
+  const T* z = gradient ? args.c_in : args.fused.pre_activation != nullptr ? args.fused.pre_activation : args.c;
+  const std::int64_t ldz = gradient ? args.ldc_in : args.ldc;
+  if (gradient) {
+    plain.c_in = nullptr;
+    plain.beta = 0.0f;
+  } else {
+    plain.c = const_cast<T*>(z);
+  }
+  run_rung(rung, plain, workspace, stream);
+  constexpr int kThreads = 128;
+  constexpr std::int64_t kMostRows = 65535;
+  const std::int64_t items = gradient ? ceil_div<std::int64_t>(args.m, 16) : args.m;
+  const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kThreads)),
+                  static_cast<unsigned>(std::min(items, kMostRows)));
+  bias_act_variants::with_activation<T>(static_cast<Activation>(args.fused.activation), [&](auto act) {
+    using Act = decltype(act);
+    if (gradient) {
+      second_pass_kernel<T, Act, v::FusedKind::kGradient>
+          <<<grid, kThreads, 0, stream>>>(args.c, args.ldc, z, ldz, args.m, args.n, args.fused.strip_sums);
+    } else {
+      second_pass_kernel<T, Act, v::FusedKind::kActivation>
+          <<<grid, kThreads, 0, stream>>>(args.c, args.ldc, z, ldz, args.m, args.n, nullptr);
+    }
+    CUDALAB_CHECK_LAUNCH();
+  });
+}
+
 template <typename T>
 void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream) {
+  if (args.fused.kind != v::FusedKind::kNone && rung != v::LibraryRung::aligned_copies && !fuses_epilogue(rung, args))
+    return run_unfused(rung, args, workspace, stream);
   switch (rung) {
     case v::LibraryRung::decode_gemv: return v::decode_gemv(in_place(args, stream), stream);
     case v::LibraryRung::decode_mma: return v::decode_mma(in_place(args, stream), stream);
@@ -151,6 +228,66 @@ template <typename T>
 void run(const v::GemmArgs<T>& args, cudaStream_t stream) {
   StreamOrderedWorkspace workspace(stream);  // handed back on the stream after the product
   run(args, workspace, stream);
+}
+
+// Whether the m x n matrices at x (rows ldx apart; 0: one row read by all) and y (ldy) share no byte.
+template <typename T>
+bool disjoint(const T* x, std::int64_t ldx, const T* y, std::int64_t ldy, std::int64_t m, std::int64_t n) {
+  if (m == 0 || n == 0) return true;
+  const auto at = [](const T* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  const auto end = [&](const T* p, std::int64_t ld) {
+    return at(p) + static_cast<std::uintptr_t>((m - 1) * ld + n) * sizeof(T);
+  };
+  return end(x, ldx) <= at(y) || end(y, ldy) <= at(x);
+}
+
+// `args` (D as args.c) with beta's C read from `c` (rows ldc apart; 0: one row for every row, a
+// bias), checked; C == D (ldc == ldd) is the in-place product.
+template <typename T>
+v::GemmArgs<T> with_c(v::GemmArgs<T> args, const T* c, std::int64_t ldc, const char* call) {
+  if (args.beta == 0.0f || (c == args.c && ldc == args.ldc)) return args;
+  const std::string name = call;
+  const bool work = args.m > 0 && args.n > 0;
+  CUDALAB_REQUIRE(!work || c != nullptr, name + ": C is null (beta != 0 reads it)");
+  CUDALAB_REQUIRE(ldc == 0 || ldc >= args.n, name + ": ldc=" + std::to_string(ldc) + " is below n=" +
+                                                 std::to_string(args.n) + " (0: one row of C for every row)");
+  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(c) % sizeof(T) == 0, name + ": C is not aligned to its elements");
+  CUDALAB_REQUIRE(disjoint(c, ldc, args.c, args.ldc, args.m, args.n),
+                  name + ": D must not overlap C (unless it is C, ldc == ldd)");
+  args.c_in = c, args.ldc_in = ldc;
+  return args;
+}
+
+void require_activation(Activation activation, const char* call) {
+  CUDALAB_REQUIRE(is_activation(static_cast<long long>(activation)),
+                  std::string(call) + ": activation must be relu (0), gelu_tanh (1) or gelu_erf (2), got " +
+                      std::to_string(static_cast<long long>(activation)));
+}
+
+// Bytes of a gradient's strip sums: a ceil(m / 16) x n fp32 matrix, in 256-byte units.
+std::size_t strip_sum_bytes(std::int64_t m, std::int64_t n) {
+  if (m <= 0 || n <= 0) return 0;
+  const auto bytes = static_cast<std::size_t>(ceil_div<std::int64_t>(m, 16) * n) * sizeof(float);
+  return (bytes + 255) / 256 * 256;
+}
+
+// sum_strips_kernel's block: kSumColumns columns, each summed by kSumLanes threads.
+constexpr int kSumColumns = 32, kSumLanes = 8;
+
+// bias_gradient[j] = the sum over the strips of strip_sums[s][j], in a fixed order (thread lane l
+// adds strips l, l + kSumLanes, ..., then lane 0 adds the lanes' sums in order), rounded once.
+template <typename T>
+__global__ void sum_strips_kernel(const float* strip_sums, std::int64_t strips, std::int64_t n, T* bias_gradient) {
+  __shared__ float lanes[kSumLanes][kSumColumns];
+  const std::int64_t col = std::int64_t{blockIdx.x} * kSumColumns + threadIdx.x;
+  float sum = 0.0f;
+  if (col < n)
+    for (std::int64_t s = threadIdx.y; s < strips; s += kSumLanes) sum += strip_sums[s * n + col];
+  lanes[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= n) return;
+  for (int l = 1; l < kSumLanes; ++l) sum += lanes[l][threadIdx.x];
+  bias_gradient[col] = v::from_float<T>(sum);
 }
 
 template <typename T>
@@ -205,23 +342,78 @@ template <typename T, typename>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda, const T* b,
           std::int64_t ldb, float beta, const T* c, std::int64_t ldc, T* d, std::int64_t ldd, void* workspace,
           std::size_t workspace_bytes, cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
-  v::GemmArgs<T> args = make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, d, ldd, 0, transpose_b, transpose_a);
-  if (beta != 0.0f && !(c == d && ldc == ldd)) {
-    const bool work = m > 0 && n > 0;
-    CUDALAB_REQUIRE(!work || c != nullptr, "gemm: C is null (beta != 0 reads it)");
-    CUDALAB_REQUIRE(ldc == 0 || ldc >= n, "gemm: ldc=" + std::to_string(ldc) + " is below n=" + std::to_string(n) +
-                                              " (0: one row of C for every row)");
-    CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(c) % sizeof(T) == 0, "gemm: C is not aligned to its elements");
-    if (work) {
-      const auto at = [](const T* x) { return reinterpret_cast<std::uintptr_t>(x); };
-      const std::uintptr_t c_end = at(c) + static_cast<std::uintptr_t>((m - 1) * ldc + n) * sizeof(T);
-      const std::uintptr_t d_end = at(d) + static_cast<std::uintptr_t>((m - 1) * ldd + n) * sizeof(T);
-      CUDALAB_REQUIRE(c_end <= at(d) || d_end <= at(c), "gemm: D must not overlap C (unless it is C, ldc == ldd)");
-    }
-    args.c_in = c, args.ldc_in = ldc;
-  }
   CallerWorkspace scratch(workspace, workspace_bytes, "cudalab::gemm", "cudalab::gemm_workspace_bytes");
+  run(with_c(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, d, ldd, 0, transpose_b, transpose_a), c, ldc,
+             "gemm"),
+      scratch, stream);
+}
+
+template <typename T, typename>
+void gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda,
+                     const T* b, std::int64_t ldb, float beta, const T* c, std::int64_t ldc, T* d, std::int64_t ldd,
+                     Activation activation, T* pre_activation, void* workspace, std::size_t workspace_bytes,
+                     cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
+  require_activation(activation, "gemm_activation");
+  v::GemmArgs<T> args =
+      with_c(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, d, ldd, 0, transpose_b, transpose_a), c, ldc,
+             "gemm_activation");
+  if (pre_activation != nullptr) {
+    CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(pre_activation) % sizeof(T) == 0,
+                    "gemm_activation: pre_activation is not aligned to its elements");
+    CUDALAB_REQUIRE(disjoint(pre_activation, ldd, d, ldd, m, n), "gemm_activation: pre_activation must not overlap D");
+    CUDALAB_REQUIRE(beta == 0.0f || disjoint(pre_activation, ldd, c, ldc, m, n),
+                    "gemm_activation: pre_activation must not overlap C");
+  }
+  args.fused = {v::FusedKind::kActivation, static_cast<int>(activation), pre_activation, nullptr};
+  CallerWorkspace scratch(workspace, workspace_bytes, "cudalab::gemm_activation", "cudalab::gemm_workspace_bytes");
   run(args, scratch, stream);
+}
+
+template <typename T, typename>
+std::size_t gemm_activation_backward_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                                                     std::int64_t lda, const T* b, std::int64_t ldb, const T* d,
+                                                     std::int64_t ldd, Transpose transpose_b, Transpose transpose_a) {
+  return strip_sum_bytes(m, n) + gemm_workspace_bytes(m, n, k, a, lda, b, ldb, d, ldd, transpose_b, transpose_a);
+}
+
+template <typename T, typename>
+void gemm_activation_backward(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda,
+                              const T* b, std::int64_t ldb, const T* z, std::int64_t ldz, Activation activation, T* d,
+                              std::int64_t ldd, T* bias_gradient, void* workspace, std::size_t workspace_bytes,
+                              cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
+  require_activation(activation, "gemm_activation_backward");
+  const bool work = m > 0 && n > 0;
+  CUDALAB_REQUIRE(!work || z != nullptr, "gemm_activation_backward: z is null");
+  CUDALAB_REQUIRE(!work || ldz >= n,
+                  "gemm_activation_backward: ldz=" + std::to_string(ldz) + " is below n=" + std::to_string(n));
+  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(z) % sizeof(T) == 0,
+                  "gemm_activation_backward: z is not aligned to its elements");
+  CUDALAB_REQUIRE(!work || disjoint(z, ldz, d, ldd, m, n), "gemm_activation_backward: D must not overlap z");
+  CUDALAB_REQUIRE(
+      n == 0 || bias_gradient == nullptr || reinterpret_cast<std::uintptr_t>(bias_gradient) % sizeof(T) == 0,
+      "gemm_activation_backward: bias_gradient is not aligned to its elements");
+  v::GemmArgs<T> args = make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, 0.0f, d, ldd, 0, transpose_b, transpose_a);
+  args.c_in = z, args.ldc_in = ldz;
+  const std::size_t strips = bias_gradient != nullptr ? strip_sum_bytes(m, n) : 0;
+  CUDALAB_REQUIRE(strips == 0 || (workspace != nullptr && workspace_bytes >= strips),
+                  "cudalab::gemm_activation_backward: the workspace holds " + std::to_string(workspace_bytes) +
+                      " bytes, the call needs at least " + std::to_string(strips) +
+                      " (see cudalab::gemm_activation_backward_workspace_bytes)");
+  auto* strip_sums = static_cast<float*>(workspace);
+  args.fused = {v::FusedKind::kGradient, static_cast<int>(activation), nullptr, strips != 0 ? strip_sums : nullptr};
+  CallerWorkspace scratch(strips != 0 ? static_cast<std::uint8_t*>(workspace) + strips : workspace,
+                          workspace_bytes - strips, "cudalab::gemm_activation_backward",
+                          "cudalab::gemm_activation_backward_workspace_bytes");
+  run(args, scratch, stream);
+  if (bias_gradient == nullptr || n == 0) return;
+  if (m == 0) {
+    CUDALAB_CUDA_CHECK(cudaMemsetAsync(bias_gradient, 0, static_cast<std::size_t>(n) * sizeof(T), stream));
+    return;
+  }
+  const dim3 threads(kSumColumns, kSumLanes);
+  sum_strips_kernel<T><<<static_cast<unsigned>(ceil_div<std::int64_t>(n, kSumColumns)), threads, 0, stream>>>(
+      strip_sums, ceil_div<std::int64_t>(m, 16), n, bias_gradient);
+  CUDALAB_CHECK_LAUNCH();
 }
 
 template <typename T, typename>
@@ -234,18 +426,27 @@ void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64
       stream);
 }
 
-#define CUDALAB_GEMM_ENTRIES(T, x, y)                                                                                 \
-  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
-                     float, T*, std::int64_t, cudaStream_t, Transpose, Transpose);                                    \
-  template std::size_t gemm_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t,         \
-                                            const T*, std::int64_t, const T*, std::int64_t, Transpose, Transpose);    \
-  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
-                     float, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose, Transpose);                \
-  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
-                     float, const T*, std::int64_t, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose,    \
-                     Transpose);                                                                                      \
-  template void gemm_batched(std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,   \
-                             std::int64_t, const T*, std::int64_t, std::int64_t, float, T*, std::int64_t,             \
+#define CUDALAB_GEMM_ENTRIES(T, x, y)                                                                                  \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t,  \
+                     float, T*, std::int64_t, cudaStream_t, Transpose, Transpose);                                     \
+  template std::size_t gemm_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t,          \
+                                            const T*, std::int64_t, const T*, std::int64_t, Transpose, Transpose);     \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t,  \
+                     float, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose, Transpose);                 \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t,  \
+                     float, const T*, std::int64_t, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose,     \
+                     Transpose);                                                                                       \
+  template void gemm_activation(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*,     \
+                                std::int64_t, float, const T*, std::int64_t, T*, std::int64_t, Activation, T*, void*,  \
+                                std::size_t, cudaStream_t, Transpose, Transpose);                                      \
+  template std::size_t gemm_activation_backward_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*,    \
+                                                                std::int64_t, const T*, std::int64_t, const T*,        \
+                                                                std::int64_t, Transpose, Transpose);                   \
+  template void gemm_activation_backward(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,      \
+                                         const T*, std::int64_t, const T*, std::int64_t, Activation, T*, std::int64_t, \
+                                         T*, void*, std::size_t, cudaStream_t, Transpose, Transpose);                  \
+  template void gemm_batched(std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,    \
+                             std::int64_t, const T*, std::int64_t, std::int64_t, float, T*, std::int64_t,              \
                              std::int64_t, cudaStream_t, Transpose, Transpose);
 CUDALAB_GEMM_TENSOR_CORE_ELEMENTS(CUDALAB_GEMM_ENTRIES, , )
 

@@ -15,6 +15,23 @@
 
 namespace cudalab::gemm_variants {
 
+// What the epilogue does beyond alpha and beta, on the Hopper tile rungs with a TMA-stored C and
+// A stored m x k (the library runs the rest unfused: gemm_fused.cu). With v = alpha acc + beta C:
+//   kActivation  C = act(v), and v itself to `pre_activation` (rows ldc apart) unless it is null;
+//   kGradient    C = alpha acc * act'(z), z read from c_in (rows ldc_in apart; beta must be 0), and,
+//                unless `strip_sums` is null, each 16-row strip's column sums of those fp32 values to
+//                strip_sums[(row / 16) * n + col]: a dense ceil(m / 16) x n matrix, summed once more
+//                for a bias's gradient.
+// `activation` is a cudalab::Activation's value.
+enum class FusedKind : int { kNone = 0, kActivation = 1, kGradient = 2 };
+template <typename T>
+struct FusedEpilogue {
+  FusedKind kind = FusedKind::kNone;
+  int activation = 0;
+  T* pre_activation = nullptr;
+  float* strip_sums = nullptr;
+};
+
 // Element is the dtype of A, B and C; alpha and beta are the fp32 scalars of the epilogue, which
 // runs in fp32 whatever the element type.
 template <typename T>
@@ -44,6 +61,7 @@ struct GemmArgs {
   // Strided batch: matrix z of A starts at a + z * stride_a (likewise B, C); z in [0, batch).
   std::int64_t batch = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  FusedEpilogue<T> fused;  // single products only
 };
 
 // One thread per output; threadIdx.x walks rows, so a warp reads A down a column (strided) and
