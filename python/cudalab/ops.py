@@ -416,9 +416,9 @@ def mlp(
     out_weight``, multiplies by the activation's derivative and sums fc_bias's gradient in its
     epilogue, so no pass of the activation's own runs either way. Activations as
     :func:`linear_activation`'s; bfloat16 and float16 (float32 runs the unfused ops). Under
-    ``torch.autocast`` the inputs are cast to the autocast dtype first. Measured on an H200 at
-    8192 tokens it is not faster than :func:`linear`, :func:`bias_gelu` and :func:`linear` (the
-    tile kernels' epilogue runs while their tensor cores wait; docs/gemm-tensor-cores.md)."""
+    ``torch.autocast`` the inputs are cast to the autocast dtype first. Measured on an H200 it
+    takes 0.93-1.05x the time of :func:`linear`, :func:`bias_gelu` and :func:`linear`: the fused
+    forward is faster, the fused backward mostly slower (docs/gemm-tensor-cores.md)."""
     _check_activation("mlp", activation)
     x, fc_weight, fc_bias, out_weight, out_bias = autocast_inputs(x, fc_weight, fc_bias, out_weight, out_bias)
     if x.dtype == torch.float32:

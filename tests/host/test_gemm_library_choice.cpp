@@ -34,6 +34,21 @@ class GemmLibraryChoice : public ::testing::Test {
   }
 };
 
+// A C read at k <= 1024 and any fused activation move the large tiles' products to the ping-pong
+// tiles; the rest keep their rung.
+TEST_F(GemmLibraryChoice, EpiloguesThatReadOrComputeTakeThePingPongTiles) {
+  const auto with = [](const GemmShape& s, bool reads_c, bool fused) {
+    return epilogue_rung(on_hopper(s), s, reads_c, fused, kHopper);
+  };
+  EXPECT_EQ(with(product(8192, 4096, 1024, true), true, false), LibraryRung::wgmma_pingpong);  // a biased forward
+  EXPECT_EQ(with(product(8192, 3072, 1024, true), true, false), LibraryRung::wgmma_pingpong);
+  EXPECT_EQ(with(product(4096, 4096, 4096, true), true, false), LibraryRung::wgmma_persistent);  // long k
+  EXPECT_EQ(with(product(8192, 8192, 8192), true, false), LibraryRung::wgmma_cluster);
+  EXPECT_EQ(with(product(8192, 4096, 1024, true), false, false), on_hopper(product(8192, 4096, 1024, true)));
+  EXPECT_EQ(with(product(8192, 4096, 11008, true), false, true), LibraryRung::wgmma_pingpong);   // fused: any k
+  EXPECT_EQ(with(product(1024, 1024, 1024), true, true), on_hopper(product(1024, 1024, 1024)));  // small tiles stay
+}
+
 TEST_F(GemmLibraryChoice, BigProductsTakeTheBigTileHopperRungs) {
   EXPECT_EQ(on_hopper(product(8192, 8192, 8192)), LibraryRung::wgmma_cluster);                  // 7.8 waves of tiles
   EXPECT_EQ(on_hopper(product(8192, 28672, 8192, true)), LibraryRung::wgmma_cluster);           // a 70B MLP's forward

@@ -47,6 +47,7 @@ inline constexpr char kWgmmaSmall[] = "wgmma_small";
 inline constexpr char kWgmmaSmallSplitK[] = "wgmma_small_splitk";
 inline constexpr char kWgmmaStreamK[] = "wgmma_streamk";
 inline constexpr char kWgmmaMid[] = "wgmma_mid";
+inline constexpr char kWgmmaPingPong[] = "wgmma_pingpong";
 inline constexpr char kWgmmaCluster[] = "wgmma_cluster";
 
 // The cuBLAS baselines.

@@ -13,6 +13,7 @@ constexpr std::int64_t kDecodeRows = 16;         // the most rows decode_gemv an
 constexpr std::int64_t kDecodeWgmmaMinK = 4096;  // the shortest k decode_wgmma was measured to win at, 17-64 rows
 constexpr std::int64_t kDecodeMmaLongestK = 8192;  // the longest decode_mma keeps 5-16 rows against a narrow weight
 constexpr std::int64_t kLineElements = 64;         // 16-bit elements in a 128-byte L2 line
+constexpr std::int64_t kPingPongLongestK = 1024;   // the longest k a C read was measured faster at on ping-pong tiles
 
 // Whether every row of A and B starts on a 128-byte line (16-bit elements). TMA reads rows that
 // start off a line (16-byte aligned only) at a cost in L2: at 3000x5000x7000 (rows of 14000
@@ -142,6 +143,21 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
     return LibraryRung::wgmma_mid;
   if (!big && aligned && shape.k >= 256 && wgmma_small_limits(shape, cc).empty()) return LibraryRung::wgmma_small;
   return LibraryRung::mma_small;
+}
+
+// The large tiles' products whose epilogue does more than store: on an H200 (bf16, B as N x K, same
+// process, results/nvidia-h200/gemm-pingpong-nt-beta{0,1}.json), wgmma_pingpong's epilogue beside
+// the other warpgroup's k-loop took 0.964-0.970x the best large-tile rung's time with beta = 1 at
+// k = 1024 (8192 x 4096: 116.4 against 120.8 us; 8192 x 3072: 88.3 against 91.0; 8192 x 1024: 33.1
+// against 34.1), but 1.04-1.07x at k = 4096-11008, where the 64-row tiles' extra B traffic shows
+// (plain products: 1.05-1.08x there, level at k = 1024). A fused activation's epilogue is longer:
+// there the ping-pong tiles ran the MLP's first product in 0.90-0.93x the cooperative kernel's time
+// at 8192 tokens and 0.95-1.11x cuBLASLt's fused kernel's speed (gemm-activation-epilogue-*.json).
+LibraryRung epilogue_rung(LibraryRung rung, const GemmShape& shape, bool reads_c, bool fused, int compute_capability) {
+  const bool large = rung == LibraryRung::wgmma_cluster || rung == LibraryRung::wgmma_persistent ||
+                     rung == LibraryRung::wgmma_mid || rung == LibraryRung::wgmma_streamk;
+  if (!large || !wgmma_pingpong_limits(shape, compute_capability).empty()) return rung;
+  return fused || (reads_c && shape.k <= kPingPongLongestK) ? LibraryRung::wgmma_pingpong : rung;
 }
 
 }  // namespace cudalab::gemm_variants

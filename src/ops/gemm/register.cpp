@@ -291,6 +291,10 @@ std::vector<Variant> tensor_core_ladder() {
           ids::kWgmmaMid,
           "the persistent kernel on 128x128 tiles, for shapes whose large tiles leave a round of the SMs part empty",
           v::wgmma_mid<bf16>, v::wgmma_mid<__half>, v::wgmma_mid_limits),
+      tensor_core_rung(ids::kWgmmaPingPong,
+                       "the persistent kernel on 64x256 tiles, one per consumer warpgroup: each epilogue beside the "
+                       "other's k-loop",
+                       v::wgmma_pingpong<bf16>, v::wgmma_pingpong<__half>, v::wgmma_pingpong_limits),
       tensor_core_rung(ids::kWgmmaSmallSplitK,
                        "wgmma_small with k split across CTAs where its tiles leave SMs idle, the parts added after",
                        v::wgmma_small_splitk<bf16>, v::wgmma_small_splitk<__half>, v::wgmma_small_limits),

@@ -46,7 +46,13 @@
 // L2 reuse: CTAs at different k-offsets share no A or B panels (3.6x persistent's DRAM reads at
 // 4096^3 on an H200 with every tile split), hence all but the last one or two waves' tiles whole
 // (stream_k_plan).
-// All five rungs of this file are one kernel over the schedules of ops/gemm/schedules.cuh.
+// Rung `wgmma_pingpong` runs the kernel on 64 x 256 tiles, each a consumer warpgroup's own, the
+// CTA's work items dealt to the two in turn. Fixes: the idle tensor cores during an epilogue; one
+// warpgroup's epilogue runs beside the other's k-loop. The library takes it for a C read at
+// k <= 1024 and for fused activations (0.96-0.97x the large tiles' time with a C at k = 1024 on an
+// H200). Costs: twice the B traffic per FLOP of the large tiles (1.05-1.08x their time at
+// k >= 4096), one warpgroup's wgmmas in flight at a time, and a named-barrier turn per tile.
+// All six rungs of this file are one kernel over the schedules of ops/gemm/schedules.cuh.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -75,11 +81,11 @@ namespace cudalab::gemm_variants {
 // faster either, on an H200: B multicast over clusters of two tiles, 1.10-1.16x the time; the
 // consumers taking turns by k-tile, at best level with splitting k-steps; each on a column half (m64n64) with 8 slots
 // and no hand-over, 1.07-1.09x at k = 4096-8192.)
-template <int kConsumerCount, int kTileN, int kStageCount, bool kSplitKSteps>
+template <int kConsumerCount, int kTileN, int kStageCount, bool kSplitKSteps, bool kPingPongTiles = false>
 struct PersistentTiles {
   static constexpr int kConsumers = kConsumerCount, kStages = kStageCount;
-  static constexpr bool kSplit = kSplitKSteps;
-  static constexpr int kBlockM = kSplit ? 64 : 64 * kConsumers, kBlockN = kTileN;
+  static constexpr bool kSplit = kSplitKSteps, kPingPong = kPingPongTiles;
+  static constexpr int kBlockM = kSplit || kPingPong ? 64 : 64 * kConsumers, kBlockN = kTileN;
   static constexpr int kStoringConsumers = kSplit ? 1 : kConsumers;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kATileBytes = kBlockM * hopper::kBlockK * 2;
@@ -92,6 +98,11 @@ using SmallTiles = PersistentTiles<2, 128, 7, true>;
 // Mid (rung `wgmma_mid`): 128 x 128 tiles, the large tiles' two consumer warpgroups on 64 rows each, a 6-slot
 // ring of 32 KiB.
 using MidTiles = PersistentTiles<2, 128, 6, false>;
+// Ping-pong (rung `wgmma_pingpong`): 64 x 256 tiles, each a consumer warpgroup's own, the CTA's
+// work items dealt to its two warpgroups in turn. The producer fills the ring in item order, so a
+// warpgroup's k-loop starts as the other's ends, and each epilogue runs beside the other's k-loop
+// instead of leaving the tensor cores idle. A 4-slot ring of 40 KiB.
+using PingPongTiles = PersistentTiles<2, 256, 4, false, true>;
 
 #if CUDALAB_SM90A
 namespace {
@@ -118,7 +129,8 @@ struct SharedStorage {
 };
 static_assert(shared_storage_bytes<SharedStorage<LargeTiles>>() <= 227 * 1024 &&
                   shared_storage_bytes<SharedStorage<SmallTiles>>() <= 227 * 1024 &&
-                  shared_storage_bytes<SharedStorage<MidTiles>>() <= 227 * 1024,
+                  shared_storage_bytes<SharedStorage<MidTiles>>() <= 227 * 1024 &&
+                  shared_storage_bytes<SharedStorage<PingPongTiles>>() <= 227 * 1024,
               "one block per SM must fit");
 
 // Split k-steps: the second consumer warpgroup's accumulators into `reduce` (element i of thread t
@@ -160,7 +172,7 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
                                                           shared + offsetof(Storage, barriers));
   const std::uint32_t staging = shared + offsetof(Storage, staging);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
-  pipeline.init(Tiles::kConsumers);
+  pipeline.init(Tiles::kPingPong ? 1 : Tiles::kConsumers);  // the warpgroups that release each slot
   const int unit = schedule.claim();
   __syncthreads();
 
@@ -196,7 +208,14 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       if (leader) pipeline.consumer_release(stage);
     };
     RingPosition<kStages> ring;
+    int item = 0;
     schedule.for_each(unit, [&](const GemmWork& work) {
+      if constexpr (Tiles::kPingPong) {  // the other warpgroup's item: its slots passed over
+        if (item++ % 2 != consumer) {
+          for (int kt = 0; kt < work.k_tiles; ++kt) ring.advance();
+          return;
+        }
+      }
       const TileCoord at = work.at;
       float acc[kBlockN / 2] = {};
       if constexpr (Tiles::kSplit) {
@@ -207,11 +226,18 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
         }
         hand_over_partial_sums(acc, consumer, shared + offsetof(Storage, reduce), work.first, work.more);
         if (consumer == 1) return;
+      } else if constexpr (Tiles::kPingPong) {
+        // Turns at the ring: a warpgroup waits on its slots only once the other has waited on all of
+        // its item's, so it never waits a whole round of the ring ahead (a slot's barrier tells
+        // phases apart by parity alone).
+        if (!work.first) named_barrier_sync(kTurnBarrier + consumer, 256);
+        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring, 0, release);
+        if (work.more) named_barrier_arrive(kTurnBarrier + 1 - consumer, 256);
       } else {
         consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring,
                                                               consumer * 64 * kRowBytes, release);
       }
-      const int row0 = at.m * kBlockM + (Tiles::kSplit ? 0 : 64 * consumer), col0 = at.n * kBlockN;
+      const int row0 = at.m * kBlockM + (kBlockM == 64 ? 0 : 64 * consumer), col0 = at.n * kBlockN;
       if (!schedule.finish(acc, work, consumer, p, row0, col0, shared + offsetof(Storage, ring))) return;
       store_accumulators<kTmaStore, !kAMnMajor>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
                                                 staging + consumer * kStagingBytes, row0, col0,
@@ -349,6 +375,15 @@ void wgmma_mid(const GemmArgs<T>& args, cudaStream_t stream) {
   launch_persistent<T, MidTiles>(args, "wgmma_mid", stream);
 }
 
+std::string wgmma_pingpong_limits(const GemmShape& shape, int compute_capability) {
+  return persistent_limits<PingPongTiles>(shape, compute_capability);
+}
+
+template <typename T>
+void wgmma_pingpong(const GemmArgs<T>& args, cudaStream_t stream) {
+  launch_persistent<T, PingPongTiles>(args, "wgmma_pingpong", stream);
+}
+
 template <typename T>
 void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream) {
   launch_persistent<T, SmallTiles>(args, "wgmma_small", stream);
@@ -366,6 +401,8 @@ void wgmma_streamk(const GemmArgs<T>& args, cudaStream_t stream) {
 
 template void wgmma_streamk<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_streamk<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
+template void wgmma_pingpong<__half>(const GemmArgs<__half>&, cudaStream_t);
+template void wgmma_pingpong<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 template void wgmma_mid<__half>(const GemmArgs<__half>&, cudaStream_t);
 template void wgmma_mid<__nv_bfloat16>(const GemmArgs<__nv_bfloat16>&, cudaStream_t);
 template void wgmma_small<__half>(const GemmArgs<__half>&, cudaStream_t);

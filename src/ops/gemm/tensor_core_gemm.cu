@@ -127,7 +127,7 @@ template <typename T>
 bool fuses_epilogue(v::LibraryRung rung, const v::GemmArgs<T>& args) {
   const bool tile_rung = rung == v::LibraryRung::wgmma_cluster || rung == v::LibraryRung::wgmma_persistent ||
                          rung == v::LibraryRung::wgmma_mid || rung == v::LibraryRung::wgmma_streamk ||
-                         rung == v::LibraryRung::wgmma_small;
+                         rung == v::LibraryRung::wgmma_small || rung == v::LibraryRung::wgmma_pingpong;
   const bool z_by_tma = args.fused.kind != v::FusedKind::kGradient || (is_aligned16(args.c_in) && args.ldc_in % 8 == 0);
   return tile_rung && !args.a_transposed && v::c_storable_by_tma(args) && z_by_tma &&
          is_aligned16(args.fused.pre_activation);
@@ -204,6 +204,7 @@ void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& worksp
     case v::LibraryRung::wgmma_cluster: return v::wgmma_cluster(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::wgmma_persistent: return v::wgmma_persistent(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::wgmma_mid: return v::wgmma_mid(for_hopper_epilogue(args, stream), stream);
+    case v::LibraryRung::wgmma_pingpong: return v::wgmma_pingpong(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::wgmma_streamk: return v::wgmma_streamk(for_hopper_epilogue(args, stream), stream);
     case v::LibraryRung::aligned_copies:
       return run_on_aligned_copies(args, alignment_of(args), current_gpu(), workspace, stream);
@@ -220,8 +221,11 @@ void run(v::GemmArgs<T> args, Workspace& workspace, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   if (args.batch == 1) args.stride_a = args.stride_b = args.stride_c = 0;
   const CurrentGpu gpu = current_gpu();
-  run_rung(v::library_rung(v::shape_of(args), alignment_of(args), gpu.compute_capability, gpu.sm_count), args,
-           workspace, stream);
+  const v::GemmShape shape = v::shape_of(args);
+  const v::LibraryRung rung =
+      v::epilogue_rung(v::library_rung(shape, alignment_of(args), gpu.compute_capability, gpu.sm_count), shape,
+                       args.beta != 0.0f, args.fused.kind != v::FusedKind::kNone, gpu.compute_capability);
+  run_rung(rung, args, workspace, stream);
 }
 
 template <typename T>

@@ -73,6 +73,7 @@ enum class LibraryRung {
   wgmma_persistent,
   wgmma_mid,
   wgmma_streamk,
+  wgmma_pingpong,
   aligned_copies,
   mma_pipelined,
   mma_swizzled,
@@ -85,6 +86,10 @@ struct OperandAlignment {
 };
 LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int compute_capability, int sm_count,
                          bool may_copy = true);
+// The rung a product on `rung` takes when its epilogue reads C (reads_c) or runs a fused activation
+// (fused): wgmma_pingpong for the large-tile rungs where measured faster (library_choice.cpp).
+LibraryRung epilogue_rung(LibraryRung rung, const GemmShape& shape, bool reads_c, bool fused, int compute_capability);
+
 // The shape with A's and B's pitches rounded up to 8 elements where they, or the operand's
 // address, are not 16-byte aligned: what aligned_copies copies them to.
 GemmShape with_aligned_pitches(const GemmShape& shape, OperandAlignment alignment);
@@ -130,6 +135,11 @@ void wgmma_small(const GemmArgs<T>& args, cudaStream_t stream);
 template <typename T>
 void wgmma_mid(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_mid_limits(const GemmShape& shape, int compute_capability);
+// The persistent kernel on 64 x 256 tiles, one per consumer warpgroup, the two taking turns:
+// each tile's epilogue overlaps the other warpgroup's k-loop.
+template <typename T>
+void wgmma_pingpong(const GemmArgs<T>& args, cudaStream_t stream);
+std::string wgmma_pingpong_limits(const GemmShape& shape, int compute_capability);
 template <typename T>
 void wgmma_small_splitk(const GemmArgs<T>& args, cudaStream_t stream);
 std::string wgmma_small_limits(const GemmShape& shape, int compute_capability);
