@@ -410,11 +410,30 @@ inline constexpr bool kGradientBox = false;
 template <typename Act>
 inline constexpr bool kGradientBox<GradientBox<Act>> = true;
 
-// The sum of `v` over the 8 lanes of a warp that share lane % 4 (rows lane / 4 of an accumulator tile).
-__device__ __forceinline__ float sum_over_rows(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 4);
-  v += __shfl_xor_sync(0xffffffffu, v, 8);
-  return v + __shfl_xor_sync(0xffffffffu, v, 16);
+// A warp's column sums of half a box, chunks first_chunk .. + 3: sums[2 c + h] holds this thread's
+// two rows of column pair member h of chunk first_chunk + c; the 8 lanes that share lane % 4 hold
+// the warp's 16 rows. A reduce-scatter over those lanes (xor 16, 8, 4: 7 shuffles where a butterfly
+// per value took 24) leaves lane l the whole sum of value g = l / 4, which it stores at `strip` +
+// 8 (first_chunk + g / 2) + g % 2 (when `store`: the strip inside C, the column inside it).
+__device__ __forceinline__ void store_column_sums(const float (&sums)[8], float* strip, bool store, int columns_left,
+                                                  int first_chunk) {
+  const int g = static_cast<int>(threadIdx.x) % 32 / 4;
+  const bool a_high = g & 4, b_high = g & 2, c_high = g & 1;
+  float a[4], b[2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float keep = a_high ? sums[4 + i] : sums[i], give = a_high ? sums[i] : sums[4 + i];
+    a[i] = keep + __shfl_xor_sync(0xffffffffu, give, 16);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float keep = b_high ? a[2 + i] : a[i], give = b_high ? a[i] : a[2 + i];
+    b[i] = keep + __shfl_xor_sync(0xffffffffu, give, 8);
+  }
+  const float keep = c_high ? b[1] : b[0], give = c_high ? b[0] : b[1];
+  const float sum = keep + __shfl_xor_sync(0xffffffffu, give, 4);
+  const int column = 8 * (first_chunk + g / 2) + g % 2;
+  if (store && column < columns_left) strip[column] = sum;
 }
 
 // Box j (columns 64 j .. + 63) of a warpgroup's accumulators at (row0, col0), made into outputs as
@@ -431,10 +450,12 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
   const int col = col0 + 64 * j + 2 * (lane % 4);
   std::uint32_t pairs[2][8];  // [half][chunk]: rows lane / 4 + 8 half of the warp's 16, n8 tile chunk of the box
   std::uint32_t pre[2][8];    // kActivationBox: the pairs before the activation, likewise
+  float sums[8];              // kGradientBox: [2 (chunk % 4) + h], the pair's columns over the thread's two rows
+  const std::int64_t strip_row = static_cast<std::int64_t>(row0) + 16 * (t / 32);
 #pragma unroll
   for (int chunk = 0; chunk < 8; ++chunk) {
-    const int i = 8 * j + chunk, c = col + 8 * chunk;
-    float sum0 = 0.0f, sum1 = 0.0f;  // kGradientBox: the pair's columns over the thread's two rows
+    const int i = 8 * j + chunk;
+    float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const float a0 = acc[4 * i + 2 * half], a1 = acc[4 * i + 2 * half + 1];
@@ -460,12 +481,13 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
       pairs[half][chunk] = pack_pair<T>(v0, v1);
     }
     if constexpr (kGradientBox<Box>) {
+      sums[2 * (chunk % 4)] = sum0;
+      sums[2 * (chunk % 4) + 1] = sum1;
       // Rows outside C add zeros: TMA filled their rows of A, and load_old_pairs their z, with zeros.
-      sum0 = sum_over_rows(sum0);
-      sum1 = sum_over_rows(sum1);
-      const std::int64_t strip_row = static_cast<std::int64_t>(row0) + 16 * (t / 32);
-      if (out.fused.strip_sums != nullptr && lane < 4 && strip_row < out.m && c < out.n)
-        *reinterpret_cast<float2*>(out.fused.strip_sums + (strip_row / 16) * out.n + c) = make_float2(sum0, sum1);
+      if (chunk % 4 == 3)
+        store_column_sums(sums, out.fused.strip_sums + (strip_row / 16) * out.n + col,
+                          out.fused.strip_sums != nullptr && strip_row < out.m, static_cast<int>(out.n - col),
+                          chunk - 3);
     }
   }
   stmatrix_swizzled_rows(pairs, buffer, kStoreBoxBytes, 16 * (t / 32), t % 32);
