@@ -250,12 +250,13 @@ void call_fused(const char* op, const at::Tensor& a, Call&& call) {
 }
 
 // (act(a @ op(b) + bias), a @ op(b) + bias): a Linear layer with its activation, and the value
-// before the activation that its backward reads (cudalab::gemm_activation). a [m, k]; b [n, k]
-// with b_transposed (a weight as stored), else [k, n]; each with contiguous rows or columns, as gemm
+// before the activation that its backward reads (cudalab::gemm_activation); an empty tensor in its
+// place without pre_activation (inference: one output written). a [m, k]; b [n, k] with
+// b_transposed (a weight as stored), else [k, n]; each with contiguous rows or columns, as gemm
 // takes them; bias [n] or None; bfloat16 or float16.
 std::tuple<at::Tensor, at::Tensor> gemm_activation(const at::Tensor& a, const at::Tensor& b,
                                                    const c10::optional<at::Tensor>& bias, c10::string_view activation,
-                                                   bool b_transposed) {
+                                                   bool b_transposed, bool pre_activation) {
   constexpr const char* op = "gemm_activation";
   const FusedProduct p = describe_fused(op, a, b, b_transposed);
   const bool with_bias = bias.has_value() && bias->defined();
@@ -265,16 +266,17 @@ std::tuple<at::Tensor, at::Tensor> gemm_activation(const at::Tensor& a, const at
   }
   const Activation act = activation_of(op, activation);
   const c10::cuda::CUDAGuard guard(a.device());
-  at::Tensor y = at::empty(p.shape, a.options()), z = at::empty(p.shape, a.options());
+  at::Tensor y = at::empty(p.shape, a.options());
+  at::Tensor z = pre_activation ? at::empty(p.shape, a.options()) : at::empty({0}, a.options());
   call_fused(op, a, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const std::size_t bytes = cudalab::gemm_workspace_bytes(p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld,
                                                             data<T>(y), p.ld, p.transpose_b, p.transpose_a);
     const at::Tensor scratch = bytes == 0 ? at::Tensor() : workspace(a, bytes);
     cudalab::gemm_activation(p.m, p.n, p.k, 1.0f, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, with_bias ? 1.0f : 0.0f,
-                             with_bias ? data<T>(*bias) : nullptr, 0, mutable_data<T>(y), p.ld, act, mutable_data<T>(z),
-                             bytes == 0 ? nullptr : scratch.data_ptr(), bytes, current_stream(a), p.transpose_b,
-                             p.transpose_a);
+                             with_bias ? data<T>(*bias) : nullptr, 0, mutable_data<T>(y), p.ld, act,
+                             pre_activation ? mutable_data<T>(z) : nullptr, bytes == 0 ? nullptr : scratch.data_ptr(),
+                             bytes, current_stream(a), p.transpose_b, p.transpose_a);
   });
   return {y, z};
 }
@@ -392,8 +394,8 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
   define_op(m, "gemm_(Tensor(a!) c, Tensor a, Tensor b, float alpha=1., float beta=0., bool b_transposed=False) -> ()",
             &gemm_, GemmElements{});
   define_op(m,
-            "gemm_activation(Tensor a, Tensor b, Tensor? bias, str activation, bool b_transposed=False) -> (Tensor, "
-            "Tensor)",
+            "gemm_activation(Tensor a, Tensor b, Tensor? bias, str activation, bool b_transposed=False, bool "
+            "pre_activation=True) -> (Tensor, Tensor)",
             &gemm_activation, TypeList<__nv_bfloat16, __half>{});
   define_op(m,
             "gemm_activation_backward(Tensor a, Tensor b, Tensor z, str activation, bool b_transposed=False, bool "

@@ -393,7 +393,7 @@ def linear_activation(x: Tensor, weight: Tensor, bias: Tensor | None, activation
     """``act(F.linear(x, weight, bias))``, act ``"relu"``, ``"gelu_tanh"`` (``F.gelu(...,
     approximate="tanh")``) or ``"gelu_erf"`` (``F.gelu``). In bfloat16 and float16 the activation
     runs in the GEMM's epilogue (:func:`gemm`'s kernels on Hopper; a second pass elsewhere), which
-    also keeps the value before it for the backward; the backward is one pass for the activation's
+    also keeps the value before it for the backward (not when nothing needs a gradient); the backward is one pass for the activation's
     gradient and the bias's, then the two products. float32 runs :func:`linear` and
     :func:`bias_relu` / :func:`bias_gelu`'s kernel. Under ``torch.autocast`` the inputs are cast to
     the autocast dtype first."""
@@ -403,7 +403,10 @@ def linear_activation(x: Tensor, weight: Tensor, bias: Tensor | None, activation
         zero = torch.zeros(weight.shape[0], dtype=x.dtype, device=x.device)
         return torch.ops.cudalab.bias_act(linear(x, weight, bias).contiguous(), zero, activation)
     rows = x.reshape(-1, x.shape[-1])
-    y = _LinearActivation.apply(rows, weight, bias, activation)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias)):
+        y = _LinearActivation.apply(rows, weight, bias, activation)
+    else:  # nothing to differentiate: the pre-activation is not stored
+        y = torch.ops.cudalab.gemm_activation(rows, weight, bias, activation, True, False)[0]
     return y.reshape(*x.shape[:-1], weight.shape[0])
 
 
@@ -801,9 +804,9 @@ def _(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
 
 
 @torch.library.register_fake("cudalab::gemm_activation")
-def _(a, b, bias, activation, b_transposed=False):
+def _(a, b, bias, activation, b_transposed=False, pre_activation=True):
     shape = (a.shape[0], b.shape[0] if b_transposed else b.shape[1])
-    return a.new_empty(shape), a.new_empty(shape)
+    return a.new_empty(shape), a.new_empty(shape if pre_activation else (0,))
 
 
 @torch.library.register_fake("cudalab::gemm_activation_backward")

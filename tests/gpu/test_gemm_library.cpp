@@ -283,7 +283,15 @@ void check_gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, bool 
                   workspace.data(), forward_bytes, nullptr, tb, ta);
   gemm_activation_backward(m, n, k, alpha, a.data(), lda, b.data(), ldb, z.data(), ldd, act, dz.data(), ldd,
                            dbias.data(), workspace.data(), backward_bytes, nullptr, tb, ta);
+  // Without the pre-activation: the same outputs, bit for bit.
+  DeviceBuffer<T> y_alone(m * ldd);
+  gemm_activation(m, n, k, alpha, a.data(), lda, b.data(), ldb, 1.0f, bias.data(), 0, y_alone.data(), ldd, act,
+                  static_cast<T*>(nullptr), workspace.data(), forward_bytes, nullptr, tb, ta);
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  {
+    const auto with = to_host(y.data(), y.size()), alone = to_host(y_alone.data(), y_alone.size());
+    ASSERT_EQ(std::memcmp(with.data(), alone.data(), sizeof(T) * with.size()), 0) << "y without the pre-activation";
+  }
   const auto ha = widened(to_host(a.data(), a.size())), hb = widened(to_host(b.data(), b.size()));
   const auto hbias = widened(to_host(bias.data(), bias.size())), hz = widened(to_host(z.data(), z.size()));
   const auto hy = widened(to_host(y.data(), y.size())), hv = widened(to_host(v.data(), v.size()));

@@ -41,9 +41,9 @@ def _bias_act(x, bias, activation):
     return F.relu(h) if activation == "relu" else F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
 
 
-def _gemm_activation(a, b, bias, activation, b_transposed=False):
+def _gemm_activation(a, b, bias, activation, b_transposed=False, pre_activation=True):
     z = _gemm(a, b, b_transposed=b_transposed) + (bias if bias is not None else 0)
-    return _bias_act(z, torch.zeros_like(z[0]), activation), z
+    return _bias_act(z, torch.zeros_like(z[0]), activation), z if pre_activation else z.new_empty(0)
 
 
 def _gemm_activation_backward(a, b, z, activation, b_transposed=False, bias_gradient=True):

@@ -586,6 +586,18 @@ def test_linear_activation_module_matches_float64(activation):
         assert g.shape == r.shape and rel_l2(g, r) <= 2 * REL_L2[torch.bfloat16]
 
 
+def test_linear_activation_without_a_gradient_stores_no_pre_activation():
+    torch.manual_seed(6)
+    x = torch.randn(2048, 512, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(1536, 512, device="cuda", dtype=torch.bfloat16) / 512**0.5
+    b = torch.randn(1536, device="cuda", dtype=torch.bfloat16)
+    y, z = torch.ops.cudalab.gemm_activation(x, w, b, "gelu_tanh", True, False)
+    kept, _ = torch.ops.cudalab.gemm_activation(x, w, b, "gelu_tanh", True, True)
+    assert z.numel() == 0 and torch.equal(y, kept), "the same kernel, one output fewer"
+    with torch.no_grad():
+        assert torch.equal(ops.linear_activation(x, w, b, "gelu_tanh"), kept)
+
+
 def test_mlp_backward_runs_no_pass_of_the_activation_and_no_copy():
     torch.manual_seed(17)
     x = torch.randn(2048, 512, device="cuda", dtype=torch.bfloat16, requires_grad=True)

@@ -50,7 +50,7 @@ FORWARD = {
     "quantize_fp8": "cudalab::quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)",
     "quantize_fp8_scaled": "cudalab::quantize_fp8_scaled(Tensor x, Tensor scale) -> (Tensor, Tensor)",
     "gemm_activation": "cudalab::gemm_activation(Tensor a, Tensor b, Tensor? bias, str activation, "
-    "bool b_transposed=False) -> (Tensor, Tensor)",
+    "bool b_transposed=False, bool pre_activation=True) -> (Tensor, Tensor)",
 }
 BACKWARD = [
     "bias_act_backward",

@@ -512,7 +512,12 @@ __device__ __forceinline__ void store_boxes_tma(const OutputMatrix<T>& out, cons
                                                 int z, int barrier_id, bool load_old) {
   const int t = static_cast<int>(threadIdx.x) % 128;
   std::uint32_t old[kRegisters / 2];
-  if (load_old) load_old_pairs<T, kRegisters>(out, row0, col0, old);
+  if (load_old) {
+    load_old_pairs<T, kRegisters>(out, row0, col0, old);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRegisters / 2; ++i) old[i] = 0;  // read only by a kBlend box with beta == 0
+  }
 #pragma unroll
   for (int j = 0; j < kRegisters / 32; ++j) {
     const std::uint32_t buffer = staging + (j % 2) * kStoreBoxBytes;
@@ -582,8 +587,14 @@ __device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& ou
   const bool blend = out.beta != 0.0f;
   if constexpr (kFused) {
     if (out.fused.kind == FusedKind::kActivation) {
+      // Without a pre-activation to store, the plain epilogue's two buffers in turn.
       with_activation_functor(out.fused.activation, [&](auto act) {
-        store_activation_boxes_tma<T, decltype(act)>(out, acc, c_map, aux_map, staging, row0, col0, z, barrier_id);
+        if (out.fused.pre_activation == nullptr) {
+          store_boxes_tma<T, ActivationBox<decltype(act)>, true>(out, acc, c_map, staging, row0, col0, z, barrier_id,
+                                                                 blend);
+        } else {
+          store_activation_boxes_tma<T, decltype(act)>(out, acc, c_map, aux_map, staging, row0, col0, z, barrier_id);
+        }
       });
       return;
     }
