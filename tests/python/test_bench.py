@@ -65,6 +65,34 @@ def test_without_a_gpu_one_line_and_a_failure_status():
     assert done.stderr == "cudalab.bench: no CUDA device: torch.cuda.is_available() is False\n"
 
 
+def run_mlp(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "cudalab.bench.mlp", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_mlp_help_and_bad_sizes():
+    done = run_mlp("--help")
+    assert done.returncode == 0 and "--activation" in done.stdout
+    done = run_mlp("--hidden", "0")
+    assert done.returncode == 2
+    assert done.stderr == "cudalab.bench.mlp: --tokens, --d-model, --hidden and --repeats must be positive\n"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message needs a machine without one")
+def test_mlp_without_a_gpu_one_line_and_status_3():
+    done = run_mlp("--tokens", "8")
+    assert done.returncode == 3
+    assert done.stderr == "cudalab.bench.mlp: needs a CUDA GPU; torch sees none\n"
+
+
+@requires_cuda
+def test_mlp_checks_every_way_and_times_it():
+    done = run_mlp("--tokens", "512", "--d-model", "256", "--repeats", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "FAILED" not in done.stdout and done.stdout.count(" us ") >= 9
+
+
 def run_lm_head(*args):
     return subprocess.run(
         [sys.executable, "-m", "cudalab.bench.lm_head", *args], capture_output=True, text=True, timeout=300

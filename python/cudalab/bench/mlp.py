@@ -1,0 +1,193 @@
+"""A transformer's MLP, ``F.linear(act(F.linear(x, W1, b1)), W2, b2)``, forward and backward, timed
+for each way of running it, and its two activation products alone:
+
+    python -m cudalab.bench.mlp --tokens 8192 --d-model 1024 --json mlp.json
+
+The step: eager PyTorch, torch.compile of the same code, cudalab's ops one after another
+(``linear``, ``bias_gelu`` or ``bias_relu``, ``linear``) and ``cudalab.ops.mlp`` (the activation in
+the GEMMs' epilogues). The products: the first one with its bias and activation (cudalab's fused
+``gemm_activation``, cuBLASLt's bias + GELU epilogue through ``torch._addmm_activation`` for the
+tanh GELU, and cudalab's product then ``bias_act``), and the gradient product that feeds it
+(``gemm_activation_backward`` against the product then ``bias_act_backward``). Each is first
+checked against fp32 (relative L2 of every output); one that fails reports the failure, not a
+time. Times are CUDA-event medians."""
+
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf")
+# Relative L2 against fp32: two roundings to the 16-bit type on the way (h, then y).
+TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def _act(h, activation):
+    if activation == "relu":
+        return F.relu(h)
+    return F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
+
+
+def _eager(activation):
+    return lambda x, w1, b1, w2, b2: F.linear(_act(F.linear(x, w1, b1), activation), w2, b2)
+
+
+def _unfused(activation):
+    from cudalab import ops
+
+    def run(x, w1, b1, w2, b2):
+        h = ops.linear(x, w1)
+        if activation == "relu":
+            h = ops.bias_relu(h, b1)
+        else:
+            h = ops.bias_gelu(h, b1, "tanh" if activation == "gelu_tanh" else "none")
+        return ops.linear(h, w2, b2)
+
+    return run
+
+
+def _steps(activation):
+    """(name, technique, function of (x, w1, b1, w2, b2)) for each way of running the MLP."""
+    from cudalab import ops
+
+    return [
+        ("eager", "F.linear, the activation, F.linear", _eager(activation)),
+        ("compile", "torch.compile(fullgraph=True) of the eager code",
+         torch.compile(_eager(activation), fullgraph=True, dynamic=False)),
+        ("cudalab_unfused", "cudalab.ops.linear, bias_gelu / bias_relu, linear: the activation a pass of its own",
+         _unfused(activation)),
+        ("cudalab_mlp", "cudalab.ops.mlp: the activation and its gradient in the GEMMs' epilogues",
+         lambda x, w1, b1, w2, b2: ops.mlp(x, w1, b1, w2, b2, activation)),
+    ]
+
+
+def _relative_l2(got, want):
+    return ((got.float() - want.float()).norm() / want.float().norm().clamp_min(1e-30)).item()
+
+
+def _median_ms(run, repeats):
+    for _ in range(2):  # warm-up: compilation, allocator growth
+        run()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def _timed(row, outputs, want, tolerance, run, repeats):
+    """Checks `outputs` against `want` and times `run` into `row`, or records the failure."""
+    errors = [_relative_l2(g, w) for g, w in zip(outputs, want)]
+    row["relative_l2"] = max(errors)
+    if max(errors) > tolerance:
+        row["failed"] = f"relative L2 {max(errors):.3g} over {tolerance:g}"
+    else:
+        row["median_ms"] = _median_ms(run, repeats)
+    return row
+
+
+def measure(tokens, d_model, hidden, activation, dtype, repeats):
+    from cudalab import ops
+
+    generator = torch.Generator(device="cuda").manual_seed(1)
+
+    def tensor(*shape, scale=1.0):
+        return (torch.randn(*shape, device="cuda", generator=generator) * scale).to(dtype).requires_grad_()
+
+    leaves = (tensor(tokens, d_model), tensor(hidden, d_model, scale=d_model**-0.5), tensor(hidden),
+              tensor(d_model, hidden, scale=hidden**-0.5), tensor(d_model))
+    dy = torch.randn(tokens, d_model, device="cuda", generator=generator).to(dtype)
+    exact = [t.detach().float().requires_grad_() for t in leaves]
+    y32 = _eager(activation)(*exact)
+    want_step = [y32.detach(), *torch.autograd.grad(y32, exact, dy.float())]
+    tolerance = TOLERANCE[dtype]
+
+    rows = []
+    for name, technique, fn in _steps(activation):
+        row = {"part": "mlp_step", "variant": name, "technique": technique}
+
+        def step(fn=fn):
+            y = fn(*leaves)
+            return [y.detach(), *torch.autograd.grad(y, leaves, dy)]
+
+        try:
+            rows.append(_timed(row, step(), want_step, tolerance, step, repeats))
+        except torch.cuda.OutOfMemoryError as error:
+            row["failed"] = f"out of memory: {str(error).splitlines()[0]}"
+            rows.append(row)
+
+    x, w1, b1, w2 = (t.detach() for t in leaves[:4])
+    z32 = F.linear(x.float(), w1.float(), b1.float())
+    want_first = [_act(z32, activation)]
+    first = [
+        ("cudalab_fused", "cudalab's gemm_activation (z kept for the backward)",
+         lambda: torch.ops.cudalab.gemm_activation(x, w1, b1, activation, True)[0]),
+        ("cudalab_unfused", "cudalab's product, then bias_act",
+         lambda: torch.ops.cudalab.bias_act(ops.gemm(x, w1, b_transposed=True), b1, activation)),
+    ]
+    if activation == "gelu_tanh":
+        first.append(("cublaslt", "torch._addmm_activation(use_gelu=True): cuBLASLt's bias + GELU epilogue",
+                      lambda: torch._addmm_activation(b1, x, w1.t(), use_gelu=True)))
+    z = z32.to(dtype)
+    da32 = dy.float() @ w2.float()
+    zr = z.float().requires_grad_()
+    (dz32,) = torch.autograd.grad(_act(zr, activation), zr, da32)
+    want_gradient = [dz32, dz32.sum(0)]
+    zero = torch.zeros(hidden, device="cuda", dtype=dtype)
+    gradient = [
+        ("cudalab_fused", "cudalab's gemm_activation_backward: act' and the bias gradient in the product's epilogue",
+         lambda: torch.ops.cudalab.gemm_activation_backward(dy, w2, z, activation)),
+        ("cudalab_unfused", "cudalab's product, then bias_act_backward",
+         lambda: torch.ops.cudalab.bias_act_backward(z, zero, ops.gemm(dy, w2), activation)),
+    ]
+    with torch.no_grad():
+        for part, ways, want in (("first_product", first, want_first), ("gradient_product", gradient, want_gradient)):
+            for name, technique, run in ways:
+                out = run()
+                outputs = list(out) if isinstance(out, tuple) else [out]
+                rows.append(_timed({"part": part, "variant": name, "technique": technique}, outputs, want,
+                                   tolerance, run, repeats))
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m cudalab.bench.mlp", description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=8192)
+    parser.add_argument("--d-model", type=int, default=1024)
+    parser.add_argument("--hidden", type=int, help="the MLP's width (default 4 d_model)")
+    parser.add_argument("--activation", choices=ACTIVATIONS, default="gelu_tanh")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per variant (default 20)")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args(argv)
+    hidden = args.hidden if args.hidden is not None else 4 * args.d_model
+    if min(args.tokens, args.d_model, hidden, args.repeats) <= 0:
+        print("cudalab.bench.mlp: --tokens, --d-model, --hidden and --repeats must be positive", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("cudalab.bench.mlp: needs a CUDA GPU; torch sees none", file=sys.stderr)
+        return 3
+    rows = measure(args.tokens, args.d_model, hidden, args.activation, DTYPES[args.dtype], args.repeats)
+    print(f"MLP {args.tokens} tokens x d_model {args.d_model} x hidden {hidden}, {args.activation}, {args.dtype}, "
+          f"{torch.cuda.get_device_name()}")
+    for row in rows:
+        result = f"{row['median_ms'] * 1e3:9.1f} us" if "median_ms" in row else "FAILED: " + row["failed"]
+        print(f"{row['part']:17s} {row['variant']:16s} {result}  rel L2 {row['relative_l2']:.2g}")
+    if args.json:
+        result = {"tokens": args.tokens, "d_model": args.d_model, "hidden": hidden, "activation": args.activation,
+                  "dtype": args.dtype, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}
+        with open(args.json, "w") as out:
+            json.dump(result, out, indent=1)
+    return 1 if any("failed" in row for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
