@@ -249,14 +249,14 @@ void call_fused(const char* op, const at::Tensor& a, Call&& call) {
   with_element_type<TypeList<__nv_bfloat16, __half>>(a, [&](auto* tag) { call_library(op, [&] { call(tag); }); });
 }
 
-// (act(a @ op(b) + bias), a @ op(b) + bias): a Linear layer with its activation, and the value
-// before the activation that its backward reads (cudalab::gemm_activation); an empty tensor in its
-// place without pre_activation (inference: one output written). a [m, k]; b [n, k] with
-// b_transposed (a weight as stored), else [k, n]; each with contiguous rows or columns, as gemm
-// takes them; bias [n] or None; bfloat16 or float16.
+// (act(v), act'(v)) for v = a @ op(b) + bias: a Linear layer with its activation, and the
+// derivative its backward multiplies by (cudalab::gemm_activation); an empty tensor in its place
+// without `derivative` (inference: one output written). a [m, k]; b [n, k] with b_transposed (a
+// weight as stored), else [k, n]; each with contiguous rows or columns, as gemm takes them; bias
+// [n] or None; bfloat16 or float16.
 std::tuple<at::Tensor, at::Tensor> gemm_activation(const at::Tensor& a, const at::Tensor& b,
                                                    const c10::optional<at::Tensor>& bias, c10::string_view activation,
-                                                   bool b_transposed, bool pre_activation) {
+                                                   bool b_transposed, bool derivative) {
   constexpr const char* op = "gemm_activation";
   const FusedProduct p = describe_fused(op, a, b, b_transposed);
   const bool with_bias = bias.has_value() && bias->defined();
@@ -267,7 +267,7 @@ std::tuple<at::Tensor, at::Tensor> gemm_activation(const at::Tensor& a, const at
   const Activation act = activation_of(op, activation);
   const c10::cuda::CUDAGuard guard(a.device());
   at::Tensor y = at::empty(p.shape, a.options());
-  at::Tensor z = pre_activation ? at::empty(p.shape, a.options()) : at::empty({0}, a.options());
+  at::Tensor g = derivative ? at::empty(p.shape, a.options()) : at::empty({0}, a.options());
   call_fused(op, a, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const std::size_t bytes = cudalab::gemm_workspace_bytes(p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld,
@@ -275,25 +275,26 @@ std::tuple<at::Tensor, at::Tensor> gemm_activation(const at::Tensor& a, const at
     const at::Tensor scratch = bytes == 0 ? at::Tensor() : workspace(a, bytes);
     cudalab::gemm_activation(p.m, p.n, p.k, 1.0f, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, with_bias ? 1.0f : 0.0f,
                              with_bias ? data<T>(*bias) : nullptr, 0, mutable_data<T>(y), p.ld, act,
-                             pre_activation ? mutable_data<T>(z) : nullptr, bytes == 0 ? nullptr : scratch.data_ptr(),
+                             derivative ? mutable_data<T>(g) : nullptr, bytes == 0 ? nullptr : scratch.data_ptr(),
                              bytes, current_stream(a), p.transpose_b, p.transpose_a);
   });
-  return {y, z};
+  return {y, g};
 }
 
-// (dz, dbias) = ((a @ op(b)) * act'(z), dz's column sums): the backward through gemm_activation's
-// activation fused into the product that makes its output's gradient (cudalab::
-// gemm_activation_backward): for y = W2 act(z), a = dy and b = W2 ([k, n], as stored). z [m, n]
-// contiguous, a's dtype; dbias [n] when bias_gradient, else an empty tensor.
+// (dz, dbias) = ((a @ op(b)) * derivative, dz's column sums): the backward through
+// gemm_activation's activation fused into the product that makes its output's gradient
+// (cudalab::gemm_activation_backward): for y = W2 act(v), a = dy, b = W2 ([k, n], as stored) and
+// derivative = act'(v) as gemm_activation kept it ([m, n] contiguous, a's dtype); dbias [n] when
+// bias_gradient, else an empty tensor.
 std::tuple<at::Tensor, at::Tensor> gemm_activation_backward(const at::Tensor& a, const at::Tensor& b,
-                                                            const at::Tensor& z, c10::string_view activation,
-                                                            bool b_transposed, bool bias_gradient) {
+                                                            const at::Tensor& derivative, bool b_transposed,
+                                                            bool bias_gradient) {
   constexpr const char* op = "gemm_activation_backward";
   const FusedProduct p = describe_fused(op, a, b, b_transposed);
-  check_tensor(op, "z", z, a.device(), a.scalar_type());
-  TORCH_CHECK_VALUE(z.sizes() == at::IntArrayRef(p.shape), "cudalab.", op, ": z must have the product's shape ",
-                    at::IntArrayRef(p.shape), ", got ", z.sizes());
-  const Activation act = activation_of(op, activation);
+  check_tensor(op, "derivative", derivative, a.device(), a.scalar_type());
+  TORCH_CHECK_VALUE(derivative.sizes() == at::IntArrayRef(p.shape), "cudalab.", op,
+                    ": derivative must have the product's shape ", at::IntArrayRef(p.shape), ", got ",
+                    derivative.sizes());
   const c10::cuda::CUDAGuard guard(a.device());
   at::Tensor dz = at::empty(p.shape, a.options());
   at::Tensor dbias = at::empty({bias_gradient ? p.n : 0}, a.options());
@@ -302,10 +303,10 @@ std::tuple<at::Tensor, at::Tensor> gemm_activation_backward(const at::Tensor& a,
     const std::size_t bytes = cudalab::gemm_activation_backward_workspace_bytes(
         p.m, p.n, p.k, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, data<T>(dz), p.ld, p.transpose_b, p.transpose_a);
     const at::Tensor scratch = bytes == 0 ? at::Tensor() : workspace(a, bytes);
-    cudalab::gemm_activation_backward(p.m, p.n, p.k, 1.0f, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, data<T>(z), p.ld,
-                                      act, mutable_data<T>(dz), p.ld, bias_gradient ? mutable_data<T>(dbias) : nullptr,
-                                      bytes == 0 ? nullptr : scratch.data_ptr(), bytes, current_stream(a),
-                                      p.transpose_b, p.transpose_a);
+    cudalab::gemm_activation_backward(
+        p.m, p.n, p.k, 1.0f, data<T>(a), p.sa.ld, data<T>(b), p.sb.ld, data<T>(derivative), p.ld, mutable_data<T>(dz),
+        p.ld, bias_gradient ? mutable_data<T>(dbias) : nullptr, bytes == 0 ? nullptr : scratch.data_ptr(), bytes,
+        current_stream(a), p.transpose_b, p.transpose_a);
   });
   return {dz, dbias};
 }
@@ -395,10 +396,10 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
             &gemm_, GemmElements{});
   define_op(m,
             "gemm_activation(Tensor a, Tensor b, Tensor? bias, str activation, bool b_transposed=False, bool "
-            "pre_activation=True) -> (Tensor, Tensor)",
+            "derivative=True) -> (Tensor, Tensor)",
             &gemm_activation, TypeList<__nv_bfloat16, __half>{});
   define_op(m,
-            "gemm_activation_backward(Tensor a, Tensor b, Tensor z, str activation, bool b_transposed=False, bool "
+            "gemm_activation_backward(Tensor a, Tensor b, Tensor derivative, bool b_transposed=False, bool "
             "bias_gradient=True) -> (Tensor, Tensor)",
             &gemm_activation_backward, TypeList<__nv_bfloat16, __half>{});
   define_op(m, "gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, float alpha=1.) -> Tensor",

@@ -95,31 +95,33 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* 
           Transpose transpose_a = Transpose::no);
 
 // A Linear layer's product and activation in one call: D = act(alpha * op(A) * op(B) + beta * C),
-// C read as the call above reads it (ldc = 0: a bias row). When `pre_activation` is not null, the
-// value before the activation, v = alpha * op(A) * op(B) + beta * C, is stored there too (m x n,
-// rows ldd apart, rounded to T): what the backward below reads as z. On Hopper, where the product
-// runs on the tile kernels with D's rows 16-byte aligned and A stored m x k, the activation runs
-// in their epilogue from the fp32 v (no pass of its own); elsewhere v is stored first and a second
-// pass applies the activation to the rounded v. Activations and their accuracy as bias_act's
-// (activations.hpp). Same rules, errors and scratch (gemm_workspace_bytes with D's pointer and
-// ldd) as the calls above; pre_activation must be aligned to its elements and overlap neither D nor
-// C; an activation outside the enum is an invalid_argument error.
+// C read as the call above reads it (ldc = 0: a bias row). When `derivative` is not null, the
+// activation's derivative at v = alpha * op(A) * op(B) + beta * C, act'(v), is stored there too
+// (m x n, rows ldd apart, rounded to T): what the backward below multiplies by, so the backward
+// evaluates no activation. On Hopper, where the product runs on the tile kernels with D's rows
+// 16-byte aligned and A stored m x k, act and act' run in their epilogue from the fp32 v (no pass
+// of their own); elsewhere D = v is stored first and a second pass applies them to the rounded v.
+// Activations and their accuracy as bias_act's (activations.hpp). Same rules, errors and scratch
+// (gemm_workspace_bytes with D's pointer and ldd) as the calls above; `derivative` must be aligned
+// to its elements and overlap neither D nor C; an activation outside the enum is an
+// invalid_argument error.
 template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
 void gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda,
                      const T* b, std::int64_t ldb, float beta, const T* c, std::int64_t ldc, T* d, std::int64_t ldd,
-                     Activation activation, T* pre_activation, void* workspace, std::size_t workspace_bytes,
+                     Activation activation, T* derivative, void* workspace, std::size_t workspace_bytes,
                      cudaStream_t stream, Transpose transpose_b = Transpose::no, Transpose transpose_a = Transpose::no);
 
 // Its backward through the activation, fused into the product that makes the activation's output
-// gradient: D = alpha * op(A) * op(B) * act'(z) element-wise, z the forward's pre_activation (m x n,
-// rows ldz apart), and, when `bias_gradient` is not null, bias_gradient[j] = the sum over the rows
-// of D[., j] (n values: the bias's gradient), summed in fp32 from the unrounded values in a fixed
-// order (the same bits on every run) and rounded once. For an MLP, y = W2 act(W1 x + b1): with A =
-// dy and B = W2 it gives the gradient at W1 x + b1 and b1's gradient in one call. On Hopper's tile
-// kernels (as above, z 4-byte aligned with an even ldz) act' and the column sums run in the
-// epilogue; elsewhere in a second pass over D. `workspace` holds at least
-// gemm_activation_backward_workspace_bytes(...) bytes (16-byte aligned): the column sums of each
-// 16 rows, then the product's own scratch. D must not overlap z. Errors as gemm_activation's.
+// gradient: D = alpha * op(A) * op(B) * G element-wise, G the forward's derivative (m x n, rows
+// ld_derivative apart), and, when `bias_gradient` is not null, bias_gradient[j] = the sum over the
+// rows of D[., j] (n values: the bias's gradient), summed in fp32 from the unrounded values in a
+// fixed order (the same bits on every run) and rounded once. For an MLP, y = W2 act(W1 x + b1):
+// with A = dy and B = W2 it gives the gradient at W1 x + b1 and b1's gradient in one call. On
+// Hopper's tile kernels (as above, G 16-byte aligned with rows a multiple of 8 elements apart) the
+// product by G and the column sums run in the epilogue; elsewhere in a second pass over D.
+// `workspace` holds at least gemm_activation_backward_workspace_bytes(...) bytes (16-byte
+// aligned): the column sums of each 16 rows, then the product's own scratch. D must not overlap
+// G. Errors as gemm_activation's.
 template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
 std::size_t gemm_activation_backward_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
                                                      std::int64_t lda, const T* b, std::int64_t ldb, const T* d,
@@ -127,7 +129,7 @@ std::size_t gemm_activation_backward_workspace_bytes(std::int64_t m, std::int64_
                                                      Transpose transpose_a = Transpose::no);
 template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
 void gemm_activation_backward(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda,
-                              const T* b, std::int64_t ldb, const T* z, std::int64_t ldz, Activation activation, T* d,
+                              const T* b, std::int64_t ldb, const T* derivative, std::int64_t ld_derivative, T* d,
                               std::int64_t ldd, T* bias_gradient, void* workspace, std::size_t workspace_bytes,
                               cudaStream_t stream, Transpose transpose_b = Transpose::no,
                               Transpose transpose_a = Transpose::no);

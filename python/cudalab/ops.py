@@ -393,8 +393,8 @@ def linear_activation(x: Tensor, weight: Tensor, bias: Tensor | None, activation
     """``act(F.linear(x, weight, bias))``, act ``"relu"``, ``"gelu_tanh"`` (``F.gelu(...,
     approximate="tanh")``) or ``"gelu_erf"`` (``F.gelu``). In bfloat16 and float16 the activation
     runs in the GEMM's epilogue (:func:`gemm`'s kernels on Hopper; a second pass elsewhere), which
-    also keeps the value before it for the backward (not when nothing needs a gradient); the backward is one pass for the activation's
-    gradient and the bias's, then the two products. float32 runs :func:`linear` and
+    also keeps its derivative for the backward (not when nothing needs a gradient); the backward
+    multiplies by it, sums the bias's gradient, then runs the two products. float32 runs :func:`linear` and
     :func:`bias_relu` / :func:`bias_gelu`'s kernel. Under ``torch.autocast`` the inputs are cast to
     the autocast dtype first."""
     _check_activation("linear_activation", activation)
@@ -405,7 +405,7 @@ def linear_activation(x: Tensor, weight: Tensor, bias: Tensor | None, activation
     rows = x.reshape(-1, x.shape[-1])
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias)):
         y = _LinearActivation.apply(rows, weight, bias, activation)
-    else:  # nothing to differentiate: the pre-activation is not stored
+    else:  # nothing to differentiate: the derivative is not stored
         y = torch.ops.cudalab.gemm_activation(rows, weight, bias, activation, True, False)[0]
     return y.reshape(*x.shape[:-1], weight.shape[0])
 
@@ -434,43 +434,42 @@ def mlp(
 class _LinearActivation(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, activation):
-        y, z = torch.ops.cudalab.gemm_activation(x, weight, bias, activation, True)
-        ctx.save_for_backward(x, weight, z)
-        ctx.activation, ctx.with_bias = activation, bias is not None
+        y, g = torch.ops.cudalab.gemm_activation(x, weight, bias, activation, True)
+        ctx.save_for_backward(x, weight, g)
+        ctx.with_bias = bias is not None
         return y
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dy):
-        x, weight, z = ctx.saved_tensors
-        zero = torch.zeros(weight.shape[0], dtype=z.dtype, device=z.device)
-        dz, db = torch.ops.cudalab.bias_act_backward(z, zero, dy.contiguous(), ctx.activation)
+        x, weight, g = ctx.saved_tensors
+        dz = dy * g  # the activation's gradient: its derivative, kept by the forward
+        db = torch.ops.cudalab.bias_gradient(dz) if ctx.with_bias and ctx.needs_input_grad[2] else None
         dx = torch.ops.cudalab.gemm(dz, weight) if ctx.needs_input_grad[0] else None
         dw = torch.ops.cudalab.gemm(dz.mT, x) if ctx.needs_input_grad[1] else None
-        return dx, dw, db if ctx.with_bias and ctx.needs_input_grad[2] else None, None
+        return dx, dw, db, None
 
 
 class _Mlp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, fc_weight, fc_bias, out_weight, out_bias, activation):
-        h, z = torch.ops.cudalab.gemm_activation(x, fc_weight, fc_bias, activation, True)
+        h, g = torch.ops.cudalab.gemm_activation(x, fc_weight, fc_bias, activation, True)
         with_out_bias = out_bias is not None
         y = torch.ops.cudalab.gemm(h, out_weight, out_bias, 1.0, 1.0 if with_out_bias else 0.0, True)
-        ctx.save_for_backward(x, fc_weight, out_weight, h, z)
-        ctx.activation, ctx.with_biases = activation, (fc_bias is not None, with_out_bias)
+        ctx.save_for_backward(x, fc_weight, out_weight, h, g)
+        ctx.with_biases = (fc_bias is not None, with_out_bias)
         return y
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dy):
-        x, fc_weight, out_weight, h, z = ctx.saved_tensors
+        x, fc_weight, out_weight, h, g = ctx.saved_tensors
         need = ctx.needs_input_grad
         with_fc_bias, with_out_bias = ctx.with_biases
         dy = dy.contiguous()
-        # dz = (dy @ out_weight) * act'(z) and fc_bias's gradient, in one product.
-        dz, dfc_bias = torch.ops.cudalab.gemm_activation_backward(
-            dy, out_weight, z, ctx.activation, False, with_fc_bias and need[2]
-        )
+        # dz = (dy @ out_weight) * act'(v), with act'(v) kept by the forward, and fc_bias's
+        # gradient, in one product.
+        dz, dfc_bias = torch.ops.cudalab.gemm_activation_backward(dy, out_weight, g, False, with_fc_bias and need[2])
         dout_weight = torch.ops.cudalab.gemm(dy.mT, h) if need[3] else None
         dout_bias = torch.ops.cudalab.bias_gradient(dy) if with_out_bias and need[4] else None
         dfc_weight = torch.ops.cudalab.gemm(dz.mT, x) if need[1] else None
@@ -804,14 +803,14 @@ def _(x, cos, sin, seq_dim=1, interleaved=False, position_offset=0):
 
 
 @torch.library.register_fake("cudalab::gemm_activation")
-def _(a, b, bias, activation, b_transposed=False, pre_activation=True):
+def _(a, b, bias, activation, b_transposed=False, derivative=True):
     shape = (a.shape[0], b.shape[0] if b_transposed else b.shape[1])
-    return a.new_empty(shape), a.new_empty(shape if pre_activation else (0,))
+    return a.new_empty(shape), a.new_empty(shape if derivative else (0,))
 
 
 @torch.library.register_fake("cudalab::gemm_activation_backward")
-def _(a, b, z, activation, b_transposed=False, bias_gradient=True):
-    return torch.empty_like(z), z.new_empty(z.shape[1] if bias_gradient else 0)
+def _(a, b, derivative, b_transposed=False, bias_gradient=True):
+    return torch.empty_like(derivative), derivative.new_empty(derivative.shape[1] if bias_gradient else 0)
 
 
 @torch.library.register_fake("cudalab::gemm_fp8")

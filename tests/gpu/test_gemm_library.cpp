@@ -255,23 +255,24 @@ TEST(LibraryGemm, CReadWhereItLies) {
 // reach the Hopper tile rungs (fused epilogues: 1096 x 2048, 520 x 1024, the aligned copies of
 // 1000 x 1000 x 330) and rungs that run them as a second pass (k below 256: mma_small; two rows:
 // decode; n of no multiple of 8: no TMA store; A stored k x m). Bounds, with e_v the product's
-// (gemm_error_bound), |act'| <= 1.2 and u = 2^-24:
-//   pre_activation v      e_v
+// (gemm_error_bound), |act'| <= 1.2, |act''| <= 1 and u = 2^-24:
 //   y = act(v)            1.2 e_v + 16 u (|y| + |v|) + 2 u_T |y|   (act of an fp32 or a rounded v)
-//   dz = p act'(z)        1.2 e_p + 16 u |p| + 2 u_T |dz|
+//   g = act'(v)           e_v + 16 u + 2 u_T |g|   (ReLU's step not checked within e_v of 0)
+//   dz = p G              |G| e_p + 2 u_T |dz|     (G: random, as a forward's g stands in)
 //   dbias_j = sum_i dz    the sum of the dz bounds + m 2^-23 sum |dz| + u_T |dbias|
+// y without g kept: within y's bound too.
 template <typename T>
 void check_gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, bool nt, bool a_t, Activation act) {
   SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + (nt ? " NT" : " NN") +
                (a_t ? " A^T" : "") + " activation " + std::to_string(static_cast<int>(act)));
   const DType dtype = dtype_of_v<T>;
   const std::int64_t lda = a_t ? m : k, ldb = nt ? k : n, ldd = n;
-  DeviceBuffer<T> a((a_t ? k : m) * lda), b((nt ? n : k) * ldb), bias(n), y(m * ldd), v(m * ldd), z(m * ldd),
-      dz(m * ldd), dbias(n);
+  DeviceBuffer<T> a((a_t ? k : m) * lda), b((nt ? n : k) * ldb), bias(n), y(m * ldd), y_alone(m * ldd), g(m * ldd),
+      given(m * ldd), dz(m * ldd), dbias(n);
   harness::fill_random(dtype, a.data(), a.size(), 41, harness::Distribution::normal, nullptr);
   harness::fill_random(dtype, b.data(), b.size(), 42, harness::Distribution::normal, nullptr);
   harness::fill_random(dtype, bias.data(), bias.size(), 43, harness::Distribution::normal, nullptr);
-  harness::fill_random(dtype, z.data(), z.size(), 44, harness::Distribution::normal, nullptr);
+  harness::fill_random(dtype, given.data(), given.size(), 44, harness::Distribution::normal, nullptr);
   const Transpose tb = nt ? Transpose::yes : Transpose::no, ta = a_t ? Transpose::yes : Transpose::no;
   const std::size_t forward_bytes = gemm_workspace_bytes(m, n, k, a.data(), lda, b.data(), ldb, y.data(), ldd, tb, ta);
   const std::size_t backward_bytes =
@@ -279,22 +280,17 @@ void check_gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, bool 
   DeviceBuffer<unsigned char> workspace(
       static_cast<std::int64_t>(std::max<std::size_t>({forward_bytes, backward_bytes, std::size_t{1}})));
   const float alpha = 0.75f;
-  gemm_activation(m, n, k, alpha, a.data(), lda, b.data(), ldb, 1.0f, bias.data(), 0, y.data(), ldd, act, v.data(),
+  gemm_activation(m, n, k, alpha, a.data(), lda, b.data(), ldb, 1.0f, bias.data(), 0, y.data(), ldd, act, g.data(),
                   workspace.data(), forward_bytes, nullptr, tb, ta);
-  gemm_activation_backward(m, n, k, alpha, a.data(), lda, b.data(), ldb, z.data(), ldd, act, dz.data(), ldd,
-                           dbias.data(), workspace.data(), backward_bytes, nullptr, tb, ta);
-  // Without the pre-activation: the same outputs, bit for bit.
-  DeviceBuffer<T> y_alone(m * ldd);
   gemm_activation(m, n, k, alpha, a.data(), lda, b.data(), ldb, 1.0f, bias.data(), 0, y_alone.data(), ldd, act,
                   static_cast<T*>(nullptr), workspace.data(), forward_bytes, nullptr, tb, ta);
+  gemm_activation_backward(m, n, k, alpha, a.data(), lda, b.data(), ldb, given.data(), ldd, dz.data(), ldd,
+                           dbias.data(), workspace.data(), backward_bytes, nullptr, tb, ta);
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
-  {
-    const auto with = to_host(y.data(), y.size()), alone = to_host(y_alone.data(), y_alone.size());
-    ASSERT_EQ(std::memcmp(with.data(), alone.data(), sizeof(T) * with.size()), 0) << "y without the pre-activation";
-  }
   const auto ha = widened(to_host(a.data(), a.size())), hb = widened(to_host(b.data(), b.size()));
-  const auto hbias = widened(to_host(bias.data(), bias.size())), hz = widened(to_host(z.data(), z.size()));
-  const auto hy = widened(to_host(y.data(), y.size())), hv = widened(to_host(v.data(), v.size()));
+  const auto hbias = widened(to_host(bias.data(), bias.size())), hgiven = widened(to_host(given.data(), given.size()));
+  const auto hy = widened(to_host(y.data(), y.size())), hy_alone = widened(to_host(y_alone.data(), y_alone.size()));
+  const auto hg = widened(to_host(g.data(), g.size()));
   const auto hdz = widened(to_host(dz.data(), dz.size())), hdbias = widened(to_host(dbias.data(), dbias.size()));
   harness::GemmTolerance tolerance;
   tolerance.accumulate_unit = 1.0 / 8388608.0;
@@ -309,15 +305,19 @@ void check_gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, bool 
     for (std::int64_t j = 0; j < n; ++j) {
       const std::int64_t at = i * n + j;
       const double want_v = biased.value[at], e_v = harness::gemm_error_bound(k, biased.bound[at], tolerance, want_v);
-      ASSERT_LE(std::fabs(hv[at] - want_v), e_v) << "pre_activation at " << i << "," << j;
       const double want_y = harness::activation_reference(act, want_v);
-      ASSERT_LE(std::fabs(hy[at] - want_y), 1.2 * e_v + 16 * u * (std::fabs(want_y) + std::fabs(want_v)) +
-                                                2 * u_t * std::fabs(want_y) + tolerance.output_absolute)
+      const double y_bound = 1.2 * e_v + 16 * u * (std::fabs(want_y) + std::fabs(want_v)) +
+                             2 * u_t * std::fabs(want_y) + tolerance.output_absolute;
+      ASSERT_LE(std::fabs(hy[at] - want_y), y_bound)
           << "y at " << i << "," << j << ": " << hy[at] << " against " << want_y;
+      ASSERT_LE(std::fabs(hy_alone[at] - want_y), y_bound) << "y without g at " << i << "," << j;
+      const double want_g = harness::activation_derivative_reference(act, want_v);
+      if (act != Activation::relu || std::fabs(want_v) > e_v)
+        ASSERT_LE(std::fabs(hg[at] - want_g), e_v + 16 * u + 2 * u_t * std::fabs(want_g) + tolerance.output_absolute)
+            << "g at " << i << "," << j << ": " << hg[at] << " against " << want_g;
       const double p = plain.value[at], e_p = harness::gemm_error_bound(k, plain.bound[at], tolerance, p);
-      const double want_dz = p * harness::activation_derivative_reference(act, hz[at]);
-      const double dz_bound =
-          1.2 * e_p + 16 * u * std::fabs(p) + 2 * u_t * std::fabs(want_dz) + tolerance.output_absolute;
+      const double want_dz = p * hgiven[at];
+      const double dz_bound = std::fabs(hgiven[at]) * e_p + 2 * u_t * std::fabs(want_dz) + tolerance.output_absolute;
       ASSERT_LE(std::fabs(hdz[at] - want_dz), dz_bound)
           << "dz at " << i << "," << j << ": " << hdz[at] << " against " << want_dz;
       sum[j] += want_dz;
@@ -343,8 +343,8 @@ TEST(LibraryGemm, ActivationEpilogues) {
   check_gemm_activation<__nv_bfloat16>(520, 512, 264, false, true, Activation::gelu_tanh);  // A stored k x m
 }
 
-// No bias gradient asked (null: no scratch for it), an activation outside the enum, too little
-// scratch and D over z: refused before any launch.
+// No bias gradient asked (null: no scratch for it); too little scratch, D over the derivative, an
+// activation outside the enum and the derivative over D: refused before any launch.
 TEST(LibraryGemm, ActivationEpilogueArguments) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   using T = __nv_bfloat16;
@@ -358,23 +358,25 @@ TEST(LibraryGemm, ActivationEpilogueArguments) {
       gemm_activation_backward_workspace_bytes(m, n, k, a.data(), k, b.data(), k, dz.data(), n, tb);
   EXPECT_GE(bytes, static_cast<std::size_t>((m + 15) / 16 * n) * sizeof(float));
   DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes));
-  gemm_activation_backward(m, n, k, 1.0f, a.data(), k, b.data(), k, z.data(), n, Activation::relu, dz.data(), n,
-                           static_cast<T*>(nullptr), nullptr, 0, nullptr, tb);
+  gemm_activation_backward(m, n, k, 1.0f, a.data(), k, b.data(), k, z.data(), n, dz.data(), n, static_cast<T*>(nullptr),
+                           nullptr, 0, nullptr, tb);
   CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto call = [&](Activation act, std::size_t given, T* d) {
+  const auto backward = [&](std::size_t given, T* d) {
     return test_support::thrown_kind([&] {
-      gemm_activation_backward(m, n, k, 1.0f, a.data(), k, b.data(), k, z.data(), n, act, d, n, dbias.data(),
+      gemm_activation_backward(m, n, k, 1.0f, a.data(), k, b.data(), k, z.data(), n, d, n, dbias.data(),
                                workspace.data(), given, nullptr, tb);
     });
   };
-  EXPECT_EQ(call(static_cast<Activation>(7), bytes, dz.data()), ErrorKind::invalid_argument);
-  EXPECT_EQ(call(Activation::relu, bytes - 256, dz.data()), ErrorKind::invalid_argument);
-  EXPECT_EQ(call(Activation::relu, bytes, z.data() + 8), ErrorKind::invalid_argument);
-  EXPECT_EQ(test_support::thrown_kind([&] {
-              gemm_activation(m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, static_cast<const T*>(nullptr), 0,
-                              dz.data(), n, Activation::gelu_tanh, dz.data() + 16, nullptr, 0, nullptr, tb);
-            }),
-            ErrorKind::invalid_argument);  // pre_activation over D
+  const auto forward = [&](Activation act, T* derivative) {
+    return test_support::thrown_kind([&] {
+      gemm_activation(m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, static_cast<const T*>(nullptr), 0, dz.data(), n,
+                      act, derivative, nullptr, 0, nullptr, tb);
+    });
+  };
+  EXPECT_EQ(backward(bytes - 256, dz.data()), ErrorKind::invalid_argument);
+  EXPECT_EQ(backward(bytes, z.data() + 8), ErrorKind::invalid_argument);  // D over the derivative
+  EXPECT_EQ(forward(static_cast<Activation>(7), z.data()), ErrorKind::invalid_argument);
+  EXPECT_EQ(forward(Activation::gelu_tanh, dz.data() + 16), ErrorKind::invalid_argument);  // the derivative over D
 }
 
 TEST(LibraryGemm, SeparateCArgumentErrors) {

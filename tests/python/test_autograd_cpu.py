@@ -41,16 +41,16 @@ def _bias_act(x, bias, activation):
     return F.relu(h) if activation == "relu" else F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
 
 
-def _gemm_activation(a, b, bias, activation, b_transposed=False, pre_activation=True):
-    z = _gemm(a, b, b_transposed=b_transposed) + (bias if bias is not None else 0)
-    return _bias_act(z, torch.zeros_like(z[0]), activation), z if pre_activation else z.new_empty(0)
-
-
-def _gemm_activation_backward(a, b, z, activation, b_transposed=False, bias_gradient=True):
-    z = z.detach().requires_grad_()
+def _gemm_activation(a, b, bias, activation, b_transposed=False, derivative=True):
+    z = (_gemm(a, b, b_transposed=b_transposed) + (bias if bias is not None else 0)).detach().requires_grad_()
     with torch.enable_grad():
-        (dz,) = torch.autograd.grad(_bias_act(z, torch.zeros_like(z[0]), activation), z,
-                                    _gemm(a, b, b_transposed=b_transposed))
+        y = _bias_act(z, torch.zeros_like(z[0]), activation)
+        (g,) = torch.autograd.grad(y, z, torch.ones_like(y))
+    return y.detach(), g if derivative else g.new_empty(0)
+
+
+def _gemm_activation_backward(a, b, derivative, b_transposed=False, bias_gradient=True):
+    dz = _gemm(a, b, b_transposed=b_transposed) * derivative
     return dz, dz.sum(0) if bias_gradient else dz.new_empty(0)
 
 

@@ -586,7 +586,7 @@ def test_linear_activation_module_matches_float64(activation):
         assert g.shape == r.shape and rel_l2(g, r) <= 2 * REL_L2[torch.bfloat16]
 
 
-def test_linear_activation_without_a_gradient_stores_no_pre_activation():
+def test_linear_activation_without_a_gradient_stores_no_derivative():
     torch.manual_seed(6)
     x = torch.randn(2048, 512, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(1536, 512, device="cuda", dtype=torch.bfloat16) / 512**0.5

@@ -50,7 +50,7 @@ FORWARD = {
     "quantize_fp8": "cudalab::quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)",
     "quantize_fp8_scaled": "cudalab::quantize_fp8_scaled(Tensor x, Tensor scale) -> (Tensor, Tensor)",
     "gemm_activation": "cudalab::gemm_activation(Tensor a, Tensor b, Tensor? bias, str activation, "
-    "bool b_transposed=False, bool pre_activation=True) -> (Tensor, Tensor)",
+    "bool b_transposed=False, bool derivative=True) -> (Tensor, Tensor)",
 }
 BACKWARD = [
     "bias_act_backward",
@@ -137,8 +137,8 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (torch.randn(rows, k, device=device).to(dtype), weight, torch.ones(1, device=device) / 4, None, 1.0)
     if name == "gemm_activation":  # x's rows against a weight of 24 outputs as stored, a bias
         return (tensor(rows, features), tensor(24, features), tensor(24), "gelu_tanh", True)
-    if name == "gemm_activation_backward":  # dy [rows, 24] times a weight [24, features] as stored, and z
-        return (tensor(rows, 24), tensor(24, features), tensor(rows, features), "gelu_erf", False, True)
+    if name == "gemm_activation_backward":  # dy [rows, 24] times a weight [24, features] as stored, and act'
+        return (tensor(rows, 24), tensor(24, features), tensor(rows, features), False, True)
     if name == "quantize_fp8":
         return (tensor(*shape),)
     if name == "quantize_fp8_scaled":

@@ -8,7 +8,8 @@ The step: eager PyTorch, torch.compile of the same code, cudalab's ops one after
 the GEMMs' epilogues). The products: the first one with its bias and activation (cudalab's fused
 ``gemm_activation``, cuBLASLt's bias + GELU epilogue through ``torch._addmm_activation`` for the
 tanh GELU, and cudalab's product then ``bias_act``), and the gradient product that feeds it
-(``gemm_activation_backward`` against the product then ``bias_act_backward``). Each is first
+(``gemm_activation_backward``, which multiplies by the derivative the forward kept, against the
+product then ``bias_act_backward``). Each is first
 checked against fp32 (relative L2 of every output); one that fails reports the failure, not a
 time. Times are CUDA-event medians."""
 
@@ -128,7 +129,7 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
     z32 = F.linear(x.float(), w1.float(), b1.float())
     want_first = [_act(z32, activation)]
     first = [
-        ("cudalab_fused", "cudalab's gemm_activation (z kept for the backward)",
+        ("cudalab_fused", "cudalab's gemm_activation (act' kept for the backward)",
          lambda: torch.ops.cudalab.gemm_activation(x, w1, b1, activation, True)[0]),
         ("cudalab_unfused", "cudalab's product, then bias_act",
          lambda: torch.ops.cudalab.bias_act(ops.gemm(x, w1, b_transposed=True), b1, activation)),
@@ -137,14 +138,16 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
         first.append(("cublaslt", "torch._addmm_activation(use_gelu=True): cuBLASLt's bias + GELU epilogue",
                       lambda: torch._addmm_activation(b1, x, w1.t(), use_gelu=True)))
     z = z32.to(dtype)
-    da32 = dy.float() @ w2.float()
     zr = z.float().requires_grad_()
-    (dz32,) = torch.autograd.grad(_act(zr, activation), zr, da32)
+    (slope,) = torch.autograd.grad(_act(zr, activation), zr, torch.ones_like(zr))
+    g = slope.to(dtype)  # act'(z), as the fused forward keeps it
+    da32 = dy.float() @ w2.float()
+    dz32 = da32 * slope
     want_gradient = [dz32, dz32.sum(0)]
     zero = torch.zeros(hidden, device="cuda", dtype=dtype)
     gradient = [
-        ("cudalab_fused", "cudalab's gemm_activation_backward: act' and the bias gradient in the product's epilogue",
-         lambda: torch.ops.cudalab.gemm_activation_backward(dy, w2, z, activation)),
+        ("cudalab_fused", "cudalab's gemm_activation_backward: the product by act' and the bias gradient in its "
+         "epilogue", lambda: torch.ops.cudalab.gemm_activation_backward(dy, w2, g)),
         ("cudalab_unfused", "cudalab's product, then bias_act_backward",
          lambda: torch.ops.cudalab.bias_act_backward(z, zero, ops.gemm(dy, w2), activation)),
     ]

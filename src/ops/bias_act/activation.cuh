@@ -43,10 +43,17 @@ struct Identity {
   static __device__ __forceinline__ float forward(float v) { return v; }
 };
 
+// Each activation's forward_and_derivative(v, g) returns forward(v) and sets g = derivative(v),
+// sharing their work where they have some in common (the GEMM's fused epilogue keeps g for the
+// backward).
 struct Relu {
   static __device__ __forceinline__ float forward(float v) { return fmaxf(v, 0.0f); }
   // 0 at v == 0, as PyTorch's threshold_backward takes it.
   static __device__ __forceinline__ float derivative(float v) { return v > 0.0f ? 1.0f : 0.0f; }
+  static __device__ __forceinline__ float forward_and_derivative(float v, float& g) {
+    g = derivative(v);
+    return forward(v);
+  }
 };
 
 // Below this GELU is -0 in fp32 (|GELU(-20)| < 1e-80); inputs under it are raised to it, so -inf (an
@@ -74,6 +81,15 @@ struct GeluTanh {
     const float s = __fdividef(1.0f, 1.0f + e);
     const float dz = kSqrt2OverPi * fmaf(3.0f * kGeluCubic * v, v, 1.0f);
     return s * fmaf(2.0f * v * dz, e * s, 1.0f);
+  }
+  // One exponential and one reciprocal for both, from |v| clamped to 9: beyond it the forward is v
+  // (above) or below 1e-26 in magnitude (below), where v s(-9) stands for it.
+  static __device__ __forceinline__ float forward_and_derivative(float v, float& g) {
+    const float w = v < -9.0f ? -9.0f : (v > 9.0f ? 9.0f : v);  // a NaN stays NaN
+    const float e = __expf(-2.0f * inner(w));
+    const float s = __fdividef(1.0f, 1.0f + e);
+    g = s * fmaf(2.0f * w * (kSqrt2OverPi * fmaf(3.0f * kGeluCubic * w, w, 1.0f)), e * s, 1.0f);
+    return v > 9.0f ? v : gelu_input(v) * s;
   }
 };
 
@@ -118,6 +134,11 @@ struct GeluErf {
   // Phi(v) + v phi(v); v * v overflows to inf for huge v, and exp(-inf) = 0 keeps the product 0.
   static __device__ __forceinline__ float derivative(float v) {
     return fmaf(v * kInvSqrt2Pi, __expf(-0.5f * v * v), cdf(v));
+  }
+  static __device__ __forceinline__ float forward_and_derivative(float v, float& g) {
+    const float phi = cdf(v);
+    g = fmaf(v * kInvSqrt2Pi, __expf(-0.5f * v * v), phi);
+    return gelu_input(v) * phi;
   }
 };
 

@@ -138,7 +138,7 @@ template <typename T>
 struct WgmmaLaunch {
   CUtensorMap a_map, b_map, c_map;  // all-zero where unused (k == 0; no TMA store)
   // A fused epilogue's other matrix (all-zero without one): where a kActivation stores the
-  // pre-activation, or the z a kGradient reads (the producer prefetches it into L2).
+  // activation's derivative, or the G a kGradient reads (the producer prefetches it into L2).
   CUtensorMap aux_map;
   WgmmaParams<T> params;
 };
@@ -186,9 +186,9 @@ WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int blo
   if (c_box_rows > 0)
     launch.c_map =
         make_tensor_map(static_cast<const T*>(args.c), args.m, args.n, args.ldc, args.batch, args.stride_c, c_box_rows);
-  if (c_box_rows > 0 && args.fused.kind == FusedKind::kActivation && args.fused.pre_activation != nullptr)
+  if (c_box_rows > 0 && args.fused.kind == FusedKind::kActivation && args.fused.derivative != nullptr)
     launch.aux_map =
-        make_tensor_map(static_cast<const T*>(args.fused.pre_activation), args.m, args.n, args.ldc, 1, 0, c_box_rows);
+        make_tensor_map(static_cast<const T*>(args.fused.derivative), args.m, args.n, args.ldc, 1, 0, c_box_rows);
   if (c_box_rows > 0 && args.fused.kind == FusedKind::kGradient)
     launch.aux_map = make_tensor_map(args.c_in, args.m, args.n, args.ldc_in, 1, 0, c_box_rows);
   return launch;
@@ -332,11 +332,13 @@ __device__ __forceinline__ std::uint32_t load_word_if(const void* pointer, bool 
 
 // The old C under a warpgroup's accumulators at (row0, col0), for beta != 0: old[2 i + h] packs the
 // pair of acc[4 i + 2 h] and acc[4 i + 2 h + 1], zero where the pair lies outside C (n is even, so
-// a pair lies wholly inside or outside). All kRegisters / 2 loads issue before the first is used
-// (box 0's first): a tile waits for one memory latency, not one per pair.
+// a pair lies wholly inside or outside). Boxes [first_box, first_box + boxes) of 64 columns; all of
+// them by default, every load issued before the first is used (box 0's first): a tile waits for one
+// memory latency, not one per pair.
 template <typename T, int kRegisters>
 __device__ __forceinline__ void load_old_pairs(const OutputMatrix<T>& out, int row0, int col0,
-                                               std::uint32_t (&old)[kRegisters / 2]) {
+                                               std::uint32_t (&old)[kRegisters / 2], int first_box = 0,
+                                               int boxes = kRegisters / 32) {
   const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
   const std::int64_t row = static_cast<std::int64_t>(row0) + 16 * (t / 32) + lane / 4;
   const std::int64_t col = static_cast<std::int64_t>(col0) + 2 * (lane % 4);
@@ -344,6 +346,7 @@ __device__ __forceinline__ void load_old_pairs(const OutputMatrix<T>& out, int r
   const T* pairs = out.old + row * out.ldold + col;
 #pragma unroll
   for (int i = 0; i < kRegisters / 4; ++i) {
+    if (i < 8 * first_box || i >= 8 * (first_box + boxes)) continue;
 #pragma unroll
     for (int half = 0; half < 2; ++half)
       old[2 * i + half] =
@@ -390,25 +393,22 @@ __device__ __forceinline__ void prefetch_old_c(const CUtensorMap* c_map, const O
 }
 
 // What write_box makes of an accumulator pair: the plain blend (kBlend: with the old pair) or a fused
-// epilogue (FusedEpilogue) with activation Act. A kActivation blends whenever beta != 0 (its old
-// pairs are zeros otherwise).
+// epilogue (FusedEpilogue): the activation Act, with its derivative (kDerivative) or without, or
+// the product with a given G. A kActivation blends whenever beta != 0 (its old pairs are zeros
+// otherwise).
 struct PlainBox {};
-template <typename Act>
+template <typename Act, bool kDerivative>
 struct ActivationBox {
   using Activation = Act;
+  static constexpr bool kSlopes = kDerivative;
 };
-template <typename Act>
-struct GradientBox {
-  using Activation = Act;
-};
+struct GradientBox {};
 template <typename Box>
 inline constexpr bool kActivationBox = false;
-template <typename Act>
-inline constexpr bool kActivationBox<ActivationBox<Act>> = true;
+template <typename Act, bool kDerivative>
+inline constexpr bool kActivationBox<ActivationBox<Act, kDerivative>> = true;
 template <typename Box>
-inline constexpr bool kGradientBox = false;
-template <typename Act>
-inline constexpr bool kGradientBox<GradientBox<Act>> = true;
+inline constexpr bool kGradientBox = std::is_same_v<Box, GradientBox>;
 
 // A warp's column sums of half a box, chunks first_chunk .. + 3: sums[2 c + h] holds this thread's
 // two rows of column pair member h of chunk first_chunk + c; the 8 lanes that share lane % 4 hold
@@ -440,17 +440,17 @@ __device__ __forceinline__ void store_column_sums(const float (&sums)[8], float*
 // Box says (blended with the old pairs when kBlend), into the 128-byte swizzled `buffer` by
 // stmatrix (stmatrix_swizzled_rows: 4 instructions a thread where 4-byte stores took 16). One
 // instance per kind, so beta == 0 runs no blending instructions and a plain product none of a
-// fused epilogue's. A fused kActivation also writes its pre-activation pairs into `pre_buffer`
-// (when out.fused.pre_activation is set); a kGradient stores its warp's 16-row column sums.
+// fused epilogue's. A fused kActivation also writes its derivative's pairs into `derivative_buffer`
+// (when out.fused.derivative is set); a kGradient stores its warp's 16-row column sums.
 template <typename T, typename Box, bool kBlend, int kRegisters>
 __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
                                           const std::uint32_t (&old)[kRegisters / 2], std::uint32_t buffer, int j,
-                                          int row0, int col0, std::uint32_t pre_buffer = 0) {
+                                          int row0, int col0, std::uint32_t derivative_buffer = 0) {
   const int t = static_cast<int>(threadIdx.x) % 128, lane = t % 32;
   const int col = col0 + 64 * j + 2 * (lane % 4);
-  std::uint32_t pairs[2][8];  // [half][chunk]: rows lane / 4 + 8 half of the warp's 16, n8 tile chunk of the box
-  std::uint32_t pre[2][8];    // kActivationBox: the pairs before the activation, likewise
-  float sums[8];              // kGradientBox: [2 (chunk % 4) + h], the pair's columns over the thread's two rows
+  std::uint32_t pairs[2][8];   // [half][chunk]: rows lane / 4 + 8 half of the warp's 16, n8 tile chunk of the box
+  std::uint32_t slopes[2][8];  // kActivationBox: the activation's derivative at those pairs, likewise
+  float sums[8];               // kGradientBox: [2 (chunk % 4) + h], the pair's columns over the thread's two rows
   const std::int64_t strip_row = static_cast<std::int64_t>(row0) + 16 * (t / 32);
 #pragma unroll
   for (int chunk = 0; chunk < 8; ++chunk) {
@@ -467,14 +467,19 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
       }
       if constexpr (kActivationBox<Box>) {
         using Act = typename Box::Activation;
-        pre[half][chunk] = pack_pair<T>(v0, v1);
-        v0 = Act::forward(v0);
-        v1 = Act::forward(v1);
+        if constexpr (Box::kSlopes) {
+          float g0, g1;
+          v0 = Act::forward_and_derivative(v0, g0);
+          v1 = Act::forward_and_derivative(v1, g1);
+          slopes[half][chunk] = pack_pair<T>(g0, g1);
+        } else {
+          v0 = Act::forward(v0);
+          v1 = Act::forward(v1);
+        }
       } else if constexpr (kGradientBox<Box>) {
-        using Act = typename Box::Activation;
-        const float2 z = unpack_pair<T>(old[2 * i + half]);
-        v0 *= Act::derivative(z.x);
-        v1 *= Act::derivative(z.y);
+        const float2 g = unpack_pair<T>(old[2 * i + half]);
+        v0 *= g.x;
+        v1 *= g.y;
         sum0 += v0;
         sum1 += v1;
       }
@@ -492,8 +497,8 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
   }
   stmatrix_swizzled_rows(pairs, buffer, kStoreBoxBytes, 16 * (t / 32), t % 32);
   if constexpr (kActivationBox<Box>) {
-    if (out.fused.pre_activation != nullptr)
-      stmatrix_swizzled_rows(pre, pre_buffer, kStoreBoxBytes, 16 * (t / 32), t % 32);
+    if constexpr (Box::kSlopes)
+      stmatrix_swizzled_rows(slopes, derivative_buffer, kStoreBoxBytes, 16 * (t / 32), t % 32);
   }
 }
 
@@ -503,7 +508,7 @@ __device__ __forceinline__ void write_box(const OutputMatrix<T>& out, const floa
 // stores issued so far have read their buffers, so after it box j is complete and buffer (j + 1) % 2
 // is free (across tiles as well: box 0 follows box 3, whose barrier freed buffer 0). TMA clips what
 // lies outside C. C must be storable by TMA (c_storable_by_tma). `load_old` loads the old pairs
-// (the old C for beta != 0, z for a kGradient) into registers before the first box
+// (the old C for beta != 0, G for a kGradient) into registers before the first box
 // (load_old_pairs). `barrier_id` is this warpgroup's named barrier (epilogue_barrier); the leader
 // must bulk_wait_all before the block exits.
 template <typename T, typename Box, bool kBlend, int kRegisters>
@@ -533,8 +538,8 @@ __device__ __forceinline__ void store_boxes_tma(const OutputMatrix<T>& out, cons
   }
 }
 
-// A kActivation's boxes: box j's outputs into staging buffer 0 and its pre-activation (when
-// out.fused.pre_activation is set) into buffer 1, stored by TMA through c_map and aux_map. Both
+// A kActivation's boxes with the derivative kept: box j's outputs into staging buffer 0 and the
+// derivative into buffer 1, stored by TMA through c_map and aux_map. Both
 // buffers hold one box, so the leader waits for every store issued before to have read its buffer
 // ahead of each box's writes (a barrier hands that on), and again before the box's stores.
 template <typename T, typename Act, int kRegisters>
@@ -543,25 +548,21 @@ __device__ __forceinline__ void store_activation_boxes_tma(const OutputMatrix<T>
                                                            std::uint32_t staging, int row0, int col0, int z,
                                                            int barrier_id) {
   const int t = static_cast<int>(threadIdx.x) % 128;
-  std::uint32_t old[kRegisters / 2];
-  if (out.beta != 0.0f) {
-    load_old_pairs<T, kRegisters>(out, row0, col0, old);
-  } else {
+  std::uint32_t old[kRegisters / 2];  // a box's at a time: the derivative's pairs take the registers
 #pragma unroll
-    for (int i = 0; i < kRegisters / 2; ++i) old[i] = 0;
-  }
-  const bool pre = out.fused.pre_activation != nullptr;
+  for (int i = 0; i < kRegisters / 2; ++i) old[i] = 0;
 #pragma unroll
   for (int j = 0; j < kRegisters / 32; ++j) {
+    if (out.beta != 0.0f) load_old_pairs<T, kRegisters>(out, row0, col0, old, j, 1);  // in flight during the wait
     if (t == 0) bulk_wait_read<0>();
     named_barrier_sync(barrier_id, 128);
-    write_box<T, ActivationBox<Act>, true>(out, acc, old, staging, j, row0, col0, staging + kStoreBoxBytes);
+    write_box<T, ActivationBox<Act, true>, true>(out, acc, old, staging, j, row0, col0, staging + kStoreBoxBytes);
     fence_async_shared();
     named_barrier_sync(barrier_id, 128);
     const int col = col0 + 64 * j;
     if (t == 0 && row0 < out.m && col < out.n) {
       tma_store(c_map, staging, col, row0, z);
-      if (pre) tma_store(aux_map, staging + kStoreBoxBytes, col, row0, z);
+      tma_store(aux_map, staging + kStoreBoxBytes, col, row0, z);
       bulk_commit();
     }
   }
@@ -587,11 +588,11 @@ __device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& ou
   const bool blend = out.beta != 0.0f;
   if constexpr (kFused) {
     if (out.fused.kind == FusedKind::kActivation) {
-      // Without a pre-activation to store, the plain epilogue's two buffers in turn.
+      // Without a derivative to store, the plain epilogue's two buffers in turn.
       with_activation_functor(out.fused.activation, [&](auto act) {
-        if (out.fused.pre_activation == nullptr) {
-          store_boxes_tma<T, ActivationBox<decltype(act)>, true>(out, acc, c_map, staging, row0, col0, z, barrier_id,
-                                                                 blend);
+        if (out.fused.derivative == nullptr) {
+          store_boxes_tma<T, ActivationBox<decltype(act), false>, true>(out, acc, c_map, staging, row0, col0, z,
+                                                                        barrier_id, blend);
         } else {
           store_activation_boxes_tma<T, decltype(act)>(out, acc, c_map, aux_map, staging, row0, col0, z, barrier_id);
         }
@@ -599,10 +600,7 @@ __device__ __forceinline__ void store_accumulators_tma(const OutputMatrix<T>& ou
       return;
     }
     if (out.fused.kind == FusedKind::kGradient) {
-      with_activation_functor(out.fused.activation, [&](auto act) {
-        store_boxes_tma<T, GradientBox<decltype(act)>, false>(out, acc, c_map, staging, row0, col0, z, barrier_id,
-                                                              true);
-      });
+      store_boxes_tma<T, GradientBox, false>(out, acc, c_map, staging, row0, col0, z, barrier_id, true);
       return;
     }
   }

@@ -87,11 +87,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       // The k-tile whose loads also prefetch the old C; -1: none (beta == 0 never reads C).
-      // A separate C is not prefetched, but a fused gradient's z is (through aux_map).
+      // A separate C is not prefetched, but a fused gradient's G is (through aux_map).
       const bool old_c = kTmaStore && p.out.beta != 0.0f && p.out.old == p.out.c;
-      const bool z = kTmaStore && !kAMnMajor && p.out.fused.kind == FusedKind::kGradient;
-      const int prefetch_kt = old_c || z ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
-      const CUtensorMap* prefetch_map = z ? &aux_map : &c_map;
+      const bool g = kTmaStore && !kAMnMajor && p.out.fused.kind == FusedKind::kGradient;
+      const int prefetch_kt = old_c || g ? std::max(p.k_tiles - kOldCPrefetchKTiles, 0) : -1;
+      const CUtensorMap* prefetch_map = g ? &aux_map : &c_map;
       RingPosition<kStages> ring;
       schedule.for_each(cluster, [&](const GemmWork& work) {
         const TileCoord at = work.at;

@@ -121,36 +121,43 @@ v::GemmArgs<T> for_hopper_epilogue(const v::GemmArgs<T>& args, cudaStream_t stre
 }
 
 // Whether `rung` applies args.fused in its own epilogue: the Hopper tile rungs storing C by TMA, A
-// stored m x k (their kernels with the fused epilogues built in), and the pre-activation or z as
-// TMA takes them (16-byte aligned; z's rows a multiple of 8 elements apart).
+// stored m x k (their kernels with the fused epilogues built in), and the derivative or G as TMA
+// takes them (16-byte aligned; G's rows a multiple of 8 elements apart).
 template <typename T>
 bool fuses_epilogue(v::LibraryRung rung, const v::GemmArgs<T>& args) {
   const bool tile_rung = rung == v::LibraryRung::wgmma_cluster || rung == v::LibraryRung::wgmma_persistent ||
                          rung == v::LibraryRung::wgmma_mid || rung == v::LibraryRung::wgmma_streamk ||
                          rung == v::LibraryRung::wgmma_small || rung == v::LibraryRung::wgmma_pingpong;
-  const bool z_by_tma = args.fused.kind != v::FusedKind::kGradient || (is_aligned16(args.c_in) && args.ldc_in % 8 == 0);
-  return tile_rung && !args.a_transposed && v::c_storable_by_tma(args) && z_by_tma &&
-         is_aligned16(args.fused.pre_activation);
+  const bool g_by_tma = args.fused.kind != v::FusedKind::kGradient || (is_aligned16(args.c_in) && args.ldc_in % 8 == 0);
+  return tile_rung && !args.a_transposed && v::c_storable_by_tma(args) && g_by_tma &&
+         is_aligned16(args.fused.derivative);
 }
 
-// The unfused epilogues' second pass, over D's rows (blockIdx.y and up, gridDim.y apart) and
-// columns. kActivation: d = act(z), z rows ldz apart (z may be d). kGradient: d *= act'(z) over a
-// strip of 16 rows a thread, with the strip's column sum to strip_sums (when not null).
+// The unfused epilogues' second pass over D (the plain product), its rows blockIdx.y and up,
+// gridDim.y apart. kActivation: d = act(d), and act'(d) to `derivative` (rows ldd apart) unless
+// null. kGradient: d *= g (rows ldg apart) over a strip of 16 rows a thread, with the strip's
+// column sum to strip_sums (when not null).
 template <typename T, typename Act, v::FusedKind kKind>
-__global__ void second_pass_kernel(T* d, std::int64_t ldd, const T* z, std::int64_t ldz, std::int64_t m, std::int64_t n,
-                                   float* strip_sums) {
+__global__ void second_pass_kernel(T* d, std::int64_t ldd, T* derivative, const T* g, std::int64_t ldg, std::int64_t m,
+                                   std::int64_t n, float* strip_sums) {
   const std::int64_t col = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (col >= n) return;
   const std::int64_t rows_per_item = kKind == v::FusedKind::kGradient ? 16 : 1;
   for (std::int64_t item = blockIdx.y; item * rows_per_item < m; item += gridDim.y) {
     float sum = 0.0f;
     for (std::int64_t row = item * rows_per_item; row < m && row < (item + 1) * rows_per_item; ++row) {
-      const float zv = v::to_float(z[row * ldz + col]);
+      const float v = v::to_float(d[row * ldd + col]);
       float value;
       if constexpr (kKind == v::FusedKind::kActivation) {
-        value = Act::forward(zv);
+        if (derivative != nullptr) {
+          float slope;
+          value = Act::forward_and_derivative(v, slope);
+          derivative[row * ldd + col] = v::from_float<T>(slope);
+        } else {
+          value = Act::forward(v);
+        }
       } else {
-        value = v::to_float(d[row * ldd + col]) * Act::derivative(zv);
+        value = v * v::to_float(g[row * ldg + col]);
         sum += value;
       }
       d[row * ldd + col] = v::from_float<T>(value);
@@ -159,20 +166,16 @@ __global__ void second_pass_kernel(T* d, std::int64_t ldd, const T* z, std::int6
   }
 }
 
-// A fused epilogue on a rung without it: the plain product (into pre_activation, or D, for an
-// activation; D = alpha op(A) op(B) for a gradient), then second_pass_kernel.
+// A fused epilogue on a rung without it: the plain product into D (alpha op(A) op(B) + beta C for
+// an activation, alpha op(A) op(B) for a gradient), then second_pass_kernel.
 template <typename T>
 void run_unfused(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream) {
   v::GemmArgs<T> plain = args;
   plain.fused = {};
   const bool gradient = args.fused.kind == v::FusedKind::kGradient;
-  const T* z = gradient ? args.c_in : args.fused.pre_activation != nullptr ? args.fused.pre_activation : args.c;
-  const std::int64_t ldz = gradient ? args.ldc_in : args.ldc;
   if (gradient) {
     plain.c_in = nullptr;
     plain.beta = 0.0f;
-  } else {
-    plain.c = const_cast<T*>(z);
   }
   run_rung(rung, plain, workspace, stream);
   constexpr int kThreads = 128;
@@ -180,15 +183,16 @@ void run_unfused(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& wor
   const std::int64_t items = gradient ? ceil_div<std::int64_t>(args.m, 16) : args.m;
   const dim3 grid(static_cast<unsigned>(ceil_div<std::int64_t>(args.n, kThreads)),
                   static_cast<unsigned>(std::min(items, kMostRows)));
+  if (gradient) {
+    // No activation: Relu stands in for the template's Act, which this kind never calls.
+    second_pass_kernel<T, bias_act_variants::Relu, v::FusedKind::kGradient><<<grid, kThreads, 0, stream>>>(
+        args.c, args.ldc, nullptr, args.c_in, args.ldc_in, args.m, args.n, args.fused.strip_sums);
+    CUDALAB_CHECK_LAUNCH();
+    return;
+  }
   bias_act_variants::with_activation<T>(static_cast<Activation>(args.fused.activation), [&](auto act) {
-    using Act = decltype(act);
-    if (gradient) {
-      second_pass_kernel<T, Act, v::FusedKind::kGradient>
-          <<<grid, kThreads, 0, stream>>>(args.c, args.ldc, z, ldz, args.m, args.n, args.fused.strip_sums);
-    } else {
-      second_pass_kernel<T, Act, v::FusedKind::kActivation>
-          <<<grid, kThreads, 0, stream>>>(args.c, args.ldc, z, ldz, args.m, args.n, nullptr);
-    }
+    second_pass_kernel<T, decltype(act), v::FusedKind::kActivation>
+        <<<grid, kThreads, 0, stream>>>(args.c, args.ldc, args.fused.derivative, nullptr, 0, args.m, args.n, nullptr);
     CUDALAB_CHECK_LAUNCH();
   });
 }
@@ -355,20 +359,20 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* 
 template <typename T, typename>
 void gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda,
                      const T* b, std::int64_t ldb, float beta, const T* c, std::int64_t ldc, T* d, std::int64_t ldd,
-                     Activation activation, T* pre_activation, void* workspace, std::size_t workspace_bytes,
+                     Activation activation, T* derivative, void* workspace, std::size_t workspace_bytes,
                      cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
   require_activation(activation, "gemm_activation");
   v::GemmArgs<T> args =
       with_c(make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, d, ldd, 0, transpose_b, transpose_a), c, ldc,
              "gemm_activation");
-  if (pre_activation != nullptr) {
-    CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(pre_activation) % sizeof(T) == 0,
-                    "gemm_activation: pre_activation is not aligned to its elements");
-    CUDALAB_REQUIRE(disjoint(pre_activation, ldd, d, ldd, m, n), "gemm_activation: pre_activation must not overlap D");
-    CUDALAB_REQUIRE(beta == 0.0f || disjoint(pre_activation, ldd, c, ldc, m, n),
-                    "gemm_activation: pre_activation must not overlap C");
+  if (derivative != nullptr) {
+    CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(derivative) % sizeof(T) == 0,
+                    "gemm_activation: derivative is not aligned to its elements");
+    CUDALAB_REQUIRE(disjoint(derivative, ldd, d, ldd, m, n), "gemm_activation: derivative must not overlap D");
+    CUDALAB_REQUIRE(beta == 0.0f || disjoint(derivative, ldd, c, ldc, m, n),
+                    "gemm_activation: derivative must not overlap C");
   }
-  args.fused = {v::FusedKind::kActivation, static_cast<int>(activation), pre_activation, nullptr};
+  args.fused = {v::FusedKind::kActivation, static_cast<int>(activation), derivative, nullptr};
   CallerWorkspace scratch(workspace, workspace_bytes, "cudalab::gemm_activation", "cudalab::gemm_workspace_bytes");
   run(args, scratch, stream);
 }
@@ -382,29 +386,29 @@ std::size_t gemm_activation_backward_workspace_bytes(std::int64_t m, std::int64_
 
 template <typename T, typename>
 void gemm_activation_backward(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, std::int64_t lda,
-                              const T* b, std::int64_t ldb, const T* z, std::int64_t ldz, Activation activation, T* d,
+                              const T* b, std::int64_t ldb, const T* derivative, std::int64_t ld_derivative, T* d,
                               std::int64_t ldd, T* bias_gradient, void* workspace, std::size_t workspace_bytes,
                               cudaStream_t stream, Transpose transpose_b, Transpose transpose_a) {
-  require_activation(activation, "gemm_activation_backward");
   const bool work = m > 0 && n > 0;
-  CUDALAB_REQUIRE(!work || z != nullptr, "gemm_activation_backward: z is null");
-  CUDALAB_REQUIRE(!work || ldz >= n,
-                  "gemm_activation_backward: ldz=" + std::to_string(ldz) + " is below n=" + std::to_string(n));
-  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(z) % sizeof(T) == 0,
-                  "gemm_activation_backward: z is not aligned to its elements");
-  CUDALAB_REQUIRE(!work || disjoint(z, ldz, d, ldd, m, n), "gemm_activation_backward: D must not overlap z");
+  CUDALAB_REQUIRE(!work || derivative != nullptr, "gemm_activation_backward: derivative is null");
+  CUDALAB_REQUIRE(!work || ld_derivative >= n, "gemm_activation_backward: ld_derivative=" +
+                                                   std::to_string(ld_derivative) + " is below n=" + std::to_string(n));
+  CUDALAB_REQUIRE(reinterpret_cast<std::uintptr_t>(derivative) % sizeof(T) == 0,
+                  "gemm_activation_backward: derivative is not aligned to its elements");
+  CUDALAB_REQUIRE(!work || disjoint(derivative, ld_derivative, d, ldd, m, n),
+                  "gemm_activation_backward: D must not overlap derivative");
   CUDALAB_REQUIRE(
       n == 0 || bias_gradient == nullptr || reinterpret_cast<std::uintptr_t>(bias_gradient) % sizeof(T) == 0,
       "gemm_activation_backward: bias_gradient is not aligned to its elements");
   v::GemmArgs<T> args = make_args(1, m, n, k, alpha, a, lda, 0, b, ldb, 0, 0.0f, d, ldd, 0, transpose_b, transpose_a);
-  args.c_in = z, args.ldc_in = ldz;
+  args.c_in = derivative, args.ldc_in = ld_derivative;
   const std::size_t strips = bias_gradient != nullptr ? strip_sum_bytes(m, n) : 0;
   CUDALAB_REQUIRE(strips == 0 || (workspace != nullptr && workspace_bytes >= strips),
                   "cudalab::gemm_activation_backward: the workspace holds " + std::to_string(workspace_bytes) +
                       " bytes, the call needs at least " + std::to_string(strips) +
                       " (see cudalab::gemm_activation_backward_workspace_bytes)");
   auto* strip_sums = static_cast<float*>(workspace);
-  args.fused = {v::FusedKind::kGradient, static_cast<int>(activation), nullptr, strips != 0 ? strip_sums : nullptr};
+  args.fused = {v::FusedKind::kGradient, 0, nullptr, strips != 0 ? strip_sums : nullptr};
   CallerWorkspace scratch(strips != 0 ? static_cast<std::uint8_t*>(workspace) + strips : workspace,
                           workspace_bytes - strips, "cudalab::gemm_activation_backward",
                           "cudalab::gemm_activation_backward_workspace_bytes");
@@ -430,27 +434,27 @@ void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64
       stream);
 }
 
-#define CUDALAB_GEMM_ENTRIES(T, x, y)                                                                                  \
-  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t,  \
-                     float, T*, std::int64_t, cudaStream_t, Transpose, Transpose);                                     \
-  template std::size_t gemm_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t,          \
-                                            const T*, std::int64_t, const T*, std::int64_t, Transpose, Transpose);     \
-  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t,  \
-                     float, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose, Transpose);                 \
-  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t,  \
-                     float, const T*, std::int64_t, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose,     \
-                     Transpose);                                                                                       \
-  template void gemm_activation(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*,     \
-                                std::int64_t, float, const T*, std::int64_t, T*, std::int64_t, Activation, T*, void*,  \
-                                std::size_t, cudaStream_t, Transpose, Transpose);                                      \
-  template std::size_t gemm_activation_backward_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*,    \
-                                                                std::int64_t, const T*, std::int64_t, const T*,        \
-                                                                std::int64_t, Transpose, Transpose);                   \
-  template void gemm_activation_backward(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,      \
-                                         const T*, std::int64_t, const T*, std::int64_t, Activation, T*, std::int64_t, \
-                                         T*, void*, std::size_t, cudaStream_t, Transpose, Transpose);                  \
-  template void gemm_batched(std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,    \
-                             std::int64_t, const T*, std::int64_t, std::int64_t, float, T*, std::int64_t,              \
+#define CUDALAB_GEMM_ENTRIES(T, x, y)                                                                                 \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
+                     float, T*, std::int64_t, cudaStream_t, Transpose, Transpose);                                    \
+  template std::size_t gemm_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*, std::int64_t,         \
+                                            const T*, std::int64_t, const T*, std::int64_t, Transpose, Transpose);    \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
+                     float, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose, Transpose);                \
+  template void gemm(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*, std::int64_t, \
+                     float, const T*, std::int64_t, T*, std::int64_t, void*, std::size_t, cudaStream_t, Transpose,    \
+                     Transpose);                                                                                      \
+  template void gemm_activation(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t, const T*,    \
+                                std::int64_t, float, const T*, std::int64_t, T*, std::int64_t, Activation, T*, void*, \
+                                std::size_t, cudaStream_t, Transpose, Transpose);                                     \
+  template std::size_t gemm_activation_backward_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*,   \
+                                                                std::int64_t, const T*, std::int64_t, const T*,       \
+                                                                std::int64_t, Transpose, Transpose);                  \
+  template void gemm_activation_backward(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,     \
+                                         const T*, std::int64_t, const T*, std::int64_t, T*, std::int64_t, T*, void*, \
+                                         std::size_t, cudaStream_t, Transpose, Transpose);                            \
+  template void gemm_batched(std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,   \
+                             std::int64_t, const T*, std::int64_t, std::int64_t, float, T*, std::int64_t,             \
                              std::int64_t, cudaStream_t, Transpose, Transpose);
 CUDALAB_GEMM_TENSOR_CORE_ELEMENTS(CUDALAB_GEMM_ENTRIES, , )
 

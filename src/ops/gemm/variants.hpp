@@ -16,19 +16,20 @@
 namespace cudalab::gemm_variants {
 
 // What the epilogue does beyond alpha and beta, on the Hopper tile rungs with a TMA-stored C and
-// A stored m x k (the library runs the rest unfused: gemm_fused.cu). With v = alpha acc + beta C:
-//   kActivation  C = act(v), and v itself to `pre_activation` (rows ldc apart) unless it is null;
-//   kGradient    C = alpha acc * act'(z), z read from c_in (rows ldc_in apart; beta must be 0), and,
-//                unless `strip_sums` is null, each 16-row strip's column sums of those fp32 values to
-//                strip_sums[(row / 16) * n + col]: a dense ceil(m / 16) x n matrix, summed once more
-//                for a bias's gradient.
-// `activation` is a cudalab::Activation's value.
+// A stored m x k (the library runs the rest as a second pass: tensor_core_gemm.cu). With v = alpha
+// acc + beta C:
+//   kActivation  C = act(v) (`activation`, a cudalab::Activation's value), and act'(v) to
+//                `derivative` (rows ldc apart) unless it is null: what the backward multiplies by;
+//   kGradient    C = alpha acc * G element-wise, G read from c_in (rows ldc_in apart; beta must be
+//                0), and, unless `strip_sums` is null, each 16-row strip's column sums of those fp32
+//                values to strip_sums[(row / 16) * n + col]: a dense ceil(m / 16) x n matrix, summed
+//                once more for a bias's gradient.
 enum class FusedKind : int { kNone = 0, kActivation = 1, kGradient = 2 };
 template <typename T>
 struct FusedEpilogue {
   FusedKind kind = FusedKind::kNone;
   int activation = 0;
-  T* pre_activation = nullptr;
+  T* derivative = nullptr;
   float* strip_sums = nullptr;
 };
 
