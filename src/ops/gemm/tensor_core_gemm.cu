@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/column_sums.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "core/workspace.hpp"
@@ -279,25 +280,6 @@ std::size_t strip_sum_bytes(std::int64_t m, std::int64_t n) {
   return (bytes + 255) / 256 * 256;
 }
 
-// sum_strips_kernel's block: kSumColumns columns, each summed by kSumLanes threads.
-constexpr int kSumColumns = 32, kSumLanes = 8;
-
-// bias_gradient[j] = the sum over the strips of strip_sums[s][j], in a fixed order (thread lane l
-// adds strips l, l + kSumLanes, ..., then lane 0 adds the lanes' sums in order), rounded once.
-template <typename T>
-__global__ void sum_strips_kernel(const float* strip_sums, std::int64_t strips, std::int64_t n, T* bias_gradient) {
-  __shared__ float lanes[kSumLanes][kSumColumns];
-  const std::int64_t col = std::int64_t{blockIdx.x} * kSumColumns + threadIdx.x;
-  float sum = 0.0f;
-  if (col < n)
-    for (std::int64_t s = threadIdx.y; s < strips; s += kSumLanes) sum += strip_sums[s * n + col];
-  lanes[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y != 0 || col >= n) return;
-  for (int l = 1; l < kSumLanes; ++l) sum += lanes[l][threadIdx.x];
-  bias_gradient[col] = v::from_float<T>(sum);
-}
-
 template <typename T>
 v::GemmArgs<T> make_args(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
                          std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
@@ -413,15 +395,9 @@ void gemm_activation_backward(std::int64_t m, std::int64_t n, std::int64_t k, fl
                           workspace_bytes - strips, "cudalab::gemm_activation_backward",
                           "cudalab::gemm_activation_backward_workspace_bytes");
   run(args, scratch, stream);
-  if (bias_gradient == nullptr || n == 0) return;
-  if (m == 0) {
-    CUDALAB_CUDA_CHECK(cudaMemsetAsync(bias_gradient, 0, static_cast<std::size_t>(n) * sizeof(T), stream));
-    return;
-  }
-  const dim3 threads(kSumColumns, kSumLanes);
-  sum_strips_kernel<T><<<static_cast<unsigned>(ceil_div<std::int64_t>(n, kSumColumns)), threads, 0, stream>>>(
-      strip_sums, ceil_div<std::int64_t>(m, 16), n, bias_gradient);
-  CUDALAB_CHECK_LAUNCH();
+  // The strips' sums added in a fixed order (m == 0: no strips, zeros).
+  if (bias_gradient != nullptr && n > 0)
+    launch_column_partials_sum(strip_sums, ceil_div<std::int64_t>(m, 16), n, bias_gradient, stream);
 }
 
 template <typename T, typename>
