@@ -425,3 +425,23 @@ def test_inductor_lowers_every_op_through_an_explicit_fallback(cpu_kernels, monk
         torch.testing.assert_close(got, want)
     assert all(op in torch._inductor.lowering.lowerings or op in torch._inductor.lowering.decompositions
                for op in cudalab._inductor.cudalab_ops())
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf"])
+def test_mlp_and_linear_activation_gradients_match_the_composition(cpu_kernels, activation):
+    # The wiring of ops.mlp's and ops.linear_activation's autograd (what the forward keeps,
+    # the products the backward runs), in float64 on the CPU stand-ins, against the same layers
+    # composed from torch's ops.
+    leaves = [_double(*shape, seed=seed).requires_grad_() for seed, shape in
+              enumerate([(6, 8), (12, 8), (12,), (8, 12), (8,)])]
+    x, w1, b1, w2, b2 = leaves
+    act = (lambda h: F.relu(h)) if activation == "relu" else (
+        lambda h: F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none"))
+    for got, want, inputs in (
+        (ops.mlp(x, w1, b1, w2, b2, activation), F.linear(act(F.linear(x, w1, b1)), w2, b2), leaves),
+        (ops.linear_activation(x, w1, b1, activation), act(F.linear(x, w1, b1)), leaves[:3]),
+    ):
+        torch.testing.assert_close(got, want)
+        dy = _double(*got.shape, seed=9)
+        for g, r in zip(torch.autograd.grad(got, inputs, dy), torch.autograd.grad(want, inputs, dy)):
+            torch.testing.assert_close(g, r)
