@@ -65,53 +65,42 @@ def test_without_a_gpu_one_line_and_a_failure_status():
     assert done.stderr == "cudalab.bench: no CUDA device: torch.cuda.is_available() is False\n"
 
 
-def run_mlp(*args):
+def run_bench(module, *args):
     return subprocess.run(
-        [sys.executable, "-m", "cudalab.bench.mlp", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", f"cudalab.bench.{module}", *args], capture_output=True, text=True, timeout=300
     )
 
 
-def test_mlp_help_and_bad_sizes():
-    done = run_mlp("--help")
-    assert done.returncode == 0 and "--activation" in done.stdout
-    done = run_mlp("--hidden", "0")
+# The standalone benchmark commands: each module, an option its --help names, a size to set to 0
+# and the sizes its error lists.
+BENCH_COMMANDS = [
+    ("mlp", "--activation", "--hidden", "--tokens, --d-model, --hidden and --repeats"),
+    ("lm_head", "--vocab", "--vocab", "--tokens, --hidden, --vocab and --steps"),
+]
+
+
+@pytest.mark.parametrize("module, option, size, sizes", BENCH_COMMANDS)
+def test_bench_commands_help_and_bad_sizes(module, option, size, sizes):
+    done = run_bench(module, "--help")
+    assert done.returncode == 0 and "--tokens" in done.stdout and option in done.stdout
+    done = run_bench(module, size, "0")
     assert done.returncode == 2
-    assert done.stderr == "cudalab.bench.mlp: --tokens, --d-model, --hidden and --repeats must be positive\n"
+    assert done.stderr == f"cudalab.bench.{module}: {sizes} must be positive\n"
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU message needs a machine without one")
-def test_mlp_without_a_gpu_one_line_and_status_3():
-    done = run_mlp("--tokens", "8")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present: the no-GPU error cannot occur")
+@pytest.mark.parametrize("module", [command[0] for command in BENCH_COMMANDS])
+def test_bench_commands_without_a_gpu_one_line_and_status_3(module):
+    done = run_bench(module, "--tokens", "8")
     assert done.returncode == 3
-    assert done.stderr == "cudalab.bench.mlp: needs a CUDA GPU; torch sees none\n"
+    assert done.stderr == f"cudalab.bench.{module}: needs a CUDA GPU; torch sees none\n"
 
 
 @requires_cuda
 def test_mlp_checks_every_way_and_times_it():
-    done = run_mlp("--tokens", "512", "--d-model", "256", "--repeats", "2")
+    done = run_bench("mlp", "--tokens", "512", "--d-model", "256", "--repeats", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "FAILED" not in done.stdout and done.stdout.count(" us ") >= 9
-
-
-def run_lm_head(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "cudalab.bench.lm_head", *args], capture_output=True, text=True, timeout=300
-    )
-
-
-def test_lm_head_help_and_bad_sizes():
-    done = run_lm_head("--help")
-    assert done.returncode == 0 and "--tokens" in done.stdout and "--vocab" in done.stdout
-    done = run_lm_head("--vocab", "0")
-    assert done.returncode == 2
-    assert done.stderr == "cudalab.bench.lm_head: --tokens, --hidden, --vocab and --steps must be positive\n"
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present: the no-GPU error cannot occur")
-def test_lm_head_without_a_gpu_one_line_and_status_3():
-    done = run_lm_head("--tokens", "8")
-    assert done.returncode == 3
-    assert done.stderr == "cudalab.bench.lm_head: needs a CUDA GPU; torch sees none\n"
 
 
 def test_a_missing_cudalab_command_is_named(tmp_path, monkeypatch):
