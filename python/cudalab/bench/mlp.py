@@ -183,7 +183,8 @@ def main(argv=None):
           f"{torch.cuda.get_device_name()}")
     for row in rows:
         result = f"{row['median_ms'] * 1e3:9.1f} us" if "median_ms" in row else "FAILED: " + row["failed"]
-        print(f"{row['part']:17s} {row['variant']:16s} {result}  rel L2 {row['relative_l2']:.2g}")
+        error = f"  rel L2 {row['relative_l2']:.2g}" if "relative_l2" in row else ""
+        print(f"{row['part']:17s} {row['variant']:16s} {result}{error}")
     if args.json:
         result = {"tokens": args.tokens, "d_model": args.d_model, "hidden": hidden, "activation": args.activation,
                   "dtype": args.dtype, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}
