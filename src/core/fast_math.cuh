@@ -24,6 +24,21 @@ __device__ __forceinline__ float fast_reciprocal(float x) {
   return y;
 }
 
+// max(x, y) and min(x, y) that return NaN where either is NaN (max.NaN, min.NaN: one FMNMX each).
+// fmaxf and fminf return the other operand there, and a clamp by comparisons that keeps the NaN
+// costs a compare and a select a side.
+__device__ __forceinline__ float max_nan(float x, float y) {
+  float z;
+  asm("max.NaN.f32 %0, %1, %2;\n" : "=f"(z) : "f"(x), "f"(y));
+  return z;
+}
+
+__device__ __forceinline__ float min_nan(float x, float y) {
+  float z;
+  asm("min.NaN.f32 %0, %1, %2;\n" : "=f"(z) : "f"(x), "f"(y));
+  return z;
+}
+
 // tanh(x) as 1 - 2 / (e^(2|x|) + 1), the sign put back: one ex2.approx and one rcp.approx, within a
 // few 2^-24 of tanh absolutely (relatively worse only where |x| is under about 2^-10, where the
 // difference is still a few 2^-24); +-inf and NaN come out as tanhf's. tanhf is a call of about

@@ -61,35 +61,38 @@ struct Relu {
 // -inf * 0 = NaN. A NaN input stays NaN (the comparison is false for it).
 inline constexpr float kGeluFloor = -20.0f;
 
-__device__ __forceinline__ float gelu_input(float v) { return v < kGeluFloor ? kGeluFloor : v; }
+__device__ __forceinline__ float gelu_input(float v) { return max_nan(v, kGeluFloor); }
 
+// GELU (tanh) = v s with s = sigmoid(2 z), z = sqrt(2/pi) (v + c v^3): s = 1 / (1 + e), e = 2^q,
+// q = -2 log2(e) z (the exponent's scale folded into z's constants).
 struct GeluTanh {
-  static __device__ __forceinline__ float inner(float v) {
-    return v * fmaf(kSqrt2OverPi * kGeluCubic * v, v, kSqrt2OverPi);
+  static __device__ __forceinline__ float exponent(float v, float v2) {
+    constexpr float kScale = -2.0f * kLog2e * kSqrt2OverPi;
+    return v * fmaf(kScale * kGeluCubic, v2, kScale);
   }
-  // Past v ~ 1.8e19, z is inf: exp gives 0 and y is v (inf stays inf).
+  // Past v ~ 1.8e19, q is -inf: e is 0 and y is v (inf stays inf).
   static __device__ __forceinline__ float forward(float v) {
     v = gelu_input(v);
-    return __fdividef(v, 1.0f + __expf(-2.0f * inner(v)));
+    return v * fast_reciprocal(1.0f + fast_exp2(exponent(v, v * v)));
   }
-  // d/dv [v s] with s = sigmoid(2z): s + 2 v z' s (1 - s), and 1 - s = e s with e = exp(-2z), so no
-  // term cancels. |v| is clamped to 9, where the derivative is already 1 or below 1e-26 in fp32:
-  // further out e heads for overflow (e^88.7) and e * s for inf * 0.
+  // d/dv [v s] = s + 2 z' (v s)(1 - s), and 1 - s = e s, so no term cancels. |v| is clamped to 9,
+  // where the derivative is already 1 or below 1e-26 in fp32: further out e heads for overflow and
+  // e s for inf * 0.
   static __device__ __forceinline__ float derivative(float v) {
-    v = v < -9.0f ? -9.0f : (v > 9.0f ? 9.0f : v);  // a NaN stays NaN
-    const float e = __expf(-2.0f * inner(v));
-    const float s = __fdividef(1.0f, 1.0f + e);
-    const float dz = kSqrt2OverPi * fmaf(3.0f * kGeluCubic * v, v, 1.0f);
-    return s * fmaf(2.0f * v * dz, e * s, 1.0f);
+    float g;
+    forward_and_derivative(v, g);
+    return g;
   }
-  // One exponential and one reciprocal for both, from |v| clamped to 9: beyond it the forward is v
-  // (above) or below 1e-26 in magnitude (below), where v s(-9) stands for it.
+  // One exponential and one reciprocal for both, from w = v clamped to [-9, 9]. Beyond 9, s is 1
+  // exactly in fp32 (e < 2^-95), so v s is v there, inf included; below -9 the forward is under
+  // 1e-26 in magnitude, where gelu_input(v) s(-9) stands for it. A NaN stays NaN.
   static __device__ __forceinline__ float forward_and_derivative(float v, float& g) {
-    const float w = v < -9.0f ? -9.0f : (v > 9.0f ? 9.0f : v);  // a NaN stays NaN
-    const float e = __expf(-2.0f * inner(w));
-    const float s = __fdividef(1.0f, 1.0f + e);
-    g = s * fmaf(2.0f * w * (kSqrt2OverPi * fmaf(3.0f * kGeluCubic * w, w, 1.0f)), e * s, 1.0f);
-    return v > 9.0f ? v : gelu_input(v) * s;
+    const float w = min_nan(max_nan(v, -9.0f), 9.0f), w2 = w * w;
+    const float e = fast_exp2(exponent(w, w2));
+    const float s = fast_reciprocal(1.0f + e);
+    const float two_dz = fmaf(6.0f * kSqrt2OverPi * kGeluCubic, w2, 2.0f * kSqrt2OverPi);
+    g = fmaf(two_dz * (w * s), e * s, s);
+    return gelu_input(v) * s;
   }
 };
 
