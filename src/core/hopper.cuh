@@ -85,22 +85,36 @@ using TensorMapEncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuu
                                           CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
                                           CUtensorMapFloatOOBfill);
 
-// The driver's cuTensorMapEncodeTiled, found once through the runtime so the library needs no -lcuda.
-inline TensorMapEncodeTiled tensor_map_encoder() {
-  static const TensorMapEncodeTiled encoder = [] {
-    void* entry = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+// A driver function found through the runtime, so the library needs no -lcuda.
+template <typename Function>
+Function driver_function(const char* name) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
-    CUDALAB_CUDA_CHECK(
-        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &found));
+  CUDALAB_CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &entry, 12000, cudaEnableDefault, &found));
 #else
-    CUDALAB_CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &entry, cudaEnableDefault, &found));
+  CUDALAB_CUDA_CHECK(cudaGetDriverEntryPoint(name, &entry, cudaEnableDefault, &found));
 #endif
-    if (found != cudaDriverEntryPointSuccess || entry == nullptr)
-      throw Error(ErrorKind::unsupported_device, "the CUDA driver does not provide cuTensorMapEncodeTiled (TMA)",
-                  __FILE__, __LINE__);
-    return reinterpret_cast<TensorMapEncodeTiled>(entry);
-  }();
+  if (found != cudaDriverEntryPointSuccess || entry == nullptr)
+    throw Error(ErrorKind::unsupported_device, std::string("the CUDA driver does not provide ") + name, __FILE__,
+                __LINE__);
+  return reinterpret_cast<Function>(entry);
+}
+
+// The driver's cuTensorMapEncodeTiled (TMA), found once. It fails with CUDA_ERROR_INVALID_CONTEXT
+// on a thread with no current context, and the runtime makes one current only at a thread's first
+// call that needs it: an autograd worker thread whose first CUDA work is a cudalab product has none
+// yet. So the device's primary context is made current first where none is (a context the caller
+// made current is left as it is).
+inline TensorMapEncodeTiled tensor_map_encoder() {
+  static const TensorMapEncodeTiled encoder = driver_function<TensorMapEncodeTiled>("cuTensorMapEncodeTiled");
+  static const auto current_context = driver_function<CUresult (*)(CUcontext*)>("cuCtxGetCurrent");
+  CUcontext context = nullptr;
+  if (current_context(&context) != CUDA_SUCCESS || context == nullptr) {
+    int device = 0;
+    CUDALAB_CUDA_CHECK(cudaGetDevice(&device));
+    CUDALAB_CUDA_CHECK(cudaSetDevice(device));  // makes the primary context current (CUDA 12 and later)
+  }
   return encoder;
 }
 

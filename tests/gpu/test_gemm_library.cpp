@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -329,6 +330,32 @@ void check_gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, bool 
                          tolerance.output_absolute;
     ASSERT_LE(std::fabs(hdbias[j] - sum[j]), bound) << "dbias at " << j << ": " << hdbias[j] << " against " << sum[j];
   }
+}
+
+// A thread whose first CUDA work is a product has no current context (an autograd worker
+// thread's case): its tensor maps are encoded anyway, and the product has the calling thread's bits.
+TEST(LibraryGemm, FirstCudaWorkOfANewThread) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  using T = __nv_bfloat16;
+  const std::int64_t m = 4096, n = 4096, k = 4096;  // Hopper tiles: tensor maps encoded before any launch
+  DeviceBuffer<T> a(m * k), b(n * k), here(m * n), there(m * n);
+  harness::fill_random(DType::bf16, a.data(), a.size(), 61, harness::Distribution::normal, nullptr);
+  harness::fill_random(DType::bf16, b.data(), b.size(), 62, harness::Distribution::normal, nullptr);
+  gemm(m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, here.data(), n, nullptr, Transpose::yes);
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  std::string error;
+  std::thread worker([&] {
+    try {
+      gemm(m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, there.data(), n, nullptr, Transpose::yes);
+      CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  worker.join();
+  ASSERT_EQ(error, "");
+  const auto h = to_host(here.data(), here.size()), t = to_host(there.data(), there.size());
+  EXPECT_EQ(std::memcmp(h.data(), t.data(), h.size() * sizeof(T)), 0);
 }
 
 TEST(LibraryGemm, ActivationEpilogues) {

@@ -11,7 +11,8 @@ tanh GELU, and cudalab's product then ``bias_act``), and the gradient product th
 (``gemm_activation_backward``, which multiplies by the derivative the forward kept, against the
 product then ``bias_act_backward``). Each is first
 checked against fp32 (relative L2 of every output); one that fails reports the failure, not a
-time. Times are CUDA-event medians."""
+time. Times are CUDA-event medians of the GPU's time (kept busy while the host launches), every
+way called once a round in turn."""
 
 import argparse
 import json
@@ -70,28 +71,35 @@ def _relative_l2(got, want):
     return ((got.float() - want.float()).norm() / want.float().norm().clamp_min(1e-30)).item()
 
 
-def _median_ms(run, repeats):
-    for _ in range(2):  # warm-up: compilation, allocator growth
-        run()
-    times = []
+def _time_interleaved(timed, repeats):
+    """Sets each (row, run)'s median_ms: `repeats` rounds, each calling every run once in turn, so
+    a drift in the GPU's clocks falls on all of them alike."""
+    for _, run in timed:
+        for _ in range(2):  # warm-up: compilation, allocator growth
+            run()
+    samples = [[] for _ in timed]
     for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+        for (_, run), times in zip(timed, samples):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(100_000)  # the GPU busy while the host launches: its time, not the launch's
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    for (row, _), times in zip(timed, samples):
+        row["median_ms"] = statistics.median(times)
 
 
-def _timed(row, outputs, want, tolerance, run, repeats):
-    """Checks `outputs` against `want` and times `run` into `row`, or records the failure."""
+def _checked(row, outputs, want, tolerance, run, timed):
+    """Checks `outputs` against `want`: a failure is recorded in `row`, a pass queues `run` to be
+    timed."""
     errors = [_relative_l2(g, w) for g, w in zip(outputs, want)]
     row["relative_l2"] = max(errors)
     if max(errors) > tolerance:
         row["failed"] = f"relative L2 {max(errors):.3g} over {tolerance:g}"
     else:
-        row["median_ms"] = _median_ms(run, repeats)
+        timed.append((row, run))
     return row
 
 
@@ -111,7 +119,7 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
     want_step = [y32.detach(), *torch.autograd.grad(y32, exact, dy.float())]
     tolerance = TOLERANCE[dtype]
 
-    rows = []
+    rows, timed = [], []
     for name, technique, fn in _steps(activation):
         row = {"part": "mlp_step", "variant": name, "technique": technique}
 
@@ -120,7 +128,7 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
             return [y.detach(), *torch.autograd.grad(y, leaves, dy)]
 
         try:
-            rows.append(_timed(row, step(), want_step, tolerance, step, repeats))
+            rows.append(_checked(row, step(), want_step, tolerance, step, timed))
         except torch.cuda.OutOfMemoryError as error:
             row["failed"] = f"out of memory: {str(error).splitlines()[0]}"
             rows.append(row)
@@ -156,8 +164,9 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
             for name, technique, run in ways:
                 out = run()
                 outputs = list(out) if isinstance(out, tuple) else [out]
-                rows.append(_timed({"part": part, "variant": name, "technique": technique}, outputs, want,
-                                   tolerance, run, repeats))
+                rows.append(_checked({"part": part, "variant": name, "technique": technique}, outputs, want,
+                                     tolerance, run, timed))
+    _time_interleaved(timed, repeats)  # the steps need autograd: outside no_grad
     return rows
 
 
@@ -178,7 +187,11 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print("cudalab.bench.mlp: needs a CUDA GPU; torch sees none", file=sys.stderr)
         return 3
-    rows = measure(args.tokens, args.d_model, hidden, args.activation, DTYPES[args.dtype], args.repeats)
+    try:
+        rows = measure(args.tokens, args.d_model, hidden, args.activation, DTYPES[args.dtype], args.repeats)
+    except torch.cuda.OutOfMemoryError as error:
+        print(f"cudalab.bench.mlp: out of memory: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 4
     print(f"MLP {args.tokens} tokens x d_model {args.d_model} x hidden {hidden}, {args.activation}, {args.dtype}, "
           f"{torch.cuda.get_device_name()}")
     for row in rows:
