@@ -24,6 +24,7 @@ enum class Activation {
   relu = 0,       // max(v, 0); its derivative at v == 0 is taken as 0, as PyTorch's is
   gelu_tanh = 1,  // 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))), PyTorch's approximate="tanh"
   gelu_erf = 2,   // 0.5 v (1 + erf(v / sqrt(2))), PyTorch's default GELU
+  silu = 3,       // v sigmoid(v), PyTorch's F.silu (Swish)
 };
 
 // Every activation with its name, in value order: the one list that checks and messages use.
@@ -31,8 +32,10 @@ struct ActivationName {
   Activation activation;
   const char* name;
 };
-inline constexpr ActivationName kActivationNames[] = {
-    {Activation::relu, "relu"}, {Activation::gelu_tanh, "gelu_tanh"}, {Activation::gelu_erf, "gelu_erf"}};
+inline constexpr ActivationName kActivationNames[] = {{Activation::relu, "relu"},
+                                                      {Activation::gelu_tanh, "gelu_tanh"},
+                                                      {Activation::gelu_erf, "gelu_erf"},
+                                                      {Activation::silu, "silu"}};
 inline constexpr int kActivationCount = sizeof(kActivationNames) / sizeof(kActivationNames[0]);
 
 // Whether `value` is an Activation's value.

@@ -81,8 +81,8 @@ class Linear(torch.nn.Linear):
 
 
 class LinearActivation(torch.nn.Linear):
-    """``act(torch.nn.Linear(x))`` in one module, act ``"relu"``, ``"gelu_tanh"`` or ``"gelu_erf"``
-    (``activation``, default the tanh GELU): :func:`cudalab.ops.linear_activation`, the activation
+    """``act(torch.nn.Linear(x))`` in one module, act ``"relu"``, ``"gelu_tanh"``, ``"gelu_erf"`` or
+    ``"silu"`` (``activation``, default the tanh GELU): :func:`cudalab.ops.linear_activation`, the activation
     applied in the GEMM's epilogue. Its parameters are ``torch.nn.Linear``'s, so a state dict moves
     between the two. Where the next layer is a Linear too (a transformer's MLP),
     :func:`cudalab.ops.mlp` also fuses the backward's activation gradient into that layer's product."""

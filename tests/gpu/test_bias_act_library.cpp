@@ -19,7 +19,7 @@
 namespace cudalab {
 namespace {
 
-constexpr Activation kActivations[] = {Activation::relu, Activation::gelu_tanh, Activation::gelu_erf};
+constexpr Activation kActivations[] = {Activation::relu, Activation::gelu_tanh, Activation::gelu_erf, Activation::silu};
 
 struct Shape {
   std::int64_t rows, features;

@@ -368,6 +368,8 @@ TEST(LibraryGemm, ActivationEpilogues) {
   check_gemm_activation<__nv_bfloat16>(2, 4096, 1024, true, false, Activation::gelu_erf);   // decode, second pass
   check_gemm_activation<__nv_bfloat16>(300, 1004, 264, false, false, Activation::relu);     // no TMA store
   check_gemm_activation<__nv_bfloat16>(520, 512, 264, false, true, Activation::gelu_tanh);  // A stored k x m
+  check_gemm_activation<__nv_bfloat16>(1096, 2048, 264, true, false, Activation::silu);     // fused, big tiles
+  check_gemm_activation<__half>(130, 264, 72, true, false, Activation::silu);               // second pass
 }
 
 // No bias gradient asked (null: no scratch for it); too little scratch, D over the derivative, an

@@ -30,7 +30,7 @@ namespace {
 
 namespace ids = bias_act_ids;
 
-constexpr Activation kActivations[] = {Activation::relu, Activation::gelu_tanh, Activation::gelu_erf};
+constexpr Activation kActivations[] = {Activation::relu, Activation::gelu_tanh, Activation::gelu_erf, Activation::silu};
 constexpr DType kDtypes[] = {DType::f32, DType::bf16, DType::f16};
 
 using Array = cudalab::test_support::TypedArray;
@@ -94,8 +94,11 @@ TEST(BiasActReference, ActivationsAtKnownPoints) {
   EXPECT_NEAR(activation_reference(Activation::gelu_erf, -1.0), -0.15865525393145707, 1e-15);
   EXPECT_NEAR(activation_reference(Activation::gelu_tanh, 1.0), 0.8411919906082768, 1e-15);
   EXPECT_NEAR(activation_reference(Activation::gelu_tanh, -1.0), -0.15880800939172324, 1e-15);
-  // Far out, GELU is the identity or zero, never NaN.
-  for (Activation a : {Activation::gelu_tanh, Activation::gelu_erf}) {
+  // x / (1 + e^-x) at 1 and -1.
+  EXPECT_NEAR(activation_reference(Activation::silu, 1.0), 0.7310585786300049, 1e-15);
+  EXPECT_NEAR(activation_reference(Activation::silu, -1.0), -0.2689414213699951, 1e-15);
+  // Far out, GELU and SiLU are the identity or zero, never NaN.
+  for (Activation a : {Activation::gelu_tanh, Activation::gelu_erf, Activation::silu}) {
     EXPECT_EQ(activation_reference(a, 1e32), 1e32);
     EXPECT_EQ(activation_reference(a, -1e32), 0.0);
     EXPECT_EQ(activation_derivative_reference(a, 1e32), 1.0);
@@ -106,7 +109,7 @@ TEST(BiasActReference, ActivationsAtKnownPoints) {
 }
 
 TEST(BiasActReference, DerivativesMatchCentralDifferences) {
-  for (Activation a : {Activation::gelu_tanh, Activation::gelu_erf}) {
+  for (Activation a : {Activation::gelu_tanh, Activation::gelu_erf, Activation::silu}) {
     for (double v = -6; v <= 6; v += 0.37) {
       const double h = 1e-5;
       const double difference = (activation_reference(a, v + h) - activation_reference(a, v - h)) / (2 * h);
@@ -315,13 +318,13 @@ TEST(BiasActRegistry, VariantsRunEveryTestProblemOrSayWhyNot) {
     for (const Variant& v : op.variants) {
       for (const Problem& p : op.test_problems) {
         const std::string why = why_not(v, DeviceInfo{}, p);
-        if (v.id == ids::kTutorial && p.param(ids::kActivation) == 2) {
+        if (v.id == ids::kTutorial && p.param(ids::kActivation) >= 2) {
           EXPECT_NE(why, "") << p.label();
         } else {
           EXPECT_EQ(why, "") << v.id << " " << p.label();
         }
       }
-      EXPECT_NE(why_not(v, DeviceInfo{}, op.problem({4, 4}, DType::f32, {{ids::kActivation, 3}})), "") << v.id;
+      EXPECT_NE(why_not(v, DeviceInfo{}, op.problem({4, 4}, DType::f32, {{ids::kActivation, 4}})), "") << v.id;
     }
   }
   EXPECT_EQ(op_named(ids::kOp).variants.front().id, ids::kTutorial);
@@ -416,7 +419,7 @@ TEST(BiasActLibrary, ValidatesBeforeTouchingTheGpu) {
   auto* db = reinterpret_cast<float*>(std::uintptr_t{0x50000});
   const auto relu = Activation::relu;
   EXPECT_EQ(thrown_kind([&] { bias_act(f, b, y, -1, 4, relu); }), ErrorKind::invalid_argument);
-  EXPECT_EQ(thrown_kind([&] { bias_act(f, b, y, 4, 4, static_cast<Activation>(3)); }), ErrorKind::invalid_argument);
+  EXPECT_EQ(thrown_kind([&] { bias_act(f, b, y, 4, 4, static_cast<Activation>(4)); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { bias_act<float>(nullptr, b, y, 4, 4, relu); }), ErrorKind::invalid_argument);
   EXPECT_EQ(thrown_kind([&] { bias_act(f, b, reinterpret_cast<float*>(std::uintptr_t{0x30002}), 4, 4, relu); }),
             ErrorKind::invalid_argument);

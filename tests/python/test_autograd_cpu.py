@@ -38,6 +38,8 @@ def _eps_of(x, rstd, centred):
 
 def _bias_act(x, bias, activation):
     h = x + bias
+    if activation == "silu":
+        return F.silu(h)
     return F.relu(h) if activation == "relu" else F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
 
 
@@ -46,6 +48,9 @@ def _activation_derivative(v, activation):
         return (v > 0).to(v.dtype)
     if activation == "gelu_erf":
         return 0.5 * (1 + torch.erf(v / 2**0.5)) + v * torch.exp(-0.5 * v * v) / (2 * torch.pi) ** 0.5
+    if activation == "silu":
+        s = torch.sigmoid(v)
+        return s * (1 + v * (1 - s))
     inner = (2 / torch.pi) ** 0.5 * (v + 0.044715 * v**3)
     t = torch.tanh(inner)
     return 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * (2 / torch.pi) ** 0.5 * (1 + 3 * 0.044715 * v * v)
@@ -435,7 +440,7 @@ def test_inductor_lowers_every_op_through_an_explicit_fallback(cpu_kernels, monk
                for op in cudalab._inductor.cudalab_ops())
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf"])
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf", "silu"])
 def test_mlp_and_linear_activation_gradients_match_the_composition(cpu_kernels, activation):
     # The wiring of ops.mlp's and ops.linear_activation's autograd (the derivative the forward keeps,
     # the products the backward runs), in float64 on the CPU stand-ins, against the same layers
@@ -443,8 +448,9 @@ def test_mlp_and_linear_activation_gradients_match_the_composition(cpu_kernels, 
     leaves = [_double(*shape, seed=seed).requires_grad_() for seed, shape in
               enumerate([(6, 8), (12, 8), (12,), (8, 12), (8,)])]
     x, w1, b1, w2, b2 = leaves
-    act = (lambda h: F.relu(h)) if activation == "relu" else (
-        lambda h: F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none"))
+    def act(h):
+        return _bias_act(h, torch.zeros_like(h[0]), activation)
+
     for got, want, inputs in (
         (ops.mlp(x, w1, b1, w2, b2, activation), F.linear(act(F.linear(x, w1, b1)), w2, b2), leaves),
         (ops.linear_activation(x, w1, b1, activation), act(F.linear(x, w1, b1)), leaves[:3]),

@@ -538,6 +538,8 @@ def test_linear_backward_in_bfloat16_copies_nothing():
 def _activation_reference(h, activation):
     if activation == "relu":
         return F.relu(h)
+    if activation == "silu":
+        return F.silu(h)
     return F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
 
 
@@ -545,7 +547,7 @@ def _activation_reference(h, activation):
 # shapes on the Hopper tile kernels (fused) and off them (8 and 100 tokens: a second pass), every
 # activation, both 16-bit types; the forward and every gradient.
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf"])
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf", "silu"])
 @pytest.mark.parametrize("tokens, d, hidden", [(2048, 512, 2048), (1000, 264, 1056), (8, 264, 1024), (100, 520, 2056)])
 def test_mlp_matches_float64(dtype, activation, tokens, d, hidden):
     torch.manual_seed(tokens + d + hidden)
@@ -569,7 +571,7 @@ def test_mlp_matches_float64(dtype, activation, tokens, d, hidden):
         assert rel_l2(g, r) <= 2 * REL_L2[dtype], f"{name}: rel L2 {rel_l2(g, r):.3g}"
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf"])
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf", "silu"])
 def test_linear_activation_module_matches_float64(activation):
     torch.manual_seed(5)
     layer = cudalab.nn.LinearActivation(512, 1536, activation, device="cuda", dtype=torch.bfloat16)

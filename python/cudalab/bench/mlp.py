@@ -4,15 +4,15 @@ for each way of running it, and its two activation products alone:
     python -m cudalab.bench.mlp --tokens 8192 --d-model 1024 --json mlp.json
 
 The step: eager PyTorch, torch.compile of the same code, cudalab's ops one after another
-(``linear``, ``bias_gelu`` or ``bias_relu``, ``linear``) and ``cudalab.ops.mlp`` (the activation in
-the GEMMs' epilogues). The products: the first one with its bias and activation (cudalab's fused
-``gemm_activation``, cuBLASLt's bias + GELU epilogue through ``torch._addmm_activation`` for the
-tanh GELU, and cudalab's product then ``bias_act``), and the gradient product that feeds it
-(``gemm_activation_backward``, which multiplies by the derivative the forward kept, against the
-product then ``bias_act_backward``). Each is first
-checked against fp32 (relative L2 of every output); one that fails reports the failure, not a
-time. Times are CUDA-event medians of the GPU's time (kept busy while the host launches), every
-way called once a round in turn."""
+(``linear``, the bias + activation op of ``bias_gelu`` and ``bias_relu``, ``linear``) and
+``cudalab.ops.mlp`` (the activation in the GEMMs' epilogues). The products: the first one with its
+bias and activation (cudalab's fused ``gemm_activation``, cuBLASLt's bias + GELU epilogue through
+``torch._addmm_activation`` for the tanh GELU, and cudalab's product then ``bias_act``), and the
+gradient product that feeds it (``gemm_activation_backward``, which multiplies by the derivative
+the forward kept, against the product then ``bias_act_backward``). Each is first checked against
+fp32 (relative L2 of every output); one that fails reports the failure, not a time. Times are
+CUDA-event medians of the GPU's time (kept busy while the host launches), every way called once a
+round in turn."""
 
 import argparse
 import json
@@ -22,7 +22,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf")
+ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf", "silu")
 # Relative L2 against fp32: two roundings to the 16-bit type on the way (h, then y).
 TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
@@ -31,6 +31,8 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 def _act(h, activation):
     if activation == "relu":
         return F.relu(h)
+    if activation == "silu":
+        return F.silu(h)
     return F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
 
 
@@ -41,13 +43,8 @@ def _eager(activation):
 def _unfused(activation):
     from cudalab import ops
 
-    def run(x, w1, b1, w2, b2):
-        h = ops.linear(x, w1)
-        if activation == "relu":
-            h = ops.bias_relu(h, b1)
-        else:
-            h = ops.bias_gelu(h, b1, "tanh" if activation == "gelu_tanh" else "none")
-        return ops.linear(h, w2, b2)
+    def run(x, w1, b1, w2, b2):  # bias_act: the kernel of ops.bias_relu and ops.bias_gelu
+        return ops.linear(torch.ops.cudalab.bias_act(ops.linear(x, w1), b1, activation), w2, b2)
 
     return run
 
@@ -60,7 +57,7 @@ def _steps(activation):
         ("eager", "F.linear, the activation, F.linear", _eager(activation)),
         ("compile", "torch.compile(fullgraph=True) of the eager code",
          torch.compile(_eager(activation), fullgraph=True, dynamic=False)),
-        ("cudalab_unfused", "cudalab.ops.linear, bias_gelu / bias_relu, linear: the activation a pass of its own",
+        ("cudalab_unfused", "cudalab.ops.linear, bias + activation, linear: the activation a pass of its own",
          _unfused(activation)),
         ("cudalab_mlp", "cudalab.ops.mlp: the activation and its gradient in the GEMMs' epilogues",
          lambda x, w1, b1, w2, b2: ops.mlp(x, w1, b1, w2, b2, activation)),

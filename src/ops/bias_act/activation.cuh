@@ -145,6 +145,35 @@ struct GeluErf {
   }
 };
 
+// SiLU = v s with s = sigmoid(v) = 1 / (1 + e), e = 2^(-log2(e) v): one exponential and one
+// reciprocal. Below kSiluFloor v is raised to it, as GELU's input is: -inf gives -0 (SiLU(-100) is
+// -3.7e-42) rather than -inf * 0 = NaN.
+inline constexpr float kSiluFloor = -100.0f;
+
+struct Silu {
+  // Past v ~ 88, e is 0 and y is v (inf stays inf). A NaN stays NaN.
+  static __device__ __forceinline__ float forward(float v) {
+    v = max_nan(v, kSiluFloor);
+    return v * fast_reciprocal(1.0f + fast_exp2(-kLog2e * v));
+  }
+  // s + v s (1 - s), from w = v clamped to [-80, 80], where it is already 1 or within 2e-33 of 0.
+  static __device__ __forceinline__ float derivative(float v) {
+    float g;
+    forward_and_derivative(v, g);
+    return g;
+  }
+  // With 1 - s = e s: g = s + (w s)(e s), no term cancelling; |w| <= 80 keeps e finite and s
+  // normal. Beyond 80, s is 1 exactly in fp32, so v s is v there; below -80, |v s(-80)| < 2e-33
+  // stands for the forward.
+  static __device__ __forceinline__ float forward_and_derivative(float v, float& g) {
+    const float w = min_nan(max_nan(v, -80.0f), 80.0f);
+    const float e = fast_exp2(-kLog2e * w);
+    const float s = fast_reciprocal(1.0f + e);
+    g = fmaf(w * s, e * s, s);
+    return max_nan(v, kSiluFloor) * s;
+  }
+};
+
 // Calls launch(Act{}) with the activation's functor type, for a kernel templated on it and on
 // the element type T.
 template <typename T, typename Launch>
@@ -153,8 +182,9 @@ void with_activation(Activation activation, Launch&& launch) {
     case Activation::relu: launch(Relu{}); return;
     case Activation::gelu_tanh: launch(GeluTanh{}); return;
     case Activation::gelu_erf: launch(GeluErf<sizeof(T) == 2>{}); return;
+    case Activation::silu: launch(Silu{}); return;
   }
-  CUDALAB_REQUIRE(false, "bias_act: activation must be relu (0), gelu_tanh (1) or gelu_erf (2)");
+  CUDALAB_REQUIRE(false, "bias_act: activation must be relu (0), gelu_tanh (1), gelu_erf (2) or silu (3)");
 }
 
 // ---- V consecutive elements as one access ------------------------------------------------------

@@ -123,6 +123,7 @@ double activation_reference(Activation activation, double v) {
     case Activation::relu: return v > 0 ? v : 0.0;
     case Activation::gelu_tanh: return 0.5 * v * (1 + std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v)));
     case Activation::gelu_erf: return 0.5 * v * (1 + std::erf(v * kSqrtHalf));
+    case Activation::silu: return v / (1 + std::exp(-v));
   }
   return NAN;
 }
@@ -135,6 +136,10 @@ double activation_derivative_reference(Activation activation, double v) {
       return 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * kSqrt2OverPi * (1 + 3 * kGeluCubic * v * v);
     }
     case Activation::gelu_erf: return 0.5 * (1 + std::erf(v * kSqrtHalf)) + v * kInvSqrt2Pi * std::exp(-0.5 * v * v);
+    case Activation::silu: {
+      const double s = 1 / (1 + std::exp(-v));
+      return s * (1 + v * (1 - s));
+    }
   }
   return NAN;
 }

@@ -24,7 +24,7 @@ Activation activation_of(const Problem& p) {
   return static_cast<Activation>(static_cast<int>(p.param(ids::kActivation)));
 }
 
-// "0 (relu), 1 (gelu_tanh) or 2 (gelu_erf)"
+// "0 (relu), 1 (gelu_tanh), 2 (gelu_erf) or 3 (silu)"
 std::string activation_values() {
   std::string values;
   for (int i = 0; i < kActivationCount; ++i) {
@@ -88,8 +88,12 @@ Variant variant(const char* id, const char* technique, Role role, Launch launch)
 
 // fp32 operations per element, counting exp, tanh and erf as one each: these ops are memory-bound,
 // so the count only places them on the roofline's memory side.
-double forward_flops(Activation activation) { return activation == Activation::relu ? 2 : 9; }
-double backward_flops(Activation activation) { return activation == Activation::relu ? 3 : 16; }
+double forward_flops(Activation activation) {
+  return activation == Activation::relu ? 2 : activation == Activation::silu ? 5 : 9;
+}
+double backward_flops(Activation activation) {
+  return activation == Activation::relu ? 3 : activation == Activation::silu ? 10 : 16;
+}
 
 // Bench: 16384 x 8192 for every dtype and activation (claim C32 reads the bf16 and fp32 ones), and
 // the width sweep (row_op_bench_problems) for GELU (tanh), the activation with the most arithmetic
@@ -97,13 +101,15 @@ double backward_flops(Activation activation) { return activation == Activation::
 std::vector<Problem> bench_problems(const Op& op) {
   std::vector<Problem> problems = cross(op, {{16384, 8192}}, op.dtypes, {{ids::kActivation, 0}});
   for (const Problem& p : row_op_bench_problems(op, {{ids::kActivation, 1}})) problems.push_back(p);
-  for (const Problem& p : cross(op, {{16384, 8192}}, op.dtypes, {{ids::kActivation, 2}})) problems.push_back(p);
+  for (double activation : {2.0, 3.0})
+    for (const Problem& p : cross(op, {{16384, 8192}}, op.dtypes, {{ids::kActivation, activation}}))
+      problems.push_back(p);
   return problems;
 }
 
 // Test: rows 1, 2, 3, 7 and 300 across widths off every multiple (1, 3, 31, 33, 127, 1000, 1023,
 // 4097: rows not 16-byte aligned) and on them (128, 4096, 8192, 65536, 262144), every dtype, GELU
-// (tanh); four of them for ReLU and GELU (erf) too; and one large problem per op (~2^24 elements,
+// (tanh); four of them for ReLU, GELU (erf) and SiLU too; and one large problem per op (~2^24 elements,
 // checked on uniform inputs only by the GPU suite): forward 2097153 x 8, past 65535 row tiles of
 // the `tiled` rung so its blocks loop; backward 4097 x 4097, 33 partial sums per column of rows
 // that are not 16-byte aligned.
@@ -113,7 +119,7 @@ std::vector<Problem> test_problems(const Op& op, const std::vector<std::int64_t>
                                                          {2, 8192}, {3, 65536},  {2, 262144}, {1000, 1}};
   const std::vector<std::vector<std::int64_t>> every_activation = {{1, 1}, {300, 33}, {300, 4096}, {7, 4097}};
   std::vector<Problem> problems = cross(op, shapes, op.dtypes, {{ids::kActivation, 1}});
-  for (double activation : {0.0, 2.0})
+  for (double activation : {0.0, 2.0, 3.0})
     for (const Problem& p : cross(op, every_activation, op.dtypes, {{ids::kActivation, activation}}))
       problems.push_back(p);
   for (const Problem& p : cross(op, {large}, op.dtypes, {{ids::kActivation, 1}})) problems.push_back(p);

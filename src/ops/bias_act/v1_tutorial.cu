@@ -58,7 +58,7 @@ __global__ void fused_bias_gelu_kernel(T* output, const T* input, const T* bias,
 
 const char* tutorial_limits(std::int64_t rows, std::int64_t features, Activation activation) {
   if (activation != Activation::relu && activation != Activation::gelu_tanh)
-    return "the tutorial writes ReLU and tanh-GELU kernels only, no exact (erf) GELU";
+    return "the tutorial writes ReLU and tanh-GELU kernels only, no exact (erf) GELU or SiLU";
   if (rows * features > INT_MAX) return "the tutorial's int index b * features + f overflows past 2^31 - 1 elements";
   if ((features + kTutorialBlock - 1) / kTutorialBlock > 65535)
     return "the tutorial's grid puts ceil(features / 256) blocks on y, at most 65535";

@@ -574,6 +574,7 @@ __device__ __forceinline__ void with_activation_functor(int activation, Visit&& 
   switch (activation) {
     case static_cast<int>(Activation::relu): visit(bias_act_variants::Relu{}); return;
     case static_cast<int>(Activation::gelu_tanh): visit(bias_act_variants::GeluTanh{}); return;
+    case static_cast<int>(Activation::silu): visit(bias_act_variants::Silu{}); return;
     default: visit(bias_act_variants::GeluErf<true>{}); return;
   }
 }
