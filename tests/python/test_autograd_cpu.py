@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import cudalab  # noqa: F401  (registers the ops)
 from cudalab import nn as cnn
 from cudalab import ops
+from cudalab.bench.mlp import torch_activation
 
 
 def _gemm(a, b, c=None, alpha=1.0, beta=0.0, b_transposed=False):
@@ -37,10 +38,7 @@ def _eps_of(x, rstd, centred):
 
 
 def _bias_act(x, bias, activation):
-    h = x + bias
-    if activation == "silu":
-        return F.silu(h)
-    return F.relu(h) if activation == "relu" else F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
+    return torch_activation(x + bias, activation)
 
 
 def _activation_derivative(v, activation):

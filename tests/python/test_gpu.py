@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 import cudalab.nn
 from cudalab import ops
+from cudalab.bench.mlp import torch_activation
 from cudalab.bench.cases.attention import (
     ATTENTION_LSE_REL_L2,
     ATTENTION_REL_L2,
@@ -535,14 +536,6 @@ def test_linear_backward_in_bfloat16_copies_nothing():
     assert copies and "aten::copy_" in names
 
 
-def _activation_reference(h, activation):
-    if activation == "relu":
-        return F.relu(h)
-    if activation == "silu":
-        return F.silu(h)
-    return F.gelu(h, approximate="tanh" if activation == "gelu_tanh" else "none")
-
-
 # The MLP with its activation in the GEMMs' epilogues, against float64 on the same (rounded) inputs:
 # shapes on the Hopper tile kernels (fused) and off them (8 and 100 tokens: a second pass), every
 # activation, both 16-bit types; the forward and every gradient.
@@ -561,7 +554,7 @@ def test_mlp_matches_float64(dtype, activation, tokens, d, hidden):
     dy = torch.randn_like(y)
     grads = torch.autograd.grad(y, leaves, dy)
     exact = [t.detach().double().requires_grad_() for t in leaves]
-    ref = F.linear(_activation_reference(F.linear(exact[0], exact[1], exact[2]), activation), exact[3], exact[4])
+    ref = F.linear(torch_activation(F.linear(exact[0], exact[1], exact[2]), activation), exact[3], exact[4])
     refs = torch.autograd.grad(ref, exact, dy.double())
     assert y.dtype == dtype and y.shape == ref.shape
     # Two roundings to the 16-bit type on the way (the hidden activations, then y): twice the limit.
@@ -581,7 +574,7 @@ def test_linear_activation_module_matches_float64(activation):
     leaves = (x, layer.weight, layer.bias)
     grads = torch.autograd.grad(y, leaves, dy)
     exact = [t.detach().double().requires_grad_() for t in leaves]
-    ref = _activation_reference(F.linear(*exact), activation)
+    ref = torch_activation(F.linear(*exact), activation)
     refs = torch.autograd.grad(ref, exact, dy.double())
     assert y.shape == (4, 300, 1536) and rel_l2(y, ref) <= REL_L2[torch.bfloat16]
     for g, r in zip(grads, refs):

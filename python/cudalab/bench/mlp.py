@@ -28,7 +28,8 @@ TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
-def _act(h, activation):
+def torch_activation(h, activation):
+    """The activation cudalab names `activation`, by torch's own function (the references)."""
     if activation == "relu":
         return F.relu(h)
     if activation == "silu":
@@ -37,7 +38,7 @@ def _act(h, activation):
 
 
 def _eager(activation):
-    return lambda x, w1, b1, w2, b2: F.linear(_act(F.linear(x, w1, b1), activation), w2, b2)
+    return lambda x, w1, b1, w2, b2: F.linear(torch_activation(F.linear(x, w1, b1), activation), w2, b2)
 
 
 def _unfused(activation):
@@ -132,7 +133,7 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
 
     x, w1, b1, w2 = (t.detach() for t in leaves[:4])
     z32 = F.linear(x.float(), w1.float(), b1.float())
-    want_first = [_act(z32, activation)]
+    want_first = [torch_activation(z32, activation)]
     first = [
         ("cudalab_fused", "cudalab's gemm_activation (act' kept for the backward)",
          lambda: torch.ops.cudalab.gemm_activation(x, w1, b1, activation, True)[0]),
@@ -144,7 +145,7 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
                       lambda: torch._addmm_activation(b1, x, w1.t(), use_gelu=True)))
     z = z32.to(dtype)
     zr = z.float().requires_grad_()
-    (slope,) = torch.autograd.grad(_act(zr, activation), zr, torch.ones_like(zr))
+    (slope,) = torch.autograd.grad(torch_activation(zr, activation), zr, torch.ones_like(zr))
     g = slope.to(dtype)  # act'(z), as the fused forward keeps it
     da32 = dy.float() @ w2.float()
     dz32 = da32 * slope
