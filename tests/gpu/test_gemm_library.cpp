@@ -348,7 +348,7 @@ TEST(LibraryGemm, FirstCudaWorkOfANewThread) {
     try {
       gemm(m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, there.data(), n, nullptr, Transpose::yes);
       CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       error = e.what();
     }
   });

@@ -69,24 +69,34 @@ def _relative_l2(got, want):
     return ((got.float() - want.float()).norm() / want.float().norm().clamp_min(1e-30)).item()
 
 
+def _out_of_memory(row, error, when):
+    row["failed"] = f"out of memory {when}: {str(error).splitlines()[0]}"
+
+
 def _time_interleaved(timed, repeats):
     """Sets each (row, run)'s median_ms: `repeats` rounds, each calling every run once in turn, so
-    a drift in the GPU's clocks falls on all of them alike."""
-    for _, run in timed:
-        for _ in range(2):  # warm-up: compilation, allocator growth
-            run()
-    samples = [[] for _ in timed]
-    for _ in range(repeats):
-        for (_, run), times in zip(timed, samples):
+    a drift in the GPU's clocks falls on all of them alike. A run that runs out of memory is
+    recorded as failed and left out of the later rounds."""
+    samples = {id(row): [] for row, _ in timed}
+    for round_ in range(2 + repeats):  # two warm-up rounds: compilation, allocator growth
+        for row, run in timed:
+            if "failed" in row:
+                continue
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             torch.cuda._sleep(100_000)  # the GPU busy while the host launches: its time, not the launch's
             start.record()
-            run()
+            try:
+                run()
+            except torch.cuda.OutOfMemoryError as error:
+                _out_of_memory(row, error, "while timed")
+                continue
             end.record()
             end.synchronize()
-            times.append(start.elapsed_time(end))
-    for (row, _), times in zip(timed, samples):
-        row["median_ms"] = statistics.median(times)
+            if round_ >= 2:
+                samples[id(row)].append(start.elapsed_time(end))
+    for row, _ in timed:
+        if "failed" not in row:
+            row["median_ms"] = statistics.median(samples[id(row)])
 
 
 def _checked(row, outputs, want, tolerance, run, timed):
@@ -128,7 +138,7 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
         try:
             rows.append(_checked(row, step(), want_step, tolerance, step, timed))
         except torch.cuda.OutOfMemoryError as error:
-            row["failed"] = f"out of memory: {str(error).splitlines()[0]}"
+            _out_of_memory(row, error, "while checked")
             rows.append(row)
 
     x, w1, b1, w2 = (t.detach() for t in leaves[:4])
@@ -157,13 +167,21 @@ def measure(tokens, d_model, hidden, activation, dtype, repeats):
         ("cudalab_unfused", "cudalab's product, then bias_act_backward",
          lambda: torch.ops.cudalab.bias_act_backward(z, zero, ops.gemm(dy, w2), activation)),
     ]
+    out = None
     with torch.no_grad():
         for part, ways, want in (("first_product", first, want_first), ("gradient_product", gradient, want_gradient)):
             for name, technique, run in ways:
-                out = run()
-                outputs = list(out) if isinstance(out, tuple) else [out]
-                rows.append(_checked({"part": part, "variant": name, "technique": technique}, outputs, want,
-                                     tolerance, run, timed))
+                row = {"part": part, "variant": name, "technique": technique}
+                try:
+                    out = run()
+                    rows.append(_checked(row, list(out) if isinstance(out, tuple) else [out], want, tolerance,
+                                         run, timed))
+                except torch.cuda.OutOfMemoryError as error:
+                    _out_of_memory(row, error, "while checked")
+                    rows.append(row)
+    # The fp32 references and the last checked outputs are done with: their memory goes back
+    # before the timing.
+    del want_step, exact, y32, z32, want_first, zr, slope, da32, dz32, want_gradient, out
     _time_interleaved(timed, repeats)  # the steps need autograd: outside no_grad
     return rows
 

@@ -515,6 +515,7 @@ template <typename T, typename Box, bool kBlend, int kRegisters>
 __device__ __forceinline__ void store_boxes_tma(const OutputMatrix<T>& out, const float (&acc)[kRegisters],
                                                 const CUtensorMap* c_map, std::uint32_t staging, int row0, int col0,
                                                 int z, int barrier_id, bool load_old) {
+  static_assert(kRegisters / 32 % 2 == 0, "an even count of boxes: the next tile's box 0 reuses buffer 0");
   const int t = static_cast<int>(threadIdx.x) % 128;
   std::uint32_t old[kRegisters / 2];
   if (load_old) {
