@@ -58,7 +58,7 @@ struct Relu {
 
 // Below this GELU is -0 in fp32 (|GELU(-20)| < 1e-80); inputs under it are raised to it, so -inf (an
 // fp16 x + bias that overflowed, as the unfused baseline stores it) gives -0 rather than
-// -inf * 0 = NaN. A NaN input stays NaN (the comparison is false for it).
+// -inf * 0 = NaN. A NaN input stays NaN (max.NaN keeps it).
 inline constexpr float kGeluFloor = -20.0f;
 
 __device__ __forceinline__ float gelu_input(float v) { return max_nan(v, kGeluFloor); }
