@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -40,6 +41,16 @@ inline constexpr int kActivationCount = sizeof(kActivationNames) / sizeof(kActiv
 
 // Whether `value` is an Activation's value.
 inline constexpr bool is_activation(long long value) { return value >= 0 && value < kActivationCount; }
+
+// Every value with its name, for messages: "0 (relu), 1 (gelu_tanh), 2 (gelu_erf) or 3 (silu)".
+inline std::string activation_values() {
+  std::string values;
+  for (int i = 0; i < kActivationCount; ++i) {
+    if (i > 0) values += i + 1 == kActivationCount ? " or " : ", ";
+    values += std::to_string(i) + " (" + kActivationNames[i].name + ")";
+  }
+  return values;
+}
 
 // y = act(x + bias), asynchronously on `stream`. x and y are rows x features, dense and
 // row-major; bias holds `features` values. Device pointers aligned to their element size, of any

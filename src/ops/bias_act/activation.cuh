@@ -184,7 +184,7 @@ void with_activation(Activation activation, Launch&& launch) {
     case Activation::gelu_erf: launch(GeluErf<sizeof(T) == 2>{}); return;
     case Activation::silu: launch(Silu{}); return;
   }
-  CUDALAB_REQUIRE(false, "bias_act: activation must be relu (0), gelu_tanh (1), gelu_erf (2) or silu (3)");
+  CUDALAB_REQUIRE(false, "bias_act: activation must be " + activation_values());
 }
 
 // ---- V consecutive elements as one access ------------------------------------------------------

@@ -24,16 +24,6 @@ Activation activation_of(const Problem& p) {
   return static_cast<Activation>(static_cast<int>(p.param(ids::kActivation)));
 }
 
-// "0 (relu), 1 (gelu_tanh), 2 (gelu_erf) or 3 (silu)"
-std::string activation_values() {
-  std::string values;
-  for (int i = 0; i < kActivationCount; ++i) {
-    if (i > 0) values += i + 1 == kActivationCount ? " or " : ", ";
-    values += std::to_string(i) + " (" + kActivationNames[i].name + ")";
-  }
-  return values;
-}
-
 std::string activation_problem(const Problem& p) {
   const double a = p.param(ids::kActivation);
   if (a == static_cast<double>(static_cast<long long>(a)) && is_activation(static_cast<long long>(a))) return "";

@@ -269,7 +269,7 @@ v::GemmArgs<T> with_c(v::GemmArgs<T> args, const T* c, std::int64_t ldc, const c
 
 void require_activation(Activation activation, const char* call) {
   CUDALAB_REQUIRE(is_activation(static_cast<long long>(activation)),
-                  std::string(call) + ": activation must be relu (0), gelu_tanh (1), gelu_erf (2) or silu (3), got " +
+                  std::string(call) + ": activation must be " + activation_values() + ", got " +
                       std::to_string(static_cast<long long>(activation)));
 }
 
