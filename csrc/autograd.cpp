@@ -129,6 +129,14 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
 // ---- layer_norm and rms_norm: the statistics leave the node detached (outputs without
 // gradients; marking them non-differentiable would stop compiled autograd)
 
+// An output's gradient, or zeros of its shape where autograd passes none: the functions below turn
+// off autograd's zero-filling of missing gradients (set_materialize_grads), which cost an
+// allocation and a fill kernel for each saved statistic (mean, rstd, lse) in every backward, and
+// fill here only for an output that is used and has no gradient (the residual stream's end).
+at::Tensor gradient_or_zeros(const at::Tensor& gradient, const at::Tensor& output) {
+  return gradient.defined() ? gradient : at::zeros_like(output);
+}
+
 using LayerNormSignature = Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, double);
 
 class LayerNorm : public torch::autograd::Function<LayerNorm> {
@@ -136,6 +144,7 @@ class LayerNorm : public torch::autograd::Function<LayerNorm> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                                const at::Tensor& bias, double eps) {
     static const auto op = op_named<LayerNormSignature>("cudalab::layer_norm");
+    ctx->set_materialize_grads(false);
     auto [y, mean, rstd] = below_autograd([&] { return op.call(x, weight, bias, eps); });
     ctx->save_for_backward({x, weight, mean, rstd});
     return {y, mean, rstd};
@@ -146,7 +155,8 @@ class LayerNorm : public torch::autograd::Function<LayerNorm> {
     static const auto op = op_named<Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                              const at::Tensor&)>("cudalab::layer_norm_backward");
     const auto s = ctx->get_saved_variables();
-    auto [dx, dweight, dbias] = op.call(s[0], grads[0].contiguous(), s[1], s[2], s[3]);
+    const at::Tensor dy = gradient_or_zeros(grads[0], s[0]).contiguous();
+    auto [dx, dweight, dbias] = op.call(s[0], dy, s[1], s[2], s[3]);
     return {dx, dweight, dbias, at::Tensor()};
   }
 };
@@ -166,6 +176,7 @@ class RmsNorm : public torch::autograd::Function<RmsNorm> {
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight, double eps) {
     static const auto op = op_named<RmsNormSignature>("cudalab::rms_norm");
+    ctx->set_materialize_grads(false);
     auto [y, rstd] = below_autograd([&] { return op.call(x, weight, eps); });
     ctx->save_for_backward({x, weight, rstd});
     return {y, rstd};
@@ -177,7 +188,8 @@ class RmsNorm : public torch::autograd::Function<RmsNorm> {
         op_named<Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&)>(
             "cudalab::rms_norm_backward");
     const auto s = ctx->get_saved_variables();
-    auto [dx, dweight] = op.call(s[0], grads[0].contiguous(), s[1], s[2]);
+    const at::Tensor dy = gradient_or_zeros(grads[0], s[0]).contiguous();
+    auto [dx, dweight] = op.call(s[0], dy, s[1], s[2]);
     return {dx, dweight, at::Tensor()};
   }
 };
@@ -195,11 +207,6 @@ Tensors2 rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 // gradient of its own (the residual stream's); the backward adds it to the norm's, and that sum is
 // both x's and the residual's gradient.
 
-// h's gradient, or zeros where the stream ends at this norm (autograd passes an undefined one).
-at::Tensor residual_gradient(const at::Tensor& dh, const at::Tensor& h) {
-  return dh.defined() ? dh.contiguous() : at::zeros_like(h);
-}
-
 using AddLayerNormSignature = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&,
                                                                                          const at::Tensor&,
                                                                                          const at::Tensor&,
@@ -210,6 +217,7 @@ class AddLayerNorm : public torch::autograd::Function<AddLayerNorm> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
                                const at::Tensor& weight, const at::Tensor& bias, double eps) {
     static const auto op = op_named<AddLayerNormSignature>("cudalab::add_layer_norm");
+    ctx->set_materialize_grads(false);
     auto [y, h, mean, rstd] = below_autograd([&] { return op.call(x, residual, weight, bias, eps); });
     ctx->save_for_backward({h, weight, mean, rstd});
     return {y, h, mean, rstd};
@@ -220,8 +228,9 @@ class AddLayerNorm : public torch::autograd::Function<AddLayerNorm> {
     static const auto op = op_named<Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                              const at::Tensor&, const at::Tensor&)>("cudalab::add_layer_norm_backward");
     const auto s = ctx->get_saved_variables();
-    const at::Tensor dy = grads[0].defined() ? grads[0].contiguous() : at::zeros_like(s[0]);
-    auto [dx, dweight, dbias] = op.call(s[0], dy, residual_gradient(grads[1], s[0]), s[1], s[2], s[3]);
+    const at::Tensor dy = gradient_or_zeros(grads[0], s[0]).contiguous();
+    const at::Tensor dh = gradient_or_zeros(grads[1], s[0]).contiguous();
+    auto [dx, dweight, dbias] = op.call(s[0], dy, dh, s[1], s[2], s[3]);
     return {dx, dx, dweight, dbias, at::Tensor()};
   }
 };
@@ -245,6 +254,7 @@ class AddRmsNorm : public torch::autograd::Function<AddRmsNorm> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
                                const at::Tensor& weight, double eps) {
     static const auto op = op_named<AddRmsNormSignature>("cudalab::add_rms_norm");
+    ctx->set_materialize_grads(false);
     auto [y, h, rstd] = below_autograd([&] { return op.call(x, residual, weight, eps); });
     ctx->save_for_backward({h, weight, rstd});
     return {y, h, rstd};
@@ -255,8 +265,9 @@ class AddRmsNorm : public torch::autograd::Function<AddRmsNorm> {
     static const auto op = op_named<Tensors2(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                              const at::Tensor&)>("cudalab::add_rms_norm_backward");
     const auto s = ctx->get_saved_variables();
-    const at::Tensor dy = grads[0].defined() ? grads[0].contiguous() : at::zeros_like(s[0]);
-    auto [dx, dweight] = op.call(s[0], dy, residual_gradient(grads[1], s[0]), s[1], s[2]);
+    const at::Tensor dy = gradient_or_zeros(grads[0], s[0]).contiguous();
+    const at::Tensor dh = gradient_or_zeros(grads[1], s[0]).contiguous();
+    auto [dx, dweight] = op.call(s[0], dy, dh, s[1], s[2]);
     return {dx, dx, dweight, at::Tensor()};
   }
 };
@@ -493,6 +504,7 @@ class Attention : public torch::autograd::Function<Attention> {
                                const c10::optional<double>& scale, bool causal, std::int64_t window_left,
                                std::int64_t window_right) {
     static const auto op = op_named<AttentionSignature>("cudalab::attention");
+    ctx->set_materialize_grads(false);
     auto [o, lse] = below_autograd([&] { return op.call(q, k, v, scale, causal, window_left, window_right); });
     ctx->save_for_backward({q, k, v, o, lse});
     AttentionMask{causal, window_left, window_right}.save(ctx, scale);
@@ -507,8 +519,8 @@ class Attention : public torch::autograd::Function<Attention> {
             "cudalab::attention_backward");
     const auto s = ctx->get_saved_variables();
     const AttentionMask mask = AttentionMask::saved(ctx);
-    auto [dq, dk, dv] = op.call(s[0], s[1], s[2], s[3], s[4], head_dim_contiguous(grads[0]), saved_scale(ctx),
-                                mask.causal, mask.window_left, mask.window_right);
+    auto [dq, dk, dv] = op.call(s[0], s[1], s[2], s[3], s[4], head_dim_contiguous(gradient_or_zeros(grads[0], s[3])),
+                                saved_scale(ctx), mask.causal, mask.window_left, mask.window_right);
     return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -534,6 +546,7 @@ class AttentionPacked : public torch::autograd::Function<AttentionPacked> {
                                const c10::optional<double>& scale, bool causal, std::int64_t window_left,
                                std::int64_t window_right) {
     static const auto op = op_named<AttentionPackedSignature>("cudalab::attention_packed");
+    ctx->set_materialize_grads(false);
     auto [o, lse] =
         below_autograd([&] { return op.call(qkv, heads, kv_heads, scale, causal, window_left, window_right); });
     ctx->save_for_backward({qkv, o, lse});
@@ -551,9 +564,9 @@ class AttentionPacked : public torch::autograd::Function<AttentionPacked> {
             "cudalab::attention_packed_backward");
     const auto s = ctx->get_saved_variables();
     const AttentionMask mask = AttentionMask::saved(ctx);
-    at::Tensor dqkv = op.call(s[0], s[1], s[2], head_dim_contiguous(grads[0]), ctx->saved_data["heads"].toInt(),
-                              ctx->saved_data["kv_heads"].toInt(), saved_scale(ctx), mask.causal, mask.window_left,
-                              mask.window_right);
+    at::Tensor dqkv = op.call(s[0], s[1], s[2], head_dim_contiguous(gradient_or_zeros(grads[0], s[1])),
+                              ctx->saved_data["heads"].toInt(), ctx->saved_data["kv_heads"].toInt(), saved_scale(ctx),
+                              mask.causal, mask.window_left, mask.window_right);
     return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };

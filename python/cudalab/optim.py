@@ -38,6 +38,14 @@ class AdamW(torch.optim.Optimizer):
             raise ValueError(f"cudalab.optim.AdamW: betas must be in [0, 1), got {betas}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
         self.master_weights = master_weights
+        self._counts = {}  # per group: its last step's parameters, states and their step counts
+
+    def __getstate__(self):  # torch's keeps only defaults, state and param_groups
+        return {**super().__getstate__(), "master_weights": self.master_weights}
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._counts = {}
 
     def _mixed(self, p):
         return self.master_weights and p.dtype in (torch.bfloat16, torch.float16)
@@ -72,24 +80,46 @@ class AdamW(torch.optim.Optimizer):
             state["exp_avg"], state["exp_avg_sq"] = state["exp_avg"].float(), state["exp_avg_sq"].float()
         return state
 
+    def _step_counts(self, index, params):
+        """The states of group `index`'s parameters `params` and their step counts as one CPU tensor,
+        each state's ``step`` (a 0-dim CPU tensor, as torch keeps it) a view of it: one add and one
+        read a step for the group, where one of each per parameter took longer on the host than the
+        update on the GPU. Made again when the parameters with gradients or any state's ``step``
+        tensor change (a loaded state dict, a parameter without a gradient this step)."""
+        kept = self._counts.get(index)
+        if kept is not None:
+            kept_params, states, counts, views = kept
+            if (
+                len(kept_params) == len(params)
+                and all(a is b for a, b in zip(kept_params, params))
+                and all(self.state[p] is s and s["step"] is view for p, s, view in zip(params, states, views))
+                and not any(p.grad.is_sparse for p in params)
+            ):
+                return states, counts
+        states = [self._state_of(p) for p in params]
+        counts = torch.tensor([float(state["step"]) for state in states], dtype=torch.float32)
+        views = list(counts.unbind())
+        for state, view in zip(states, views):
+            state["step"] = view
+        self._counts[index] = (params, states, counts, views)
+        return states, counts
+
     @torch.no_grad()
     def step(self, closure=None):
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             # One call per (device, dtype, step count, master weights or not): the step's bias
-            # corrections are the call's. The step counts (CPU tensors, as torch keeps them) are
-            # incremented and read in one call each, not one per parameter.
+            # corrections are the call's.
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
                 continue
-            states = [self._state_of(p) for p in params]
-            steps = [state["step"] for state in states]
-            torch._foreach_add_(steps, 1)
+            states, counts = self._step_counts(index, params)
+            counts.add_(1)
             batches = {}
-            for p, state, step in zip(params, states, torch.stack(steps).tolist()):
+            for p, state, step in zip(params, states, counts.tolist()):
                 mixed = self._mixed(p)
                 key = (p.device, p.dtype, int(step), mixed)
                 arrays = (p, p.grad, state["exp_avg"], state["exp_avg_sq"]) + ((state["master"],) if mixed else ())

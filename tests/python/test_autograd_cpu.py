@@ -457,3 +457,26 @@ def test_mlp_and_linear_activation_gradients_match_the_composition(cpu_kernels, 
         dy = _double(*got.shape, seed=9)
         for g, r in zip(torch.autograd.grad(got, inputs, dy), torch.autograd.grad(want, inputs, dy)):
             torch.testing.assert_close(g, r)
+
+
+def test_statistics_outputs_cost_no_zero_filled_gradients(cpu_kernels):
+    # mean, rstd and lse leave the nodes without gradients: autograd must not fill zeros for them
+    # (aten::zeros, an allocation and a kernel each, a layer's worth in every step).
+    from torch.profiler import ProfilerActivity, profile
+
+    x, r, w, b = _double(3, 8), _double(3, 8, seed=3), _double(8, seed=1), _double(8, seed=2)
+    qkv = _double(2, 5, 3 * 2 * 4, seed=4)
+    q, k, v = _double(1, 2, 5, 4, seed=1), _double(1, 2, 5, 4, seed=2), _double(1, 2, 5, 4, seed=3)
+    cases = {
+        "layer_norm": lambda: ops.layer_norm(x, w, b),
+        "rms_norm": lambda: ops.rms_norm(x, w),
+        "add_layer_norm": lambda: (lambda out: out[0] + out[1])(ops.add_layer_norm(x, r, w, b)),
+        "add_rms_norm": lambda: (lambda out: out[0] + out[1])(ops.add_rms_norm(x, r, w)),
+        "attention": lambda: torch.ops.cudalab.attention(q, k, v, None, True)[0],
+        "attention_packed": lambda: ops.attention_packed(qkv, 2, causal=True)[0],
+    }
+    for name, forward in cases.items():
+        y = forward()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            y.backward(torch.ones_like(y))
+        assert not [e.name for e in prof.events() if e.name == "aten::zeros"], name

@@ -46,3 +46,44 @@ def test_adamw_matches_torch_step_for_step():
         loaded = torch.optim.AdamW([torch.nn.Parameter(p.detach().clone()) for p in ours], lr=0.1)
         loaded.load_state_dict(opt.state_dict())
         assert int(loaded.state_dict()["state"][2]["step"]) == 4
+
+
+def test_step_counts_follow_replaced_states_and_copies():
+    # The counts are kept as one tensor a group between steps; a state replaced from outside (a
+    # loaded state dict, a step tensor assigned) or a copied optimizer must still count from its own.
+    import copy
+
+    calls = []  # each call's step count
+
+    def counted(*args):
+        calls.append(args[-1])
+        _adamw_(*args)
+
+    with torch.library._scoped_library("cudalab", "IMPL") as lib:
+        lib.impl("adamw_", counted, "CPU")
+        params = [torch.nn.Parameter(torch.ones(2, dtype=torch.float64)) for _ in range(2)]
+        opt = AdamW(params, lr=0.1, master_weights=True)  # float64: stepped without a master copy
+
+        def step():
+            for p in params:
+                p.grad = torch.ones_like(p)
+            opt.step()
+
+        step()
+        step()
+        assert [int(opt.state[p]["step"]) for p in params] == [2, 2]
+        saved = copy.deepcopy(opt.state_dict())
+        opt.state[params[1]]["step"] = torch.tensor(10.0)
+        step()
+        assert [int(opt.state[p]["step"]) for p in params] == [3, 11] and calls[-2:] in ([3, 11], [11, 3])
+        opt.load_state_dict(saved)
+        step()
+        assert [int(opt.state[p]["step"]) for p in params] == [3, 3] and calls[-1] == 3
+        twin = copy.deepcopy(opt)
+        assert twin.master_weights
+        for p in twin.param_groups[0]["params"]:
+            p.grad = torch.ones_like(p)
+        twin.step()
+        assert [int(twin.state[p]["step"]) for p in twin.param_groups[0]["params"]] == [4, 4]
+        assert [int(opt.state[p]["step"]) for p in params] == [3, 3]
+        assert int(saved["state"][0]["step"]) == 2  # the saved dict is not a view of the live counts
