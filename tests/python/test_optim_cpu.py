@@ -4,6 +4,9 @@ must then match torch.optim.AdamW step for step: state made at the first step, s
 parameter (a parameter without a gradient skips a step and then steps with its own count, in a
 separate call), and a state_dict that loads into torch's optimizer."""
 
+import contextlib
+import copy
+
 import torch
 
 import cudalab  # noqa: F401  (registers the ops)
@@ -19,8 +22,10 @@ def _adamw_(params, grads, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, weight_
         p.addcdiv_(m, denominator, value=-lr / (1 - beta1**step))
 
 
-def test_adamw_matches_torch_step_for_step():
-    calls = []  # each call's step count
+@contextlib.contextmanager
+def _cpu_adamw():
+    """The CPU stand-in in place of the kernels, for the block; yields the list of each call's step count."""
+    calls = []
 
     def counted(*args):
         calls.append(args[-1])
@@ -28,6 +33,11 @@ def test_adamw_matches_torch_step_for_step():
 
     with torch.library._scoped_library("cudalab", "IMPL") as lib:
         lib.impl("adamw_", counted, "CPU")
+        yield calls
+
+
+def test_adamw_matches_torch_step_for_step():
+    with _cpu_adamw() as calls:
         g = torch.Generator().manual_seed(0)
         ours = [torch.nn.Parameter(torch.randn(3, 4, dtype=torch.float64, generator=g)) for _ in range(3)]
         theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
@@ -51,16 +61,7 @@ def test_adamw_matches_torch_step_for_step():
 def test_step_counts_follow_replaced_states_and_copies():
     # The counts are kept as one tensor a group between steps; a state replaced from outside (a
     # loaded state dict, a step tensor assigned) or a copied optimizer must still count from its own.
-    import copy
-
-    calls = []  # each call's step count
-
-    def counted(*args):
-        calls.append(args[-1])
-        _adamw_(*args)
-
-    with torch.library._scoped_library("cudalab", "IMPL") as lib:
-        lib.impl("adamw_", counted, "CPU")
+    with _cpu_adamw() as calls:
         params = [torch.nn.Parameter(torch.ones(2, dtype=torch.float64)) for _ in range(2)]
         opt = AdamW(params, lr=0.1, master_weights=True)  # float64: stepped without a master copy
 
