@@ -94,6 +94,7 @@ def test_models_command_refuses_bad_sizes_before_looking_for_a_gpu():
     assert main(["--batch", "0"]) == 2
     assert main(["--model", "llama", "--seq", "-1"]) == 2
     assert main(["--vocab", "0"]) == 2
+    assert main(["--rounds", "0"]) == 2
 
 
 def test_models_command_refuses_a_parity_of_no_steps_and_compile_with_parity():
@@ -135,6 +136,19 @@ def test_gemms_time_each_product_both_ways(tmp_path):
     assert len(result["gemms"]) == 3 * len(shapes)
     assert all(row["torch_us"] > 0 and row["cudalab_us"] > 0 and row["tokens"] == 128 for row in result["gemms"])
     assert result["gemm_ms"]["torch"] > 0 and result["gemm_ms"]["cudalab"] > 0
+
+
+@requires_cuda
+def test_speed_run_times_each_model_in_rounds(tmp_path):
+    out = tmp_path / "speed.json"
+    assert main(["--layers", "1", "--seq", "64", "--batch", "2", "--vocab", "256", "--steps", "2", "--rounds", "3",
+                 "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["rounds"] == 3 and result["cudalab_over_torch"] > 0
+    for name in ("torch", "cudalab"):
+        row = result[name]
+        assert len(row["step_ms_rounds"]) == 3 and row["step_ms"] == sorted(row["step_ms_rounds"])[1]
+        assert row["peak_gib"] > 0 and row["profile"]["kernel_ms"] > 0 and row["tokens_per_s"] > 0
 
 
 @requires_cuda

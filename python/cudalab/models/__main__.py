@@ -1,7 +1,8 @@
 """``python -m cudalab.models``: a bf16 AdamW training step of a model built from torch.nn (with
 torch.optim.AdamW, fused) and from cudalab's ops (with cudalab.optim.AdamW), same weights, same
-batch, timed on the current GPU with its peak memory (``--compile``: each under torch.compile too);
-then one eager step of each under torch.profiler: their top kernels and the time in copy kernels.
+batch, timed on the current GPU in rounds of ``--steps`` steps of each in turn, with its peak memory
+(``--compile``: each under torch.compile too); then one eager step of each under torch.profiler:
+their top kernels and the time in copy kernels.
 ``--parity STEPS`` trains both instead and compares their losses step by step and their gradients
 at step 0; ``--generate TOKENS`` times greedy decoding with a key-value cache (the Llama). ``--hf`` times
 Hugging Face's LlamaForCausalLM of the same configuration instead: its training step unpatched,
@@ -15,6 +16,7 @@ import contextlib
 import gc
 import json
 import math
+import statistics
 import sys
 from dataclasses import asdict
 
@@ -100,36 +102,59 @@ def _build(model_class, config, ops, initial):
 
 def _speed(model_class, config, args, inputs, targets, result):
     """Each variant's step time, tokens/s and peak memory from the same initial weights; the eager
-    ones' profiles."""
-    variants = ["torch", "cudalab"] + (["torch+compile", "cudalab+compile"] if args.compile else [])
-    initial = None
-    for name in variants:
-        print(f"{name}: building and timing {args.steps} steps", file=sys.stderr, flush=True)
+    ones' profiles. The variants are built and warmed up one after another, each keeping its
+    weights and optimizer state; its peak memory is what its steps add to what was resident before
+    it was built. Then `args.rounds` rounds time `args.steps` steps of each variant in turn: the
+    GPU's clocks fall as it heats under its power cap, and timed in turn every variant meets the
+    same clocks. A variant's time is its median round, a ratio the median of the rounds' ratios."""
+    names = ["torch", "cudalab"] + (["torch+compile", "cudalab+compile"] if args.compile else [])
+    variants, initial = {}, None
+    for name in names:
+        print(f"{name}: building and warming up", file=sys.stderr, flush=True)
+        torch.cuda.synchronize()
+        resident = torch.cuda.memory_allocated()
         model, optimizer, initial = _build(model_class, config, name.split("+")[0], initial)
         runner = torch.compile(model) if name.endswith("+compile") else model
-        torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-        ms, loss = _time_steps(runner, optimizer, inputs, targets, args.steps)
-        peak = torch.cuda.max_memory_allocated() / 2**30
+        for _ in range(3):  # warm-up: allocator, kernel caches, optimizer state, compilation
+            _train_step(runner, optimizer, inputs, targets)
+        torch.cuda.synchronize()
+        peak = (torch.cuda.max_memory_allocated() - resident) / 2**30
+        variants[name] = (model, optimizer, runner)
+        result[name] = {"peak_gib": round(peak, 3)}
+    rounds = {name: [] for name in names}
+    for r in range(args.rounds):
+        print(f"round {r + 1} of {args.rounds}: {args.steps} steps of each", file=sys.stderr, flush=True)
+        for name in names:
+            _, optimizer, runner = variants[name]
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(args.steps):
+                loss = _train_step(runner, optimizer, inputs, targets)
+            end.record()
+            torch.cuda.synchronize()
+            rounds[name].append(start.elapsed_time(end) / args.steps)
+            result[name]["last_loss"] = round(loss.item(), 4)
+    for name in names:
+        ms = statistics.median(rounds[name])
         tokens_per_s = args.batch * config.seq / (ms / 1000.0)
-        result[name] = {
-            "step_ms": round(ms, 3),
-            "tokens_per_s": round(tokens_per_s),
-            "peak_gib": round(peak, 3),
-            "last_loss": round(loss, 4),
-        }
-        print(f"{name:16s} {ms:8.2f} ms/step  {tokens_per_s:10.0f} tokens/s  peak {peak:6.2f} GiB  loss {loss:.4f}")
-        if runner is model:
-            result[name]["profile"] = p = _profile(model, optimizer, inputs, targets, args.top)
-            print(f"{name:16s} profile: {p['kernel_ms']:.2f} ms of kernels, {p['copy_ms']:.2f} ms in copy kernels")
-        del model, optimizer, runner
-        torch.cuda.empty_cache()
-    result["cudalab_over_torch"] = round(result["torch"]["step_ms"] / result["cudalab"]["step_ms"], 3)
-    print(f"cudalab / torch eager speed: {result['cudalab_over_torch']:.3f}x")
+        result[name].update(step_ms=round(ms, 3), step_ms_rounds=[round(t, 3) for t in rounds[name]],
+                            tokens_per_s=round(tokens_per_s))
+        print(f"{name:16s} {ms:8.2f} ms/step  {tokens_per_s:10.0f} tokens/s  peak {result[name]['peak_gib']:6.2f} GiB"
+              f"  loss {result[name]['last_loss']:.4f}  (rounds {min(rounds[name]):.2f}-{max(rounds[name]):.2f})")
+
+    def ratio(over, under):
+        return round(statistics.median(a / b for a, b in zip(rounds[over], rounds[under])), 3)
+
+    result["cudalab_over_torch"] = ratio("torch", "cudalab")
+    print(f"cudalab / torch eager speed: {result['cudalab_over_torch']:.3f}x (median of {args.rounds} rounds)")
     if args.compile:
-        compiled = result["torch+compile"]["step_ms"]
-        result["cudalab_over_torch_compile"] = round(compiled / result["cudalab"]["step_ms"], 3)
+        result["cudalab_over_torch_compile"] = ratio("torch+compile", "cudalab")
         print(f"cudalab / torch.compile speed: {result['cudalab_over_torch_compile']:.3f}x")
+    for name in ("torch", "cudalab"):
+        model, optimizer, _ = variants[name]
+        result[name]["profile"] = p = _profile(model, optimizer, inputs, targets, args.top)
+        print(f"{name:16s} profile: {p['kernel_ms']:.2f} ms of kernels, {p['copy_ms']:.2f} ms in copy kernels")
     for row in result["cudalab"]["profile"]["top"]:
         print(f"  {row['ms']:8.3f} ms  {row['launches']:4d}x  {row['kernel'][:110]}")
     return 0
@@ -471,7 +496,10 @@ def main(argv=None):
     parser.add_argument("--layers", type=int, help="decoder layers (default: the model's)")
     parser.add_argument("--seq", type=int, help="tokens per sequence (default: the model's)")
     parser.add_argument("--vocab", type=int, help="vocabulary size (default: the model's)")
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per model (default 20)")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per model, a round's (default 20)")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="rounds of --steps steps of each model in turn (default 5)"
+    )
     parser.add_argument("--top", type=int, default=15, help="kernels (or parameters) listed (default 15)")
     parser.add_argument("--compile", action="store_true", help="also time both models under torch.compile")
     parser.add_argument(
@@ -508,11 +536,12 @@ def main(argv=None):
     if args.vocab is not None:
         config.vocab = args.vocab
     config.fused_head = args.fused_head
-    if min(args.batch, config.layers, config.seq, config.vocab, args.steps, args.top) <= 0 or (
+    if min(args.batch, config.layers, config.seq, config.vocab, args.steps, args.rounds, args.top) <= 0 or (
         args.parity is not None and args.parity <= 0
     ):
         print(
-            "cudalab.models: --batch, --layers, --seq, --vocab, --steps, --top and --parity must be positive",
+            "cudalab.models: --batch, --layers, --seq, --vocab, --steps, --rounds, --top and --parity must be "
+            "positive",
             file=sys.stderr,
         )
         return 2
@@ -533,6 +562,7 @@ def main(argv=None):
         print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)
         return 3
     result = {"model": args.model, "config": asdict(config), "batch": args.batch, "steps": args.steps,
+              "rounds": args.rounds,
               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     if args.gemms:
         status = _gemms(model_class, config, args, result)
