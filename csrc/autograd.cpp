@@ -50,6 +50,14 @@ void refuse_second_derivative(const char* op) {
               ": no second derivative (its backward op has none); call backward without create_graph");
 }
 
+// An output's gradient, or zeros of its shape where autograd passes none: the norms and attention
+// below turn off autograd's zero-filling of missing gradients (set_materialize_grads), which cost
+// an allocation and a fill kernel for each saved statistic (mean, rstd, lse) in every backward,
+// and fill here only for an output that is used and has no gradient (the residual stream's end).
+at::Tensor gradient_or_zeros(const at::Tensor& gradient, const at::Tensor& output) {
+  return gradient.defined() ? gradient : at::zeros_like(output);
+}
+
 // ---- gemm: out = alpha a op(b) + beta c
 
 using GemmSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&, double, double,
@@ -128,14 +136,6 @@ at::Tensor gemm(const at::Tensor& a, const at::Tensor& b, const c10::optional<at
 
 // ---- layer_norm and rms_norm: the statistics leave the node detached (outputs without
 // gradients; marking them non-differentiable would stop compiled autograd)
-
-// An output's gradient, or zeros of its shape where autograd passes none: the functions below turn
-// off autograd's zero-filling of missing gradients (set_materialize_grads), which cost an
-// allocation and a fill kernel for each saved statistic (mean, rstd, lse) in every backward, and
-// fill here only for an output that is used and has no gradient (the residual stream's end).
-at::Tensor gradient_or_zeros(const at::Tensor& gradient, const at::Tensor& output) {
-  return gradient.defined() ? gradient : at::zeros_like(output);
-}
 
 using LayerNormSignature = Tensors3(const at::Tensor&, const at::Tensor&, const at::Tensor&, double);
 
