@@ -9,6 +9,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -27,7 +28,8 @@ from cudalab.bench.cases.attention import (
 from cudalab.bench.cases.common import DTYPE_NAMES, backward
 from cudalab.bench.model import BenchError, Model, find_cli
 from cudalab.bench.records import compare
-from cudalab.bench.timing import enough_samples
+from cudalab.bench.timing import enough_samples, sleep_cycles
+from cudalab.bench.mlp import _time_interleaved
 from cudalab.bench import command_line
 from conftest import requires_cuda
 
@@ -186,6 +188,28 @@ def test_sampling_stops_by_the_harness_rule(model):
     assert not enough_samples([1.0, 2.0] * fewest, 0.0, rule)  # spread, time left
     assert enough_samples([1.0, 2.0] * fewest, rule["budget_seconds"], rule)  # spread, budget spent
     assert enough_samples([1.0, 2.0] * rule["max_samples"], 0.0, rule)
+
+
+def test_sleep_outlasts_the_hosts_enqueueing():
+    assert sleep_cycles(0.0) == 2_000_000  # about 1 ms at the clock ceiling
+    assert sleep_cycles(1e-4) == 2_000_000
+    assert sleep_cycles(0.01) == 40_000_000  # twice 10 ms at 2 GHz
+
+
+@requires_cuda
+def test_interleaved_times_are_the_gpus_not_the_hosts():
+    # A call whose host side takes 3 ms and whose GPU side takes microseconds: with the sleep too
+    # short to cover the host, its time would read about 3 ms.
+    x = torch.zeros(1024, device="cuda")
+
+    def slow_host():
+        time.sleep(0.003)
+        x.add_(1)
+
+    row = {"part": "test", "variant": "slow_host"}
+    _time_interleaved([(row, slow_host)], 5)
+    assert row["enqueue_ms"] >= 3.0
+    assert 0 < row["median_ms"] < 0.5, row
 
 
 def test_comparison_fails_outside_the_tolerance_and_names_nan():

@@ -11,8 +11,9 @@ bias and activation (cudalab's fused ``gemm_activation``, cuBLASLt's bias + GELU
 gradient product that feeds it (``gemm_activation_backward``, which multiplies by the derivative
 the forward kept, against the product then ``bias_act_backward``). Each is first checked against
 fp32 (relative L2 of every output); one that fails reports the failure, not a time. Times are
-CUDA-event medians of the GPU's time (kept busy while the host launches), every way called once a
-round in turn."""
+CUDA-event medians of the GPU's time, every way called once a round in turn; before each call a
+sleep kernel twice as long as the host takes to enqueue it keeps the host's time out (that time is
+reported beside the GPU's)."""
 
 import argparse
 import json
@@ -21,6 +22,8 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+from .timing import enqueue_seconds, sleep_cycles
 
 ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf", "silu")
 # Relative L2 against fp32: two roundings to the 16-bit type on the way (h, then y).
@@ -78,12 +81,20 @@ def _time_interleaved(timed, repeats):
     a drift in the GPU's clocks falls on all of them alike. A run that runs out of memory is
     recorded as failed and left out of the later rounds."""
     samples = {id(row): [] for row, _ in timed}
+    cycles = {id(row): sleep_cycles(0.0) for row, _ in timed}
     for round_ in range(2 + repeats):  # two warm-up rounds: compilation, allocator growth
         for row, run in timed:
             if "failed" in row:
                 continue
+            if round_ == 1:  # warm: how long the host takes to enqueue it
+                try:
+                    row["enqueue_ms"] = 1e3 * enqueue_seconds(run)
+                except torch.cuda.OutOfMemoryError as error:
+                    _out_of_memory(row, error, "while timed")
+                    continue
+                cycles[id(row)] = sleep_cycles(row["enqueue_ms"] / 1e3)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(100_000)  # the GPU busy while the host launches: its time, not the launch's
+            torch.cuda._sleep(cycles[id(row)])  # the GPU busy while the host enqueues: its time, not the host's
             start.record()
             try:
                 run()
@@ -213,7 +224,8 @@ def main(argv=None):
     for row in rows:
         result = f"{row['median_ms'] * 1e3:9.1f} us" if "median_ms" in row else "FAILED: " + row["failed"]
         error = f"  rel L2 {row['relative_l2']:.2g}" if "relative_l2" in row else ""
-        print(f"{row['part']:17s} {row['variant']:16s} {result}{error}")
+        host = f"  (the host enqueues it in {row['enqueue_ms'] * 1e3:.1f} us)" if "enqueue_ms" in row else ""
+        print(f"{row['part']:17s} {row['variant']:16s} {result}{error}{host}")
     if args.json:
         result = {"tokens": args.tokens, "d_model": args.d_model, "hidden": hidden, "activation": args.activation,
                   "dtype": args.dtype, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}

@@ -30,17 +30,41 @@ def enough_samples(samples, elapsed_seconds, rule):
     return elapsed_seconds >= rule["budget_seconds"] or spread < rule["target_stdrel"]
 
 
+# No SM clock of the GPUs timed here passes 2 GHz (1.98 GHz on H100 and H200 SXM), so a sleep kernel
+# of n cycles lasts at least n / 2e9 seconds.
+_CLOCK_CEILING_HZ = 2.0e9
+
+
+def sleep_cycles(enqueue_seconds):
+    """Cycles of a sleep kernel that keeps the GPU busy while the host enqueues a call whose
+    enqueueing took `enqueue_seconds`: twice that, and at least ~1 ms. The start event after it
+    then fires once the call is queued, so the events time the GPU's work and not the host's (a
+    call queued more slowly than the GPU ran the sleep would count the host's time as the GPU's)."""
+    return max(2_000_000, int(2.0 * enqueue_seconds * _CLOCK_CEILING_HZ))
+
+
+def enqueue_seconds(run):
+    """The host's time to enqueue run(), the GPU kept busy meanwhile (measured on a warm call)."""
+    torch.cuda._sleep(sleep_cycles(0.0))
+    began = time.perf_counter()
+    run()
+    took = time.perf_counter() - began
+    torch.cuda.synchronize()
+    return took
+
+
 def time_call(run, flush, rule):
-    """The samples (ms) of run() between CUDA events, each after an L2 flush and a ~1 ms sleep kernel
-    (Python enqueues the call while the GPU is busy)."""
+    """The samples (ms) of run() between CUDA events, each after an L2 flush and a sleep kernel
+    longer than the host takes to enqueue the call (`sleep_cycles`)."""
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(3):  # warm-up: compilation, autotuning, allocator growth
         run()
     torch.cuda.synchronize()
+    cycles = sleep_cycles(enqueue_seconds(run))
     samples, began = [], time.perf_counter()
     while True:
         flush()
-        torch.cuda._sleep(2_000_000)  # ~1 ms at 1.98 GHz
+        torch.cuda._sleep(cycles)
         start.record()
         run()
         stop.record()
