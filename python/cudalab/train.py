@@ -25,10 +25,8 @@ import torch
 import torch.distributed as dist
 
 from . import _C
-from .models.gpt import Gpt, GptConfig
-from .models.llama import Llama, LlamaConfig
+from .models import MODELS
 
-MODELS = {"gpt": (Gpt, GptConfig), "llama": (Llama, LlamaConfig)}
 SUCCESSOR_PROBABILITIES = (0.5, 0.25, 0.15, 0.1)
 # Batches sampled at a time: a chain's tokens follow one another, so sampling walks the sequence
 # one position a launch; doing it for this many batches at once keeps it a small part of a step.

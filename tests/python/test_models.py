@@ -9,6 +9,7 @@ import json
 import pytest
 import torch
 
+from cudalab.models import MODELS
 from cudalab.models.__main__ import main
 from cudalab.models.gpt import Gpt, GptConfig
 from cudalab.models.llama import Llama, LlamaConfig
@@ -103,7 +104,17 @@ def test_models_command_refuses_a_parity_of_no_steps_and_compile_with_parity():
     assert main(["--model", "gpt", "--generate", "8"]) == 2  # the Llama decodes
     assert main(["--model", "llama", "--generate", "0"]) == 2
     assert main(["--model", "gpt", "--hf"]) == 2  # Hugging Face's Llama only
+    assert main(["--model", "gpt2-124m", "--generate", "8"]) == 2
     assert main(["--model", "llama", "--hf", "--parity", "3"]) == 2
+
+
+@pytest.mark.parametrize("name, millions", [("gpt2-124m", 124.48), ("llama-1b", 1498.48)])
+def test_named_sizes_have_their_familys_parameter_counts(name, millions):
+    model_class, make_config = MODELS[name]
+    with torch.device("meta"):  # the shapes alone: no memory for 1.5B parameters on CI's machine
+        model = model_class(make_config(), "torch")
+    assert sum(p.numel() for p in model.parameters()) / 1e6 == pytest.approx(millions, abs=0.01)
+    assert main(["--model", name, "--generate", "0"]) == 2  # named sizes take the same checks
 
 
 def test_gemm_products_list_every_linear_and_the_tied_head():

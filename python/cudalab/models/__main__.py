@@ -23,10 +23,9 @@ from dataclasses import asdict
 import torch
 
 from ..optim import AdamW
-from .gpt import Gpt, GptConfig
-from .llama import Llama, LlamaConfig
+from . import MODELS
+from .llama import Llama
 
-MODELS = {"gpt": (Gpt, GptConfig), "llama": (Llama, LlamaConfig)}
 
 
 def _train_step(model, optimizer, tokens, targets):
@@ -548,15 +547,17 @@ def main(argv=None):
     if args.compile and args.parity is not None:
         print("cudalab.models: --compile times the models and --parity compares them: give one", file=sys.stderr)
         return 2
-    if args.generate is not None and (args.model != "llama" or not 0 < args.generate < config.seq):
-        print(f"cudalab.models: --generate takes --model llama and 1 to {config.seq - 1} tokens", file=sys.stderr)
+    if args.generate is not None and (model_class is not Llama or not 0 < args.generate < config.seq):
+        print(f"cudalab.models: --generate takes a Llama (--model llama or llama-1b) and 1 to {config.seq - 1} tokens",
+              file=sys.stderr)
         return 2
     if args.gemms and (args.parity is not None or args.generate is not None or args.hf or args.compile):
         print("cudalab.models: --gemms times the step's products alone: not with --parity, --generate, --hf or "
               "--compile", file=sys.stderr)
         return 2
-    if args.hf and (args.model != "llama" or args.parity is not None):
-        print("cudalab.models: --hf takes --model llama, and times steps or generation (not --parity)", file=sys.stderr)
+    if args.hf and (model_class is not Llama or args.parity is not None):
+        print("cudalab.models: --hf takes a Llama (--model llama or llama-1b), and times steps or generation (not "
+              "--parity)", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("cudalab.models: needs a CUDA GPU; torch sees none", file=sys.stderr)
