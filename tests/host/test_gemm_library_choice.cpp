@@ -155,6 +155,31 @@ TEST_F(GemmLibraryChoice, MisalignedRowsAreCopiedToAlignedPitchesOnHopper) {
   EXPECT_EQ(on_hopper(copied, {}, false), LibraryRung::wgmma_mid);  // 544 large tiles (5 rounds), 1056 mid (8)
 }
 
+// Every product of a training step at the sizes `python -m cudalab.models` names (gpt2-124m at 8192
+// tokens, llama-1b at 4096): each Linear's forward (y = x W^T), input gradient (dx = dy W) and weight
+// gradient (dW = dy^T x, A read transposed) runs on a Hopper tensor-core rung, with no copy.
+TEST_F(GemmLibraryChoice, EveryProductOfTheNamedModelsTakesAWgmmaRung) {
+  struct Linear {
+    const char* name;
+    std::int64_t tokens, in, out;
+  };
+  const Linear linears[] = {
+      {"gpt2 qkv", 8192, 768, 2304},      {"gpt2 proj", 8192, 768, 768},        {"gpt2 fc", 8192, 768, 3072},
+      {"gpt2 fc2", 8192, 3072, 768},      {"gpt2 head", 8192, 768, 50304},      {"llama qkv", 4096, 2048, 3072},
+      {"llama o", 4096, 2048, 2048},      {"llama gate_up", 4096, 2048, 16384}, {"llama down", 4096, 8192, 2048},
+      {"llama head", 4096, 2048, 128256},
+  };
+  const auto on_wgmma = [](LibraryRung rung) {
+    return rung == LibraryRung::wgmma_cluster || rung == LibraryRung::wgmma_persistent ||
+           rung == LibraryRung::wgmma_mid || rung == LibraryRung::wgmma_streamk || rung == LibraryRung::wgmma_small;
+  };
+  for (const Linear& l : linears) {
+    EXPECT_TRUE(on_wgmma(on_hopper(product(l.tokens, l.out, l.in, true)))) << l.name << " forward";
+    EXPECT_TRUE(on_wgmma(on_hopper(product(l.tokens, l.in, l.out)))) << l.name << " input gradient";
+    EXPECT_TRUE(on_wgmma(on_hopper(product(l.out, l.in, l.tokens, false, true)))) << l.name << " weight gradient";
+  }
+}
+
 // Needs no sm_90a code: off Hopper every wgmma rung refuses anyway.
 TEST(GemmLibraryChoiceElsewhere, OtherGpusTakeTheMmaSyncRungs) {
   EXPECT_EQ(library_rung(product(4096, 4096, 4096), {}, 80, 108), LibraryRung::mma_pipelined);
