@@ -35,12 +35,12 @@ def enough_samples(samples, elapsed_seconds, rule):
 _CLOCK_CEILING_HZ = 2.0e9
 
 
-def sleep_cycles(enqueue_seconds):
+def sleep_cycles(host_seconds):
     """Cycles of a sleep kernel that keeps the GPU busy while the host enqueues a call whose
-    enqueueing took `enqueue_seconds`: twice that, and at least ~1 ms. The start event after it
+    enqueueing took `host_seconds`: twice that, and at least ~1 ms. The start event after it
     then fires once the call is queued, so the events time the GPU's work and not the host's (a
     call queued more slowly than the GPU ran the sleep would count the host's time as the GPU's)."""
-    return max(2_000_000, int(2.0 * enqueue_seconds * _CLOCK_CEILING_HZ))
+    return max(2_000_000, int(2.0 * host_seconds * _CLOCK_CEILING_HZ))
 
 
 def enqueue_seconds(run):
