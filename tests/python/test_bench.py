@@ -191,9 +191,9 @@ def test_sampling_stops_by_the_harness_rule(model):
 
 
 def test_sleep_outlasts_the_hosts_enqueueing():
-    assert sleep_cycles(0.0) == 2_000_000  # about 1 ms at the clock ceiling
+    assert sleep_cycles(0.0) == 2_000_000  # about 1 ms on an H100
     assert sleep_cycles(1e-4) == 2_000_000
-    assert sleep_cycles(0.01) == 40_000_000  # twice 10 ms at 2 GHz
+    assert sleep_cycles(0.01) == 70_000_000  # twice 10 ms at the 3.5 GHz ceiling
 
 
 @requires_cuda
@@ -210,6 +210,7 @@ def test_interleaved_times_are_the_gpus_not_the_hosts():
     _time_interleaved([(row, slow_host)], 5)
     assert row["enqueue_ms"] >= 3.0
     assert 0 < row["median_ms"] < 0.5, row
+    assert "dropped_samples" not in row  # the sleep, sized from the warm calls, covered every call
 
 
 def test_comparison_fails_outside_the_tolerance_and_names_nan():

@@ -117,6 +117,14 @@ def test_named_sizes_have_their_familys_parameter_counts(name, millions):
     assert main(["--model", name, "--generate", "0"]) == 2  # named sizes take the same checks
 
 
+def test_llama_only_modes_take_the_named_llama(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["--model", "llama-1b", "--generate", "8"]) == 3  # past the checks: no GPU here
+    assert main(["--model", "llama-1b", "--hf"]) == 3
+    assert main(["--model", "gpt2-124m", "--generate", "8"]) == 2
+    assert main(["--model", "gpt2-124m", "--hf"]) == 2
+
+
 def test_gemm_products_list_every_linear_and_the_tied_head():
     from cudalab.models.__main__ import gemm_products
 

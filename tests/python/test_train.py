@@ -31,9 +31,11 @@ def test_the_language_follows_its_successor_table():
     assert language.entropy() == pytest.approx(-sum(p * math.log(p) for p in SUCCESSOR_PROBABILITIES))
 
 
-def test_torch_built_model_trains_on_the_cpu(tmp_path):
+@pytest.mark.parametrize("model", ["gpt", "gpt2-124m"])  # a named size, its width cut down
+def test_torch_built_model_trains_on_the_cpu(tmp_path, model):
     out = tmp_path / "train.json"
-    args = TINY + ["--ops", "torch", "--device", "cpu", "--dtype", "f32", "--steps", "6", "--log-every", "3"]
+    args = TINY + ["--model", model, "--ops", "torch", "--device", "cpu", "--dtype", "f32", "--steps", "6",
+                   "--log-every", "3"]
     assert main(args + ["--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     assert [r["step"] for r in summary["records"]] == [3, 6]

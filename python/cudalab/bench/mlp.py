@@ -13,7 +13,7 @@ the forward kept, against the product then ``bias_act_backward``). Each is first
 fp32 (relative L2 of every output); one that fails reports the failure, not a time. Times are
 CUDA-event medians of the GPU's time, every way called once a round in turn; before each call a
 sleep kernel twice as long as the host takes to enqueue it keeps the host's time out (that time is
-reported beside the GPU's)."""
+reported beside the GPU's; a sample whose enqueueing outlasted its sleep is dropped and counted)."""
 
 import argparse
 import json
@@ -23,7 +23,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from .timing import enqueue_seconds, sleep_cycles
+from .timing import covered_sample, enqueue_seconds, sleep_cycles
 
 ACTIVATIONS = ("relu", "gelu_tanh", "gelu_erf", "silu")
 # Relative L2 against fp32: two roundings to the 16-bit type on the way (h, then y).
@@ -86,25 +86,22 @@ def _time_interleaved(timed, repeats):
         for row, run in timed:
             if "failed" in row:
                 continue
-            if round_ == 1:  # warm: how long the host takes to enqueue it
-                try:
-                    row["enqueue_ms"] = 1e3 * enqueue_seconds(run)
-                except torch.cuda.OutOfMemoryError as error:
-                    _out_of_memory(row, error, "while timed")
-                    continue
-                cycles[id(row)] = sleep_cycles(row["enqueue_ms"] / 1e3)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(cycles[id(row)])  # the GPU busy while the host enqueues: its time, not the host's
-            start.record()
             try:
-                run()
+                if round_ == 1:  # warm: how long the host takes to enqueue it
+                    row["enqueue_ms"] = 1e3 * enqueue_seconds(run)
+                    cycles[id(row)] = sleep_cycles(row["enqueue_ms"] / 1e3)
+                sample, host = covered_sample(run, cycles[id(row)], start, end)
             except torch.cuda.OutOfMemoryError as error:
                 _out_of_memory(row, error, "while timed")
                 continue
-            end.record()
-            end.synchronize()
-            if round_ >= 2:
-                samples[id(row)].append(start.elapsed_time(end))
+            if round_ < 2:
+                continue
+            if sample is None:  # the host outlasted the sleep: dropped, and a longer sleep from now on
+                row["dropped_samples"] = row.get("dropped_samples", 0) + 1
+                cycles[id(row)] = sleep_cycles(host)
+            else:
+                samples[id(row)].append(sample)
     for row, _ in timed:
         if "failed" not in row:
             row["median_ms"] = statistics.median(samples[id(row)])

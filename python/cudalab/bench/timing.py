@@ -30,32 +30,50 @@ def enough_samples(samples, elapsed_seconds, rule):
     return elapsed_seconds >= rule["budget_seconds"] or spread < rule["target_stdrel"]
 
 
-# No SM clock of the GPUs timed here passes 2 GHz (1.98 GHz on H100 and H200 SXM), so a sleep kernel
-# of n cycles lasts at least n / 2e9 seconds.
-_CLOCK_CEILING_HZ = 2.0e9
+# No NVIDIA GPU's SM clock reaches 3.5 GHz (H100 and H200 SXM boost to 1.98), so a sleep kernel of
+# n cycles lasts at least n / 3.5e9 seconds.
+_CLOCK_CEILING_HZ = 3.5e9
 
 
 def sleep_cycles(host_seconds):
     """Cycles of a sleep kernel that keeps the GPU busy while the host enqueues a call whose
-    enqueueing took `host_seconds`: twice that, and at least ~1 ms. The start event after it
-    then fires once the call is queued, so the events time the GPU's work and not the host's (a
-    call queued more slowly than the GPU ran the sleep would count the host's time as the GPU's)."""
+    enqueueing took `host_seconds`: twice that at the clock ceiling, and at least 2,000,000 (about
+    1 ms on an H100). The start event after it then fires once the call is queued, so the events
+    time the GPU's work and not the host's."""
     return max(2_000_000, int(2.0 * host_seconds * _CLOCK_CEILING_HZ))
 
 
-def enqueue_seconds(run):
-    """The host's time to enqueue run(), the GPU kept busy meanwhile (measured on a warm call)."""
-    torch.cuda._sleep(sleep_cycles(0.0))
+def enqueue_seconds(run, calls=3):
+    """The longest of `calls` warm calls' host time to enqueue run(), the GPU kept busy meanwhile
+    (a run() that synchronizes counts the GPU's time as well)."""
+    longest = 0.0
+    for _ in range(calls):
+        torch.cuda._sleep(sleep_cycles(0.0))
+        began = time.perf_counter()
+        run()
+        longest = max(longest, time.perf_counter() - began)
+        torch.cuda.synchronize()
+    return longest
+
+
+def covered_sample(run, cycles, start, stop):
+    """run() between the CUDA events `start` and `stop` after a sleep of `cycles`: (its time in ms,
+    or None where the host's enqueueing outlasted the sleep's least length, so that the events may
+    hold host time; the host's time in seconds)."""
+    torch.cuda._sleep(cycles)
+    start.record()
     began = time.perf_counter()
     run()
-    took = time.perf_counter() - began
-    torch.cuda.synchronize()
-    return took
+    host = time.perf_counter() - began
+    stop.record()
+    stop.synchronize()
+    return (start.elapsed_time(stop) if host < cycles / _CLOCK_CEILING_HZ else None), host
 
 
 def time_call(run, flush, rule):
     """The samples (ms) of run() between CUDA events, each after an L2 flush and a sleep kernel
-    longer than the host takes to enqueue the call (`sleep_cycles`)."""
+    longer than the host takes to enqueue the call; a sample whose enqueueing outlasted its sleep
+    is taken again after a longer one."""
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(3):  # warm-up: compilation, autotuning, allocator growth
         run()
@@ -64,11 +82,10 @@ def time_call(run, flush, rule):
     samples, began = [], time.perf_counter()
     while True:
         flush()
-        torch.cuda._sleep(cycles)
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop))
+        sample, host = covered_sample(run, cycles, start, stop)
+        if sample is None:
+            cycles = sleep_cycles(host)
+            continue
+        samples.append(sample)
         if enough_samples(samples, time.perf_counter() - began, rule):
             return samples
