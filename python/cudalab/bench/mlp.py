@@ -103,8 +103,12 @@ def _time_interleaved(timed, repeats):
             else:
                 samples[id(row)].append(sample)
     for row, _ in timed:
-        if "failed" not in row:
+        if "failed" in row:
+            continue
+        if samples[id(row)]:
             row["median_ms"] = statistics.median(samples[id(row)])
+        else:
+            row["failed"] = "no sample: the host's enqueueing outlasted every sleep"
 
 
 def _checked(row, outputs, want, tolerance, run, timed):
