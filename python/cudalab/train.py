@@ -155,6 +155,16 @@ def main(argv=None):
         print("cudalab.train: cudalab's ops run on CUDA GPUs only; use --ops torch --all-reduce nccl for --device cpu",
               file=sys.stderr)
         return 2
+    try:
+        return _train(args)
+    except torch.cuda.OutOfMemoryError as error:
+        print(f"cudalab.train: out of GPU memory ({str(error).splitlines()[0]}); lower --batch or --seq",
+              file=sys.stderr)
+        return 4
+
+
+def _train(args):
+    """Trains as main's arguments say; the exit status."""
     rank, world, device = _process_group(args)
     model, config, optimizer = _build(args.model, args.ops, args, device)
     # DDP starts every process from the first's weights and averages the gradients in the backward.

@@ -125,6 +125,22 @@ def test_llama_only_modes_take_the_named_llama(monkeypatch):
     assert main(["--model", "gpt2-124m", "--hf"]) == 2
 
 
+def test_out_of_gpu_memory_is_one_line_and_exit_4(monkeypatch, tmp_path, capsys):
+    import cudalab.models.__main__ as command
+
+    def too_big(*args):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB\nmore detail")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a GPU")
+    monkeypatch.setattr(command, "_gemms", too_big)
+    out = tmp_path / "r.json"
+    assert main(["--model", "llama-1b", "--gemms", "--json", str(out)]) == 4
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "Tried to allocate 64.00 GiB" in error[0] and "lower --batch" in error[0]
+    assert json.loads(out.read_text())["failed"].startswith("out of GPU memory")  # what it knew is kept
+
+
 def test_gemm_products_list_every_linear_and_the_tied_head():
     from cudalab.models.__main__ import gemm_products
 

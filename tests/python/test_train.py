@@ -22,6 +22,19 @@ def test_bad_arguments_exit_2(bad):
     assert main(bad) == 2  # the last: cudalab's ops on the CPU
 
 
+def test_out_of_gpu_memory_is_one_line_and_exit_4(monkeypatch, capsys):
+    import cudalab.train as command
+
+    def too_big(args):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB\nmore detail")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(command, "_train", too_big)
+    assert main(["--model", "llama-1b"]) == 4
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "Tried to allocate 9.00 GiB" in error[0] and "lower --batch" in error[0]
+
+
 def test_the_language_follows_its_successor_table():
     language = MarkovLanguage(50, seed=3, device="cpu")
     tokens = language.sample(16, 40, torch.Generator().manual_seed(1))

@@ -208,7 +208,7 @@ def _gemms(model_class, config, args, result):
         except torch.cuda.OutOfMemoryError:
             print(f"cudalab.models: {tokens} x {d_out} does not fit in GPU memory; lower --batch or --seq",
                   file=sys.stderr)
-            return 1
+            return 4
         b = normal(d_out) if bias else None
         products = {
             "forward": (lambda: torch.nn.functional.linear(x, w, b), lambda: ops.linear(x, w, b)),
@@ -488,6 +488,24 @@ def _hf_speed(config, args, inputs, targets, result):
     return 0
 
 
+def _run(model_class, config, args, result):
+    """What the arguments ask for, its results into `result`; the exit status."""
+    if args.gemms:
+        return _gemms(model_class, config, args, result)
+    if args.parity is not None:
+        return _parity(model_class, config, args, result)
+    if args.generate is not None and args.hf:
+        return _hf_generation(config, args, result)
+    if args.generate is not None:
+        return _generation(model_class, config, args, result)
+    generator = torch.Generator(device="cuda").manual_seed(1)
+    tokens = torch.randint(0, config.vocab, (args.batch, config.seq + 1), device="cuda", generator=generator)
+    inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    if args.hf:
+        return _hf_speed(config, args, inputs, targets, result)
+    return _speed(model_class, config, args, inputs, targets, result)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m cudalab.models", description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="gpt")
@@ -565,22 +583,14 @@ def main(argv=None):
     result = {"model": args.model, "config": asdict(config), "batch": args.batch, "steps": args.steps,
               "rounds": args.rounds,
               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
-    if args.gemms:
-        status = _gemms(model_class, config, args, result)
-    elif args.parity is not None:
-        status = _parity(model_class, config, args, result)
-    elif args.generate is not None and args.hf:
-        status = _hf_generation(config, args, result)
-    elif args.generate is not None:
-        status = _generation(model_class, config, args, result)
-    else:
-        generator = torch.Generator(device="cuda").manual_seed(1)
-        tokens = torch.randint(0, config.vocab, (args.batch, config.seq + 1), device="cuda", generator=generator)
-        inputs, targets = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
-        if args.hf:
-            status = _hf_speed(config, args, inputs, targets, result)
-        else:
-            status = _speed(model_class, config, args, inputs, targets, result)
+    try:
+        status = _run(model_class, config, args, result)
+    except torch.cuda.OutOfMemoryError as error:
+        # The speed runs hold every variant's model, gradients and optimizer state at once.
+        result["failed"] = f"out of GPU memory: {str(error).splitlines()[0]}"
+        print(f"cudalab.models: {result['failed']}; lower --batch or --seq (the timing holds every variant's "
+              "model at once, four with --compile)", file=sys.stderr)
+        status = 4
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=1)
