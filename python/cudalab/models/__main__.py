@@ -27,7 +27,6 @@ from . import MODELS
 from .llama import Llama
 
 
-
 def _train_step(model, optimizer, tokens, targets):
     loss = model(tokens, targets)
     loss.backward()
