@@ -105,16 +105,31 @@ class Gemm : public torch::autograd::Function<Gemm> {
     const at::Tensor dout = operand(grads[0], fp32);
     at::Tensor da, db, dc;
     if (ctx->needs_input_grad(0)) da = call_gemm(dout, operand(b_transposed ? b : b.mT(), fp32), alpha);
-    if (ctx->needs_input_grad(1))
+    const bool bias_row =
+        ctx->saved_data["has_c"].toBool() && ctx->saved_data["c_row"].toBool() && ctx->needs_input_grad(2);
+    // A Linear's weight gradient and its bias's in one product (the bias's sums over the tokens,
+    // the weight gradient's k), in 16-bit outside a create_graph pass.
+    const bool with_bias_sums = bias_row && b_transposed && ctx->needs_input_grad(1) && !at::GradMode::is_enabled() &&
+                                grads[0].dim() == 2 && a.dim() == 2 &&
+                                (grads[0].scalar_type() == at::kBFloat16 || grads[0].scalar_type() == at::kHalf);
+    at::Tensor bias_sums;
+    if (with_bias_sums) {
+      static const auto op =
+          op_named<Tensors2(const at::Tensor&, const at::Tensor&, double)>("cudalab::gemm_weight_gradient");
+      std::tie(db, bias_sums) = op.call(grads[0], a, alpha);
+    } else if (ctx->needs_input_grad(1)) {
       db = b_transposed ? call_gemm(operand(dout.mT(), fp32), a, alpha) : call_gemm(operand(a.mT(), fp32), dout, alpha);
+    }
     if (ctx->saved_data["has_c"].toBool() && ctx->needs_input_grad(2)) {
       const double beta = ctx->saved_data["beta"].toDouble();
       if (ctx->saved_data["c_row"].toBool()) {
-        // A row broadcast over the output's rows (a bias): the column sums of dout, by cudalab's
-        // kernel; a create_graph pass sums with torch, whose sum has a derivative.
+        // A row broadcast over the output's rows (a bias): the column sums of dout, from the weight
+        // gradient's product above or by cudalab's kernel; a create_graph pass sums with torch,
+        // whose sum has a derivative.
         static const auto sum_op = op_named<at::Tensor(const at::Tensor&)>("cudalab::bias_gradient");
-        dc = at::GradMode::is_enabled() ? grads[0].reshape({-1, grads[0].size(-1)}).sum(0)
-                                        : sum_op.call(grads[0].contiguous());
+        dc = with_bias_sums               ? bias_sums
+             : at::GradMode::is_enabled() ? grads[0].reshape({-1, grads[0].size(-1)}).sum(0)
+                                          : sum_op.call(grads[0].contiguous());
         if (beta != 1.0) dc = dc.mul(beta);
       } else {
         dc = beta == 1.0 ? grads[0] : grads[0].mul(beta);  // c of the output's shape: no pass

@@ -5,7 +5,8 @@
 // or whose columns are contiguous (so a .mT view too) goes to the library as is, its layout passed
 // as transpose_a / transpose_b. Its autograd is in autograd.cpp. linear (nn.Linear's product and
 // bias) is a composite of gemm. gemm_activation and its backward fuse a Linear's activation into
-// the products (their autograd: cudalab.ops.mlp and linear_activation, in Python).
+// the products (their autograd: cudalab.ops.mlp and linear_activation, in Python);
+// gemm_weight_gradient is a Linear's weight and bias gradients in one product (used by gemm's autograd).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -311,6 +312,31 @@ std::tuple<at::Tensor, at::Tensor> gemm_activation_backward(const at::Tensor& a,
   return {dz, dbias};
 }
 
+// (alpha * dy^T @ x, dy's column sums): a Linear layer's weight gradient and its bias's gradient in
+// one call (cudalab::gemm_weight_gradient, used by gemm's autograd), for dy [tokens, out] and x
+// [tokens, in], each made dense if it is not; the sums [out] in dy's dtype, not scaled by alpha.
+// bfloat16 or float16.
+std::tuple<at::Tensor, at::Tensor> gemm_weight_gradient(const at::Tensor& dy, const at::Tensor& x, double alpha) {
+  constexpr const char* op = "gemm_weight_gradient";
+  TORCH_CHECK_VALUE(dy.dim() == 2 && x.dim() == 2 && dy.size(0) == x.size(0), "cudalab.", op,
+                    ": dy must be [tokens, out] and x [tokens, in], got ", dy.sizes(), " and ", x.sizes());
+  const at::Tensor dense_dy = dy.contiguous(), dense_x = x.contiguous();
+  const FusedProduct p = describe_fused(op, dense_dy.mT(), dense_x, false);
+  const c10::cuda::CUDAGuard guard(dy.device());
+  at::Tensor dw = at::empty(p.shape, dy.options());
+  at::Tensor sums = at::empty({p.m}, dy.options());
+  call_fused(op, dense_dy, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const std::size_t bytes = cudalab::gemm_weight_gradient_workspace_bytes(
+        p.m, p.n, p.k, data<T>(dense_dy), data<T>(dense_x), p.sb.ld, data<T>(dw), p.ld);
+    const at::Tensor scratch = bytes == 0 ? at::Tensor() : workspace(dy, bytes);
+    cudalab::gemm_weight_gradient(p.m, p.n, p.k, static_cast<float>(alpha), data<T>(dense_dy), data<T>(dense_x),
+                                  p.sb.ld, mutable_data<T>(dw), p.ld, mutable_data<T>(sums),
+                                  bytes == 0 ? nullptr : scratch.data_ptr(), bytes, current_stream(dy));
+  });
+  return {dw, sums};
+}
+
 // C (bf16, [m, n]) = alpha * scale_a * scale_b * a b^T for float8_e4m3fn a [m, k] and b [n, k] (a
 // Linear's activations and its weight as stored), both contiguous; each scale a float32 tensor of
 // one element on a's device, as torch._scaled_mm takes them, or None for 1. Hopper. Not
@@ -402,6 +428,8 @@ TORCH_LIBRARY_FRAGMENT(cudalab, m) {
             "gemm_activation_backward(Tensor a, Tensor b, Tensor derivative, bool b_transposed=False, bool "
             "bias_gradient=True) -> (Tensor, Tensor)",
             &gemm_activation_backward, TypeList<__nv_bfloat16, __half>{});
+  define_op(m, "gemm_weight_gradient(Tensor dy, Tensor x, float alpha=1.) -> (Tensor, Tensor)", &gemm_weight_gradient,
+            TypeList<__nv_bfloat16, __half>{});
   define_op(m, "gemm_fp8(Tensor a, Tensor b, Tensor? scale_a=None, Tensor? scale_b=None, float alpha=1.) -> Tensor",
             &gemm_fp8, TypeList<__nv_fp8_e4m3>{});
   define_op(m, "quantize_fp8(Tensor x) -> (Tensor, Tensor, Tensor)", &quantize_fp8, QuantizeElements{});

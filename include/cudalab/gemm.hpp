@@ -134,6 +134,27 @@ void gemm_activation_backward(std::int64_t m, std::int64_t n, std::int64_t k, fl
                               cudaStream_t stream, Transpose transpose_b = Transpose::no,
                               Transpose transpose_a = Transpose::no);
 
+// A Linear layer's weight gradient and its bias's gradient in one call (cuBLASLt's BGRADA epilogue,
+// whose sums run over the product's k): D = alpha * Aᵀ * B for A the layer's output gradient dy,
+// stored k x m (k tokens, m outputs; dense, rows m apart), and B its input x, stored k x n (rows ldb
+// apart), and bias_gradient[i] = the sum of A's column i (its k values: dy's column sums), added in
+// fp32 in a fixed order (the same bits on every run), rounded once and not scaled by alpha. On
+// Hopper's persistent kernels of whole large or mid tiles (where the library takes them: A's and
+// B's rows on 16-byte boundaries, fewer than about six waves of large tiles, not stream-K) the
+// consumer warpgroups of the first tile column add their A tiles' rows from shared memory while
+// their products run, so A is read once for both; elsewhere a column-sum pass over A follows the
+// product. `workspace` holds at least gemm_weight_gradient_workspace_bytes(...) bytes (16-byte
+// aligned device memory): the pass's scratch, then the product's. Sizes may be 0 (k == 0: D = 0
+// and zeros for bias_gradient). Errors as gemm's, and bias_gradient null (m > 0), misaligned or
+// overlapping A or D.
+template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
+std::size_t gemm_weight_gradient_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b,
+                                                 std::int64_t ldb, const T* d, std::int64_t ldd);
+template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
+void gemm_weight_gradient(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, const T* b,
+                          std::int64_t ldb, T* d, std::int64_t ldd, T* bias_gradient, void* workspace,
+                          std::size_t workspace_bytes, cudaStream_t stream);
+
 // The same product for `batch` independent matrices: matrix z of A starts at a + z * stride_a
 // (likewise B and C; strides in elements, and C's matrices must not overlap). Same rules and
 // errors as the single-matrix calls above; the FP32 one takes A as m x k and B as k x n.

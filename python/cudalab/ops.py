@@ -812,6 +812,11 @@ def _(a, b, derivative, b_transposed=False, bias_gradient=True):
     return torch.empty_like(derivative), derivative.new_empty(derivative.shape[1] if bias_gradient else 0)
 
 
+@torch.library.register_fake("cudalab::gemm_weight_gradient")
+def _(dy, x, alpha=1.0):
+    return dy.new_empty(dy.shape[1], x.shape[1]), dy.new_empty(dy.shape[1])
+
+
 @torch.library.register_fake("cudalab::gemm_fp8")
 def _(a, b, scale_a=None, scale_b=None, alpha=1.0):
     return a.new_empty(a.shape[0], b.shape[0], dtype=torch.bfloat16)

@@ -335,6 +335,83 @@ void check_gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, bool 
   }
 }
 
+// gemm_weight_gradient: D = alpha Aᵀ B for A stored k x m (a Linear's dy) and B k x n (its x), and A's
+// column sums. D has gemm's bits (the same rung, fused or not), the sums the same bits twice, within a
+// float64 sum's error bound.
+template <typename T>
+void check_gemm_weight_gradient(std::int64_t m, std::int64_t n, std::int64_t k) {
+  SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+  const DType dtype = dtype_of_v<T>;
+  const std::int64_t ld = std::max<std::int64_t>(n, 1), lda = std::max<std::int64_t>(m, 1);
+  DeviceBuffer<T> a(k * m), b(k * n), d(m * n), want(m * n), sums(m), again(m);
+  harness::fill_random(dtype, a.data(), a.size(), 81, harness::Distribution::normal, nullptr);
+  harness::fill_random(dtype, b.data(), b.size(), 82, harness::Distribution::normal, nullptr);
+  const std::size_t plain_bytes =
+      gemm_workspace_bytes(m, n, k, a.data(), lda, b.data(), ld, want.data(), ld, Transpose::no, Transpose::yes);
+  const std::size_t bytes = gemm_weight_gradient_workspace_bytes(m, n, k, a.data(), b.data(), ld, d.data(), ld);
+  EXPECT_GE(bytes, plain_bytes);
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1)));
+  harness::poison(want.data(), want.bytes(), nullptr);  // TMA stores are not writes to initcheck
+  gemm(m, n, k, 0.5f, a.data(), lda, b.data(), ld, 0.0f, want.data(), ld, workspace.data(), plain_bytes, nullptr,
+       Transpose::no, Transpose::yes);
+  for (DeviceBuffer<T>* out : {&d, &sums, &again})
+    if (out->bytes() > 0) harness::poison(out->data(), out->bytes(), nullptr);
+  gemm_weight_gradient(m, n, k, 0.5f, a.data(), b.data(), ld, d.data(), ld, sums.data(), workspace.data(), bytes,
+                       nullptr);
+  gemm_weight_gradient(m, n, k, 0.5f, a.data(), b.data(), ld, d.data(), ld, again.data(), workspace.data(), bytes,
+                       nullptr);
+  CUDALAB_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto got = to_host(d.data(), d.size()), expected = to_host(want.data(), want.size());
+  ASSERT_EQ(std::memcmp(got.data(), expected.data(), sizeof(T) * got.size()), 0);
+  const auto first = to_host(sums.data(), sums.size()), second = to_host(again.data(), again.size());
+  ASSERT_EQ(std::memcmp(first.data(), second.data(), sizeof(T) * first.size()), 0);
+  const auto ha = widened(to_host(a.data(), a.size())), hsums = widened(first);
+  const double u_t = traits(dtype).unit_roundoff;
+  for (std::int64_t i = 0; i < m; ++i) {
+    double sum = 0.0, magnitude = 0.0;
+    for (std::int64_t t = 0; t < k; ++t) {
+      sum += ha[t * m + i];
+      magnitude += std::fabs(ha[t * m + i]);
+    }
+    const double bound = static_cast<double>(k) * magnitude / 8388608.0 + u_t * std::fabs(sum);
+    ASSERT_LE(std::fabs(hsums[i] - sum), bound) << "bias gradient at " << i << ": " << hsums[i] << " against " << sum;
+  }
+}
+
+// The shapes' rungs on Hopper (host test GemmLibraryChoice): the large and mid tiles add A's rows in
+// their k-loop; stream-K, the small tiles and the cluster rung take a pass after the product.
+TEST(LibraryGemm, WeightGradientWithTheBiasGradient) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_gemm_weight_gradient<__nv_bfloat16>(1024, 4096, 8192);  // a GPT's fc2 dW: large tiles
+  check_gemm_weight_gradient<__nv_bfloat16>(1088, 8192, 2000);  // mid tiles, a last tile's second half past m, k off 64
+  check_gemm_weight_gradient<__half>(2304, 768, 8192);          // mid tiles
+  check_gemm_weight_gradient<__nv_bfloat16>(3072, 768, 8192);   // stream-K: a pass
+  check_gemm_weight_gradient<__nv_bfloat16>(512, 2048, 8192);   // small tiles: a pass
+  check_gemm_weight_gradient<__nv_bfloat16>(1000, 1024, 4096);  // rows off 128-byte lines
+  check_gemm_weight_gradient<__half>(130, 264, 72);             // mma_small
+  check_gemm_weight_gradient<__nv_bfloat16>(1024, 4096, 0);     // no tokens: D = 0, zero sums
+  check_gemm_weight_gradient<__nv_bfloat16>(256, 0, 512);       // no columns: the sums still
+  check_gemm_weight_gradient<__nv_bfloat16>(0, 512, 512);       // no rows
+}
+
+// A null bias gradient (m > 0), too little scratch and a bias gradient over A: refused before any launch.
+TEST(LibraryGemm, WeightGradientArguments) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  using T = __nv_bfloat16;
+  const std::int64_t m = 1024, n = 512, k = 1024;
+  DeviceBuffer<T> a(k * m), b(k * n), d(m * n), sums(m);
+  const std::size_t bytes = gemm_weight_gradient_workspace_bytes(m, n, k, a.data(), b.data(), n, d.data(), n);
+  DeviceBuffer<unsigned char> workspace(static_cast<std::int64_t>(bytes));
+  const auto call = [&](T* out, std::size_t given) {
+    return test_support::thrown_kind([&] {
+      gemm_weight_gradient(m, n, k, 1.0f, a.data(), b.data(), n, d.data(), n, out, workspace.data(), given, nullptr);
+    });
+  };
+  EXPECT_EQ(call(nullptr, bytes), ErrorKind::invalid_argument);
+  EXPECT_EQ(call(sums.data(), bytes / 2), ErrorKind::invalid_argument);
+  EXPECT_EQ(call(a.data(), bytes), ErrorKind::invalid_argument);  // overlaps A
+}
+
 // A thread whose first CUDA work is a product has no current context (an autograd worker
 // thread's case): its tensor maps are encoded anyway, and the product has the calling thread's bits.
 TEST(LibraryGemm, FirstCudaWorkOfANewThread) {

@@ -180,6 +180,16 @@ TEST_F(GemmLibraryChoice, EveryProductOfTheNamedModelsTakesAWgmmaRung) {
   }
 }
 
+// The weight-gradient shapes of the GPU test LibraryGemm.WeightGradientWithTheBiasGradient: which
+// add A's rows in their k-loop (the large and mid tiles) and which sum them in a pass after.
+TEST_F(GemmLibraryChoice, WeightGradientTestShapesTakeTheirRungs) {
+  EXPECT_EQ(on_hopper(product(1024, 4096, 8192, false, true)), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(on_hopper(product(1088, 8192, 2000, false, true)), LibraryRung::wgmma_mid);
+  EXPECT_EQ(on_hopper(product(2304, 768, 8192, false, true)), LibraryRung::wgmma_mid);
+  EXPECT_EQ(on_hopper(product(3072, 768, 8192, false, true)), LibraryRung::wgmma_streamk);
+  EXPECT_EQ(on_hopper(product(512, 2048, 8192, false, true)), LibraryRung::wgmma_small);
+}
+
 // Needs no sm_90a code: off Hopper every wgmma rung refuses anyway.
 TEST(GemmLibraryChoiceElsewhere, OtherGpusTakeTheMmaSyncRungs) {
   EXPECT_EQ(library_rung(product(4096, 4096, 4096), {}, 80, 108), LibraryRung::mma_pipelined);

@@ -147,6 +147,7 @@ def cpu_kernels():
         lib.impl("add_rms_norm_backward", lambda h, dy, dh, w, rstd: (lambda g: (g[0] + dh, g[1]))(_backward_of(
             lambda h, w: _rms_norm(h, w, _eps_of(h, rstd, False)), [h, w], [0, 1])(h, w, dy)), "CPU")
         lib.impl("bias_gradient", lambda dy: dy.reshape(-1, dy.shape[-1]).sum(0), "CPU")
+        lib.impl("gemm_weight_gradient", lambda dy, x, alpha=1.0: (_gemm(dy.mT, x, None, alpha, 0.0), dy.sum(0)), "CPU")
         lib.impl("bias_act", _bias_act, "CPU")
         lib.impl("gemm_activation", _gemm_activation, "CPU")
         lib.impl("gemm_activation_backward", _gemm_activation_backward, "CPU")
@@ -201,6 +202,26 @@ def test_linear_with_bias_and_its_second_derivative(cpu_kernels):
     y = layer(x)
     torch.testing.assert_close(y, reference(x))
     assert "CppNode" in y.grad_fn.next_functions[0][0].name()  # the C++ node, not Python's
+
+
+def test_linear_bias_gradient_comes_with_the_weight_gradient_in_16_bit(cpu_kernels):
+    # In bfloat16 and float16 the backward takes the weight's gradient and the bias's from one call
+    # (gemm_weight_gradient: the bias's sums run over the tokens, that product's k); float64 above
+    # sums apart.
+    from torch.profiler import ProfilerActivity, profile
+
+    g = torch.Generator().manual_seed(3)
+    x, w, b = (torch.randn(*shape, generator=g).bfloat16() for shape in ((2, 4, 6), (5, 6), (5,)))
+    dy = torch.randn(2, 4, 5, generator=g).bfloat16()
+    ours = [t.clone().requires_grad_() for t in (x, w, b)]
+    theirs = [t.clone().requires_grad_() for t in (x, w, b)]
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        ops.linear(*ours).backward(dy)
+    names = {e.name for e in prof.events()}
+    assert "cudalab::gemm_weight_gradient" in names and "cudalab::bias_gradient" not in names
+    F.linear(*theirs).backward(dy)
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a.grad, b.grad)
 
 
 def test_linear_is_f_linear(cpu_kernels):

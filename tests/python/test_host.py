@@ -68,6 +68,7 @@ BACKWARD = [
     "attention_packed_backward",
     "attention_varlen_backward",
     "gemm_activation_backward",
+    "gemm_weight_gradient",
 ]
 # The forward ops with a gradient: select_at_least and histogram count integers, and conv2d's
 # backward raises (the library has none); gemm_fp8 and attention_decode are inference ops, the
@@ -139,6 +140,8 @@ def arguments(name, device, dtype=None, shape=(3, 5, 16), requires_grad=False):
         return (tensor(rows, features), tensor(24, features), tensor(24), "gelu_tanh", True)
     if name == "gemm_activation_backward":  # dy [rows, 24] times a weight [24, features] as stored, and act'
         return (tensor(rows, 24), tensor(24, features), tensor(rows, features), False, True)
+    if name == "gemm_weight_gradient":  # dy [rows, 24] and x [rows, features]: a Linear's dW and its bias's gradient
+        return (tensor(rows, 24), tensor(rows, features), 1.0)
     if name == "quantize_fp8":
         return (tensor(*shape),)
     if name == "quantize_fp8_scaled":

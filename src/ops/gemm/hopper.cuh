@@ -132,6 +132,7 @@ struct WgmmaParams {
   int k_tiles;  // ceil(k / 64): the last k-tile's columns past k arrive as zeros from TMA
   int tiles_m, tiles_n, batch;
   int batch_step_a, batch_step_b, batch_step_c;  // a TMA matrix coordinate is z * step (0: one shared matrix)
+  T* a_row_sums;  // GemmArgs::a_row_sums: null, or m sums of A's rows over k (an MN-major A)
 };
 
 template <typename T>
@@ -172,6 +173,7 @@ WgmmaLaunch<T> prepare_launch(const GemmArgs<T>& args, const char* name, int blo
   p.batch_step_a = args.batch > 1 && args.stride_a != 0;
   p.batch_step_b = args.batch > 1 && args.stride_b != 0;
   p.batch_step_c = args.batch > 1 && args.stride_c != 0;
+  p.a_row_sums = args.a_row_sums;
   CUDALAB_REQUIRE(args.c != nullptr, std::string(name) + ": C is null");
   if (args.k > 0) {
     CUDALAB_REQUIRE(is_aligned16(args.a) && is_aligned16(args.b),
@@ -254,17 +256,23 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[kRegisters], std::uint32
   wgmma_commit();
 }
 
+// What a k-loop does with each of its A tiles besides the products: nothing.
+struct NoATileVisit {
+  __device__ __forceinline__ void operator()(std::uint32_t) const {}
+};
+
 // A consumer warpgroup's k-loop over `k_tiles` slots of the pipeline (each slot's A tile first, B
 // at kATileBytes). One group stays in flight: after the group of k-tile kt is issued, the wait for
 // kt - 1 lets release(stage of kt - 1) hand that slot back to the producer. `ring` continues across
 // calls (persistent kernels). kFirstStep and kSteps pick this warpgroup's k-steps of each k-tile
-// (all four by default); a_offset, its rows of the A tile.
+// (all four by default); a_offset, its rows of the A tile. visit_a(this warpgroup's A tile) runs
+// while the tile's wgmmas do, before its slot is released.
 template <typename T, bool kAMnMajor, bool kBMnMajor, int kATileBytes, int kFirstStep = 0, int kSteps = kBlockK / 16,
-          int kStages, int kSlotBytes, int kRegisters, typename Release>
+          int kStages, int kSlotBytes, int kRegisters, typename Release, typename VisitA = NoATileVisit>
 __device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_tiles,
                                                 const TmaPipeline<kStages, kSlotBytes>& pipeline,
-                                                RingPosition<kStages>& ring, std::uint32_t a_offset,
-                                                Release&& release) {
+                                                RingPosition<kStages>& ring, std::uint32_t a_offset, Release&& release,
+                                                VisitA&& visit_a = VisitA{}) {
   // Pins the accumulators' initial values before the loop: left to itself the compiler re-creates
   // them on the k_tiles == 0 path, and ptxas then sees non-wgmma writes reaching the final wait and
   // serializes every wgmma (C7515).
@@ -276,6 +284,7 @@ __device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_
     mma_k_tile<T, kAMnMajor, kBMnMajor, kFirstStep, kSteps>(acc, stage + a_offset, stage + kATileBytes);
     wgmma_wait<1>();
     if (kt > 0) release(previous);
+    visit_a(stage + a_offset);  // beside this k-tile's wgmmas, still in flight
     previous = ring.stage;
     ring.advance();
   }
@@ -312,6 +321,49 @@ __device__ __forceinline__ float2 unpack_pair(std::uint32_t bits) {
     return make_float2(__half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFFu))),
                        __half2float(__ushort_as_half(static_cast<unsigned short>(bits >> 16))));
   }
+}
+
+// A warpgroup's running sums over k of its 64 rows of an MN-major A tile at `box` (64 k-rows of
+// 128 bytes, 128-byte swizzled as TMA lays them out: m-chunk c of k-row r in 16-byte slot c ^ r % 8).
+// Warp w owns m-chunks 2 w and 2 w + 1 (8 rows of A each), lane l chunk 2 w + l % 2 and k-rows
+// l / 2 + 16 j: one 16-byte load per k-row a thread, four slots a bank group per instruction (no
+// more wavefronts than its 512 bytes need), and the 16 lanes of a chunk all in one warp.
+// sums[e]: row 8 chunk + e of the warpgroup's 64. TMA fills rows past m and k-rows past k with zeros.
+template <typename T>
+__device__ __forceinline__ void add_mn_major_rows(float (&sums)[8], std::uint32_t box) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int chunk = 2 * (static_cast<int>(threadIdx.x) % 128 / 32) + lane % 2;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int row = lane / 2 + 16 * j;
+    std::uint32_t word[4];
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(word[0]), "=r"(word[1]), "=r"(word[2]), "=r"(word[3])
+                 : "r"(box + row * kRowBytes + ((chunk ^ (row % 8)) << 4)));
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float2 pair = unpack_pair<T>(word[q]);
+      sums[2 * q] += pair.x;
+      sums[2 * q + 1] += pair.y;
+    }
+  }
+}
+
+// The warpgroup's 64 row sums (add_mn_major_rows) added across each chunk's 16 lanes in a fixed
+// order and stored, rounded once, at sums_out[row0 ..] (rows at m and past are not written).
+template <typename T>
+__device__ __forceinline__ void store_mn_major_row_sums(float (&sums)[8], T* sums_out, std::int64_t row0,
+                                                        std::int64_t m) {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+#pragma unroll
+    for (int step = 2; step < 32; step *= 2) sums[e] += __shfl_xor_sync(0xffffffffu, sums[e], step);
+  if (lane >= 2) return;
+  const std::int64_t first = row0 + 8 * (2 * (static_cast<int>(threadIdx.x) % 128 / 32) + lane);
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    if (first + e < m) sums_out[first + e] = from_float<T>(sums[e]);
 }
 
 // The 32-bit word at global `pointer` when `in_bounds`, else 0: a predicated load, never a branch.

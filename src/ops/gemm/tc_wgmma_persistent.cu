@@ -111,6 +111,13 @@ using namespace hopper;
 
 constexpr int kGroupM = 16;  // tile rows per band: 132 running tiles span ~16 x 8 tiles, A and B panels balanced
 
+// Whether every work item of a Schedule is a whole tile, its k-range in one CTA (not split-K or
+// stream-K): the sums over k of A's rows are then whole where the tile's k-loop ends.
+template <typename Schedule>
+inline constexpr bool kWholeTiles = false;
+template <int kGroup>
+inline constexpr bool kWholeTiles<PersistentSchedule<kGroup, false>> = true;
+
 // The split warpgroups' hand-over buffer (64 x kBlockN fp32); one byte for the large tiles, which
 // have none (it comes last, so it moves no tile).
 template <int kBytes>
@@ -218,6 +225,16 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       }
       const TileCoord at = work.at;
       float acc[kBlockN / 2] = {};
+      // GemmArgs::a_row_sums: the tiles of the first column add their A tiles' rows over k beside
+      // the wgmmas (the k-loop's visit), a warpgroup its 64 rows.
+      constexpr bool kRowSums = kAMnMajor && !Tiles::kSplit && kWholeTiles<Schedule>;
+      const bool row_sums = kRowSums && p.a_row_sums != nullptr && at.n == 0;
+      float sums[8] = {};
+      const auto visit_a = [&](std::uint32_t a_tile) {
+        if constexpr (kRowSums) {
+          if (row_sums) add_mn_major_rows<T>(sums, a_tile);
+        }
+      };
       if constexpr (Tiles::kSplit) {
         if (consumer == 0) {
           consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, work.k_tiles, pipeline, ring, 0, release);
@@ -231,14 +248,17 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
         // its item's, so it never waits a whole round of the ring ahead (a slot's barrier tells
         // phases apart by parity alone).
         if (!work.first) named_barrier_sync(kTurnBarrier + consumer, 256);
-        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring, 0, release);
+        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring, 0, release, visit_a);
         if (work.more) named_barrier_arrive(kTurnBarrier + 1 - consumer, 256);
       } else {
         consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring,
-                                                              consumer * 64 * kRowBytes, release);
+                                                              consumer * 64 * kRowBytes, release, visit_a);
       }
       const int row0 = at.m * kBlockM + (kBlockM == 64 ? 0 : 64 * consumer), col0 = at.n * kBlockN;
       if (!schedule.finish(acc, work, consumer, p, row0, col0, shared + offsetof(Storage, ring))) return;
+      if constexpr (kRowSums) {
+        if (row_sums) store_mn_major_row_sums<T>(sums, p.a_row_sums, row0, p.out.m);
+      }
       store_accumulators<kTmaStore, !kAMnMajor>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
                                                 staging + consumer * kStagingBytes, row0, col0,
                                                 at.batch * p.batch_step_c, consumer, &aux_map);

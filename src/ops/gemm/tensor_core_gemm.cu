@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <string>
 
+#include "core/arguments.hpp"
 #include "core/column_sums.cuh"
 #include "core/launch.cuh"
 #include "core/vector.cuh"
 #include "core/workspace.hpp"
+#include "cudalab/activations.hpp"
 #include "cudalab/error.hpp"
 #include "cudalab/gemm.hpp"
 #include "ops/bias_act/activation.cuh"
@@ -220,17 +222,30 @@ void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& worksp
   }
 }
 
+// The rung the library takes for `args` on the current GPU.
+template <typename T>
+v::LibraryRung rung_for(const v::GemmArgs<T>& args) {
+  const CurrentGpu gpu = current_gpu();
+  const v::GemmShape shape = v::shape_of(args);
+  return v::epilogue_rung(v::library_rung(shape, alignment_of(args), gpu.compute_capability, gpu.sm_count), shape,
+                          args.beta != 0.0f, args.fused.kind != v::FusedKind::kNone, gpu.compute_capability);
+}
+
 template <typename T>
 void run(v::GemmArgs<T> args, Workspace& workspace, cudaStream_t stream) {
   validate_gemm_args(args);
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   if (args.batch == 1) args.stride_a = args.stride_b = args.stride_c = 0;
-  const CurrentGpu gpu = current_gpu();
-  const v::GemmShape shape = v::shape_of(args);
-  const v::LibraryRung rung =
-      v::epilogue_rung(v::library_rung(shape, alignment_of(args), gpu.compute_capability, gpu.sm_count), shape,
-                       args.beta != 0.0f, args.fused.kind != v::FusedKind::kNone, gpu.compute_capability);
-  run_rung(rung, args, workspace, stream);
+  run_rung(rung_for(args), args, workspace, stream);
+}
+
+// Whether `rung` adds A's rows over k beside its k-loop (GemmArgs::a_row_sums): the persistent
+// rungs of whole large or mid tiles (stream-K splits a tile's k between CTAs, the small tiles
+// split each k-tile between warpgroups), an A stored k x m, a single product.
+template <typename T>
+bool sums_a_rows(v::LibraryRung rung, const v::GemmArgs<T>& args) {
+  const bool whole_tiles = rung == v::LibraryRung::wgmma_persistent || rung == v::LibraryRung::wgmma_mid;
+  return whole_tiles && args.a_transposed && args.batch == 1 && args.k > 0;
 }
 
 template <typename T>
@@ -400,6 +415,52 @@ void gemm_activation_backward(std::int64_t m, std::int64_t n, std::int64_t k, fl
     launch_column_partials_sum(strip_sums, ceil_div<std::int64_t>(m, 16), n, bias_gradient, stream);
 }
 
+// Bytes of the column-sum pass's scratch for A stored k x m (a bias gradient summed apart), in
+// 256-byte units.
+std::size_t a_column_sum_bytes(std::int64_t k, std::int64_t m) {
+  if (k <= 0 || m <= 0) return 0;
+  return (bias_act_backward_workspace_bytes(k, m) + 255) / 256 * 256;
+}
+
+template <typename T, typename>
+std::size_t gemm_weight_gradient_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b,
+                                                 std::int64_t ldb, const T* d, std::int64_t ldd) {
+  return a_column_sum_bytes(k, m) +
+         gemm_workspace_bytes(m, n, k, a, std::max<std::int64_t>(m, 1), b, ldb, d, ldd, Transpose::no, Transpose::yes);
+}
+
+template <typename T, typename>
+void gemm_weight_gradient(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a, const T* b,
+                          std::int64_t ldb, T* d, std::int64_t ldd, T* bias_gradient, void* workspace,
+                          std::size_t workspace_bytes, cudaStream_t stream) {
+  constexpr const char* call = "gemm_weight_gradient";
+  v::GemmArgs<T> args = make_args(1, m, n, k, alpha, a, std::max<std::int64_t>(m, 1), 0, b, ldb, 0, 0.0f, d, ldd, 0,
+                                  Transpose::no, Transpose::yes);
+  validate_gemm_args(args);
+  const std::int64_t d_span = m == 0 || n == 0 ? 0 : (m - 1) * ldd + n;
+  require_arrays(call, {{a, checked_product(call, "k * m", {k, m}), sizeof(T), "A"}},
+                 {{bias_gradient, m, sizeof(T), "bias_gradient"}, {d, d_span, sizeof(T), "D"}});
+  const std::size_t sum_bytes = a_column_sum_bytes(k, m);
+  CUDALAB_REQUIRE(sum_bytes == 0 || (workspace != nullptr && workspace_bytes >= sum_bytes),
+                  std::string("cudalab::") + call + ": the workspace holds " + std::to_string(workspace_bytes) +
+                      " bytes, the call needs at least " + std::to_string(sum_bytes) +
+                      " (see cudalab::gemm_weight_gradient_workspace_bytes)");
+  CallerWorkspace scratch(sum_bytes != 0 ? static_cast<std::uint8_t*>(workspace) + sum_bytes : workspace,
+                          workspace_bytes - sum_bytes, "cudalab::gemm_weight_gradient",
+                          "cudalab::gemm_weight_gradient_workspace_bytes");
+  if (m == 0) return;  // no rows of D, no sums
+  if (n > 0 && k > 0) {
+    const v::LibraryRung rung = rung_for(args);
+    if (sums_a_rows(rung, args)) {  // the product's own k-loop adds A's rows
+      args.a_row_sums = bias_gradient;
+      run_rung(rung, args, scratch, stream);
+      return;
+    }
+  }
+  run(args, scratch, stream);
+  cudalab::bias_gradient(a, bias_gradient, k, m, workspace, sum_bytes, stream);  // k == 0: zeros
+}
+
 template <typename T, typename>
 void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const T* a,
                   std::int64_t lda, std::int64_t stride_a, const T* b, std::int64_t ldb, std::int64_t stride_b,
@@ -429,6 +490,10 @@ void gemm_batched(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64
   template void gemm_activation_backward(std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,     \
                                          const T*, std::int64_t, const T*, std::int64_t, T*, std::int64_t, T*, void*, \
                                          std::size_t, cudaStream_t, Transpose, Transpose);                            \
+  template std::size_t gemm_weight_gradient_workspace_bytes(std::int64_t, std::int64_t, std::int64_t, const T*,       \
+                                                            const T*, std::int64_t, const T*, std::int64_t);          \
+  template void gemm_weight_gradient(std::int64_t, std::int64_t, std::int64_t, float, const T*, const T*,             \
+                                     std::int64_t, T*, std::int64_t, T*, void*, std::size_t, cudaStream_t);           \
   template void gemm_batched(std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, const T*, std::int64_t,   \
                              std::int64_t, const T*, std::int64_t, std::int64_t, float, T*, std::int64_t,             \
                              std::int64_t, cudaStream_t, Transpose, Transpose);

@@ -63,6 +63,11 @@ struct GemmArgs {
   std::int64_t batch = 1;
   std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   FusedEpilogue<T> fused;  // single products only
+  // Unless null: the sums over k of A's rows (m values, in T: a Linear's bias gradient beside its
+  // weight gradient, gemm_weight_gradient), for an A stored k x m (a_transposed) of a single
+  // product. Only the persistent Hopper rungs of whole tiles fill it (sums_a_rows in
+  // tensor_core_gemm.cu).
+  T* a_row_sums = nullptr;
 };
 
 // One thread per output; threadIdx.x walks rows, so a warp reads A down a column (strided) and
