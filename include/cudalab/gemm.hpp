@@ -139,14 +139,13 @@ void gemm_activation_backward(std::int64_t m, std::int64_t n, std::int64_t k, fl
 // stored k x m (k tokens, m outputs; dense, rows m apart), and B its input x, stored k x n (rows ldb
 // apart), and bias_gradient[i] = the sum of A's column i (its k values: dy's column sums), added in
 // fp32 in a fixed order (the same bits on every run), rounded once and not scaled by alpha. On
-// Hopper's persistent kernels of whole large or mid tiles (where the library takes them: A's and
-// B's rows on 16-byte boundaries, fewer than about six waves of large tiles, not stream-K) the
-// consumer warpgroups of the first tile column add their A tiles' rows from shared memory while
-// their products run, so A is read once for both; elsewhere a column-sum pass over A follows the
-// product. `workspace` holds at least gemm_weight_gradient_workspace_bytes(...) bytes (16-byte
-// aligned device memory): the pass's scratch, then the product's. Sizes may be 0 (k == 0: D = 0
-// and zeros for bias_gradient). Errors as gemm's, and bias_gradient null (m > 0), misaligned or
-// overlapping A or D.
+// Hopper's persistent kernels (large, mid and small tiles, stream-K: where the library takes them,
+// A's and B's rows on 128-byte lines) the consumer warpgroups of the first tile column add their A
+// tiles' rows from shared memory while their products run, so A is read once for both; elsewhere a
+// column-sum pass over A follows the product. `workspace` holds at least
+// gemm_weight_gradient_workspace_bytes(...) bytes (16-byte aligned device memory): the pass's
+// scratch, then the product's. Sizes may be 0 (k == 0: D = 0 and zeros for bias_gradient). Errors
+// as gemm's, and bias_gradient null (m > 0), misaligned or overlapping A or D.
 template <typename T, typename = RequireElement<T, GemmTensorCoreElements>>
 std::size_t gemm_weight_gradient_workspace_bytes(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b,
                                                  std::int64_t ldb, const T* d, std::int64_t ldd);

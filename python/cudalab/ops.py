@@ -469,8 +469,11 @@ class _Mlp(torch.autograd.Function):
         # dz = (dy @ out_weight) * act'(v), with act'(v) kept by the forward, and fc_bias's
         # gradient, in one product.
         dz, dfc_bias = torch.ops.cudalab.gemm_activation_backward(dy, out_weight, g, False, with_fc_bias and need[2])
-        dout_weight = torch.ops.cudalab.gemm(dy.mT, h) if need[3] else None
-        dout_bias = torch.ops.cudalab.bias_gradient(dy) if with_out_bias and need[4] else None
+        if need[3] and with_out_bias and need[4]:  # out_weight's gradient and out_bias's in one product
+            dout_weight, dout_bias = torch.ops.cudalab.gemm_weight_gradient(dy, h)
+        else:
+            dout_weight = torch.ops.cudalab.gemm(dy.mT, h) if need[3] else None
+            dout_bias = torch.ops.cudalab.bias_gradient(dy) if with_out_bias and need[4] else None
         dfc_weight = torch.ops.cudalab.gemm(dz.mT, x) if need[1] else None
         dx = torch.ops.cudalab.gemm(dz, fc_weight) if need[0] else None
         return dx, dfc_weight, dfc_bias if with_fc_bias and need[2] else None, dout_weight, dout_bias, None

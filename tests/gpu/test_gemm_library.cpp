@@ -378,17 +378,20 @@ void check_gemm_weight_gradient(std::int64_t m, std::int64_t n, std::int64_t k) 
   }
 }
 
-// The shapes' rungs on Hopper (host test GemmLibraryChoice): the large and mid tiles add A's rows in
-// their k-loop; stream-K, the small tiles and the cluster rung take a pass after the product.
+// The shapes' rungs on Hopper (host test GemmLibraryChoice.WeightGradientTestShapesTakeTheirRungs):
+// the persistent rungs add A's rows in their k-loop; the cluster rung, the aligned copies and the
+// mma rungs take a pass after the product.
 TEST(LibraryGemm, WeightGradientWithTheBiasGradient) {
   CUDALAB_REQUIRE_GPU_OR_SKIP();
   check_gemm_weight_gradient<__nv_bfloat16>(1024, 4096, 8192);  // a GPT's fc2 dW: large tiles
-  check_gemm_weight_gradient<__nv_bfloat16>(1088, 8192, 2000);  // mid tiles, a last tile's second half past m, k off 64
+  check_gemm_weight_gradient<__nv_bfloat16>(1088, 8192, 2000);  // mid tiles, the last tile's second half past m
   check_gemm_weight_gradient<__half>(2304, 768, 8192);          // mid tiles
-  check_gemm_weight_gradient<__nv_bfloat16>(3072, 768, 8192);   // stream-K: a pass
-  check_gemm_weight_gradient<__nv_bfloat16>(512, 2048, 8192);   // small tiles: a pass
-  check_gemm_weight_gradient<__nv_bfloat16>(1000, 1024, 4096);  // rows off 128-byte lines
-  check_gemm_weight_gradient<__half>(130, 264, 72);             // mma_small
+  check_gemm_weight_gradient<__nv_bfloat16>(3072, 768, 8192);   // stream-K: the owners add their peers' sums
+  check_gemm_weight_gradient<__nv_bfloat16>(512, 2048, 8192);   // small tiles: the warpgroups' k-steps handed over
+  check_gemm_weight_gradient<__nv_bfloat16>(1000, 1024, 4096);  // small tiles, the last past m
+  check_gemm_weight_gradient<__nv_bfloat16>(3000, 4096, 1024);  // A's rows off 128-byte lines: cluster, a pass
+  check_gemm_weight_gradient<__nv_bfloat16>(1002, 4096, 1024);  // A's rows off 16 bytes: aligned copies, a pass
+  check_gemm_weight_gradient<__half>(130, 264, 72);             // mma_small, a pass
   check_gemm_weight_gradient<__nv_bfloat16>(1024, 4096, 0);     // no tokens: D = 0, zero sums
   check_gemm_weight_gradient<__nv_bfloat16>(256, 0, 512);       // no columns: the sums still
   check_gemm_weight_gradient<__nv_bfloat16>(0, 512, 512);       // no rows

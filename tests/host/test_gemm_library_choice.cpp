@@ -180,14 +180,21 @@ TEST_F(GemmLibraryChoice, EveryProductOfTheNamedModelsTakesAWgmmaRung) {
   }
 }
 
-// The weight-gradient shapes of the GPU test LibraryGemm.WeightGradientWithTheBiasGradient: which
-// add A's rows in their k-loop (the large and mid tiles) and which sum them in a pass after.
+// The weight-gradient shapes of the GPU test LibraryGemm.WeightGradientWithTheBiasGradient: each
+// persistent rung, which add A's rows in their k-loop, and the rungs that sum them in a pass after.
 TEST_F(GemmLibraryChoice, WeightGradientTestShapesTakeTheirRungs) {
-  EXPECT_EQ(on_hopper(product(1024, 4096, 8192, false, true)), LibraryRung::wgmma_persistent);
-  EXPECT_EQ(on_hopper(product(1088, 8192, 2000, false, true)), LibraryRung::wgmma_mid);
-  EXPECT_EQ(on_hopper(product(2304, 768, 8192, false, true)), LibraryRung::wgmma_mid);
-  EXPECT_EQ(on_hopper(product(3072, 768, 8192, false, true)), LibraryRung::wgmma_streamk);
-  EXPECT_EQ(on_hopper(product(512, 2048, 8192, false, true)), LibraryRung::wgmma_small);
+  const auto dw = [](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return on_hopper(product(m, n, k, false, true));
+  };
+  EXPECT_EQ(dw(1024, 4096, 8192), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(dw(1088, 8192, 2000), LibraryRung::wgmma_mid);
+  EXPECT_EQ(dw(2304, 768, 8192), LibraryRung::wgmma_mid);
+  EXPECT_EQ(dw(3072, 768, 8192), LibraryRung::wgmma_streamk);
+  EXPECT_EQ(dw(512, 2048, 8192), LibraryRung::wgmma_small);
+  EXPECT_EQ(dw(1000, 1024, 4096), LibraryRung::wgmma_small);
+  EXPECT_EQ(dw(3000, 4096, 1024), LibraryRung::wgmma_cluster);
+  EXPECT_EQ(dw(1002, 4096, 1024), LibraryRung::aligned_copies);
+  EXPECT_EQ(dw(130, 264, 72), LibraryRung::mma_small);
 }
 
 // Needs no sm_90a code: off Hopper every wgmma rung refuses anyway.

@@ -603,6 +603,8 @@ def test_mlp_backward_runs_no_pass_of_the_activation_and_no_copy():
     dy = torch.randn_like(y)
     names, copies = profiled(lambda: y.backward(dy))
     assert names.count("cudalab::gemm_activation_backward") == 1
+    assert names.count("cudalab::gemm_weight_gradient") == 1  # out's weight and bias gradients together
+    assert "cudalab::bias_gradient" not in names, names
     assert not any(name.startswith("cudalab::bias_act") for name in names), names
     assert not copies, "the backward copied: " + "; ".join(copies)
 

@@ -324,17 +324,18 @@ __device__ __forceinline__ float2 unpack_pair(std::uint32_t bits) {
 }
 
 // A warpgroup's running sums over k of its 64 rows of an MN-major A tile at `box` (64 k-rows of
-// 128 bytes, 128-byte swizzled as TMA lays them out: m-chunk c of k-row r in 16-byte slot c ^ r % 8).
-// Warp w owns m-chunks 2 w and 2 w + 1 (8 rows of A each), lane l chunk 2 w + l % 2 and k-rows
-// l / 2 + 16 j: one 16-byte load per k-row a thread, four slots a bank group per instruction (no
-// more wavefronts than its 512 bytes need), and the 16 lanes of a chunk all in one warp.
-// sums[e]: row 8 chunk + e of the warpgroup's 64. TMA fills rows past m and k-rows past k with zeros.
-template <typename T>
+// 128 bytes, 128-byte swizzled as TMA lays them out: m-chunk c of k-row r in 16-byte slot c ^ r % 8),
+// over the k-rows of k-steps kFirstStep .. + kSteps (16 each). Warp w owns m-chunks 2 w and 2 w + 1
+// (8 rows of A each), lane l chunk 2 w + l % 2 and k-rows l / 2 + 16 j: one 16-byte load per k-step
+// a thread, four slots a bank group per instruction (no more wavefronts than its 512 bytes need),
+// and the 16 lanes of a chunk all in one warp. sums[e]: row 8 chunk + e of the warpgroup's 64. TMA
+// fills rows past m and k-rows past k with zeros.
+template <typename T, int kFirstStep = 0, int kSteps = kBlockK / 16>
 __device__ __forceinline__ void add_mn_major_rows(float (&sums)[8], std::uint32_t box) {
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int chunk = 2 * (static_cast<int>(threadIdx.x) % 128 / 32) + lane % 2;
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = kFirstStep; j < kFirstStep + kSteps; ++j) {
     const int row = lane / 2 + 16 * j;
     std::uint32_t word[4];
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"

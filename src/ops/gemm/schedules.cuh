@@ -253,6 +253,9 @@ struct StreamKSchedule {
   float* slots = nullptr;
   unsigned* flags = nullptr;
   unsigned* ticket = nullptr;
+  // With GemmArgs::a_row_sums: a unit's and warpgroup's sums of A's rows (8 a thread, float e of
+  // thread t at e * 128 + t), published beside its partial tile and added by the owner likewise.
+  float* row_sum_slots = nullptr;
 
 #if CUDALAB_SM90A
   static constexpr int kSlotFloats = 64 * kBlockN;
@@ -295,7 +298,30 @@ struct StreamKSchedule {
     return true;
   }
 
+  // A publishing piece's sums of A's rows, stored before finish raises the tile's flag (its
+  // warpgroup barrier and release fence order them before it).
+  __device__ __forceinline__ void publish_row_sums(const float (&sums)[8], int unit, int consumer) const {
+    float* to = row_sum_slot(unit, consumer) + threadIdx.x % 128;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) to[e * 128] = sums[e];
+  }
+
+  // An owner's peers' sums of A's rows, added in increasing unit order after finish (whose wait
+  // on the flags made them visible), as the partial tiles.
+  __device__ __forceinline__ void add_peer_row_sums(float (&sums)[8], const GemmWork& work, int consumer) const {
+    for (int u = work.first_peer; u < work.unit; ++u) {
+      if (plan.boundary(u) == plan.boundary(u + 1)) continue;
+      const float* from = row_sum_slot(u, consumer) + threadIdx.x % 128;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sums[e] += from[e * 128];
+    }
+  }
+
  private:
+  __device__ __forceinline__ float* row_sum_slot(int unit, int consumer) const {
+    return row_sum_slots + (2 * static_cast<std::int64_t>(unit) + consumer) * 8 * 128;
+  }
+
   // Unit u's slot for consumer warpgroup c, as float4s.
   __device__ __forceinline__ float4* slot(int unit, int consumer) const {
     return reinterpret_cast<float4*>(slots + (2 * static_cast<std::int64_t>(unit) + consumer) * kSlotFloats);

@@ -91,7 +91,7 @@ struct PersistentTiles {
   static constexpr int kATileBytes = kBlockM * hopper::kBlockK * 2;
   static constexpr int kStageBytes = kATileBytes + kBlockN * hopper::kBlockK * 2;
   static constexpr int kRingBytes = kStages * kStageBytes;
-  static constexpr int kReduceBytes = kSplit ? 64 * kBlockN * 4 : 0;
+  static constexpr int kReduceBytes = kSplit ? (64 * kBlockN + 8 * 128) * 4 : 0;  // the sums, A's row sums
 };
 using LargeTiles = PersistentTiles<2, 256, 4, false>;
 using SmallTiles = PersistentTiles<2, 128, 7, true>;
@@ -111,12 +111,16 @@ using namespace hopper;
 
 constexpr int kGroupM = 16;  // tile rows per band: 132 running tiles span ~16 x 8 tiles, A and B panels balanced
 
-// Whether every work item of a Schedule is a whole tile, its k-range in one CTA (not split-K or
-// stream-K): the sums over k of A's rows are then whole where the tile's k-loop ends.
+// The schedules whose sums over k of A's rows are whole where a tile's k-loop ends: every work item
+// a whole tile (not split-K), or stream-K's, whose owners add their peers' sums as their partial tiles.
 template <typename Schedule>
 inline constexpr bool kWholeTiles = false;
 template <int kGroup>
 inline constexpr bool kWholeTiles<PersistentSchedule<kGroup, false>> = true;
+template <typename Schedule>
+inline constexpr bool kStreamK = false;
+template <int kGroup, int kTileN>
+inline constexpr bool kStreamK<StreamKSchedule<kGroup, kTileN>> = true;
 
 // The split warpgroups' hand-over buffer (64 x kBlockN fp32); one byte for the large tiles, which
 // have none (it comes last, so it moves no tile).
@@ -141,16 +145,23 @@ static_assert(shared_storage_bytes<SharedStorage<LargeTiles>>() <= 227 * 1024 &&
               "one block per SM must fit");
 
 // Split k-steps: the second consumer warpgroup's accumulators into `reduce` (element i of thread t
-// at float i * 128 + t: a warp's 32 stores hit 32 banks), added by the first. `first_tile` and
-// `more_tiles` pace the hand-over: the second waits until the first has read the previous tile's sums.
+// at float i * 128 + t: a warp's 32 stores hit 32 banks), added by the first; with `row_sums`, its
+// sums of A's rows (add_mn_major_rows) after them likewise. `first_tile` and `more_tiles` pace the
+// hand-over: the second waits until the first has read the previous tile's sums.
 template <int kRegisters>
-__device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters], int consumer, std::uint32_t reduce,
-                                                       bool first_tile, bool more_tiles) {
+__device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters], float (&sums)[8], bool row_sums,
+                                                       int consumer, std::uint32_t reduce, bool first_tile,
+                                                       bool more_tiles) {
   const std::uint32_t mine = reduce + 4 * (static_cast<std::uint32_t>(threadIdx.x) % 128);
   if (consumer == 1) {
     if (!first_tile) named_barrier_sync(kReduceFreeBarrier, 256);
 #pragma unroll
     for (int i = 0; i < kRegisters; ++i) asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(mine + 512 * i), "f"(acc[i]));
+    if (row_sums) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(mine + 512 * (kRegisters + e)), "f"(sums[e]));
+    }
     named_barrier_arrive(kReduceFullBarrier, 256);
   } else {
     named_barrier_sync(kReduceFullBarrier, 256);
@@ -159,6 +170,14 @@ __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters],
       float partial;
       asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(partial) : "r"(mine + 512 * i));
       acc[i] += partial;
+    }
+    if (row_sums) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        float partial;
+        asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(partial) : "r"(mine + 512 * (kRegisters + e)));
+        sums[e] += partial;
+      }
     }
     if (more_tiles) named_barrier_arrive(kReduceFreeBarrier, 256);
   }
@@ -226,22 +245,29 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       const TileCoord at = work.at;
       float acc[kBlockN / 2] = {};
       // GemmArgs::a_row_sums: the tiles of the first column add their A tiles' rows over k beside
-      // the wgmmas (the k-loop's visit), a warpgroup its 64 rows.
-      constexpr bool kRowSums = kAMnMajor && !Tiles::kSplit && kWholeTiles<Schedule>;
+      // the wgmmas (the k-loop's visit), a warpgroup its 64 rows (of its k-steps, where the small
+      // tiles split them).
+      constexpr bool kRowSums = kAMnMajor && (kWholeTiles<Schedule> || kStreamK<Schedule>);
       const bool row_sums = kRowSums && p.a_row_sums != nullptr && at.n == 0;
       float sums[8] = {};
-      const auto visit_a = [&](std::uint32_t a_tile) {
+      const auto visit_rows = [&](auto first_step, std::uint32_t a_tile) {
         if constexpr (kRowSums) {
-          if (row_sums) add_mn_major_rows<T>(sums, a_tile);
+          constexpr int kFirst = decltype(first_step)::value, kSteps = Tiles::kSplit ? 2 : kBlockK / 16;
+          if (row_sums) add_mn_major_rows<T, kFirst, kSteps>(sums, a_tile);
         }
       };
+      const auto visit_a = [&](std::uint32_t a_tile) { visit_rows(std::integral_constant<int, 0>{}, a_tile); };
       if constexpr (Tiles::kSplit) {
         if (consumer == 0) {
-          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, work.k_tiles, pipeline, ring, 0, release);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, work.k_tiles, pipeline, ring, 0, release,
+                                                                      visit_a);
         } else {
-          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(acc, work.k_tiles, pipeline, ring, 0, release);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(
+              acc, work.k_tiles, pipeline, ring, 0, release,
+              [&](std::uint32_t a_tile) { visit_rows(std::integral_constant<int, 2>{}, a_tile); });
         }
-        hand_over_partial_sums(acc, consumer, shared + offsetof(Storage, reduce), work.first, work.more);
+        hand_over_partial_sums(acc, sums, row_sums, consumer, shared + offsetof(Storage, reduce), work.first,
+                               work.more);
         if (consumer == 1) return;
       } else if constexpr (Tiles::kPingPong) {
         // Turns at the ring: a warpgroup waits on its slots only once the other has waited on all of
@@ -255,8 +281,14 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
                                                               consumer * 64 * kRowBytes, release, visit_a);
       }
       const int row0 = at.m * kBlockM + (kBlockM == 64 ? 0 : 64 * consumer), col0 = at.n * kBlockN;
+      if constexpr (kRowSums && kStreamK<Schedule>) {  // ahead of the partial tile's flag
+        if (row_sums && work.role == StreamKRole::publish) schedule.publish_row_sums(sums, work.unit, consumer);
+      }
       if (!schedule.finish(acc, work, consumer, p, row0, col0, shared + offsetof(Storage, ring))) return;
       if constexpr (kRowSums) {
+        if constexpr (kStreamK<Schedule>) {
+          if (row_sums && work.role == StreamKRole::owner) schedule.add_peer_row_sums(sums, work, consumer);
+        }
         if (row_sums) store_mn_major_row_sums<T>(sums, p.a_row_sums, row0, p.out.m);
       }
       store_accumulators<kTmaStore, !kAMnMajor>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
@@ -343,10 +375,13 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
       schedule.tiles_m = p.tiles_m;
       schedule.tiles_n = p.tiles_n;
       const std::size_t slot_bytes = static_cast<std::size_t>(units) * 2 * Schedule::kSlotFloats * sizeof(float);
+      const std::size_t row_sum_bytes =
+          args.a_row_sums != nullptr ? static_cast<std::size_t>(units) * 2 * 8 * 128 * sizeof(float) : 0;
       const std::size_t flag_bytes = (static_cast<std::size_t>(tiles) * 2 + 1) * sizeof(unsigned);
-      auto* base = static_cast<std::uint8_t*>(scratch.reserve(slot_bytes + flag_bytes));
+      auto* base = static_cast<std::uint8_t*>(scratch.reserve(slot_bytes + row_sum_bytes + flag_bytes));
       schedule.slots = reinterpret_cast<float*>(base);
-      schedule.flags = reinterpret_cast<unsigned*>(base + slot_bytes);
+      schedule.row_sum_slots = row_sum_bytes != 0 ? reinterpret_cast<float*>(base + slot_bytes) : nullptr;
+      schedule.flags = reinterpret_cast<unsigned*>(base + slot_bytes + row_sum_bytes);
       schedule.ticket = schedule.flags + 2 * tiles;
       CUDALAB_CUDA_CHECK(cudaMemsetAsync(schedule.flags, 0, flag_bytes, stream));
       launch_on<T, Tiles, true>(launch, args, tma_store, schedule, units, stream);

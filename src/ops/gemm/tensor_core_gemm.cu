@@ -240,12 +240,12 @@ void run(v::GemmArgs<T> args, Workspace& workspace, cudaStream_t stream) {
 }
 
 // Whether `rung` adds A's rows over k beside its k-loop (GemmArgs::a_row_sums): the persistent
-// rungs of whole large or mid tiles (stream-K splits a tile's k between CTAs, the small tiles
-// split each k-tile between warpgroups), an A stored k x m, a single product.
+// rungs (large, mid and small tiles, stream-K), an A stored k x m, a single product.
 template <typename T>
 bool sums_a_rows(v::LibraryRung rung, const v::GemmArgs<T>& args) {
-  const bool whole_tiles = rung == v::LibraryRung::wgmma_persistent || rung == v::LibraryRung::wgmma_mid;
-  return whole_tiles && args.a_transposed && args.batch == 1 && args.k > 0;
+  const bool persistent = rung == v::LibraryRung::wgmma_persistent || rung == v::LibraryRung::wgmma_mid ||
+                          rung == v::LibraryRung::wgmma_small || rung == v::LibraryRung::wgmma_streamk;
+  return persistent && args.a_transposed && args.batch == 1 && args.k > 0;
 }
 
 template <typename T>

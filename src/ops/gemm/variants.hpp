@@ -65,8 +65,7 @@ struct GemmArgs {
   FusedEpilogue<T> fused;  // single products only
   // Unless null: the sums over k of A's rows (m values, in T: a Linear's bias gradient beside its
   // weight gradient, gemm_weight_gradient), for an A stored k x m (a_transposed) of a single
-  // product. Only the persistent Hopper rungs of whole tiles fill it (sums_a_rows in
-  // tensor_core_gemm.cu).
+  // product. Only the persistent Hopper rungs fill it (sums_a_rows in tensor_core_gemm.cu).
   T* a_row_sums = nullptr;
 };
 
