@@ -109,8 +109,9 @@ class Gemm : public torch::autograd::Function<Gemm> {
         ctx->saved_data["has_c"].toBool() && ctx->saved_data["c_row"].toBool() && ctx->needs_input_grad(2);
     // A Linear's weight gradient and its bias's in one product (the bias's sums over the tokens,
     // the weight gradient's k), in 16-bit outside a create_graph pass.
+    // Dense operands only: the call takes them so, and a copy would cost more than the pass.
     const bool with_bias_sums = bias_row && b_transposed && ctx->needs_input_grad(1) && !at::GradMode::is_enabled() &&
-                                grads[0].dim() == 2 && a.dim() == 2 &&
+                                grads[0].dim() == 2 && a.dim() == 2 && grads[0].is_contiguous() && a.is_contiguous() &&
                                 (grads[0].scalar_type() == at::kBFloat16 || grads[0].scalar_type() == at::kHalf);
     at::Tensor bias_sums;
     if (with_bias_sums) {

@@ -373,7 +373,10 @@ void check_gemm_weight_gradient(std::int64_t m, std::int64_t n, std::int64_t k) 
       sum += ha[t * m + i];
       magnitude += std::fabs(ha[t * m + i]);
     }
-    const double bound = static_cast<double>(k) * magnitude / 8388608.0 + u_t * std::fabs(sum);
+    // fp32 adds at most k / 16 deep in a thread, then a shuffle tree, a hand-over or stream-K's
+    // peers (the pass: 16 a lane, a tree of 8, a partial per 128 rows), and one rounding to T: a
+    // wrong swizzle, a lost k-step or a lost peer's sums land far outside.
+    const double bound = (static_cast<double>(k) / 16.0 + 24.0) * magnitude / 16777216.0 + u_t * std::fabs(sum);
     ASSERT_LE(std::fabs(hsums[i] - sum), bound) << "bias gradient at " << i << ": " << hsums[i] << " against " << sum;
   }
 }
@@ -388,7 +391,7 @@ TEST(LibraryGemm, WeightGradientWithTheBiasGradient) {
   check_gemm_weight_gradient<__half>(2304, 768, 8192);          // mid tiles
   check_gemm_weight_gradient<__nv_bfloat16>(3072, 768, 8192);   // stream-K: the owners add their peers' sums
   check_gemm_weight_gradient<__nv_bfloat16>(512, 2048, 8192);   // small tiles: the warpgroups' k-steps handed over
-  check_gemm_weight_gradient<__nv_bfloat16>(1000, 1024, 4096);  // small tiles, the last past m
+  check_gemm_weight_gradient<__nv_bfloat16>(1000, 1024, 4000);  // small tiles, the last past m, k off 64
   check_gemm_weight_gradient<__nv_bfloat16>(3000, 4096, 1024);  // A's rows off 128-byte lines: cluster, a pass
   check_gemm_weight_gradient<__nv_bfloat16>(1002, 4096, 1024);  // A's rows off 16 bytes: aligned copies, a pass
   check_gemm_weight_gradient<__half>(130, 264, 72);             // mma_small, a pass

@@ -191,7 +191,7 @@ TEST_F(GemmLibraryChoice, WeightGradientTestShapesTakeTheirRungs) {
   EXPECT_EQ(dw(2304, 768, 8192), LibraryRung::wgmma_mid);
   EXPECT_EQ(dw(3072, 768, 8192), LibraryRung::wgmma_streamk);
   EXPECT_EQ(dw(512, 2048, 8192), LibraryRung::wgmma_small);
-  EXPECT_EQ(dw(1000, 1024, 4096), LibraryRung::wgmma_small);
+  EXPECT_EQ(dw(1000, 1024, 4000), LibraryRung::wgmma_small);
   EXPECT_EQ(dw(3000, 4096, 1024), LibraryRung::wgmma_cluster);
   EXPECT_EQ(dw(1002, 4096, 1024), LibraryRung::aligned_copies);
   EXPECT_EQ(dw(130, 264, 72), LibraryRung::mma_small);

@@ -257,13 +257,19 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
         }
       };
       const auto visit_a = [&](std::uint32_t a_tile) { visit_rows(std::integral_constant<int, 0>{}, a_tile); };
+      // With the sums, every warp's reads of a slot must precede its release, which the leader
+      // alone signals (its own wgmma wait covers the wgmmas, not the other warps' loads).
+      const auto release_read = [&](int stage) {
+        if (row_sums) named_barrier_sync(epilogue_barrier(consumer), 128);
+        release(stage);
+      };
       if constexpr (Tiles::kSplit) {
         if (consumer == 0) {
-          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, work.k_tiles, pipeline, ring, 0, release,
-                                                                      visit_a);
+          consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 0, 2>(acc, work.k_tiles, pipeline, ring, 0,
+                                                                      release_read, visit_a);
         } else {
           consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(
-              acc, work.k_tiles, pipeline, ring, 0, release,
+              acc, work.k_tiles, pipeline, ring, 0, release_read,
               [&](std::uint32_t a_tile) { visit_rows(std::integral_constant<int, 2>{}, a_tile); });
         }
         hand_over_partial_sums(acc, sums, row_sums, consumer, shared + offsetof(Storage, reduce), work.first,
@@ -274,11 +280,12 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
         // its item's, so it never waits a whole round of the ring ahead (a slot's barrier tells
         // phases apart by parity alone).
         if (!work.first) named_barrier_sync(kTurnBarrier + consumer, 256);
-        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring, 0, release, visit_a);
+        consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring, 0, release_read,
+                                                              visit_a);
         if (work.more) named_barrier_arrive(kTurnBarrier + 1 - consumer, 256);
       } else {
         consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes>(acc, work.k_tiles, pipeline, ring,
-                                                              consumer * 64 * kRowBytes, release, visit_a);
+                                                              consumer * 64 * kRowBytes, release_read, visit_a);
       }
       const int row0 = at.m * kBlockM + (kBlockM == 64 ? 0 : 64 * consumer), col0 = at.n * kBlockN;
       if constexpr (kRowSums && kStreamK<Schedule>) {  // ahead of the partial tile's flag
@@ -352,6 +359,8 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
                            ? split_k_for(tiles, k_tiles, sm_count)
                            : SplitK{1, k_tiles, nullptr};
   const bool splitting = split.splits > 1;
+  CUDALAB_REQUIRE(args.a_row_sums == nullptr || (args.a_transposed && !splitting && !Tiles::kPingPong),
+                  std::string(name) + ": sums of A's rows need A stored k x m and tiles whose k is not split");
   const bool tma_store = !splitting && c_storable_by_tma(args);
   const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
                                                                Tiles::kBlockM, Tiles::kBlockN, tma_store ? 64 : 0);

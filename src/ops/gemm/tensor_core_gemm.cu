@@ -200,8 +200,19 @@ void run_unfused(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& wor
   });
 }
 
+// Whether `rung` adds A's rows over k beside its k-loop (GemmArgs::a_row_sums): the persistent
+// rungs (large, mid and small tiles, stream-K), an A stored k x m, a single product.
+template <typename T>
+bool sums_a_rows(v::LibraryRung rung, const v::GemmArgs<T>& args) {
+  const bool persistent = rung == v::LibraryRung::wgmma_persistent || rung == v::LibraryRung::wgmma_mid ||
+                          rung == v::LibraryRung::wgmma_small || rung == v::LibraryRung::wgmma_streamk;
+  return persistent && args.a_transposed && args.batch == 1 && args.k > 0;
+}
+
 template <typename T>
 void run_rung(v::LibraryRung rung, const v::GemmArgs<T>& args, Workspace& workspace, cudaStream_t stream) {
+  CUDALAB_REQUIRE(args.a_row_sums == nullptr || sums_a_rows(rung, args),
+                  "cudalab::gemm: sums of A's rows are made on the persistent rungs only, for A stored k x m");
   if (args.fused.kind != v::FusedKind::kNone && rung != v::LibraryRung::aligned_copies && !fuses_epilogue(rung, args))
     return run_unfused(rung, args, workspace, stream);
   switch (rung) {
@@ -237,15 +248,6 @@ void run(v::GemmArgs<T> args, Workspace& workspace, cudaStream_t stream) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
   if (args.batch == 1) args.stride_a = args.stride_b = args.stride_c = 0;
   run_rung(rung_for(args), args, workspace, stream);
-}
-
-// Whether `rung` adds A's rows over k beside its k-loop (GemmArgs::a_row_sums): the persistent
-// rungs (large, mid and small tiles, stream-K), an A stored k x m, a single product.
-template <typename T>
-bool sums_a_rows(v::LibraryRung rung, const v::GemmArgs<T>& args) {
-  const bool persistent = rung == v::LibraryRung::wgmma_persistent || rung == v::LibraryRung::wgmma_mid ||
-                          rung == v::LibraryRung::wgmma_small || rung == v::LibraryRung::wgmma_streamk;
-  return persistent && args.a_transposed && args.batch == 1 && args.k > 0;
 }
 
 template <typename T>
@@ -438,7 +440,8 @@ void gemm_weight_gradient(std::int64_t m, std::int64_t n, std::int64_t k, float 
                                   Transpose::no, Transpose::yes);
   validate_gemm_args(args);
   const std::int64_t d_span = m == 0 || n == 0 ? 0 : (m - 1) * ldd + n;
-  require_arrays(call, {{a, checked_product(call, "k * m", {k, m}), sizeof(T), "A"}},
+  const std::int64_t b_span = k == 0 || n == 0 ? 0 : (k - 1) * ldb + n;
+  require_arrays(call, {{a, checked_product(call, "k * m", {k, m}), sizeof(T), "A"}, {b, b_span, sizeof(T), "B"}},
                  {{bias_gradient, m, sizeof(T), "bias_gradient"}, {d, d_span, sizeof(T), "D"}});
   const std::size_t sum_bytes = a_column_sum_bytes(k, m);
   CUDALAB_REQUIRE(sum_bytes == 0 || (workspace != nullptr && workspace_bytes >= sum_bytes),
