@@ -392,6 +392,8 @@ TEST(LibraryGemm, WeightGradientWithTheBiasGradient) {
   check_gemm_weight_gradient<__nv_bfloat16>(3072, 768, 8192);   // stream-K: the owners add their peers' sums
   check_gemm_weight_gradient<__nv_bfloat16>(512, 2048, 8192);   // small tiles: the warpgroups' k-steps handed over
   check_gemm_weight_gradient<__nv_bfloat16>(1000, 1024, 4000);  // small tiles, the last past m, k off 64
+  check_gemm_weight_gradient<__nv_bfloat16>(1024, 128, 8192);   // small tiles, one column: no columns to add
+  check_gemm_weight_gradient<__nv_bfloat16>(2048, 4096, 256);   // large tiles, fewer k-tiles than columns
   check_gemm_weight_gradient<__nv_bfloat16>(3000, 4096, 1024);  // A's rows off 128-byte lines: cluster, a pass
   check_gemm_weight_gradient<__nv_bfloat16>(1002, 4096, 1024);  // A's rows off 16 bytes: aligned copies, a pass
   check_gemm_weight_gradient<__half>(130, 264, 72);             // mma_small, a pass

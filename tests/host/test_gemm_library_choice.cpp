@@ -192,6 +192,8 @@ TEST_F(GemmLibraryChoice, WeightGradientTestShapesTakeTheirRungs) {
   EXPECT_EQ(dw(3072, 768, 8192), LibraryRung::wgmma_streamk);
   EXPECT_EQ(dw(512, 2048, 8192), LibraryRung::wgmma_small);
   EXPECT_EQ(dw(1000, 1024, 4000), LibraryRung::wgmma_small);
+  EXPECT_EQ(dw(1024, 128, 8192), LibraryRung::wgmma_small);
+  EXPECT_EQ(dw(2048, 4096, 256), LibraryRung::wgmma_persistent);
   EXPECT_EQ(dw(3000, 4096, 1024), LibraryRung::wgmma_cluster);
   EXPECT_EQ(dw(1002, 4096, 1024), LibraryRung::aligned_copies);
   EXPECT_EQ(dw(130, 264, 72), LibraryRung::mma_small);

@@ -133,6 +133,11 @@ struct WgmmaParams {
   int tiles_m, tiles_n, batch;
   int batch_step_a, batch_step_b, batch_step_c;  // a TMA matrix coordinate is z * step (0: one shared matrix)
   T* a_row_sums;  // GemmArgs::a_row_sums: null, or m sums of A's rows over k (an MN-major A)
+  // With a_row_sums and tiles_n > 1 (add_column_row_sums): each tile column's sums of its share of
+  // the k-tiles, column j's rows at row_sum_columns + j * tiles_m * block_m, and an arrival count per
+  // 16 rows, zeroed before the launch.
+  float* row_sum_columns;
+  unsigned* row_sum_counts;
 };
 
 template <typename T>
@@ -258,14 +263,14 @@ __device__ __forceinline__ void mma_k_tile(float (&acc)[kRegisters], std::uint32
 
 // What a k-loop does with each of its A tiles besides the products: nothing.
 struct NoATileVisit {
-  __device__ __forceinline__ void operator()(std::uint32_t) const {}
+  __device__ __forceinline__ void operator()(int, std::uint32_t) const {}
 };
 
 // A consumer warpgroup's k-loop over `k_tiles` slots of the pipeline (each slot's A tile first, B
 // at kATileBytes). One group stays in flight: after the group of k-tile kt is issued, the wait for
 // kt - 1 lets release(stage of kt - 1) hand that slot back to the producer. `ring` continues across
 // calls (persistent kernels). kFirstStep and kSteps pick this warpgroup's k-steps of each k-tile
-// (all four by default); a_offset, its rows of the A tile. visit_a(this warpgroup's A tile) runs
+// (all four by default); a_offset, its rows of the A tile. visit_a(kt, this warpgroup's A tile) runs
 // while the tile's wgmmas do, before its slot is released.
 template <typename T, bool kAMnMajor, bool kBMnMajor, int kATileBytes, int kFirstStep = 0, int kSteps = kBlockK / 16,
           int kStages, int kSlotBytes, int kRegisters, typename Release, typename VisitA = NoATileVisit>
@@ -284,7 +289,7 @@ __device__ __forceinline__ void consumer_k_loop(float (&acc)[kRegisters], int k_
     mma_k_tile<T, kAMnMajor, kBMnMajor, kFirstStep, kSteps>(acc, stage + a_offset, stage + kATileBytes);
     wgmma_wait<1>();
     if (kt > 0) release(previous);
-    visit_a(stage + a_offset);  // beside this k-tile's wgmmas, still in flight
+    visit_a(kt, stage + a_offset);  // beside this k-tile's wgmmas, still in flight
     previous = ring.stage;
     ring.advance();
   }
@@ -351,20 +356,57 @@ __device__ __forceinline__ void add_mn_major_rows(float (&sums)[8], std::uint32_
 }
 
 // The warpgroup's 64 row sums (add_mn_major_rows) added across each chunk's 16 lanes in a fixed
-// order and stored, rounded once, at sums_out[row0 ..] (rows at m and past are not written).
-template <typename T>
-__device__ __forceinline__ void store_mn_major_row_sums(float (&sums)[8], T* sums_out, std::int64_t row0,
-                                                        std::int64_t m) {
-  const int lane = static_cast<int>(threadIdx.x) % 32;
+// order: after it lanes 0 and 1 of warp w hold rows 16 w .. + 8 and 16 w + 8 .. + 8.
+__device__ __forceinline__ void add_chunk_lanes(float (&sums)[8]) {
 #pragma unroll
   for (int e = 0; e < 8; ++e)
 #pragma unroll
     for (int step = 2; step < 32; step *= 2) sums[e] += __shfl_xor_sync(0xffffffffu, sums[e], step);
+}
+
+// The warpgroup's 64 row sums stored, rounded once, at sums_out[row0 ..] (rows at m and past are
+// not written).
+template <typename T>
+__device__ __forceinline__ void store_mn_major_row_sums(float (&sums)[8], T* sums_out, std::int64_t row0,
+                                                        std::int64_t m) {
+  add_chunk_lanes(sums);
+  const int lane = static_cast<int>(threadIdx.x) % 32;
   if (lane >= 2) return;
   const std::int64_t first = row0 + 8 * (2 * (static_cast<int>(threadIdx.x) % 128 / 32) + lane);
 #pragma unroll
   for (int e = 0; e < 8; ++e)
     if (first + e < m) sums_out[first + e] = from_float<T>(sums[e]);
+}
+
+// Where the tile columns share the sums (WgmmaParams::row_sum_columns): the warpgroup's 64 row sums
+// of its column's k-tiles stored as that column's, then per warp (16 rows) an arrival counted; the
+// warp that arrives last adds the columns in order and stores the sums rounded once, so the bits do
+// not depend on which column finished last. The count is lane 0's acquire-release add between two
+// warp barriers, as the stream-K flags hand over partial tiles.
+template <typename T>
+__device__ __forceinline__ void add_column_row_sums(float (&sums)[8], const WgmmaParams<T>& p, int column,
+                                                    std::int64_t pitch, std::int64_t row0) {
+  add_chunk_lanes(sums);
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) % 128 / 32;
+  const std::int64_t rows = row0 + 16 * warp;
+  if (lane < 2) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) p.row_sum_columns[column * pitch + rows + 8 * lane + e] = sums[e];
+  }
+  __syncwarp();
+  unsigned before = 0;
+  if (lane == 0) {
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n"
+                 : "=r"(before)
+                 : "l"(p.row_sum_counts + rows / 16)
+                 : "memory");
+  }
+  before = __shfl_sync(0xffffffffu, before, 0);
+  __syncwarp();  // lane 0's acquire ordered before every lane's reads
+  if (before != static_cast<unsigned>(p.tiles_n) - 1 || lane >= 16 || rows + lane >= p.out.m) return;
+  float total = 0.0f;
+  for (int j = 0; j < p.tiles_n; ++j) total += __ldcg(p.row_sum_columns + j * pitch + rows + lane);
+  p.a_row_sums[rows + lane] = from_float<T>(total);
 }
 
 // The 32-bit word at global `pointer` when `in_bounds`, else 0: a predicated load, never a branch.

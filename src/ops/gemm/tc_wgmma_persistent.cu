@@ -244,23 +244,29 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       }
       const TileCoord at = work.at;
       float acc[kBlockN / 2] = {};
-      // GemmArgs::a_row_sums: the tiles of the first column add their A tiles' rows over k beside
-      // the wgmmas (the k-loop's visit), a warpgroup its 64 rows (of its k-steps, where the small
-      // tiles split them).
+      // GemmArgs::a_row_sums: every tile adds its A tiles' rows over k beside the wgmmas (the
+      // k-loop's visit), a warpgroup its 64 rows (of its k-steps, where the small tiles split them),
+      // tile column j those of the k-tiles kt with kt % tiles_n == j: each column carries an equal
+      // share of the shared memory reads (add_column_row_sums adds the columns). With the sums, every
+      // warp's reads of a slot must precede its release, which the leader alone signals (its own
+      // wgmma wait covers the wgmmas, not the other warps' loads): `summed` (the k-tile last visited,
+      // the next released) makes release_read wait for them.
       constexpr bool kRowSums = kAMnMajor && (kWholeTiles<Schedule> || kStreamK<Schedule>);
-      const bool row_sums = kRowSums && p.a_row_sums != nullptr && at.n == 0;
+      const bool row_sums = kRowSums && p.a_row_sums != nullptr;
       float sums[8] = {};
-      const auto visit_rows = [&](auto first_step, std::uint32_t a_tile) {
+      bool summed = false;
+      const auto visit_rows = [&](auto first_step, int kt, std::uint32_t a_tile) {
         if constexpr (kRowSums) {
           constexpr int kFirst = decltype(first_step)::value, kSteps = Tiles::kSplit ? 2 : kBlockK / 16;
-          if (row_sums) add_mn_major_rows<T, kFirst, kSteps>(sums, a_tile);
+          summed = row_sums && (work.kt0 + kt) % p.tiles_n == at.n;
+          if (summed) add_mn_major_rows<T, kFirst, kSteps>(sums, a_tile);
         }
       };
-      const auto visit_a = [&](std::uint32_t a_tile) { visit_rows(std::integral_constant<int, 0>{}, a_tile); };
-      // With the sums, every warp's reads of a slot must precede its release, which the leader
-      // alone signals (its own wgmma wait covers the wgmmas, not the other warps' loads).
+      const auto visit_a = [&](int kt, std::uint32_t a_tile) {
+        visit_rows(std::integral_constant<int, 0>{}, kt, a_tile);
+      };
       const auto release_read = [&](int stage) {
-        if (row_sums) named_barrier_sync(epilogue_barrier(consumer), 128);
+        if (summed) named_barrier_sync(epilogue_barrier(consumer), 128);
         release(stage);
       };
       if constexpr (Tiles::kSplit) {
@@ -270,7 +276,7 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
         } else {
           consumer_k_loop<T, kAMnMajor, kBMnMajor, kATileBytes, 2, 2>(
               acc, work.k_tiles, pipeline, ring, 0, release_read,
-              [&](std::uint32_t a_tile) { visit_rows(std::integral_constant<int, 2>{}, a_tile); });
+              [&](int kt, std::uint32_t a_tile) { visit_rows(std::integral_constant<int, 2>{}, kt, a_tile); });
         }
         hand_over_partial_sums(acc, sums, row_sums, consumer, shared + offsetof(Storage, reduce), work.first,
                                work.more);
@@ -296,7 +302,9 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
         if constexpr (kStreamK<Schedule>) {
           if (row_sums && work.role == StreamKRole::owner) schedule.add_peer_row_sums(sums, work, consumer);
         }
-        if (row_sums) store_mn_major_row_sums<T>(sums, p.a_row_sums, row0, p.out.m);
+        if (row_sums && p.tiles_n == 1) store_mn_major_row_sums<T>(sums, p.a_row_sums, row0, p.out.m);
+        if (row_sums && p.tiles_n > 1)
+          add_column_row_sums<T>(sums, p, at.n, static_cast<std::int64_t>(p.tiles_m) * kBlockM, row0);
       }
       store_accumulators<kTmaStore, !kAMnMajor>(at_offset(p.out, at.batch * p.stride_c), acc, &c_map,
                                                 staging + consumer * kStagingBytes, row0, col0,
@@ -362,10 +370,17 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
   CUDALAB_REQUIRE(args.a_row_sums == nullptr || (args.a_transposed && !splitting && !Tiles::kPingPong),
                   std::string(name) + ": sums of A's rows need A stored k x m and tiles whose k is not split");
   const bool tma_store = !splitting && c_storable_by_tma(args);
-  const hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN,
-                                                               Tiles::kBlockM, Tiles::kBlockN, tma_store ? 64 : 0);
+  hopper::WgmmaLaunch<T> launch = hopper::prepare_launch(args, name, Tiles::kBlockM, Tiles::kBlockN, Tiles::kBlockM,
+                                                         Tiles::kBlockN, tma_store ? 64 : 0);
   StreamOrderedWorkspace scratch(stream);  // partial sums, handed back on the stream afterwards
-  const auto p = launch.params;
+  auto& p = launch.params;
+  // Where the tile columns share the sums of A's rows (add_column_row_sums): each column's sums,
+  // carved first from the launch's one reservation, and a count per 16 rows, zeroed beside the
+  // stream-K flags where there are some.
+  const std::size_t sum_rows = static_cast<std::size_t>(p.tiles_m) * Tiles::kBlockM;
+  const bool column_sums = args.a_row_sums != nullptr && p.tiles_n > 1;
+  const std::size_t column_bytes = column_sums ? sum_rows * p.tiles_n * sizeof(float) : 0;
+  const std::size_t count_bytes = column_sums ? sum_rows / 16 * sizeof(unsigned) : 0;
   if constexpr (std::is_same_v<Tiles, LargeTiles>) {
     // k = 0 (whole tiles of no k-steps) and plans of 2^31 stream-K iterations or more (the plan's
     // 32-bit arithmetic) take the persistent schedule below, whose whole tiles already fill every
@@ -377,7 +392,8 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
     if (planned && plan.fits_32_bits()) {
       // One unit per SM, at most one per k-step of the work; all but the last waves' tiles whole
       // (stream_k_plan); boundaries kept 4 k-steps from tile edges where tiles are long enough.
-      // Scratch: a partial tile per unit and warpgroup, then the flags and the ticket, zeroed here.
+      // Scratch: a partial tile per unit and warpgroup (and its sums of A's rows), then the flags and
+      // the ticket, zeroed here.
       using Schedule = StreamKSchedule<kGroupM, LargeTiles::kBlockN>;
       Schedule schedule;
       schedule.plan = plan;
@@ -387,18 +403,29 @@ void launch_persistent(const GemmArgs<T>& args, const char* name, cudaStream_t s
       const std::size_t row_sum_bytes =
           args.a_row_sums != nullptr ? static_cast<std::size_t>(units) * 2 * 8 * 128 * sizeof(float) : 0;
       const std::size_t flag_bytes = (static_cast<std::size_t>(tiles) * 2 + 1) * sizeof(unsigned);
-      auto* base = static_cast<std::uint8_t*>(scratch.reserve(slot_bytes + row_sum_bytes + flag_bytes));
+      auto* base = static_cast<std::uint8_t*>(
+          scratch.reserve(column_bytes + slot_bytes + row_sum_bytes + count_bytes + flag_bytes));
+      if (column_sums) p.row_sum_columns = reinterpret_cast<float*>(base);
+      base += column_bytes;
       schedule.slots = reinterpret_cast<float*>(base);
       schedule.row_sum_slots = row_sum_bytes != 0 ? reinterpret_cast<float*>(base + slot_bytes) : nullptr;
-      schedule.flags = reinterpret_cast<unsigned*>(base + slot_bytes + row_sum_bytes);
+      auto* counts = reinterpret_cast<unsigned*>(base + slot_bytes + row_sum_bytes);
+      if (column_sums) p.row_sum_counts = counts;
+      schedule.flags = counts + count_bytes / sizeof(unsigned);
       schedule.ticket = schedule.flags + 2 * tiles;
-      CUDALAB_CUDA_CHECK(cudaMemsetAsync(schedule.flags, 0, flag_bytes, stream));
+      CUDALAB_CUDA_CHECK(cudaMemsetAsync(counts, 0, count_bytes + flag_bytes, stream));
       launch_on<T, Tiles, true>(launch, args, tma_store, schedule, units, stream);
       return;
     }
   }
   const int grid = static_cast<int>(std::min<std::int64_t>(tiles * split.splits, sm_count));
   if (!splitting) {
+    if (column_sums) {
+      auto* base = static_cast<std::uint8_t*>(scratch.reserve(column_bytes + count_bytes));
+      p.row_sum_columns = reinterpret_cast<float*>(base);
+      p.row_sum_counts = reinterpret_cast<unsigned*>(base + column_bytes);
+      CUDALAB_CUDA_CHECK(cudaMemsetAsync(p.row_sum_counts, 0, count_bytes, stream));
+    }
     const PersistentSchedule<kGroupM, false> schedule{p.tiles_m, p.tiles_n, static_cast<int>(tiles), k_tiles, split};
     launch_on<T, Tiles, true>(launch, args, tma_store, schedule, grid, stream);
     return;
