@@ -255,11 +255,17 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       const bool row_sums = kRowSums && p.a_row_sums != nullptr;
       float sums[8] = {};
       bool summed = false;
+      // The loop's next k-tile to sum, counted rather than divided for: a division in the k-loop
+      // delays the next k-tile's wgmmas, which the small tiles' short k-tiles cannot hide.
+      int next_summed = row_sums ? ((at.n - work.kt0) % p.tiles_n + p.tiles_n) % p.tiles_n : -1;
       const auto visit_rows = [&](auto first_step, int kt, std::uint32_t a_tile) {
         if constexpr (kRowSums) {
           constexpr int kFirst = decltype(first_step)::value, kSteps = Tiles::kSplit ? 2 : kBlockK / 16;
-          summed = row_sums && (work.kt0 + kt) % p.tiles_n == at.n;
-          if (summed) add_mn_major_rows<T, kFirst, kSteps>(sums, a_tile);
+          summed = kt == next_summed;
+          if (summed) {
+            next_summed += p.tiles_n;
+            add_mn_major_rows<T, kFirst, kSteps>(sums, a_tile);
+          }
         }
       };
       const auto visit_a = [&](int kt, std::uint32_t a_tile) {
