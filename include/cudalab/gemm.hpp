@@ -140,9 +140,9 @@ void gemm_activation_backward(std::int64_t m, std::int64_t n, std::int64_t k, fl
 // apart), and bias_gradient[i] = the sum of A's column i (its k values: dy's column sums), added in
 // fp32 in a fixed order (the same bits on every run), rounded once and not scaled by alpha. On
 // Hopper's persistent kernels (large, mid and small tiles, stream-K: where the library takes them,
-// A's and B's rows on 128-byte lines) the consumer warpgroups of the first tile column add their A
-// tiles' rows from shared memory while their products run, so A is read once for both; elsewhere a
-// column-sum pass over A follows the product. `workspace` holds at least
+// A's and B's rows on 128-byte lines) the consumer warpgroups add their A tiles' rows from shared
+// memory while their products run, each tile column a share of the k-tiles, so A is read once for
+// both; elsewhere a column-sum pass over A follows the product. `workspace` holds at least
 // gemm_weight_gradient_workspace_bytes(...) bytes (16-byte aligned device memory): the pass's
 // scratch, then the product's. Sizes may be 0 (k == 0: D = 0 and zeros for bias_gradient). Errors
 // as gemm's, and bias_gradient null (m > 0), misaligned or overlapping A or D.
