@@ -450,13 +450,11 @@ __device__ __forceinline__ void load_old_pairs(const OutputMatrix<T>& out, int r
 }
 
 // The GEMM rungs' named barriers (0 is __syncthreads): one per storing consumer warpgroup for its
-// epilogue's boxes, the split-k-steps hand-over's two, one per consumer warpgroup for stream-K's
-// partial tiles (kStreamKBarrier + consumer), one for both before an owner reuses the ring, and
-// one per consumer warpgroup for its turn at the ring (ping-pong tiles).
+// epilogue's boxes, one per consumer warpgroup for stream-K's partial tiles (kStreamKBarrier +
+// consumer), one for both before an owner reuses the ring, and one per consumer warpgroup for its
+// turn at the ring (ping-pong tiles).
 enum NamedBarrier : int {
   kEpilogueBarrier = 1,
-  kReduceFullBarrier = 3,
-  kReduceFreeBarrier = 4,
   kStreamKBarrier = 5,
   kStreamKRingBarrier = 7,
   kTurnBarrier = 8  // the ping-pong tiles: consumer warpgroup c's turn at kTurnBarrier + c

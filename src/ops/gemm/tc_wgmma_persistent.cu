@@ -122,11 +122,12 @@ inline constexpr bool kStreamK = false;
 template <int kGroup, int kTileN>
 inline constexpr bool kStreamK<StreamKSchedule<kGroup, kTileN>> = true;
 
-// The split warpgroups' hand-over buffer (64 x kBlockN fp32); one byte for the large tiles, which
-// have none (it comes last, so it moves no tile).
+// The split warpgroups' hand-over buffer (64 x kBlockN fp32) and its two barriers; one byte for the
+// large tiles, which have none (it comes last, so it moves no tile).
 template <int kBytes>
 struct ReduceBuffer {
   alignas(16) float sums[kBytes / 4];
+  std::uint64_t full, free;  // the second warpgroup's sums stored; the first's read (128 arrivals each)
 };
 template <>
 struct ReduceBuffer<0> {};
@@ -146,15 +147,19 @@ static_assert(shared_storage_bytes<SharedStorage<LargeTiles>>() <= 227 * 1024 &&
 
 // Split k-steps: the second consumer warpgroup's accumulators into `reduce` (element i of thread t
 // at float i * 128 + t: a warp's 32 stores hit 32 banks), added by the first; with `row_sums`, its
-// sums of A's rows (add_mn_major_rows) after them likewise. `first_tile` and `more_tiles` pace the
-// hand-over: the second waits until the first has read the previous tile's sums.
+// sums of A's rows (add_mn_major_rows) after them likewise. The CTA's `index`-th hand-over: the
+// second waits on `free` until the first has read the previous one's sums, and the first on `full`
+// for this one's. Every thread arrives on an mbarrier, whose release and acquire order its shared
+// memory accesses. Named barriers (bar.arrive, bar.sync) order them too, but racecheck does not
+// model bar.arrive's ordering and reported the hand-over as a race (a litmus kernel of the same
+// protocol draws the same report).
 template <int kRegisters>
 __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters], float (&sums)[8], bool row_sums,
-                                                       int consumer, std::uint32_t reduce, bool first_tile,
-                                                       bool more_tiles) {
+                                                       int consumer, std::uint32_t reduce, std::uint32_t full,
+                                                       std::uint32_t free, int index) {
   const std::uint32_t mine = reduce + 4 * (static_cast<std::uint32_t>(threadIdx.x) % 128);
   if (consumer == 1) {
-    if (!first_tile) named_barrier_sync(kReduceFreeBarrier, 256);
+    if (index > 0) mbarrier_wait(free, static_cast<std::uint32_t>(index - 1) & 1u);
 #pragma unroll
     for (int i = 0; i < kRegisters; ++i) asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(mine + 512 * i), "f"(acc[i]));
     if (row_sums) {
@@ -162,9 +167,9 @@ __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters],
       for (int e = 0; e < 8; ++e)
         asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(mine + 512 * (kRegisters + e)), "f"(sums[e]));
     }
-    named_barrier_arrive(kReduceFullBarrier, 256);
+    mbarrier_arrive(full);
   } else {
-    named_barrier_sync(kReduceFullBarrier, 256);
+    mbarrier_wait(full, static_cast<std::uint32_t>(index) & 1u);
 #pragma unroll
     for (int i = 0; i < kRegisters; ++i) {
       float partial;
@@ -179,7 +184,7 @@ __device__ __forceinline__ void hand_over_partial_sums(float (&acc)[kRegisters],
         sums[e] += partial;
       }
     }
-    if (more_tiles) named_barrier_arrive(kReduceFreeBarrier, 256);
+    mbarrier_arrive(free);
   }
 }
 
@@ -199,6 +204,12 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
   const std::uint32_t staging = shared + offsetof(Storage, staging);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   pipeline.init(Tiles::kPingPong ? 1 : Tiles::kConsumers);  // the warpgroups that release each slot
+  if constexpr (Tiles::kSplit) {
+    if (threadIdx.x == 0) {
+      mbarrier_init(shared + offsetof(Storage, reduce.full), 128);
+      mbarrier_init(shared + offsetof(Storage, reduce.free), 128);
+    }
+  }
   const int unit = schedule.claim();
   __syncthreads();
 
@@ -234,7 +245,7 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
       if (leader) pipeline.consumer_release(stage);
     };
     RingPosition<kStages> ring;
-    int item = 0;
+    int item = 0, handed = 0;  // work items seen; hand-overs of split k-steps made
     schedule.for_each(unit, [&](const GemmWork& work) {
       if constexpr (Tiles::kPingPong) {  // the other warpgroup's item: its slots passed over
         if (item++ % 2 != consumer) {
@@ -284,8 +295,9 @@ __global__ void __launch_bounds__(Tiles::kThreads, 1)
               acc, work.k_tiles, pipeline, ring, 0, release_read,
               [&](int kt, std::uint32_t a_tile) { visit_rows(std::integral_constant<int, 2>{}, kt, a_tile); });
         }
-        hand_over_partial_sums(acc, sums, row_sums, consumer, shared + offsetof(Storage, reduce), work.first,
-                               work.more);
+        hand_over_partial_sums(acc, sums, row_sums, consumer, shared + offsetof(Storage, reduce),
+                               shared + offsetof(Storage, reduce.full), shared + offsetof(Storage, reduce.free),
+                               handed++);
         if (consumer == 1) return;
       } else if constexpr (Tiles::kPingPong) {
         // Turns at the ring: a warpgroup waits on its slots only once the other has waited on all of
