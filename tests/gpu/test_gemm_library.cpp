@@ -460,6 +460,16 @@ TEST(LibraryGemm, ActivationEpilogues) {
   check_gemm_activation<__half>(130, 264, 72, true, false, Activation::silu);               // second pass
 }
 
+// Past k = 2048 the large-tile rungs keep a fused activation (host test GemmLibraryChoice.
+// EpiloguesThatReadOrComputeTakeThePingPongTiles pins each shape's rung).
+TEST(LibraryGemm, ActivationEpiloguesOnTheLargeTiles) {
+  CUDALAB_REQUIRE_GPU_OR_SKIP();
+  check_gemm_activation<__nv_bfloat16>(1096, 2048, 2304, true, false, Activation::gelu_tanh);  // persistent
+  check_gemm_activation<__nv_bfloat16>(1096, 2048, 2056, true, false, Activation::relu);       // cluster
+  check_gemm_activation<__half>(2304, 768, 2304, true, false, Activation::silu);               // mid
+  check_gemm_activation<__nv_bfloat16>(768, 3072, 8192, true, false, Activation::gelu_erf);    // stream-K
+}
+
 // No bias gradient asked (null: no scratch for it); too little scratch, D over the derivative, an
 // activation outside the enum and the derivative over D: refused before any launch.
 TEST(LibraryGemm, ActivationEpilogueArguments) {

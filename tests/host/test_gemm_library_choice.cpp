@@ -34,8 +34,8 @@ class GemmLibraryChoice : public ::testing::Test {
   }
 };
 
-// A C read at k <= 1024 and any fused activation move the large tiles' products to the ping-pong
-// tiles; the rest keep their rung.
+// A C read at k <= 1024 and a fused activation at k <= 2048 move the large tiles' products to the
+// ping-pong tiles; the rest keep their rung.
 TEST_F(GemmLibraryChoice, EpiloguesThatReadOrComputeTakeThePingPongTiles) {
   const auto with = [](const GemmShape& s, bool reads_c, bool fused) {
     return epilogue_rung(on_hopper(s), s, reads_c, fused, kHopper);
@@ -45,7 +45,16 @@ TEST_F(GemmLibraryChoice, EpiloguesThatReadOrComputeTakeThePingPongTiles) {
   EXPECT_EQ(with(product(4096, 4096, 4096, true), true, false), LibraryRung::wgmma_persistent);  // long k
   EXPECT_EQ(with(product(8192, 8192, 8192), true, false), LibraryRung::wgmma_cluster);
   EXPECT_EQ(with(product(8192, 4096, 1024, true), false, false), on_hopper(product(8192, 4096, 1024, true)));
-  EXPECT_EQ(with(product(8192, 4096, 11008, true), false, true), LibraryRung::wgmma_pingpong);   // fused: any k
+  EXPECT_EQ(with(product(8192, 4096, 1024, true), false, true), LibraryRung::wgmma_pingpong);  // fused
+  EXPECT_EQ(with(product(8192, 8192, 2048, true), false, true), LibraryRung::wgmma_pingpong);
+  EXPECT_EQ(with(product(8192, 12288, 3072, true), false, true), on_hopper(product(8192, 12288, 3072, true)));
+  EXPECT_EQ(with(product(8192, 16384, 4096, true), false, true), on_hopper(product(8192, 16384, 4096, true)));
+  EXPECT_NE(on_hopper(product(8192, 16384, 4096, true)), LibraryRung::wgmma_pingpong);
+  // LibraryGemm.ActivationEpilogues' shapes past k = 2048: the fused epilogue on each large-tile rung.
+  EXPECT_EQ(with(product(1096, 2048, 2304, true), false, true), LibraryRung::wgmma_persistent);
+  EXPECT_EQ(with(product(1096, 2048, 2056, true), false, true), LibraryRung::wgmma_cluster);  // rows off lines
+  EXPECT_EQ(with(product(2304, 768, 2304, true), false, true), LibraryRung::wgmma_mid);
+  EXPECT_EQ(with(product(768, 3072, 8192, true), false, true), LibraryRung::wgmma_streamk);
   EXPECT_EQ(with(product(1024, 1024, 1024), true, true), on_hopper(product(1024, 1024, 1024)));  // small tiles stay
 }
 

@@ -14,6 +14,7 @@ constexpr std::int64_t kDecodeWgmmaMinK = 4096;  // the shortest k decode_wgmma 
 constexpr std::int64_t kDecodeMmaLongestK = 8192;  // the longest decode_mma keeps 5-16 rows against a narrow weight
 constexpr std::int64_t kLineElements = 64;         // 16-bit elements in a 128-byte L2 line
 constexpr std::int64_t kPingPongLongestK = 1024;   // the longest k a C read was measured faster at on ping-pong tiles
+constexpr std::int64_t kPingPongFusedLongestK = 2048;  // and a fused activation
 
 // Whether every row of A and B starts on a 128-byte line (16-bit elements). TMA reads rows that
 // start off a line (16-byte aligned only) at a cost in L2: at 3000x5000x7000 (rows of 14000
@@ -152,12 +153,16 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
 // against 34.1), but 1.04-1.07x at k = 4096-11008, where the 64-row tiles' extra B traffic shows
 // (plain products: 1.05-1.08x there, level at k = 1024). A fused activation's epilogue is longer:
 // there the ping-pong tiles ran the MLP's first product in 0.90-0.93x the cooperative kernel's time
-// at 8192 tokens and 0.95-1.11x cuBLASLt's fused kernel's speed (gemm-activation-epilogue-*.json).
+// at 8192 tokens, k = 768-2048, and 0.95-1.11x cuBLASLt's fused kernel's speed
+// (gemm-activation-epilogue-*.json); but at k = 4096 the large tiles took 0.96-0.97x the ping-pong
+// tiles' time for the forward and 0.94-0.95x for the gradient, and at k = 3072 1.01x and 0.97x
+// (mlp-rule-*.json: tokens x d_model 4096 x 4096, 8192 x 4096, 8192 x 3072).
 LibraryRung epilogue_rung(LibraryRung rung, const GemmShape& shape, bool reads_c, bool fused, int compute_capability) {
   const bool large = rung == LibraryRung::wgmma_cluster || rung == LibraryRung::wgmma_persistent ||
                      rung == LibraryRung::wgmma_mid || rung == LibraryRung::wgmma_streamk;
   if (!large || !wgmma_pingpong_limits(shape, compute_capability).empty()) return rung;
-  return fused || (reads_c && shape.k <= kPingPongLongestK) ? LibraryRung::wgmma_pingpong : rung;
+  const bool overlap = fused ? shape.k <= kPingPongFusedLongestK : reads_c && shape.k <= kPingPongLongestK;
+  return overlap ? LibraryRung::wgmma_pingpong : rung;
 }
 
 }  // namespace cudalab::gemm_variants
