@@ -156,7 +156,7 @@ LibraryRung library_rung(const GemmShape& shape, OperandAlignment alignment, int
 // at 8192 tokens, k = 768-2048, and 0.95-1.11x cuBLASLt's fused kernel's speed
 // (gemm-activation-epilogue-*.json); but at k = 4096 the large tiles took 0.96-0.97x the ping-pong
 // tiles' time for the forward and 0.94-0.95x for the gradient, and at k = 3072 1.01x and 0.97x
-// (mlp-rule-*.json: tokens x d_model 4096 x 4096, 8192 x 4096, 8192 x 3072).
+// (mlp-fused-rule-compare.md: tokens x d_model 4096 x 4096, 8192 x 4096, 8192 x 3072).
 LibraryRung epilogue_rung(LibraryRung rung, const GemmShape& shape, bool reads_c, bool fused, int compute_capability) {
   const bool large = rung == LibraryRung::wgmma_cluster || rung == LibraryRung::wgmma_persistent ||
                      rung == LibraryRung::wgmma_mid || rung == LibraryRung::wgmma_streamk;
