@@ -80,12 +80,6 @@ std::int32_t length_of(const Problem& p, std::int64_t b) {
   return static_cast<std::int32_t>(tokens + static_cast<std::int64_t>(draw % span));
 }
 
-std::int64_t total_length(const Problem& p) {
-  std::int64_t sum = 0;
-  for (std::int64_t b = 0; b < batch_of(p); ++b) sum += length_of(p, b);
-  return sum;
-}
-
 std::int64_t query_elements(const Problem& p) { return batch_of(p) * heads_of(p) * tokens_of(p) * head_dim_of(p); }
 // Dense or paged, the caches hold batch * cache keys of each kv head: one page a sequence's
 // cache / page keys, every page used once (in the order block_table draws).
