@@ -244,8 +244,12 @@ void expect_window_bounds_match_sees() {
             EXPECT_EQ(w.key_end(i, seq), end) << label << " query " << i;
             EXPECT_EQ(w.first_query(i), first_query) << label << " key " << i;
             EXPECT_EQ(w.query_end(i, seq), query_end) << label << " key " << i;
-            if (causal) EXPECT_EQ(end, i + 1) << label;
-            if (left < 0) EXPECT_EQ(first, 0) << label;
+            if (causal) {
+              EXPECT_EQ(end, i + 1) << label;
+            }
+            if (left < 0) {
+              EXPECT_EQ(first, 0) << label;
+            }
           }
         }
 }
@@ -558,12 +562,15 @@ TEST(AttentionRegistry, LadderParametersAndWork) {
   // without a window up to head_dim 128).
   for (const Problem& p : op->test_problems) {
     const bool windowed = p.param(ids::kWindowLeft) >= 0 || p.param(ids::kWindowRight) >= 0;
-    for (const char* id : {ids::kNaive, ids::kTutorialFixed, ids::kTiled})
-      if (id != ids::kTutorialFixed || (!windowed && p.dim("head_dim") <= 128))
+    for (const char* id : {ids::kNaive, ids::kTutorialFixed, ids::kTiled}) {
+      if (id != ids::kTutorialFixed || (!windowed && p.dim("head_dim") <= 128)) {
         EXPECT_EQ(why_not(*op->find_variant(id), hopper, p), "") << id << " " << p.label();
+      }
+    }
     if (p.dtype == DType::f32) continue;
-    if (p.dim("head_dim") != 64 && p.dim("head_dim") != 128)
+    if (p.dim("head_dim") != 64 && p.dim("head_dim") != 128) {
       EXPECT_NE(why_not(*op->find_variant(ids::kMma), hopper, p), "") << p.label();
+    }
     const std::string why = why_not(*op->find_variant(ids::kWgmma), hopper, p);  // or: no sm_90a code built
     EXPECT_EQ(why.find("head_dim"), std::string::npos) << p.label() << ": " << why;
   }
@@ -785,7 +792,9 @@ TEST(AttentionDecodeOp, CountsTheKeysEachSequenceHolds) {
       << "3 new tokens in a cache of 2";
   // Paged caches: any page size that divides the cache on naive, multiples of 64 keys on split_mma,
   // none on the cuBLAS baseline; the same bytes as dense caches.
-  const auto paged = [&](int page) { return op->problem({2, 8, 1, 1200, 64}, DType::bf16, {{ids::kPage, page}}); };
+  const auto paged = [&](int page) {
+    return op->problem({2, 8, 1, 1200, 64}, DType::bf16, {{ids::kPage, static_cast<double>(page)}});
+  };
   EXPECT_EQ(why_not(*op->find_variant(ids::kNaive), hopper, paged(100)), "");
   EXPECT_NE(why_not(*op->find_variant(ids::kNaive), hopper, paged(7)), "") << "7 does not divide 1200";
   EXPECT_NE(why_not(*op->find_variant(ids::kSplitMma), hopper, paged(100)), "");
