@@ -316,9 +316,10 @@ void check_gemm_activation(std::int64_t m, std::int64_t n, std::int64_t k, bool 
           << "y at " << i << "," << j << ": " << hy[at] << " against " << want_y;
       ASSERT_LE(std::fabs(hy_alone[at] - want_y), y_bound) << "y without g at " << i << "," << j;
       const double want_g = harness::activation_derivative_reference(act, want_v);
-      if (act != Activation::relu || std::fabs(want_v) > e_v)
+      if (act != Activation::relu || std::fabs(want_v) > e_v) {
         ASSERT_LE(std::fabs(hg[at] - want_g), e_v + 16 * u + 2 * u_t * std::fabs(want_g) + tolerance.output_absolute)
             << "g at " << i << "," << j << ": " << hg[at] << " against " << want_g;
+      }
       const double p = plain.value[at], e_p = harness::gemm_error_bound(k, plain.bound[at], tolerance, p);
       const double want_dz = p * hgiven[at];
       const double dz_bound = std::fabs(hgiven[at]) * e_p + 2 * u_t * std::fabs(want_dz) + tolerance.output_absolute;
